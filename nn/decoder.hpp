@@ -1,0 +1,116 @@
+#pragma once
+// The LLaMA-style character decoder of seed 000: Linear, Embedding, RMSNorm, Attention
+// (RoPE + GQA + KV cache), SwiGLU, Block, Decoder.
+
+#include <memory>
+#include <vector>
+
+#include "autograd/ops.hpp"
+#include "nn/config.hpp"
+#include "nn/module.hpp"
+#include "nn/tracer.hpp"
+
+namespace glass {
+inline namespace GLASS_PRECISION {
+
+/// y = x W^T, no bias. weight (out_features, in_features), PyTorch nn.Linear layout.
+class Linear : public Module {
+ public:
+  Linear(std::size_t in_features, std::size_t out_features, double init_std, Rng& rng);
+  Tensor forward(const Tensor& x) const;  ///< (..., in) -> (..., out)
+  Tensor weight;
+};
+
+/// Token embedding table, weight (vocab_size, d_model).
+class Embedding : public Module {
+ public:
+  Embedding(std::size_t vocab_size, std::size_t d_model, double init_std, Rng& rng);
+  Tensor forward(const Ids& ids) const;  ///< (B, T) -> (B, T, d_model)
+  Tensor weight;
+};
+
+/// RMSNorm with learnable gain `weight` (d), initialised to 1.
+class RMSNorm : public Module {
+ public:
+  RMSNorm(std::size_t d, double eps);
+  Tensor forward(const Tensor& x) const;  ///< (..., d) -> (..., d)
+  Tensor weight;
+  double eps;
+};
+
+/// Post-RoPE keys and values of every layer, for incremental decoding.
+/// Per layer: keys and values of shape (B, n_kv_heads, length(), head_dim).
+class KVCache {
+ public:
+  KVCache(const ModelConfig& config, std::size_t batch_size);
+  std::size_t length() const { return length_; }  ///< positions already cached (= start)
+  std::size_t capacity() const { return capacity_; }
+  void clear();
+  // Used by Attention: append new keys/values (B, n_kv_heads, n, head_dim) for `layer` and
+  // return views of all cached keys/values (B, n_kv_heads, length()+n, head_dim).
+  // advance(n) is called once per forward, after every layer appended.
+  std::vector<Array> keys, values;  ///< per layer, (B, n_kv_heads, capacity, head_dim)
+  void advance(std::size_t n);
+
+ private:
+  std::size_t length_ = 0;
+  std::size_t capacity_ = 0;
+};
+
+/// Grouped-query causal self-attention, in the seed's order:
+/// X -> Q/K/V -> RoPE on Q/K -> KV cache -> GQA expansion -> QK^T/sqrt(d_k) -> causal mask ->
+/// softmax -> mix with V -> W_O.
+class Attention : public Module {
+ public:
+  Attention(const ModelConfig& config, Rng& rng);
+  /// x (B, n, d_model) at absolute positions start .. start+n-1 (start = cache ? cache->length() : 0)
+  /// -> (B, n, d_model). With a cache, attends over the m = start + n cached keys.
+  Tensor forward(const Tensor& x, std::size_t layer, KVCache* cache, Tracer* tracer) const;
+  Linear wq, wk, wv, wo;
+  std::size_t n_heads, n_kv_heads, head_dim;
+  double rope_base;
+};
+
+/// SwiGLU feed-forward (Shazeer 2020): w2(silu(w1 x) * w3 x); w1 gate, w3 up, w2 down.
+class SwiGLU : public Module {
+ public:
+  SwiGLU(const ModelConfig& config, Rng& rng);
+  Tensor forward(const Tensor& x) const;  ///< (..., d_model) -> (..., d_model)
+  Linear w1, w2, w3;
+};
+
+/// Pre-norm decoder block: x = x + attention(attention_norm(x)); x = x + feed_forward(ffn_norm(x)).
+class Block : public Module {
+ public:
+  Block(const ModelConfig& config, Rng& rng);
+  Tensor forward(const Tensor& x, std::size_t layer, KVCache* cache, Tracer* tracer) const;
+  RMSNorm attention_norm;
+  Attention attention;
+  RMSNorm ffn_norm;
+  SwiGLU feed_forward;
+};
+
+/// The whole model: tok_embeddings -> layers -> norm -> output (LM head, not tied).
+/// Parameter names follow Meta LLaMA / llama2.c (tok_embeddings.weight,
+/// layers.{i}.attention.wq.weight, ..., norm.weight, output.weight).
+class Decoder : public Module {
+ private:
+  ModelConfig config_;  // first: the members below are built from it
+
+ public:
+  /// Validates the config (std::invalid_argument) and initialises as nanoGPT from `seed`.
+  Decoder(const ModelConfig& config, std::uint64_t seed);
+  /// tokens (B, T) -> logits (B, T, vocab_size). With a cache, tokens are the new ones at
+  /// positions cache->length() .., and the cache advances by T. Throws std::invalid_argument
+  /// when start + T exceeds context_length or an id is out of range.
+  Tensor forward(const Ids& tokens, KVCache* cache = nullptr, Tracer* tracer = nullptr) const;
+  const ModelConfig& config() const { return config_; }
+
+  Embedding tok_embeddings;
+  std::vector<std::unique_ptr<Block>> layers;
+  RMSNorm norm;
+  Linear output;
+};
+
+}  // namespace GLASS_PRECISION
+}  // namespace glass

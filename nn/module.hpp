@@ -1,0 +1,44 @@
+#pragma once
+// Module: something with named parameters (like torch.nn.Module).
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "autograd/tensor.hpp"
+
+namespace glass {
+inline namespace GLASS_PRECISION {
+
+/// Base class of every layer. Holds its own parameters and pointers to its child modules, so
+/// named_parameters() lists everything with dotted names ("layers.0.attention.wq.weight").
+/// Modules are not copyable (children are referenced by address).
+class Module {
+ public:
+  Module() = default;
+  virtual ~Module() = default;
+  Module(const Module&) = delete;
+  Module& operator=(const Module&) = delete;
+
+  /// Every parameter of this module and its children, depth-first in registration order,
+  /// with the full dotted name.
+  std::vector<std::pair<std::string, Tensor>> named_parameters() const;
+  std::vector<Tensor> parameters() const;
+  /// Total number of scalars in all parameters.
+  std::size_t num_parameters() const;
+  /// Sets every parameter's gradient to zero.
+  void zero_grad();
+
+ protected:
+  /// Registers a parameter (sets requires_grad and its name) and returns it.
+  Tensor register_parameter(const std::string& name, Tensor t);
+  /// Registers a child module stored elsewhere (usually a member of the derived class).
+  void register_module(const std::string& name, Module& child);
+
+ private:
+  std::vector<std::pair<std::string, Tensor>> params_;
+  std::vector<std::pair<std::string, Module*>> children_;
+};
+
+}  // namespace GLASS_PRECISION
+}  // namespace glass

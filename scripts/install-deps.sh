@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Installs the Debian packages GlassLLM needs to build and test. Idempotent, no prompts.
+# Run as root (or with sudo available). Skips apt entirely when everything is present.
+set -euo pipefail
+
+PACKAGES=(
+  build-essential cmake pkg-config ccache
+  libxtensor-dev libxtensor-blas-dev libxsimd-dev xtl-dev
+  libopenblas-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  libcli11-dev nlohmann-json3-dev libutfcpp-dev libfmt-dev
+)
+# The headless browser test of the inspector page (tests/inspect) needs Chromium.
+if [ "${GLASS_WITH_BROWSER:-1}" = "1" ]; then
+  PACKAGES+=(chromium)
+fi
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all packages present"
+  exit 0
+fi
+
+SUDO=""
+if [ "$(id -u)" != "0" ]; then
+  if command -v sudo >/dev/null 2>&1; then SUDO="sudo"; else
+    echo "install-deps: missing packages (${missing[*]}) and not root; install them with apt-get" >&2
+    exit 1
+  fi
+fi
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

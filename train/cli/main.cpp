@@ -1,0 +1,39 @@
+// The `glass` program: train, sample, eval, inspect, gradcheck. Each subcommand lives in its own
+// file of this folder (see commands.hpp).
+
+#include <algorithm>
+#include <cstdio>
+#include <exception>
+
+#include <CLI/CLI.hpp>
+
+#include "train/cli/commands.hpp"
+
+namespace glass::cli {
+std::vector<std::pair<int, CommandAdder>>& command_registry() {
+  static std::vector<std::pair<int, CommandAdder>> registry;
+  return registry;
+}
+}  // namespace glass::cli
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "glass: a glass-box character-level LLaMA-style language model.\n"
+      "Train it on a text file, sample from it, look inside it."};
+  app.require_subcommand(1);
+  app.set_help_all_flag("--help-all", "Show help for every subcommand");
+  auto registry = glass::cli::command_registry();
+  std::sort(registry.begin(), registry.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (const auto& [order, add] : registry) add(app);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
