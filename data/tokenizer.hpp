@@ -1,0 +1,61 @@
+#pragma once
+// The character tokenizer: one token per Unicode code point.
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace glass {
+
+/// A character that is not in the vocabulary (thrown by encode unless unknowns are allowed).
+class UnknownCharacterError : public std::runtime_error {
+ public:
+  UnknownCharacterError(const std::string& what, char32_t c, std::size_t position)
+      : std::runtime_error(what), character_(c), position_(position) {}
+  char32_t character() const { return character_; }
+  std::size_t position() const { return position_; }  ///< index in the encoded text
+
+ private:
+  char32_t character_;
+  std::size_t position_;
+};
+
+/// Character-level tokenizer. Id 0 is reserved for unknown characters; ids 1..N are the
+/// vocabulary characters `chars()[id - 1]`. vocab_size() = N + 1.
+class Tokenizer {
+ public:
+  static constexpr std::int32_t kUnknownId = 0;
+
+  Tokenizer() = default;
+  /// From an explicit character list (e.g. read from a checkpoint); id i+1 = chars[i].
+  /// Throws std::invalid_argument on duplicate characters.
+  explicit Tokenizer(std::vector<char32_t> chars);
+  /// The distinct characters of `text`, most frequent first (ties: smaller code point first),
+  /// keeping at most vocab_cap - 1 of them (id 0 is the unknown token, so vocab_size <= vocab_cap).
+  static Tokenizer from_text(const std::u32string& text, std::size_t vocab_cap = 1024);
+
+  std::size_t vocab_size() const { return chars_.size() + 1; }
+  const std::vector<char32_t>& chars() const { return chars_; }
+  bool contains(char32_t c) const { return index_.count(c) != 0; }
+  /// Id of a character; kUnknownId when not in the vocabulary.
+  std::int32_t id_of(char32_t c) const;
+  /// The character of an id; U+FFFD for the unknown id. Throws std::out_of_range for a bad id.
+  char32_t char_of(std::int32_t id) const;
+
+  /// Text -> ids. Unknown characters throw UnknownCharacterError naming the character and its
+  /// position, unless map_unknown is true (they become id 0; `unknown_count` reports how many).
+  std::vector<std::int32_t> encode(const std::u32string& text, bool map_unknown = false,
+                                   std::size_t* unknown_count = nullptr) const;
+  /// Ids -> text (id 0 decodes to U+FFFD). Throws std::out_of_range for an id >= vocab_size().
+  std::u32string decode(const std::vector<std::int32_t>& ids) const;
+  /// Ids -> UTF-8.
+  std::string decode_utf8(const std::vector<std::int32_t>& ids) const;
+
+ private:
+  std::vector<char32_t> chars_;
+  std::unordered_map<char32_t, std::int32_t> index_;
+};
+
+}  // namespace glass
