@@ -1,0 +1,96 @@
+#pragma once
+// Train/validation split and random batches of next-token windows.
+//
+// A batch holds B windows of T consecutive token ids taken from one split:
+//   x[b] = data[i_b : i_b + T]        (the inputs)
+//   y[b] = data[i_b + 1 : i_b + T + 1] (the targets: x shifted left by one)
+// with each start i_b drawn uniformly from [0, len - T - 1], as nanoGPT's get_batch does.
+
+#include <cstddef>
+#include <algorithm>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <xtensor/xarray.hpp>
+
+namespace glass {
+
+/// Token ids of the corpus cut in two by position: the first part trains, the rest validates.
+struct Split {
+  std::vector<std::int32_t> train;
+  std::vector<std::int32_t> val;
+};
+
+/// Splits `ids` by characters: train = ids[0 : n], val = ids[n : len] with
+/// n = floor(len * train_fraction). Throws std::invalid_argument if train_fraction is not in (0, 1).
+Split split_train_val(const std::vector<std::int32_t>& ids, double train_fraction = 0.9);
+
+/// Throws std::invalid_argument unless `ids` holds at least context + 1 tokens (one window plus
+/// its shifted target). `what` names the data in the message, e.g. "validation split".
+void require_window(const std::vector<std::int32_t>& ids, std::size_t context,
+                    const std::string& what);
+
+/// One batch as flat row-major buffers of B * T ids.
+struct Batch {
+  std::size_t batch_size = 0;     ///< B
+  std::size_t context = 0;        ///< T
+  std::vector<std::int32_t> x;    ///< inputs, row b = x[b*T : (b+1)*T]
+  std::vector<std::int32_t> y;    ///< targets, y[b*T + t] = x[b*T + t + 1] inside the corpus
+  std::vector<std::size_t> starts;  ///< the window starts i_b (for tests and the inspector)
+};
+
+/// Token ids as an array of shape (B, T); the same type as glass::Ids in autograd/tensor.hpp.
+using IdArray = xt::xarray<std::int32_t, xt::layout_type::row_major>;
+
+/// Flat B*T ids -> an array of shape (B, T).
+inline IdArray to_id_array(const std::vector<std::int32_t>& flat, std::size_t batch_size,
+                           std::size_t context) {
+  IdArray a = IdArray::from_shape({batch_size, context});
+  std::copy(flat.begin(), flat.end(), a.data());
+  return a;
+}
+
+/// Draws batches of random windows from one split with its own seeded std::mt19937_64.
+///
+/// The sampler keeps a copy of the ids. Its whole state is the engine, which can be saved with
+/// state() and restored with set_state() so that a resumed run draws exactly the same batches.
+/// Starts are drawn with std::uniform_int_distribution (libstdc++'s algorithm: reproducible on
+/// this toolchain, not necessarily across standard libraries).
+class BatchSampler {
+ public:
+  /// Throws std::invalid_argument if batch_size or context is zero, or if `ids` is shorter than
+  /// context + 1 tokens (the message says how long it must be; `what` names the split).
+  BatchSampler(std::vector<std::int32_t> ids, std::size_t batch_size, std::size_t context,
+               std::uint64_t seed, std::string what = "training split");
+
+  /// The next batch of B windows.
+  Batch next();
+  /// The next batch as (B, T) arrays of inputs and targets. (Inline, so that xtensor is
+  /// instantiated with the caller's build flags, not in the xtensor-free data library.)
+  void next(IdArray& x, IdArray& y) {
+    Batch batch = next();
+    x = to_id_array(batch.x, batch_size_, context_);
+    y = to_id_array(batch.y, batch_size_, context_);
+  }
+
+  std::size_t batch_size() const { return batch_size_; }
+  std::size_t context() const { return context_; }
+  const std::vector<std::int32_t>& ids() const { return ids_; }
+
+  /// The engine's state as text (std::mt19937_64's operator<<), for checkpoints.
+  std::string state() const;
+  /// Restores a state written by state(). Throws std::invalid_argument if it cannot be parsed.
+  void set_state(const std::string& state);
+  std::mt19937_64& engine() { return engine_; }
+
+ private:
+  std::vector<std::int32_t> ids_;
+  std::size_t batch_size_;
+  std::size_t context_;
+  std::string what_;
+  std::mt19937_64 engine_;
+};
+
+}  // namespace glass
