@@ -38,23 +38,39 @@ class RMSNorm : public Module {
   double eps;
 };
 
-/// Post-RoPE keys and values of every layer, for incremental decoding.
-/// Per layer: keys and values of shape (B, n_kv_heads, length(), head_dim).
+/// Post-RoPE keys and values of every layer, for incremental decoding (generation).
+/// Per layer: keys and values of shape (B, n_kv_heads, capacity, head_dim), capacity =
+/// context_length; positions 0 .. length()-1 are filled. The cache holds plain values (no
+/// gradient flows into past positions), so it is meant for use under NoGradGuard.
 class KVCache {
  public:
   KVCache(const ModelConfig& config, std::size_t batch_size);
   std::size_t length() const { return length_; }  ///< positions already cached (= start)
   std::size_t capacity() const { return capacity_; }
+  std::size_t batch_size() const { return batch_size_; }
+  /// Forgets every cached position (length() becomes 0); the storage is kept.
   void clear();
   // Used by Attention: append new keys/values (B, n_kv_heads, n, head_dim) for `layer` and
   // return views of all cached keys/values (B, n_kv_heads, length()+n, head_dim).
   // advance(n) is called once per forward, after every layer appended.
   std::vector<Array> keys, values;  ///< per layer, (B, n_kv_heads, capacity, head_dim)
+  /// Marks n more positions as cached. Throws std::invalid_argument past capacity().
   void advance(std::size_t n);
+
+  /// Writes new keys and values (B, n_kv_heads, n, head_dim) of `layer` at positions
+  /// length() .. length()+n-1. Throws std::invalid_argument on a shape mismatch or when the
+  /// positions do not fit in capacity().
+  void append(std::size_t layer, const Array& new_keys, const Array& new_values);
+  /// Copies of the first `m` cached positions of `layer`: (B, n_kv_heads, m, head_dim).
+  Array cached_keys(std::size_t layer, std::size_t m) const;
+  Array cached_values(std::size_t layer, std::size_t m) const;
 
  private:
   std::size_t length_ = 0;
   std::size_t capacity_ = 0;
+  std::size_t batch_size_ = 0;
+  std::size_t n_kv_heads_ = 0;
+  std::size_t head_dim_ = 0;
 };
 
 /// Grouped-query causal self-attention, in the seed's order:
@@ -96,6 +112,7 @@ class Block : public Module {
 class Decoder : public Module {
  private:
   ModelConfig config_;  // first: the members below are built from it
+  Rng init_rng_;        // second: draws the initial weights, seeded by the constructor
 
  public:
   /// Validates the config (std::invalid_argument) and initialises as nanoGPT from `seed`.

@@ -13,6 +13,11 @@ inline namespace GLASS_PRECISION {
 /// Base class of every layer. Holds its own parameters and pointers to its child modules, so
 /// named_parameters() lists everything with dotted names ("layers.0.attention.wq.weight").
 /// Modules are not copyable (children are referenced by address).
+///
+/// Parameters are Tensor handles shared between the member (e.g. `Linear::weight`) and this
+/// list. To load weights, write into the existing storage (`p.value() = loaded;` with the same
+/// shape, or `std::copy` into `p.value()`), never assign a new Tensor to the member: that would
+/// detach the member from named_parameters() (and from the optimizer).
 class Module {
  public:
   Module() = default;

@@ -1,0 +1,58 @@
+#include "nn/config.hpp"
+
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+namespace glass {
+
+namespace {
+
+void require(bool ok, const std::string& why) {
+  if (!ok) throw std::invalid_argument("ModelConfig: " + why);
+}
+
+void require_positive(std::size_t value, const char* field) {
+  require(value > 0, std::string(field) + " must be at least 1 (got 0)");
+}
+
+}  // namespace
+
+void ModelConfig::validate() const {
+  // Zero sizes first: every other rule divides by one of these.
+  require_positive(vocab_size, "vocab_size");
+  require_positive(d_model, "d_model");
+  require_positive(n_layers, "n_layers");
+  require_positive(n_heads, "n_heads");
+  require_positive(n_kv_heads, "n_kv_heads");
+  require_positive(ffn_hidden, "ffn_hidden");
+  require_positive(context_length, "context_length");
+  require_positive(vocab_cap, "vocab_cap");
+
+  require(vocab_size <= vocab_cap,
+          "vocab_size " + std::to_string(vocab_size) + " exceeds vocab_cap " +
+              std::to_string(vocab_cap) + " (the tokenizer keeps at most vocab_cap characters)");
+
+  // The heads split the residual stream: d_model = n_heads * head_dim.
+  require(d_model % n_heads == 0,
+          "d_model " + std::to_string(d_model) + " is not n_heads * head_dim: " +
+              std::to_string(n_heads) + " heads do not divide it evenly");
+
+  // GQA: every KV head serves the same number of query heads.
+  require(n_heads % n_kv_heads == 0,
+          "n_heads " + std::to_string(n_heads) + " is not a multiple of n_kv_heads " +
+              std::to_string(n_kv_heads) + " (each KV head must serve n_heads / n_kv_heads query heads)");
+
+  // RoPE rotates pairs (x[2i], x[2i+1]).
+  require(head_dim() % 2 == 0, "head_dim = d_model / n_heads = " + std::to_string(head_dim()) +
+                                   " is odd; RoPE rotates pairs of coordinates, so it must be even");
+
+  require(std::isfinite(rope_base) && rope_base > 1.0,
+          "rope_base must be a finite number > 1 (got " + std::to_string(rope_base) + ")");
+  require(std::isfinite(norm_eps) && norm_eps > 0.0,
+          "norm_eps must be a finite number > 0 (got " + std::to_string(norm_eps) + ")");
+  require(std::isfinite(init_std) && init_std >= 0.0,
+          "init_std must be a finite number >= 0 (got " + std::to_string(init_std) + ")");
+}
+
+}  // namespace glass
