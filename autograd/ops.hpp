@@ -65,6 +65,10 @@ Tensor concat(const std::vector<Tensor>& tensors, int axis);
 /// a @ b. 2-D: (n, k) @ (k, m) -> (n, m). Batched: (..., n, k) @ (..., k, m) -> (..., n, m)
 /// with equal leading dims; a 2-D b is shared by every batch element.
 Tensor matmul(const Tensor& a, const Tensor& b);
+/// a @ b^T over the last two axes, without copying a transpose: (..., n, k) @ (..., m, k)^T ->
+/// (..., n, m), e.g. attention scores Q K^T. Leading dims equal, or b 2-D (m, k) shared.
+/// (Added by the autograd core; same as matmul(a, transpose(b, -2, -1)).)
+Tensor matmul_nt(const Tensor& a, const Tensor& b);
 /// The linear layer without bias, as torch.nn.functional.linear: x (..., in_features),
 /// weight (out_features, in_features) -> x @ weight^T of shape (..., out_features).
 Tensor linear(const Tensor& x, const Tensor& weight);

@@ -1,0 +1,24 @@
+#pragma once
+// Internal: one `gemm` name for both precisions, forwarding to OpenBLAS's cblas_sgemm (float)
+// or cblas_dgemm (double). Row-major only:
+//   C (M, N) = alpha * op(A) (M, K) @ op(B) (K, N) + beta * C
+// where op(X) = X or X^T according to trans_a / trans_b, and lda/ldb/ldc are the row strides
+// (number of columns) of A, B, C as they are stored in memory.
+
+#include <cblas.h>
+
+namespace glass::blas {
+
+inline void gemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A,
+                 int lda, const float* B, int ldb, float beta, float* C, int ldc) {
+  cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
+              trans_b ? CblasTrans : CblasNoTrans, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+inline void gemm(bool trans_a, bool trans_b, int M, int N, int K, double alpha, const double* A,
+                 int lda, const double* B, int ldb, double beta, double* C, int ldc) {
+  cblas_dgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
+              trans_b ? CblasTrans : CblasNoTrans, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+}  // namespace glass::blas

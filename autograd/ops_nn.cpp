@@ -1,0 +1,424 @@
+// Neural-network ops: embedding lookup, masked_fill, softmax / log_softmax over the last axis,
+// fused cross-entropy, fused RMSNorm, rotary position embedding (RoPE), the GQA head repeat
+// (repeat_kv) and the causal mask.
+//
+// The row-wise ops (softmax, log_softmax, cross_entropy, rms_norm) see their input as `rows`
+// contiguous rows of length d = last extent and run plain loops over each row; their backward
+// formulas are derived once for the fused function (cheaper and more stable than chaining the
+// primitive ops) and each one is checked against the composed version in the tests.
+
+#include <cmath>
+#include <limits>
+
+#include "autograd/ops.hpp"
+#include "autograd/ops_util.hpp"
+
+namespace glass {
+inline namespace GLASS_PRECISION {
+
+namespace {
+
+constexpr Scalar kNegInf = -std::numeric_limits<Scalar>::infinity();
+
+/// Splits shape (..., d) into rows x d; throws for 0-d input.
+void rows_of(const Shape& s, const char* op, std::size_t& rows, std::size_t& d) {
+  if (s.empty()) throw std::invalid_argument(std::string(op) + ": needs at least one axis, got shape ()");
+  d = s.back();
+  rows = d == 0 ? 0 : detail::numel(s) / d;
+}
+
+/// max of a row (kNegInf for an empty row).
+Scalar row_max(const Scalar* x, std::size_t d) {
+  Scalar m = kNegInf;
+  for (std::size_t j = 0; j < d; ++j) m = std::max(m, x[j]);
+  return m;
+}
+
+/// log(sum(exp(x))) of a row, computed as max + log(sum(exp(x - max))); kNegInf when every
+/// entry is -inf.
+Scalar row_logsumexp(const Scalar* x, std::size_t d) {
+  const Scalar m = row_max(x, d);
+  if (m == kNegInf) return kNegInf;
+  Scalar total = 0;
+  for (std::size_t j = 0; j < d; ++j) total += std::exp(x[j] - m);
+  return m + std::log(total);
+}
+
+}  // namespace
+
+// ---- embedding ---------------------------------------------------------------------------------
+// out[s, :] = weight[ids[s], :]. Backward: each picked row of weight collects (+=) the
+// gradients of every position that picked it.
+Tensor embedding(const Tensor& weight, const Ids& ids) {
+  if (weight.dim() != 2) {
+    throw std::invalid_argument("embedding: weight must be (vocab_size, d), got " +
+                                shape_str(weight.shape()));
+  }
+  const std::size_t vocab = weight.shape()[0], d = weight.shape()[1];
+  const std::size_t n = ids.size();
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto id = ids.data()[i];
+    if (id < 0 || static_cast<std::size_t>(id) >= vocab) {
+      throw std::out_of_range("embedding: id " + std::to_string(id) + " at flat position " +
+                              std::to_string(i) + " is outside [0, " + std::to_string(vocab) +
+                              ") for weight " + shape_str(weight.shape()));
+    }
+  }
+  Shape out_shape = shape_of(ids);
+  out_shape.push_back(d);
+  Array out = detail::empty_array(out_shape);
+  const Scalar* w = weight.value().data();
+  for (std::size_t i = 0; i < n; ++i) {
+    const Scalar* row = w + static_cast<std::size_t>(ids.data()[i]) * d;
+    std::copy(row, row + d, out.data() + i * d);
+  }
+  const bool track = needs_grad({&weight});
+  Tensor result = detail::make_output(std::move(out), track);
+  if (track) {
+    tape().record("embedding", result, [weight, ids, n, d](const Array& grad) {
+      Array gw(weight.shape(), Scalar(0));
+      for (std::size_t i = 0; i < n; ++i) {
+        Scalar* row = gw.data() + static_cast<std::size_t>(ids.data()[i]) * d;
+        const Scalar* g = grad.data() + i * d;
+        for (std::size_t j = 0; j < d; ++j) row[j] += g[j];
+      }
+      accumulate_grad(weight, std::move(gw));
+    });
+  }
+  return result;
+}
+
+// ---- masked_fill ---------------------------------------------------------------------------------
+// out = value where mask, else a. Backward: the gradient passes where mask is false and is
+// exactly zero where it is true (the output there does not depend on a).
+Tensor masked_fill(const Tensor& a, const Mask& mask, Scalar value) {
+  const Shape sa = a.shape(), sm = shape_of(mask);
+  // The mask must broadcast to a's shape (a itself is never expanded).
+  bool ok = sm.size() <= sa.size();
+  for (std::size_t i = 0; ok && i < sm.size(); ++i) {
+    const std::size_t em = sm[sm.size() - 1 - i], ea = sa[sa.size() - 1 - i];
+    ok = em == ea || em == 1;
+  }
+  if (!ok) {
+    throw std::invalid_argument("masked_fill: mask of shape " + shape_str(sm) +
+                                " does not broadcast to the input shape " + shape_str(sa));
+  }
+  // Expand the mask to one flag per element of a (odometer over a with the mask's strides).
+  const std::size_t n = a.size(), nd = sa.size();
+  std::vector<std::size_t> stride(nd, 0);
+  for (std::size_t i = 0, s = 1; i < sm.size(); ++i) {
+    const std::size_t em = sm[sm.size() - 1 - i];
+    stride[nd - 1 - i] = em == 1 ? 0 : s;
+    s *= em;
+  }
+  std::vector<char> masked(n);
+  std::vector<std::size_t> index(nd, 0);
+  for (std::size_t i = 0, im = 0; i < n; ++i) {
+    masked[i] = mask.data()[im];
+    for (std::size_t d = nd; d-- > 0;) {
+      ++index[d];
+      im += stride[d];
+      if (index[d] < sa[d]) break;
+      im -= stride[d] * sa[d];
+      index[d] = 0;
+    }
+  }
+  Array out = detail::empty_array(sa);
+  const Scalar* x = a.value().data();
+  for (std::size_t i = 0; i < n; ++i) out.data()[i] = masked[i] ? value : x[i];
+  const bool track = needs_grad({&a});
+  Tensor result = detail::make_output(std::move(out), track);
+  if (track) {
+    tape().record("masked_fill", result, [a, masked = std::move(masked)](const Array& grad) {
+      Array ga = detail::empty_array(a.shape());
+      for (std::size_t i = 0; i < ga.size(); ++i) ga.data()[i] = masked[i] ? Scalar(0) : grad.data()[i];
+      accumulate_grad(a, std::move(ga));
+    });
+  }
+  return result;
+}
+
+// ---- softmax -----------------------------------------------------------------------------------
+// y_j = exp(x_j - max) / sum_k exp(x_k - max) over the last axis.
+// Backward: dx_j = y_j (g_j - sum_k g_k y_k). A row of all -inf gives y = 0, hence dx = 0.
+Tensor softmax(const Tensor& a) {
+  std::size_t rows, d;
+  rows_of(a.shape(), "softmax", rows, d);
+  Array out = detail::empty_array(a.shape());
+  for (std::size_t r = 0; r < rows; ++r) {
+    const Scalar* x = a.value().data() + r * d;
+    Scalar* y = out.data() + r * d;
+    const Scalar m = row_max(x, d);
+    if (m == kNegInf) {  // fully masked row: zeros, never NaN
+      std::fill(y, y + d, Scalar(0));
+      continue;
+    }
+    Scalar total = 0;
+    for (std::size_t j = 0; j < d; ++j) total += (y[j] = std::exp(x[j] - m));
+    const Scalar inv = 1 / total;
+    for (std::size_t j = 0; j < d; ++j) y[j] *= inv;
+  }
+  const bool track = needs_grad({&a});
+  Tensor result = detail::make_output(out, track);
+  if (track) {
+    tape().record("softmax", result, [a, y = std::move(out), rows, d](const Array& grad) {
+      Array ga = detail::empty_array(a.shape());
+      for (std::size_t r = 0; r < rows; ++r) {
+        const Scalar* yr = y.data() + r * d;
+        const Scalar* g = grad.data() + r * d;
+        Scalar dot = 0;
+        for (std::size_t j = 0; j < d; ++j) dot += g[j] * yr[j];
+        Scalar* dx = ga.data() + r * d;
+        for (std::size_t j = 0; j < d; ++j) dx[j] = yr[j] * (g[j] - dot);
+      }
+      accumulate_grad(a, std::move(ga));
+    });
+  }
+  return result;
+}
+
+// ---- log_softmax -------------------------------------------------------------------------------
+// y_j = x_j - logsumexp(x). Backward: dx_j = g_j - softmax_j * sum_k g_k, softmax_j = exp(y_j).
+// A row of all -inf has no distribution: its output is -inf and its gradient zero.
+Tensor log_softmax(const Tensor& a) {
+  std::size_t rows, d;
+  rows_of(a.shape(), "log_softmax", rows, d);
+  Array out = detail::empty_array(a.shape());
+  std::vector<char> dead(rows, 0);  // rows of all -inf
+  for (std::size_t r = 0; r < rows; ++r) {
+    const Scalar* x = a.value().data() + r * d;
+    Scalar* y = out.data() + r * d;
+    const Scalar lse = row_logsumexp(x, d);
+    if (lse == kNegInf) {
+      dead[r] = 1;
+      std::fill(y, y + d, kNegInf);
+      continue;
+    }
+    for (std::size_t j = 0; j < d; ++j) y[j] = x[j] - lse;
+  }
+  const bool track = needs_grad({&a});
+  Tensor result = detail::make_output(out, track);
+  if (track) {
+    tape().record("log_softmax", result,
+                  [a, y = std::move(out), dead = std::move(dead), rows, d](const Array& grad) {
+                    Array ga(a.shape(), Scalar(0));
+                    for (std::size_t r = 0; r < rows; ++r) {
+                      if (dead[r]) continue;
+                      const Scalar* yr = y.data() + r * d;
+                      const Scalar* g = grad.data() + r * d;
+                      Scalar gsum = 0;
+                      for (std::size_t j = 0; j < d; ++j) gsum += g[j];
+                      Scalar* dx = ga.data() + r * d;
+                      for (std::size_t j = 0; j < d; ++j) dx[j] = g[j] - std::exp(yr[j]) * gsum;
+                    }
+                    accumulate_grad(a, std::move(ga));
+                  });
+  }
+  return result;
+}
+
+// ---- cross_entropy -------------------------------------------------------------------------------
+// loss = (1/N) sum over counted rows r of (logsumexp(x_r) - x_r[t_r]), N = number of rows whose
+// target is not ignore_index (loss 0 when N = 0).
+// Backward: dx_r = (softmax(x_r) - onehot(t_r)) * g / N for counted rows, 0 for ignored rows.
+Tensor cross_entropy(const Tensor& logits, const Ids& targets, int ignore_index) {
+  const Shape sl = logits.shape(), st = shape_of(targets);
+  if (sl.empty() || Shape(sl.begin(), sl.end() - 1) != st) {
+    throw std::invalid_argument("cross_entropy: logits " + shape_str(sl) +
+                                " must be (..., V) with targets of shape (...), got targets " +
+                                shape_str(st));
+  }
+  std::size_t rows, V;
+  rows_of(sl, "cross_entropy", rows, V);
+  rows = targets.size();
+  std::vector<Scalar> lse(rows, 0);  // per-row logsumexp, reused by the backward pass
+  double total = 0;
+  std::size_t count = 0;
+  for (std::size_t r = 0; r < rows; ++r) {
+    const int t = targets.data()[r];
+    if (t == ignore_index) continue;
+    if (t < 0 || static_cast<std::size_t>(t) >= V) {
+      throw std::out_of_range("cross_entropy: target " + std::to_string(t) + " at flat position " +
+                              std::to_string(r) + " is outside [0, " + std::to_string(V) +
+                              ") (logits " + shape_str(sl) + ", ignore_index " +
+                              std::to_string(ignore_index) + ")");
+    }
+    const Scalar* x = logits.value().data() + r * V;
+    lse[r] = row_logsumexp(x, V);
+    total += static_cast<double>(lse[r]) - static_cast<double>(x[t]);
+    ++count;
+  }
+  const Scalar loss = count ? static_cast<Scalar>(total / static_cast<double>(count)) : Scalar(0);
+  const bool track = needs_grad({&logits});
+  Tensor result = detail::make_output(Array(Shape{}, loss), track);
+  if (track) {
+    tape().record("cross_entropy", result,
+                  [logits, targets, ignore_index, lse = std::move(lse), rows, V, count](const Array& grad) {
+                    Array gx(logits.shape(), Scalar(0));
+                    if (count > 0) {
+                      const Scalar scale = grad.data()[0] / static_cast<Scalar>(count);
+                      for (std::size_t r = 0; r < rows; ++r) {
+                        const int t = targets.data()[r];
+                        if (t == ignore_index) continue;
+                        const Scalar* x = logits.value().data() + r * V;
+                        Scalar* dx = gx.data() + r * V;
+                        for (std::size_t j = 0; j < V; ++j) dx[j] = std::exp(x[j] - lse[r]) * scale;
+                        dx[t] -= scale;
+                      }
+                    }
+                    accumulate_grad(logits, std::move(gx));
+                  });
+  }
+  return result;
+}
+
+// ---- rms_norm ------------------------------------------------------------------------------------
+// y_j = x_j * r * gain_j with r = 1 / sqrt(mean_k x_k^2 + eps) (Zhang & Sennrich 2019).
+// Backward, with xh = x * r and dxh = g * gain:
+//   dgain_j = sum over rows of g_j xh_j
+//   dx_j    = r (dxh_j - xh_j * mean_k(dxh_k xh_k))
+Tensor rms_norm(const Tensor& x, const Tensor& gain, Scalar eps) {
+  const Shape sx = x.shape(), sg = gain.shape();
+  if (sx.empty() || sg.size() != 1 || sg[0] != sx.back()) {
+    throw std::invalid_argument("rms_norm: x must be (..., d) and gain (d), got x " +
+                                shape_str(sx) + " and gain " + shape_str(sg));
+  }
+  std::size_t rows, d;
+  rows_of(sx, "rms_norm", rows, d);
+  std::vector<Scalar> inv_rms(rows);
+  Array out = detail::empty_array(sx);
+  const Scalar* w = gain.value().data();
+  for (std::size_t r = 0; r < rows; ++r) {
+    const Scalar* xr = x.value().data() + r * d;
+    Scalar ss = 0;
+    for (std::size_t j = 0; j < d; ++j) ss += xr[j] * xr[j];
+    const Scalar rr = 1 / std::sqrt(ss / static_cast<Scalar>(d) + eps);
+    inv_rms[r] = rr;
+    Scalar* y = out.data() + r * d;
+    for (std::size_t j = 0; j < d; ++j) y[j] = xr[j] * rr * w[j];
+  }
+  const bool track = needs_grad({&x, &gain});
+  Tensor result = detail::make_output(std::move(out), track);
+  if (track) {
+    tape().record("rms_norm", result,
+                  [x, gain, inv_rms = std::move(inv_rms), rows, d](const Array& grad) {
+                    Array gx = detail::empty_array(x.shape());
+                    Array gg(gain.shape(), Scalar(0));
+                    const Scalar* w = gain.value().data();
+                    for (std::size_t r = 0; r < rows; ++r) {
+                      const Scalar* xr = x.value().data() + r * d;
+                      const Scalar* g = grad.data() + r * d;
+                      const Scalar rr = inv_rms[r];
+                      Scalar dot = 0;  // sum_k dxh_k xh_k
+                      for (std::size_t j = 0; j < d; ++j) {
+                        const Scalar xh = xr[j] * rr;
+                        gg.data()[j] += g[j] * xh;
+                        dot += g[j] * w[j] * xh;
+                      }
+                      const Scalar mean_dot = dot / static_cast<Scalar>(d);
+                      Scalar* dx = gx.data() + r * d;
+                      for (std::size_t j = 0; j < d; ++j)
+                        dx[j] = rr * (g[j] * w[j] - xr[j] * rr * mean_dot);
+                    }
+                    accumulate_grad(x, std::move(gx));
+                    accumulate_grad(gain, std::move(gg));
+                  });
+  }
+  return result;
+}
+
+// ---- rope ----------------------------------------------------------------------------------------
+// For position p = start + t and pair i = (x[2i], x[2i+1]), angle = p * base^(-2i/D):
+//   y[2i]   = x[2i] cos - x[2i+1] sin
+//   y[2i+1] = x[2i] sin + x[2i+1] cos
+// A rotation is orthogonal, so the backward pass rotates the gradient by -angle.
+Tensor rope(const Tensor& x, std::size_t start, Scalar base) {
+  const Shape s = x.shape();
+  if (s.size() != 4 || s[3] % 2 != 0) {
+    throw std::invalid_argument("rope: x must be (B, T, H, D) with D even, got " + shape_str(s));
+  }
+  const std::size_t B = s[0], T = s[1], H = s[2], D = s[3], half = D / 2;
+  // cos/sin table (T, D/2), computed in double for accuracy at large positions.
+  std::vector<Scalar> cos_t(T * half), sin_t(T * half);
+  for (std::size_t t = 0; t < T; ++t) {
+    for (std::size_t i = 0; i < half; ++i) {
+      const double theta = std::pow(static_cast<double>(base), -2.0 * static_cast<double>(i) / D);
+      const double angle = static_cast<double>(start + t) * theta;
+      cos_t[t * half + i] = static_cast<Scalar>(std::cos(angle));
+      sin_t[t * half + i] = static_cast<Scalar>(std::sin(angle));
+    }
+  }
+  // Rotates every pair by the table's angle (sign = +1) or its negative (sign = -1).
+  auto rotate = [=](const Scalar* in, Scalar* out, Scalar sign) {
+    for (std::size_t b = 0; b < B; ++b)
+      for (std::size_t t = 0; t < T; ++t)
+        for (std::size_t h = 0; h < H; ++h) {
+          const std::size_t base_index = ((b * T + t) * H + h) * D;
+          for (std::size_t i = 0; i < half; ++i) {
+            const Scalar c = cos_t[t * half + i], sn = sign * sin_t[t * half + i];
+            const Scalar x0 = in[base_index + 2 * i], x1 = in[base_index + 2 * i + 1];
+            out[base_index + 2 * i] = x0 * c - x1 * sn;
+            out[base_index + 2 * i + 1] = x0 * sn + x1 * c;
+          }
+        }
+  };
+  Array out = detail::empty_array(s);
+  rotate(x.value().data(), out.data(), Scalar(1));
+  const bool track = needs_grad({&x});
+  Tensor result = detail::make_output(std::move(out), track);
+  if (track) {
+    tape().record("rope", result, [x, rotate](const Array& grad) {
+      Array gx = detail::empty_array(x.shape());
+      rotate(grad.data(), gx.data(), Scalar(-1));
+      accumulate_grad(x, std::move(gx));
+    });
+  }
+  return result;
+}
+
+// ---- repeat_kv -----------------------------------------------------------------------------------
+// out[b, h] = x[b, h / n_rep]. Backward: input head k receives the sum of the gradients of its
+// n_rep copies.
+Tensor repeat_kv(const Tensor& x, std::size_t n_rep) {
+  const Shape s = x.shape();
+  if (s.size() != 4 || n_rep == 0) {
+    throw std::invalid_argument("repeat_kv: x must be (B, H_kv, T, D) and n_rep >= 1, got " +
+                                shape_str(s) + " and n_rep " + std::to_string(n_rep));
+  }
+  const std::size_t B = s[0], Hkv = s[1], block = s[2] * s[3];  // one head = T*D contiguous values
+  Array out = detail::empty_array(Shape{B, Hkv * n_rep, s[2], s[3]});
+  for (std::size_t b = 0; b < B; ++b)
+    for (std::size_t k = 0; k < Hkv; ++k) {
+      const Scalar* src = x.value().data() + (b * Hkv + k) * block;
+      for (std::size_t r = 0; r < n_rep; ++r)
+        std::copy(src, src + block, out.data() + ((b * Hkv + k) * n_rep + r) * block);
+    }
+  const bool track = needs_grad({&x});
+  Tensor result = detail::make_output(std::move(out), track);
+  if (track) {
+    tape().record("repeat_kv", result, [x, B, Hkv, block, n_rep](const Array& grad) {
+      Array gx(x.shape(), Scalar(0));
+      for (std::size_t b = 0; b < B; ++b)
+        for (std::size_t k = 0; k < Hkv; ++k) {
+          Scalar* dst = gx.data() + (b * Hkv + k) * block;
+          for (std::size_t r = 0; r < n_rep; ++r) {
+            const Scalar* g = grad.data() + ((b * Hkv + k) * n_rep + r) * block;
+            for (std::size_t j = 0; j < block; ++j) dst[j] += g[j];
+          }
+        }
+      accumulate_grad(x, std::move(gx));
+    });
+  }
+  return result;
+}
+
+// ---- causal_mask ---------------------------------------------------------------------------------
+Mask causal_mask(std::size_t n, std::size_t m, std::size_t start) {
+  Mask mask = Mask::from_shape({n, m});
+  for (std::size_t i = 0; i < n; ++i)
+    for (std::size_t j = 0; j < m; ++j) mask(i, j) = j > start + i;  // key j is in query i's future
+  return mask;
+}
+
+}  // namespace GLASS_PRECISION
+}  // namespace glass
