@@ -1,0 +1,155 @@
+#include "train/sampler.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <stdexcept>
+#include <string>
+
+#include "autograd/tape.hpp"
+
+namespace glass {
+inline namespace GLASS_PRECISION {
+
+void validate(const SamplingOptions& options) {
+  if (!(options.temperature >= 0.0) || !std::isfinite(options.temperature))
+    throw std::invalid_argument("temperature must be a finite number >= 0 (0 = greedy), got " +
+                                std::to_string(options.temperature));
+  if (!(options.top_p > 0.0 && options.top_p <= 1.0))
+    throw std::invalid_argument("top-p must be in (0, 1], got " + std::to_string(options.top_p));
+}
+
+void top_k_filter(std::vector<double>& logits, std::size_t k) {
+  if (k == 0 || k >= logits.size()) return;
+  std::vector<double> sorted = logits;
+  std::nth_element(sorted.begin(), sorted.begin() + static_cast<long>(k - 1), sorted.end(),
+                   std::greater<double>());
+  const double kth = sorted[k - 1];  // the k-th largest value
+  for (double& x : logits)
+    if (x < kth) x = -std::numeric_limits<double>::infinity();
+}
+
+void top_p_filter(std::vector<double>& probs, double p) {
+  if (p >= 1.0) return;
+  std::vector<std::size_t> order(probs.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return probs[a] > probs[b]; });
+  double cumulative = 0.0, kept_mass = 0.0;
+  std::vector<bool> keep(probs.size(), false);
+  for (std::size_t id : order) {
+    if (cumulative >= p) break;  // the prefix already reached p
+    keep[id] = true;
+    cumulative += probs[id];
+    kept_mass += probs[id];
+  }
+  for (std::size_t i = 0; i < probs.size(); ++i) probs[i] = keep[i] ? probs[i] / kept_mass : 0.0;
+}
+
+std::vector<double> softmax_row(const std::vector<double>& logits) {
+  const double max = *std::max_element(logits.begin(), logits.end());
+  std::vector<double> probs(logits.size());
+  double total = 0.0;
+  for (std::size_t i = 0; i < logits.size(); ++i) {
+    probs[i] = std::isinf(logits[i]) && logits[i] < 0 ? 0.0 : std::exp(logits[i] - max);
+    total += probs[i];
+  }
+  for (double& q : probs) q /= total;
+  return probs;
+}
+
+std::vector<double> next_token_probs(const std::vector<double>& logits,
+                                     const SamplingOptions& options) {
+  if (logits.empty()) throw std::invalid_argument("next_token_probs: empty logits");
+  if (options.temperature == 0.0) {  // greedy: all mass on the first largest logit
+    std::vector<double> one_hot(logits.size(), 0.0);
+    one_hot[static_cast<std::size_t>(std::max_element(logits.begin(), logits.end()) -
+                                     logits.begin())] = 1.0;
+    return one_hot;
+  }
+  std::vector<double> scaled(logits.size());
+  for (std::size_t i = 0; i < logits.size(); ++i) scaled[i] = logits[i] / options.temperature;
+  top_k_filter(scaled, options.top_k);
+  std::vector<double> probs = softmax_row(scaled);
+  top_p_filter(probs, options.top_p);
+  return probs;
+}
+
+double uniform01(std::mt19937_64& rng) {
+  return static_cast<double>(rng() >> 11) * (1.0 / 9007199254740992.0);  // 2^-53
+}
+
+std::int32_t draw(const std::vector<double>& probs, std::mt19937_64& rng) {
+  const double total = std::accumulate(probs.begin(), probs.end(), 0.0);
+  const double u = uniform01(rng) * total;
+  double cumulative = 0.0;
+  std::int32_t last_nonzero = 0;
+  for (std::size_t i = 0; i < probs.size(); ++i) {
+    if (probs[i] <= 0.0) continue;
+    cumulative += probs[i];
+    last_nonzero = static_cast<std::int32_t>(i);
+    if (u < cumulative) return last_nonzero;
+  }
+  return last_nonzero;  // rounding: u landed at the very end
+}
+
+namespace {
+
+/// Logits of the last position of `logits` (1, n, V) as doubles.
+std::vector<double> last_row(const Tensor& logits) {
+  const Array& v = logits.value();
+  const std::size_t n = v.shape()[1], vocab = v.shape()[2];
+  const Scalar* row = v.data() + (n - 1) * vocab;
+  return std::vector<double>(row, row + vocab);
+}
+
+/// (1, end - begin) ids from tokens[begin, end).
+Ids to_ids(const std::vector<std::int32_t>& tokens, std::size_t begin, std::size_t end) {
+  Ids ids = Ids::from_shape({1, end - begin});
+  std::copy(tokens.begin() + static_cast<long>(begin), tokens.begin() + static_cast<long>(end),
+            ids.data());
+  return ids;
+}
+
+}  // namespace
+
+std::vector<std::int32_t> generate(const Decoder& model, std::vector<std::int32_t> prompt,
+                                   std::size_t n_tokens, std::size_t window,
+                                   const SamplingOptions& options, std::mt19937_64& rng,
+                                   const std::function<void(std::int32_t)>& on_token) {
+  validate(options);
+  if (prompt.empty()) throw std::invalid_argument("generate: the prompt must hold at least one token");
+  if (window == 0 || window > model.config().context_length)
+    throw std::invalid_argument("generate: window must be in [1, context_length = " +
+                                std::to_string(model.config().context_length) + "], got " +
+                                std::to_string(window));
+  NoGradGuard no_grad;
+  std::vector<std::int32_t> tokens = prompt;
+  if (tokens.size() > window) tokens.erase(tokens.begin(), tokens.end() - static_cast<long>(window));
+  const std::size_t prompt_length = tokens.size();
+
+  KVCache cache(model.config(), 1);
+  std::size_t cache_start = 0;  // tokens[cache_start, cache_start + cache.length()) are cached
+  for (std::size_t produced = 0; produced < n_tokens; ++produced) {
+    const std::size_t len = tokens.size();
+    const std::size_t window_start = len > window ? len - window : 0;
+    Tensor logits;
+    if (options.use_kv_cache) {
+      if (window_start != cache_start) {  // the window slid: rebuild the cache for it
+        cache.clear();
+        cache_start = window_start;
+      }
+      logits = model.forward(to_ids(tokens, cache_start + cache.length(), len), &cache);
+    } else {
+      logits = model.forward(to_ids(tokens, window_start, len));
+    }
+    const std::int32_t next = draw(next_token_probs(last_row(logits), options), rng);
+    tokens.push_back(next);
+    if (on_token) on_token(next);
+  }
+  return std::vector<std::int32_t>(tokens.begin() + static_cast<long>(prompt_length), tokens.end());
+}
+
+}  // namespace GLASS_PRECISION
+}  // namespace glass
