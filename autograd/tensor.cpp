@@ -133,7 +133,7 @@ Scalar Tensor::item() const {
   return *value().data();
 }
 
-void Tensor::backward() {
+void Tensor::backward() const {
   if (size() != 1) {
     throw std::invalid_argument("Tensor::backward: needs a one-element (scalar) tensor, got shape " +
                                 shape_str(shape()));

@@ -90,7 +90,7 @@ class Tensor {
   /// backwards accumulating (+=) into every tracked tensor's grad, then clears the tape.
   /// Throws std::invalid_argument when this tensor has more than one element or does not
   /// require grad.
-  void backward();
+  void backward() const;
 
   /// A new leaf holding the same value (shared storage of the value is NOT kept: it is copied),
   /// not tracked by the tape.
