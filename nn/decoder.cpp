@@ -207,7 +207,7 @@ Tensor Attention::forward(const Tensor& x, std::size_t layer, KVCache* cache,
   v = repeat_kv(v, n_heads / n_kv_heads);
 
   // 5. Scores S = Q K^T / sqrt(d_k): (B, n_heads, n, m).
-  Tensor scores = matmul(q, transpose(k, 2, 3)) / std::sqrt(static_cast<Scalar>(head_dim));
+  Tensor scores = matmul_nt(q, k) / std::sqrt(static_cast<Scalar>(head_dim));  // q @ k^T
   if (tracer) tracer->record(snapshot + "attn.scores", scores.value());
 
   // 6. Causal mask: key j > start + i is in the future of query i and gets -inf.
