@@ -1,0 +1,52 @@
+// The simple layers of the decoder: Linear, Embedding, RMSNorm and the SwiGLU feed-forward.
+
+#include "nn/decoder.hpp"
+
+#include <cmath>
+
+namespace glass {
+inline namespace GLASS_PRECISION {
+
+// ---- Linear, Embedding, RMSNorm ----------------------------------------------------------
+
+Linear::Linear(std::size_t in_features, std::size_t out_features, double init_std, Rng& rng) {
+  weight = register_parameter(
+      "weight", Tensor::randn({out_features, in_features}, static_cast<Scalar>(init_std), rng));
+}
+
+Tensor Linear::forward(const Tensor& x) const { return linear(x, weight); }
+
+Embedding::Embedding(std::size_t vocab_size, std::size_t d_model, double init_std, Rng& rng) {
+  weight = register_parameter(
+      "weight", Tensor::randn({vocab_size, d_model}, static_cast<Scalar>(init_std), rng));
+}
+
+Tensor Embedding::forward(const Ids& ids) const { return embedding(weight, ids); }
+
+RMSNorm::RMSNorm(std::size_t d, double eps) : eps(eps) {
+  weight = register_parameter("weight", Tensor::ones({d}));  // gains start at 1
+}
+
+Tensor RMSNorm::forward(const Tensor& x) const {
+  return rms_norm(x, weight, static_cast<Scalar>(eps));
+}
+
+// SwiGLU (Shazeer 2020, "GLU Variants Improve Transformer"): w1 is the gate, w3 the up
+// projection, w2 the down projection.
+SwiGLU::SwiGLU(const ModelConfig& config, Rng& rng)
+    : w1(config.d_model, config.ffn_hidden, config.init_std, rng),
+      // nanoGPT: residual output projections get std / sqrt(2 * n_layers)
+      w2(config.ffn_hidden, config.d_model,
+         config.init_std / std::sqrt(2.0 * static_cast<double>(config.n_layers)), rng),
+      w3(config.d_model, config.ffn_hidden, config.init_std, rng) {
+  register_module("w1", w1);
+  register_module("w2", w2);
+  register_module("w3", w3);
+}
+
+Tensor SwiGLU::forward(const Tensor& x) const {
+  return w2.forward(silu(w1.forward(x)) * w3.forward(x));
+}
+
+}  // namespace GLASS_PRECISION
+}  // namespace glass
