@@ -1,0 +1,54 @@
+// Capítulo 11 — RMSNorm.
+#include <cmath>
+
+#include "autograd/ops.hpp"
+#include "common.hpp"
+
+using namespace glass;
+
+int main() {
+  tut::capitulo(11, "RMSNorm");
+  tut::novo("normalizar cada vetor pelo seu tamanho (raiz da média dos quadrados).");
+  tut::texto(
+      "Ao atravessar camadas, os vetores podem crescer ou encolher muito, e o treino\n"
+      "fica instável. A RMSNorm (Zhang & Sennrich, 2019) põe cada vetor numa escala\n"
+      "padrão e depois multiplica por um ganho aprendível g:\n"
+      "  rms(x) = sqrt(média(x²) + eps)       y = x / rms(x) * g\n"
+      "Diferente da LayerNorm, não subtrai a média e não tem bias. eps = 1e-5 evita\n"
+      "divisão por zero.");
+
+  tut::secao("x = [1, 2, 3, 4], ganho 1");
+  Tensor x = Tensor::from_vector({1, 2, 3, 4}, {1, 4}, true);
+  Tensor g = Tensor::ones({4}, true);
+  const double eps = 1e-5;
+  std::printf("média(x²) = (1 + 4 + 9 + 16) / 4 = 7.5   rms = sqrt(7.5 + 1e-5) = %.6f\n",
+              std::sqrt(7.5 + eps));
+  Tensor y = rms_norm(x, g, eps);
+  tut::linha("y", y.value());
+  std::printf("média(y²): %.6f\n", mean(y * y).item());
+
+  tut::secao("A escala de x não importa");
+  Tensor x10 = Tensor::from_vector({10, 20, 30, 40}, {1, 4});
+  tut::linha("y de 10x", rms_norm(x10, g, eps).value());
+  tut::texto("Mesma saída: a RMSNorm só olha a direção do vetor, não o tamanho.");
+
+  tut::secao("O ganho g escolhe uma escala por coordenada");
+  Tensor g2 = Tensor::from_vector({1, 1, 0.5f, 2}, {4});
+  tut::linha("y com ganho [1, 1, 0.5, 2]", rms_norm(x, g2, eps).value());
+
+  tut::secao("Gradientes");
+  Tensor L = sum(y * Tensor::from_vector({1, 0, 0, 0}, {4}));
+  L.backward();
+  tut::linha("grad x (de y[0])", x.grad());
+  tut::linha("grad g (de y[0])", g.grad());
+  tut::texto(
+      "Aumentar x[0] aumenta y[0], mas aumentar os outros DIMINUI y[0] (eles aumentam\n"
+      "o rms que divide tudo). A fórmula foi conferida no capítulo 07.");
+
+  tut::experimente({
+      "troque x por [0, 0, 0, 0]: quem salva a conta é o eps;",
+      "troque x por [1, 1, 1, 1] e por [-1, -1, -1, -1]: o sinal fica;",
+      "implemente a conta com mean, pow e div e compare com rms_norm.",
+  });
+  return 0;
+}

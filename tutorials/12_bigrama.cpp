@@ -1,0 +1,104 @@
+// Capítulo 12 — Um modelo de bigramas treinado de ponta a ponta.
+#include <cmath>
+#include <map>
+#include <random>
+
+#include "autograd/ops.hpp"
+#include "common.hpp"
+#include "data/text.hpp"
+#include "data/tokenizer.hpp"
+
+using namespace glass;
+
+int main() {
+  tut::capitulo(12, "Um modelo de bigramas, treinado de ponta a ponta");
+  tut::novo("o primeiro treino: texto -> ids -> logits -> perda -> gradiente -> ajuste, em laço.");
+  tut::texto(
+      "O modelo mais simples de linguagem: o próximo caractere depende só do atual.\n"
+      "Os parâmetros são uma tabela W (V, V): a linha do caractere atual são os logits\n"
+      "do próximo. Juntamos tudo o que vimos: tokenizador (09), embedding (10, aqui\n"
+      "a 'embedding' já são os logits), entropia cruzada (08), backward (03) e o passo\n"
+      "mais simples de otimização, a descida do gradiente:  W <- W - lr * grad W.");
+
+  // Um pedaço do livro, para o capítulo rodar em segundos.
+  const std::u32string livro = load_text(GLASS_SOURCE_DIR "/data/corpora/domcasmurro.txt");
+  const std::u32string texto = livro.substr(0, 20000);
+  const Tokenizer tok = Tokenizer::from_text(texto);
+  const std::vector<std::int32_t> ids = tok.encode(texto);
+  const std::size_t V = tok.vocab_size(), N = ids.size() - 1;
+  std::printf("caracteres: %zu   vocabulário V: %zu   pares (atual, próximo): %zu\n", texto.size(), V, N);
+
+  // Entradas e alvos: o alvo da posição t é o caractere t+1.
+  Ids entradas(Shape{N}), alvos(Shape{N});
+  for (std::size_t t = 0; t < N; ++t) {
+    entradas(t) = ids[t];
+    alvos(t) = ids[t + 1];
+  }
+
+  tut::secao("Treino: descida do gradiente com lr = 50, o lote é o texto inteiro");
+  Tensor W = Tensor::zeros({V, V}, true);  // zeros: começa prevendo a distribuição uniforme
+  std::printf("log(V) = %.6f   (perda esperada no início, capítulo 08)\n", std::log(double(V)));
+  const int passos = 150;
+  const Scalar lr = 50;
+  double perda_inicial = 0, perda_final = 0;
+  for (int passo = 0; passo <= passos; ++passo) {
+    Tensor logits = embedding(W, entradas);     // (N, V)
+    Tensor perda = cross_entropy(logits, alvos);  // escalar
+    if (passo == 0) perda_inicial = perda.item();
+    perda_final = perda.item();
+    if (passo % 25 == 0) std::printf("passo %3d: perda %.4f\n", passo, perda.item());
+    if (passo == passos) {
+      tape().clear();
+      break;
+    }
+    W.zero_grad();
+    perda.backward();
+    W.value() -= lr * W.grad();  // o passo de otimização, à mão
+  }
+  std::printf("perda inicial: %.4f\n", perda_inicial);
+  std::printf("perda final: %.4f\n", perda_final);
+
+  tut::secao("Até onde dá para chegar? Contando pares");
+  tut::texto(
+      "Para bigramas existe resposta exata: a melhor tabela dá a cada par a sua\n"
+      "frequência relativa, e a perda mínima é a entropia condicional dos pares.");
+  std::vector<double> contagem(V * V, 0.0), total(V, 0.0);
+  for (std::size_t t = 0; t < N; ++t) {
+    contagem[entradas(t) * V + alvos(t)] += 1;
+    total[entradas(t)] += 1;
+  }
+  double minima = 0;
+  for (std::size_t t = 0; t < N; ++t) {
+    minima -= std::log(contagem[entradas(t) * V + alvos(t)] / total[entradas(t)]);
+  }
+  minima /= double(N);
+  std::printf("perda mínima possível: %.4f\n", minima);
+  tut::texto("Com mais passos (ou um otimizador melhor, capítulo 20) a perda desce até lá.");
+
+  tut::secao("Gerando texto com a tabela treinada");
+  std::mt19937_64 rng(12);
+  std::int32_t atual = tok.id_of(U'A');
+  std::vector<std::int32_t> saida = {atual};
+  {
+    NoGradGuard sem_fita;
+    for (int i = 0; i < 120; ++i) {
+      Ids um = {atual};
+      Tensor p = softmax(embedding(W, um));
+      std::discrete_distribution<int> sorteio(p.value().begin(), p.value().end());
+      atual = sorteio(rng);
+      saida.push_back(atual);
+    }
+  }
+  std::printf("amostra: %s\n", tok.decode_utf8(saida).c_str());
+  tut::texto(
+      "Parece português de longe: sílabas plausíveis, palavras inventadas. Um caractere\n"
+      "de memória é pouco. A atenção (capítulos 13 a 19) deixa cada posição consultar\n"
+      "todas as anteriores.");
+
+  tut::experimente({
+      "troque lr = 50 por 5 e por 500: devagar demais, ou instável?",
+      "aumente o pedaço do livro para 100000 caracteres;",
+      "troque Tensor::zeros por Tensor::randn: a perda inicial continua perto de log(V)?",
+  });
+  return 0;
+}
