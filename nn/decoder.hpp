@@ -13,23 +13,28 @@
 namespace glass {
 inline namespace GLASS_PRECISION {
 
-/// y = x W^T, no bias. weight (out_features, in_features), PyTorch nn.Linear layout.
+/// y = x W^T, no bias. weight (out_features, in_features), PyTorch nn.Linear layout, drawn
+/// from N(0, init_std^2) with `rng`.
 class Linear : public Module {
  public:
   Linear(std::size_t in_features, std::size_t out_features, double init_std, Rng& rng);
-  Tensor forward(const Tensor& x) const;  ///< (..., in) -> (..., out)
+  /// (..., in_features) -> (..., out_features); std::invalid_argument when the last axis of x
+  /// is not in_features.
+  Tensor forward(const Tensor& x) const;
   Tensor weight;
 };
 
-/// Token embedding table, weight (vocab_size, d_model).
+/// Token embedding table, weight (vocab_size, d_model) drawn from N(0, init_std^2).
 class Embedding : public Module {
  public:
   Embedding(std::size_t vocab_size, std::size_t d_model, double init_std, Rng& rng);
-  Tensor forward(const Ids& ids) const;  ///< (B, T) -> (B, T, d_model)
+  /// Row lookup: ids (B, T) -> (B, T, d_model); std::out_of_range for an id >= vocab_size.
+  Tensor forward(const Ids& ids) const;
   Tensor weight;
 };
 
-/// RMSNorm with learnable gain `weight` (d), initialised to 1.
+/// RMSNorm (Zhang & Sennrich 2019): x / sqrt(mean(x^2) + eps) * weight over the last axis,
+/// with learnable gain `weight` (d), initialised to 1.
 class RMSNorm : public Module {
  public:
   RMSNorm(std::size_t d, double eps);
@@ -50,9 +55,9 @@ class KVCache {
   std::size_t batch_size() const { return batch_size_; }
   /// Forgets every cached position (length() becomes 0); the storage is kept.
   void clear();
-  // Used by Attention: append new keys/values (B, n_kv_heads, n, head_dim) for `layer` and
-  // return views of all cached keys/values (B, n_kv_heads, length()+n, head_dim).
-  // advance(n) is called once per forward, after every layer appended.
+  // Used by Attention: append() the new keys/values (B, n_kv_heads, n, head_dim) of `layer`
+  // and read the earlier ones with cached_keys()/cached_values(). Decoder::forward calls
+  // advance(n) once, after every layer appended.
   std::vector<Array> keys, values;  ///< per layer, (B, n_kv_heads, capacity, head_dim)
   /// Marks n more positions as cached. Throws std::invalid_argument past capacity().
   void advance(std::size_t n);
@@ -80,14 +85,17 @@ class Attention : public Module {
  public:
   Attention(const ModelConfig& config, Rng& rng);
   /// x (B, n, d_model) at absolute positions start .. start+n-1 (start = cache ? cache->length() : 0)
-  /// -> (B, n, d_model). With a cache, attends over the m = start + n cached keys.
+  /// -> (B, n, d_model). With a cache, attends over the m = start + n cached keys and writes
+  /// the new ones into it (the caller advances it). `layer` names the tracer snapshots
+  /// ("layers.{layer}.attn.*") and selects the cache slot. std::invalid_argument when x is not 3-D.
   Tensor forward(const Tensor& x, std::size_t layer, KVCache* cache, Tracer* tracer) const;
   Linear wq, wk, wv, wo;
   std::size_t n_heads, n_kv_heads, head_dim;
   double rope_base;
 };
 
-/// SwiGLU feed-forward (Shazeer 2020): w2(silu(w1 x) * w3 x); w1 gate, w3 up, w2 down.
+/// SwiGLU feed-forward (Shazeer 2020): w2(silu(w1 x) * w3 x); w1 gate (ffn_hidden, d_model),
+/// w3 up (ffn_hidden, d_model), w2 down (d_model, ffn_hidden), N(0, init_std / sqrt(2 n_layers)).
 class SwiGLU : public Module {
  public:
   SwiGLU(const ModelConfig& config, Rng& rng);
@@ -99,6 +107,7 @@ class SwiGLU : public Module {
 class Block : public Module {
  public:
   Block(const ModelConfig& config, Rng& rng);
+  /// x (B, n, d_model) -> (B, n, d_model); layer, cache and tracer as in Attention::forward.
   Tensor forward(const Tensor& x, std::size_t layer, KVCache* cache, Tracer* tracer) const;
   RMSNorm attention_norm;
   Attention attention;
@@ -115,11 +124,15 @@ class Decoder : public Module {
   Rng init_rng_;        // second: draws the initial weights, seeded by the constructor
 
  public:
-  /// Validates the config (std::invalid_argument) and initialises as nanoGPT from `seed`.
+  /// Validates the config (std::invalid_argument) and initialises as nanoGPT from `seed`:
+  /// every matrix N(0, init_std^2), wo and w2 N(0, (init_std / sqrt(2 n_layers))^2), RMSNorm
+  /// gains 1. The same seed gives the same weights. Each parameter tensor gets its full name.
   Decoder(const ModelConfig& config, std::uint64_t seed);
   /// tokens (B, T) -> logits (B, T, vocab_size). With a cache, tokens are the new ones at
-  /// positions cache->length() .., and the cache advances by T. Throws std::invalid_argument
-  /// when start + T exceeds context_length or an id is out of range.
+  /// positions cache->length() .., and the cache advances by T (use it under NoGradGuard).
+  /// A tracer records the snapshots listed in nn/tracer.hpp. Throws std::invalid_argument when
+  /// tokens are not 2-D or empty, start + T exceeds context_length, an id is outside
+  /// [0, vocab_size), or the cache was made for another batch size; the cache is then unchanged.
   Tensor forward(const Ids& tokens, KVCache* cache = nullptr, Tracer* tracer = nullptr) const;
   const ModelConfig& config() const { return config_; }
 
