@@ -1,0 +1,101 @@
+// Atomic writes: the file appears whole, an old file survives a failed write, and no temporary
+// file is left behind on failure.
+
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "train/atomic_file.hpp"
+
+namespace fs = std::filesystem;
+using glass::FileError;
+
+namespace {
+
+fs::path temp_dir(const std::string& tag) {
+  fs::path dir = fs::temp_directory_path() / ("glass_atomic_" + tag + "_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+std::size_t count_entries(const fs::path& dir) {
+  std::size_t n = 0;
+  for ([[maybe_unused]] const auto& e : fs::directory_iterator(dir)) ++n;
+  return n;
+}
+
+}  // namespace
+
+TEST(AtomicFile, WritesAndReplaces) {
+  const fs::path dir = temp_dir("write");
+  const std::string path = (dir / "config.json").string();
+  glass::write_file_atomic(path, "first");
+  EXPECT_EQ(glass::read_file(path), "first");
+  glass::write_file_atomic(path, std::string("second\0with nul", 15));
+  EXPECT_EQ(glass::read_file(path), std::string("second\0with nul", 15));
+  EXPECT_EQ(count_entries(dir), 1u);  // no temporary left beside it
+}
+
+TEST(AtomicFile, FailedRenameLeavesNoTempAndKeepsTarget) {
+  // The target is a non-empty directory: the temp file is written, the rename fails (EISDIR).
+  const fs::path dir = temp_dir("rename");
+  fs::create_directories(dir / "target" / "inside");
+  try {
+    glass::write_file_atomic((dir / "target").string(), "data");
+    FAIL() << "expected FileError";
+  } catch (const FileError& e) {
+    EXPECT_NE(std::string(e.what()).find("target"), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(fs::is_directory(dir / "target" / "inside"));
+  EXPECT_EQ(count_entries(dir), 1u);  // only "target": the temporary was removed
+}
+
+TEST(AtomicFile, MissingDirectoryIsAClearError) {
+  try {
+    glass::write_file_atomic("/nonexistent_glass_dir/model.safetensors", "x");
+    FAIL();
+  } catch (const FileError& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("cannot write file '/nonexistent_glass_dir/model.safetensors'"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("No such file or directory"), std::string::npos) << msg;
+  }
+}
+
+TEST(AtomicFile, UnwritableDirectory) {
+  if (::geteuid() == 0) GTEST_SKIP() << "running as root: permission bits do not stop writes";
+  const fs::path dir = temp_dir("readonly");
+  fs::permissions(dir, fs::perms::owner_read | fs::perms::owner_exec);
+  EXPECT_THROW(glass::write_file_atomic((dir / "f").string(), "x"), FileError);
+  try {
+    glass::ensure_writable_directory(dir.string());
+    ADD_FAILURE();
+  } catch (const FileError& e) {
+    EXPECT_NE(std::string(e.what()).find("Permission denied"), std::string::npos) << e.what();
+  }
+  fs::permissions(dir, fs::perms::owner_all);
+  EXPECT_EQ(count_entries(dir), 0u);
+}
+
+TEST(AtomicFile, EnsureDirectory) {
+  const fs::path dir = temp_dir("ensure");
+  glass::ensure_directory((dir / "a" / "b").string());
+  EXPECT_TRUE(fs::is_directory(dir / "a" / "b"));
+  glass::ensure_writable_directory((dir / "a").string());
+  EXPECT_EQ(count_entries(dir / "a"), 1u);  // the probe file was removed
+  std::ofstream(dir / "file") << "x";
+  EXPECT_THROW(glass::ensure_directory((dir / "file").string()), FileError);
+  // A directory below a regular file cannot be created.
+  try {
+    glass::ensure_directory((dir / "file" / "sub").string());
+    FAIL();
+  } catch (const FileError& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot create directory"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(glass::read_file((dir / "nope").string()), FileError);
+  EXPECT_THROW(glass::read_file(dir.string()), FileError);
+}

@@ -1,0 +1,139 @@
+// Atomic file writes (temp file + fsync + rename) and clear I/O errors. See atomic_file.hpp.
+
+#include "train/atomic_file.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <system_error>
+
+namespace fs = std::filesystem;
+
+namespace glass {
+
+namespace {
+
+/// A temporary name next to `path`, unique within this process and across processes.
+std::string temp_name_for(const std::string& path) {
+  static std::atomic<unsigned long> counter{0};
+  return fmt::format("{}.tmp.{}.{}", path, static_cast<long>(::getpid()), counter++);
+}
+
+std::string os_reason(int err) { return std::strerror(err); }
+
+/// Writes all of `bytes` to `fd`, retrying short writes and EINTR. Returns 0 or an errno.
+int write_all(int fd, const std::string& bytes) {
+  const char* p = bytes.data();
+  std::size_t left = bytes.size();
+  while (left > 0) {
+    const ssize_t n = ::write(fd, p, left);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return errno;
+    }
+    p += n;
+    left -= static_cast<std::size_t>(n);
+  }
+  return 0;
+}
+
+/// fsync of the directory holding `path`, so that the rename itself survives a crash.
+/// Best effort: some file systems refuse fsync on directories.
+void sync_parent_directory(const std::string& path) {
+  fs::path parent = fs::path(path).parent_path();
+  if (parent.empty()) parent = ".";
+  const int dfd = ::open(parent.c_str(), O_RDONLY | O_DIRECTORY);
+  if (dfd >= 0) {
+    ::fsync(dfd);
+    ::close(dfd);
+  }
+}
+
+}  // namespace
+
+void write_file_atomic(const std::string& path, const std::string& bytes) {
+  const std::string tmp = temp_name_for(path);
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    const int err = errno;
+    throw FileError(fmt::format("cannot write file '{}': {} (creating the temporary file '{}')",
+                                path, os_reason(err), tmp));
+  }
+  auto fail = [&](int err, const char* step) {
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    throw FileError(fmt::format("cannot write file '{}': {} ({})", path, os_reason(err), step));
+  };
+  if (int err = write_all(fd, bytes)) fail(err, "writing the temporary file");
+  if (::fsync(fd) != 0) fail(errno, "flushing the temporary file to disk");
+  if (::close(fd) != 0) {
+    const int err = errno;
+    ::unlink(tmp.c_str());
+    throw FileError(fmt::format("cannot write file '{}': {} (closing the temporary file)", path,
+                                os_reason(err)));
+  }
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int err = errno;
+    ::unlink(tmp.c_str());
+    throw FileError(fmt::format("cannot write file '{}': {} (renaming the temporary file into place)",
+                                path, os_reason(err)));
+  }
+  sync_parent_directory(path);
+}
+
+void ensure_directory(const std::string& path) {
+  if (path.empty()) throw FileError("cannot create directory '': the path is empty");
+  std::error_code ec;
+  const fs::file_status st = fs::status(path, ec);
+  if (fs::exists(st)) {
+    if (!fs::is_directory(st)) {
+      throw FileError(fmt::format("cannot use '{}' as a directory: it exists and is not a directory", path));
+    }
+    return;
+  }
+  fs::create_directories(path, ec);
+  if (ec) {
+    throw FileError(fmt::format("cannot create directory '{}': {}", path, ec.message()));
+  }
+}
+
+void ensure_writable_directory(const std::string& path) {
+  ensure_directory(path);
+  const std::string probe = temp_name_for((fs::path(path) / ".glass_write_test").string());
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    const int err = errno;
+    throw FileError(fmt::format("cannot write to directory '{}': {}", path, os_reason(err)));
+  }
+  ::close(fd);
+  ::unlink(probe.c_str());
+}
+
+std::string read_file(const std::string& path) {
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) {
+    throw FileError(fmt::format("cannot read file '{}': it is a directory", path));
+  }
+  errno = 0;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    const int err = errno;
+    throw FileError(fmt::format("cannot read file '{}': {}", path,
+                                err ? os_reason(err) : std::string("cannot open")));
+  }
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  if (in.bad()) throw FileError(fmt::format("cannot read file '{}': read error", path));
+  return buffer.str();
+}
+
+}  // namespace glass

@@ -1,0 +1,34 @@
+#pragma once
+// Files that are either completely written or not written at all, and clear I/O errors.
+
+#include <stdexcept>
+#include <string>
+
+namespace glass {
+
+/// A file or directory that cannot be read or written. The message names the path and the
+/// operating system's reason, e.g. "cannot write file 'out/model.safetensors': Permission denied".
+class FileError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// Writes `bytes` to `path` atomically: a temporary file in the same directory is written,
+/// flushed and fsync'ed, then renamed over `path` (rename is atomic on POSIX), and the directory
+/// is fsync'ed. Readers see the old file or the new one, never half of it. On any failure the
+/// temporary file is removed and FileError is thrown; `path` is left untouched.
+void write_file_atomic(const std::string& path, const std::string& bytes);
+
+/// Creates `path` and its parents if needed. Throws FileError if it exists and is not a
+/// directory, or cannot be created ("cannot create directory 'X': Permission denied").
+void ensure_directory(const std::string& path);
+
+/// ensure_directory, then checks that a file can be created in it (by writing and removing a
+/// small temporary file), so that a long run fails before it starts rather than at its first
+/// checkpoint. Throws FileError ("cannot write to directory 'X': Permission denied").
+void ensure_writable_directory(const std::string& path);
+
+/// The whole content of a file. Throws FileError for a missing, unreadable or directory path.
+std::string read_file(const std::string& path);
+
+}  // namespace glass

@@ -1,0 +1,54 @@
+#pragma once
+// config.json of a checkpoint: the model sizes (ModelConfig) and the tokenizer's characters.
+//
+//   {
+//     "format": "glassllm",
+//     "version": 1,
+//     "model": {"vocab_size": 65, "d_model": 128, "n_layers": 4, "n_heads": 4,
+//               "n_kv_heads": 2, "ffn_hidden": 344, "context_length": 256, "vocab_cap": 1024,
+//               "rope_base": 10000.0, "norm_eps": 1e-05, "init_std": 0.02},
+//     "tokenizer": {"type": "char", "unknown_id": 0, "chars": [" ", "e", "a", "\n", "é", ...]}
+//   }
+//
+// "chars" lists the vocabulary in id order (id i + 1 = chars[i]), one UTF-8 string per
+// character, so the file stays readable and any JSON tool can load it. Other top-level keys
+// are allowed and ignored on reading (the trainer may add its own).
+
+#include <stdexcept>
+#include <string>
+
+#include "data/tokenizer.hpp"
+#include "nn/config.hpp"
+
+namespace glass {
+
+/// A config.json that cannot be used: bad JSON, a missing field, a field of the wrong type or
+/// value, or a tokenizer that does not match the model. The message names the source and field.
+class ConfigError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// What config.json holds.
+struct CheckpointConfig {
+  ModelConfig model;
+  Tokenizer tokenizer;
+};
+
+/// The text of config.json (pretty-printed, 2-space indent, ending in a newline).
+/// `extra_json`, if not empty, must be a JSON object; its keys are added at the top level
+/// (std::invalid_argument if it is not an object or uses a reserved key).
+std::string config_to_json(const ModelConfig& model, const Tokenizer& tokenizer,
+                           const std::string& extra_json = "");
+
+/// Parses and validates config.json: every ModelConfig field present with the right type,
+/// ModelConfig::validate() passing, one character per "chars" entry, no duplicates, and
+/// vocab_size == chars + 1. `source` (usually the path) is named in errors. Throws ConfigError.
+CheckpointConfig config_from_json(const std::string& text, const std::string& source);
+
+/// Just the "model" object, as JSON text.
+std::string model_config_to_json(const ModelConfig& model);
+/// Parses a "model" object (as written by model_config_to_json). Throws ConfigError.
+ModelConfig model_config_from_json(const std::string& text, const std::string& source);
+
+}  // namespace glass
