@@ -82,6 +82,11 @@ Tensor Decoder::forward(const Ids& tokens, KVCache* cache, Tracer* tracer) const
                                 std::to_string(cache->batch_size()) + ", tokens have " +
                                 std::to_string(B));
   }
+  if (tracer && tracer->batch_index() >= B) {
+    throw std::invalid_argument("Decoder::forward: the tracer keeps batch element " +
+                                std::to_string(tracer->batch_index()) + ", but the batch has " +
+                                std::to_string(B));
+  }
   for (std::size_t i = 0; i < tokens.size(); ++i) {
     const std::int32_t id = tokens.data()[i];
     if (id < 0 || static_cast<std::size_t>(id) >= config_.vocab_size) {

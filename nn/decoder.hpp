@@ -132,7 +132,8 @@ class Decoder : public Module {
   /// positions cache->length() .., and the cache advances by T (use it under NoGradGuard).
   /// A tracer records the snapshots listed in nn/tracer.hpp. Throws std::invalid_argument when
   /// tokens are not 2-D or empty, start + T exceeds context_length, an id is outside
-  /// [0, vocab_size), or the cache was made for another batch size; the cache is then unchanged.
+  /// [0, vocab_size), the cache was made for another batch size or the tracer's batch element
+  /// does not exist; the cache is then unchanged.
   Tensor forward(const Ids& tokens, KVCache* cache = nullptr, Tracer* tracer = nullptr) const;
   const ModelConfig& config() const { return config_; }
 

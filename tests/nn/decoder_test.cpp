@@ -417,6 +417,9 @@ TEST(Decoder, BadInputIsRejectedWithAClearMessage) {
   EXPECT_EQ(cache.length(), 30u);  // a rejected call leaves the cache as it was
   expect_invalid_argument([&] { model.forward(random_ids(2, 1, 11, 3), &cache); },
                           "batch size 1, tokens have 2");
+  Tracer tracer(1);
+  expect_invalid_argument([&] { model.forward(random_ids(1, 3, 11, 3), nullptr, &tracer); },
+                          "the tracer keeps batch element 1, but the batch has 1");
   Ids bad = {{1, 2, 11}};
   expect_invalid_argument([&] { model.forward(bad); }, "token id 11 at (0, 2) is outside the vocabulary [0, 11)");
   bad = {{-1, 2}};
