@@ -3,7 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/resource.h>
 #include <unistd.h>
+
+#include <csignal>
 
 #include <filesystem>
 #include <fstream>
@@ -53,6 +56,34 @@ TEST(AtomicFile, FailedRenameLeavesNoTempAndKeepsTarget) {
   }
   EXPECT_TRUE(fs::is_directory(dir / "target" / "inside"));
   EXPECT_EQ(count_entries(dir), 1u);  // only "target": the temporary was removed
+}
+
+TEST(AtomicFile, FailedWriteLeavesNoTempAndKeepsOldFile) {
+  // Make write() itself fail (even as root) with a file-size limit: writes beyond 1 KiB get EFBIG
+  // (SIGXFSZ ignored). The old file must survive untouched and no temporary may remain.
+  const fs::path dir = temp_dir("efbig");
+  const std::string path = (dir / "model.safetensors").string();
+  glass::write_file_atomic(path, "old weights");
+
+  rlimit saved{};
+  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &saved), 0);
+  rlimit small = saved;
+  small.rlim_cur = 1024;
+  const auto old_handler = std::signal(SIGXFSZ, SIG_IGN);
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &small), 0);
+  std::string message;
+  try {
+    glass::write_file_atomic(path, std::string(64 * 1024, 'x'));
+  } catch (const FileError& e) {
+    message = e.what();
+  }
+  ::setrlimit(RLIMIT_FSIZE, &saved);
+  std::signal(SIGXFSZ, old_handler);
+
+  EXPECT_NE(message.find("File too large"), std::string::npos) << message;
+  EXPECT_NE(message.find(path), std::string::npos) << message;
+  EXPECT_EQ(glass::read_file(path), "old weights");
+  EXPECT_EQ(count_entries(dir), 1u);  // the temporary was removed
 }
 
 TEST(AtomicFile, MissingDirectoryIsAClearError) {
