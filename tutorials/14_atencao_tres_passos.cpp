@@ -1,0 +1,104 @@
+// Capítulo 14 — Atenção: os três passos e a máscara causal.
+//
+// The worked example of seed 003 (tokens 'a' and 'b') and the triangle of seed 000
+// (3 positions, head dim 2), computed with the library's ops.
+#include <cmath>
+#include <limits>
+
+#include "autograd/ops.hpp"
+#include "common.hpp"
+
+using namespace glass;
+
+// The mask as 0/1 numbers, for printing.
+static Array como_numeros(const Mask& mascara) {
+  Array a(shape_of(mascara));
+  for (std::size_t i = 0; i < a.size(); ++i) a.data()[i] = mascara.data()[i] ? 1 : 0;
+  return a;
+}
+
+int main() {
+  tut::capitulo(14, "Atenção: os três passos");
+  tut::novo("a atenção: notas (Q·K), pesos (softmax) e mistura dos valores (V); a máscara causal.");
+  tut::texto(
+      "Exemplo minúsculo: 2 tokens, 'a' e 'b', vetores de tamanho 2. Q, K e V já\n"
+      "saíram das projeções do capítulo 13:\n"
+      "  'a':  Q = [2, 0]   K = [1, 0]   V = [10,  0]\n"
+      "  'b':  Q = [0, 2]   K = [0, 1]   V = [ 0, 10]");
+  Tensor Q = Tensor::from_vector({2, 0, 0, 2}, {2, 2});
+  Tensor K = Tensor::from_vector({1, 0, 0, 1}, {2, 2});
+  Tensor V = Tensor::from_vector({10, 0, 0, 10}, {2, 2});
+
+  tut::secao("Passo 1 — quanto cada chave combina com a consulta (produto escalar)");
+  tut::texto(
+      "Multiplica coordenada por coordenada e soma. Para a consulta de 'a':\n"
+      "  'a' com 'a': [2,0]·[1,0] = 2\n"
+      "  'a' com 'b': [2,0]·[0,1] = 0\n"
+      "Todas as notas de uma vez: Q Kᵀ (linha i = consulta i, coluna j = chave j).");
+  Tensor notas = matmul(Q, transpose(K, 0, 1));
+  tut::matriz("notas", notas.value());
+  tut::linha("notas de a", slice(notas, 0, 0, 1).value());
+
+  tut::secao("Passo 2 — notas viram pesos que somam 1 (softmax)");
+  std::printf("e^2 = %.6f   e^0 = 1   total = %.6f\n", std::exp(2.0), std::exp(2.0) + 1);
+  Tensor pesos = softmax(notas);
+  tut::linha("pesos de a", slice(pesos, 0, 0, 1).value());
+  tut::texto("'a' dá 88% da atenção a si mesmo e 12% a 'b'. Cada linha soma 1.");
+
+  tut::secao("Passo 3 — misturar os valores com esses pesos");
+  tut::texto("0.88 × [10, 0] + 0.12 × [0, 10] = [8.8, 1.2]: quase só 'a', com um pouco de 'b'.");
+  Tensor saida = matmul(pesos, V);
+  tut::linha("saída de a", slice(saida, 0, 0, 1).value());
+  tut::matriz("saída", saida.value());
+
+  tut::secao("O ajuste de escala: dividir as notas por √d");
+  tut::texto(
+      "Na prática as notas são divididas por √(tamanho do vetor) antes do softmax\n"
+      "(aqui √2). Com coordenadas independentes de média 0 e variância 1, o produto\n"
+      "escalar tem variância d; a divisão a traz de volta para 1 e o softmax não satura.\n"
+      "As notas que entram no softmax também se chamam logits.");
+  const Scalar escala = Scalar(1) / std::sqrt(Scalar(2));
+  Tensor notas_escaladas = notas * escala;
+  Tensor pesos_escalados = softmax(notas_escaladas);
+  tut::linha("notas escaladas de a", slice(notas_escaladas, 0, 0, 1).value());
+  tut::linha("pesos escalados de a", slice(pesos_escalados, 0, 0, 1).value());
+  tut::linha("saída escalada de a", slice(matmul(pesos_escalados, V), 0, 0, 1).value());
+  tut::texto("Mais morno: 80% / 20% em vez de 88% / 12%.");
+
+  tut::secao("A máscara causal: só o passado");
+  tut::texto(
+      "O modelo gera um caractere por vez. No treino, a posição i tem que prever o\n"
+      "caractere i+1 vendo só as posições 0..i; se visse o futuro, copiaria a resposta.\n"
+      "Antes do softmax, as notas do futuro viram -∞. Como e^(-∞) = 0, o peso delas\n"
+      "é zero. causal_mask(n, m) marca com 1 (verdadeiro) as posições proibidas: j > i.");
+  const Scalar menos_infinito = -std::numeric_limits<Scalar>::infinity();
+  const Mask mascara = causal_mask(2, 2);
+  tut::matriz("máscara", como_numeros(mascara), 0);
+  Tensor mascaradas = masked_fill(notas, mascara, menos_infinito);
+  tut::matriz("notas com máscara", mascaradas.value());
+  Tensor pesos_causais = softmax(mascaradas);
+  tut::matriz("pesos causais", pesos_causais.value());
+  tut::matriz("saída causal", matmul(pesos_causais, V).value());
+  tut::texto(
+      "'a' agora só enxerga a si mesmo: peso 1, saída = o próprio V de 'a'.\n"
+      "'b' enxerga os dois: 0.12 para 'a' e 0.88 para si mesmo.");
+
+  tut::secao("O triângulo: 3 posições, dimensão 2, com escala (página docs/atencao.md)");
+  tut::texto("Q = K = [[1,0],[1,1],[0,1]],  V = [[2,0],[0,2],[2,2]],  notas = Q Kᵀ / √2.");
+  Tensor Q3 = Tensor::from_vector({1, 0, 1, 1, 0, 1}, {3, 2});
+  Tensor V3 = Tensor::from_vector({2, 0, 0, 2, 2, 2}, {3, 2});
+  Tensor notas3 = matmul(Q3, transpose(Q3, 0, 1)) * escala;
+  Tensor pesos3 = softmax(masked_fill(notas3, causal_mask(3, 3), menos_infinito));
+  tut::matriz("triângulo de pesos", pesos3.value());
+  tut::matriz("triângulo de saídas", matmul(pesos3, V3).value());
+  tut::texto(
+      "Acima da diagonal, tudo zero: um triângulo. A posição 0 só vê a si mesma; a 1\n"
+      "mistura as duas primeiras linhas de V; a 2 usa o prefixo inteiro.");
+
+  tut::experimente({
+      "troque o Q de 'a' por [4, 0]: os pesos ficam mais concentrados (0.982, 0.018);",
+      "troque o Q de 'a' por [0, 0]: notas iguais, pesos meio a meio;",
+      "tire a escala e refaça o triângulo: quais pesos mudam?",
+  });
+  return 0;
+}
