@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "train/atomic_file.hpp"
 
@@ -19,10 +20,26 @@ using glass::FileError;
 
 namespace {
 
+/// Temporary directories made by this test process, removed when it exits.
+struct TempDirs {
+  std::vector<fs::path> dirs;
+  ~TempDirs() {
+    for (const auto& d : dirs) {
+      std::error_code ec;
+      fs::remove_all(d, ec);
+    }
+  }
+};
+TempDirs& temp_dirs() {
+  static TempDirs t;
+  return t;
+}
+
 fs::path temp_dir(const std::string& tag) {
   fs::path dir = fs::temp_directory_path() / ("glass_atomic_" + tag + "_" + std::to_string(::getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
+  temp_dirs().dirs.push_back(dir);
   return dir;
 }
 
