@@ -23,6 +23,7 @@ Block::Block(const ModelConfig& config, Rng& rng)
 }
 
 Tensor Block::forward(const Tensor& x, std::size_t layer, KVCache* cache, Tracer* tracer) const {
+  // Pre-norm residual: each sub-layer reads a normalised copy and adds its result to the stream.
   Tensor h = x + attention.forward(attention_norm.forward(x), layer, cache, tracer);
   return h + feed_forward.forward(ffn_norm.forward(h));
 }
