@@ -34,25 +34,48 @@ const char* describe_utf8_error(utf8::internal::utf_error err) {
   }
 }
 
+/// Where and why decoding stopped.
+struct Utf8Failure {
+  std::size_t offset = 0;  ///< byte offset of the first byte of the invalid sequence
+  unsigned byte = 0;       ///< that byte's value
+  utf8::internal::utf_error error = utf8::internal::UTF8_OK;
+};
+
+/// Decodes bytes[start:] into `out`, stopping at the first invalid sequence.
+/// Returns false and fills `failure` (offsets count from the beginning of `bytes`).
+bool decode_utf8(const std::string& bytes, std::size_t start, std::u32string& out,
+                 Utf8Failure& failure) {
+  out.reserve(bytes.size() - start);
+  auto it = bytes.begin() + static_cast<std::ptrdiff_t>(start);
+  const auto end = bytes.end();
+  while (it != end) {
+    std::uint32_t cp = 0;
+    const auto sequence_start = it;
+    // validate_next leaves `it` at the start of the sequence when it fails.
+    const auto err = utf8::internal::validate_next(it, end, cp);
+    if (err != utf8::internal::UTF8_OK) {
+      failure.offset = static_cast<std::size_t>(sequence_start - bytes.begin());
+      failure.byte = static_cast<unsigned char>(*sequence_start);
+      failure.error = err;
+      return false;
+    }
+    out.push_back(static_cast<char32_t>(cp));
+  }
+  return true;
+}
+
+std::string describe_failure(const Utf8Failure& f) {
+  return fmt::format("byte offset {} (byte 0x{:02X}): {}", f.offset, f.byte,
+                     describe_utf8_error(f.error));
+}
+
 }  // namespace
 
 std::u32string utf8_to_u32(const std::string& bytes) {
   std::u32string out;
-  out.reserve(bytes.size());
-  auto it = bytes.begin();
-  const auto end = bytes.end();
-  while (it != end) {
-    std::uint32_t cp = 0;
-    auto start = it;
-    const auto err = utf8::internal::validate_next(it, end, cp);
-    if (err != utf8::internal::UTF8_OK) {
-      const std::size_t offset = static_cast<std::size_t>(start - bytes.begin());
-      const unsigned byte = static_cast<unsigned char>(*start);
-      throw Utf8Error(fmt::format("invalid UTF-8 at byte offset {} (byte 0x{:02X}): {}", offset,
-                                  byte, describe_utf8_error(err)),
-                      offset);
-    }
-    out.push_back(static_cast<char32_t>(cp));
+  Utf8Failure failure;
+  if (!decode_utf8(bytes, 0, out, failure)) {
+    throw Utf8Error("invalid UTF-8 at " + describe_failure(failure), failure.offset);
   }
   return out;
 }
@@ -131,19 +154,12 @@ std::u32string load_text(const std::string& path, TextInfo* info) {
     start = 3;
   }
 
-  // Validate before CRLF conversion so that reported offsets are offsets into the file.
+  // Decode before converting CRLF, so that a reported offset is an offset into the file.
   std::u32string decoded;
-  try {
-    decoded = utf8_to_u32(start == 0 ? bytes : bytes.substr(start));
-  } catch (const Utf8Error& e) {
-    const std::size_t offset = e.byte_offset() + start;
-    const unsigned byte = static_cast<unsigned char>(bytes[offset]);
-    std::string reason = e.what();
-    const auto colon = reason.find("): ");
-    reason = colon == std::string::npos ? std::string("invalid UTF-8") : reason.substr(colon + 3);
-    throw Utf8Error(fmt::format("file '{}' is not valid UTF-8: byte offset {} (byte 0x{:02X}): {}",
-                                path, offset, byte, reason),
-                    offset);
+  Utf8Failure failure;
+  if (!decode_utf8(bytes, start, decoded, failure)) {
+    throw Utf8Error(fmt::format("file '{}' is not valid UTF-8: {}", path, describe_failure(failure)),
+                    failure.offset);
   }
 
   std::u32string text;
