@@ -1,0 +1,93 @@
+// Capítulo 20 — AdamW e a agenda da taxa de aprendizado.
+#include <cmath>
+
+#include "autograd/ops.hpp"
+#include "common.hpp"
+#include "train/adamw.hpp"
+#include "train/schedule.hpp"
+
+using namespace glass;
+
+int main() {
+  tut::capitulo(20, "AdamW e a agenda de lr");
+  tut::novo("o otimizador AdamW (train/adamw.hpp) e o aquecimento + decaimento em cosseno (train/schedule.hpp).");
+  tut::texto(
+      "No capítulo 12 usamos W <- W - lr · grad. Funciona, mas um único lr serve mal a\n"
+      "parâmetros com gradientes de tamanhos muito diferentes. O Adam (Kingma & Ba, 2015)\n"
+      "guarda, por número, médias móveis do gradiente (m) e do seu quadrado (v), e anda\n"
+      "lr · m / √v: o passo fica com tamanho parecido em toda coordenada. O AdamW\n"
+      "(Loshchilov & Hutter, 2019) ainda encolhe os pesos um pouco a cada passo\n"
+      "(p <- p - lr · wd · p), separado do gradiente: 'weight decay desacoplado'.");
+
+  tut::secao("Um vale estreito: f(w) = 50·w0² + 0.5·w1², começando em [1, 1]");
+  tut::texto(
+      "A curvatura em w0 é 100 vezes a de w1. Na descida simples, lr acima de 0.02 faz w0\n"
+      "explodir; com lr = 0.019, w1 quase não anda.");
+  const Tensor curvatura = Tensor::from_vector({100, 1}, {2});
+  auto perda = [&](const Tensor& w) { return sum(curvatura * w * w) * Scalar(0.5); };
+  Tensor w_sgd = Tensor::from_vector({1, 1}, {2}, true);
+  Tensor w_adam = Tensor::from_vector({1, 1}, {2}, true);
+  AdamWConfig sem_decaimento;
+  sem_decaimento.weight_decay = 0;
+  AdamW adam({{"w", w_adam}}, sem_decaimento);
+  for (int passo = 1; passo <= 60; ++passo) {
+    w_sgd.zero_grad();
+    perda(w_sgd).backward();
+    w_sgd.value() -= Scalar(0.019) * w_sgd.grad();
+    adam.zero_grad();
+    perda(w_adam).backward();
+    adam.step(0.05);
+    if (passo % 20 == 0) {
+      std::printf("passo %2d   descida simples w = [%.6f, %.6f]   AdamW w = [%.6f, %.6f]\n", passo,
+                  w_sgd.value()(0), w_sgd.value()(1), w_adam.value()(0), w_adam.value()(1));
+    }
+  }
+  tut::texto(
+      "O AdamW anda nas duas direções no mesmo ritmo (w0 = w1 o tempo todo); a descida\n"
+      "simples fica presa em w1. Perto do mínimo o AdamW oscila, porque o passo continua\n"
+      "com tamanho ~lr: é um dos motivos para reduzir o lr no fim (a agenda, abaixo).");
+
+  tut::secao("O primeiro passo tem tamanho lr, seja o gradiente grande ou pequeno");
+  for (double g : {1e-4, 1.0, 100.0}) {
+    Tensor p = Tensor::from_vector({0}, {1}, true);
+    AdamW opt({{"p", p}}, sem_decaimento);
+    p.grad()(0) = Scalar(g);
+    opt.step(0.01);
+    std::printf("gradiente %8.4f -> passo %.6f\n", g, -double(p.value()(0)));
+  }
+  tut::texto("Graças à correção de viés (divide m e v por 1 - beta^t), m/√v ≈ ±1 logo no início.");
+
+  tut::secao("Weight decay só nas matrizes");
+  Tensor matriz = Tensor::ones({2, 2}, true);
+  Tensor ganho = Tensor::ones({2}, true);
+  AdamW com_decaimento({{"matriz", matriz}, {"ganho", ganho}});  // weight_decay = 0.1
+  com_decaimento.zero_grad();
+  matriz.grad();  // gradientes zero: só o decaimento age
+  ganho.grad();
+  com_decaimento.step(0.1);
+  for (const AdamWParam& p : com_decaimento.params()) {
+    std::printf("%-7s decai: %-3s  valor depois de 1 passo: %.6f\n", p.name.c_str(),
+                p.decay ? "sim" : "não", double(p.param.value().data()[0]));
+  }
+  tut::texto("1 - lr·wd = 1 - 0.1·0.1 = 0.99. Os ganhos da RMSNorm (1-D) não decaem.");
+
+  tut::secao("A agenda: aquecimento linear e depois cosseno");
+  LrSchedule agenda;
+  agenda.lr_max = 1e-3;
+  agenda.min_lr = 1e-4;
+  agenda.warmup = 10;
+  agenda.decay_iters = 100;
+  tut::texto(
+      "Nos primeiros passos as médias m e v ainda são ruins: começamos devagar\n"
+      "(lr_max · (it+1)/(warmup+1)). Depois o lr desce em cosseno até min_lr = lr_max/10.");
+  for (long it : {0L, 1L, 5L, 9L, 10L, 25L, 55L, 85L, 99L, 100L, 150L}) {
+    std::printf("lr(%3ld): %.6f\n", it, agenda.at(it));
+  }
+
+  tut::experimente({
+      "aumente o lr da descida simples para 0.021 e veja w0 explodir;",
+      "troque beta2 para 0.999 (o padrão do PyTorch) e compare a trajetória do AdamW;",
+      "mude warmup para 0: o primeiro lr já é lr_max.",
+  });
+  return 0;
+}

@@ -1,0 +1,74 @@
+#pragma once
+// A tiny decoder trained for a few seconds on the start of Dom Casmurro, for chapters 22-24
+// (chapter 21 writes the same loop out in full and explains it). No downloaded weights.
+
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "autograd/ops.hpp"
+#include "data/batches.hpp"
+#include "data/text.hpp"
+#include "data/tokenizer.hpp"
+#include "nn/decoder.hpp"
+#include "train/adamw.hpp"
+#include "train/clip.hpp"
+#include "train/schedule.hpp"
+
+namespace tut {
+
+/// The model of chapter 21: d_model 64, 2 layers, 4 query heads of dim 16, 2 KV heads,
+/// SwiGLU 176, context 32.
+inline glass::ModelConfig config_pequena(std::size_t vocab_size) {
+  glass::ModelConfig cfg;
+  cfg.vocab_size = vocab_size;
+  cfg.d_model = 64;
+  cfg.n_layers = 2;
+  cfg.n_heads = 4;
+  cfg.n_kv_heads = 2;
+  cfg.ffn_hidden = 176;  // 2/3 · 4 · 64 = 170.7, rounded up to a multiple of 8
+  cfg.context_length = 32;
+  return cfg;
+}
+
+struct ModeloPequeno {
+  glass::Tokenizer tokenizer;
+  std::unique_ptr<glass::Decoder> modelo;
+  double perda_inicial = 0, perda_final = 0;  ///< training-batch losses of the first/last step
+};
+
+/// Trains the chapter-21 model for `passos` AdamW steps (batches of 16 windows of 32
+/// characters from the first 30000 characters of data/corpora/domcasmurro.txt).
+inline ModeloPequeno treinar_rapido(long passos = 200, std::uint64_t seed = 21) {
+  using namespace glass;
+  const std::u32string livro = load_text(GLASS_SOURCE_DIR "/data/corpora/domcasmurro.txt");
+  const std::u32string texto = livro.substr(0, 30000);
+  ModeloPequeno r;
+  r.tokenizer = Tokenizer::from_text(texto);
+  const ModelConfig cfg = config_pequena(r.tokenizer.vocab_size());
+  r.modelo = std::make_unique<Decoder>(cfg, seed);
+  BatchSampler lotes(r.tokenizer.encode(texto), 16, cfg.context_length, seed + 1);
+  AdamW otimizador(r.modelo->named_parameters());
+  LrSchedule agenda;
+  agenda.lr_max = 3e-3;
+  agenda.min_lr = 3e-4;
+  agenda.warmup = 20;
+  agenda.decay_iters = passos;
+  Ids x, y;
+  for (long it = 0; it < passos; ++it) {
+    lotes.next(x, y);
+    Tensor perda = cross_entropy(r.modelo->forward(x), y);
+    if (it == 0) r.perda_inicial = perda.item();
+    r.perda_final = perda.item();
+    otimizador.zero_grad();
+    perda.backward();
+    clip_grad_norm(r.modelo->parameters(), 1.0);
+    otimizador.step(agenda.at(it));
+  }
+  std::printf("(modelo pequeno treinado por %ld passos: perda %.3f -> %.3f)\n", passos,
+              r.perda_inicial, r.perda_final);
+  return r;
+}
+
+}  // namespace tut
