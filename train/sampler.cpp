@@ -144,7 +144,9 @@ std::vector<std::int32_t> generate(const Decoder& model, std::vector<std::int32_
     } else {
       logits = model.forward(to_ids(tokens, window_start, len));
     }
-    const std::int32_t next = draw(next_token_probs(last_row(logits), options), rng);
+    std::vector<double> row = last_row(logits);
+    if (row.size() > 1) row[0] = -std::numeric_limits<double>::infinity();  // never the unknown id
+    const std::int32_t next = draw(next_token_probs(row, options), rng);
     tokens.push_back(next);
     if (on_token) on_token(next);
   }

@@ -57,6 +57,9 @@ std::int32_t draw(const std::vector<double>& probs, std::mt19937_64& rng);
 /// new token (with RoPE, keys cached for another window start cannot be reused exactly). Both
 /// paths therefore compute the same thing, and print the same text with temperature 0.
 ///
+/// The unknown token (id 0) is never generated: it stands for characters absent from the
+/// training text, so its logit is set to -inf before sampling.
+///
 /// `on_token` (optional) is called with each new id as soon as it is chosen (for streaming).
 /// Returns only the new ids (n_tokens of them).
 std::vector<std::int32_t> generate(const Decoder& model, std::vector<std::int32_t> prompt,

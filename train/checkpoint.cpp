@@ -1,0 +1,223 @@
+// Checkpoint directories: model weights (safetensors, Meta LLaMA names), config.json and the
+// training state for an exact resume. See train/checkpoint.hpp and train/train_state.hpp.
+
+#include "train/checkpoint.hpp"
+
+#include <algorithm>
+#include <filesystem>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "train/atomic_file.hpp"
+#include "train/config_json.hpp"
+#include "train/safetensors.hpp"
+#include "train/train_state.hpp"
+
+namespace glass {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+namespace {
+
+std::string path_in(const std::string& dir, const std::string& file) {
+  return (fs::path(dir) / file).string();
+}
+
+std::string shape_text(const std::vector<std::size_t>& shape) {
+  return shape_str(Shape(shape.begin(), shape.end()));
+}
+
+NamedTensor to_named(const std::string& name, const Array& value) {
+  NamedTensor t;
+  t.name = name;
+  t.shape.assign(value.shape().begin(), value.shape().end());
+  t.data.assign(value.data(), value.data() + value.size());
+  return t;
+}
+
+/// Copies the F32 tensor `name` of `file` into `target`, checking presence, dtype and shape.
+void copy_into(const SafetensorsContents& file, const std::string& source, const std::string& name,
+               Array& target) {
+  const NamedTensor* t = file.find(name);
+  if (t == nullptr) throw CheckpointError(fmt::format("{}: missing tensor '{}'", source, name));
+  if (t->dtype != Dtype::F32)
+    throw CheckpointError(fmt::format("{}: tensor '{}' must be F32", source, name));
+  const Shape expected = shape_of(target);
+  if (Shape(t->shape.begin(), t->shape.end()) != expected)
+    throw CheckpointError(fmt::format("{}: tensor '{}' has shape {}, the model expects {}", source,
+                                      name, shape_text(t->shape), shape_str(expected)));
+  std::copy(t->data.begin(), t->data.end(), target.data());
+}
+
+/// Runs `f`, turning the I/O and format errors of the helpers into CheckpointError.
+template <class F>
+auto as_checkpoint_error(F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const CheckpointError&) {
+    throw;
+  } catch (const FileError& e) {
+    throw CheckpointError(e.what());
+  } catch (const SafetensorsError& e) {
+    throw CheckpointError(e.what());
+  } catch (const ConfigError& e) {
+    throw CheckpointError(e.what());
+  } catch (const json::exception& e) {
+    throw CheckpointError(e.what());
+  }
+}
+
+json read_json(const std::string& path) {
+  const std::string text = as_checkpoint_error([&] { return read_file(path); });
+  try {
+    return json::parse(text);
+  } catch (const json::parse_error& e) {
+    throw CheckpointError(fmt::format("{}: not valid JSON ({})", path, e.what()));
+  }
+}
+
+}  // namespace
+
+// ---- model ------------------------------------------------------------------------------------
+
+void save_model(const std::string& dir, const Decoder& model, const Tokenizer& tokenizer,
+                const std::string& weights_file, const std::string& extra_json) {
+  as_checkpoint_error([&] {
+    ensure_directory(dir);
+    std::vector<NamedTensor> tensors;
+    for (const auto& [name, param] : model.named_parameters())
+      tensors.push_back(to_named(name, param.value()));
+    save_safetensors(path_in(dir, weights_file), tensors, {{"format", "pt"}});
+    write_file_atomic(path_in(dir, "config.json"),
+                      config_to_json(model.config(), tokenizer, extra_json));
+    return 0;
+  });
+}
+
+LoadedModel load_checkpoint(const std::string& dir, bool best) {
+  if (!fs::is_directory(dir))
+    throw CheckpointError(fmt::format("checkpoint directory '{}' does not exist", dir));
+  const std::string config_path = path_in(dir, "config.json");
+  const std::string weights_path = path_in(dir, best ? "best.safetensors" : "model.safetensors");
+  if (!fs::exists(config_path))
+    throw CheckpointError(fmt::format("'{}' is not a checkpoint: it has no config.json", dir));
+  if (!fs::exists(weights_path))
+    throw CheckpointError(fmt::format("'{}' is not a complete checkpoint: {} is missing", dir,
+                                      fs::path(weights_path).filename().string()));
+  return as_checkpoint_error([&] {
+    CheckpointConfig config = config_from_json(read_file(config_path), config_path);
+    SafetensorsContents weights = load_safetensors(weights_path);
+    LoadedModel loaded;
+    loaded.config = config.model;
+    loaded.tokenizer = std::move(config.tokenizer);
+    try {
+      loaded.model = std::make_unique<Decoder>(config.model, 0);
+    } catch (const std::invalid_argument& e) {
+      throw CheckpointError(fmt::format("{}: {}", config_path, e.what()));
+    }
+    const auto params = loaded.model->named_parameters();
+    for (auto [name, param] : params) copy_into(weights, weights_path, name, param.value());
+    for (const NamedTensor& t : weights.tensors) {
+      const bool known = std::any_of(params.begin(), params.end(),
+                                     [&](const auto& p) { return p.first == t.name; });
+      if (!known)
+        throw CheckpointError(fmt::format("{}: unexpected tensor '{}' (not a parameter of the model "
+                                          "described by config.json)", weights_path, t.name));
+    }
+    return loaded;
+  });
+}
+
+std::size_t training_context(const std::string& dir) {
+  const json j = read_json(path_in(dir, "config.json"));
+  if (!j.contains("training") || !j["training"].is_object() || !j["training"].contains("context"))
+    return 0;
+  const json& c = j["training"]["context"];
+  if (!c.is_number_unsigned())
+    throw CheckpointError(path_in(dir, "config.json") + ": training.context must be a positive integer");
+  return c.get<std::size_t>();
+}
+
+// ---- training state ------------------------------------------------------------------------
+
+std::string log_csv(const std::vector<LogRow>& rows) {
+  std::string text = "step,lr,train_loss,val_loss,tokens_per_s,elapsed_s\n";
+  for (const LogRow& r : rows)
+    text += fmt::format("{},{:.6e},{:.6f},{:.6f},{:.1f},{:.2f}\n", r.step, r.lr, r.train_loss,
+                        r.val_loss, r.tokens_per_s, r.elapsed_s);
+  return text;
+}
+
+bool has_train_state(const std::string& dir) {
+  for (const char* f : {"config.json", "model.safetensors", "train_state.json", "train_state.safetensors"})
+    if (!fs::exists(path_in(dir, f))) return false;
+  return true;
+}
+
+void save_train_state(const std::string& dir, const AdamW& optimizer, const TrainState& state) {
+  as_checkpoint_error([&] {
+    std::vector<NamedTensor> moments;
+    for (const AdamWParam& p : optimizer.params()) {
+      moments.push_back(to_named("m." + p.name, p.m));
+      moments.push_back(to_named("v." + p.name, p.v));
+    }
+    save_safetensors(path_in(dir, "train_state.safetensors"), moments,
+                     {{"step", std::to_string(state.step)}});
+    json log = json::array();
+    for (const LogRow& r : state.log)
+      log.push_back({r.step, r.lr, r.train_loss, r.val_loss, r.tokens_per_s, r.elapsed_s});
+    json j = {{"step", state.step},
+              {"batch_rng", state.batch_rng},
+              {"sample_rng", state.sample_rng},
+              {"best_val", state.best_val},
+              {"has_best", state.has_best},
+              {"elapsed_s", state.elapsed_s},
+              {"context", state.context},
+              {"adamw", {{"beta1", optimizer.config().beta1},
+                         {"beta2", optimizer.config().beta2},
+                         {"eps", optimizer.config().eps},
+                         {"weight_decay", optimizer.config().weight_decay}}},
+              {"log", log}};
+    write_file_atomic(path_in(dir, "train_state.json"), j.dump(1) + "\n");
+    return 0;
+  });
+}
+
+TrainState load_train_state(const std::string& dir, AdamW& optimizer) {
+  const std::string json_path = path_in(dir, "train_state.json");
+  const std::string tensors_path = path_in(dir, "train_state.safetensors");
+  const json j = read_json(json_path);
+  return as_checkpoint_error([&] {
+    TrainState s;
+    try {
+      s.step = j.at("step").get<long>();
+      s.batch_rng = j.at("batch_rng").get<std::string>();
+      s.sample_rng = j.at("sample_rng").get<std::string>();
+      s.best_val = j.at("best_val").get<double>();
+      s.has_best = j.at("has_best").get<bool>();
+      s.elapsed_s = j.at("elapsed_s").get<double>();
+      s.context = j.at("context").get<std::size_t>();
+      for (const json& r : j.at("log"))
+        s.log.push_back({r.at(0).get<long>(), r.at(1).get<double>(), r.at(2).get<double>(),
+                         r.at(3).get<double>(), r.at(4).get<double>(), r.at(5).get<double>()});
+    } catch (const json::exception& e) {
+      throw CheckpointError(fmt::format("{}: {}", json_path, e.what()));
+    }
+    if (s.step < 0) throw CheckpointError(json_path + ": step must be >= 0");
+    const SafetensorsContents moments = load_safetensors(tensors_path);
+    const auto it = moments.metadata.find("step");
+    if (it == moments.metadata.end() || it->second != std::to_string(s.step))
+      throw CheckpointError(fmt::format(
+          "{} and {} disagree on the step (an interrupted save?)", tensors_path, json_path));
+    for (AdamWParam& p : optimizer.params()) {
+      copy_into(moments, tensors_path, "m." + p.name, p.m);
+      copy_into(moments, tensors_path, "v." + p.name, p.v);
+    }
+    optimizer.set_step_count(s.step);
+    return s;
+  });
+}
+
+}  // namespace glass

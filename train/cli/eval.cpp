@@ -1,0 +1,77 @@
+// `glass eval`: the mean next-character loss of a checkpoint over a whole text file.
+//
+//   glass eval --checkpoint DIR --data FILE [--best] [--allow-unknown]
+
+#include <cmath>
+#include <iostream>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "autograd/ops.hpp"
+#include "autograd/tape.hpp"
+#include "data/text.hpp"
+#include "train/checkpoint.hpp"
+#include "train/cli/commands.hpp"
+
+namespace {
+
+using glass::cli::CommandError;
+
+struct EvalFlags {
+  std::string checkpoint;
+  std::string data;
+  bool best = false;
+  bool allow_unknown = false;
+};
+
+void run_eval(const EvalFlags& f) {
+  glass::LoadedModel loaded = glass::load_checkpoint(f.checkpoint, f.best);
+  const std::u32string text = glass::load_text(f.data);
+  std::size_t unknown = 0;
+  std::vector<std::int32_t> ids;
+  try {
+    ids = loaded.tokenizer.encode(text, f.allow_unknown, &unknown);
+  } catch (const glass::UnknownCharacterError& e) {
+    throw CommandError(fmt::format("{}: {} (pass --allow-unknown to map such characters to the "
+                                   "unknown token)", f.data, e.what()));
+  }
+  if (unknown > 0) std::cerr << "warning: " << unknown << " characters outside the vocabulary were mapped to id 0\n";
+  if (ids.size() < 2) throw CommandError(f.data + " must hold at least 2 characters to predict one");
+
+  std::size_t T = glass::training_context(f.checkpoint);
+  if (T == 0 || T > loaded.config.context_length) T = loaded.config.context_length;
+
+  // Non-overlapping chunks: inputs ids[i : i+T], targets ids[i+1 : i+T+1], i = 0, T, 2T, ...
+  // so every character after the first is predicted exactly once, from at most T before it.
+  glass::NoGradGuard no_grad;
+  double total = 0;
+  std::size_t count = 0;
+  for (std::size_t start = 0; start + 1 < ids.size(); start += T) {
+    const std::size_t n = std::min(T, ids.size() - 1 - start);
+    glass::Ids x = glass::Ids::from_shape({1, n}), y = glass::Ids::from_shape({1, n});
+    std::copy(ids.begin() + static_cast<long>(start), ids.begin() + static_cast<long>(start + n), x.data());
+    std::copy(ids.begin() + static_cast<long>(start + 1), ids.begin() + static_cast<long>(start + n + 1), y.data());
+    const double mean = glass::cross_entropy(loaded.model->forward(x), y).item();
+    total += mean * static_cast<double>(n);
+    count += n;
+  }
+  const double loss = total / static_cast<double>(count);
+  std::cout << fmt::format("loss {:.4f} nats per character over {} predictions of {} "
+                           "(perplexity {:.3f}, {:.3f} bits per character; context {})\n",
+                           loss, count, f.data, std::exp(loss), loss / std::log(2.0), T);
+}
+
+void add_eval_command(CLI::App& app) {
+  auto f = std::make_shared<EvalFlags>();
+  CLI::App* cmd = app.add_subcommand("eval", "Mean next-character loss of a checkpoint over a text file.");
+  cmd->add_option("--checkpoint", f->checkpoint, "checkpoint directory written by glass train")->required();
+  cmd->add_option("--data", f->data, "UTF-8 text file to evaluate on")->required()->check(CLI::ExistingFile);
+  cmd->add_flag("--best", f->best, "use best.safetensors instead of the latest weights");
+  cmd->add_flag("--allow-unknown", f->allow_unknown, "map characters outside the vocabulary to id 0");
+  cmd->callback([f] { run_eval(*f); });
+}
+
+glass::cli::CommandRegistration registration(30, &add_eval_command);
+
+}  // namespace

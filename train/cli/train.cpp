@@ -1,0 +1,189 @@
+// `glass train`: learn next-character prediction from a UTF-8 text file (train/trainer.hpp).
+//
+//   glass train [--data FILE] [--out DIR] [--iters N] [--batch-size B] [--context T] [--lr X]
+//               [--min-lr X] [--warmup N] [--decay-iters N] [--weight-decay X] [--grad-clip X]
+//               [--eval-every N] [--eval-iters N] [--seed S] [--threads N] [--resume]
+//               [--d-model N --n-layers N --n-heads N --n-kv-heads N --ffn-hidden N]
+
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <string>
+
+#include <cblas.h>
+#include <fmt/format.h>
+
+#include "train/checkpoint.hpp"
+#include "train/cli/commands.hpp"
+#include "train/trainer.hpp"
+
+#ifndef GLASS_SOURCE_DIR
+#define GLASS_SOURCE_DIR ""
+#endif
+
+namespace {
+
+namespace fs = std::filesystem;
+constexpr const char* kDefaultCorpus = "domcasmurro.txt";
+
+volatile std::sig_atomic_t g_stop = 0;
+
+/// First Ctrl-C: ask the loop to save and stop. A second one ends the program at once.
+extern "C" void on_sigint(int) {
+  g_stop = 1;
+  std::signal(SIGINT, SIG_DFL);
+}
+
+fs::path executable_dir() {
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? fs::path() : exe.parent_path();
+}
+
+/// The bundled corpus: $GLASS_DATA (a file, or a directory holding domcasmurro.txt), else
+/// data/corpora/ next to the executable or one level up (build/glass -> data/corpora), else the
+/// source tree this program was compiled from.
+std::string default_corpus() {
+  std::vector<fs::path> candidates;
+  if (const char* env = std::getenv("GLASS_DATA"); env != nullptr && *env != '\0') {
+    const fs::path p(env);
+    if (fs::is_directory(p)) candidates.push_back(p / kDefaultCorpus);
+    else candidates.push_back(p);
+  }
+  const fs::path exe_dir = executable_dir();
+  if (!exe_dir.empty()) {
+    candidates.push_back(exe_dir / "data" / "corpora" / kDefaultCorpus);
+    candidates.push_back(exe_dir.parent_path() / "data" / "corpora" / kDefaultCorpus);
+  }
+  if (std::string(GLASS_SOURCE_DIR).size() > 0)
+    candidates.push_back(fs::path(GLASS_SOURCE_DIR) / "data" / "corpora" / kDefaultCorpus);
+  for (const fs::path& c : candidates)
+    if (fs::is_regular_file(c)) return c.string();
+  std::string tried;
+  for (const fs::path& c : candidates) tried += "\n  " + c.string();
+  throw glass::cli::CommandError(
+      "no --data given and the bundled corpus was not found; looked at:" + tried +
+      "\nPass --data FILE, or set GLASS_DATA to the corpus file or its directory.");
+}
+
+/// How to run this program again from the current directory ("./build/glass" or an absolute path).
+std::string program_name() {
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) return "glass";
+  const fs::path rel = fs::relative(exe, fs::current_path(ec), ec);
+  if (!ec && !rel.empty() && rel.native().rfind("..", 0) != 0) return "./" + rel.string();
+  return exe.string();
+}
+
+std::string shell_quote(const std::string& s) {
+  if (s.find_first_of(" \t\"'$\\`!*?&;|<>()") == std::string::npos) return s;
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+struct TrainFlags {
+  glass::TrainOptions options;
+  int threads = 0;
+};
+
+void run_train(TrainFlags& flags, CLI::App* cmd) {
+  glass::TrainOptions& o = flags.options;
+  if (flags.threads > 0) openblas_set_num_threads(flags.threads);
+  const bool default_data = o.data_path.empty();
+  if (default_data) o.data_path = default_corpus();
+  if (o.out_dir.empty()) o.out_dir = (fs::path("runs") / fs::path(o.data_path).stem()).string();
+  if (o.resume)
+    for (const char* flag : {"--d-model", "--n-layers", "--n-heads", "--n-kv-heads", "--ffn-hidden"})
+      if (cmd->count(flag) > 0)
+        std::cerr << "warning: " << flag << " is ignored with --resume (the checkpoint's model is used)\n";
+
+  g_stop = 0;
+  o.stop_flag = &g_stop;
+  glass::TrainResult result;
+  {
+    glass::Trainer trainer(o, std::cout);
+    std::signal(SIGINT, on_sigint);
+    try {
+      result = trainer.run();
+    } catch (const glass::NonFiniteError& e) {
+      std::signal(SIGINT, SIG_DFL);
+      throw glass::cli::CommandError(fmt::format(
+          "{}. Training stopped; the last good checkpoint in {} was kept (if any). "
+          "Try a smaller --lr or --grad-clip.",
+          e.what(), o.out_dir));
+    }
+    std::signal(SIGINT, SIG_DFL);
+  }
+  std::cout << fmt::format(
+      "\ncheckpoint: {}/ (model.safetensors = step {}, best.safetensors = best val loss {:.4f}, "
+      "config.json, log.csv, loss.svg)\n",
+      o.out_dir, result.step, result.best_val);
+  if (result.interrupted) {
+    std::cout << fmt::format("resume with: {} train --data {} --out {} --iters {} --resume\n",
+                             program_name(), shell_quote(o.data_path), shell_quote(o.out_dir),
+                             o.iters);
+    throw CLI::RuntimeError(130);  // the usual exit code after Ctrl-C
+  }
+  std::cout << fmt::format("sample from it: {} sample --checkpoint {}{} --tokens 300\n",
+                           program_name(), shell_quote(o.out_dir),
+                           default_data ? " --prompt \"Capitu \"" : "");
+}
+
+void add_train_command(CLI::App& app) {
+  auto flags = std::make_shared<TrainFlags>();
+  glass::TrainOptions& o = flags->options;
+  CLI::App* cmd = app.add_subcommand(
+      "train",
+      "Train the decoder to predict the next character of a UTF-8 text file.\n"
+      "With no arguments: the bundled Portuguese corpus (Dom Casmurro), the default model, and\n"
+      "nanoGPT's shakespeare_char recipe; the checkpoint goes to runs/<corpus name>.");
+  cmd->add_option("--data", o.data_path, "UTF-8 text file to learn from (default: bundled domcasmurro.txt)")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--out", o.out_dir, "checkpoint directory (default: runs/<corpus name>)");
+  cmd->add_option("--iters", o.iters, "optimizer steps to train for (total, counting a resumed run)")
+      ->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_option("--batch-size", o.batch_size, "windows per step (B)")
+      ->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_option("--context", o.context, "characters per training window (T); also the sampling window")
+      ->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_option("--lr", o.lr, "peak learning rate")->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_option("--min-lr", o.min_lr, "final learning rate of the cosine (default: lr / 10)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--warmup", o.warmup, "linear warmup steps")->check(CLI::NonNegativeNumber)->capture_default_str();
+  cmd->add_option("--decay-iters", o.decay_iters, "step where the cosine reaches min-lr (default: --iters)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--weight-decay", o.weight_decay, "AdamW decoupled weight decay (2-D weights only)")
+      ->check(CLI::NonNegativeNumber)->capture_default_str();
+  cmd->add_option("--grad-clip", o.grad_clip, "clip the global gradient norm to this (0 = off)")
+      ->check(CLI::NonNegativeNumber)->capture_default_str();
+  cmd->add_option("--eval-every", o.eval_every, "evaluate, sample and checkpoint every N steps")
+      ->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_option("--eval-iters", o.eval_iters, "batches per split in each evaluation")
+      ->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_option("--sample-tokens", o.sample_tokens, "characters sampled at each evaluation (0 = none)")
+      ->check(CLI::NonNegativeNumber)->capture_default_str();
+  cmd->add_option("--seed", o.seed, "seed of the initial weights and of the batches")->capture_default_str();
+  cmd->add_option("--threads", flags->threads, "OpenBLAS threads (default: OpenBLAS's own choice)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_flag("--resume", o.resume, "continue the checkpoint in --out exactly where it stopped");
+  cmd->add_option("--d-model", o.model.d_model, "width of the residual stream")
+      ->check(CLI::PositiveNumber)->capture_default_str()->group("Model");
+  cmd->add_option("--n-layers", o.model.n_layers, "decoder blocks")
+      ->check(CLI::PositiveNumber)->capture_default_str()->group("Model");
+  cmd->add_option("--n-heads", o.model.n_heads, "query heads")
+      ->check(CLI::PositiveNumber)->capture_default_str()->group("Model");
+  cmd->add_option("--n-kv-heads", o.model.n_kv_heads, "key/value heads (GQA)")
+      ->check(CLI::PositiveNumber)->capture_default_str()->group("Model");
+  cmd->add_option("--ffn-hidden", o.model.ffn_hidden, "SwiGLU hidden width")
+      ->check(CLI::PositiveNumber)->capture_default_str()->group("Model");
+  cmd->callback([flags, cmd] { run_train(*flags, cmd); });
+}
+
+glass::cli::CommandRegistration registration(10, &add_train_command);
+
+}  // namespace

@@ -1,0 +1,50 @@
+#pragma once
+// The training state of a checkpoint directory, for an exact --resume:
+//   DIR/train_state.safetensors  AdamW moments, float32: "m.<param name>", "v.<param name>"
+//   DIR/train_state.json         step, RNG states (batch sampler, sampling), best val loss,
+//                                elapsed seconds, the log rows so far, the run's options
+// Both written atomically (temp file + rename); the JSON is written last and names the step,
+// and the safetensors metadata repeats it, so a mismatched pair is detected on load.
+
+#include <string>
+#include <vector>
+
+#include "train/adamw.hpp"
+
+namespace glass {
+
+/// One row of log.csv: step,lr,train_loss,val_loss,tokens_per_s,elapsed_s.
+struct LogRow {
+  long step = 0;
+  double lr = 0, train_loss = 0, val_loss = 0, tokens_per_s = 0, elapsed_s = 0;
+};
+
+/// Everything besides the weights and the moments that an exact resume needs.
+struct TrainState {
+  long step = 0;                 ///< optimizer steps done (= AdamW step count)
+  std::string batch_rng;         ///< BatchSampler::state() of the training batches
+  std::string sample_rng;        ///< std::mt19937_64 state (operator<<) of the sampler
+  double best_val = 0;           ///< best validation loss so far (valid when has_best)
+  bool has_best = false;
+  double elapsed_s = 0;          ///< training wall time so far
+  std::size_t context = 0;       ///< the training window T
+  std::vector<LogRow> log;       ///< log.csv rows so far
+};
+
+/// Writes DIR/train_state.safetensors and DIR/train_state.json atomically.
+/// Throws CheckpointError when DIR cannot be written.
+void save_train_state(const std::string& dir, const AdamW& optimizer, const TrainState& state);
+
+/// Reads the training state; fills the optimizer's moments (by parameter name, shapes checked)
+/// and its step count. Throws CheckpointError naming the file and the problem (missing file,
+/// bad JSON, missing tensor, wrong shape, steps that disagree).
+TrainState load_train_state(const std::string& dir, AdamW& optimizer);
+
+/// True when DIR holds a complete checkpoint to resume from (config, weights, training state).
+bool has_train_state(const std::string& dir);
+
+/// log.csv text: the header `step,lr,train_loss,val_loss,tokens_per_s,elapsed_s` and one line
+/// per row.
+std::string log_csv(const std::vector<LogRow>& rows);
+
+}  // namespace glass

@@ -1,0 +1,122 @@
+#pragma once
+// The training loop: forward, cross-entropy, backward, clip, AdamW step; periodic evaluation,
+// progress line, samples, log.csv, checkpoints (with exact resume) and the loss plot.
+
+#include <chrono>
+#include <csignal>
+#include <cstdint>
+#include <iosfwd>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "data/batches.hpp"
+#include "data/tokenizer.hpp"
+#include "nn/config.hpp"
+#include "nn/decoder.hpp"
+#include "train/adamw.hpp"
+#include "train/schedule.hpp"
+#include "train/train_state.hpp"
+
+namespace glass {
+
+/// Everything `glass train` can set. Defaults: nanoGPT's shakespeare_char recipe (DESIGN.md).
+struct TrainOptions {
+  std::string data_path;           ///< UTF-8 text file to learn from
+  std::string out_dir;             ///< checkpoint directory (created if needed)
+  long iters = 2000;               ///< training stops after this many optimizer steps
+  long decay_iters = -1;           ///< cosine horizon (nanoGPT lr_decay_iters); -1 = iters
+  std::size_t batch_size = 12;     ///< B windows per step
+  std::size_t context = 64;        ///< T characters per window (<= model context_length)
+  double lr = 1e-3;                ///< peak learning rate
+  double min_lr = -1;              ///< floor of the cosine; -1 = lr / 10
+  long warmup = 100;               ///< linear warmup steps
+  double weight_decay = 0.1;       ///< AdamW decoupled decay on 2-D weights
+  double beta1 = 0.9, beta2 = 0.99;
+  double grad_clip = 1.0;          ///< global-norm clip; 0 = off
+  long eval_every = 250;           ///< evaluate (and checkpoint) every this many steps
+  long eval_iters = 20;            ///< batches per split per evaluation
+  std::uint64_t seed = 1337;       ///< model init = seed, train batches = seed+1, eval = seed+2
+  bool resume = false;             ///< continue from out_dir's checkpoint
+  std::size_t sample_tokens = 120; ///< characters sampled at each evaluation (0 = none)
+  ModelConfig model;               ///< vocab_size is set from the tokenizer
+  /// Set (e.g. by a SIGINT handler) to stop: the loop saves a checkpoint and returns.
+  const volatile std::sig_atomic_t* stop_flag = nullptr;
+};
+
+/// Train and validation loss estimated at one step.
+struct EvalResult {
+  double train_loss = 0, val_loss = 0;
+};
+
+
+/// What a run ended with.
+struct TrainResult {
+  long step = 0;             ///< optimizer steps done in total (including before a resume)
+  EvalResult last_eval;      ///< the last evaluation
+  double best_val = 0;       ///< best validation loss seen (its weights are best.safetensors)
+  bool interrupted = false;  ///< stopped by the stop flag (Ctrl-C); a checkpoint was saved
+};
+
+/// Raised when the loss or the gradient norm is not finite: training stops, and the last good
+/// checkpoint in out_dir is left as it was.
+class NonFiniteError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// The loop of `glass train`. Construction loads the text, builds (or, with resume, loads) the
+/// model, optimizer and batch samplers and checks that out_dir can be written; run() trains.
+/// Errors the user can fix (bad file, context too long, unwritable directory, incompatible
+/// checkpoint) throw std::runtime_error / std::invalid_argument / CheckpointError before
+/// anything is written.
+class Trainer {
+ public:
+  /// `out` receives the progress line, evaluations and samples.
+  Trainer(TrainOptions options, std::ostream& out);
+  ~Trainer();
+
+  /// Trains from the current step up to options.iters. Throws NonFiniteError.
+  TrainResult run();
+
+  /// One optimizer step at step index `it` (0-based): forward, cross-entropy, backward,
+  /// clip, AdamW. Returns the batch loss. Throws NonFiniteError.
+  double train_step(long it);
+  /// Mean loss over eval_iters batches of each split, drawn from a generator re-seeded with
+  /// seed+2 at every call (so every evaluation sees the same windows). No tape is recorded.
+  EvalResult evaluate();
+
+  const Decoder& model() const { return *model_; }
+  const Tokenizer& tokenizer() const { return tokenizer_; }
+  long step() const { return step_; }
+  const std::vector<LogRow>& log() const { return log_; }
+  const TrainOptions& options() const { return options_; }
+
+ private:
+  void save(bool also_best);
+  void print_progress(long it, double loss, double lr, double tokens_per_s, double eta_s);
+  void print_sample();
+
+  TrainOptions options_;
+  std::ostream& out_;
+  Tokenizer tokenizer_;
+  Split split_;
+  std::unique_ptr<Decoder> model_;
+  std::unique_ptr<AdamW> optimizer_;
+  std::unique_ptr<BatchSampler> train_batches_;       // seed+1, saved for resume
+  std::unique_ptr<BatchSampler> eval_train_batches_;  // seed+2, reset at every evaluation
+  std::unique_ptr<BatchSampler> eval_val_batches_;    // continues the eval generator's stream
+  std::string eval_start_state_;
+  LrSchedule schedule_;
+  std::mt19937_64 sample_rng_;
+  long step_ = 0;
+  double best_val_ = 0;
+  bool has_best_ = false;
+  std::vector<LogRow> log_;
+  std::chrono::steady_clock::time_point run_start_ = std::chrono::steady_clock::now();
+  double elapsed_before_ = 0;  // seconds trained before a resume (for elapsed_s)
+  bool is_tty_ = false;
+};
+
+}  // namespace glass
