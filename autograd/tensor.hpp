@@ -98,6 +98,10 @@ class Tensor {
 
   /// Identity of the storage (two handles are the same tensor iff their impls are equal).
   TensorImpl* impl() const { return impl_.get(); }
+  /// How many handles (including the tape's records and backward closures) share this
+  /// storage; 0 for an undefined tensor. For tests and debugging (e.g. "clearing the tape
+  /// frees the intermediates").
+  long use_count() const { return impl_.use_count(); }
 
  private:
   std::shared_ptr<TensorImpl> impl_;
