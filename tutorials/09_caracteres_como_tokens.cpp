@@ -59,7 +59,7 @@ int main() {
   try {
     utf8_to_u32(std::string("ab\xC3(", 4));
   } catch (const Utf8Error& e) {
-    std::printf("erro no byte %zu: %s\n", e.byte_offset(), e.what());
+    std::printf("posição do byte inválido: %zu\nerro: %s\n", e.byte_offset(), e.what());
   }
 
   tut::secao("O livro inteiro: Dom Casmurro");
