@@ -1,0 +1,163 @@
+// `glass inspect` through the real binary: output of both modes, --json and --html files, and
+// every error case of issue 6 (clear message, non-zero exit, no file written).
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "nn/decoder.hpp"
+#include "train/checkpoint.hpp"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct CommandResult {
+  int exit_code;
+  std::string out, err;
+};
+
+std::string slurp(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+/// Single-quotes a shell argument.
+std::string quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+class InspectCli : public ::testing::Test {
+ protected:
+  static fs::path dir_;
+  static fs::path checkpoint_;
+
+  /// One tiny checkpoint (2 layers, 4 heads / 2 KV heads of dim 4, context 12) for every test.
+  static void SetUpTestSuite() {
+    dir_ = fs::temp_directory_path() / ("glass-inspect-cli-" + std::to_string(::getpid()));
+    fs::create_directories(dir_);
+    checkpoint_ = dir_ / "ckpt";
+    glass::Tokenizer tokenizer = glass::Tokenizer::from_text(U"to be or not to be\nthat is the question");
+    glass::ModelConfig config;
+    config.vocab_size = tokenizer.vocab_size();
+    config.d_model = 16;
+    config.n_layers = 2;
+    config.n_heads = 4;
+    config.n_kv_heads = 2;
+    config.ffn_hidden = 24;
+    config.context_length = 12;
+    glass::Decoder model(config, 3);
+    glass::save_model(checkpoint_.string(), model, tokenizer);
+  }
+  static void TearDownTestSuite() { fs::remove_all(dir_); }
+
+  /// Runs `glass inspect ARGS` with stdout/stderr captured to files (stdout is not a terminal).
+  static CommandResult inspect(const std::string& args) {
+    const fs::path out = dir_ / "stdout.txt", err = dir_ / "stderr.txt";
+    const std::string cmd = std::string(GLASS_BINARY_DIR "/glass inspect ") + args + " > " +
+                            quote(out.string()) + " 2> " + quote(err.string());
+    const int status = std::system(cmd.c_str());
+    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(out), slurp(err)};
+  }
+  static std::string ckpt() { return "--checkpoint " + quote(checkpoint_.string()); }
+};
+
+fs::path InspectCli::dir_;
+fs::path InspectCli::checkpoint_;
+
+TEST_F(InspectCli, OverviewListsTheLayersSnapshotsAndTopK) {
+  const CommandResult r = inspect(ckpt() + " --prompt 'to be' --layer 1 --top-k 3");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* line : {"attn.q        (4, 5, 4)", "attn.k        (2, 5, 4)", "attn.scores   (4, 5, 5)",
+                           "attn.mask     (5, 5)", "attn.softmax  (4, 5, 5)", "attn.out      (5, 16)"})
+    EXPECT_NE(r.out.find(line), std::string::npos) << line << "\n" << r.out;
+  EXPECT_NE(r.out.find("Layer 1 snapshots"), std::string::npos);
+  EXPECT_NE(r.out.find("top 3 of"), std::string::npos);
+  EXPECT_NE(r.out.find("\"to␣be\""), std::string::npos);
+  EXPECT_NE(r.out.find("not an explanation of the prediction"), std::string::npos);
+  EXPECT_EQ(r.out.find('\x1b'), std::string::npos) << "no colour codes when stdout is a file";
+}
+
+TEST_F(InspectCli, SnapshotShowsTheHeadWithCharacterLabelsAndAHeatmap) {
+  const CommandResult r = inspect(ckpt() + " --prompt 'to be' --layer 0 --head 2 --snapshot attn.softmax");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("layers.0.attn.softmax  shape (4, 5, 5)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("head 2 of 4: (5, 5)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("  2 ␣"), std::string::npos) << "space shown as ␣ in the row labels";
+  EXPECT_NE(r.out.find("Heatmap of attn.softmax"), std::string::npos);
+  EXPECT_NE(r.out.find("1.000"), std::string::npos) << "position 0 attends only to itself";
+
+  const CommandResult k = inspect(ckpt() + " --prompt 'to be' --head 3 --snapshot attn.k");
+  ASSERT_EQ(k.exit_code, 0) << k.err;
+  EXPECT_NE(k.out.find("query head 3 uses KV head 1"), std::string::npos) << k.out;
+  EXPECT_EQ(k.out.find("Heatmap"), std::string::npos);
+}
+
+TEST_F(InspectCli, JsonAndHtmlFilesAreWritten) {
+  const fs::path json = dir_ / "out.json", html = dir_ / "out.html";
+  const CommandResult r = inspect(ckpt() + " --prompt 'that' --json " + quote(json.string()) + " --html " +
+                        quote(html.string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(slurp(json));
+  EXPECT_EQ(j["prompt"], "that");
+  EXPECT_EQ(j["logits"]["shape"][0], 4);
+  EXPECT_EQ(j["snapshots"]["layers.1.attn.softmax"]["shape"], (std::vector<int>{4, 4, 4}));
+  const std::string page = slurp(html);
+  EXPECT_NE(page.find("<!DOCTYPE html>"), std::string::npos);
+  EXPECT_NE(page.find("id=\"glass-data\""), std::string::npos);
+  for (const auto& entry : fs::directory_iterator(dir_))
+    EXPECT_EQ(entry.path().filename().string().find(".tmp"), std::string::npos)
+        << "temporary file left behind: " << entry.path();
+}
+
+/// Every error: exit code 1, "error: ..." naming the problem, and no output file.
+TEST_F(InspectCli, ErrorsAreClearAndExitNonZero) {
+  const fs::path json = dir_ / "should-not-exist.json";
+  const std::string out = " --json " + quote(json.string());
+  struct Case {
+    std::string args, expected;
+  };
+  const Case cases[] = {
+      {ckpt() + " --prompt 'to' --layer 2", "--layer 2 is out of range: the model has 2 layers (0..1)"},
+      {ckpt() + " --prompt 'to' --layer -1", "--layer -1 is out of range"},
+      {ckpt() + " --prompt 'to' --head 4", "--head 4 is out of range: the model has 4 query heads (0..3)"},
+      {ckpt() + " --prompt 'to' --snapshot attn.weights",
+       "unknown snapshot 'attn.weights'; valid names: attn.q, attn.k, attn.v, attn.rope_q, attn.rope_k, "
+       "attn.scores, attn.mask, attn.softmax, attn.mix, attn.out"},
+      {ckpt() + " --prompt 'toXbe'", "'X' (U+0058) at position 2"},
+      {ckpt() + " --prompt 'to be or not to'", "the prompt has 15 characters but the model's context holds at most 12"},
+      {ckpt() + " --prompt ''", "the prompt is empty"},
+      {"--checkpoint " + quote((dir_ / "no-such-dir").string()) + " --prompt 'to'", "does not exist"},
+      {ckpt() + " --prompt 'to' --top-k 0", "--top-k must be at least 1"},
+  };
+  for (const Case& c : cases) {
+    const CommandResult r = inspect(c.args + out);
+    EXPECT_EQ(r.exit_code, 1) << c.args;
+    EXPECT_NE(r.err.find("error: "), std::string::npos) << c.args << "\n" << r.err;
+    EXPECT_NE(r.err.find(c.expected), std::string::npos) << c.args << "\n" << r.err;
+    EXPECT_FALSE(fs::exists(json)) << c.args;
+  }
+}
+
+TEST_F(InspectCli, AnEmptyCheckpointDirectoryIsAnError) {
+  const fs::path empty = dir_ / "empty";
+  fs::create_directories(empty);
+  const CommandResult r = inspect("--checkpoint " + quote(empty.string()) + " --prompt 'to'");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("error: cannot load checkpoint"), std::string::npos) << r.err;
+}
+
+}  // namespace

@@ -1,0 +1,134 @@
+// `glass inspect`: look inside a trained model on one prompt (train/inspect.hpp does the work).
+//
+//   glass inspect --checkpoint DIR --prompt TEXT [--layer L] [--head H] [--snapshot NAME]
+//                 [--top-k K] [--json FILE] [--html FILE]
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <string>
+
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include "data/text.hpp"
+#include "train/checkpoint.hpp"
+#include "train/cli/commands.hpp"
+#include "train/inspect.hpp"
+
+namespace {
+
+struct InspectOptions {
+  std::string checkpoint;
+  std::string prompt;
+  long long layer = 0;
+  long long head = 0;
+  std::string snapshot;
+  long long top_k = 5;
+  std::string json_path;
+  std::string html_path;
+};
+
+/// Colour only for a real terminal, and never when NO_COLOR is set or TERM=dumb.
+glass::RenderOptions terminal_options() {
+  glass::RenderOptions options;
+  const char* term = std::getenv("TERM");
+  options.color = isatty(STDOUT_FILENO) && std::getenv("NO_COLOR") == nullptr &&
+                  !(term && std::string(term) == "dumb");
+  winsize size{};
+  if (isatty(STDOUT_FILENO) && ioctl(STDOUT_FILENO, TIOCGWINSZ, &size) == 0 && size.ws_col >= 40)
+    options.width = size.ws_col;
+  return options;
+}
+
+void run_inspect(const InspectOptions& opt) {
+  using glass::cli::CommandError;
+  if (opt.top_k < 1) throw CommandError(fmt::format("--top-k must be at least 1 (got {})", opt.top_k));
+  if (!std::filesystem::is_directory(opt.checkpoint))
+    throw CommandError("checkpoint directory '" + opt.checkpoint +
+                       "' does not exist (train one with: glass train --out DIR)");
+
+  std::u32string prompt;
+  try {
+    prompt = glass::utf8_to_u32(opt.prompt);
+  } catch (const glass::Utf8Error& e) {
+    throw CommandError(std::string("the prompt is not valid UTF-8: ") + e.what());
+  }
+
+  glass::LoadedModel loaded;
+  try {
+    loaded = glass::load_checkpoint(opt.checkpoint);
+  } catch (const glass::CheckpointError& e) {
+    throw CommandError("cannot load checkpoint '" + opt.checkpoint + "': " + e.what());
+  }
+  const glass::ModelConfig& config = loaded.model->config();
+  if (opt.layer < 0 || static_cast<std::size_t>(opt.layer) >= config.n_layers)
+    throw CommandError(fmt::format("--layer {} is out of range: the model has {} layers (0..{})",
+                                   opt.layer, config.n_layers, config.n_layers - 1));
+  if (opt.head < 0 || static_cast<std::size_t>(opt.head) >= config.n_heads)
+    throw CommandError(fmt::format("--head {} is out of range: the model has {} query heads (0..{})",
+                                   opt.head, config.n_heads, config.n_heads - 1));
+  const auto layer = static_cast<std::size_t>(opt.layer);
+  const auto head = static_cast<std::size_t>(opt.head);
+
+  glass::Inspection inspection;
+  try {
+    inspection = glass::inspect(loaded, prompt);
+    if (!opt.snapshot.empty()) glass::full_snapshot_name(inspection, layer, opt.snapshot);
+  } catch (const glass::InspectError& e) {
+    throw CommandError(e.what());
+  }
+
+  const glass::RenderOptions render = terminal_options();
+  if (opt.snapshot.empty())
+    std::cout << glass::render_overview(inspection, layer, static_cast<std::size_t>(opt.top_k), render);
+  else
+    std::cout << glass::render_snapshot(inspection, layer, head, opt.snapshot, render);
+
+  if (!opt.json_path.empty()) {
+    glass::write_json(inspection, opt.json_path);
+    std::cout << "\nwrote " << opt.json_path << " (tokens, logits, probs and every snapshot; see README)\n";
+  }
+  if (!opt.html_path.empty()) {
+    glass::HtmlOptions html;
+    html.layer = layer;
+    html.head = head;
+    html.top_k = static_cast<std::size_t>(opt.top_k);
+    html.checkpoint = opt.checkpoint;
+    html.title = "GlassLLM inspector: \"" + opt.prompt + "\"";
+    html.loss = glass::read_loss_log((std::filesystem::path(opt.checkpoint) / "log.csv").string());
+    glass::write_html(inspection, opt.html_path, html);
+    std::cout << "\nwrote " << opt.html_path << " (one self-contained page: open it in a browser)\n";
+  }
+}
+
+void add_inspect_command(CLI::App& app) {
+  auto opt = std::make_shared<InspectOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "inspect",
+      "Look inside a trained model on a prompt: every snapshot of a layer (Q, K, V, RoPE, scores,\n"
+      "mask, attention weights, mix, output) with shapes and values, attention heatmaps and the\n"
+      "next-token probabilities; optionally as JSON or as one self-contained HTML page.");
+  cmd->add_option("--checkpoint", opt->checkpoint, "checkpoint directory written by glass train")
+      ->required();
+  cmd->add_option("--prompt", opt->prompt, "the text to run through the model (one token per character)")
+      ->required();
+  cmd->add_option("--layer", opt->layer, "layer to show (0 .. n_layers-1)")->capture_default_str();
+  cmd->add_option("--head", opt->head, "query head to show (0 .. n_heads-1); K/V show the KV head it uses")
+      ->capture_default_str();
+  cmd->add_option("--snapshot", opt->snapshot,
+                  "show one snapshot's values: attn.q, attn.k, attn.v, attn.rope_q, attn.rope_k, "
+                  "attn.scores, attn.mask, attn.softmax, attn.mix, attn.out, out, embeddings, logits, probs");
+  cmd->add_option("--top-k", opt->top_k, "how many next-token probabilities to list")->capture_default_str();
+  cmd->add_option("--json", opt->json_path, "also write everything (tokens, logits, probs, all snapshots) as JSON");
+  cmd->add_option("--html", opt->html_path, "also write one self-contained HTML page (heatmaps, top-k bars, loss curve)");
+  cmd->callback([opt] { run_inspect(*opt); });
+}
+
+glass::cli::CommandRegistration registration(40, &add_inspect_command);
+
+}  // namespace
