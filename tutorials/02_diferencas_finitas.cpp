@@ -45,7 +45,7 @@ int main() {
   tut::secao("Por que não treinar assim?");
   tut::texto(
       "Cada derivada por diferenças custa duas avaliações de f. O modelo do projeto tem\n"
-      "742.784 parâmetros: seriam 1,5 milhão de passagens pela rede para UM passo de treino.\n"
+      "cerca de 750 mil parâmetros: seriam 1,5 milhão de passagens pela rede para UM passo de treino.\n"
       "A fita (capítulo 03) dá todas as derivadas de uma vez, com o custo de mais ou\n"
       "menos uma passagem para trás. As diferenças finitas ficam como juiz: servem\n"
       "para conferir se a fita está certa.");

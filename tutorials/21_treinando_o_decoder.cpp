@@ -119,7 +119,7 @@ int main() {
   std::printf("Capitu%s\n", tok.decode_utf8(novos).c_str());
   tut::texto(
       "\nCom 200 passos e 30 mil caracteres o modelo aprende letras, espaços e pedaços de\n"
-      "palavras. O modelo padrão (742 mil parâmetros) treinado por alguns minutos com\n"
+      "palavras. O modelo padrão (cerca de 750 mil parâmetros) treinado por alguns minutos com\n"
       "`glass train` vai bem mais longe.");
 
   tut::experimente({

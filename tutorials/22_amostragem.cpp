@@ -88,7 +88,7 @@ int main() {
   tut::experimente({
       "troque a semente: o guloso não muda, os outros mudam;",
       "use top_k = 1: fica igual ao guloso?",
-      "no programa: glass sample --temperature 0.5 --top-k 10 (com um checkpoint treinado).",
+      "no programa: glass sample --checkpoint DIR --temperature 0.5 --top-k 10 (DIR de um glass train).",
   });
   return 0;
 }

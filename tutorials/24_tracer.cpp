@@ -106,7 +106,7 @@ int main() {
   tut::experimente({
       "olhe a cabeça 1 (pesos.data() + n * n) e a camada 1: os padrões mudam?",
       "compare attn.rope_k com attn.k na posição 0: o RoPE não gira a posição 0;",
-      "com um checkpoint treinado: glass inspect --prompt \"Capitu\" --layer 0 --head 0.",
+      "com um checkpoint: glass inspect --checkpoint DIR --prompt \"Capitu\" --layer 0 --head 0 --snapshot attn.softmax (ou --html pagina.html).",
   });
   return 0;
 }

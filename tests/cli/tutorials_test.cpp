@@ -141,9 +141,19 @@ double number_on(const std::string& out, const std::string& label) {
   return v.empty() ? std::nan("") : v[0];
 }
 
+// Every test skips when the build has no tutorials (configured with GLASS_BUILD_TUTORIALS=OFF).
+class Tutorials : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!std::filesystem::is_directory(GLASS_BINARY_DIR "/tutorials")) {
+      GTEST_SKIP() << "no " GLASS_BINARY_DIR "/tutorials (GLASS_BUILD_TUTORIALS=OFF)";
+    }
+  }
+};
+
 // ---- every chapter ---------------------------------------------------------------------------
 
-TEST(Tutorials, ThereAreTwentyFourChapters) {
+TEST_F(Tutorials, ThereAreTwentyFourChapters) {
   const std::vector<std::string> names = tutorial_names();
   ASSERT_EQ(names.size(), 24u);
   for (int chapter = 1; chapter <= 24; ++chapter) {
@@ -155,19 +165,19 @@ TEST(Tutorials, ThereAreTwentyFourChapters) {
 
 // ---- autograd chapters -----------------------------------------------------------------------
 
-TEST(Tutorials, Ch01SumsOverAxes) {
+TEST_F(Tutorials, Ch01SumsOverAxes) {
   const std::string& out = output_of(1);
   expect_numbers(out, "soma no eixo 0", {5, 7, 9});  // [1,2,3] + [4,5,6]
   expect_numbers(out, "soma no eixo 1", {6, 15});
 }
 
-TEST(Tutorials, Ch02FunctionAndExactDerivative) {
+TEST_F(Tutorials, Ch02FunctionAndExactDerivative) {
   const std::string& out = output_of(2);
   expect_numbers(out, "f(1.5)", {0.375});         // 1.5^3 - 3
   expect_numbers(out, "derivada exata", {4.75});  // 3 * 1.5^2 - 2
 }
 
-TEST(Tutorials, Ch03TapeGradients) {
+TEST_F(Tutorials, Ch03TapeGradients) {
   const std::string& out = output_of(3);
   // L = (x*y + x)^2 at x = 2, y = 3: dL/dx = 2(xy + x)(y + 1) = 64, dL/dy = 2(xy + x) x = 32.
   expect_numbers(out, "grad x", {64});
@@ -175,7 +185,7 @@ TEST(Tutorials, Ch03TapeGradients) {
   EXPECT_EQ(number_on(out, "registros na fita"), 3);
 }
 
-TEST(Tutorials, Ch04ChainRuleAndAccumulation) {
+TEST_F(Tutorials, Ch04ChainRuleAndAccumulation) {
   const std::string& out = output_of(4);
   expect_numbers(out, "grad x pela fita", {1.761594});  // 2 e^2 / (e^2 + 1)
   expect_numbers(out, "grad z", {7});                   // 2z + 3 at z = 2
@@ -183,20 +193,20 @@ TEST(Tutorials, Ch04ChainRuleAndAccumulation) {
   expect_numbers(out, "grad z depois de zero_grad", {7});
 }
 
-TEST(Tutorials, Ch05BroadcastGradientsSumBack) {
+TEST_F(Tutorials, Ch05BroadcastGradientsSumBack) {
   const std::string& out = output_of(5);
   expect_numbers(out, "grad b", {5, 7, 9});
   expect_numbers(out, "grad c", {6, 15});
 }
 
-TEST(Tutorials, Ch06LinearGradients) {
+TEST_F(Tutorials, Ch06LinearGradients) {
   const std::string& out = output_of(6);
   expect_numbers(out, "y[1]", {4, 5, 6, 15});
   expect_numbers(out, "grad W[3]", {5, 7, 9});
   expect_numbers(out, "grad x[0]", {2, 2, 2});
 }
 
-TEST(Tutorials, Ch07EveryGradientCheckPasses) {
+TEST_F(Tutorials, Ch07EveryGradientCheckPasses) {
   const std::string& out = output_of(7);
   std::istringstream lines(out);
   std::string line;
@@ -210,7 +220,7 @@ TEST(Tutorials, Ch07EveryGradientCheckPasses) {
   EXPECT_EQ(out.find("FAIL"), std::string::npos);
 }
 
-TEST(Tutorials, Ch08SoftmaxAndCrossEntropy) {
+TEST_F(Tutorials, Ch08SoftmaxAndCrossEntropy) {
   const std::string& out = output_of(8);
   expect_numbers(out, "probabilidades", {0.659001, 0.242433, 0.098566});
   EXPECT_NEAR(number_on(out, "perda"), 0.417030, 1.5e-6);
@@ -219,7 +229,7 @@ TEST(Tutorials, Ch08SoftmaxAndCrossEntropy) {
   EXPECT_NEAR(number_on(out, "perda uniforme com V = 3"), std::log(3.0), 1.5e-6);
 }
 
-TEST(Tutorials, Ch09Utf8CharacterTokens) {
+TEST_F(Tutorials, Ch09Utf8CharacterTokens) {
   const std::string& out = output_of(9);
   // "Olá, Capitu!": 12 characters, 13 bytes ('á' is 0xC3 0xA1); 12 distinct characters + id 0.
   EXPECT_NE(out.find("bytes: 13   caracteres: 12"), std::string::npos);
@@ -230,7 +240,7 @@ TEST(Tutorials, Ch09Utf8CharacterTokens) {
   EXPECT_NE(out.find("vocabulário: 83"), std::string::npos);
 }
 
-TEST(Tutorials, Ch10EmbeddingGradientCountsUses) {
+TEST_F(Tutorials, Ch10EmbeddingGradientCountsUses) {
   const std::string& out = output_of(10);
   // ids {{1,3,3},{0,4,1}}: row 0 once, row 1 twice, row 2 never, row 3 twice, row 4 once.
   expect_numbers(out, "grad tabela[0]", {1, 1, 1});
@@ -239,13 +249,13 @@ TEST(Tutorials, Ch10EmbeddingGradientCountsUses) {
   expect_numbers(out, "grad tabela[3]", {2, 2, 2});
 }
 
-TEST(Tutorials, Ch11RmsNorm) {
+TEST_F(Tutorials, Ch11RmsNorm) {
   const std::string& out = output_of(11);
   expect_numbers(out, "y", {0.365148, 0.730296, 1.095444, 1.460593}, 3e-6);
   expect_numbers(out, "y de 10x", {0.365148, 0.730296, 1.095444, 1.460593}, 3e-6);
 }
 
-TEST(Tutorials, Ch12BigramLossFalls) {
+TEST_F(Tutorials, Ch12BigramLossFalls) {
   const std::string& out = output_of(12);
   const double first = number_on(out, "perda inicial");
   const double last = number_on(out, "perda final");
@@ -258,7 +268,7 @@ TEST(Tutorials, Ch12BigramLossFalls) {
 
 // ---- attention chapters ----------------------------------------------------------------------
 
-TEST(Tutorials, Ch14TheThreeStepsOfSeed003) {
+TEST_F(Tutorials, Ch14TheThreeStepsOfSeed003) {
   const std::string& out = output_of(14);
   expect_numbers(out, "notas de a", {2, 0});
   expect_numbers(out, "pesos de a", {0.880797, 0.119203});
@@ -273,7 +283,7 @@ TEST(Tutorials, Ch14TheThreeStepsOfSeed003) {
   expect_numbers(out, "saída causal[1]", {1.192029, 8.807971}, 3e-6);
 }
 
-TEST(Tutorials, Ch14TheTriangleOfSeed000) {
+TEST_F(Tutorials, Ch14TheTriangleOfSeed000) {
   const std::string& out = output_of(14);
   expect_numbers(out, "triângulo de pesos[0]", {1, 0, 0});
   expect_numbers(out, "triângulo de pesos[1]", {0.330238, 0.669762, 0});
@@ -283,7 +293,7 @@ TEST(Tutorials, Ch14TheTriangleOfSeed000) {
   expect_numbers(out, "triângulo de saídas[2]", {1.197776, 1.604448});
 }
 
-TEST(Tutorials, Ch15TheCacheGivesTheSameRows) {
+TEST_F(Tutorials, Ch15TheCacheGivesTheSameRows) {
   const std::string& out = output_of(15);
   expect_numbers(out, "pesos sem cache[1]", {0.330238, 0.669762, 0});
   expect_numbers(out, "saída sem cache[2]", {1.197776, 1.604448});
@@ -297,7 +307,7 @@ TEST(Tutorials, Ch15TheCacheGivesTheSameRows) {
   expect_numbers(out, "pesos das posições 1 e 2[1]", {0.197776, 0.401112, 0.401112});
 }
 
-TEST(Tutorials, Ch17RopeRotatesAndKeepsRelativePosition) {
+TEST_F(Tutorials, Ch17RopeRotatesAndKeepsRelativePosition) {
   const std::string& out = output_of(17);
   expect_numbers(out, "posição 1", {0.540302, 0.841471});
   expect_numbers(out, "posição 2", {-0.416147, 0.909297});
@@ -319,25 +329,25 @@ TEST(Tutorials, Ch17RopeRotatesAndKeepsRelativePosition) {
   for (int i = 0; i < 4; ++i) EXPECT_NEAR(a[i], b[i], 1e-5);
 }
 
-TEST(Tutorials, Ch13LinearIsXWTransposed) {
+TEST_F(Tutorials, Ch13LinearIsXWTransposed) {
   EXPECT_NEAR(number_on(output_of(13), "diferença máxima entre wq.forward(x) e linear(x, Wq)"), 0, 1e-6);
 }
 
-TEST(Tutorials, Ch16SharedKvHeadGetsSummedGradient) {
+TEST_F(Tutorials, Ch16SharedKvHeadGetsSummedGradient) {
   // Query head h carries weight h+1 and uses KV head h/2: KV head 0 gets 1+2, KV head 1 gets 3+4.
   const std::string& out = output_of(16);
   expect_numbers(out, "grad K (cabeça K/V 0, depois 1)[0]", {3, 3, 3, 3, 3, 3});
   expect_numbers(out, "grad K (cabeça K/V 0, depois 1)[1]", {7, 7, 7, 7, 7, 7});
 }
 
-TEST(Tutorials, Ch18SwiGLUMatchesItsEquation) {
+TEST_F(Tutorials, Ch18SwiGLUMatchesItsEquation) {
   const std::string& out = output_of(18);
   // silu(z) = z / (1 + e^-z), evaluated with NumPy.
   expect_numbers(out, "silu(z)", {-0.238406, -0.268941, 0, 0.731059, 1.761594});
   EXPECT_NEAR(number_on(out, "diferença máxima"), 0, 1e-6);
 }
 
-TEST(Tutorials, Ch19BlockAndParameterCount) {
+TEST_F(Tutorials, Ch19BlockAndParameterCount) {
   const std::string& out = output_of(19);
   EXPECT_NEAR(number_on(out, "diferença máxima entre bloco.forward e a conta à mão"), 0, 1e-6);
   // nn/config.hpp: the default model has 742,784 parameters with a 65-character vocabulary.
@@ -347,7 +357,7 @@ TEST(Tutorials, Ch19BlockAndParameterCount) {
 
 // ---- training chapters -----------------------------------------------------------------------
 
-TEST(Tutorials, Ch20AdamWAndSchedule) {
+TEST_F(Tutorials, Ch20AdamWAndSchedule) {
   const std::string& out = output_of(20);
   EXPECT_NEAR(number_on(out, "lr(  0)"), 0.000091, 1e-6);
   EXPECT_NEAR(number_on(out, "lr( 10)"), 0.001, 1e-6);
@@ -356,7 +366,7 @@ TEST(Tutorials, Ch20AdamWAndSchedule) {
   EXPECT_NEAR(number_on(out, "lr(150)"), 0.0001, 1e-6);
 }
 
-TEST(Tutorials, Ch21DecoderLossFalls) {
+TEST_F(Tutorials, Ch21DecoderLossFalls) {
   const std::string& out = output_of(21);
   const double first = number_on(out, "perda inicial");
   const double last = number_on(out, "perda final (média dos últimos 20 passos)");
@@ -366,7 +376,7 @@ TEST(Tutorials, Ch21DecoderLossFalls) {
   EXPECT_LT(number_on(out, "validação final"), val[0] - 0.8);
 }
 
-TEST(Tutorials, Ch22SamplingFilters) {
+TEST_F(Tutorials, Ch22SamplingFilters) {
   const std::string& out = output_of(22);
   expect_numbers(out, "temperatura 1", {0.463063, 0.280862, 0.170351, 0.062669, 0.023055});
   expect_numbers(out, "temperatura 0", {1, 0, 0, 0, 0});
@@ -376,13 +386,13 @@ TEST(Tutorials, Ch22SamplingFilters) {
   expect_numbers(out, "frequências", {0.463063, 0.280862, 0.170351, 0.062669, 0.023055}, 0.02);
 }
 
-TEST(Tutorials, Ch23TheCacheGivesTheSameText) {
+TEST_F(Tutorials, Ch23TheCacheGivesTheSameText) {
   const std::string& out = output_of(23);
   EXPECT_LT(number_on(out, "diferença máxima nos logits"), 1e-4);
   EXPECT_NE(out.find("textos iguais: sim"), std::string::npos);
 }
 
-TEST(Tutorials, Ch24TracerSnapshotsAreConsistent) {
+TEST_F(Tutorials, Ch24TracerSnapshotsAreConsistent) {
   const std::string& out = output_of(24);
   EXPECT_LT(number_on(out, "maior desvio de 1 na soma de uma linha"), 1e-5);
   EXPECT_EQ(number_on(out, "maior peso acima da diagonal"), 0);
