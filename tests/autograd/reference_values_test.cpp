@@ -1,0 +1,112 @@
+// Reference values from PyTorch 1.13 (Debian python3-torch, float64), computed independently of
+// this code by /usr/bin/python3 with the snippets quoted above each test and pasted as
+// literals. Compiled in float (test_autograd, tolerance 2e-6 relative to the scale) and,
+// through reference_values_f64_test.cpp, in double (tolerance 1e-12).
+
+#include <gtest/gtest.h>
+
+#include <type_traits>
+
+#include "autograd/ops.hpp"
+
+namespace {
+
+using namespace glass;
+
+constexpr double kTol = std::is_same<Scalar, double>::value ? 1e-12 : 4e-6;
+
+void expect_values(const Array& a, const std::vector<double>& expected, const char* what) {
+  ASSERT_EQ(a.size(), expected.size()) << what;
+  for (std::size_t i = 0; i < expected.size(); ++i)
+    EXPECT_NEAR(a.data()[i], expected[i], kTol * (1 + std::abs(expected[i]))) << what << " [" << i << "]";
+}
+
+// x = torch.tensor([[0.5, -1.0, 2.0, 0.0], [1.5, 0.25, -0.75, 3.0], [-2.0, 1.0, 0.5, -0.5]])
+const std::vector<Scalar> kX = {0.5, -1.0, 2.0, 0.0, 1.5, 0.25, -0.75, 3.0, -2.0, 1.0, 0.5, -0.5};
+// W = torch.arange(12.).reshape(3, 4) / 10, the weights of the projected losses below
+std::vector<Scalar> weights() {
+  std::vector<Scalar> w(12);
+  for (int i = 0; i < 12; ++i) w[i] = Scalar(i) / 10;
+  return w;
+}
+
+// loss = F.cross_entropy(x, torch.tensor([2, -100, 3]), ignore_index=-100); loss.backward()
+TEST(ReferenceValues, CrossEntropyWithIgnoreIndexMatchesPyTorch) {
+  const Tensor x = Tensor::from_vector(kX, {3, 4}, true);
+  const Ids targets = {2, -100, 3};
+  const Tensor loss = cross_entropy(x, targets, -100);
+  EXPECT_NEAR(loss.item(), 1.2366638198131623, kTol * 2);
+  loss.backward();
+  expect_values(x.grad(),
+                {0.07922235475748987, 0.017676896704374435, -0.14495003855691285, 0.048050787095048605,
+                 0.0, 0.0, 0.0, 0.0, 0.013245131370676134, 0.2660355751981867, 0.1613587329319861,
+                 -0.44063943950084894},
+                "dx");
+}
+
+// g = torch.tensor([1.0, 0.5, 2.0, -1.0]); y = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-5) * g
+// (y * W).sum().backward()
+TEST(ReferenceValues, RMSNormMatchesPyTorch) {
+  const Tensor x = Tensor::from_vector(kX, {3, 4}, true);
+  const Tensor g = Tensor::from_vector({1.0, 0.5, 2.0, -1.0}, {4}, true);
+  const Tensor y = rms_norm(x, g, Scalar(1e-5));
+  expect_values(y.value(),
+                {0.4364341178689883, -0.4364341178689883, 3.4914729429519062, -0.0, 0.8705700339100337,
+                 0.07254750282583615, -0.8705700339100337, -1.7411400678200675, -1.705599528676056,
+                 0.426399882169014, 0.852799764338028, 0.426399882169014},
+                "y");
+  sum(y * Tensor::from_vector(weights(), {3, 4})).backward();
+  expect_values(x.grad(),
+                {-0.062347256097428055, 0.16833792398175496, 0.09975826990547842, -0.261860470721393,
+                 0.40351627006956103, 0.17365571582281986, 0.6107738966145845, -0.06353749377091178,
+                 0.8062825114272268, 0.3217385439737104, 1.6745888536868547, -0.9070690657826298},
+                "dx");
+  expect_values(g.grad(), {-1.0162516093768315, 0.7527804671562637, 0.5143761662911945, 0.749758177088132},
+                "dgain");
+}
+
+// F.silu(x); torch.log_softmax(x, -1); (log_softmax * W).sum().backward()
+TEST(ReferenceValues, SiluAndLogSoftmaxMatchPyTorch) {
+  const Tensor x = Tensor::from_vector(kX, {3, 4}, true);
+  expect_values(silu(x).value(),
+                {0.3112296656009273, -0.2689414213699951, 1.7615941559557646, 0.0, 1.2263617142904655,
+                 0.14054412522144952, -0.24061597561845527, 2.8577223804672998, -0.2384058440442351,
+                 0.7310585786300049, 0.3112296656009273, -0.1887703343990727},
+                "silu");
+  tape().clear();
+  const Tensor ls = log_softmax(x);
+  expect_values(ls.value(),
+                {-1.842349582389822, -3.342349582389822, -0.342349582389822, -2.342349582389822,
+                 -1.7704665576088487, -3.0204665576088487, -4.020466557608849, -0.2704665576088488,
+                 -3.6309780572365025, -0.6309780572365026, -1.1309780572365025, -2.1309780572365025},
+                "log_softmax");
+  sum(ls * Tensor::from_vector(weights(), {3, 4})).backward();
+  expect_values(x.grad(),
+                {-0.09506682570898786, 0.07878772395475069, -0.22605995373170462, 0.2423390554859417,
+                 0.025442218139640673, 0.39268739879569436, 0.5605219002383063, -0.9786515171736415,
+                 0.6993370015828614, -1.121870371506219, -0.22632637028309446, 0.648859740206452},
+                "dx");
+}
+
+// Meta LLaMA's apply_rotary_emb (complex multiplication by torch.polar(1, (start+t) * freqs),
+// freqs = 1 / 10000 ** (arange(0, D, 2) / D)) on x (1, 2, 1, 4), start = 3.
+TEST(ReferenceValues, RopeMatchesLlamaReference) {
+  const Tensor x = Tensor::from_vector({0.5, -1.0, 2.0, 0.25, 1.5, 0.75, -0.5, 1.0}, {1, 2, 1, 4});
+  expect_values(rope(x, 3, 10000).value(),
+                {-0.35387624024035547, 1.060552500630379, 1.9916011924473511, 0.3098785088422382,
+                 -0.41286355981447187, -1.625436458609601, -0.5395893875171232, 0.9792054395676608},
+                "rope");
+}
+
+// a (2, 2, 3) @ b (2, 3, 2); (y * R).sum().backward() with R = [[[1,2],[3,4]],[[-1,.5],[2,-2]]]
+TEST(ReferenceValues, BatchedMatmulMatchesPyTorch) {
+  const Tensor a = Tensor::from_vector({1, 2, 0.5, -1, 0, 3, 0.25, -0.5, 1, 2, 1, -1}, {2, 2, 3}, true);
+  const Tensor b = Tensor::from_vector({1, 0, 0.5, -1, 2, 1, -1, 1, 0, 2, 1, 0.5}, {2, 3, 2}, true);
+  const Tensor y = matmul(a, b);
+  expect_values(y.value(), {3.0, -1.5, 5.0, 3.0, 0.75, -0.25, -3.0, 3.5}, "y");
+  sum(y * Tensor::from_vector({1, 2, 3, 4, -1, 0.5, 2, -2}, {2, 2, 2})).backward();
+  expect_values(a.grad(), {1.0, -1.5, 4.0, 3.0, -2.5, 10.0, 1.5, 1.0, -0.75, -4.0, -4.0, 1.0}, "da");
+  expect_values(b.grad(), {-2.0, -2.0, 2.0, 4.0, 9.5, 13.0, 3.75, -3.875, 2.5, -2.25, -3.0, 2.5}, "db");
+}
+
+}  // namespace
