@@ -1,0 +1,159 @@
+// Kernel benchmarks (Google Benchmark): the autograd ops at the default model's shapes, with
+// GFLOP/s counters, next to raw cblas_sgemm on the same shapes (the ceiling: how much the op
+// wrapper costs on top of OpenBLAS), and the row kernels (softmax, RMSNorm, cross-entropy).
+//
+// Shapes (DESIGN.md defaults, batch of 3 sequences of 256 tokens = 768 rows):
+//   linear 768x128 -> 344 (SwiGLU up/gate), 768x128 -> 128 (attention projections),
+//   attention scores: 12 (= 3 batch x 4 heads) ... here 48 = 12*4 products of (64, 32) x (32, 64).
+// Run: build/bench/bench_kernels [--benchmark_filter=Linear]
+
+#include <benchmark/benchmark.h>
+
+#include <cblas.h>
+
+#include "autograd/ops.hpp"
+#include "autograd/tape.hpp"
+
+namespace {
+
+using namespace glass;
+
+void set_gflops(benchmark::State& state, double flops_per_iteration) {
+  state.counters["GFLOP/s"] = benchmark::Counter(flops_per_iteration * 1e-9,
+                                                 benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// ---- matrix products -------------------------------------------------------------------------
+
+// y = x W^T, x (rows, in), W (out, in), forward only.
+void BM_Linear(benchmark::State& state) {
+  const std::size_t rows = state.range(0), in = state.range(1), out = state.range(2);
+  Rng rng(1);
+  const Tensor x = Tensor::randn({rows, in}, 1, rng), w = Tensor::randn({out, in}, 0.1f, rng);
+  NoGradGuard no_grad;
+  for (auto _ : state) benchmark::DoNotOptimize(linear(x, w).value().data());
+  set_gflops(state, 2.0 * rows * in * out);
+}
+
+// Forward and backward (dx and dW): three gemms of the same size.
+void BM_LinearForwardBackward(benchmark::State& state) {
+  const std::size_t rows = state.range(0), in = state.range(1), out = state.range(2);
+  Rng rng(1);
+  const Tensor x = Tensor::randn({rows, in}, 1, rng, true), w = Tensor::randn({out, in}, 0.1f, rng, true);
+  for (auto _ : state) {
+    sum(linear(x, w)).backward();
+    benchmark::DoNotOptimize(w.grad().data());
+  }
+  set_gflops(state, 3 * 2.0 * rows * in * out);
+}
+
+// The same product as BM_Linear straight through OpenBLAS: C = A B^T.
+void BM_RawSgemmNT(benchmark::State& state) {
+  const int rows = state.range(0), in = state.range(1), out = state.range(2);
+  std::vector<float> a(rows * in, 0.5f), b(out * in, 0.25f), c(rows * out);
+  for (auto _ : state) {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, out, in, 1.0f, a.data(), in,
+                b.data(), in, 0.0f, c.data(), out);
+    benchmark::DoNotOptimize(c.data());
+  }
+  set_gflops(state, 2.0 * rows * in * out);
+}
+
+// Attention scores Q K^T: batch x (n, d) @ (n, d)^T -> batch x (n, n).
+void BM_AttentionScores(benchmark::State& state) {
+  const std::size_t batch = state.range(0), n = state.range(1), d = state.range(2);
+  Rng rng(2);
+  const Tensor q = Tensor::randn({batch, n, d}, 1, rng), k = Tensor::randn({batch, n, d}, 1, rng);
+  NoGradGuard no_grad;
+  for (auto _ : state) benchmark::DoNotOptimize(matmul_nt(q, k).value().data());
+  set_gflops(state, 2.0 * batch * n * n * d);
+}
+
+// Attention mix weights @ V: batch x (n, n) @ (n, d).
+void BM_AttentionMix(benchmark::State& state) {
+  const std::size_t batch = state.range(0), n = state.range(1), d = state.range(2);
+  Rng rng(3);
+  const Tensor p = Tensor::randn({batch, n, n}, 1, rng), v = Tensor::randn({batch, n, d}, 1, rng);
+  NoGradGuard no_grad;
+  for (auto _ : state) benchmark::DoNotOptimize(matmul(p, v).value().data());
+  set_gflops(state, 2.0 * batch * n * n * d);
+}
+
+// The scores product as a loop of raw cblas_sgemm calls.
+void BM_RawSgemmBatchedNT(benchmark::State& state) {
+  const int batch = state.range(0), n = state.range(1), d = state.range(2);
+  std::vector<float> q(batch * n * d, 0.5f), k(batch * n * d, 0.25f), s(batch * n * n);
+  for (auto _ : state) {
+    for (int i = 0; i < batch; ++i)
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, n, d, 1.0f, q.data() + i * n * d, d,
+                  k.data() + i * n * d, d, 0.0f, s.data() + i * n * n, n);
+    benchmark::DoNotOptimize(s.data());
+  }
+  set_gflops(state, 2.0 * batch * n * n * d);
+}
+
+// ---- row kernels -------------------------------------------------------------------------------
+
+void set_rows(benchmark::State& state, std::size_t rows) {
+  state.counters["rows/s"] = benchmark::Counter(static_cast<double>(rows),
+                                                benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void BM_Softmax(benchmark::State& state) {
+  const std::size_t rows = state.range(0), d = state.range(1);
+  Rng rng(4);
+  const Tensor x = Tensor::randn({rows, d}, 1, rng);
+  NoGradGuard no_grad;
+  for (auto _ : state) benchmark::DoNotOptimize(softmax(x).value().data());
+  set_rows(state, rows);
+}
+
+void BM_SoftmaxForwardBackward(benchmark::State& state) {
+  const std::size_t rows = state.range(0), d = state.range(1);
+  Rng rng(4);
+  const Tensor x = Tensor::randn({rows, d}, 1, rng, true), w = Tensor::randn({rows, d}, 1, rng);
+  for (auto _ : state) {
+    sum(softmax(x) * w).backward();
+    benchmark::DoNotOptimize(x.grad().data());
+  }
+  set_rows(state, rows);
+}
+
+void BM_RMSNormForwardBackward(benchmark::State& state) {
+  const std::size_t rows = state.range(0), d = state.range(1);
+  Rng rng(5);
+  const Tensor x = Tensor::randn({rows, d}, 1, rng, true), g = Tensor::ones({d}, true);
+  for (auto _ : state) {
+    sum(rms_norm(x, g, 1e-5f)).backward();
+    benchmark::DoNotOptimize(x.grad().data());
+  }
+  set_rows(state, rows);
+}
+
+void BM_CrossEntropyForwardBackward(benchmark::State& state) {
+  const std::size_t rows = state.range(0), vocab = state.range(1);
+  Rng rng(6);
+  const Tensor logits = Tensor::randn({rows, vocab}, 1, rng, true);
+  Ids targets = Ids::from_shape({rows});
+  for (std::size_t i = 0; i < rows; ++i) targets(i) = static_cast<std::int32_t>(i % vocab);
+  for (auto _ : state) {
+    cross_entropy(logits, targets).backward();
+    benchmark::DoNotOptimize(logits.grad().data());
+  }
+  set_rows(state, rows);
+}
+
+}  // namespace
+
+BENCHMARK(BM_Linear)->Args({768, 128, 344})->Args({768, 128, 128})->Args({768, 344, 128})->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_RawSgemmNT)->Args({768, 128, 344})->Args({768, 128, 128})->Args({768, 344, 128})->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_LinearForwardBackward)->Args({768, 128, 344})->Args({768, 128, 128})->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_AttentionScores)->Args({48, 64, 32})->Args({12, 256, 32})->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_RawSgemmBatchedNT)->Args({48, 64, 32})->Args({12, 256, 32})->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_AttentionMix)->Args({48, 64, 32})->Args({12, 256, 32})->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Softmax)->Args({48 * 64, 64})->Args({12 * 256, 256})->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_SoftmaxForwardBackward)->Args({48 * 64, 64})->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_RMSNormForwardBackward)->Args({768, 128})->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_CrossEntropyForwardBackward)->Args({768, 65})->Args({768, 1024})->Unit(benchmark::kMicrosecond);
+
+BENCHMARK_MAIN();
