@@ -114,7 +114,11 @@ Tensor binary_op(const char* name, const Tensor& a, const Tensor& b, Forward for
   Tensor result = detail::make_output(std::move(out), track);
   if (track) {
     tape().record(name, result, [a, b, sa, sb, so, backward](const Array& grad) {
-      Array ga(sa, Scalar(0)), gb(sb, Scalar(0));
+      // Zeros first: a broadcast input adds up several output elements (+= below). An input
+      // that does not require grad gets no array at all.
+      const bool need_a = a.requires_grad(), need_b = b.requires_grad();
+      Array ga = need_a ? Array(sa, Scalar(0)) : Array();
+      Array gb = need_b ? Array(sb, Scalar(0)) : Array();
       const Scalar* x = a.value().data();
       const Scalar* y = b.value().data();
       const Scalar* g = grad.data();
@@ -122,11 +126,11 @@ Tensor binary_op(const char* name, const Tensor& a, const Tensor& b, Forward for
       Scalar* pb = gb.data();
       for_each_broadcast(so, sa, sb, [&](std::size_t i, std::size_t ia, std::size_t ib) {
         const auto [da, db] = backward(g[i], x[ia], y[ib]);
-        pa[ia] += da;  // += : a broadcast element collects every use
-        pb[ib] += db;
+        if (need_a) pa[ia] += da;  // += : a broadcast element collects every use
+        if (need_b) pb[ib] += db;
       });
-      accumulate_grad(a, std::move(ga));
-      accumulate_grad(b, std::move(gb));
+      if (need_a) accumulate_grad(a, std::move(ga));
+      if (need_b) accumulate_grad(b, std::move(gb));
     });
   }
   return result;
@@ -140,15 +144,17 @@ Tensor unary_op(const char* name, const Tensor& a, Forward forward, Derivative d
   const std::size_t n = x.size();
   for (std::size_t i = 0; i < n; ++i) out.data()[i] = forward(x.data()[i]);
   const bool track = needs_grad({&a});
-  Tensor result = detail::make_output(out, track);
+  Tensor result = detail::make_output(std::move(out), track);
   if (track) {
-    // `y` is a copy of the output value (the closure must not hold the output Tensor).
-    tape().record(name, result, [a, y = std::move(out), derivative](const Array& grad) {
+    // The closure must not hold the output Tensor (that would keep it alive forever), so it
+    // reads y through a plain pointer: the tape record owns the output and runs this closure.
+    const TensorImpl* y = result.impl();
+    tape().record(name, result, [a, y, derivative](const Array& grad) {
       const Scalar* xv = a.value().data();
+      const Scalar* yv = y->value.data();
       Array ga = detail::empty_array(a.shape());
       const std::size_t n = ga.size();
-      for (std::size_t i = 0; i < n; ++i)
-        ga.data()[i] = grad.data()[i] * derivative(xv[i], y.data()[i]);
+      for (std::size_t i = 0; i < n; ++i) ga.data()[i] = grad.data()[i] * derivative(xv[i], yv[i]);
       accumulate_grad(a, std::move(ga));
     });
   }

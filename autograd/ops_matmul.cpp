@@ -45,7 +45,9 @@ Tensor product(const char* name, const Tensor& a, const Tensor& b, bool trans_b,
   const std::size_t n = rows_total / std::max<std::size_t>(batch, 1);
   Shape so = sa;
   so.back() = m;
-  Array out(so, Scalar(0));
+  // Every element is written by the gemm (beta = 0); only an empty inner dimension (k = 0)
+  // leaves the product as zeros.
+  Array out = k > 0 ? detail::empty_array(so) : Array(so, Scalar(0));
   const std::size_t a_step = n * k, b_step = shared_b ? 0 : k * m, y_step = n * m;
   // ld = row length as stored: b is (k, m) normally, (m, k) when transposed.
   const int ldb = as_int(trans_b ? k : m);

@@ -7,6 +7,7 @@
 // formulas are derived once for the fused function (cheaper and more stable than chaining the
 // primitive ops) and each one is checked against the composed version in the tests.
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -113,7 +114,12 @@ Tensor masked_fill(const Tensor& a, const Mask& mask, Scalar value) {
   }
   std::vector<char> masked(n);
   std::vector<std::size_t> index(nd, 0);
-  for (std::size_t i = 0, im = 0; i < n; ++i) {
+  const std::size_t nm = detail::numel(sm);
+  const bool trailing = nm > 0 && std::equal(sm.begin(), sm.end(), sa.end() - sm.size());
+  if (trailing) {  // e.g. a causal mask (n, m) under scores (B, H, n, m): repeat the mask
+    for (std::size_t i = 0; i < n; i += nm) std::copy(mask.data(), mask.data() + nm, masked.begin() + i);
+  }
+  for (std::size_t i = 0, im = 0; !trailing && i < n; ++i) {
     masked[i] = mask.data()[im];
     for (std::size_t d = nd; d-- > 0;) {
       ++index[d];
@@ -159,12 +165,14 @@ Tensor softmax(const Tensor& a) {
     for (std::size_t j = 0; j < d; ++j) y[j] *= inv;
   }
   const bool track = needs_grad({&a});
-  Tensor result = detail::make_output(out, track);
+  Tensor result = detail::make_output(std::move(out), track);
   if (track) {
-    tape().record("softmax", result, [a, y = std::move(out), rows, d](const Array& grad) {
+    // y is read through a plain pointer, not a Tensor (the record owns the output, see unary_op).
+    const TensorImpl* y = result.impl();
+    tape().record("softmax", result, [a, y, rows, d](const Array& grad) {
       Array ga = detail::empty_array(a.shape());
       for (std::size_t r = 0; r < rows; ++r) {
-        const Scalar* yr = y.data() + r * d;
+        const Scalar* yr = y->value.data() + r * d;
         const Scalar* g = grad.data() + r * d;
         Scalar dot = 0;
         for (std::size_t j = 0; j < d; ++j) dot += g[j] * yr[j];

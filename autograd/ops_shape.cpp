@@ -29,11 +29,17 @@ Array permute_array(const Array& x, const Shape& in, const std::vector<std::size
   const std::size_t n = out.size();
   const Scalar* src = x.data();
   Scalar* dst = out.data();
+  if (n == 0) return out;
+  // When the last axis stays last (e.g. swapping heads and positions of (B, T, H, D)), whole
+  // rows of `run` elements are contiguous on both sides: copy row by row, walking the other axes.
+  const bool last_axis_kept = nd > 0 && perm[nd - 1] == nd - 1;
+  const std::size_t run = last_axis_kept ? in[nd - 1] : 1;
+  const std::size_t walk_axes = last_axis_kept ? nd - 1 : nd;  // axes of the odometer
   std::vector<std::size_t> index(nd, 0);
   std::size_t from = 0;
-  for (std::size_t i = 0; i < n; ++i) {  // odometer over the output
-    dst[i] = src[from];
-    for (std::size_t d = nd; d-- > 0;) {
+  for (std::size_t i = 0; i < n; i += run) {  // odometer over the output
+    std::copy(src + from, src + from + run, dst + i);
+    for (std::size_t d = walk_axes; d-- > 0;) {
       ++index[d];
       from += stride[d];
       if (index[d] < out_shape[d]) break;
