@@ -11,6 +11,7 @@
 #include <functional>
 #include <limits>
 
+#include "autograd/gradcheck.hpp"
 #include "autograd/ops.hpp"
 #include "common.hpp"
 
@@ -101,6 +102,16 @@ int main() {
   Tensor quad = s * s;
   quad.backward();
   std::printf("numérico: %.6f   fita:   %.6f   (a fita acerta)\n", numerico, s.grad().data()[0]);
+
+  tut::secao("O mesmo juiz na biblioteca: autograd/gradcheck.hpp");
+  tut::texto(
+      "Os testes do projeto (tests/autograd, tests/nn) e o comando `glass gradcheck` usam\n"
+      "gradcheck(), que faz o mesmo laço; uma saída que não é escalar é reduzida a\n"
+      "soma(saída * R), com R aleatório fixo. Critério: |fita - numérico| <= atol + rtol·|numérico|.");
+  const GradcheckReport relatorio = gradcheck(
+      [](const std::vector<Tensor>& in) { return softmax(linear(in[0], in[1])); }, {x, W});
+  std::printf("gradcheck da biblioteca, softmax(linear): erro absoluto máximo %.2e -> %s\n",
+              relatorio.max_abs_error, relatorio.passed ? "PASS" : "FAIL");
 
   tut::experimente({
       "troque h por 1e-3 e por 1e-10 e veja o erro crescer dos dois lados;",

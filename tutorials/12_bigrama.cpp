@@ -37,7 +37,7 @@ int main() {
 
   tut::secao("Treino: descida do gradiente com lr = 50, o lote é o texto inteiro");
   Tensor W = Tensor::zeros({V, V}, true);  // zeros: começa prevendo a distribuição uniforme
-  std::printf("log(V) = %.6f   (perda esperada no início, capítulo 08)\n", std::log(double(V)));
+  std::printf("log(V): %.6f   (perda esperada no início, capítulo 08)\n", std::log(double(V)));
   const int passos = 150;
   const Scalar lr = 50;
   double perda_inicial = 0, perda_final = 0;
