@@ -16,12 +16,12 @@ int main() {
   tut::capitulo(17, "RoPE: posição como rotação");
   tut::novo("a posição entra no modelo girando Q e K (rope), e o produto Q·K passa a depender da distância.");
   tut::texto(
-      "A atenção do capítulo 14 não sabe a ordem das posições: embaralhe as chaves e\n"
-      "os pesos só mudam de lugar. O RoPE (Su et al., 2021) resolve isso girando Q e K:\n"
-      "as coordenadas são agrupadas em pares (x[2i], x[2i+1]) e o par i da posição p gira\n"
-      "pelo ângulo p · base^(-2i/D), com base = 10000. Girar dois vetores pelo mesmo\n"
-      "tanto não muda o produto escalar entre eles; por isso q·k depois do RoPE depende\n"
-      "só da DIFERENÇA de posições.");
+      "A atenção do capítulo 14 não sabe a ordem das posições: fora a máscara, embaralhar\n"
+      "as chaves visíveis só embaralha os pesos junto. O RoPE (Su et al., 2021) resolve\n"
+      "isso girando Q e K: as coordenadas são agrupadas em pares (x[2i], x[2i+1]) e o\n"
+      "par i da posição p gira pelo ângulo p · base^(-2i/D), com base = 10000. Girar\n"
+      "dois vetores pelo mesmo tanto não muda o produto escalar entre eles; por isso\n"
+      "q·k depois do RoPE depende só da DIFERENÇA de posições.");
 
   tut::secao("Um par só (D = 2): o vetor [1, 0] gira 1 radiano por posição");
   Tensor x = Tensor::from_vector({1, 0, 1, 0, 1, 0, 1, 0}, {1, 4, 1, 2});  // (B, T, H, D)
