@@ -79,6 +79,8 @@ std::vector<Case> make_cases() {
   unary("reshape", {2, 3, 4}, false, [](const Tensor& a) { return reshape(a, {4, 6}); });
   unary("transpose", {2, 3, 4}, false, [](const Tensor& a) { return transpose(a, 0, 2); });
   unary("permute", {2, 3, 4, 5}, false, [](const Tensor& a) { return permute(a, {2, 0, 3, 1}); });
+  unary("permute/last_axis_kept", {2, 3, 4, 5}, false,
+        [](const Tensor& a) { return permute(a, {0, 2, 1, 3}); });  // (B, T, H, D) -> (B, H, T, D)
   unary("slice", {3, 5}, false, [](const Tensor& a) { return slice(a, 1, 1, 4); });
   c.push_back({"concat",
                [](Rng& r) { return Inputs{rand_leaf({2, 3}, r), rand_leaf({2, 1}, r), rand_leaf({2, 2}, r)}; },

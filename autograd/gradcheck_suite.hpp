@@ -9,6 +9,10 @@
 #include <string>
 #include <vector>
 
+#if defined(GLASS_DOUBLE)
+#include "autograd/scalar.hpp"  // in the double build glass::f64 is an inline namespace: declare it so first
+#endif
+
 namespace glass {
 namespace f64 {
 

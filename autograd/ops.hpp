@@ -84,6 +84,7 @@ Tensor masked_fill(const Tensor& a, const Mask& mask, Scalar value);
 /// gives zeros (and zero gradient), never NaN.
 Tensor softmax(const Tensor& a);
 /// log(softmax(a)) over the last axis, computed stably (x - max - log(sum(exp(x - max)))).
+/// A row whose entries are all -inf gives -inf (log 0) and zero gradient, never NaN.
 Tensor log_softmax(const Tensor& a);
 /// Mean cross-entropy of logits (..., V) against integer targets of shape (...), fused with
 /// log-softmax. Targets equal to ignore_index are skipped; the mean is over the others, and is
