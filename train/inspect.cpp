@@ -182,16 +182,25 @@ std::vector<std::string> position_labels(const Inspection& ins, std::size_t coun
   return labels;
 }
 
+/// Columns per block when `cols` columns are split into blocks of at most `fit`, as evenly as
+/// possible (17 columns, 16 fit -> two blocks of 9 and 8, not 16 and 1).
+std::size_t balanced_block(std::size_t cols, std::size_t fit) {
+  const std::size_t blocks = (cols + fit - 1) / fit;
+  return blocks == 0 ? fit : (cols + blocks - 1) / blocks;
+}
+
 std::string render_table(const Array& values, const std::vector<std::string>& row_labels,
                          const std::vector<std::vector<std::string>>& header_lines,
-                         const std::string& header_caption, std::size_t width) {
+                         const std::string& header_caption, std::size_t width,
+                         bool show_causal_mask = false) {
   const Array m = as_matrix(values);
   const std::size_t rows = m.shape(0), cols = m.shape(1);
   const bool integral = all_integral(m);
   std::vector<std::string> cells(rows * cols);
   std::size_t cell_w = 1;
   for (std::size_t i = 0; i < rows * cols; ++i) {
-    cells[i] = format_value(m.data()[i], integral);
+    const bool masked = show_causal_mask && i % cols > i / cols;  // future key j > i
+    cells[i] = masked ? "·" : format_value(m.data()[i], integral);
     cell_w = std::max(cell_w, display_width(cells[i]));
   }
   for (const auto& line : header_lines)
@@ -199,7 +208,8 @@ std::string render_table(const Array& values, const std::vector<std::string>& ro
   std::size_t label_w = display_width(header_caption);
   for (const auto& label : row_labels) label_w = std::max(label_w, display_width(label));
 
-  std::size_t per_block = std::max<std::size_t>(1, (width > label_w + 2 ? width - label_w - 2 : 0) / (cell_w + 1));
+  const std::size_t fit = std::max<std::size_t>(1, (width > label_w + 2 ? width - label_w - 2 : 0) / (cell_w + 1));
+  const std::size_t per_block = balanced_block(cols, fit);
   std::string out;
   for (std::size_t c0 = 0; c0 < cols; c0 += per_block) {
     std::size_t c1 = std::min(cols, c0 + per_block);
@@ -428,13 +438,13 @@ std::string visible_char(char32_t c) {
 
 std::string render_heatmap(const Array& values, const std::vector<std::string>& row_labels,
                            const std::vector<std::string>& col_labels, double lo, double hi,
-                           const RenderOptions& options) {
+                           const RenderOptions& options, bool show_causal_mask) {
   const Array m = as_matrix(values);
   const std::size_t rows = m.shape(0), cols = m.shape(1);
   std::size_t label_w = 0;
   for (const auto& label : row_labels) label_w = std::max(label_w, display_width(label));
-  const std::size_t per_block =
-      std::max<std::size_t>(1, (options.width > label_w + 3 ? options.width - label_w - 3 : 0) / 2);
+  const std::size_t per_block = balanced_block(
+      cols, std::max<std::size_t>(1, (options.width > label_w + 3 ? options.width - label_w - 3 : 0) / 2));
   std::string out;
   for (std::size_t c0 = 0; c0 < cols; c0 += per_block) {
     const std::size_t c1 = std::min(cols, c0 + per_block);
@@ -450,7 +460,9 @@ std::string render_heatmap(const Array& values, const std::vector<std::string>& 
       out += options.color ? " " : "|";
       for (std::size_t c = c0; c < c1; ++c) {
         const double v = m(r, c);
-        if (options.color) {
+        if (show_causal_mask && c > r) {
+          out += options.color ? "\x1b[49;38;5;245m··" : "··";
+        } else if (options.color) {
           const auto& ramp = color_ramp();
           out += fmt::format("\x1b[48;5;{}m  ", ramp[level_of(v, lo, hi, ramp.size())]);
         } else {
@@ -594,7 +606,10 @@ std::string render_snapshot(const Inspection& ins, std::size_t layer, std::size_
       col_chars.push_back(label);
     }
   }
-  out += render_table(view.values, row_labels, header, view.rows_are_positions ? "pos" : "", options.width);
+  const bool softmax = name == "attn.softmax";
+  out += render_table(view.values, row_labels, header, view.rows_are_positions ? "pos" : "",
+                      options.width, softmax);
+  if (softmax) out += "· = future key (j > i): masked, weight exactly 0\n";
 
   if (name == "attn.softmax" || name == "attn.scores" || name == "attn.mask") {
     double lo = 0, hi = 1;
@@ -606,7 +621,7 @@ std::string render_snapshot(const Inspection& ins, std::size_t layer, std::size_
     out += fmt::format("\nHeatmap of {} (rows = query position i, columns = key position j; "
                        "darker = larger):\n",
                        name);
-    out += render_heatmap(view.values, row_labels, col_chars, lo, hi, options);
+    out += render_heatmap(view.values, row_labels, col_chars, lo, hi, options, softmax);
   }
   if (name == "attn.softmax" || name == "probs" || name == "logits") out += "\n" + std::string(kAttentionVsProbabilities);
   if (name == "attn.mask")
@@ -783,7 +798,7 @@ h2 { font-size: 17px; margin: 4px 0 8px; }
 .controls { display: flex; gap: 18px; align-items: center; flex-wrap: wrap; font-size: 14px; }
 .controls select { font-size: 14px; padding: 2px 4px; }
 .tokens { display: flex; flex-wrap: wrap; gap: 3px; margin-top: 6px; }
-.token { font-family: ui-monospace, Menlo, Consolas, monospace; background: #e9eef6; border-radius: 4px; padding: 1px 5px; font-size: 13px; }
+.token { font-family: ui-monospace, Menlo, Consolas, monospace; background: #e9eef6; color: #14213d; border-radius: 4px; padding: 1px 5px; font-size: 13px; }
 .token small { color: #777; font-size: 10px; margin-left: 2px; }
 .row { display: flex; gap: 24px; flex-wrap: wrap; align-items: flex-start; }
 table.heatmap { border-collapse: collapse; font-family: ui-monospace, Menlo, Consolas, monospace; font-size: 11px; }
@@ -791,6 +806,7 @@ table.heatmap th { font-weight: normal; color: #555; padding: 0 3px; text-align:
 table.heatmap th.rowlabel { text-align: right; white-space: pre; }
 td.hm-cell { width: 26px; height: 22px; min-width: 14px; border: 1px solid #fff; text-align: center; cursor: crosshair; font-size: 9px; }
 td.hm-cell:hover { outline: 2px solid #e63946; }
+td.hm-cell.masked { background: repeating-linear-gradient(45deg, #f4f4f4, #f4f4f4 3px, #e4e4e4 3px, #e4e4e4 5px) !important; }
 .hover-info { font-family: ui-monospace, Menlo, Consolas, monospace; font-size: 13px; min-height: 20px; margin: 6px 0; color: #14213d; }
 .thumbs { display: flex; gap: 10px; flex-wrap: wrap; }
 .thumb { border: 2px solid transparent; border-radius: 4px; padding: 3px; cursor: pointer; font-size: 12px; text-align: center; }
@@ -970,7 +986,9 @@ function heatmap(container, m, opt) {
       const td = make("td", "hm-cell");
       td.style.background = colour(v, lo, hi, opt.diverging);
       const t = opt.diverging ? Math.abs(v) / (Math.max(Math.abs(lo), Math.abs(hi)) || 1) : (v - lo) / ((hi - lo) || 1);
-      if (showText) { td.textContent = v === null ? "" : (Math.abs(v) >= 10 ? v.toFixed(0) : v.toFixed(2)); td.style.color = t > 0.55 ? "#fff" : "#333"; }
+      const masked = opt.masked && opt.masked(i, j);
+      if (masked) td.classList.add("masked");
+      if (showText && !masked) { td.textContent = v === null ? "" : (Math.abs(v) >= 10 ? v.toFixed(0) : v.toFixed(2)); td.style.color = t > 0.55 ? "#fff" : "#333"; }
       td.dataset.i = i; td.dataset.j = j; td.dataset.value = fmtv(v);
       td.title = opt.describe(i, j, v);
       tr.appendChild(td);
@@ -1000,7 +1018,7 @@ function drawAttention() {
     colLabels: Array.from({ length: m.cols }, (_, j) => posLabel(j)),
     colTitle: (j) => "key position " + j + " '" + posLabel(j) + "'",
     lo: name === "attn.scores" ? undefined : 0, hi: name === "attn.scores" ? undefined : 1,
-    diverging: false,
+    diverging: false, masked: name === "attn.softmax" ? (i, j) => j > i : null,
     describe: (i, j, v) => name + " layer " + state.layer + " head " + state.head + ": query " + i + " '" + posLabel(i) + "' → key " + j + " '" + posLabel(j) + "' = " + fmtv(v) + (j > i ? " (future: masked)" : ""),
   });
   const thumbs = $("head-thumbs");
@@ -1114,7 +1132,7 @@ function drawLoss() {
   const Y = (v) => top + (hi - v) / (hi - lo) * (H - top - bottom);
   const path = (ys) => {
     let d = "", pen = false;
-    ys.forEach((v, k) => { if (v === null) { pen = false; return; } d += (pen ? "L" : "M") + X(xs[k]).toFixed(1) + " " + Y(v).toFixed(1) + " "; pen = true; });
+    ys.forEach((v, k) => { if (v === null) return; d += (pen ? "L" : "M") + X(xs[k]).toFixed(1) + " " + Y(v).toFixed(1) + " "; pen = true; });
     return d;
   };
   const dots = (ys, colour) => ys.map((v, k) => v === null ? "" : '<circle cx="' + X(xs[k]).toFixed(1) + '" cy="' + Y(v).toFixed(1) + '" r="2.5" fill="' + colour + '"><title>step ' + xs[k] + ": " + v.toFixed(4) + "</title></circle>").join("");
@@ -1130,8 +1148,8 @@ function drawLoss() {
   svg += '<text x="' + ((left + W - right) / 2) + '" y="' + (H - 4) + '" text-anchor="middle">step</text>';
   svg += '<path d="' + path(L.train) + '" fill="none" stroke="#2a6f97" stroke-width="1.6"/>';
   svg += '<path d="' + path(L.val) + '" fill="none" stroke="#e76f51" stroke-width="1.6"/>' + dots(L.val, "#e76f51");
-  svg += '<text x="' + (W - right - 150) + '" y="' + (top + 16) + '" fill="#2a6f97">— train loss</text>';
-  svg += '<text x="' + (W - right - 150) + '" y="' + (top + 32) + '" fill="#e76f51">— validation loss</text>';
+  svg += '<text x="' + (W - right - 150) + '" y="' + (top + 16) + '" style="fill:#2a6f97">— train loss</text>';
+  svg += '<text x="' + (W - right - 150) + '" y="' + (top + 32) + '" style="fill:#e76f51">— validation loss</text>';
   svg += "</svg>";
   box.innerHTML = svg;
   box.appendChild(make("div", "legend", "cross-entropy in nats per character; " + xs.length + " logged steps"));

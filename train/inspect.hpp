@@ -123,10 +123,11 @@ std::string render_snapshot(const Inspection& inspection, std::size_t layer, std
                             const std::string& name, const RenderOptions& options = {});
 
 /// A heatmap of a 2-D array (rows x cols) scaled from `lo` (lightest) to `hi` (darkest), with
-/// row and column labels (one visible character each, or short numbers).
+/// row and column labels (one visible character each, or short numbers). With
+/// `show_causal_mask`, cells with column > row (future keys) are drawn as "··" instead.
 std::string render_heatmap(const Array& values, const std::vector<std::string>& row_labels,
                            const std::vector<std::string>& col_labels, double lo, double hi,
-                           const RenderOptions& options = {});
+                           const RenderOptions& options = {}, bool show_causal_mask = false);
 
 /// The whole inspection as JSON text (format in README-inspect.md): prompt, tokens, vocabulary,
 /// config, logits and probs (n, V), and every snapshot with its shape and nested values.

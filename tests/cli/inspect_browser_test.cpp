@@ -120,7 +120,9 @@ TEST(InspectBrowser, HeadlessChromiumRendersTheHeatmapsAndTakesAScreenshot) {
   EXPECT_NE(dom.find("id=\"attention-heatmap\""), std::string::npos);
   EXPECT_NE(dom.find("id=\"snapshot-heatmap\""), std::string::npos);
   // Attention heatmap (n x n) + the snapshot browser's view (attn.softmax of the head, n x n).
-  EXPECT_EQ(count(dom, "class=\"hm-cell\""), 2 * n * n);
+  EXPECT_EQ(count(dom, "class=\"hm-cell"), 2 * n * n);
+  // Future keys (j > i) of the attention heatmap are drawn as masked: n (n - 1) / 2 of them.
+  EXPECT_EQ(count(dom, "class=\"hm-cell masked\""), n * (n - 1) / 2);
   // Every cell carries its value, e.g. data-value="0.4123"; position 0 only sees itself.
   EXPECT_TRUE(std::regex_search(dom, std::regex(R"(data-i="0" data-j="0" data-value="1")")))
       << "attn.softmax[0, 0] must be 1";

@@ -98,7 +98,9 @@ TEST_F(InspectCli, SnapshotShowsTheHeadWithCharacterLabelsAndAHeatmap) {
   EXPECT_NE(r.out.find("head 2 of 4: (5, 5)"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("  2 ␣"), std::string::npos) << "space shown as ␣ in the row labels";
   EXPECT_NE(r.out.find("Heatmap of attn.softmax"), std::string::npos);
-  EXPECT_NE(r.out.find("1.000"), std::string::npos) << "position 0 attends only to itself";
+  // Position 0 attends only to itself; future keys are shown as masked.
+  EXPECT_NE(r.out.find("  0 t | 1.000     ·     ·     ·     ·\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("  0 t |██········|"), std::string::npos) << "plain-text heatmap row 0";
 
   const CommandResult k = inspect(ckpt() + " --prompt 'to be' --head 3 --snapshot attn.k");
   ASSERT_EQ(k.exit_code, 0) << k.err;

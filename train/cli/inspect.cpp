@@ -99,7 +99,9 @@ void run_inspect(const InspectOptions& opt) {
     html.head = head;
     html.top_k = static_cast<std::size_t>(opt.top_k);
     html.checkpoint = opt.checkpoint;
-    html.title = "GlassLLM inspector: \"" + opt.prompt + "\"";
+    std::string shown;
+    for (char32_t c : prompt) shown += glass::visible_char(c);
+    html.title = "GlassLLM inspector: \"" + shown + "\"";
     html.loss = glass::read_loss_log((std::filesystem::path(opt.checkpoint) / "log.csv").string());
     glass::write_html(inspection, opt.html_path, html);
     std::cout << "\nwrote " << opt.html_path << " (one self-contained page: open it in a browser)\n";
