@@ -114,14 +114,27 @@ Tensor binary_op(const char* name, const Tensor& a, const Tensor& b, Forward for
   Tensor result = detail::make_output(std::move(out), track);
   if (track) {
     tape().record(name, result, [a, b, sa, sb, so, backward](const Array& grad) {
-      // Zeros first: a broadcast input adds up several output elements (+= below). An input
-      // that does not require grad gets no array at all.
       const bool need_a = a.requires_grad(), need_b = b.requires_grad();
-      Array ga = need_a ? Array(sa, Scalar(0)) : Array();
-      Array gb = need_b ? Array(sb, Scalar(0)) : Array();
       const Scalar* x = a.value().data();
       const Scalar* y = b.value().data();
       const Scalar* g = grad.data();
+      if (sa == so && sb == so) {  // no broadcasting: each gradient element is written once
+        const std::size_t n = grad.size();
+        Array ga = detail::empty_array(need_a ? sa : Shape{0});
+        Array gb = detail::empty_array(need_b ? sb : Shape{0});
+        for (std::size_t i = 0; i < n; ++i) {
+          const auto [da, db] = backward(g[i], x[i], y[i]);
+          if (need_a) ga.data()[i] = da;
+          if (need_b) gb.data()[i] = db;
+        }
+        if (need_a) accumulate_grad(a, std::move(ga));
+        if (need_b) accumulate_grad(b, std::move(gb));
+        return;
+      }
+      // Zeros first: a broadcast input adds up several output elements (+= below). An input
+      // that does not require grad gets no array at all.
+      Array ga = need_a ? Array(sa, Scalar(0)) : Array();
+      Array gb = need_b ? Array(sb, Scalar(0)) : Array();
       Scalar* pa = ga.data();
       Scalar* pb = gb.data();
       for_each_broadcast(so, sa, sb, [&](std::size_t i, std::size_t ia, std::size_t ib) {
@@ -233,13 +246,40 @@ Tensor sigmoid(const Tensor& a) {
                   [](Scalar, Scalar y) { return y * (1 - y); });
 }
 
+namespace {
+/// s = sigmoid(x) = 1 / (1 + e^-x) of every element, with the vectorized exp (SwiGLU's hot loop).
+Array sigmoid_of(const Array& x) {
+  Array s = detail::empty_array(shape_of(x));
+  const std::size_t n = x.size();
+  for (std::size_t i = 0; i < n; ++i) s.data()[i] = -x.data()[i];
+  detail::exp_n(s.data(), s.data(), n);  // e^-x
+  for (std::size_t i = 0; i < n; ++i) s.data()[i] = 1 / (1 + s.data()[i]);
+  return s;
+}
+}  // namespace
+
 // y = x * s(x) with s = sigmoid:  dy/dx = s + x s (1 - s)
+// The same formulas unary_op would apply, written out so that the exponentials are vectorized.
 Tensor silu(const Tensor& a) {
-  return unary_op("silu", a, [](Scalar x) { return x / (1 + std::exp(-x)); },
-                  [](Scalar x, Scalar) {
-                    const Scalar s = 1 / (1 + std::exp(-x));
-                    return s + x * s * (1 - s);
-                  });
+  const Array& x = a.value();
+  Array y = sigmoid_of(x);
+  const std::size_t n = x.size();
+  for (std::size_t i = 0; i < n; ++i) y.data()[i] *= x.data()[i];  // x * s
+  const bool track = needs_grad({&a});
+  Tensor result = detail::make_output(std::move(y), track);
+  if (track) {
+    tape().record("silu", result, [a](const Array& grad) {
+      const Array& x = a.value();
+      Array ga = sigmoid_of(x);  // s, turned into the gradient in place
+      const std::size_t n = x.size();
+      for (std::size_t i = 0; i < n; ++i) {
+        const Scalar s = ga.data()[i], xi = x.data()[i];
+        ga.data()[i] = grad.data()[i] * (s + xi * s * (1 - s));
+      }
+      accumulate_grad(a, std::move(ga));
+    });
+  }
+  return result;
 }
 
 // ---- operators -------------------------------------------------------------------------------

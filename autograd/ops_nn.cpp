@@ -159,8 +159,10 @@ Tensor softmax(const Tensor& a) {
       std::fill(y, y + d, Scalar(0));
       continue;
     }
+    for (std::size_t j = 0; j < d; ++j) y[j] = x[j] - m;
+    detail::exp_n(y, y, d);  // e^(x - max), vectorized; masked entries (-inf) give 0
     Scalar total = 0;
-    for (std::size_t j = 0; j < d; ++j) total += (y[j] = std::exp(x[j] - m));
+    for (std::size_t j = 0; j < d; ++j) total += y[j];
     const Scalar inv = 1 / total;
     for (std::size_t j = 0; j < d; ++j) y[j] *= inv;
   }

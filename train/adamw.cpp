@@ -33,13 +33,20 @@ void AdamW::step(double lr) {
     Scalar* m = entry.m.data();
     Scalar* v = entry.v.data();
     const std::size_t n = entry.param.size();
-    const double decay_factor = entry.decay ? 1.0 - lr * config_.weight_decay : 1.0;
+    // The per-step constants are computed in double above; the loop runs in Scalar, like
+    // PyTorch's float tensors, so that the compiler can vectorize it.
+    const Scalar decay = static_cast<Scalar>(entry.decay ? 1.0 - lr * config_.weight_decay : 1.0);
+    const Scalar beta1 = static_cast<Scalar>(b1), beta2 = static_cast<Scalar>(b2);
+    const Scalar one_minus_beta1 = static_cast<Scalar>(1.0 - b1);
+    const Scalar one_minus_beta2 = static_cast<Scalar>(1.0 - b2);
+    const Scalar step = static_cast<Scalar>(step_size), root_bc2 = static_cast<Scalar>(sqrt_bc2);
+    const Scalar eps = static_cast<Scalar>(config_.eps);
     for (std::size_t i = 0; i < n; ++i) {
-      p[i] = static_cast<Scalar>(p[i] * decay_factor);  // decoupled weight decay
-      m[i] = static_cast<Scalar>(b1 * m[i] + (1.0 - b1) * g[i]);
-      v[i] = static_cast<Scalar>(b2 * v[i] + (1.0 - b2) * g[i] * g[i]);
-      const double denom = std::sqrt(static_cast<double>(v[i])) / sqrt_bc2 + config_.eps;
-      p[i] = static_cast<Scalar>(p[i] - step_size * m[i] / denom);
+      p[i] *= decay;  // decoupled weight decay
+      m[i] = beta1 * m[i] + one_minus_beta1 * g[i];
+      v[i] = beta2 * v[i] + one_minus_beta2 * g[i] * g[i];
+      const Scalar denom = std::sqrt(v[i]) / root_bc2 + eps;
+      p[i] -= step * m[i] / denom;
     }
   }
 }
