@@ -42,6 +42,12 @@ std::string format_duration(double seconds) {
   return fmt::format("{}s", s);
 }
 
+/// "NaN", "inf" or "-inf" (printf's "-nan" confuses).
+std::string non_finite_name(double x) {
+  if (std::isnan(x)) return "NaN";
+  return x > 0 ? "inf" : "-inf";
+}
+
 /// The shortest text whose validation part (the last 10%) still holds context + 1 characters.
 std::size_t min_text_length(std::size_t context) {
   std::size_t n = context + 1;
@@ -185,13 +191,13 @@ double Trainer::train_step(long it) {
   const double loss_value = loss.item();
   if (!std::isfinite(loss_value)) {
     tape().clear();
-    throw NonFiniteError(fmt::format("the loss became {} at step {} (lr {:.3g})", loss_value, it, lr));
+    throw NonFiniteError(fmt::format("the loss became {} at step {} (lr {:.3g})", non_finite_name(loss_value), it, lr));
   }
   optimizer_->zero_grad();
   loss.backward();                                   // fills every parameter's grad
   const double norm = clip_grad_norm(model_->parameters(), options_.grad_clip);
   if (!std::isfinite(norm))
-    throw NonFiniteError(fmt::format("the gradient norm became {} at step {} (lr {:.3g})", norm, it, lr));
+    throw NonFiniteError(fmt::format("the gradient norm became {} at step {} (lr {:.3g})", non_finite_name(norm), it, lr));
   optimizer_->step(lr);                              // AdamW update
   return loss_value;
 }

@@ -12,6 +12,7 @@
 #include "data/text.hpp"
 #include "train/checkpoint.hpp"
 #include "train/cli/commands.hpp"
+#include "train/cli/validators.hpp"
 #include "train/sampler.hpp"
 
 namespace {
@@ -88,16 +89,17 @@ void add_sample_command(CLI::App& app) {
   cmd->add_option("--checkpoint", f->checkpoint, "checkpoint directory written by glass train")->required();
   cmd->add_option("--prompt", f->prompt, "text to continue (default: start of a paragraph)");
   cmd->add_option("--tokens", f->tokens, "characters to generate")
-      ->check(CLI::PositiveNumber)->capture_default_str();
+      ->check(glass::cli::kPositiveInteger)->capture_default_str();
   cmd->add_option("--temperature", f->sampling.temperature,
                   "divide the logits by this; 0 = greedy (always the most likely character)")
-      ->check(CLI::Range(0.0, 100.0))->capture_default_str();
+      ->check(glass::cli::number_in(0.0, HUGE_VAL, false, "a number >= 0 (0 = greedy)"))->capture_default_str();
   cmd->add_option("--top-k", f->sampling.top_k, "keep only the K most likely characters (0 = off)")
-      ->check(CLI::NonNegativeNumber)->capture_default_str();
+      ->check(glass::cli::kNonNegativeInteger)->capture_default_str();
   cmd->add_option("--top-p", f->sampling.top_p,
                   "keep the most likely characters whose probabilities add up to P (1 = off)")
-      ->check(CLI::Range(1e-9, 1.0))->capture_default_str();
-  cmd->add_option("--seed", f->seed, "seed of the random draws (same seed, same text)")->capture_default_str();
+      ->check(glass::cli::number_in(0.0, 1.0, true, "a number in (0, 1]"))->capture_default_str();
+  cmd->add_option("--seed", f->seed, "seed of the random draws (same seed, same text)")
+      ->check(glass::cli::kNonNegativeInteger)->capture_default_str();
   cmd->add_flag("--no-kv-cache", f->no_kv_cache, "recompute the whole window for every new character");
   cmd->add_flag("--allow-unknown", f->allow_unknown,
                 "map prompt characters outside the vocabulary to the unknown token instead of failing");

@@ -18,6 +18,7 @@
 
 #include "train/checkpoint.hpp"
 #include "train/cli/commands.hpp"
+#include "train/cli/validators.hpp"
 #include "train/trainer.hpp"
 
 #ifndef GLASS_SOURCE_DIR
@@ -146,41 +147,42 @@ void add_train_command(CLI::App& app) {
       ->check(CLI::ExistingFile);
   cmd->add_option("--out", o.out_dir, "checkpoint directory (default: runs/<corpus name>)");
   cmd->add_option("--iters", o.iters, "optimizer steps to train for (total, counting a resumed run)")
-      ->check(CLI::PositiveNumber)->capture_default_str();
+      ->check(glass::cli::kPositiveInteger)->capture_default_str();
   cmd->add_option("--batch-size", o.batch_size, "windows per step (B)")
-      ->check(CLI::PositiveNumber)->capture_default_str();
+      ->check(glass::cli::kPositiveInteger)->capture_default_str();
   cmd->add_option("--context", o.context, "characters per training window (T); also the sampling window")
-      ->check(CLI::PositiveNumber)->capture_default_str();
-  cmd->add_option("--lr", o.lr, "peak learning rate")->check(CLI::PositiveNumber)->capture_default_str();
+      ->check(glass::cli::kPositiveInteger)->capture_default_str();
+  cmd->add_option("--lr", o.lr, "peak learning rate")->check(glass::cli::kPositiveNumber)->capture_default_str();
   cmd->add_option("--min-lr", o.min_lr, "final learning rate of the cosine (default: lr / 10)")
-      ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--warmup", o.warmup, "linear warmup steps")->check(CLI::NonNegativeNumber)->capture_default_str();
+      ->check(glass::cli::kNonNegativeNumber);
+  cmd->add_option("--warmup", o.warmup, "linear warmup steps")->check(glass::cli::kNonNegativeInteger)->capture_default_str();
   cmd->add_option("--decay-iters", o.decay_iters, "step where the cosine reaches min-lr (default: --iters)")
-      ->check(CLI::PositiveNumber);
+      ->check(glass::cli::kPositiveInteger);
   cmd->add_option("--weight-decay", o.weight_decay, "AdamW decoupled weight decay (2-D weights only)")
-      ->check(CLI::NonNegativeNumber)->capture_default_str();
+      ->check(glass::cli::kNonNegativeNumber)->capture_default_str();
   cmd->add_option("--grad-clip", o.grad_clip, "clip the global gradient norm to this (0 = off)")
-      ->check(CLI::NonNegativeNumber)->capture_default_str();
+      ->check(glass::cli::kNonNegativeNumber)->capture_default_str();
   cmd->add_option("--eval-every", o.eval_every, "evaluate, sample and checkpoint every N steps")
-      ->check(CLI::PositiveNumber)->capture_default_str();
+      ->check(glass::cli::kPositiveInteger)->capture_default_str();
   cmd->add_option("--eval-iters", o.eval_iters, "batches per split in each evaluation")
-      ->check(CLI::PositiveNumber)->capture_default_str();
+      ->check(glass::cli::kPositiveInteger)->capture_default_str();
   cmd->add_option("--sample-tokens", o.sample_tokens, "characters sampled at each evaluation (0 = none)")
-      ->check(CLI::NonNegativeNumber)->capture_default_str();
-  cmd->add_option("--seed", o.seed, "seed of the initial weights and of the batches")->capture_default_str();
+      ->check(glass::cli::kNonNegativeInteger)->capture_default_str();
+  cmd->add_option("--seed", o.seed, "seed of the initial weights and of the batches")
+      ->check(glass::cli::kNonNegativeInteger)->capture_default_str();
   cmd->add_option("--threads", flags->threads, "OpenBLAS threads (default: OpenBLAS's own choice)")
-      ->check(CLI::PositiveNumber);
+      ->check(glass::cli::kPositiveInteger);
   cmd->add_flag("--resume", o.resume, "continue the checkpoint in --out exactly where it stopped");
   cmd->add_option("--d-model", o.model.d_model, "width of the residual stream")
-      ->check(CLI::PositiveNumber)->capture_default_str()->group("Model");
+      ->check(glass::cli::kPositiveInteger)->capture_default_str()->group("Model");
   cmd->add_option("--n-layers", o.model.n_layers, "decoder blocks")
-      ->check(CLI::PositiveNumber)->capture_default_str()->group("Model");
+      ->check(glass::cli::kPositiveInteger)->capture_default_str()->group("Model");
   cmd->add_option("--n-heads", o.model.n_heads, "query heads")
-      ->check(CLI::PositiveNumber)->capture_default_str()->group("Model");
+      ->check(glass::cli::kPositiveInteger)->capture_default_str()->group("Model");
   cmd->add_option("--n-kv-heads", o.model.n_kv_heads, "key/value heads (GQA)")
-      ->check(CLI::PositiveNumber)->capture_default_str()->group("Model");
+      ->check(glass::cli::kPositiveInteger)->capture_default_str()->group("Model");
   cmd->add_option("--ffn-hidden", o.model.ffn_hidden, "SwiGLU hidden width")
-      ->check(CLI::PositiveNumber)->capture_default_str()->group("Model");
+      ->check(glass::cli::kPositiveInteger)->capture_default_str()->group("Model");
   cmd->callback([flags, cmd] { run_train(*flags, cmd); });
 }
 

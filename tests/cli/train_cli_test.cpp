@@ -1,0 +1,271 @@
+// `glass train`, `glass sample` and `glass eval` through the real binary: a tiny end-to-end run,
+// exact resume through the files, Ctrl-C, and the bad-input list of issue 4 (each: a clear
+// message on stderr, a non-zero exit code, nothing half-written, a good checkpoint left intact).
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <gtest/gtest.h>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct CliRun {
+  int exit_code;
+  std::string out, err;
+};
+
+std::string read_all(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void write_all(const fs::path& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary) << bytes;
+}
+
+std::string q(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+class TrainCli : public ::testing::Test {
+ protected:
+  static fs::path dir_;
+  static fs::path text_;      // 6000 characters of Dom Casmurro
+  static fs::path ckpt_;      // trained once for the whole suite
+  static CliRun first_run_;
+
+  /// The tiny model every test trains: seconds, not minutes.
+  static std::string tiny() {
+    return " --batch-size 4 --context 16 --d-model 32 --n-layers 1 --n-heads 2 --n-kv-heads 1"
+           " --ffn-hidden 32 --eval-iters 2 --sample-tokens 10 --warmup 5";
+  }
+
+  /// Runs `glass <args>` with stdin closed, capturing stdout and stderr.
+  static CliRun glass(const std::string& args) {
+    const fs::path out = dir_ / "stdout.txt", err = dir_ / "stderr.txt";
+    const std::string cmd = std::string(GLASS_BINARY_DIR "/glass ") + args + " </dev/null >" +
+                            q(out.string()) + " 2>" + q(err.string());
+    const int status = std::system(cmd.c_str());
+    CliRun r{WIFEXITED(status) ? WEXITSTATUS(status) : -1, read_all(out), read_all(err)};
+    return r;
+  }
+
+  static void SetUpTestSuite() {
+    dir_ = fs::temp_directory_path() / ("glass-train-cli-" + std::to_string(::getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    const std::string corpus = read_all(GLASS_SOURCE_DIR "/data/corpora/domcasmurro.txt");
+    std::size_t cut = 6000;
+    while (cut < corpus.size() && (static_cast<unsigned char>(corpus[cut]) & 0xC0) == 0x80) ++cut;
+    text_ = dir_ / "text.txt";
+    write_all(text_, corpus.substr(0, cut));  // cut on a UTF-8 character boundary
+    ckpt_ = dir_ / "ckpt";
+    first_run_ = glass("train --data " + q(text_.string()) + " --out " + q(ckpt_.string()) +
+                       " --iters 30 --eval-every 15" + tiny());
+  }
+  static void TearDownTestSuite() { fs::remove_all(dir_); }
+
+  /// Expects failure: non-zero exit, nothing on stdout that claims success, `phrase` on stderr.
+  static void expect_error(const CliRun& r, const std::string& phrase) {
+    EXPECT_NE(r.exit_code, 0) << r.out << r.err;
+    EXPECT_NE(r.err.find(phrase), std::string::npos) << "stderr was: " << r.err;
+    EXPECT_EQ(r.out.find("checkpoint:"), std::string::npos);
+  }
+};
+
+fs::path TrainCli::dir_, TrainCli::text_, TrainCli::ckpt_;
+CliRun TrainCli::first_run_;
+
+}  // namespace
+
+// ---- the happy path ---------------------------------------------------------------------------
+
+TEST_F(TrainCli, TrainWritesTheCheckpointAndSaysHowToSample) {
+  ASSERT_EQ(first_run_.exit_code, 0) << first_run_.out << first_run_.err;
+  for (const char* f : {"model.safetensors", "best.safetensors", "config.json", "log.csv", "loss.svg",
+                        "train_state.json", "train_state.safetensors"})
+    EXPECT_TRUE(fs::exists(ckpt_ / f)) << f;
+  EXPECT_NE(first_run_.out.find("sample --checkpoint " + ckpt_.string()), std::string::npos) << first_run_.out;
+  EXPECT_NE(first_run_.out.find("---- sample"), std::string::npos);
+  // Not a terminal: plain progress lines, no carriage returns.
+  EXPECT_EQ(first_run_.out.find('\r'), std::string::npos);
+  EXPECT_NE(first_run_.out.find("tok/s"), std::string::npos);
+  EXPECT_NE(first_run_.out.find("ETA"), std::string::npos);
+  const std::string csv = read_all(ckpt_ / "log.csv");
+  EXPECT_EQ(csv.substr(0, csv.find('\n')), "step,lr,train_loss,val_loss,tokens_per_s,elapsed_s");
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 4);  // header + steps 0, 15, 30
+  EXPECT_NE(read_all(ckpt_ / "loss.svg").find("<svg"), std::string::npos);
+}
+
+TEST_F(TrainCli, SampleCachedAndUncachedAgreeAtTemperatureZeroAndSeedsReproduce) {
+  const std::string base = "sample --checkpoint " + q(ckpt_.string()) + " --prompt 'Capitu ' --tokens 40";
+  const CliRun cached = glass(base + " --temperature 0");
+  const CliRun uncached = glass(base + " --temperature 0 --no-kv-cache");
+  ASSERT_EQ(cached.exit_code, 0) << cached.err;
+  ASSERT_EQ(uncached.exit_code, 0) << uncached.err;
+  EXPECT_EQ(cached.out, uncached.out);
+  EXPECT_EQ(cached.out.rfind("Capitu ", 0), 0u);  // the prompt comes first
+  const CliRun a = glass(base + " --temperature 1 --top-k 5 --top-p 0.9 --seed 7");
+  const CliRun b = glass(base + " --temperature 1 --top-k 5 --top-p 0.9 --seed 7");
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  EXPECT_EQ(a.out, b.out);
+  // A prompt longer than the training context (16) is cropped, with a note.
+  const CliRun long_prompt = glass("sample --checkpoint " + q(ckpt_.string()) +
+                                " --prompt 'a a a a a a a a a a a a a a a a a a a a' --tokens 5");
+  EXPECT_EQ(long_prompt.exit_code, 0) << long_prompt.err;
+  EXPECT_NE(long_prompt.err.find("last 16"), std::string::npos) << long_prompt.err;
+}
+
+TEST_F(TrainCli, EvalPrintsTheMeanLossOverTheFile) {
+  const CliRun r = glass("eval --checkpoint " + q(ckpt_.string()) + " --data " + q(text_.string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("loss ", 0), 0u) << r.out;
+  const double loss = std::stod(r.out.substr(5));
+  EXPECT_GT(loss, 0.5);
+  EXPECT_LT(loss, 4.5);  // below ln V of an untrained model of ~60 characters would be ~4.1
+}
+
+TEST_F(TrainCli, ResumeThroughTheBinaryMatchesOneRun) {
+  const std::string data = " --data " + q(text_.string()) + tiny() + " --eval-every 10";
+  const fs::path one = dir_ / "one", two = dir_ / "two";
+  ASSERT_EQ(glass("train --out " + q(one.string()) + " --iters 40 --decay-iters 40" + data).exit_code, 0);
+  ASSERT_EQ(glass("train --out " + q(two.string()) + " --iters 20 --decay-iters 40" + data).exit_code, 0);
+  const CliRun resumed = glass("train --out " + q(two.string()) + " --iters 40 --decay-iters 40 --resume" + data);
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  auto losses = [](const std::string& csv) {  // columns step,lr,train_loss,val_loss
+    std::istringstream in(csv);
+    std::string line, out;
+    while (std::getline(in, line)) {
+      std::size_t cut = 0;
+      for (int i = 0; i < 4; ++i) cut = line.find(',', cut + 1);
+      out += line.substr(0, cut) + "\n";
+    }
+    return out;
+  };
+  EXPECT_EQ(losses(read_all(one / "log.csv")), losses(read_all(two / "log.csv")));
+  EXPECT_EQ(read_all(one / "model.safetensors"), read_all(two / "model.safetensors"));  // bit for bit
+}
+
+TEST_F(TrainCli, CtrlCSavesACheckpointAndExitsWith130) {
+  const fs::path out = dir_ / "interrupted";
+  // Start a long run, wait until its first evaluation wrote log.csv (the handler is installed
+  // by then), send SIGINT, and report the exit code.
+  const std::string script =
+      std::string(GLASS_BINARY_DIR "/glass train --data ") + q(text_.string()) + " --out " +
+      q(out.string()) + " --iters 100000 --eval-every 100000" + tiny() + " >/dev/null 2>&1 & pid=$!; " +
+      "for i in $(seq 1 600); do [ -f " + q((out / "log.csv").string()) + " ] && break; sleep 0.05; done; " +
+      "sleep 0.2; kill -INT $pid; wait $pid; echo $? > " + q((dir_ / "code.txt").string());
+  ASSERT_EQ(std::system(("bash -c " + q(script)).c_str()), 0);
+  EXPECT_EQ(read_all(dir_ / "code.txt"), "130\n");
+  EXPECT_TRUE(fs::exists(out / "train_state.json"));
+  const CliRun sample = glass("sample --checkpoint " + q(out.string()) + " --tokens 5");
+  EXPECT_EQ(sample.exit_code, 0) << sample.err;
+}
+
+// ---- bad input: train -------------------------------------------------------------------------
+
+TEST_F(TrainCli, BadTrainInputsFailClearlyAndWriteNothing) {
+  const fs::path out = dir_ / "never";
+  const std::string to = " --out " + q(out.string()) + tiny() + " --iters 5";
+  write_all(dir_ / "empty.txt", "");
+  write_all(dir_ / "binary.txt", std::string("abc\0def", 7));
+  write_all(dir_ / "invalid.txt", "ol\xe1 mundo");
+  write_all(dir_ / "short.txt", "curto demais");
+  write_all(dir_ / "a_file", "x");
+
+  expect_error(glass("train --data " + q((dir_ / "missing.txt").string()) + to), "does not exist");
+  expect_error(glass("train --data " + q((dir_ / "empty.txt").string()) + to), "empty");
+  expect_error(glass("train --data " + q((dir_ / "binary.txt").string()) + to), "binary");
+  expect_error(glass("train --data " + q((dir_ / "invalid.txt").string()) + to), "byte offset 2");
+  expect_error(glass("train --data " + q((dir_ / "short.txt").string()) + to), "must hold at least");
+  const std::string data = " --data " + q(text_.string());
+  expect_error(glass("train" + data + to + " --iters 0"), "--iters: must be a positive integer (got '0')");
+  expect_error(glass("train" + data + to + " --batch-size -2"), "--batch-size: must be a positive integer");
+  expect_error(glass("train" + data + to + " --context 0"), "--context: must be a positive integer");
+  expect_error(glass("train" + data + to + " --lr abc"), "--lr: must be a positive number (got 'abc')");
+  expect_error(glass("train" + data + to + " --lr 0"), "--lr: must be a positive number");
+  expect_error(glass("train" + data + to + " --iters 1.5"), "--iters: must be a positive integer");
+  expect_error(glass("train" + data + to + " --bogus 3"), "--bogus");
+  const std::string plain = " --out " + q(out.string()) + " --iters 5";  // default model
+  expect_error(glass("train" + data + plain + " --context 300"), "longer than the model's context length");
+  expect_error(glass("train" + data + plain + " --n-heads 3"), "n_heads");
+  expect_error(glass("train" + data + tiny() + " --out " + q((dir_ / "a_file" / "sub").string())),
+               "a_file");
+  expect_error(glass("train" + data + to + " --resume"), "run without --resume first");
+  EXPECT_FALSE(fs::exists(out)) << "a failed run created its output directory";
+}
+
+TEST_F(TrainCli, FailedRunsLeaveAGoodCheckpointIntact) {
+  const fs::path copy = dir_ / "intact";
+  fs::copy(ckpt_, copy);
+  const std::string before = read_all(copy / "model.safetensors");
+  const std::string state_before = read_all(copy / "train_state.json");
+  const std::string data = " --data " + q(text_.string()) + " --out " + q(copy.string()) + tiny();
+  // Diverging: a huge learning rate makes the loss NaN within a few steps; training stops.
+  const CliRun diverged = glass("train" + data + " --resume --iters 200 --lr 1e9 --eval-every 1000");
+  expect_error(diverged, "NaN");
+  EXPECT_NE(diverged.err.find("last good checkpoint"), std::string::npos);
+  // Already past --iters.
+  expect_error(glass("train" + data + " --resume --iters 10"), "already at step 30");
+  // Another text whose characters the checkpoint's vocabulary lacks.
+  write_all(dir_ / "other.txt", std::string(2000, 'Z') + "\xe2\x98\x83");
+  expect_error(glass("train --data " + q((dir_ / "other.txt").string()) + " --out " +
+                     q(copy.string()) + tiny() + " --resume --iters 40"),
+               "vocabulary");
+  EXPECT_EQ(read_all(copy / "model.safetensors"), before);
+  EXPECT_EQ(read_all(copy / "train_state.json"), state_before);
+  for (const auto& entry : fs::directory_iterator(copy))  // no temporary files left behind
+    EXPECT_EQ(entry.path().filename().string().find(".tmp"), std::string::npos) << entry.path();
+}
+
+// ---- bad input: sample and eval ---------------------------------------------------------------
+
+TEST_F(TrainCli, BadSampleAndEvalInputsFailClearly) {
+  const std::string ck = " --checkpoint " + q(ckpt_.string());
+  expect_error(glass("sample --checkpoint " + q((dir_ / "nope").string())), "does not exist");
+  expect_error(glass("sample"), "--checkpoint is required");
+  expect_error(glass("sample" + ck + " --prompt 'Capitu \xc5\xbe'"), "U+017E");
+  expect_error(glass("sample" + ck + " --top-k -1"), "--top-k: must be a non-negative integer");
+  expect_error(glass("sample" + ck + " --top-p 0"), "--top-p: must be a number in (0, 1]");
+  expect_error(glass("sample" + ck + " --top-p 1.5"), "--top-p");
+  expect_error(glass("sample" + ck + " --temperature -0.5"), "--temperature");
+  expect_error(glass("sample" + ck + " --tokens 0"), "--tokens: must be a positive integer");
+  expect_error(glass("sample" + ck + " --tokens many"), "--tokens");
+  const CliRun unknown_ok = glass("sample" + ck + " --prompt 'Capitu \xc5\xbe' --allow-unknown --tokens 5");
+  EXPECT_EQ(unknown_ok.exit_code, 0) << unknown_ok.err;
+  EXPECT_NE(unknown_ok.err.find("warning"), std::string::npos);
+
+  // Corrupt checkpoints: truncated weights, bad JSON, wrong shapes.
+  const fs::path bad = dir_ / "bad";
+  fs::copy(ckpt_, bad);
+  const std::string weights = read_all(ckpt_ / "model.safetensors");
+  write_all(bad / "model.safetensors", weights.substr(0, weights.size() - 100));
+  expect_error(glass("sample --checkpoint " + q(bad.string())), "model.safetensors");
+  expect_error(glass("eval --checkpoint " + q(bad.string()) + " --data " + q(text_.string())),
+               "model.safetensors");
+  write_all(bad / "model.safetensors", weights);
+  write_all(bad / "config.json", "{ not json");
+  expect_error(glass("sample --checkpoint " + q(bad.string())), "config.json");
+  std::string config = read_all(ckpt_ / "config.json");
+  const std::size_t at = config.find("\"d_model\": 32");
+  ASSERT_NE(at, std::string::npos) << config;
+  config.replace(at, 13, "\"d_model\": 64");
+  write_all(bad / "config.json", config);
+  expect_error(glass("sample --checkpoint " + q(bad.string())), "shape");
+
+  expect_error(glass("eval" + ck), "--data is required");
+  expect_error(glass("eval" + ck + " --data " + q((dir_ / "missing.txt").string())), "does not exist");
+}
