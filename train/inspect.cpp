@@ -789,7 +789,7 @@ const char* kPageHead = R"HTML(<!DOCTYPE html>
 <style>
 body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; margin: 0; color: #1b1f24; background: #f6f7f9; }
 header { background: #14213d; color: #fff; padding: 14px 24px; }
-header h1 { margin: 0 0 4px 0; font-size: 22px; }
+header h1 { margin: 0 0 4px 0; font-size: 22px; overflow-wrap: anywhere; }
 header .meta { font-size: 13px; opacity: 0.85; }
 main { padding: 12px 24px 40px; max-width: 1400px; }
 section { background: #fff; border: 1px solid #dde1e6; border-radius: 8px; padding: 12px 16px; margin: 12px 0; }
@@ -964,8 +964,47 @@ function range(data) {
 }
 
 // A heatmap table: td.hm-cell elements carry data-i, data-j, data-value and a title.
+// Large matrices (long prompts, the vocabulary axis) are drawn on a canvas: a table cell per
+// value would make the page slow. Hovering shows the value just the same.
+function heatmapCanvas(container, m, opt, lo, hi) {
+  const cell = Math.max(2, Math.min(14, Math.floor(760 / m.cols)));
+  const labelW = cell >= 9 ? 48 : 0, labelH = cell >= 9 ? 14 : 0;
+  const canvas = document.createElement("canvas");
+  canvas.id = opt.id;
+  canvas.className = "heatmap-canvas";
+  canvas.width = labelW + m.cols * cell;
+  canvas.height = labelH + m.rows * cell;
+  const g = canvas.getContext("2d");
+  g.font = Math.min(11, cell) + "px monospace";
+  g.fillStyle = "#555";
+  if (labelW) {
+    g.textAlign = "right";
+    for (let i = 0; i < m.rows; i++) g.fillText(opt.rowLabels[i], labelW - 3, labelH + i * cell + cell - 2);
+    g.textAlign = "center";
+    for (let j = 0; j < m.cols; j++) g.fillText(opt.colLabels[j], labelW + j * cell + cell / 2, labelH - 3);
+  }
+  for (let i = 0; i < m.rows; i++) for (let j = 0; j < m.cols; j++) {
+    g.fillStyle = opt.masked && opt.masked(i, j) ? "#ececec" : colour(m.data[i * m.cols + j], lo, hi, opt.diverging);
+    g.fillRect(labelW + j * cell, labelH + i * cell, cell, cell);
+  }
+  canvas.addEventListener("mousemove", (ev) => {
+    const r = canvas.getBoundingClientRect();
+    const j = Math.floor((ev.clientX - r.left - labelW) / cell), i = Math.floor((ev.clientY - r.top - labelH) / cell);
+    if (i < 0 || j < 0 || i >= m.rows || j >= m.cols) return;
+    canvas.title = opt.describe(i, j, m.data[i * m.cols + j]);
+    opt.info.textContent = canvas.title;
+  });
+  container.appendChild(canvas);
+}
+
 function heatmap(container, m, opt) {
   container.textContent = "";
+  if (m.rows * m.cols > 4096) {
+    const [lo, hi] = opt.lo !== undefined ? [opt.lo, opt.hi] : range(m.data);
+    heatmapCanvas(container, m, opt, lo, hi);
+    container.appendChild(make("div", "legend", "colour scale: " + fmtv(lo) + " (light) … " + fmtv(hi) + (opt.diverging ? " (blue negative, red positive)" : " (dark)") + "; hover for values"));
+    return;
+  }
   const table = make("table", "heatmap");
   table.id = opt.id;
   const thead = make("tr");
@@ -1027,8 +1066,9 @@ function drawAttention() {
     const t = headSlice("attn.softmax", state.layer, h);
     const div = make("div", "thumb" + (h === state.head ? " selected" : ""));
     const canvas = document.createElement("canvas");
-    const px = Math.max(2, Math.min(12, Math.floor(120 / Math.max(1, t.cols))));
+    const px = Math.max(1, Math.min(12, Math.floor(120 / Math.max(1, t.cols))));
     canvas.width = t.cols * px; canvas.height = t.rows * px;
+    canvas.style.width = canvas.style.height = Math.min(120, t.cols * px) + "px";
     const g = canvas.getContext("2d");
     for (let i = 0; i < t.rows; i++) for (let j = 0; j < t.cols; j++) {
       g.fillStyle = colour(t.data[i * t.cols + j], 0, 1, false);

@@ -100,7 +100,8 @@ void run_inspect(const InspectOptions& opt) {
     html.top_k = static_cast<std::size_t>(opt.top_k);
     html.checkpoint = opt.checkpoint;
     std::string shown;
-    for (char32_t c : prompt) shown += glass::visible_char(c);
+    for (std::size_t i = 0; i < prompt.size() && i < 60; ++i) shown += glass::visible_char(prompt[i]);
+    if (prompt.size() > 60) shown += "…";
     html.title = "GlassLLM inspector: \"" + shown + "\"";
     html.loss = glass::read_loss_log((std::filesystem::path(opt.checkpoint) / "log.csv").string());
     glass::write_html(inspection, opt.html_path, html);
