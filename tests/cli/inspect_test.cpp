@@ -154,6 +154,13 @@ TEST_F(InspectCli, ErrorsAreClearAndExitNonZero) {
   }
 }
 
+TEST_F(InspectCli, AnUnwritableOutputFileIsAnError) {
+  const CommandResult r = inspect(ckpt() + " --prompt 'to' --html " + quote((dir_ / "no-dir" / "x.html").string()));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("error: cannot write file"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dir_ / "no-dir"));
+}
+
 TEST_F(InspectCli, AnEmptyCheckpointDirectoryIsAnError) {
   const fs::path empty = dir_ / "empty";
   fs::create_directories(empty);

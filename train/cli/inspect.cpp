@@ -103,7 +103,11 @@ void run_inspect(const InspectOptions& opt) {
     for (std::size_t i = 0; i < prompt.size() && i < 60; ++i) shown += glass::visible_char(prompt[i]);
     if (prompt.size() > 60) shown += "…";
     html.title = "GlassLLM inspector: \"" + shown + "\"";
-    html.loss = glass::read_loss_log((std::filesystem::path(opt.checkpoint) / "log.csv").string());
+    try {
+      html.loss = glass::read_loss_log((std::filesystem::path(opt.checkpoint) / "log.csv").string());
+    } catch (const std::exception& e) {
+      std::cerr << "warning: no loss curve on the page: " << e.what() << "\n";
+    }
     glass::write_html(inspection, opt.html_path, html);
     std::cout << "\nwrote " << opt.html_path << " (one self-contained page: open it in a browser)\n";
   }
@@ -129,6 +133,12 @@ void add_inspect_command(CLI::App& app) {
   cmd->add_option("--top-k", opt->top_k, "how many next-token probabilities to list")->capture_default_str();
   cmd->add_option("--json", opt->json_path, "also write everything (tokens, logits, probs, all snapshots) as JSON");
   cmd->add_option("--html", opt->html_path, "also write one self-contained HTML page (heatmaps, top-k bars, loss curve)");
+  cmd->footer(
+      "Examples:\n"
+      "  glass inspect --checkpoint runs/domcasmurro --prompt 'Capitu' --layer 1\n"
+      "  glass inspect --checkpoint runs/domcasmurro --prompt 'Capitu' --layer 1 --head 2 --snapshot attn.softmax\n"
+      "  glass inspect --checkpoint runs/domcasmurro --prompt $'Bentinho\\ne Capitu' --html inspect.html\n"
+      "Spaces and newlines are shown as \u2423 and \u23ce in the labels; see README (glass inspect).");
   cmd->callback([opt] { run_inspect(*opt); });
 }
 
