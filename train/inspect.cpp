@@ -278,7 +278,8 @@ const Array& Inspection::get(const std::string& full_name) const {
   throw InspectError("no snapshot named '" + full_name + "'; recorded: " + join(names, ", "));
 }
 
-Inspection inspect(const LoadedModel& loaded, const std::u32string& prompt) {
+Inspection inspect(const LoadedModel& loaded, const std::u32string& prompt, bool allow_unknown,
+                   std::size_t* unknown_count) {
   if (!loaded.model) throw InspectError("no model loaded");
   const ModelConfig& config = loaded.model->config();
   if (prompt.empty()) throw InspectError("the prompt is empty: give at least one character");
@@ -290,18 +291,20 @@ Inspection inspect(const LoadedModel& loaded, const std::u32string& prompt) {
   for (std::size_t i = 0; i < prompt.size(); ++i)
     if (!loaded.tokenizer.contains(prompt[i]))
       unknown.push_back(describe_char(prompt[i]) + " at position " + std::to_string(i));
-  if (!unknown.empty()) {
+  if (unknown_count) *unknown_count = unknown.size();
+  if (!unknown.empty() && !allow_unknown) {
     std::string vocab;
     for (char32_t c : loaded.tokenizer.chars()) vocab += visible_char(c);
     throw InspectError("the prompt has characters outside the model's vocabulary: " +
                        join(unknown, ", ") + "\nthe vocabulary (" +
-                       std::to_string(loaded.tokenizer.chars().size()) + " characters): " + vocab);
+                       std::to_string(loaded.tokenizer.chars().size()) + " characters): " + vocab +
+                       "\n(--allow-unknown maps them to the unknown id 0)");
   }
 
   Inspection ins;
   ins.config = config;
   ins.prompt = prompt;
-  ins.tokens = loaded.tokenizer.encode(prompt);
+  ins.tokens = loaded.tokenizer.encode(prompt, allow_unknown);
   ins.vocab.resize(config.vocab_size);
   for (std::size_t id = 0; id < config.vocab_size; ++id)
     ins.vocab[id] = id < loaded.tokenizer.vocab_size()

@@ -53,8 +53,10 @@ struct Inspection {
 /// Runs `loaded.model` on `prompt` (UTF-8 decoded, one token per character) under NoGradGuard
 /// with a Tracer, and returns every snapshot, the logits and the probabilities.
 /// Throws InspectError for an empty prompt, a prompt longer than config.context_length, or
-/// characters outside the vocabulary (all of them are named, with their positions).
-Inspection inspect(const LoadedModel& loaded, const std::u32string& prompt);
+/// characters outside the vocabulary (all of them are named, with their positions) unless
+/// `allow_unknown`: then they become the unknown id 0 and `unknown_count` (if given) says how many.
+Inspection inspect(const LoadedModel& loaded, const std::u32string& prompt,
+                   bool allow_unknown = false, std::size_t* unknown_count = nullptr);
 
 /// The names `--snapshot` accepts for `layer` (relative, e.g. "attn.softmax", "out") followed
 /// by the model-wide ones ("embeddings", "logits", "probs"), in recording order.

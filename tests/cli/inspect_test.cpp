@@ -154,6 +154,17 @@ TEST_F(InspectCli, ErrorsAreClearAndExitNonZero) {
   }
 }
 
+TEST_F(InspectCli, AllowUnknownMapsToIdZeroAndBestLoadsBestWeights) {
+  const CommandResult r = inspect(ckpt() + " --prompt 'toXbe' --allow-unknown --snapshot probs");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("warning: 1 prompt character(s) outside the vocabulary"), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find("  2 X |"), std::string::npos) << "the row keeps the typed character\n" << r.out;
+  // No best.safetensors in this checkpoint: --best must say so instead of using other weights.
+  const CommandResult best = inspect(ckpt() + " --prompt 'to' --best");
+  EXPECT_EQ(best.exit_code, 1);
+  EXPECT_NE(best.err.find("best.safetensors"), std::string::npos) << best.err;
+}
+
 TEST_F(InspectCli, AnUnwritableOutputFileIsAnError) {
   const CommandResult r = inspect(ckpt() + " --prompt 'to' --html " + quote((dir_ / "no-dir" / "x.html").string()));
   EXPECT_EQ(r.exit_code, 1);

@@ -172,6 +172,13 @@ TEST(Inspect, BadPromptsAreRejected) {
     EXPECT_NE(what.find("position 6"), std::string::npos) << what;
     EXPECT_NE(what.find("ü"), std::string::npos) << what;
   }
+  // Asked for: unknown characters become id 0 and are counted.
+  std::size_t unknown = 0;
+  const Inspection ins = inspect(loaded, U"hello Zürich", true, &unknown);
+  EXPECT_EQ(unknown, 2u);
+  EXPECT_EQ(ins.tokens[6], Tokenizer::kUnknownId);
+  EXPECT_EQ(ins.tokens[7], Tokenizer::kUnknownId);
+  EXPECT_EQ(ins.tokens[8], loaded.tokenizer.id_of(U'r'));
 }
 
 TEST(Inspect, TopKIsSortedSumsToAtMostOneAndMatchesAFullSort) {

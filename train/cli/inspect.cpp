@@ -31,6 +31,8 @@ struct InspectOptions {
   long long top_k = 5;
   std::string json_path;
   std::string html_path;
+  bool best = false;
+  bool allow_unknown = false;
 };
 
 /// Colour only for a real terminal, and never when NO_COLOR is set or TERM=dumb.
@@ -61,7 +63,7 @@ void run_inspect(const InspectOptions& opt) {
 
   glass::LoadedModel loaded;
   try {
-    loaded = glass::load_checkpoint(opt.checkpoint);
+    loaded = glass::load_checkpoint(opt.checkpoint, opt.best);
   } catch (const glass::CheckpointError& e) {
     throw CommandError("cannot load checkpoint '" + opt.checkpoint + "': " + e.what());
   }
@@ -77,7 +79,11 @@ void run_inspect(const InspectOptions& opt) {
 
   glass::Inspection inspection;
   try {
-    inspection = glass::inspect(loaded, prompt);
+    std::size_t unknown = 0;
+    inspection = glass::inspect(loaded, prompt, opt.allow_unknown, &unknown);
+    if (unknown > 0)
+      std::cerr << "warning: " << unknown
+                << " prompt character(s) outside the vocabulary mapped to the unknown id 0\n";
     if (!opt.snapshot.empty()) glass::full_snapshot_name(inspection, layer, opt.snapshot);
   } catch (const glass::InspectError& e) {
     throw CommandError(e.what());
@@ -133,6 +139,11 @@ void add_inspect_command(CLI::App& app) {
   cmd->add_option("--top-k", opt->top_k, "how many next-token probabilities to list")->capture_default_str();
   cmd->add_option("--json", opt->json_path, "also write everything (tokens, logits, probs, all snapshots) as JSON");
   cmd->add_option("--html", opt->html_path, "also write one self-contained HTML page (heatmaps, top-k bars, loss curve)");
+  cmd->add_flag("--best", opt->best,
+                "use best.safetensors (best validation loss) instead of the latest weights");
+  cmd->add_flag("--allow-unknown", opt->allow_unknown,
+                "map prompt characters outside the vocabulary to the unknown id 0 (with a warning) "
+                "instead of stopping");
   cmd->footer(
       "Examples:\n"
       "  glass inspect --checkpoint runs/domcasmurro --prompt 'Capitu' --layer 1\n"
