@@ -53,9 +53,15 @@ Tensor product(const char* name, const Tensor& a, const Tensor& b, bool trans_b,
   const int ldb = as_int(trans_b ? k : m);
   if (k > 0 && n > 0 && m > 0) {
     for (std::size_t i = 0; i < batch; ++i) {
-      blas::gemm(false, trans_b, as_int(n), as_int(m), as_int(k), Scalar(1),
-                 a.value().data() + i * a_step, as_int(k), b.value().data() + i * b_step, ldb,
-                 Scalar(0), out.data() + i * y_step, as_int(m));
+      const Scalar* ai = a.value().data() + i * a_step;
+      const Scalar* bi = b.value().data() + i * b_step;
+      if (n == 1) {  // one row (generating one token): y = op(B)^T a as a matrix-vector product
+        blas::gemv(!trans_b, as_int(trans_b ? m : k), as_int(trans_b ? k : m), Scalar(1), bi, ldb,
+                   ai, Scalar(0), out.data() + i * y_step);
+      } else {
+        blas::gemm(false, trans_b, as_int(n), as_int(m), as_int(k), Scalar(1), ai, as_int(k), bi,
+                   ldb, Scalar(0), out.data() + i * y_step, as_int(m));
+      }
     }
   }
   const bool track = needs_grad({&a, &b});
