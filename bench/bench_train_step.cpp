@@ -1,0 +1,255 @@
+// Whole-step timings of GlassLLM, the counterpart of the PyTorch twin's bench.py
+// (../shared/bench/bench.py): same model (default ModelConfig, vocab 65), same measurements.
+//
+//   bench_train_step [--threads N] [--shapes 12x64,8x256] [--warmup 10] [--steps 40]
+//                    [--gen_tokens 200] [--gen_reps 7] [--no_gen] [--no_train] [--cache_only]
+//
+// train_step: forward + cross-entropy + zero_grad + backward + clip_grad_norm(1.0) + AdamW.step
+//             (the Trainer's step), on 8 pre-built random batches, `--warmup` untimed steps then
+//             `--steps` timed ones; forward / backward / clip+AdamW are timed in the same steps.
+//             Resident memory (/proc/self/statm) is read after the warmup and after the last
+//             step (growth = tape or buffers not freed) and the peak (getrusage) after each shape.
+// generate:   200 new tokens from a 1-token prompt (id 0), greedy, with and without the KV
+//             cache, `--gen_reps` timed repetitions after one warm-up; checks both give the
+//             same tokens.
+// --threads N sets OpenBLAS's thread count (openblas_set_num_threads), the only thread pool.
+// Prints a human summary and one JSON line prefixed with 'RESULT ' (same keys as bench.py).
+
+#include <cblas.h>
+#include <malloc.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "autograd/ops.hpp"
+#include "nn/decoder.hpp"
+#include "train/adamw.hpp"
+#include "train/clip.hpp"
+#include "train/sampler.hpp"
+
+using namespace glass;
+using Clock = std::chrono::steady_clock;
+using json = nlohmann::json;
+
+namespace {
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+json stats(std::vector<double> xs) {
+  std::sort(xs.begin(), xs.end());
+  const std::size_t n = xs.size();
+  const double median = n % 2 ? xs[n / 2] : 0.5 * (xs[n / 2 - 1] + xs[n / 2]);
+  return {{"median", median}, {"min", xs.front()}, {"max", xs.back()}, {"n", n}};
+}
+
+/// Resident set size now, in MB (second field of /proc/self/statm, in pages).
+double rss_mb() {
+  std::ifstream statm("/proc/self/statm");
+  long pages_total = 0, pages_resident = 0;
+  statm >> pages_total >> pages_resident;
+  return static_cast<double>(pages_resident) * static_cast<double>(sysconf(_SC_PAGESIZE)) / 1048576.0;
+}
+
+/// Peak resident set size of the process so far, in MB (getrusage ru_maxrss, in kB on Linux).
+double peak_rss_mb() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<double>(usage.ru_maxrss) / 1024.0;
+}
+
+/// Same count of floating-point operations as bench.py's flops_per_step (dense + attention).
+double flops_per_step(const ModelConfig& c, double B, double T) {
+  const double d = c.d_model, L = c.n_layers, V = c.vocab_size, F = c.ffn_hidden;
+  const double Hkv = c.n_kv_heads, D = c.head_dim(), H = c.n_heads;
+  const double n_mm = L * (d * d + 2 * d * Hkv * D + d * d + 3 * d * F) + d * V;
+  return 6 * n_mm * B * T + 3 * L * (2 * 2 * B * H * T * T * D);
+}
+
+struct Options {
+  int threads = 1;
+  std::string shapes = "12x64,8x256";
+  int warmup = 10, steps = 40, gen_tokens = 200, gen_reps = 7;
+  bool no_gen = false, no_train = false, cache_only = false;
+};
+
+Options parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) {
+        std::cerr << "bench_train_step: " << a << " needs a value\n";
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    auto number = [&]() {
+      const std::string v = value();
+      try {
+        const int n = std::stoi(v);
+        if (n >= 0) return n;
+      } catch (...) {
+      }
+      std::cerr << "bench_train_step: " << a << " needs a non-negative integer, got '" << v << "'\n";
+      std::exit(2);
+    };
+    if (a == "--threads") o.threads = number();
+    else if (a == "--shapes") o.shapes = value();
+    else if (a == "--warmup") o.warmup = number();
+    else if (a == "--steps") o.steps = number();
+    else if (a == "--gen_tokens") o.gen_tokens = number();
+    else if (a == "--gen_reps") o.gen_reps = number();
+    else if (a == "--no_gen") o.no_gen = true;
+    else if (a == "--no_train") o.no_train = true;
+    else if (a == "--cache_only") o.cache_only = true;  // generation with the KV cache only
+    else {
+      std::cerr << "bench_train_step: unknown option '" << a << "' (see the comment at the top of "
+                   "bench/bench_train_step.cpp)\n";
+      std::exit(2);
+    }
+  }
+  if (o.threads < 1 || o.steps < 1 || o.gen_reps < 1 || o.gen_tokens < 1) {
+    std::cerr << "bench_train_step: --threads, --steps, --gen_reps and --gen_tokens must be >= 1\n";
+    std::exit(2);
+  }
+  return o;
+}
+
+json bench_train(const ModelConfig& cfg, std::size_t B, std::size_t T, const Options& o) {
+  Decoder model(cfg, 0);
+  const auto named = model.named_parameters();
+  AdamW optimizer(named);
+  const std::vector<Tensor> params = model.parameters();
+  std::mt19937_64 rng(0);
+  std::uniform_int_distribution<int> pick(0, static_cast<int>(cfg.vocab_size) - 1);
+  std::vector<std::pair<Ids, Ids>> batches;
+  for (int i = 0; i < 8; ++i) {
+    Ids x = Ids::from_shape({B, T}), y = Ids::from_shape({B, T});
+    for (auto& id : x) id = pick(rng);
+    for (auto& id : y) id = pick(rng);
+    batches.emplace_back(std::move(x), std::move(y));
+  }
+  std::vector<double> total, forward, backward, optim;
+  double rss_after_warmup = 0, loss_value = 0;
+  for (int s = 0; s < o.warmup + o.steps; ++s) {
+    if (s == o.warmup) rss_after_warmup = rss_mb();
+    const auto& [x, y] = batches[static_cast<std::size_t>(s) % batches.size()];
+    const auto t0 = Clock::now();
+    optimizer.zero_grad();
+    Tensor loss = cross_entropy(model.forward(x), y);
+    const double t1 = seconds_since(t0);
+    loss.backward();
+    const double t2 = seconds_since(t0);
+    clip_grad_norm(params, 1.0);
+    optimizer.step(1e-3);
+    const double t3 = seconds_since(t0);
+    loss_value = loss.item();
+    if (s >= o.warmup) {
+      total.push_back(t3);
+      forward.push_back(t1);
+      backward.push_back(t2 - t1);
+      optim.push_back(t3 - t2);
+    }
+  }
+  const double rss_end = rss_mb();
+  json st = stats(total);
+  const double median = st["median"];
+  const double flops = flops_per_step(cfg, static_cast<double>(B), static_cast<double>(T));
+  std::printf("[%zux%zu] step median %.2f ms (min %.2f, max %.2f); fwd %.2f bwd %.2f clip+opt %.2f; "
+              "%.0f tok/s; %.1f GFLOP/s; RSS %.1f -> %.1f MB, peak %.1f MB\n",
+              B, T, median * 1e3, double(st["min"]) * 1e3, double(st["max"]) * 1e3,
+              double(stats(forward)["median"]) * 1e3, double(stats(backward)["median"]) * 1e3,
+              double(stats(optim)["median"]) * 1e3, double(B * T) / median, flops / median / 1e9,
+              rss_after_warmup, rss_end, peak_rss_mb());
+  std::fflush(stdout);
+  return {{"B", B}, {"T", T}, {"step_s", st}, {"forward_s", stats(forward)},
+          {"backward_s", stats(backward)}, {"clip_opt_s", stats(optim)},
+          {"tokens_per_s_median", double(B * T) / median},
+          {"gflops_per_s_median", flops / median / 1e9}, {"final_loss", loss_value},
+          {"rss_mb_after_warmup", rss_after_warmup}, {"rss_mb_end", rss_end},
+          {"rss_growth_mb", rss_end - rss_after_warmup}, {"peak_rss_mb", peak_rss_mb()}};
+}
+
+json bench_generate(const ModelConfig& cfg, const Options& o) {
+  Decoder model(cfg, 0);
+  json result = {{"new_tokens", o.gen_tokens}};
+  std::vector<std::vector<std::int32_t>> outs;
+  for (bool use_cache : {true, false}) {
+    if (!use_cache && o.cache_only) break;
+    SamplingOptions sampling;
+    sampling.temperature = 0;  // greedy, as bench.py
+    sampling.use_kv_cache = use_cache;
+    std::vector<double> times;
+    std::vector<std::int32_t> out;
+    for (int r = 0; r <= o.gen_reps; ++r) {
+      std::mt19937_64 rng(0);
+      const auto t0 = Clock::now();
+      out = generate(model, {0}, static_cast<std::size_t>(o.gen_tokens), cfg.context_length,
+                     sampling, rng);
+      const double dt = seconds_since(t0);
+      if (r > 0) times.push_back(dt);
+    }
+    outs.push_back(out);
+    json st = stats(times);
+    const double median = st["median"];
+    const std::string key = use_cache ? "kv_cache" : "no_cache";
+    result[key] = {{"total_s", st}, {"ms_per_token_median", median / o.gen_tokens * 1e3},
+                   {"tokens_per_s_median", o.gen_tokens / median}};
+    std::printf("[gen %s] %d tokens: median %.1f ms (min %.1f, max %.1f) = %.0f tok/s\n",
+                key.c_str(), o.gen_tokens, median * 1e3, double(st["min"]) * 1e3,
+                double(st["max"]) * 1e3, o.gen_tokens / median);
+    std::fflush(stdout);
+  }
+  if (outs.size() == 2) result["same_tokens"] = outs[0] == outs[1];
+  return result;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Options o = parse(argc, argv);
+  // Keep freed memory in the process between steps: every step allocates and frees the same
+  // activations, and giving them back to the kernel (trim, munmap) costs page faults next step.
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  mallopt(M_TRIM_THRESHOLD, 512 << 20);
+  mallopt(M_TOP_PAD, 16 << 20);
+  openblas_set_num_threads(o.threads);
+  ModelConfig cfg;  // the default model, vocab 65 as bench.py
+  cfg.vocab_size = 65;
+  json res = {{"program", "glass"}, {"threads", o.threads},
+              {"openblas_get_num_threads", openblas_get_num_threads()},
+              {"params", Decoder(cfg, 0).num_parameters()}};
+  if (!o.no_train) {
+    res["train"] = json::object();
+    std::stringstream shapes(o.shapes);
+    std::string shape;
+    while (std::getline(shapes, shape, ',')) {
+      std::size_t B = 0, T = 0;
+      if (std::sscanf(shape.c_str(), "%zux%zu", &B, &T) != 2 || B == 0 || T == 0 ||
+          T > cfg.context_length) {
+        std::cerr << "bench_train_step: bad shape '" << shape << "' (want BxT, T <= "
+                  << cfg.context_length << ")\n";
+        return 2;
+      }
+      res["train"][shape] = bench_train(cfg, B, T, o);
+    }
+  }
+  if (!o.no_gen) res["generate"] = bench_generate(cfg, o);
+  res["peak_rss_mb"] = peak_rss_mb();
+  std::cout << "RESULT " << res.dump() << std::endl;
+  return 0;
+}
