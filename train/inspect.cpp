@@ -1108,7 +1108,7 @@ function drawSnapshotTable() {
     tr.appendChild(make("td", "num", fmtv(s.max)));
     tr.appendChild(make("td", "num", fmtv(s.mean)));
     tr.appendChild(make("td", "", D.meaning[name] || ""));
-    tr.addEventListener("click", () => { state.snap = name; drawSnapshotTable(); drawSnapshotView(); });
+    tr.addEventListener("click", () => { state.snap = name; drawSnapshotTable(); drawSnapshotView(); saveHash(); });
     table.appendChild(tr);
   }
 }
@@ -1202,6 +1202,25 @@ function drawAll() {
   drawAttention();
   drawSnapshotTable();
   drawSnapshotView();
+  saveHash();
+}
+
+// The view is kept in the address: #layer=1&head=2&attn=attn.softmax&snap=attn.k (so a view
+// can be bookmarked, and a test can open one).
+function saveHash() {
+  const h = "#layer=" + state.layer + "&head=" + state.head + "&attn=" + state.attn + "&snap=" + state.snap;
+  try { history.replaceState(null, "", h); } catch (e) { /* some browsers refuse on file:// */ }
+}
+function loadHash() {
+  for (const part of location.hash.replace(/^#/, "").split("&")) {
+    const [key, value] = part.split("=").map(decodeURIComponent);
+    const number = Number(value);
+    if (key === "layer" && Number.isInteger(number) && number >= 0 && number < C.n_layers) state.layer = number;
+    if (key === "head" && Number.isInteger(number) && number >= 0 && number < C.n_heads) state.head = number;
+    if (key === "attn" && ["attn.softmax", "attn.scores", "attn.mask"].includes(value)) state.attn = value;
+    if (key === "snap" && value) state.snap = value;
+  }
+  if (!getSnap(state.snap, state.layer)) state.snap = "attn.softmax";
 }
 
 // Header and selectors.
@@ -1216,11 +1235,13 @@ for (let i = 0; i < n; i++) {
 }
 for (let l = 0; l < C.n_layers; l++) { const o = make("option", "", "layer " + l); o.value = String(l); $("layer-select").appendChild(o); }
 for (let h = 0; h < C.n_heads; h++) { const o = make("option", "", "head " + h); o.value = String(h); $("head-select").appendChild(o); }
+loadHash();
 $("layer-select").value = String(state.layer);
+$("attn-select").value = state.attn;
 $("head-select").value = String(state.head);
 $("layer-select").addEventListener("change", (e) => { state.layer = Number(e.target.value); drawAll(); });
 $("head-select").addEventListener("change", (e) => { state.head = Number(e.target.value); drawAll(); });
-$("attn-select").addEventListener("change", (e) => { state.attn = e.target.value; drawAttention(); });
+$("attn-select").addEventListener("change", (e) => { state.attn = e.target.value; drawAttention(); saveHash(); });
 drawAll();
 drawTopK();
 drawLoss();

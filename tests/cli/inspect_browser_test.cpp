@@ -105,7 +105,7 @@ TEST(InspectBrowser, HeadlessChromiumRendersTheHeatmapsAndTakesAScreenshot) {
   const std::string flags =
       " --headless --no-sandbox --disable-gpu --disable-quic --no-first-run"
       " --disable-background-networking --disable-component-update --disable-sync"
-      " --disable-extensions --user-data-dir=";
+      " --disable-extensions --disable-dev-shm-usage --user-data-dir=";
   const std::string url = "file://" + fs::absolute(page).string();
 
   // 1. The DOM after the page's JavaScript ran.
@@ -134,7 +134,22 @@ TEST(InspectBrowser, HeadlessChromiumRendersTheHeatmapsAndTakesAScreenshot) {
   EXPECT_NE(dom.find("id=\"loss-svg\""), std::string::npos) << "loss curve from log.csv";
   EXPECT_NE(dom.find("<option value=\"1\">layer 1</option>"), std::string::npos);
 
-  // 2. A screenshot, for a human (or an image-reading reviewer) to judge the page.
+  // 2. Another view chosen through the address (#layer=..&head=..): the selectors' state. Query
+  // head 3 reads KV head 1 (GQA, 4 query heads over 2 KV heads); the mask has no head axis.
+  const fs::path dom2_file = dir / "dom2.html";
+  ASSERT_EQ(run("timeout 120 " + chromium + flags + quote((dir / "profile-dom2").string()) +
+                " --dump-dom " + quote(url + "#layer=0&head=3&attn=attn.mask&snap=attn.k") + " > " +
+                quote(dom2_file.string()) + " 2> /dev/null"),
+            0);
+  const std::string dom2 = slurp(dom2_file);
+  EXPECT_NE(dom2.find("Attention: layers.0.attn.mask, whole snapshot (no head axis)"), std::string::npos);
+  EXPECT_NE(dom2.find("layers.0.attn.k (2, 12, 4) → KV head 1 of 2 (used by query head 3): (12, 4)"),
+            std::string::npos);
+  EXPECT_EQ(count(dom2, "class=\"hm-cell"), n * n + n * 4) << "mask (n, n) and one KV head of keys (n, 4)";
+  EXPECT_NE(dom2.find("class=\"thumb selected\""), std::string::npos);
+  fs::remove_all(dir / "profile-dom2");
+
+  // 3. A screenshot, for a human (or an image-reading reviewer) to judge the page.
   const fs::path png = dir / "inspect.png";
   const int shot_rc = run("timeout 120 " + chromium + flags + quote((dir / "profile-shot").string()) +
                           " --screenshot=" + quote(png.string()) + " --window-size=1200,900 --hide-scrollbars " +
