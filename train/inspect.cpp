@@ -5,12 +5,10 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <cstdio>
 #include <fstream>
 #include <limits>
 #include <map>
 #include <numeric>
-#include <set>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -564,7 +562,6 @@ std::string render_overview(const Inspection& ins, std::size_t layer, std::size_
       "\nSee one head's values: add --snapshot NAME (e.g. --snapshot attn.softmax --head 0); "
       "layers 0..{}, heads 0..{}.\n",
       c.n_layers - 1, c.n_heads - 1);
-  (void)options;
   return out;
 }
 
@@ -674,15 +671,13 @@ ordered_json config_json(const ModelConfig& c) {
   return j;
 }
 
-std::string u32_string_utf8(const std::u32string& s) { return u32_to_utf8(s); }
-
 }  // namespace
 
 std::string inspection_json(const Inspection& ins, int indent) {
   ordered_json j;
   j["format"] = "glass-inspect";
   j["version"] = 1;
-  j["prompt"] = u32_string_utf8(ins.prompt);
+  j["prompt"] = u32_to_utf8(ins.prompt);
   j["tokens"] = ins.tokens;
   std::vector<std::string> chars, vocab;
   for (char32_t c : ins.prompt) chars.push_back(char_to_utf8(c));
