@@ -175,6 +175,20 @@ TEST_F(TrainCli, CtrlCSavesACheckpointAndExitsWith130) {
   EXPECT_EQ(sample.exit_code, 0) << sample.err;
 }
 
+TEST_F(TrainCli, WithoutDataItUsesGlassDataAndWritesToRunsCorpusName) {
+  // GLASS_DATA may name the corpus file (or a directory holding domcasmurro.txt); --out defaults
+  // to runs/<corpus name> under the current directory.
+  const fs::path cwd = dir_ / "cwd";
+  fs::create_directories(cwd);
+  const std::string cmd = "cd " + q(cwd.string()) + " && GLASS_DATA=" + q(text_.string()) + " " +
+                          GLASS_BINARY_DIR "/glass train --iters 2 --eval-every 1" + tiny() +
+                          " >" + q((dir_ / "default_out.txt").string()) + " 2>&1";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << read_all(dir_ / "default_out.txt");
+  EXPECT_TRUE(fs::exists(cwd / "runs" / "text" / "model.safetensors"));
+  const std::string out = read_all(dir_ / "default_out.txt");
+  EXPECT_NE(out.find("sample --checkpoint runs/text --tokens 300"), std::string::npos) << out;
+}
+
 // ---- bad input: train -------------------------------------------------------------------------
 
 TEST_F(TrainCli, BadTrainInputsFailClearlyAndWriteNothing) {

@@ -132,7 +132,7 @@ void run_train(TrainFlags& flags, CLI::App* cmd) {
   }
   std::cout << fmt::format("sample from it: {} sample --checkpoint {}{} --tokens 300\n",
                            program_name(), shell_quote(o.out_dir),
-                           default_data ? " --prompt \"Capitu \"" : "");
+                           fs::path(o.data_path).filename() == kDefaultCorpus ? " --prompt \"Capitu \"" : "");
 }
 
 void add_train_command(CLI::App& app) {
