@@ -29,11 +29,7 @@ void rows_of(const Shape& s, const char* op, std::size_t& rows, std::size_t& d) 
 }
 
 /// max of a row (kNegInf for an empty row).
-Scalar row_max(const Scalar* x, std::size_t d) {
-  Scalar m = kNegInf;
-  for (std::size_t j = 0; j < d; ++j) m = std::max(m, x[j]);
-  return m;
-}
+Scalar row_max(const Scalar* x, std::size_t d) { return detail::max_n(x, d); }
 
 /// log(sum(exp(x))) of a row, computed as max + log(sum(exp(x - max))); kNegInf when every
 /// entry is -inf.
@@ -104,40 +100,49 @@ Tensor masked_fill(const Tensor& a, const Mask& mask, Scalar value) {
     throw std::invalid_argument("masked_fill: mask of shape " + shape_str(sm) +
                                 " does not broadcast to the input shape " + shape_str(sa));
   }
-  // Expand the mask to one flag per element of a (odometer over a with the mask's strides).
-  const std::size_t n = a.size(), nd = sa.size();
-  std::vector<std::size_t> stride(nd, 0);
-  for (std::size_t i = 0, s = 1; i < sm.size(); ++i) {
-    const std::size_t em = sm[sm.size() - 1 - i];
-    stride[nd - 1 - i] = em == 1 ? 0 : s;
-    s *= em;
-  }
-  std::vector<char> masked(n);
-  std::vector<std::size_t> index(nd, 0);
-  const std::size_t nm = detail::numel(sm);
+  // One period of flags, repeated over a: when the mask matches a's trailing axes (e.g. a causal
+  // mask (n, m) under scores (B, H, n, m)) the period is the mask itself, repeated every n*m
+  // elements; otherwise the mask is expanded to one flag per element of a (an odometer over a
+  // with the mask's strides) and the period is all of a.
+  const std::size_t n = a.size(), nd = sa.size(), nm = detail::numel(sm);
   const bool trailing = nm > 0 && std::equal(sm.begin(), sm.end(), sa.end() - sm.size());
-  if (trailing) {  // e.g. a causal mask (n, m) under scores (B, H, n, m): repeat the mask
-    for (std::size_t i = 0; i < n; i += nm) std::copy(mask.data(), mask.data() + nm, masked.begin() + i);
-  }
-  for (std::size_t i = 0, im = 0; !trailing && i < n; ++i) {
-    masked[i] = mask.data()[im];
-    for (std::size_t d = nd; d-- > 0;) {
-      ++index[d];
-      im += stride[d];
-      if (index[d] < sa[d]) break;
-      im -= stride[d] * sa[d];
-      index[d] = 0;
+  std::vector<char> masked;
+  if (trailing) {
+    masked.assign(mask.begin(), mask.end());
+  } else {
+    masked.resize(n);
+    std::vector<std::size_t> stride(nd, 0);
+    for (std::size_t i = 0, s = 1; i < sm.size(); ++i) {
+      const std::size_t em = sm[sm.size() - 1 - i];
+      stride[nd - 1 - i] = em == 1 ? 0 : s;
+      s *= em;
+    }
+    std::vector<std::size_t> index(nd, 0);
+    for (std::size_t i = 0, im = 0; i < n; ++i) {
+      masked[i] = mask.data()[im];
+      for (std::size_t d = nd; d-- > 0;) {
+        ++index[d];
+        im += stride[d];
+        if (index[d] < sa[d]) break;
+        im -= stride[d] * sa[d];
+        index[d] = 0;
+      }
     }
   }
+  const std::size_t period = masked.size();
   Array out = detail::empty_array(sa);
   const Scalar* x = a.value().data();
-  for (std::size_t i = 0; i < n; ++i) out.data()[i] = masked[i] ? value : x[i];
+  for (std::size_t begin = 0; begin < n; begin += period)
+    for (std::size_t j = 0; j < period; ++j)
+      out.data()[begin + j] = masked[j] ? value : x[begin + j];
   const bool track = needs_grad({&a});
   Tensor result = detail::make_output(std::move(out), track);
   if (track) {
-    tape().record("masked_fill", result, [a, masked = std::move(masked)](const Array& grad) {
+    tape().record("masked_fill", result, [a, masked = std::move(masked), n, period](const Array& grad) {
       Array ga = detail::empty_array(a.shape());
-      for (std::size_t i = 0; i < ga.size(); ++i) ga.data()[i] = masked[i] ? Scalar(0) : grad.data()[i];
+      for (std::size_t begin = 0; begin < n; begin += period)
+        for (std::size_t j = 0; j < period; ++j)
+          ga.data()[begin + j] = masked[j] ? Scalar(0) : grad.data()[begin + j];
       accumulate_grad(a, std::move(ga));
     });
   }
@@ -161,9 +166,7 @@ Tensor softmax(const Tensor& a) {
     }
     for (std::size_t j = 0; j < d; ++j) y[j] = x[j] - m;
     detail::exp_n(y, y, d);  // e^(x - max), vectorized; masked entries (-inf) give 0
-    Scalar total = 0;
-    for (std::size_t j = 0; j < d; ++j) total += y[j];
-    const Scalar inv = 1 / total;
+    const Scalar inv = 1 / detail::sum_n(y, d);
     for (std::size_t j = 0; j < d; ++j) y[j] *= inv;
   }
   const bool track = needs_grad({&a});
@@ -176,8 +179,7 @@ Tensor softmax(const Tensor& a) {
       for (std::size_t r = 0; r < rows; ++r) {
         const Scalar* yr = y->value.data() + r * d;
         const Scalar* g = grad.data() + r * d;
-        Scalar dot = 0;
-        for (std::size_t j = 0; j < d; ++j) dot += g[j] * yr[j];
+        const Scalar dot = detail::dot_n(g, yr, d);  // sum_k g_k y_k
         Scalar* dx = ga.data() + r * d;
         for (std::size_t j = 0; j < d; ++j) dx[j] = yr[j] * (g[j] - dot);
       }
@@ -300,8 +302,7 @@ Tensor rms_norm(const Tensor& x, const Tensor& gain, Scalar eps) {
   const Scalar* w = gain.value().data();
   for (std::size_t r = 0; r < rows; ++r) {
     const Scalar* xr = x.value().data() + r * d;
-    Scalar ss = 0;
-    for (std::size_t j = 0; j < d; ++j) ss += xr[j] * xr[j];
+    const Scalar ss = detail::dot_n(xr, xr, d);  // sum of squares
     const Scalar rr = 1 / std::sqrt(ss / static_cast<Scalar>(d) + eps);
     inv_rms[r] = rr;
     Scalar* y = out.data() + r * d;

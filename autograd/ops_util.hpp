@@ -1,7 +1,9 @@
 #pragma once
 // Internal helpers shared by the ops_*.cpp files (not part of the public API).
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -44,6 +46,46 @@ inline void exp_n(const Scalar* in, Scalar* out, std::size_t n) {
   std::size_t i = 0;
   for (; i + width <= n; i += width) xsimd::exp(Batch::load_unaligned(in + i)).store_unaligned(out + i);
   for (; i < n; ++i) out[i] = std::exp(in[i]);
+}
+
+/// Row reductions for the row-wise kernels (softmax, RMSNorm): sum, dot product and max of
+/// n contiguous values. They keep one SIMD register of partial results and combine its lanes at
+/// the end (a plain `total += x[j]` loop cannot be vectorized without -ffast-math, because it
+/// fixes the order of the additions); the result differs from a left-to-right sum by rounding only.
+inline Scalar sum_n(const Scalar* x, std::size_t n) {
+  using Batch = xsimd::batch<Scalar>;
+  Batch partial(Scalar(0));
+  std::size_t i = 0;
+  for (; i + Batch::size <= n; i += Batch::size) partial += Batch::load_unaligned(x + i);
+  Scalar total = xsimd::hadd(partial);
+  for (; i < n; ++i) total += x[i];
+  return total;
+}
+
+inline Scalar dot_n(const Scalar* x, const Scalar* y, std::size_t n) {
+  using Batch = xsimd::batch<Scalar>;
+  Batch partial(Scalar(0));
+  std::size_t i = 0;
+  for (; i + Batch::size <= n; i += Batch::size)
+    partial = xsimd::fma(Batch::load_unaligned(x + i), Batch::load_unaligned(y + i), partial);
+  Scalar total = xsimd::hadd(partial);
+  for (; i < n; ++i) total += x[i] * y[i];
+  return total;
+}
+
+/// max of x[0..n); -infinity when n == 0.
+inline Scalar max_n(const Scalar* x, std::size_t n) {
+  using Batch = xsimd::batch<Scalar>;
+  constexpr Scalar kLowest = -std::numeric_limits<Scalar>::infinity();
+  Batch partial(kLowest);
+  std::size_t i = 0;
+  for (; i + Batch::size <= n; i += Batch::size) partial = xsimd::max(partial, Batch::load_unaligned(x + i));
+  alignas(64) Scalar lanes[Batch::size];
+  partial.store_aligned(lanes);
+  Scalar m = kLowest;
+  for (Scalar lane : lanes) m = std::max(m, lane);
+  for (; i < n; ++i) m = std::max(m, x[i]);
+  return m;
 }
 
 /// The op's output tensor; it requires grad exactly when the op is recorded.
