@@ -8,6 +8,7 @@
 #include <iosfwd>
 #include <memory>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -49,7 +50,6 @@ struct TrainOptions {
 struct EvalResult {
   double train_loss = 0, val_loss = 0;
 };
-
 
 /// What a run ended with.
 struct TrainResult {
