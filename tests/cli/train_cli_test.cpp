@@ -141,7 +141,7 @@ TEST_F(TrainCli, EvalPrintsTheMeanLossOverTheFile) {
 TEST_F(TrainCli, ResumeThroughTheBinaryMatchesOneRun) {
   const std::string data = " --data " + q(text_.string()) + tiny() + " --eval-every 10";
   const fs::path one = dir_ / "one", two = dir_ / "two";
-  ASSERT_EQ(glass("train --out " + q(one.string()) + " --iters 40 --decay-iters 40" + data).exit_code, 0);
+  ASSERT_EQ(glass("train --out " + q(one.string()) + " --iters 40 --decay-iters 40 --threads 1" + data).exit_code, 0);
   ASSERT_EQ(glass("train --out " + q(two.string()) + " --iters 20 --decay-iters 40" + data).exit_code, 0);
   const CliRun resumed = glass("train --out " + q(two.string()) + " --iters 40 --decay-iters 40 --resume" + data);
   ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
