@@ -9,14 +9,14 @@
 
 namespace {
 
-struct Run {
+struct CliResult {
   int exit_code;
   std::string output;  // stdout and stderr together
 };
 
-Run glass(const std::string& args) {
+CliResult glass(const std::string& args) {
   const std::string cmd = std::string(GLASS_BINARY_DIR "/glass ") + args + " 2>&1 </dev/null";
-  Run run{-1, ""};
+  CliResult run{-1, ""};
   FILE* pipe = popen(cmd.c_str(), "r");
   if (!pipe) return run;
   char buffer[4096];
@@ -35,7 +35,7 @@ std::size_t count(const std::string& text, const std::string& word) {
 }
 
 TEST(GradcheckCli, EveryOpPasses) {
-  const Run run = glass("gradcheck");
+  const CliResult run = glass("gradcheck");
   EXPECT_EQ(run.exit_code, 0) << run.output;
   EXPECT_GE(count(run.output, " PASS"), 20u) << run.output;  // issue 2: at least 20 rows
   EXPECT_EQ(count(run.output, "FAIL"), 0u) << run.output;
@@ -46,14 +46,14 @@ TEST(GradcheckCli, EveryOpPasses) {
 }
 
 TEST(GradcheckCli, OneOp) {
-  const Run run = glass("gradcheck --op softmax");
+  const CliResult run = glass("gradcheck --op softmax");
   EXPECT_EQ(run.exit_code, 0) << run.output;
   EXPECT_GE(count(run.output, " PASS"), 1u);
   EXPECT_EQ(run.output.find("matmul"), std::string::npos) << run.output;
 }
 
 TEST(GradcheckCli, UnknownOpIsAnErrorListingValidNames) {
-  const Run run = glass("gradcheck --op no_such_op");
+  const CliResult run = glass("gradcheck --op no_such_op");
   EXPECT_NE(run.exit_code, 0);
   EXPECT_NE(run.output.find("unknown op 'no_such_op'"), std::string::npos) << run.output;
   EXPECT_NE(run.output.find("softmax"), std::string::npos) << run.output;
