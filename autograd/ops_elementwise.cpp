@@ -120,12 +120,11 @@ Tensor binary_op(const char* name, const Tensor& a, const Tensor& b, Forward for
       const Scalar* g = grad.data();
       if (sa == so && sb == so) {  // no broadcasting: each gradient element is written once
         const std::size_t n = grad.size();
-        Array ga = detail::empty_array(need_a ? sa : Shape{0});
-        Array gb = detail::empty_array(need_b ? sb : Shape{0});
-        for (std::size_t i = 0; i < n; ++i) {
+        Array ga = detail::empty_array(sa), gb = detail::empty_array(sb);
+        for (std::size_t i = 0; i < n; ++i) {  // both, without branches: the loop vectorizes
           const auto [da, db] = backward(g[i], x[i], y[i]);
-          if (need_a) ga.data()[i] = da;
-          if (need_b) gb.data()[i] = db;
+          ga.data()[i] = da;
+          gb.data()[i] = db;
         }
         if (need_a) accumulate_grad(a, std::move(ga));
         if (need_b) accumulate_grad(b, std::move(gb));

@@ -18,6 +18,29 @@ namespace {
 
 int as_int(std::size_t n) { return static_cast<int>(n); }
 
+/// Where a product's backward writes the gradient of tensor t: into t's existing grad (beta = 1,
+/// the gemm adds to it) or, for the first contribution, into a fresh array (beta = 0) that
+/// finish() hands to accumulate_grad.
+struct GradTarget {
+  explicit GradTarget(const Tensor& t) : tensor(t) {
+    if (tensor.has_grad()) {
+      data = tensor.grad().data();
+      beta = 1;
+    } else {
+      fresh = detail::empty_array(tensor.shape());
+      data = fresh.data();
+      beta = 0;
+    }
+  }
+  void finish() {
+    if (beta == 0) accumulate_grad(tensor, std::move(fresh));
+  }
+  Tensor tensor;
+  Array fresh;
+  Scalar* data;
+  Scalar beta;
+};
+
 /// The common core. a (..., n, k); b is either 2-D, shared by all rows of a, or has a's
 /// leading (batch) axes. trans_b = false: b (..., k, m); trans_b = true: b (..., m, k).
 /// `min_a_dim` is 2 for matmul and 1 for linear.
@@ -74,29 +97,32 @@ Tensor product(const char* name, const Tensor& a, const Tensor& b, bool trans_b,
         return;
       }
       const Scalar* g = grad.data();
+      // Each gradient is written by the gemm itself: with beta = 1 straight into the tensor's
+      // existing grad (a weight after zero_grad, an input used twice), which saves a temporary
+      // and the `+=` pass of accumulate_grad; with beta = 0 into a fresh array otherwise.
       if (a.requires_grad()) {
-        Array ga = detail::empty_array(sa);
+        GradTarget ga(a);
         for (std::size_t i = 0; i < batch; ++i) {
           // dA (n, k) = dY (n, m) @ op(B)^T
           blas::gemm(false, !trans_b, as_int(n), as_int(k), as_int(m), Scalar(1), g + i * y_step,
-                     as_int(m), b.value().data() + i * b_step, ldb, Scalar(0),
-                     ga.data() + i * a_step, as_int(k));
+                     as_int(m), b.value().data() + i * b_step, ldb, ga.beta,
+                     ga.data + i * a_step, as_int(k));
         }
-        accumulate_grad(a, std::move(ga));
+        ga.finish();
       }
       if (b.requires_grad()) {
-        Array gb = detail::empty_array(sb);
+        GradTarget gb(b);
         for (std::size_t i = 0; i < batch; ++i) {
           const Scalar* ai = a.value().data() + i * a_step;
           if (!trans_b) {  // dB (k, m) = A^T (k, n) @ dY (n, m)
             blas::gemm(true, false, as_int(k), as_int(m), as_int(n), Scalar(1), ai, as_int(k),
-                       g + i * y_step, as_int(m), Scalar(0), gb.data() + i * b_step, as_int(m));
+                       g + i * y_step, as_int(m), gb.beta, gb.data + i * b_step, as_int(m));
           } else {  // dB (m, k) = dY^T (m, n) @ A (n, k)
             blas::gemm(true, false, as_int(m), as_int(k), as_int(n), Scalar(1), g + i * y_step,
-                       as_int(m), ai, as_int(k), Scalar(0), gb.data() + i * b_step, as_int(k));
+                       as_int(m), ai, as_int(k), gb.beta, gb.data + i * b_step, as_int(k));
           }
         }
-        accumulate_grad(b, std::move(gb));
+        gb.finish();
       }
     });
   }

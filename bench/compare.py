@@ -167,10 +167,9 @@ def last_val_loss(text, pattern):
 
 
 def recipe(a):
-    glass_exe = os.path.join(a.build, "train", "glass")
+    glass_exe = os.path.join(a.build, "glass")
     if not os.path.exists(glass_exe):
-        found = shutil.which("glass", path=os.path.join(a.build, "train") + os.pathsep + a.build)
-        glass_exe = found or glass_exe
+        raise SystemExit(f"compare.py: {glass_exe} not found (build the 'glass' target)")
     out_dir = tempfile.mkdtemp(prefix="glass-recipe-")
     try:
         n = str(a.recipe_threads)
@@ -185,7 +184,7 @@ def recipe(a):
     finally:
         shutil.rmtree(out_dir, ignore_errors=True)
     gval = last_val_loss(gout, r"val loss ([0-9.]+)")
-    tval = last_val_loss(tout, r"val ([0-9.]+)")
+    tval = last_val_loss(tout, r"train [0-9.]+\s+val ([0-9.]+)")  # "iter 2000  train 1.51  val 1.70"
     ratio = gwall / twall
     met = ratio <= 0.5 and abs(gval - tval) <= 0.03
     lines = ["| recipe (threads) | GlassLLM wall (val loss) | twin wall (val loss) | wall ratio | val loss difference | target | met |",
