@@ -20,6 +20,7 @@
 #include "train/checkpoint.hpp"
 #include "train/clip.hpp"
 #include "train/loss_plot.hpp"
+#include "train/model_size.hpp"
 #include "train/sampler.hpp"
 
 namespace glass {
@@ -74,6 +75,19 @@ void check_options(TrainOptions& o) {
   if (o.grad_clip < 0) throw std::invalid_argument("--grad-clip must be >= 0 (0 = off)");
 }
 
+/// Refuses a model or batch that cannot fit in this machine's memory (a typo such as
+/// --d-model 1000000000 or --batch-size 100000000), before allocating anything big.
+void check_fits_in_memory(const TrainOptions& o) {
+  const double need = training_memory_lower_bound(o.model, o.batch_size, o.context);
+  const double have = physical_memory_bytes();
+  if (have > 0 && need > have)
+    throw std::invalid_argument(fmt::format(
+        "this run needs at least {} of memory ({:.4g} parameters, batch {} x context {}) but this "
+        "machine has {}. Use a smaller model (--d-model, --n-layers, --ffn-hidden) or a smaller "
+        "--batch-size or --context.",
+        format_bytes(need), parameter_count(o.model), o.batch_size, o.context, format_bytes(have)));
+}
+
 }  // namespace
 
 Trainer::Trainer(TrainOptions options, std::ostream& out) : options_(std::move(options)), out_(out) {
@@ -87,6 +101,10 @@ Trainer::Trainer(TrainOptions options, std::ostream& out) : options_(std::move(o
   if (info.had_bom) out_ << "note: dropped the UTF-8 byte-order mark at the start of " << o.data_path << "\n";
   if (info.crlf_converted > 0)
     out_ << "note: converted " << info.crlf_converted << " CRLF line endings to LF\n";
+  // A fresh model's context length is known now: say that first, not "the text is too short".
+  if (!o.resume && o.context > o.model.context_length)
+    throw std::invalid_argument(fmt::format(
+        "--context {} is longer than the model's context length {}", o.context, o.model.context_length));
   const std::size_t need = min_text_length(o.context);
   if (text.size() < need)
     throw std::runtime_error(fmt::format(
@@ -111,15 +129,28 @@ Trainer::Trainer(TrainOptions options, std::ostream& out) : options_(std::move(o
   } else {
     tokenizer_ = Tokenizer::from_text(text, o.model.vocab_cap);
     o.model.vocab_size = tokenizer_.vocab_size();
-    model_ = std::make_unique<Decoder>(o.model, o.seed);
+    o.model.validate();  // std::invalid_argument naming the bad size, before any allocation
   }
   if (o.context > o.model.context_length)
     throw std::invalid_argument(fmt::format(
         "--context {} is longer than the model's context length {}", o.context, o.model.context_length));
+  check_fits_in_memory(o);
+  if (!resuming) model_ = std::make_unique<Decoder>(o.model, o.seed);
 
+  // A text with more distinct characters than the vocabulary cap keeps the most frequent ones;
+  // the rarest become the unknown token (id 0). That also holds when resuming a checkpoint whose
+  // vocabulary is full. Otherwise a character the checkpoint never saw is an error.
+  const bool vocab_full = tokenizer_.vocab_size() >= o.model.vocab_cap;
   std::vector<std::int32_t> ids;
   try {
-    ids = tokenizer_.encode(text);
+    std::size_t unknown = 0;
+    ids = tokenizer_.encode(text, /*map_unknown=*/!resuming || vocab_full, &unknown);
+    if (unknown > 0)
+      out_ << fmt::format(
+          "note: {} has more distinct characters than the vocabulary holds ({} with the unknown "
+          "id 0); {} occurrences of the rarest ones ({:.2f}% of the text) become the unknown token\n",
+          o.data_path, o.model.vocab_cap, unknown,
+          100.0 * static_cast<double>(unknown) / static_cast<double>(text.size()));
   } catch (const UnknownCharacterError& e) {
     throw std::runtime_error(fmt::format("{} does not match the checkpoint's vocabulary: {}",
                                          o.data_path, e.what()));

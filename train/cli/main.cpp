@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <exception>
+#include <new>
 
 #include <CLI/CLI.hpp>
 
@@ -39,6 +40,11 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr,
+                 "error: out of memory: the model, the batch or the input is too large for this "
+                 "machine (try a smaller --batch-size, --context or model)\n");
+    return 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
     return 1;

@@ -1,0 +1,189 @@
+// Inputs a new user tried that used to misbehave, through the real `glass` binary:
+// - a text with more distinct characters than the vocabulary cap (was: "does not match the
+//   checkpoint's vocabulary" on a fresh run; now the rarest become the unknown token, issue 4);
+// - absurd sizes (--d-model 1000000000, --batch-size 100000000: "std::bad_alloc" or minutes of
+//   swapping; now a message before anything big is allocated), also from a corrupt config.json;
+// - NaN weights in model.safetensors (sample printed garbage, eval printed "loss nan" with exit 0,
+//   inspect hung drawing a bar of 2^63 blocks; now the checkpoint is refused);
+// - --temperature 1e-320 (logits / T overflowed; now it is greedy);
+// - --seed 18446744073709551615 (said "must be a non-negative integer");
+// - --data /dev/zero or /dev/urandom (read until the memory ran out; now the first NUL stops it).
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct CliRun {
+  int exit_code;
+  std::string out, err;
+};
+
+std::string read_all(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void write_all(const fs::path& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary) << bytes;
+}
+
+std::string q(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+/// UTF-8 of a code point in the Basic Multilingual Plane.
+std::string utf8(char32_t c) {
+  std::string s;
+  if (c < 0x80) {
+    s += static_cast<char>(c);
+  } else if (c < 0x800) {
+    s += static_cast<char>(0xC0 | (c >> 6));
+    s += static_cast<char>(0x80 | (c & 0x3F));
+  } else {
+    s += static_cast<char>(0xE0 | (c >> 12));
+    s += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
+    s += static_cast<char>(0x80 | (c & 0x3F));
+  }
+  return s;
+}
+
+class RobustnessCli : public ::testing::Test {
+ protected:
+  static fs::path dir_;
+  static fs::path text_;  // 6000 bytes of Dom Casmurro
+  static fs::path ckpt_;  // a tiny checkpoint trained once
+
+  static std::string tiny() {
+    return " --batch-size 4 --context 16 --d-model 32 --n-layers 1 --n-heads 2 --n-kv-heads 1"
+           " --ffn-hidden 32 --eval-iters 2 --sample-tokens 5 --warmup 2";
+  }
+
+  static CliRun glass(const std::string& args) {
+    const fs::path out = dir_ / "stdout.txt", err = dir_ / "stderr.txt";
+    const std::string cmd = std::string("timeout 60 " GLASS_BINARY_DIR "/glass ") + args +
+                            " </dev/null >" + q(out.string()) + " 2>" + q(err.string());
+    const int status = std::system(cmd.c_str());
+    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, read_all(out), read_all(err)};
+  }
+
+  static void SetUpTestSuite() {
+    dir_ = fs::temp_directory_path() / ("glass-robustness-cli-" + std::to_string(::getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    const std::string corpus = read_all(GLASS_SOURCE_DIR "/data/corpora/domcasmurro.txt");
+    std::size_t cut = 6000;
+    while (cut < corpus.size() && (static_cast<unsigned char>(corpus[cut]) & 0xC0) == 0x80) ++cut;
+    text_ = dir_ / "text.txt";
+    write_all(text_, corpus.substr(0, cut));
+    ckpt_ = dir_ / "ckpt";
+    const CliRun r = glass("train --data " + q(text_.string()) + " --out " + q(ckpt_.string()) +
+                           " --iters 4 --eval-every 4" + tiny());
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  }
+  static void TearDownTestSuite() { fs::remove_all(dir_); }
+
+  static void expect_error(const CliRun& r, const std::string& phrase) {
+    EXPECT_NE(r.exit_code, 0) << r.out << r.err;
+    EXPECT_NE(r.exit_code, 124) << "timed out (a hang)";
+    EXPECT_NE(r.err.find(phrase), std::string::npos) << "stderr was: " << r.err;
+    EXPECT_EQ(r.err.find("terminate called"), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("bad_alloc"), std::string::npos) << r.err;
+  }
+};
+
+fs::path RobustnessCli::dir_, RobustnessCli::text_, RobustnessCli::ckpt_;
+
+}  // namespace
+
+TEST_F(RobustnessCli, MoreCharactersThanTheVocabularyCapTrainWithTheRarestAsUnknown) {
+  // 1100 distinct CJK characters, each 3 times: the cap (1024 ids including id 0) keeps 1023
+  // of them (ties: smaller code point first); the other 77 become the unknown token.
+  std::string text;
+  for (int rep = 0; rep < 3; ++rep)
+    for (char32_t c = 0x4E00; c < 0x4E00 + 1100; ++c) text += utf8(c);
+  const fs::path big = dir_ / "big_vocab.txt";
+  write_all(big, text);
+  const fs::path out = dir_ / "big_vocab";
+  const CliRun r = glass("train --data " + q(big.string()) + " --out " + q(out.string()) +
+                         " --iters 2 --eval-every 2" + tiny());
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("vocabulary 1024"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("become the unknown token"), std::string::npos) << r.out;
+  // Resuming on the same text works too (the checkpoint's vocabulary is full).
+  const CliRun resumed = glass("train --data " + q(big.string()) + " --out " + q(out.string()) +
+                               " --iters 4 --eval-every 2 --resume" + tiny());
+  EXPECT_EQ(resumed.exit_code, 0) << resumed.out << resumed.err;
+  // A checkpoint whose vocabulary is not full still refuses characters it never saw.
+  expect_error(glass("train --data " + q(big.string()) + " --out " + q(ckpt_.string()) +
+                     " --iters 8 --resume" + tiny()),
+               "does not match the checkpoint's vocabulary");
+}
+
+TEST_F(RobustnessCli, AbsurdSizesAreRefusedBeforeAllocating) {
+  const fs::path out = dir_ / "never";
+  const std::string base = "train --data " + q(text_.string()) + " --out " + q(out.string()) + " --iters 2";
+  expect_error(glass(base + " --d-model 1000000000"), "memory");
+  expect_error(glass(base + " --n-layers 100000000"), "memory");
+  expect_error(glass(base + " --batch-size 100000000"), "--batch-size");
+  EXPECT_FALSE(fs::exists(out)) << "a refused run created its output directory";
+
+  // A corrupt config.json describing a gigantic model.
+  const fs::path bad = dir_ / "huge_config";
+  fs::copy(ckpt_, bad);
+  auto config = nlohmann::json::parse(read_all(bad / "config.json"));
+  config["model"]["d_model"] = 1000000000;
+  write_all(bad / "config.json", config.dump());
+  expect_error(glass("sample --checkpoint " + q(bad.string()) + " --tokens 5"), "memory");
+}
+
+TEST_F(RobustnessCli, NonFiniteWeightsAreACorruptCheckpoint) {
+  const fs::path bad = dir_ / "nan_weights";
+  fs::copy(ckpt_, bad);
+  std::string bytes = read_all(bad / "model.safetensors");
+  std::uint64_t header = 0;
+  std::memcpy(&header, bytes.data(), 8);  // little-endian length of the JSON header
+  const auto meta = nlohmann::json::parse(bytes.substr(8, header));
+  const std::size_t begin = meta["output.weight"]["data_offsets"][0].get<std::size_t>();
+  const float nan = std::nanf("");
+  std::memcpy(&bytes[8 + header + begin + 4 * 7], &nan, 4);  // output.weight[7] = NaN
+  write_all(bad / "model.safetensors", bytes);
+  const std::string ck = " --checkpoint " + q(bad.string());
+  expect_error(glass("sample" + ck + " --tokens 5"), "non-finite value (NaN) at index 7");
+  expect_error(glass("eval" + ck + " --data " + q(text_.string())), "output.weight");
+  expect_error(glass("inspect" + ck + " --prompt 'Capitu'"), "non-finite");
+}
+
+TEST_F(RobustnessCli, TinyTemperatureIsGreedyAndHugeSeedsAreExplained) {
+  const std::string ck = " --checkpoint " + q(ckpt_.string()) + " --prompt 'Capitu' --tokens 20";
+  const CliRun greedy = glass("sample" + ck + " --temperature 0");
+  const CliRun tiny_t = glass("sample" + ck + " --temperature 1e-320");
+  ASSERT_EQ(greedy.exit_code, 0) << greedy.err;
+  ASSERT_EQ(tiny_t.exit_code, 0) << tiny_t.err;
+  EXPECT_EQ(tiny_t.out, greedy.out);
+  expect_error(glass("sample" + ck + " --seed 18446744073709551615"), "no larger than");
+}
+
+TEST_F(RobustnessCli, EndlessDevicesStopAtTheFirstNulByte) {
+  const std::string to = " --out " + q((dir_ / "never").string()) + " --iters 2";
+  expect_error(glass("train --data /dev/zero" + to), "looks binary (it contains a NUL byte at offset 0)");
+  expect_error(glass("train --data /dev/urandom" + to), "looks binary");
+  expect_error(glass("eval --checkpoint " + q(ckpt_.string()) + " --data /dev/zero"), "looks binary");
+  EXPECT_FALSE(fs::exists(dir_ / "never"));
+}
