@@ -4,6 +4,7 @@
 #include "train/checkpoint.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 
 #include <fmt/format.h>
@@ -11,6 +12,7 @@
 
 #include "train/atomic_file.hpp"
 #include "train/config_json.hpp"
+#include "train/model_size.hpp"
 #include "train/safetensors.hpp"
 #include "train/train_state.hpp"
 
@@ -48,6 +50,14 @@ void copy_into(const SafetensorsContents& file, const std::string& source, const
   if (Shape(t->shape.begin(), t->shape.end()) != expected)
     throw CheckpointError(fmt::format("{}: tensor '{}' has shape {}, the model expects {}", source,
                                       name, shape_text(t->shape), shape_str(expected)));
+  // Training never saves a non-finite value (a NaN loss or gradient stops it first), so one here
+  // means a corrupt file; it would otherwise turn every prediction into NaN.
+  const auto bad = std::find_if(t->data.begin(), t->data.end(), [](float x) { return !std::isfinite(x); });
+  if (bad != t->data.end())
+    throw CheckpointError(fmt::format("{}: tensor '{}' holds a non-finite value ({}) at index {}: the "
+                                      "file is corrupt",
+                                      source, name, std::isnan(*bad) ? "NaN" : "inf",
+                                      bad - t->data.begin()));
   std::copy(t->data.begin(), t->data.end(), target.data());
 }
 
@@ -109,6 +119,15 @@ LoadedModel load_checkpoint(const std::string& dir, bool best) {
   return as_checkpoint_error([&] {
     CheckpointConfig config = config_from_json(read_file(config_path), config_path);
     SafetensorsContents weights = load_safetensors(weights_path);
+    // A corrupt config.json (say "d_model": 1000000000) must not exhaust the memory before the
+    // shapes are compared with the weights.
+    const double n_params = parameter_count(config.model);
+    const double memory = physical_memory_bytes();
+    if (memory > 0 && 4 * n_params > memory)
+      throw CheckpointError(fmt::format(
+          "{}: the model it describes has {:.4g} parameters ({} as float32), more than this "
+          "machine's memory ({}): is the file corrupt?",
+          config_path, n_params, format_bytes(4 * n_params), format_bytes(memory)));
     LoadedModel loaded;
     loaded.config = config.model;
     loaded.tokenizer = std::move(config.tokenizer);

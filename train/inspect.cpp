@@ -548,7 +548,8 @@ std::string render_overview(const Inspection& ins, std::size_t layer, std::size_
     const TopToken& t = top[r];
     total += t.prob;
     std::string label = t.id == 0 ? "<unk>" : "'" + visible_char(t.character) + "'";
-    std::size_t bar = static_cast<std::size_t>(std::lround(t.prob * 40));
+    const double shown = t.prob > 0 ? std::min(t.prob, 1.0) : 0.0;  // NaN -> no bar (not 2^63 blocks)
+    std::size_t bar = static_cast<std::size_t>(std::lround(shown * 40));
     std::string bars;
     for (std::size_t b = 0; b < bar; ++b) bars += "█";
     out += fmt::format("  {:>2}. {} id {:>4}  {:.4f}  {}\n", r + 1, pad_right(label, 7), t.id, t.prob,
