@@ -62,14 +62,26 @@ std::vector<double> softmax_row(const std::vector<double>& logits) {
 std::vector<double> next_token_probs(const std::vector<double>& logits,
                                      const SamplingOptions& options) {
   if (logits.empty()) throw std::invalid_argument("next_token_probs: empty logits");
+  for (double x : logits)
+    if (std::isnan(x) || x == std::numeric_limits<double>::infinity())
+      throw std::runtime_error(
+          "the model's logits are not finite (NaN or +inf): its weights are corrupt or diverged");
   if (options.temperature == 0.0) {  // greedy: all mass on the first largest logit
     std::vector<double> one_hot(logits.size(), 0.0);
     one_hot[static_cast<std::size_t>(std::max_element(logits.begin(), logits.end()) -
                                      logits.begin())] = 1.0;
     return one_hot;
   }
+  // (logit - max) / T rather than logit / T: the same softmax, but a tiny temperature (1e-320)
+  // cannot overflow to inf - inf = NaN; it tends to greedy, as it should.
+  const double max = *std::max_element(logits.begin(), logits.end());
+  if (max == -std::numeric_limits<double>::infinity())
+    throw std::runtime_error("every logit is -inf: no token can be drawn");
   std::vector<double> scaled(logits.size());
-  for (std::size_t i = 0; i < logits.size(); ++i) scaled[i] = logits[i] / options.temperature;
+  for (std::size_t i = 0; i < logits.size(); ++i) {
+    const double shifted = logits[i] - max;  // <= 0; -inf stays -inf
+    scaled[i] = shifted == 0.0 ? 0.0 : shifted / options.temperature;
+  }
   top_k_filter(scaled, options.top_k);
   std::vector<double> probs = softmax_row(scaled);
   top_p_filter(probs, options.top_p);

@@ -38,6 +38,7 @@ std::vector<double> softmax_row(const std::vector<double>& logits);
 
 /// The probabilities the sampler draws from for one row of logits: logits / temperature,
 /// top-k, softmax, top-p. With temperature 0 all mass is on the argmax (smallest id on ties).
+/// Throws std::runtime_error when a logit is NaN or +inf (corrupt weights) or all are -inf.
 std::vector<double> next_token_probs(const std::vector<double>& logits,
                                      const SamplingOptions& options);
 

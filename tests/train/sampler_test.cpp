@@ -78,3 +78,27 @@ TEST(Sampling, DrawFollowsTheProbabilitiesAndSeed) {
   std::mt19937_64 a(5), b(5);
   for (int i = 0; i < 50; ++i) EXPECT_EQ(draw({0.3, 0.3, 0.4}, a), draw({0.3, 0.3, 0.4}, b));
 }
+
+// A tiny positive temperature tends to greedy; logits / 1e-320 used to overflow to inf and the
+// softmax of inf - inf gave NaN probabilities (the sampler then drew an arbitrary character).
+TEST(Sampling, TinyTemperatureIsGreedyNotNaN) {
+  const std::vector<double> logits = {-std::numeric_limits<double>::infinity(), 0.5, 2.0, -1.0};
+  SamplingOptions o;
+  for (double t : {1e-30, 1e-320, 4.9e-324}) {
+    o.temperature = t;
+    const auto p = next_token_probs(logits, o);
+    EXPECT_EQ(p, (std::vector<double>{0.0, 0.0, 1.0, 0.0})) << "temperature " << t;
+  }
+}
+
+TEST(Sampling, NonFiniteLogitsAreAnErrorNotAnArbitraryToken) {
+  SamplingOptions o;
+  for (double t : {0.0, 0.8}) {
+    o.temperature = t;
+    EXPECT_THROW(next_token_probs({0.1, std::nan(""), 0.3}, o), std::runtime_error);
+    EXPECT_THROW(next_token_probs({0.1, std::numeric_limits<double>::infinity()}, o), std::runtime_error);
+  }
+  o.temperature = 1.0;
+  const double inf = std::numeric_limits<double>::infinity();
+  EXPECT_THROW(next_token_probs({-inf, -inf}, o), std::runtime_error);
+}
