@@ -128,23 +128,37 @@ std::u32string load_text(const std::string& path, TextInfo* info) {
     throw std::runtime_error(fmt::format("cannot read text file '{}': {}", path,
                                          e ? std::strerror(e) : "cannot open"));
   }
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
+  // Read in chunks, checking each for NUL as it arrives and the total against kMaxTextBytes, so
+  // that an endless or huge input (/dev/zero, /dev/urandom, a disk image) stops at once instead
+  // of filling the memory.
+  std::string bytes;
+  std::string chunk(1 << 20, '\0');
+  while (in) {
+    in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
+    const std::size_t got = static_cast<std::size_t>(in.gcount());
+    const std::size_t nul = chunk.find('\0');
+    if (nul < got) {
+      throw std::runtime_error(fmt::format(
+          "file '{}' looks binary (it contains a NUL byte at offset {}): expected UTF-8 text", path,
+          bytes.size() + nul));
+    }
+    if (bytes.size() + got > kMaxTextBytes) {
+      throw std::runtime_error(fmt::format(
+          "text file '{}' is larger than {} MB: GlassLLM keeps the whole text in memory (4 bytes "
+          "per character); use a smaller part of it",
+          path, kMaxTextBytes / 1000000));
+    }
+    bytes.append(chunk.data(), got);
+  }
   if (in.bad()) {
     throw std::runtime_error(fmt::format("cannot read text file '{}': read error", path));
   }
-  std::string bytes = buffer.str();
   TextInfo local;
   local.bytes = bytes.size();
 
   if (bytes.empty()) {
     throw std::runtime_error(fmt::format(
         "text file '{}' is empty: a corpus needs some text", path));
-  }
-  if (bytes.find('\0') != std::string::npos) {
-    throw std::runtime_error(fmt::format(
-        "file '{}' looks binary (it contains a NUL byte at offset {}): expected UTF-8 text", path,
-        bytes.find('\0')));
   }
 
   std::size_t start = 0;

@@ -36,10 +36,14 @@ struct TextInfo {
   std::size_t bytes = 0;            ///< size of the file in bytes
 };
 
+/// Largest text file load_text accepts, in bytes (the decoded text takes 4 bytes per character).
+constexpr std::size_t kMaxTextBytes = 1'000'000'000;
+
 /// Reads a UTF-8 text file: drops a leading BOM, turns CRLF into LF, decodes to code points.
 /// Throws std::runtime_error with a clear message for a missing/unreadable file, an empty file
-/// (or one holding only a BOM), a file that looks binary (NUL bytes), and Utf8Error for invalid
-/// UTF-8 (message names the file and the byte offset).
+/// (or one holding only a BOM), a file that looks binary (NUL bytes; found while reading, so an
+/// endless device such as /dev/zero stops at once), a file above kMaxTextBytes, and Utf8Error
+/// for invalid UTF-8 (message names the file and the byte offset).
 std::u32string load_text(const std::string& path, TextInfo* info = nullptr);
 
 }  // namespace glass

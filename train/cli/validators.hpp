@@ -5,6 +5,7 @@
 // (CLI::PositiveNumber / CLI::Range print the full double range, which says little.)
 
 #include <cerrno>
+#include <climits>
 #include <cmath>
 #include <cstdlib>
 #include <string>
@@ -21,8 +22,10 @@ inline CLI::Validator integer_at_least(long long min, const std::string& what) {
         errno = 0;
         char* end = nullptr;
         const long long v = std::strtoll(text.c_str(), &end, 10);
-        if (text.empty() || *end != '\0' || errno == ERANGE || v < min)
+        if (text.empty() || *end != '\0' || v < min)
           return "must be a " + what + " (got '" + text + "')";
+        if (errno == ERANGE)
+          return "must be a " + what + " no larger than " + std::to_string(LLONG_MAX) + " (got '" + text + "')";
         return "";
       },
       what);
