@@ -121,13 +121,19 @@ LoadedModel load_checkpoint(const std::string& dir, bool best) {
     SafetensorsContents weights = load_safetensors(weights_path);
     // A corrupt config.json (say "d_model": 1000000000) must not exhaust the memory before the
     // shapes are compared with the weights.
-    const double n_params = parameter_count(config.model);
+    // Weights, the RoPE tables (context_length x head_dim) and a one-sequence KV cache (keys and
+    // values of every layer: context_length x n_kv_heads x head_dim each), in float32.
+    const ModelConfig& m = config.model;
+    const double n_params = parameter_count(m);
+    const double per_position = static_cast<double>(m.head_dim()) *
+                                (1 + 2 * static_cast<double>(m.n_layers) * static_cast<double>(m.n_kv_heads));
+    const double need = 4 * (n_params + static_cast<double>(m.context_length) * per_position);
     const double memory = physical_memory_bytes();
-    if (memory > 0 && 4 * n_params > memory)
+    if (memory > 0 && need > memory)
       throw CheckpointError(fmt::format(
-          "{}: the model it describes has {:.4g} parameters ({} as float32), more than this "
-          "machine's memory ({}): is the file corrupt?",
-          config_path, n_params, format_bytes(4 * n_params), format_bytes(memory)));
+          "{}: the model it describes ({:.4g} parameters, context_length {}) needs at least {}, "
+          "more than this machine's memory ({}): is the file corrupt?",
+          config_path, n_params, config.model.context_length, format_bytes(need), format_bytes(memory)));
     LoadedModel loaded;
     loaded.config = config.model;
     loaded.tokenizer = std::move(config.tokenizer);

@@ -151,6 +151,10 @@ TEST_F(RobustnessCli, AbsurdSizesAreRefusedBeforeAllocating) {
   config["model"]["d_model"] = 1000000000;
   write_all(bad / "config.json", config.dump());
   expect_error(glass("sample --checkpoint " + q(bad.string()) + " --tokens 5"), "memory");
+  config["model"]["d_model"] = 32;
+  config["model"]["context_length"] = 1000000000000000;  // RoPE tables of 10^15 rows
+  write_all(bad / "config.json", config.dump());
+  expect_error(glass("sample --checkpoint " + q(bad.string()) + " --tokens 5"), "is the file corrupt?");
 }
 
 TEST_F(RobustnessCli, NonFiniteWeightsAreACorruptCheckpoint) {
