@@ -194,7 +194,9 @@ TEST(Inspect, TopKIsSortedSumsToAtMostOneAndMatchesAFullSort) {
     std::sort(sorted.rbegin(), sorted.rend());
     double total = 0;
     for (std::size_t r = 0; r < top.size(); ++r) {
-      if (r > 0) EXPECT_GE(top[r - 1].prob, top[r].prob);
+      if (r > 0) {
+        EXPECT_GE(top[r - 1].prob, top[r].prob);
+      }
       EXPECT_EQ(top[r].prob, sorted[r]);
       EXPECT_EQ(top[r].prob, row[top[r].id]);
       EXPECT_EQ(top[r].character, ins.vocab[top[r].id]);
