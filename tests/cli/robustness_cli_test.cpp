@@ -130,6 +130,11 @@ TEST_F(RobustnessCli, MoreCharactersThanTheVocabularyCapTrainWithTheRarestAsUnkn
   const CliRun resumed = glass("train --data " + q(big.string()) + " --out " + q(out.string()) +
                                " --iters 4 --eval-every 2 --resume" + tiny());
   EXPECT_EQ(resumed.exit_code, 0) << resumed.out << resumed.err;
+  // glass eval on the training text maps them the same way (with a warning), without a flag.
+  const CliRun eval = glass("eval --checkpoint " + q(out.string()) + " --data " + q(big.string()));
+  EXPECT_EQ(eval.exit_code, 0) << eval.err;
+  EXPECT_NE(eval.out.find("over 3299 predictions"), std::string::npos) << eval.out;
+  EXPECT_NE(eval.err.find("231 characters outside the vocabulary"), std::string::npos) << eval.err;
   // A checkpoint whose vocabulary is not full still refuses characters it never saw.
   expect_error(glass("train --data " + q(big.string()) + " --out " + q(ckpt_.string()) +
                      " --iters 8 --resume" + tiny()),

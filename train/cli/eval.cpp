@@ -32,7 +32,10 @@ void run_eval(const EvalFlags& f) {
   std::size_t unknown = 0;
   std::vector<std::int32_t> ids;
   try {
-    ids = loaded.tokenizer.encode(text, f.allow_unknown, &unknown);
+    // As in training: when the vocabulary is full (the text had more distinct characters than
+    // vocab_cap), the rarest characters are the unknown token by design, not an error.
+    const bool vocab_full = loaded.tokenizer.vocab_size() >= loaded.config.vocab_cap;
+    ids = loaded.tokenizer.encode(text, f.allow_unknown || vocab_full, &unknown);
   } catch (const glass::UnknownCharacterError& e) {
     throw CommandError(fmt::format("{}: {} (pass --allow-unknown to map such characters to the "
                                    "unknown token)", f.data, e.what()));
