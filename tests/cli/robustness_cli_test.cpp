@@ -124,12 +124,15 @@ TEST_F(RobustnessCli, MoreCharactersThanTheVocabularyCapTrainWithTheRarestAsUnkn
   const CliRun r = glass("train --data " + q(big.string()) + " --out " + q(out.string()) +
                          " --iters 2 --eval-every 2" + tiny());
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("checkpoint: " + out.string() + "/ ("), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("vocabulary 1024"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("become the unknown token"), std::string::npos) << r.out;
   // Resuming on the same text works too (the checkpoint's vocabulary is full).
-  const CliRun resumed = glass("train --data " + q(big.string()) + " --out " + q(out.string()) +
+  const CliRun resumed = glass("train --data " + q(big.string()) + " --out " + q(out.string() + "/") +
                                " --iters 4 --eval-every 2 --resume" + tiny());
   EXPECT_EQ(resumed.exit_code, 0) << resumed.out << resumed.err;
+  EXPECT_NE(resumed.out.find("checkpoint: " + out.string() + "/ ("), std::string::npos)  // not "//"
+      << resumed.out;
   // glass eval on the training text maps them the same way (with a warning), without a flag.
   const CliRun eval = glass("eval --checkpoint " + q(out.string()) + " --data " + q(big.string()));
   EXPECT_EQ(eval.exit_code, 0) << eval.err;

@@ -121,9 +121,9 @@ void run_train(TrainFlags& flags, CLI::App* cmd) {
     std::signal(SIGINT, SIG_DFL);
   }
   std::cout << fmt::format(
-      "\ncheckpoint: {}/ (model.safetensors = step {}, best.safetensors = best val loss {:.4f}, "
+      "\ncheckpoint: {} (model.safetensors = step {}, best.safetensors = best val loss {:.4f}, "
       "config.json, log.csv, loss.svg)\n",
-      o.out_dir, result.step, result.best_val);
+      (fs::path(o.out_dir) / "").string(), result.step, result.best_val);  // one trailing '/'
   if (result.interrupted) {
     std::cout << fmt::format("resume with: {} train --data {} --out {} --iters {} --resume\n",
                              program_name(), shell_quote(o.data_path), shell_quote(o.out_dir),
