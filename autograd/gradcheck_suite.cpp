@@ -90,6 +90,8 @@ std::vector<Case> make_cases() {
   binary("matmul/batched", {2, 3, 4, 5}, {2, 3, 5, 2}, false, [](auto& a, auto& b) { return matmul(a, b); });
   binary("matmul/shared_b", {2, 3, 4}, {4, 5}, false, [](auto& a, auto& b) { return matmul(a, b); });
   binary("matmul_nt", {2, 3, 4}, {2, 5, 4}, false, [](auto& a, auto& b) { return matmul_nt(a, b); });
+  binary("matmul_nt/scaled", {2, 3, 4}, {2, 5, 4}, false,
+         [](auto& a, auto& b) { return matmul_nt(a, b, Scalar(0.37)); });
   binary("linear", {2, 3, 4}, {5, 4}, false, [](auto& a, auto& b) { return linear(a, b); });
   // neural-network ops
   c.push_back({"embedding", [](Rng& r) { return Inputs{rand_leaf({6, 3}, r)}; },

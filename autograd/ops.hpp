@@ -67,8 +67,10 @@ Tensor concat(const std::vector<Tensor>& tensors, int axis);
 Tensor matmul(const Tensor& a, const Tensor& b);
 /// a @ b^T over the last two axes, without copying a transpose: (..., n, k) @ (..., m, k)^T ->
 /// (..., n, m), e.g. attention scores Q K^T. Leading dims equal, or b 2-D (m, k) shared.
-/// (Added by the autograd core; same as matmul(a, transpose(b, -2, -1)).)
-Tensor matmul_nt(const Tensor& a, const Tensor& b);
+/// (Added by the autograd core; same as matmul(a, transpose(b, -2, -1)).) `alpha` scales the
+/// product inside the gemm: matmul_nt(q, k, 1 / sqrt(d_k)) is the attention scores' Q K^T / sqrt(d_k)
+/// without a separate division pass.
+Tensor matmul_nt(const Tensor& a, const Tensor& b, Scalar alpha = 1);
 /// The linear layer without bias, as torch.nn.functional.linear: x (..., in_features),
 /// weight (out_features, in_features) -> x @ weight^T of shape (..., out_features).
 Tensor linear(const Tensor& x, const Tensor& weight);

@@ -43,9 +43,10 @@ struct GradTarget {
 
 /// The common core. a (..., n, k); b is either 2-D, shared by all rows of a, or has a's
 /// leading (batch) axes. trans_b = false: b (..., k, m); trans_b = true: b (..., m, k).
-/// `min_a_dim` is 2 for matmul and 1 for linear.
+/// `min_a_dim` is 2 for matmul and 1 for linear. The product is scaled by `alpha` (the gemm's
+/// own factor, so a scale such as 1/sqrt(d_k) costs no extra pass); its gradients too.
 Tensor product(const char* name, const Tensor& a, const Tensor& b, bool trans_b,
-               std::size_t min_a_dim) {
+               std::size_t min_a_dim, Scalar alpha = 1) {
   const Shape sa = a.shape(), sb = b.shape();
   auto fail = [&](const std::string& why) {
     return std::invalid_argument(std::string(name) + ": " + why + ": " + shape_str(sa) +
@@ -79,10 +80,10 @@ Tensor product(const char* name, const Tensor& a, const Tensor& b, bool trans_b,
       const Scalar* ai = a.value().data() + i * a_step;
       const Scalar* bi = b.value().data() + i * b_step;
       if (n == 1) {  // one row (generating one token): y = op(B)^T a as a matrix-vector product
-        blas::gemv(!trans_b, as_int(trans_b ? m : k), as_int(trans_b ? k : m), Scalar(1), bi, ldb,
+        blas::gemv(!trans_b, as_int(trans_b ? m : k), as_int(trans_b ? k : m), alpha, bi, ldb,
                    ai, Scalar(0), out.data() + i * y_step);
       } else {
-        blas::gemm(false, trans_b, as_int(n), as_int(m), as_int(k), Scalar(1), ai, as_int(k), bi,
+        blas::gemm(false, trans_b, as_int(n), as_int(m), as_int(k), alpha, ai, as_int(k), bi,
                    ldb, Scalar(0), out.data() + i * y_step, as_int(m));
       }
     }
@@ -103,8 +104,8 @@ Tensor product(const char* name, const Tensor& a, const Tensor& b, bool trans_b,
       if (a.requires_grad()) {
         GradTarget ga(a);
         for (std::size_t i = 0; i < batch; ++i) {
-          // dA (n, k) = dY (n, m) @ op(B)^T
-          blas::gemm(false, !trans_b, as_int(n), as_int(k), as_int(m), Scalar(1), g + i * y_step,
+          // dA (n, k) = alpha dY (n, m) @ op(B)^T
+          blas::gemm(false, !trans_b, as_int(n), as_int(k), as_int(m), alpha, g + i * y_step,
                      as_int(m), b.value().data() + i * b_step, ldb, ga.beta,
                      ga.data + i * a_step, as_int(k));
         }
@@ -114,11 +115,11 @@ Tensor product(const char* name, const Tensor& a, const Tensor& b, bool trans_b,
         GradTarget gb(b);
         for (std::size_t i = 0; i < batch; ++i) {
           const Scalar* ai = a.value().data() + i * a_step;
-          if (!trans_b) {  // dB (k, m) = A^T (k, n) @ dY (n, m)
-            blas::gemm(true, false, as_int(k), as_int(m), as_int(n), Scalar(1), ai, as_int(k),
+          if (!trans_b) {  // dB (k, m) = alpha A^T (k, n) @ dY (n, m)
+            blas::gemm(true, false, as_int(k), as_int(m), as_int(n), alpha, ai, as_int(k),
                        g + i * y_step, as_int(m), gb.beta, gb.data + i * b_step, as_int(m));
-          } else {  // dB (m, k) = dY^T (m, n) @ A (n, k)
-            blas::gemm(true, false, as_int(m), as_int(k), as_int(n), Scalar(1), g + i * y_step,
+          } else {  // dB (m, k) = alpha dY^T (m, n) @ A (n, k)
+            blas::gemm(true, false, as_int(m), as_int(k), as_int(n), alpha, g + i * y_step,
                        as_int(m), ai, as_int(k), gb.beta, gb.data + i * b_step, as_int(k));
           }
         }
@@ -133,7 +134,9 @@ Tensor product(const char* name, const Tensor& a, const Tensor& b, bool trans_b,
 
 Tensor matmul(const Tensor& a, const Tensor& b) { return product("matmul", a, b, false, 2); }
 
-Tensor matmul_nt(const Tensor& a, const Tensor& b) { return product("matmul_nt", a, b, true, 2); }
+Tensor matmul_nt(const Tensor& a, const Tensor& b, Scalar alpha) {
+  return product("matmul_nt", a, b, true, 2, alpha);
+}
 
 Tensor linear(const Tensor& x, const Tensor& weight) {
   if (weight.dim() != 2) {

@@ -227,6 +227,10 @@ int main(int argc, char** argv) {
   mallopt(M_MMAP_THRESHOLD, 32 << 20);
   mallopt(M_TRIM_THRESHOLD, 512 << 20);
   mallopt(M_TOP_PAD, 16 << 20);
+  // No fastbins: tensors are 64-byte aligned (posix_memalign), whose split-off remainders would
+  // land in the fastbins and be merged again (malloc_consolidate) at every larger request;
+  // generation with the KV cache ran ~6 % faster without them.
+  mallopt(M_MXFAST, 0);
   openblas_set_num_threads(o.threads);
   ModelConfig cfg;  // the default model, vocab 65 as bench.py
   cfg.vocab_size = 65;

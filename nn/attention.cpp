@@ -5,6 +5,8 @@
 
 #include "nn/decoder.hpp"
 
+#include "autograd/tape.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -71,26 +73,30 @@ void KVCache::append(std::size_t layer, const Array& new_keys, const Array& new_
 
 namespace {
 
-// The first m positions of one layer's cache storage (B, H_kv, capacity, D) -> (B, H_kv, m, D).
-Array first_positions(const Array& storage, std::size_t m) {
+// The first m positions of one layer's cache storage (B, H_kv, capacity, D), each KV head
+// written n_rep times in a row (the GQA expansion of repeat_kv): (B, H_kv * n_rep, m, D).
+Array first_positions(const Array& storage, std::size_t m, std::size_t n_rep) {
   const Shape& full = shape_of(storage);
   const std::size_t capacity = full[2], head_dim = full[3];
-  Array out = Array::from_shape({full[0], full[1], m, head_dim});
+  Array out = Array::from_shape({full[0], full[1] * n_rep, m, head_dim});
+  Scalar* dst = out.data();
   for (std::size_t bh = 0; bh < full[0] * full[1]; ++bh) {
-    std::copy_n(storage.data() + bh * capacity * head_dim, m * head_dim,
-                out.data() + bh * m * head_dim);
+    const Scalar* src = storage.data() + bh * capacity * head_dim;
+    for (std::size_t r = 0; r < n_rep; ++r, dst += m * head_dim) std::copy_n(src, m * head_dim, dst);
   }
   return out;
 }
 
 }  // namespace
 
-Array KVCache::cached_keys(std::size_t layer, std::size_t m) const {
-  return first_positions(keys.at(layer), std::min(m, capacity_));
+Array KVCache::cached_keys(std::size_t layer, std::size_t m, std::size_t n_rep) const {
+  if (n_rep == 0) throw std::invalid_argument("KVCache::cached_keys: n_rep must be at least 1");
+  return first_positions(keys.at(layer), std::min(m, capacity_), n_rep);
 }
 
-Array KVCache::cached_values(std::size_t layer, std::size_t m) const {
-  return first_positions(values.at(layer), std::min(m, capacity_));
+Array KVCache::cached_values(std::size_t layer, std::size_t m, std::size_t n_rep) const {
+  if (n_rep == 0) throw std::invalid_argument("KVCache::cached_values: n_rep must be at least 1");
+  return first_positions(values.at(layer), std::min(m, capacity_), n_rep);
 }
 
 // ---- Attention -----------------------------------------------------------------------------
@@ -146,7 +152,7 @@ Tensor Attention::forward(const Tensor& x, std::size_t layer, KVCache* cache,
   const std::size_t n = x.shape()[1];                    // new queries
   const std::size_t start = cache ? cache->length() : 0;  // positions already cached
   const std::size_t m = start + n;                       // keys attended to
-  const std::string snapshot = "layers." + std::to_string(layer) + ".";
+  const std::string snapshot = tracer ? "layers." + std::to_string(layer) + "." : std::string();
 
   // 1. X -> Q/K/V: three projections, split into heads: (B, n, heads, head_dim).
   Tensor q = reshape(wq.forward(x), {B, n, n_heads, head_dim});
@@ -168,25 +174,37 @@ Tensor Attention::forward(const Tensor& x, std::size_t layer, KVCache* cache,
     tracer->record(snapshot + "attn.rope_k", k.value());
   }
 
-  // 3. KV cache (generation): the keys/values of positions 0 .. start-1 come from the cache
-  //    (constants), the new post-RoPE ones are stored there for the next call. Now k and v
-  //    hold all m = start + n positions: (B, n_kv_heads, m, head_dim).
-  if (cache) {
-    Tensor past_k(cache->cached_keys(layer, start));
-    Tensor past_v(cache->cached_values(layer, start));
+  const std::size_t n_rep = n_heads / n_kv_heads;  // query heads per KV head
+  if (cache && !is_recording()) {
+    // 3-4. Generation under NoGradGuard, the common case: no gradient has to reach the new keys,
+    //      so store them in the cache first and read all m positions back at once, each KV head
+    //      already repeated for its n_rep query heads. Same values as steps 3-4 below, with one
+    //      copy per token instead of three (cached copy, concat, repeat_kv).
     cache->append(layer, k.value(), v.value());
-    if (start > 0) {
-      k = concat({past_k, k}, 2);
-      v = concat({past_v, v}, 2);
+    k = Tensor(cache->cached_keys(layer, m, n_rep));  // (B, n_heads, m, head_dim)
+    v = Tensor(cache->cached_values(layer, m, n_rep));
+  } else {
+    // 3. KV cache (while recording): the keys/values of positions 0 .. start-1 come from the
+    //    cache (constants), the new post-RoPE ones are stored there for the next call and keep
+    //    their gradients. Now k and v hold all m = start + n positions: (B, n_kv_heads, m, head_dim).
+    if (cache) {
+      Tensor past_k(cache->cached_keys(layer, start));
+      Tensor past_v(cache->cached_values(layer, start));
+      cache->append(layer, k.value(), v.value());
+      if (start > 0) {
+        k = concat({past_k, k}, 2);
+        v = concat({past_v, v}, 2);
+      }
     }
+
+    // 4. GQA expansion: query head h uses KV head h / n_rep.
+    k = repeat_kv(k, n_rep);  // (B, n_heads, m, head_dim)
+    v = repeat_kv(v, n_rep);
   }
 
-  // 4. GQA expansion: query head h uses KV head h / (n_heads / n_kv_heads).
-  k = repeat_kv(k, n_heads / n_kv_heads);  // (B, n_heads, m, head_dim)
-  v = repeat_kv(v, n_heads / n_kv_heads);
-
   // 5. Scores S = Q K^T / sqrt(d_k): (B, n_heads, n, m).
-  Tensor scores = matmul_nt(q, k) / std::sqrt(static_cast<Scalar>(head_dim));  // q @ k^T
+  // (The 1/sqrt(d_k) is the gemm's scale factor alpha: no separate division pass.)
+  Tensor scores = matmul_nt(q, k, 1 / std::sqrt(static_cast<Scalar>(head_dim)));  // q @ k^T
   if (tracer) tracer->record(snapshot + "attn.scores", scores.value());
 
   // 6. Causal mask: key j > start + i is in the future of query i and gets -inf.

@@ -66,9 +66,11 @@ class KVCache {
   /// length() .. length()+n-1. Throws std::invalid_argument on a shape mismatch or when the
   /// positions do not fit in capacity().
   void append(std::size_t layer, const Array& new_keys, const Array& new_values);
-  /// Copies of the first `m` cached positions of `layer`: (B, n_kv_heads, m, head_dim).
-  Array cached_keys(std::size_t layer, std::size_t m) const;
-  Array cached_values(std::size_t layer, std::size_t m) const;
+  /// Copies of the first `m` cached positions of `layer`: (B, n_kv_heads * n_rep, m, head_dim),
+  /// each KV head written n_rep times in a row (as repeat_kv; n_rep = 1: no repetition).
+  /// Throws std::invalid_argument for n_rep = 0, std::out_of_range for a missing layer.
+  Array cached_keys(std::size_t layer, std::size_t m, std::size_t n_rep = 1) const;
+  Array cached_values(std::size_t layer, std::size_t m, std::size_t n_rep = 1) const;
 
  private:
   std::size_t length_ = 0;

@@ -26,6 +26,10 @@ int main(int argc, char** argv) {
   mallopt(M_MMAP_THRESHOLD, 32 << 20);
   mallopt(M_TRIM_THRESHOLD, 512 << 20);
   mallopt(M_TOP_PAD, 16 << 20);
+  // No fastbins: tensors are 64-byte aligned (posix_memalign), whose split-off remainders would
+  // land in the fastbins and be merged again (malloc_consolidate) at every larger request;
+  // generation with the KV cache ran ~6 % faster without them.
+  mallopt(M_MXFAST, 0);
   CLI::App app{
       "glass: a glass-box character-level LLaMA-style language model.\n"
       "Train it on a text file, sample from it, look inside it."};
