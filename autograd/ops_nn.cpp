@@ -350,11 +350,13 @@ Tensor rope(const Tensor& x, std::size_t start, Scalar base) {
   }
   const std::size_t B = s[0], T = s[1], H = s[2], D = s[3], half = D / 2;
   // cos/sin table (T, D/2), computed in double for accuracy at large positions.
+  std::vector<double> theta(half);  // pair i turns by base^(-2i/D) per position
+  for (std::size_t i = 0; i < half; ++i)
+    theta[i] = std::pow(static_cast<double>(base), -2.0 * static_cast<double>(i) / D);
   std::vector<Scalar> cos_t(T * half), sin_t(T * half);
   for (std::size_t t = 0; t < T; ++t) {
     for (std::size_t i = 0; i < half; ++i) {
-      const double theta = std::pow(static_cast<double>(base), -2.0 * static_cast<double>(i) / D);
-      const double angle = static_cast<double>(start + t) * theta;
+      const double angle = static_cast<double>(start + t) * theta[i];
       cos_t[t * half + i] = static_cast<Scalar>(std::cos(angle));
       sin_t[t * half + i] = static_cast<Scalar>(std::sin(angle));
     }

@@ -84,11 +84,13 @@ Tensor reshape(const Tensor& a, const Shape& shape) {
 // ---- permute / transpose ---------------------------------------------------------------------
 Tensor permute(const Tensor& a, const std::vector<int>& perm) {
   const Shape in = a.shape();
-  std::string perm_text = "(";
-  for (std::size_t i = 0; i < perm.size(); ++i) perm_text += (i ? ", " : "") + std::to_string(perm[i]);
-  perm_text += ")";
+  auto perm_text = [&perm] {  // only for the error messages
+    std::string text = "(";
+    for (std::size_t i = 0; i < perm.size(); ++i) text += (i ? ", " : "") + std::to_string(perm[i]);
+    return text + ")";
+  };
   if (perm.size() != in.size()) {
-    throw std::invalid_argument("permute: permutation " + perm_text + " does not match shape " +
+    throw std::invalid_argument("permute: permutation " + perm_text() + " does not match shape " +
                                 shape_str(in));
   }
   std::vector<std::size_t> p(perm.size());
@@ -96,7 +98,7 @@ Tensor permute(const Tensor& a, const std::vector<int>& perm) {
   for (std::size_t i = 0; i < perm.size(); ++i) {
     p[i] = detail::normalize_axis(perm[i], in.size(), "permute", in);
     if (seen[p[i]]) {
-      throw std::invalid_argument("permute: " + perm_text + " is not a permutation of the axes of " +
+      throw std::invalid_argument("permute: " + perm_text() + " is not a permutation of the axes of " +
                                   shape_str(in));
     }
     seen[p[i]] = true;
