@@ -9,7 +9,7 @@ tinyshakespeare recipe with both programs (`glass train` vs the twin's train.py)
 wall time and final val loss.
 
   python3 bench/compare.py [--build build] [--reps 3] [--threads 1,2] [--recipe]
-                           [--markdown README-speed-table.md] [--json out.json]
+                           [--markdown table.md] [--json out.json]
 
 Threads: GlassLLM gets `--threads N` (OpenBLAS's thread count, its only thread pool); the twin
 gets `--torch_threads N --blas_threads N` (OPENBLAS_NUM_THREADS=N set before torch starts).

@@ -131,7 +131,7 @@ std::string render_heatmap(const Array& values, const std::vector<std::string>& 
                            const std::vector<std::string>& col_labels, double lo, double hi,
                            const RenderOptions& options = {}, bool show_causal_mask = false);
 
-/// The whole inspection as JSON text (format in README-inspect.md): prompt, tokens, vocabulary,
+/// The whole inspection as JSON text (format in the README, section "The JSON format"): prompt, tokens, vocabulary,
 /// config, logits and probs (n, V), and every snapshot with its shape and nested values.
 std::string inspection_json(const Inspection& inspection, int indent = -1);
 
