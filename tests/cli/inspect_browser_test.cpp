@@ -22,24 +22,15 @@
 #include <gtest/gtest.h>
 
 #include "nn/decoder.hpp"
+#include "test_util.hpp"
 #include "train/checkpoint.hpp"
 
 namespace fs = std::filesystem;
 
 namespace {
 
-std::string slurp(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-std::string quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
+using glass_test::read_file;
+using glass_test::quote;
 
 int run(const std::string& cmd) {
   const int status = std::system(cmd.c_str());
@@ -100,7 +91,7 @@ TEST(InspectBrowser, HeadlessChromiumRendersTheHeatmapsAndTakesAScreenshot) {
                 " --prompt " + quote(prompt) + " --layer 1 --head 2 --html " + quote(page.string()) +
                 " > " + quote((dir / "inspect.txt").string()) + " 2>&1"),
             0)
-      << slurp(dir / "inspect.txt");
+      << read_file(dir / "inspect.txt");
 
   const std::string flags =
       " --headless --no-sandbox --disable-gpu --disable-quic --no-first-run"
@@ -113,8 +104,8 @@ TEST(InspectBrowser, HeadlessChromiumRendersTheHeatmapsAndTakesAScreenshot) {
   const int dom_rc = run("timeout 120 " + chromium + flags + quote((dir / "profile-dom").string()) +
                          " --dump-dom " + quote(url) + " > " + quote(dom_file.string()) + " 2> " +
                          quote((dir / "chromium-dom.log").string()));
-  ASSERT_EQ(dom_rc, 0) << "chromium --dump-dom failed:\n" << slurp(dir / "chromium-dom.log");
-  const std::string dom = slurp(dom_file);
+  ASSERT_EQ(dom_rc, 0) << "chromium --dump-dom failed:\n" << read_file(dir / "chromium-dom.log");
+  const std::string dom = read_file(dom_file);
   const std::size_t n = prompt.size();
   EXPECT_NE(dom.find("data-rendered=\"yes\""), std::string::npos) << "the page's script did not finish";
   EXPECT_NE(dom.find("id=\"attention-heatmap\""), std::string::npos);
@@ -141,7 +132,7 @@ TEST(InspectBrowser, HeadlessChromiumRendersTheHeatmapsAndTakesAScreenshot) {
                 " --dump-dom " + quote(url + "#layer=0&head=3&attn=attn.mask&snap=attn.k") + " > " +
                 quote(dom2_file.string()) + " 2> /dev/null"),
             0);
-  const std::string dom2 = slurp(dom2_file);
+  const std::string dom2 = read_file(dom2_file);
   EXPECT_NE(dom2.find("Attention: layers.0.attn.mask, whole snapshot (no head axis)"), std::string::npos);
   EXPECT_NE(dom2.find("layers.0.attn.k (2, 12, 4) → KV head 1 of 2 (used by query head 3): (12, 4)"),
             std::string::npos);
@@ -154,8 +145,8 @@ TEST(InspectBrowser, HeadlessChromiumRendersTheHeatmapsAndTakesAScreenshot) {
   const int shot_rc = run("timeout 120 " + chromium + flags + quote((dir / "profile-shot").string()) +
                           " --screenshot=" + quote(png.string()) + " --window-size=1200,900 --hide-scrollbars " +
                           quote(url) + " > " + quote((dir / "chromium-shot.log").string()) + " 2>&1");
-  ASSERT_EQ(shot_rc, 0) << slurp(dir / "chromium-shot.log");
-  const std::string image = slurp(png);
+  ASSERT_EQ(shot_rc, 0) << read_file(dir / "chromium-shot.log");
+  const std::string image = read_file(png);
   ASSERT_GT(image.size(), 10000u) << "screenshot too small to show the page";
   EXPECT_EQ(image.substr(0, 8), std::string("\x89PNG\r\n\x1a\n", 8));
   fs::remove_all(dir / "profile-dom");

@@ -14,6 +14,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "test_util.hpp"
+
 #include "nn/decoder.hpp"
 #include "train/checkpoint.hpp"
 
@@ -21,24 +23,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct CommandResult {
-  int exit_code;
-  std::string out, err;
-};
-
-std::string slurp(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-/// Single-quotes a shell argument.
-std::string quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
+using CommandResult = glass_test::GlassRun;
+using glass_test::read_file;
+using glass_test::quote;
 
 class InspectCli : public ::testing::Test {
  protected:
@@ -66,11 +53,7 @@ class InspectCli : public ::testing::Test {
 
   /// Runs `glass inspect ARGS` with stdout/stderr captured to files (stdout is not a terminal).
   static CommandResult inspect(const std::string& args) {
-    const fs::path out = dir_ / "stdout.txt", err = dir_ / "stderr.txt";
-    const std::string cmd = std::string(GLASS_BINARY_DIR "/glass inspect ") + args + " > " +
-                            quote(out.string()) + " 2> " + quote(err.string());
-    const int status = std::system(cmd.c_str());
-    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(out), slurp(err)};
+    return glass_test::run_glass("inspect " + args, dir_);
   }
   static std::string ckpt() { return "--checkpoint " + quote(checkpoint_.string()); }
 };
@@ -113,11 +96,11 @@ TEST_F(InspectCli, JsonAndHtmlFilesAreWritten) {
   const CommandResult r = inspect(ckpt() + " --prompt 'that' --json " + quote(json.string()) + " --html " +
                         quote(html.string()));
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  const nlohmann::json j = nlohmann::json::parse(slurp(json));
+  const nlohmann::json j = nlohmann::json::parse(read_file(json));
   EXPECT_EQ(j["prompt"], "that");
   EXPECT_EQ(j["logits"]["shape"][0], 4);
   EXPECT_EQ(j["snapshots"]["layers.1.attn.softmax"]["shape"], (std::vector<int>{4, 4, 4}));
-  const std::string page = slurp(html);
+  const std::string page = read_file(html);
   EXPECT_NE(page.find("<!DOCTYPE html>"), std::string::npos);
   EXPECT_NE(page.find("id=\"glass-data\""), std::string::npos);
   for (const auto& entry : fs::directory_iterator(dir_))

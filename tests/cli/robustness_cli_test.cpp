@@ -22,31 +22,18 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "test_util.hpp"
+
 namespace fs = std::filesystem;
 
 namespace {
 
-struct CliRun {
-  int exit_code;
-  std::string out, err;
-};
+using CliRun = glass_test::GlassRun;
+using glass_test::read_file;
+using glass_test::write_file;
 
-std::string read_all(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-void write_all(const fs::path& path, const std::string& bytes) {
-  std::ofstream(path, std::ios::binary) << bytes;
-}
-
-std::string q(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
+/// Shorthand for glass_test::quote: these tests quote many paths.
+std::string q(const std::string& s) { return glass_test::quote(s); }
 
 /// UTF-8 of a code point in the Basic Multilingual Plane.
 std::string utf8(char32_t c) {
@@ -76,22 +63,18 @@ class RobustnessCli : public ::testing::Test {
   }
 
   static CliRun glass(const std::string& args) {
-    const fs::path out = dir_ / "stdout.txt", err = dir_ / "stderr.txt";
-    const std::string cmd = std::string("timeout 60 " GLASS_BINARY_DIR "/glass ") + args +
-                            " </dev/null >" + q(out.string()) + " 2>" + q(err.string());
-    const int status = std::system(cmd.c_str());
-    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, read_all(out), read_all(err)};
+    return glass_test::run_glass(args, dir_, "timeout 60 ");
   }
 
   static void SetUpTestSuite() {
     dir_ = fs::temp_directory_path() / ("glass-robustness-cli-" + std::to_string(::getpid()));
     fs::remove_all(dir_);
     fs::create_directories(dir_);
-    const std::string corpus = read_all(GLASS_SOURCE_DIR "/data/corpora/domcasmurro.txt");
+    const std::string corpus = read_file(GLASS_SOURCE_DIR "/data/corpora/domcasmurro.txt");
     std::size_t cut = 6000;
     while (cut < corpus.size() && (static_cast<unsigned char>(corpus[cut]) & 0xC0) == 0x80) ++cut;
     text_ = dir_ / "text.txt";
-    write_all(text_, corpus.substr(0, cut));
+    write_file(text_, corpus.substr(0, cut));
     ckpt_ = dir_ / "ckpt";
     const CliRun r = glass("train --data " + q(text_.string()) + " --out " + q(ckpt_.string()) +
                            " --iters 4 --eval-every 4" + tiny());
@@ -119,7 +102,7 @@ TEST_F(RobustnessCli, MoreCharactersThanTheVocabularyCapTrainWithTheRarestAsUnkn
   for (int rep = 0; rep < 3; ++rep)
     for (char32_t c = 0x4E00; c < 0x4E00 + 1100; ++c) text += utf8(c);
   const fs::path big = dir_ / "big_vocab.txt";
-  write_all(big, text);
+  write_file(big, text);
   const fs::path out = dir_ / "big_vocab";
   const CliRun r = glass("train --data " + q(big.string()) + " --out " + q(out.string()) +
                          " --iters 2 --eval-every 2" + tiny());
@@ -155,27 +138,27 @@ TEST_F(RobustnessCli, AbsurdSizesAreRefusedBeforeAllocating) {
   // A corrupt config.json describing a gigantic model.
   const fs::path bad = dir_ / "huge_config";
   fs::copy(ckpt_, bad);
-  auto config = nlohmann::json::parse(read_all(bad / "config.json"));
+  auto config = nlohmann::json::parse(read_file(bad / "config.json"));
   config["model"]["d_model"] = 1000000000;
-  write_all(bad / "config.json", config.dump());
+  write_file(bad / "config.json", config.dump());
   expect_error(glass("sample --checkpoint " + q(bad.string()) + " --tokens 5"), "memory");
   config["model"]["d_model"] = 32;
   config["model"]["context_length"] = 1000000000000000;  // RoPE tables of 10^15 rows
-  write_all(bad / "config.json", config.dump());
+  write_file(bad / "config.json", config.dump());
   expect_error(glass("sample --checkpoint " + q(bad.string()) + " --tokens 5"), "is the file corrupt?");
 }
 
 TEST_F(RobustnessCli, NonFiniteWeightsAreACorruptCheckpoint) {
   const fs::path bad = dir_ / "nan_weights";
   fs::copy(ckpt_, bad);
-  std::string bytes = read_all(bad / "model.safetensors");
+  std::string bytes = read_file(bad / "model.safetensors");
   std::uint64_t header = 0;
   std::memcpy(&header, bytes.data(), 8);  // little-endian length of the JSON header
   const auto meta = nlohmann::json::parse(bytes.substr(8, header));
   const std::size_t begin = meta["output.weight"]["data_offsets"][0].get<std::size_t>();
   const float nan = std::nanf("");
   std::memcpy(&bytes[8 + header + begin + 4 * 7], &nan, 4);  // output.weight[7] = NaN
-  write_all(bad / "model.safetensors", bytes);
+  write_file(bad / "model.safetensors", bytes);
   const std::string ck = " --checkpoint " + q(bad.string());
   expect_error(glass("sample" + ck + " --tokens 5"), "non-finite value (NaN) at index 7");
   expect_error(glass("eval" + ck + " --data " + q(text_.string())), "output.weight");

@@ -14,31 +14,18 @@
 
 #include <gtest/gtest.h>
 
+#include "test_util.hpp"
+
 namespace fs = std::filesystem;
 
 namespace {
 
-struct CliRun {
-  int exit_code;
-  std::string out, err;
-};
+using CliRun = glass_test::GlassRun;
+using glass_test::read_file;
+using glass_test::write_file;
 
-std::string read_all(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-void write_all(const fs::path& path, const std::string& bytes) {
-  std::ofstream(path, std::ios::binary) << bytes;
-}
-
-std::string q(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
+/// Shorthand for glass_test::quote: these tests quote many paths.
+std::string q(const std::string& s) { return glass_test::quote(s); }
 
 class TrainCli : public ::testing::Test {
  protected:
@@ -55,23 +42,18 @@ class TrainCli : public ::testing::Test {
 
   /// Runs `glass <args>` with stdin closed, capturing stdout and stderr.
   static CliRun glass(const std::string& args) {
-    const fs::path out = dir_ / "stdout.txt", err = dir_ / "stderr.txt";
-    const std::string cmd = std::string(GLASS_BINARY_DIR "/glass ") + args + " </dev/null >" +
-                            q(out.string()) + " 2>" + q(err.string());
-    const int status = std::system(cmd.c_str());
-    CliRun r{WIFEXITED(status) ? WEXITSTATUS(status) : -1, read_all(out), read_all(err)};
-    return r;
+    return glass_test::run_glass(args, dir_);
   }
 
   static void SetUpTestSuite() {
     dir_ = fs::temp_directory_path() / ("glass-train-cli-" + std::to_string(::getpid()));
     fs::remove_all(dir_);
     fs::create_directories(dir_);
-    const std::string corpus = read_all(GLASS_SOURCE_DIR "/data/corpora/domcasmurro.txt");
+    const std::string corpus = read_file(GLASS_SOURCE_DIR "/data/corpora/domcasmurro.txt");
     std::size_t cut = 6000;
     while (cut < corpus.size() && (static_cast<unsigned char>(corpus[cut]) & 0xC0) == 0x80) ++cut;
     text_ = dir_ / "text.txt";
-    write_all(text_, corpus.substr(0, cut));  // cut on a UTF-8 character boundary
+    write_file(text_, corpus.substr(0, cut));  // cut on a UTF-8 character boundary
     ckpt_ = dir_ / "ckpt";
     first_run_ = glass("train --data " + q(text_.string()) + " --out " + q(ckpt_.string()) +
                        " --iters 30 --eval-every 15" + tiny());
@@ -104,10 +86,10 @@ TEST_F(TrainCli, TrainWritesTheCheckpointAndSaysHowToSample) {
   EXPECT_EQ(first_run_.out.find('\r'), std::string::npos);
   EXPECT_NE(first_run_.out.find("tok/s"), std::string::npos);
   EXPECT_NE(first_run_.out.find("ETA"), std::string::npos);
-  const std::string csv = read_all(ckpt_ / "log.csv");
+  const std::string csv = read_file(ckpt_ / "log.csv");
   EXPECT_EQ(csv.substr(0, csv.find('\n')), "step,lr,train_loss,val_loss,tokens_per_s,elapsed_s");
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 4);  // header + steps 0, 15, 30
-  EXPECT_NE(read_all(ckpt_ / "loss.svg").find("<svg"), std::string::npos);
+  EXPECT_NE(read_file(ckpt_ / "loss.svg").find("<svg"), std::string::npos);
 }
 
 TEST_F(TrainCli, SampleCachedAndUncachedAgreeAtTemperatureZeroAndSeedsReproduce) {
@@ -155,8 +137,8 @@ TEST_F(TrainCli, ResumeThroughTheBinaryMatchesOneRun) {
     }
     return out;
   };
-  EXPECT_EQ(losses(read_all(one / "log.csv")), losses(read_all(two / "log.csv")));
-  EXPECT_EQ(read_all(one / "model.safetensors"), read_all(two / "model.safetensors"));  // bit for bit
+  EXPECT_EQ(losses(read_file(one / "log.csv")), losses(read_file(two / "log.csv")));
+  EXPECT_EQ(read_file(one / "model.safetensors"), read_file(two / "model.safetensors"));  // bit for bit
 }
 
 TEST_F(TrainCli, CtrlCSavesACheckpointAndExitsWith130) {
@@ -169,7 +151,7 @@ TEST_F(TrainCli, CtrlCSavesACheckpointAndExitsWith130) {
       "for i in $(seq 1 600); do [ -f " + q((out / "log.csv").string()) + " ] && break; sleep 0.05; done; " +
       "sleep 0.2; kill -INT $pid; wait $pid; echo $? > " + q((dir_ / "code.txt").string());
   ASSERT_EQ(std::system(("bash -c " + q(script)).c_str()), 0);
-  EXPECT_EQ(read_all(dir_ / "code.txt"), "130\n");
+  EXPECT_EQ(read_file(dir_ / "code.txt"), "130\n");
   EXPECT_TRUE(fs::exists(out / "train_state.json"));
   const CliRun sample = glass("sample --checkpoint " + q(out.string()) + " --tokens 5");
   EXPECT_EQ(sample.exit_code, 0) << sample.err;
@@ -183,9 +165,9 @@ TEST_F(TrainCli, WithoutDataItUsesGlassDataAndWritesToRunsCorpusName) {
   const std::string cmd = "cd " + q(cwd.string()) + " && GLASS_DATA=" + q(text_.string()) + " " +
                           GLASS_BINARY_DIR "/glass train --iters 2 --eval-every 1" + tiny() +
                           " >" + q((dir_ / "default_out.txt").string()) + " 2>&1";
-  ASSERT_EQ(std::system(cmd.c_str()), 0) << read_all(dir_ / "default_out.txt");
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << read_file(dir_ / "default_out.txt");
   EXPECT_TRUE(fs::exists(cwd / "runs" / "text" / "model.safetensors"));
-  const std::string out = read_all(dir_ / "default_out.txt");
+  const std::string out = read_file(dir_ / "default_out.txt");
   EXPECT_NE(out.find("sample --checkpoint runs/text --tokens 300"), std::string::npos) << out;
 }
 
@@ -194,11 +176,11 @@ TEST_F(TrainCli, WithoutDataItUsesGlassDataAndWritesToRunsCorpusName) {
 TEST_F(TrainCli, BadTrainInputsFailClearlyAndWriteNothing) {
   const fs::path out = dir_ / "never";
   const std::string to = " --out " + q(out.string()) + tiny() + " --iters 5";
-  write_all(dir_ / "empty.txt", "");
-  write_all(dir_ / "binary.txt", std::string("abc\0def", 7));
-  write_all(dir_ / "invalid.txt", "ol\xe1 mundo");
-  write_all(dir_ / "short.txt", "curto demais");
-  write_all(dir_ / "a_file", "x");
+  write_file(dir_ / "empty.txt", "");
+  write_file(dir_ / "binary.txt", std::string("abc\0def", 7));
+  write_file(dir_ / "invalid.txt", "ol\xe1 mundo");
+  write_file(dir_ / "short.txt", "curto demais");
+  write_file(dir_ / "a_file", "x");
 
   expect_error(glass("train --data " + q((dir_ / "missing.txt").string()) + to), "does not exist");
   expect_error(glass("train --data " + q((dir_ / "empty.txt").string()) + to), "empty");
@@ -225,8 +207,8 @@ TEST_F(TrainCli, BadTrainInputsFailClearlyAndWriteNothing) {
 TEST_F(TrainCli, FailedRunsLeaveAGoodCheckpointIntact) {
   const fs::path copy = dir_ / "intact";
   fs::copy(ckpt_, copy);
-  const std::string before = read_all(copy / "model.safetensors");
-  const std::string state_before = read_all(copy / "train_state.json");
+  const std::string before = read_file(copy / "model.safetensors");
+  const std::string state_before = read_file(copy / "train_state.json");
   const std::string data = " --data " + q(text_.string()) + " --out " + q(copy.string()) + tiny();
   // Diverging: a huge learning rate makes the loss NaN within a few steps; training stops.
   const CliRun diverged = glass("train" + data + " --resume --iters 200 --lr 1e9 --eval-every 1000");
@@ -235,12 +217,12 @@ TEST_F(TrainCli, FailedRunsLeaveAGoodCheckpointIntact) {
   // Already past --iters.
   expect_error(glass("train" + data + " --resume --iters 10"), "already at step 30");
   // Another text whose characters the checkpoint's vocabulary lacks.
-  write_all(dir_ / "other.txt", std::string(2000, 'Z') + "\xe2\x98\x83");
+  write_file(dir_ / "other.txt", std::string(2000, 'Z') + "\xe2\x98\x83");
   expect_error(glass("train --data " + q((dir_ / "other.txt").string()) + " --out " +
                      q(copy.string()) + tiny() + " --resume --iters 40"),
                "vocabulary");
-  EXPECT_EQ(read_all(copy / "model.safetensors"), before);
-  EXPECT_EQ(read_all(copy / "train_state.json"), state_before);
+  EXPECT_EQ(read_file(copy / "model.safetensors"), before);
+  EXPECT_EQ(read_file(copy / "train_state.json"), state_before);
   for (const auto& entry : fs::directory_iterator(copy))  // no temporary files left behind
     EXPECT_EQ(entry.path().filename().string().find(".tmp"), std::string::npos) << entry.path();
 }
@@ -265,19 +247,19 @@ TEST_F(TrainCli, BadSampleAndEvalInputsFailClearly) {
   // Corrupt checkpoints: truncated weights, bad JSON, wrong shapes.
   const fs::path bad = dir_ / "bad";
   fs::copy(ckpt_, bad);
-  const std::string weights = read_all(ckpt_ / "model.safetensors");
-  write_all(bad / "model.safetensors", weights.substr(0, weights.size() - 100));
+  const std::string weights = read_file(ckpt_ / "model.safetensors");
+  write_file(bad / "model.safetensors", weights.substr(0, weights.size() - 100));
   expect_error(glass("sample --checkpoint " + q(bad.string())), "model.safetensors");
   expect_error(glass("eval --checkpoint " + q(bad.string()) + " --data " + q(text_.string())),
                "model.safetensors");
-  write_all(bad / "model.safetensors", weights);
-  write_all(bad / "config.json", "{ not json");
+  write_file(bad / "model.safetensors", weights);
+  write_file(bad / "config.json", "{ not json");
   expect_error(glass("sample --checkpoint " + q(bad.string())), "config.json");
-  std::string config = read_all(ckpt_ / "config.json");
+  std::string config = read_file(ckpt_ / "config.json");
   const std::size_t at = config.find("\"d_model\": 32");
   ASSERT_NE(at, std::string::npos) << config;
   config.replace(at, 13, "\"d_model\": 64");
-  write_all(bad / "config.json", config);
+  write_file(bad / "config.json", config);
   expect_error(glass("sample --checkpoint " + q(bad.string())), "shape");
 
   expect_error(glass("eval" + ck), "--data is required");

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "data/text.hpp"
+#include "test_util.hpp"
 
 namespace fs = std::filesystem;
 using glass::load_text;
@@ -21,28 +22,13 @@ using glass::utf8_to_u32;
 
 namespace {
 
-/// Temporary directories made by this test process, removed when it exits.
-struct TempDirs {
-  std::vector<fs::path> dirs;
-  ~TempDirs() {
-    for (const auto& d : dirs) {
-      std::error_code ec;
-      fs::remove_all(d, ec);
-    }
-  }
-};
-TempDirs& temp_dirs() {
-  static TempDirs t;
-  return t;
-}
-
 /// A fresh file in a per-test temporary directory holding exactly `bytes`.
 std::string write_temp(const std::string& name, const std::string& bytes) {
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
   fs::path dir = fs::temp_directory_path() /
                  ("glass_text_test_" + std::string(info->name()) + "_" + std::to_string(::getpid()));
   fs::create_directories(dir);
-  temp_dirs().dirs.push_back(dir);
+  glass_test::remove_at_exit(dir);
   fs::path p = dir / name;
   std::ofstream(p, std::ios::binary) << bytes;
   return p.string();

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "test_util.hpp"
 #include "train/atomic_file.hpp"
 
 namespace fs = std::filesystem;
@@ -20,28 +21,7 @@ using glass::FileError;
 
 namespace {
 
-/// Temporary directories made by this test process, removed when it exits.
-struct TempDirs {
-  std::vector<fs::path> dirs;
-  ~TempDirs() {
-    for (const auto& d : dirs) {
-      std::error_code ec;
-      fs::remove_all(d, ec);
-    }
-  }
-};
-TempDirs& temp_dirs() {
-  static TempDirs t;
-  return t;
-}
-
-fs::path temp_dir(const std::string& tag) {
-  fs::path dir = fs::temp_directory_path() / ("glass_atomic_" + tag + "_" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  temp_dirs().dirs.push_back(dir);
-  return dir;
-}
+fs::path temp_dir(const std::string& tag) { return glass_test::temp_dir("glass_atomic_" + tag); }
 
 std::size_t count_entries(const fs::path& dir) {
   std::size_t n = 0;
