@@ -43,7 +43,7 @@ struct TensorImpl {
 };
 
 /// A handle to a value and its gradient (like torch.Tensor). Copies share the same storage:
-/// `Tensor b = a;` makes b another name for a. Use `detach()` / `clone()` for a new tensor.
+/// `Tensor b = a;` makes b another name for a. Use `detach()` for a new tensor (a copy).
 ///
 /// A default-constructed Tensor is "undefined" (`defined() == false`).
 class Tensor {
@@ -64,7 +64,9 @@ class Tensor {
   /// A 0-d tensor holding one number.
   static Tensor scalar(Scalar value, bool requires_grad = false);
 
+  /// The accessors below throw std::logic_error on an undefined tensor.
   bool defined() const { return impl_ != nullptr; }
+  /// The value; writing through it changes every copy of this handle (no tape record).
   const Array& value() const;
   Array& value();
   /// The gradient, allocated as zeros of the value's shape on first access.
@@ -75,12 +77,14 @@ class Tensor {
   /// Sets the gradient to zeros (keeps the allocation when there is one).
   void zero_grad();
 
+  /// Whether backward() computes a gradient for this tensor.
   bool requires_grad() const;
   void set_requires_grad(bool requires_grad);
+  /// A label for messages and tracing, e.g. "layers.0.attention.wq.weight" ("" by default).
   const std::string& name() const;
   void set_name(std::string name);
 
-  Shape shape() const;
+  Shape shape() const;  ///< the value's shape
   std::size_t dim() const;   ///< number of axes
   std::size_t size() const;  ///< number of elements
   /// The single value of a one-element tensor; throws std::invalid_argument otherwise.

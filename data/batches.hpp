@@ -83,6 +83,7 @@ class BatchSampler {
   std::string state() const;
   /// Restores a state written by state(). Throws std::invalid_argument if it cannot be parsed.
   void set_state(const std::string& state);
+  /// The random engine that picks batch start positions.
   std::mt19937_64& engine() { return engine_; }
 
  private:

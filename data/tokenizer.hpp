@@ -36,8 +36,11 @@ class Tokenizer {
   /// keeping at most vocab_cap - 1 of them (id 0 is the unknown token, so vocab_size <= vocab_cap).
   static Tokenizer from_text(const std::u32string& text, std::size_t vocab_cap = 1024);
 
+  /// Number of ids: the known characters plus the unknown token (id 0).
   std::size_t vocab_size() const { return chars_.size() + 1; }
+  /// The known characters; chars()[i] has id i + 1.
   const std::vector<char32_t>& chars() const { return chars_; }
+  /// Whether `c` has its own id (false for characters that map to kUnknownId).
   bool contains(char32_t c) const { return index_.count(c) != 0; }
   /// Id of a character; kUnknownId when not in the vocabulary.
   std::int32_t id_of(char32_t c) const;

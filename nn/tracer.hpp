@@ -32,16 +32,19 @@ inline namespace GLASS_PRECISION {
 ///   "probs"                 (n, vocab_size)   softmax of the logits (next-token probabilities)
 class Tracer {
  public:
+  /// Records batch element `batch_index` of every snapshot that has a batch axis.
   explicit Tracer(std::size_t batch_index = 0) : batch_index_(batch_index) {}
 
   /// Stores a copy of `value` under `name`; when `has_batch_axis`, axis 0 is the batch and
   /// only element batch_index() is kept.
   void record(const std::string& name, const Array& value, bool has_batch_axis = true);
+  /// Whether a snapshot named `name` was recorded.
   bool has(const std::string& name) const;
   /// Throws std::out_of_range listing the valid names when `name` was not recorded.
   const Array& get(const std::string& name) const;
   /// Recorded names in recording order.
   const std::vector<std::string>& names() const { return order_; }
+  /// Forgets every snapshot (batch_index() is kept).
   void clear();
   std::size_t batch_index() const { return batch_index_; }
 

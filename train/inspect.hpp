@@ -91,6 +91,7 @@ HeadView head_view(const Inspection& inspection, std::size_t layer, std::size_t 
 struct Summary {
   double min = 0, max = 0, mean = 0;
 };
+/// The Summary of `values` (any shape); all zeros for an empty array.
 Summary summarize(const Array& values);
 
 /// One candidate next token.

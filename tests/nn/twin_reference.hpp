@@ -20,6 +20,8 @@
 
 namespace glass_test {
 
+/// The twin's model: vocab 11, d_model 16, 2 layers, 4 heads / 2 KV heads, ffn_hidden 24,
+/// context 16 (CONFIG in reference/make_reference.py uses the same sizes).
 inline glass::ModelConfig twin_config() {
   glass::ModelConfig c;
   c.vocab_size = 11;
