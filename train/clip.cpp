@@ -1,6 +1,9 @@
 #include "train/clip.hpp"
 
+#include <algorithm>
 #include <cmath>
+
+#include "autograd/ops_util.hpp"
 
 namespace glass {
 inline namespace GLASS_PRECISION {
@@ -11,7 +14,14 @@ double global_grad_norm(const std::vector<Tensor>& params) {
     if (!p.has_grad()) continue;
     const Scalar* g = p.grad().data();
     const std::size_t n = p.size();
-    for (std::size_t i = 0; i < n; ++i) sum_sq += static_cast<double>(g[i]) * g[i];
+    // Blocks of 1024 squares are summed with SIMD (detail::dot_n), the blocks in double: as
+    // accurate as a plain double loop for this purpose and several times faster (a plain
+    // `sum += g * g` in double can be neither vectorized nor pipelined).
+    constexpr std::size_t kBlock = 1024;
+    for (std::size_t i = 0; i < n; i += kBlock) {
+      const std::size_t len = std::min(kBlock, n - i);
+      sum_sq += static_cast<double>(detail::dot_n(g + i, g + i, len));
+    }
   }
   return std::sqrt(sum_sq);
 }
@@ -26,7 +36,8 @@ double clip_grad_norm(const std::vector<Tensor>& params, double max_norm) {
     Tensor handle = p;  // shares storage
     Scalar* g = handle.grad().data();
     const std::size_t n = handle.size();
-    for (std::size_t i = 0; i < n; ++i) g[i] = static_cast<Scalar>(g[i] * coef);
+    const Scalar scale = static_cast<Scalar>(coef);  // in Scalar, so the loop vectorizes
+    for (std::size_t i = 0; i < n; ++i) g[i] *= scale;
   }
   return norm;
 }
