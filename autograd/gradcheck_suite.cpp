@@ -70,6 +70,8 @@ std::vector<Case> make_cases() {
   unary("log", {3, 4}, true, [](const Tensor& a) { return log(a); });
   unary("sigmoid", {3, 4}, false, [](const Tensor& a) { return sigmoid(a); });
   unary("silu", {3, 4}, false, [](const Tensor& a) { return silu(a); });
+  binary("silu_mul", {3, 4}, {3, 4}, false, [](auto& gate, auto& up) { return silu_mul(gate, up); });
+  binary("silu_mul/same_tensor_twice", {3, 4}, {3, 4}, false, [](auto& a, auto&) { return silu_mul(a, a); });
   // reductions
   unary("sum", {3, 4}, false, [](const Tensor& a) { return sum(a); });
   unary("mean", {3, 4}, false, [](const Tensor& a) { return mean(a); });
@@ -107,6 +109,17 @@ std::vector<Case> make_cases() {
     Mask m = causal_mask(3, 5, 1);
     for (std::size_t j = 0; j < 5; ++j) m(2, j) = true;  // one fully masked row -> zeros
     return softmax(masked_fill(a, m, -inf));
+  });
+  unary("masked_softmax", {2, 3, 4}, false, [](const Tensor& a) {
+    return masked_softmax(a, causal_mask(3, 4, 0));  // prefix rows, mask (3, 4) over the batch
+  });
+  unary("masked_softmax/general_rows", {2, 3, 5}, false, [](const Tensor& a) {
+    Mask m = Mask::from_shape({3, 5});
+    m.fill(false);
+    m(0, 1) = m(0, 3) = true;                         // holes: not a prefix row
+    for (std::size_t j = 0; j < 5; ++j) m(1, j) = true;  // fully masked row -> zeros
+    m(2, 0) = true;                                   // masked first key
+    return masked_softmax(a, m);
   });
   unary("log_softmax", {3, 5}, false, [](const Tensor& a) { return log_softmax(a); });
   unary("cross_entropy", {2, 3, 5}, false, [](const Tensor& a) {

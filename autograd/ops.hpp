@@ -31,6 +31,11 @@ Tensor exp(const Tensor& a);                   ///< e^a
 Tensor log(const Tensor& a);                   ///< natural log; a must be > 0
 Tensor sigmoid(const Tensor& a);               ///< 1 / (1 + e^-a)
 Tensor silu(const Tensor& a);                  ///< a * sigmoid(a) (Swish, Ramachandran et al. 2017)
+/// silu(gate) * up fused: SwiGLU's gate (Shazeer 2020, "GLU Variants Improve Transformer").
+/// gate and up must have the same shape (no broadcasting), which is the output's shape; throws
+/// std::invalid_argument "silu_mul: shapes (..) and (..) differ" otherwise. One pass over memory
+/// forward and one backward (sigmoid(gate) is recomputed there, not stored).
+Tensor silu_mul(const Tensor& gate, const Tensor& up);
 
 Tensor operator+(const Tensor& a, const Tensor& b);
 Tensor operator-(const Tensor& a, const Tensor& b);
@@ -85,6 +90,13 @@ Tensor masked_fill(const Tensor& a, const Mask& mask, Scalar value);
 /// Softmax over the last axis, subtracting each row's max. A row whose entries are all -inf
 /// gives zeros (and zero gradient), never NaN.
 Tensor softmax(const Tensor& a);
+/// softmax(masked_fill(scores, mask, -inf)) fused, over the last axis: one pass, no masked copy
+/// of scores. mask broadcasts to scores' shape as in masked_fill (e.g. causal_mask (n, m) under
+/// scores (B, H, n, m)); true = masked. Masked entries are exactly 0 in the output and get exactly
+/// 0 gradient; a fully masked row gives zeros. Rows whose mask is a prefix (first k keys allowed,
+/// the rest masked: every row of a causal mask) only touch their first k entries. Throws
+/// std::invalid_argument when the mask does not broadcast or scores is 0-d.
+Tensor masked_softmax(const Tensor& scores, const Mask& mask);
 /// log(softmax(a)) over the last axis, computed stably (x - max - log(sum(exp(x - max)))).
 /// A row whose entries are all -inf gives -inf (log 0) and zero gradient, never NaN.
 Tensor log_softmax(const Tensor& a);

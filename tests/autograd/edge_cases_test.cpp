@@ -1,11 +1,15 @@
 // Edge cases from the conventions (DESIGN.md): masked_fill's zero gradient, softmax with -inf
-// and with huge logits, fully masked rows, cross-entropy with ignored targets.
+// and with huge logits, fully masked rows, cross-entropy with ignored targets, and the fused
+// masked_softmax equal to the last bit to masked_fill + softmax (what the attention snapshots
+// rely on).
 // Compiled in float (test_autograd) and, through edge_cases_f64_test.cpp, in double.
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <limits>
+#include <tuple>
+#include <utility>
 
 #include "autograd/ops.hpp"
 
@@ -147,6 +151,36 @@ TEST(EdgeCases, CrossEntropyWithHugeLogitsIsFinite) {
   EXPECT_NEAR(loss.item(), 1000.0, 1e-3);
   loss.backward();
   EXPECT_TRUE(all_finite(logits.grad()));
+}
+
+TEST(EdgeCases, MaskedSoftmaxIsBitIdenticalToMaskedFillThenSoftmax) {
+  // The attention's steps 6-7 use the fused op; its tracer snapshots must not change. Causal
+  // masks at the model's training shape (T = 64) and while decoding with a cache (start = 64),
+  // with huge logits, in this precision; values and gradients compared with ==.
+  Rng rng(5);
+  for (const auto& [n, m, start] : {std::tuple<std::size_t, std::size_t, std::size_t>{64, 64, 0},
+                                    {3, 67, 64}, {1, 65, 64}}) {
+    const Mask mask = causal_mask(n, m, start);
+    Array x = Tensor::randn({2, 4, n, m}, 3, rng).value();
+    x.data()[5] = 1e4;  // a huge allowed logit
+    const Array R = Tensor::randn({2, 4, n, m}, 1, rng).value();
+    auto run = [&](bool fused) {
+      const Tensor leaf(x, true);
+      const Tensor y = fused ? masked_softmax(leaf, mask) : softmax(masked_fill(leaf, mask, -kInf));
+      sum(y * Tensor(R)).backward();
+      return std::make_pair(y.value(), leaf.grad());
+    };
+    const auto [yf, gf] = run(true);
+    const auto [yc, gc] = run(false);
+    EXPECT_TRUE(all_finite(yf));
+    std::size_t value_diffs = 0, grad_diffs = 0;
+    for (std::size_t i = 0; i < yf.size(); ++i) {
+      value_diffs += yf.data()[i] != yc.data()[i];
+      grad_diffs += gf.data()[i] != gc.data()[i];
+    }
+    EXPECT_EQ(value_diffs, 0u) << "n " << n << " m " << m;
+    EXPECT_EQ(grad_diffs, 0u) << "n " << n << " m " << m;
+  }
 }
 
 }  // namespace

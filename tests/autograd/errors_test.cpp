@@ -33,6 +33,13 @@ TEST(Errors, BinaryOpsNameShapesThatDoNotBroadcast) {
   expect_error<std::invalid_argument>([] { mul(t23, Tensor::zeros({2})); }, {"mul", "(2, 3)", "(2,)"});
 }
 
+TEST(Errors, SiluMulNeedsEqualShapes) {
+  // No broadcasting, even where add/mul would broadcast: gate and up must match exactly.
+  expect_error<std::invalid_argument>([] { silu_mul(t23, t45); }, {"silu_mul", "(2, 3)", "(4, 5)", "differ"});
+  expect_error<std::invalid_argument>([] { silu_mul(t23, Tensor::zeros({3})); },
+                                      {"silu_mul: shapes (2, 3) and (3,) differ"});
+}
+
 TEST(Errors, Matmul) {
   expect_error<std::invalid_argument>([] { matmul(t23, t45); }, {"matmul", "inner", "(2, 3)", "(4, 5)"});
   expect_error<std::invalid_argument>([] { matmul(Tensor::zeros({2, 2, 3}), Tensor::zeros({3, 3, 4})); },
@@ -63,6 +70,10 @@ TEST(Errors, NeuralNetworkOps) {
   expect_error<std::invalid_argument>([] { masked_fill(t23, causal_mask(3, 3), 0); },
                                       {"masked_fill", "(3, 3)", "(2, 3)"});
   expect_error<std::invalid_argument>([] { softmax(Tensor::scalar(1)); }, {"softmax", "()"});
+  expect_error<std::invalid_argument>([] { masked_softmax(t23, causal_mask(3, 3)); },
+                                      {"masked_softmax", "(3, 3)", "(2, 3)"});
+  expect_error<std::invalid_argument>([] { masked_softmax(Tensor::scalar(1), Mask()); },
+                                      {"masked_softmax", "()"});
 }
 
 }  // namespace

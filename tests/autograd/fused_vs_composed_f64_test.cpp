@@ -1,10 +1,13 @@
-// Each fused op (softmax, log_softmax, rms_norm, cross_entropy, rope) equals the same function
-// composed from primitive ops, in value and in gradient (double precision). The composed
-// versions follow the textbook formulas; the fused ones have hand-derived backward passes.
+// Each fused op (softmax, log_softmax, rms_norm, cross_entropy, rope, silu_mul, masked_softmax)
+// equals the same function composed from primitive ops, in value and in gradient (double
+// precision). The composed versions follow the textbook formulas; the fused ones have
+// hand-derived backward passes.
 
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
+#include <tuple>
 
 #include "autograd/ops.hpp"
 
@@ -138,6 +141,150 @@ TEST_F(FusedVsComposed, RepeatKvEqualsConcatOfHeads) {
   });
   expect_close(fused.value, composed.value, 0, "value");
   expect_close(fused.grad, composed.grad, 1e-12, "grad");
+}
+
+// ---- silu_mul = silu(gate) * up -------------------------------------------------------------
+
+/// Value and gradients of sum(f(gate, up) * R) for fresh leaves; an input with need_* false does
+/// not require grad (its returned gradient is empty).
+struct TwoGrads {
+  Array value, d_gate, d_up;
+};
+template <class F>
+TwoGrads run2(const Array& gate, const Array& up, const Array& R, bool need_gate, bool need_up, F f) {
+  const Tensor g(gate, need_gate), u(up, need_up);
+  const Tensor y = f(g, u);
+  sum(y * Tensor(R)).backward();
+  TwoGrads out{y.value(), Array(), Array()};
+  if (need_gate) out.d_gate = g.grad();
+  if (need_up) out.d_up = u.grad();
+  EXPECT_FALSE(!need_gate && g.has_grad()) << "gate got a gradient without requiring one";
+  EXPECT_FALSE(!need_up && u.has_grad()) << "up got a gradient without requiring one";
+  return out;
+}
+
+TEST_F(FusedVsComposed, SiluMulEqualsSiluTimesUp) {
+  // 2*3*21 = 126 elements: several SIMD batches and a scalar tail.
+  const Array gate = randn({2, 3, 21}), up = randn({2, 3, 21}), R = randn({2, 3, 21});
+  const auto fused = run2(gate, up, R, true, true, [](auto& g, auto& u) { return silu_mul(g, u); });
+  const auto composed = run2(gate, up, R, true, true, [](auto& g, auto& u) { return silu(g) * u; });
+  expect_close(fused.value, composed.value, 1e-14, "value");
+  expect_close(fused.d_gate, composed.d_gate, 1e-13, "grad gate");
+  expect_close(fused.d_up, composed.d_up, 1e-14, "grad up");
+}
+
+TEST_F(FusedVsComposed, SiluMulWithOnlyOneInputRequiringGrad) {
+  const Array gate = randn({5, 7}), up = randn({5, 7}), R = randn({5, 7});
+  auto fused = [](auto& g, auto& u) { return silu_mul(g, u); };
+  auto composed = [](auto& g, auto& u) { return silu(g) * u; };
+  {  // only the gate (e.g. a frozen up projection)
+    const auto f = run2(gate, up, R, true, false, fused);
+    const auto c = run2(gate, up, R, true, false, composed);
+    expect_close(f.d_gate, c.d_gate, 1e-13, "grad gate");
+  }
+  {  // only up
+    const auto f = run2(gate, up, R, false, true, fused);
+    const auto c = run2(gate, up, R, false, true, composed);
+    expect_close(f.d_up, c.d_up, 1e-14, "grad up");
+  }
+}
+
+TEST_F(FusedVsComposed, SiluMulOfOneTensorWithItself) {
+  // silu_mul(a, a) = a^2 sigmoid(a): both gradients accumulate into a.
+  const Array x = randn({3, 9}), R = randn({3, 9});
+  const auto fused = run(x, &R, [](const Tensor& a) { return silu_mul(a, a); });
+  const auto composed = run(x, &R, [](const Tensor& a) { return a * a * sigmoid(a); });
+  expect_close(fused.value, composed.value, 1e-13, "value");
+  expect_close(fused.grad, composed.grad, 1e-13, "grad");
+}
+
+// ---- masked_softmax = softmax(masked_fill(x, mask, -inf)) -------------------------------------
+
+Tensor composed_masked_softmax(const Tensor& x, const Mask& mask) {
+  return softmax(masked_fill(x, mask, -std::numeric_limits<Scalar>::infinity()));
+}
+
+/// Every masked place has exactly 0 value and exactly 0 gradient (shape of x, mask broadcast
+/// over x's leading axes as a (rows, d) pattern repeating every mask.size() elements).
+void expect_exact_zeros_at_masked(const Array& value, const Array& grad, const Mask& mask) {
+  const std::size_t period = mask.size();
+  for (std::size_t i = 0; i < value.size(); ++i) {
+    if (!mask.data()[i % period]) continue;
+    EXPECT_EQ(value.data()[i], 0.0) << "value at masked flat index " << i;
+    EXPECT_EQ(grad.data()[i], 0.0) << "grad at masked flat index " << i;
+  }
+}
+
+TEST_F(FusedVsComposed, MaskedSoftmaxWithCausalMaskIsBitIdentical) {
+  // Causal masks with and without a cache offset; row lengths shorter and longer than a SIMD
+  // batch, so the prefix rows end inside, at and past whole batches.
+  for (const auto& [n, m, start] : {std::tuple<std::size_t, std::size_t, std::size_t>{3, 4, 0},
+                                    {5, 5, 0}, {19, 37, 18}, {40, 40, 0}}) {
+    const Mask mask = causal_mask(n, m, start);
+    const Array x = randn({2, 3, n, m}), R = randn({2, 3, n, m});
+    const auto fused = run(x, &R, [&](const Tensor& a) { return masked_softmax(a, mask); });
+    const auto composed = run(x, &R, [&](const Tensor& a) { return composed_masked_softmax(a, mask); });
+    // Same exponentials and the same partial sums as the composed pair: equal to the last bit.
+    expect_close(fused.value, composed.value, 0, "value");
+    expect_close(fused.grad, composed.grad, 0, "grad");
+    expect_exact_zeros_at_masked(fused.value, fused.grad, mask);
+  }
+}
+
+TEST_F(FusedVsComposed, MaskedSoftmaxWithGeneralRowsAndAFullyMaskedRow) {
+  Mask mask = Mask::from_shape({4, 6});
+  mask.fill(false);
+  mask(0, 1) = mask(0, 4) = true;                      // holes: not a prefix row
+  for (std::size_t j = 0; j < 6; ++j) mask(1, j) = true;  // fully masked row
+  mask(2, 0) = mask(2, 5) = true;                      // masked first key
+  // row 3: nothing masked (a prefix row with k = d)
+  const Array x = randn({2, 4, 6}), R = randn({2, 4, 6});
+  const auto fused = run(x, &R, [&](const Tensor& a) { return masked_softmax(a, mask); });
+  const auto composed = run(x, &R, [&](const Tensor& a) { return composed_masked_softmax(a, mask); });
+  expect_close(fused.value, composed.value, 1e-15, "value");
+  expect_close(fused.grad, composed.grad, 1e-15, "grad");
+  expect_exact_zeros_at_masked(fused.value, fused.grad, mask);
+  for (std::size_t b = 0; b < 2; ++b) {  // the fully masked row: zeros, and each other row sums to 1
+    double total[4] = {0, 0, 0, 0};
+    for (std::size_t r = 0; r < 4; ++r)
+      for (std::size_t j = 0; j < 6; ++j) total[r] += fused.value.data()[(b * 4 + r) * 6 + j];
+    EXPECT_EQ(total[1], 0.0);
+    for (std::size_t r : {0, 2, 3}) EXPECT_NEAR(total[r], 1.0, 1e-14);
+  }
+}
+
+TEST_F(FusedVsComposed, MaskedSoftmaxWithABroadcastMask) {
+  // Mask (2, 1, 5) over x (2, 3, 5): each batch element has its own key padding, shared by its
+  // 3 rows (not a trailing-shape mask, so masked_fill's expansion path is used).
+  Mask mask = Mask::from_shape({2, 1, 5});
+  mask.fill(false);
+  mask(0, 0, 3) = mask(0, 0, 4) = true;  // prefix rows (k = 3)
+  mask(1, 0, 0) = mask(1, 0, 2) = true;  // general rows
+  const Array x = randn({2, 3, 5}), R = randn({2, 3, 5});
+  const auto fused = run(x, &R, [&](const Tensor& a) { return masked_softmax(a, mask); });
+  const auto composed = run(x, &R, [&](const Tensor& a) { return composed_masked_softmax(a, mask); });
+  expect_close(fused.value, composed.value, 1e-15, "value");
+  expect_close(fused.grad, composed.grad, 1e-15, "grad");
+  for (std::size_t b = 0; b < 2; ++b)
+    for (std::size_t t = 0; t < 3; ++t)
+      for (std::size_t j = 0; j < 5; ++j)
+        if (mask(b, 0, j)) {
+          EXPECT_EQ(fused.value(b, t, j), 0.0);
+          EXPECT_EQ(fused.grad(b, t, j), 0.0);
+        }
+}
+
+TEST_F(FusedVsComposed, MaskedSoftmaxOfMinusInfScoresInAllowedPlaces) {
+  // Allowed entries that are already -inf (a row with nothing finite) give zeros, not NaN.
+  Array x = randn({2, 4});
+  for (std::size_t j = 0; j < 4; ++j) x(0, j) = -std::numeric_limits<double>::infinity();
+  const Mask mask = causal_mask(2, 4, 2);  // row 0 allows keys 0..2, row 1 all keys
+  const Array R = randn({2, 4});
+  const auto fused = run(x, &R, [&](const Tensor& a) { return masked_softmax(a, mask); });
+  const auto composed = run(x, &R, [&](const Tensor& a) { return composed_masked_softmax(a, mask); });
+  expect_close(fused.value, composed.value, 0, "value");
+  expect_close(fused.grad, composed.grad, 0, "grad");
+  for (std::size_t j = 0; j < 4; ++j) EXPECT_EQ(fused.value(0, j), 0.0);
 }
 
 }  // namespace

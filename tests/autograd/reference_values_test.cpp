@@ -109,4 +109,58 @@ TEST(ReferenceValues, BatchedMatmulMatchesPyTorch) {
   expect_values(b.grad(), {-2.0, -2.0, 2.0, 4.0, 9.5, 13.0, 3.75, -3.875, 2.5, -2.25, -3.0, 2.5}, "db");
 }
 
+// The two tests below (silu_mul, masked_softmax), whole command:
+// /usr/bin/python3 -c "
+// import torch, torch.nn.functional as F
+// x = torch.tensor([[0.5, -1.0, 2.0, 0.0], [1.5, 0.25, -0.75, 3.0], [-2.0, 1.0, 0.5, -0.5]], dtype=torch.float64, requires_grad=True)
+// u = torch.tensor([[1.0, 2.0, -0.5, 0.25], [-1.5, 0.5, 1.0, 2.0], [0.75, -1.0, 3.0, 0.5]], dtype=torch.float64, requires_grad=True)
+// W = torch.arange(12., dtype=torch.float64).reshape(3, 4) / 10
+// y = F.silu(x) * u; (y * W).sum().backward()
+// print(y.flatten().tolist()); print(x.grad.flatten().tolist()); print(u.grad.flatten().tolist())
+// x.grad = None
+// m = torch.ones(3, 4, dtype=torch.bool).triu(1)
+// w = torch.softmax(x.masked_fill(m, float('-inf')), -1); (w * W).sum().backward()
+// print(w.flatten().tolist()); print(x.grad.flatten().tolist())"
+
+// u = torch.tensor([[1.0, 2.0, -0.5, 0.25], [-1.5, 0.5, 1.0, 2.0], [0.75, -1.0, 3.0, 0.5]])
+// (x, u float64 leaves); y = F.silu(x) * u; (y * W).sum().backward()
+TEST(ReferenceValues, SiluMulMatchesPyTorch) {
+  const Tensor x = Tensor::from_vector(kX, {3, 4}, true);
+  const Tensor u = Tensor::from_vector({1.0, 2.0, -0.5, 0.25, -1.5, 0.5, 1.0, 2.0, 0.75, -1.0, 3.0, 0.5},
+                                       {3, 4}, true);
+  const Tensor y = silu_mul(x, u);
+  expect_values(y.value(),
+                {0.3112296656009273, -0.5378828427399902, -0.8807970779778823, 0.0, -1.839542571435698,
+                 0.07027206261072476, -0.24061597561845527, 5.7154447609345995, -0.1788043830331763,
+                 -0.7310585786300049, 0.933688996802782, -0.09438516719953635},
+                "y");
+  sum(y * Tensor::from_vector(weights(), {3, 4})).backward();
+  expect_values(x.grad(),
+                {0.0, 0.014465897625702653, -0.10907842487848955, 0.0375, -0.6247764925794859,
+                 0.15592750539254943, 0.09444003330194789, 1.523345748421237, -0.05447054927093729,
+                 -0.8349034606843381, 2.2198835619079555, 0.14302134698354152},
+                "d_gate");
+  expect_values(u.grad(),
+                {0.0, -0.026894142136999512, 0.3523188311911529, 0.0, 0.4905446857161862,
+                 0.07027206261072476, -0.14436958537107317, 2.0004056663271097, -0.19072467523538808,
+                 0.6579527207670044, 0.3112296656009273, -0.20764736783898},
+                "d_up");
+}
+
+// m = torch.ones(3, 4, dtype=torch.bool).triu(1)   (= causal_mask(3, 4): key j > query i)
+// w = torch.softmax(x.masked_fill(m, float('-inf')), -1); (w * W).sum().backward()
+TEST(ReferenceValues, MaskedSoftmaxWithCausalMaskMatchesPyTorch) {
+  const Tensor x = Tensor::from_vector(kX, {3, 4}, true);
+  const Tensor w = masked_softmax(x, causal_mask(3, 4));
+  expect_values(w.value(),
+                {1.0, 0.0, 0.0, 0.0, 0.7772998611746911, 0.2227001388253088, 0.0, 0.0,
+                 0.030058887569574023, 0.6037488961486258, 0.3661922162818002, 0.0},
+                "w");
+  sum(w * Tensor::from_vector(weights(), {3, 4})).backward();
+  expect_values(x.grad(),
+                {0.0, 0.0, 0.0, 0.0, -0.01731047869924968, 0.0173104786992497, 0.0, 0.0,
+                 -0.004016268150572148, -0.02029401261687696, 0.024310280767449125, 0.0},
+                "dx");
+}
+
 }  // namespace
