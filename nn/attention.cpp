@@ -9,7 +9,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <stdexcept>
 #include <string>
 
@@ -210,10 +209,11 @@ Tensor Attention::forward(const Tensor& x, std::size_t layer, KVCache* cache,
   // 6. Causal mask: key j > start + i is in the future of query i and gets -inf.
   const Mask mask = causal_mask(n, m, start);  // (n, m), broadcast over B and heads
   if (tracer) tracer->record(snapshot + "attn.mask", mask_as_numbers(mask), false);
-  scores = masked_fill(scores, mask, -std::numeric_limits<Scalar>::infinity());
 
   // 7. Softmax over the keys: each row of attention weights sums to 1.
-  Tensor weights = softmax(scores);
+  // masked_softmax = masked_fill(scores, mask, -inf) followed by softmax, fused into one pass
+  // (masked keys get weight exactly 0; the values equal the two separate steps to the last bit).
+  Tensor weights = masked_softmax(scores, mask);
   if (tracer) tracer->record(snapshot + "attn.softmax", weights.value());
 
   // 8. Mix with V: each query's output is the weighted average of the values.

@@ -45,7 +45,8 @@ SwiGLU::SwiGLU(const ModelConfig& config, Rng& rng)
 }
 
 Tensor SwiGLU::forward(const Tensor& x) const {
-  return w2.forward(silu(w1.forward(x)) * w3.forward(x));
+  // silu(w1 x) * (w3 x), fused: one pass over memory instead of three.
+  return w2.forward(silu_mul(w1.forward(x), w3.forward(x)));
 }
 
 }  // namespace GLASS_PRECISION
