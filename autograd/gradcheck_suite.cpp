@@ -71,7 +71,7 @@ std::vector<Case> make_cases() {
   unary("sigmoid", {3, 4}, false, [](const Tensor& a) { return sigmoid(a); });
   unary("silu", {3, 4}, false, [](const Tensor& a) { return silu(a); });
   binary("silu_mul", {3, 4}, {3, 4}, false, [](auto& gate, auto& up) { return silu_mul(gate, up); });
-  binary("silu_mul/same_tensor_twice", {3, 4}, {3, 4}, false, [](auto& a, auto&) { return silu_mul(a, a); });
+  binary("silu_mul/same_tensor", {3, 4}, {3, 4}, false, [](auto& a, auto&) { return silu_mul(a, a); });
   // reductions
   unary("sum", {3, 4}, false, [](const Tensor& a) { return sum(a); });
   unary("mean", {3, 4}, false, [](const Tensor& a) { return mean(a); });
@@ -113,7 +113,7 @@ std::vector<Case> make_cases() {
   unary("masked_softmax", {2, 3, 4}, false, [](const Tensor& a) {
     return masked_softmax(a, causal_mask(3, 4, 0));  // prefix rows, mask (3, 4) over the batch
   });
-  unary("masked_softmax/general_rows", {2, 3, 5}, false, [](const Tensor& a) {
+  unary("masked_softmax/holes", {2, 3, 5}, false, [](const Tensor& a) {
     Mask m = Mask::from_shape({3, 5});
     m.fill(false);
     m(0, 1) = m(0, 3) = true;                         // holes: not a prefix row

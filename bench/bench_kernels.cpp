@@ -1,6 +1,8 @@
 // Kernel benchmarks (Google Benchmark): the autograd ops at the default model's shapes, with
 // GFLOP/s counters, next to raw cblas_sgemm on the same shapes (the ceiling: how much the op
-// wrapper costs on top of OpenBLAS), and the row kernels (softmax, RMSNorm, cross-entropy).
+// wrapper costs on top of OpenBLAS), the row kernels (softmax, RMSNorm, cross-entropy), and the
+// fused ops next to the compositions they replace (silu_mul vs silu(gate) * up, masked_softmax
+// vs masked_fill + softmax).
 //
 // Shapes (DESIGN.md defaults, batch of 3 sequences of 256 tokens = 768 rows):
 //   linear 768x128 -> 344 (SwiGLU up/gate), 768x128 -> 128 (attention projections),
@@ -10,6 +12,8 @@
 #include <benchmark/benchmark.h>
 
 #include <cblas.h>
+
+#include <limits>
 
 #include "autograd/ops.hpp"
 #include "autograd/tape.hpp"
@@ -119,6 +123,68 @@ void BM_SoftmaxForwardBackward(benchmark::State& state) {
   set_rows(state, rows);
 }
 
+// ---- fused ops vs their compositions ------------------------------------------------------------
+// Forward + backward of the op alone: sum(y).backward() seeds y's gradient with ones (the same
+// small extra cost for the fused op and for its composition).
+
+// SwiGLU's gate at the model's shape: rows = 12*64 tokens, d = ffn_hidden = 344.
+void BM_SiluMulForwardBackward(benchmark::State& state) {
+  const std::size_t rows = state.range(0), d = state.range(1);
+  Rng rng(7);
+  const Tensor gate = Tensor::randn({rows, d}, 1, rng, true), up = Tensor::randn({rows, d}, 1, rng, true);
+  for (auto _ : state) {
+    sum(silu_mul(gate, up)).backward();
+    benchmark::DoNotOptimize(gate.grad().data());
+  }
+  set_rows(state, rows);
+}
+
+// The composition silu_mul replaces: silu(gate) * up (three passes forward, an intermediate array).
+void BM_SiluTimesUpForwardBackward(benchmark::State& state) {
+  const std::size_t rows = state.range(0), d = state.range(1);
+  Rng rng(7);
+  const Tensor gate = Tensor::randn({rows, d}, 1, rng, true), up = Tensor::randn({rows, d}, 1, rng, true);
+  for (auto _ : state) {
+    sum(silu(gate) * up).backward();
+    benchmark::DoNotOptimize(gate.grad().data());
+  }
+  set_rows(state, rows);
+}
+
+// Attention weights at the model's shape: scores (B, n_heads, T, T) with the causal mask (T, T).
+// fused = 1: masked_softmax(scores, mask); fused = 0: softmax(masked_fill(scores, mask, -inf)).
+void BM_MaskedSoftmax(benchmark::State& state) {
+  const std::size_t B = state.range(0), H = state.range(1), T = state.range(2);
+  const bool fused = state.range(3) != 0;
+  Rng rng(8);
+  const Tensor scores = Tensor::randn({B, H, T, T}, 1, rng);
+  const Mask mask = causal_mask(T, T);
+  const Scalar minus_inf = -std::numeric_limits<Scalar>::infinity();
+  NoGradGuard no_grad;
+  for (auto _ : state) {
+    const Tensor w = fused ? masked_softmax(scores, mask) : softmax(masked_fill(scores, mask, minus_inf));
+    benchmark::DoNotOptimize(w.value().data());
+  }
+  state.SetLabel(fused ? "masked_softmax" : "masked_fill + softmax");
+  set_rows(state, B * H * T);
+}
+
+void BM_MaskedSoftmaxForwardBackward(benchmark::State& state) {
+  const std::size_t B = state.range(0), H = state.range(1), T = state.range(2);
+  const bool fused = state.range(3) != 0;
+  Rng rng(8);
+  const Tensor scores = Tensor::randn({B, H, T, T}, 1, rng, true);
+  const Mask mask = causal_mask(T, T);
+  const Scalar minus_inf = -std::numeric_limits<Scalar>::infinity();
+  for (auto _ : state) {
+    const Tensor w = fused ? masked_softmax(scores, mask) : softmax(masked_fill(scores, mask, minus_inf));
+    sum(w).backward();
+    benchmark::DoNotOptimize(scores.grad().data());
+  }
+  state.SetLabel(fused ? "masked_softmax" : "masked_fill + softmax");
+  set_rows(state, B * H * T);
+}
+
 void BM_RMSNormForwardBackward(benchmark::State& state) {
   const std::size_t rows = state.range(0), d = state.range(1);
   Rng rng(5);
@@ -153,6 +219,10 @@ BENCHMARK(BM_RawSgemmBatchedNT)->Args({48, 64, 32})->Args({12, 256, 32})->Unit(b
 BENCHMARK(BM_AttentionMix)->Args({48, 64, 32})->Args({12, 256, 32})->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Softmax)->Args({48 * 64, 64})->Args({12 * 256, 256})->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_SoftmaxForwardBackward)->Args({48 * 64, 64})->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_SiluMulForwardBackward)->Args({12 * 64, 344})->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_SiluTimesUpForwardBackward)->Args({12 * 64, 344})->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_MaskedSoftmax)->Args({12, 4, 64, 1})->Args({12, 4, 64, 0})->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_MaskedSoftmaxForwardBackward)->Args({12, 4, 64, 1})->Args({12, 4, 64, 0})->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_RMSNormForwardBackward)->Args({768, 128})->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_CrossEntropyForwardBackward)->Args({768, 65})->Args({768, 1024})->Unit(benchmark::kMicrosecond);
 
