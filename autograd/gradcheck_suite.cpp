@@ -95,6 +95,16 @@ std::vector<Case> make_cases() {
   binary("matmul_nt/scaled", {2, 3, 4}, {2, 5, 4}, false,
          [](auto& a, auto& b) { return matmul_nt(a, b, Scalar(0.37)); });
   binary("linear", {2, 3, 4}, {5, 4}, false, [](auto& a, auto& b) { return linear(a, b); });
+  // attention products, GQA: q (B=2, n=3, H=4, D=3), k/v (B=2, m=4, H_kv=2, D=3); n != m so a
+  // swapped axis would not go unnoticed, and two query heads share each KV head.
+  binary("attention_scores", {2, 3, 4, 3}, {2, 4, 2, 3}, false,
+         [](auto& q, auto& k) { return attention_scores(q, k, Scalar(0.37)); });
+  binary("attention_scores/one_query_no_gqa", {2, 1, 2, 3}, {2, 4, 2, 3}, false,
+         [](auto& q, auto& k) { return attention_scores(q, k, Scalar(0.37)); });  // gemv path
+  binary("attention_mix", {2, 4, 3, 4}, {2, 4, 2, 3}, false,
+         [](auto& w, auto& v) { return attention_mix(w, v); });  // weights (B, H, n, m)
+  binary("attention_mix/one_query", {2, 4, 1, 4}, {2, 4, 2, 3}, false,
+         [](auto& w, auto& v) { return attention_mix(w, v); });  // gemv path
   // neural-network ops
   c.push_back({"embedding", [](Rng& r) { return Inputs{rand_leaf({6, 3}, r)}; },
                [](const Inputs& in) {

@@ -76,6 +76,26 @@ Tensor matmul(const Tensor& a, const Tensor& b);
 /// product inside the gemm: matmul_nt(q, k, 1 / sqrt(d_k)) is the attention scores' Q K^T / sqrt(d_k)
 /// without a separate division pass.
 Tensor matmul_nt(const Tensor& a, const Tensor& b, Scalar alpha = 1);
+/// Attention scores of grouped-query attention, read from the projections' own layout:
+/// q (B, n, H, D), k (B, m, H_kv, D) -> scores (B, H, n, m) with
+///   scores[b, h] = scale * Q_{b,h} K_{b,h/n_rep}^T,   n_rep = H / H_kv,
+/// where Q_{b,h} (n, D) is head h of q and K_{b,g} (m, D) KV head g of k (GQA: query head h uses
+/// KV head h / n_rep, Ainslie et al. 2023). Same numbers as
+///   matmul_nt(transpose(q, 1, 2), repeat_kv(transpose(k, 1, 2), n_rep), scale)
+/// without the transposed and repeated copies: BLAS reads each head with row stride H*D (q) or
+/// H_kv*D (k). scale = 1 / sqrt(D) gives Vaswani et al.'s Q K^T / sqrt(d_k).
+/// Throws std::invalid_argument (naming the op and both shapes) when q or k is not 4-D, the
+/// batch sizes or head_dims differ, or H is not a multiple of H_kv.
+Tensor attention_scores(const Tensor& q, const Tensor& k, Scalar scale);
+/// Mixes the values with the attention weights, written in the (B, n, H, D) layout:
+/// weights (B, H, n, m), v (B, m, H_kv, D) -> (B, n, H, D) with
+///   out[b, :, h, :] = weights[b, h] @ V_{b,h/n_rep},   n_rep = H / H_kv.
+/// Same numbers as transpose(matmul(weights, repeat_kv(transpose(v, 1, 2), n_rep)), 1, 2), with
+/// no copies: each head's (n, D) block is written in place with row stride H*D, so
+/// reshape(out, {B, n, H*D}) is the concatenation of the heads. Throws std::invalid_argument
+/// (naming the op and both shapes) when an input is not 4-D, the batch sizes differ, weights'
+/// m differs from v's positions, or H is not a multiple of H_kv.
+Tensor attention_mix(const Tensor& weights, const Tensor& v);
 /// The linear layer without bias, as torch.nn.functional.linear: x (..., in_features),
 /// weight (out_features, in_features) -> x @ weight^T of shape (..., out_features).
 Tensor linear(const Tensor& x, const Tensor& weight);

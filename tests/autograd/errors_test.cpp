@@ -48,6 +48,30 @@ TEST(Errors, Matmul) {
   expect_error<std::invalid_argument>([] { linear(t23, Tensor::zeros({3})); }, {"linear", "(3,)"});
 }
 
+TEST(Errors, AttentionProducts) {
+  const Tensor q = Tensor::zeros({2, 3, 4, 5}), k = Tensor::zeros({2, 6, 2, 5});
+  expect_error<std::invalid_argument>([&] { attention_scores(Tensor::zeros({2, 3, 20}), k, 1); },
+                                      {"attention_scores", "4-D", "(2, 3, 20)", "(2, 6, 2, 5)"});
+  expect_error<std::invalid_argument>([&] { attention_scores(q, Tensor::zeros({1, 6, 2, 5}), 1); },
+                                      {"attention_scores", "batch", "(2, 3, 4, 5)", "(1, 6, 2, 5)"});
+  expect_error<std::invalid_argument>([&] { attention_scores(q, Tensor::zeros({2, 6, 2, 4}), 1); },
+                                      {"attention_scores", "head_dim", "(2, 6, 2, 4)"});
+  expect_error<std::invalid_argument>([&] { attention_scores(q, Tensor::zeros({2, 6, 3, 5}), 1); },
+                                      {"attention_scores", "4 query heads", "multiple of 3",
+                                       "(2, 3, 4, 5)", "(2, 6, 3, 5)"});
+  expect_error<std::invalid_argument>([&] { attention_scores(q, Tensor::zeros({2, 6, 0, 5}), 1); },
+                                      {"attention_scores", "multiple of 0"});
+  const Tensor w = Tensor::zeros({2, 4, 3, 6});
+  expect_error<std::invalid_argument>([&] { attention_mix(Tensor::zeros({8, 3, 6}), k); },
+                                      {"attention_mix", "4-D", "(8, 3, 6)"});
+  expect_error<std::invalid_argument>([&] { attention_mix(w, Tensor::zeros({3, 6, 2, 5})); },
+                                      {"attention_mix", "batch", "(2, 4, 3, 6)", "(3, 6, 2, 5)"});
+  expect_error<std::invalid_argument>([&] { attention_mix(w, Tensor::zeros({2, 7, 2, 5})); },
+                                      {"attention_mix", "keys", "positions", "(2, 7, 2, 5)"});
+  expect_error<std::invalid_argument>([&] { attention_mix(w, Tensor::zeros({2, 6, 3, 5})); },
+                                      {"attention_mix", "4 query heads", "multiple of 3"});
+}
+
 TEST(Errors, ShapeOps) {
   expect_error<std::invalid_argument>([] { reshape(t23, {4, 2}); }, {"reshape", "(2, 3)", "(4, 2)"});
   expect_error<std::invalid_argument>([] { sum(t23, 2); }, {"sum", "axis 2", "(2, 3)"});

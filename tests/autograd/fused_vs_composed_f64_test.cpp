@@ -1,5 +1,5 @@
-// Each fused op (softmax, log_softmax, rms_norm, cross_entropy, rope, silu_mul, masked_softmax)
-// equals the same function composed from primitive ops, in value and in gradient (double
+// Each fused op (softmax, log_softmax, rms_norm, cross_entropy, rope, silu_mul, masked_softmax,
+// attention_scores, attention_mix) equals the same function composed from primitive ops, in value and in gradient (double
 // precision). The composed versions follow the textbook formulas; the fused ones have
 // hand-derived backward passes.
 
@@ -285,6 +285,113 @@ TEST_F(FusedVsComposed, MaskedSoftmaxOfMinusInfScoresInAllowedPlaces) {
   expect_close(fused.value, composed.value, 0, "value");
   expect_close(fused.grad, composed.grad, 0, "grad");
   for (std::size_t j = 0; j < 4; ++j) EXPECT_EQ(fused.value(0, j), 0.0);
+}
+
+// ---- attention_scores / attention_mix = transposes + repeat_kv + matmul ----------------------
+
+/// One attention shape: B batch, n queries, m keys, H query heads, H_kv KV heads, D head_dim.
+struct AttnShape {
+  std::size_t B, n, m, H, H_kv, D;
+};
+
+const AttnShape kAttnShapes[] = {
+    {2, 3, 4, 4, 2, 3},  // GQA, n != m
+    {2, 5, 5, 2, 2, 4},  // H_kv == H: no repetition
+    {2, 1, 6, 4, 2, 3},  // one query (the gemv path of generation) against m > 1 keys
+    {1, 1, 7, 3, 3, 2},  // one query, no GQA
+    {3, 4, 2, 6, 2, 5},  // n_rep = 3, more queries than keys
+};
+
+/// Value of f(a, b) and the gradients of sum(f(a, b) * R), or, with `reuse`, of
+/// sum(f(a, b) * R) + sum(a * a) + sum(b * b) with the squares recorded after f: then the backward
+/// of f finds a and b already holding a gradient and must add to it.
+struct ValueTwoGrads {
+  Array value, da, db;
+};
+template <class F>
+ValueTwoGrads run_pair(const Array& a, const Array& b, const Array& R, bool reuse, F f) {
+  const Tensor at(a, true), bt(b, true);
+  const Tensor y = f(at, bt);
+  Tensor loss = sum(y * Tensor(R));
+  if (reuse) loss = loss + sum(at * at) + sum(bt * bt);
+  loss.backward();
+  return {y.value(), at.grad(), bt.grad()};
+}
+
+TEST_F(FusedVsComposed, AttentionScoresEqualsMatmulNtOfHeadsFirstRepeatedKeys) {
+  const double scale = 0.41;
+  for (const AttnShape& s : kAttnShapes) {
+    const std::size_t n_rep = s.H / s.H_kv;
+    const Array q = randn({s.B, s.n, s.H, s.D}), k = randn({s.B, s.m, s.H_kv, s.D});
+    const Array R = randn({s.B, s.H, s.n, s.m});
+    for (bool reuse : {false, true}) {
+      const auto fused = run_pair(q, k, R, reuse, [&](auto& a, auto& b) {
+        return attention_scores(a, b, scale);
+      });
+      const auto composed = run_pair(q, k, R, reuse, [&](auto& a, auto& b) {
+        return matmul_nt(transpose(a, 1, 2), repeat_kv(transpose(b, 1, 2), n_rep), scale);
+      });
+      const std::string what = "B" + std::to_string(s.B) + " n" + std::to_string(s.n) + " m" +
+                               std::to_string(s.m) + " H" + std::to_string(s.H) + " H_kv" +
+                               std::to_string(s.H_kv) + (reuse ? " reuse" : "");
+      ASSERT_EQ(shape_of(fused.value), (Shape{s.B, s.H, s.n, s.m})) << what;
+      expect_close(fused.value, composed.value, 1e-12, ("value " + what).c_str());
+      expect_close(fused.da, composed.da, 1e-12, ("grad q " + what).c_str());
+      expect_close(fused.db, composed.db, 1e-12, ("grad k " + what).c_str());
+    }
+  }
+}
+
+TEST_F(FusedVsComposed, AttentionMixEqualsMatmulWithRepeatedValuesTransposedBack) {
+  for (const AttnShape& s : kAttnShapes) {
+    const std::size_t n_rep = s.H / s.H_kv;
+    const Array w = randn({s.B, s.H, s.n, s.m}), v = randn({s.B, s.m, s.H_kv, s.D});
+    const Array R = randn({s.B, s.n, s.H, s.D});
+    for (bool reuse : {false, true}) {
+      const auto fused = run_pair(w, v, R, reuse, [](auto& a, auto& b) { return attention_mix(a, b); });
+      const auto composed = run_pair(w, v, R, reuse, [&](auto& a, auto& b) {
+        return transpose(matmul(a, repeat_kv(transpose(b, 1, 2), n_rep)), 1, 2);
+      });
+      const std::string what = "B" + std::to_string(s.B) + " n" + std::to_string(s.n) + " m" +
+                               std::to_string(s.m) + " H" + std::to_string(s.H) + " H_kv" +
+                               std::to_string(s.H_kv) + (reuse ? " reuse" : "");
+      ASSERT_EQ(shape_of(fused.value), (Shape{s.B, s.n, s.H, s.D})) << what;
+      expect_close(fused.value, composed.value, 1e-12, ("value " + what).c_str());
+      expect_close(fused.da, composed.da, 1e-12, ("grad weights " + what).c_str());
+      expect_close(fused.db, composed.db, 1e-12, ("grad v " + what).c_str());
+    }
+  }
+}
+
+TEST_F(FusedVsComposed, AttentionScoresOfOneTensorWithItself) {
+  // q = k (H == H_kv, n == m): both gradients land in the same tensor.
+  const Array x = randn({2, 4, 3, 5}), R = randn({2, 3, 4, 4});
+  const auto fused = run(x, &R, [](const Tensor& a) { return attention_scores(a, a, 0.5); });
+  const auto composed = run(x, &R, [](const Tensor& a) {
+    const Tensor heads = transpose(a, 1, 2);
+    return matmul_nt(heads, heads, 0.5);
+  });
+  expect_close(fused.value, composed.value, 1e-12, "value");
+  expect_close(fused.grad, composed.grad, 1e-12, "grad");
+}
+
+TEST_F(FusedVsComposed, AttentionProductsWithOnlyOneInputRequiringGrad) {
+  // Generation-like: k and v are constants (from a cache), only q and the weights need gradients.
+  const Array q = randn({2, 3, 4, 3}), k = randn({2, 5, 2, 3}), w = randn({2, 4, 3, 5});
+  const Array R = randn({2, 4, 3, 5}), R2 = randn({2, 3, 4, 3});
+  const Tensor kc(k), vc(k);
+  const auto scores = run(q, &R, [&](const Tensor& a) { return attention_scores(a, kc, 0.3); });
+  const auto scores_ref = run(q, &R, [&](const Tensor& a) {
+    return matmul_nt(transpose(a, 1, 2), repeat_kv(transpose(kc, 1, 2), 2), 0.3);
+  });
+  expect_close(scores.grad, scores_ref.grad, 1e-12, "grad q");
+  const auto mix = run(w, &R2, [&](const Tensor& a) { return attention_mix(a, vc); });
+  const auto mix_ref = run(w, &R2, [&](const Tensor& a) {
+    return transpose(matmul(a, repeat_kv(transpose(vc, 1, 2), 2)), 1, 2);
+  });
+  expect_close(mix.grad, mix_ref.grad, 1e-12, "grad weights");
+  EXPECT_FALSE(kc.has_grad());
+  EXPECT_FALSE(vc.has_grad());
 }
 
 }  // namespace
