@@ -99,12 +99,12 @@ std::vector<Case> make_cases() {
   // swapped axis would not go unnoticed, and two query heads share each KV head.
   binary("attention_scores", {2, 3, 4, 3}, {2, 4, 2, 3}, false,
          [](auto& q, auto& k) { return attention_scores(q, k, Scalar(0.37)); });
-  binary("attention_scores/one_query_no_gqa", {2, 1, 2, 3}, {2, 4, 2, 3}, false,
-         [](auto& q, auto& k) { return attention_scores(q, k, Scalar(0.37)); });  // gemv path
+  binary("attention_scores/gemv", {2, 1, 2, 3}, {2, 4, 2, 3}, false,
+         [](auto& q, auto& k) { return attention_scores(q, k, Scalar(0.37)); });  // n = 1, H == H_kv
   binary("attention_mix", {2, 4, 3, 4}, {2, 4, 2, 3}, false,
          [](auto& w, auto& v) { return attention_mix(w, v); });  // weights (B, H, n, m)
-  binary("attention_mix/one_query", {2, 4, 1, 4}, {2, 4, 2, 3}, false,
-         [](auto& w, auto& v) { return attention_mix(w, v); });  // gemv path
+  binary("attention_mix/gemv", {2, 4, 1, 4}, {2, 4, 2, 3}, false,
+         [](auto& w, auto& v) { return attention_mix(w, v); });  // n = 1
   // neural-network ops
   c.push_back({"embedding", [](Rng& r) { return Inputs{rand_leaf({6, 3}, r)}; },
                [](const Inputs& in) {
