@@ -7,6 +7,8 @@
 // Shapes (DESIGN.md defaults, batch of 3 sequences of 256 tokens = 768 rows):
 //   linear 768x128 -> 344 (SwiGLU up/gate), 768x128 -> 128 (attention projections),
 //   attention scores: 12 (= 3 batch x 4 heads) ... here 48 = 12*4 products of (64, 32) x (32, 64).
+//   silu_mul (12*64, 344) = the 12x64 training step's SwiGLU gate; masked_softmax (12, 4, 64, 64)
+//   and (8, 4, 256, 256) with the causal mask = the B=12,T=64 and B=8,T=256 steps' attention.
 // Run: build/bench/bench_kernels [--benchmark_filter=Linear]
 
 #include <benchmark/benchmark.h>
@@ -221,8 +223,8 @@ BENCHMARK(BM_Softmax)->Args({48 * 64, 64})->Args({12 * 256, 256})->Unit(benchmar
 BENCHMARK(BM_SoftmaxForwardBackward)->Args({48 * 64, 64})->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_SiluMulForwardBackward)->Args({12 * 64, 344})->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_SiluTimesUpForwardBackward)->Args({12 * 64, 344})->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_MaskedSoftmax)->Args({12, 4, 64, 1})->Args({12, 4, 64, 0})->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_MaskedSoftmaxForwardBackward)->Args({12, 4, 64, 1})->Args({12, 4, 64, 0})->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_MaskedSoftmax)->Args({12, 4, 64, 1})->Args({12, 4, 64, 0})->Args({8, 4, 256, 1})->Args({8, 4, 256, 0})->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_MaskedSoftmaxForwardBackward)->Args({12, 4, 64, 1})->Args({12, 4, 64, 0})->Args({8, 4, 256, 1})->Args({8, 4, 256, 0})->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_RMSNormForwardBackward)->Args({768, 128})->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_CrossEntropyForwardBackward)->Args({768, 65})->Args({768, 1024})->Unit(benchmark::kMicrosecond);
 
