@@ -224,6 +224,7 @@ int main(int argc, char** argv) {
   const Options o = parse(argc, argv);
   // Keep freed memory in the process between steps: every step allocates and frees the same
   // activations, and giving them back to the kernel (trim, munmap) costs page faults next step.
+  // (glibc's malloc only; with tcmalloc linked, see CMakeLists.txt, these calls do nothing.)
   mallopt(M_MMAP_THRESHOLD, 32 << 20);
   mallopt(M_TRIM_THRESHOLD, 512 << 20);
   mallopt(M_TOP_PAD, 16 << 20);

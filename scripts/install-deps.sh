@@ -6,7 +6,7 @@ set -euo pipefail
 PACKAGES=(
   build-essential cmake pkg-config ccache
   libxtensor-dev libxtensor-blas-dev libxsimd-dev xtl-dev
-  libopenblas-dev
+  libopenblas-dev libgoogle-perftools-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libcli11-dev nlohmann-json3-dev libutfcpp-dev libfmt-dev
 )
