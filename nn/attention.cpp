@@ -1,7 +1,9 @@
 // Grouped-query causal self-attention with RoPE and a KV cache, in the order of seed 000:
 // X -> Q/K/V -> RoPE on Q/K -> KV cache -> GQA expansion -> QK^T/sqrt(d_k) -> causal mask ->
 // softmax -> mix with V -> W_O. Read Attention::forward top to bottom: one numbered step per
-// arrow, each followed by its tracer snapshot.
+// arrow, each followed by its tracer snapshot. q, k and v keep the projections' layout
+// (B, positions, heads, head_dim) throughout: attention_scores and attention_mix read each head
+// in place (BLAS leading dimensions), so no transposed or repeated copies are made.
 
 #include "nn/decoder.hpp"
 
@@ -23,7 +25,7 @@ KVCache::KVCache(const ModelConfig& config, std::size_t batch_size)
       n_kv_heads_(config.n_kv_heads),
       head_dim_(config.head_dim()) {
   if (batch_size == 0) throw std::invalid_argument("KVCache: batch_size must be at least 1");
-  const Shape shape = {batch_size_, n_kv_heads_, capacity_, head_dim_};
+  const Shape shape = {batch_size_, capacity_, n_kv_heads_, head_dim_};
   for (std::size_t layer = 0; layer < config.n_layers; ++layer) {
     keys.emplace_back(Array(shape, Scalar(0)));
     values.emplace_back(Array(shape, Scalar(0)));
@@ -48,61 +50,58 @@ void KVCache::append(std::size_t layer, const Array& new_keys, const Array& new_
                                 " layers)");
   }
   const Shape shape = shape_of(new_keys);
-  if (shape.size() != 4 || shape[0] != batch_size_ || shape[1] != n_kv_heads_ ||
+  if (shape.size() != 4 || shape[0] != batch_size_ || shape[2] != n_kv_heads_ ||
       shape[3] != head_dim_ || shape_of(new_values) != shape) {
     throw std::invalid_argument(
         "KVCache::append: expected keys and values of shape (" + std::to_string(batch_size_) +
-        ", " + std::to_string(n_kv_heads_) + ", n, " + std::to_string(head_dim_) + "), got " +
+        ", n, " + std::to_string(n_kv_heads_) + ", " + std::to_string(head_dim_) + "), got " +
         shape_str(shape) + " and " + shape_str(shape_of(new_values)));
   }
-  const std::size_t n = shape[2];
+  const std::size_t n = shape[1];
   if (length_ + n > capacity_) {
     throw std::invalid_argument("KVCache::append: " + std::to_string(length_) + " cached + " +
                                 std::to_string(n) + " new positions exceed the capacity " +
                                 std::to_string(capacity_));
   }
-  // For each (batch, head) the n new rows of head_dim go to positions length_ .. length_+n-1.
-  const std::size_t rows = n * head_dim_;
-  for (std::size_t bh = 0; bh < batch_size_ * n_kv_heads_; ++bh) {
-    const std::size_t dst = (bh * capacity_ + length_) * head_dim_;
-    std::copy_n(new_keys.data() + bh * rows, rows, keys[layer].data() + dst);
-    std::copy_n(new_values.data() + bh * rows, rows, values[layer].data() + dst);
+  // Positions come before heads, so for each batch row the n new positions (all heads) are one
+  // contiguous block, written at positions length_ .. length_+n-1.
+  const std::size_t block = n * n_kv_heads_ * head_dim_;
+  for (std::size_t b = 0; b < batch_size_; ++b) {
+    const std::size_t dst = (b * capacity_ + length_) * n_kv_heads_ * head_dim_;
+    std::copy_n(new_keys.data() + b * block, block, keys[layer].data() + dst);
+    std::copy_n(new_values.data() + b * block, block, values[layer].data() + dst);
   }
 }
 
 namespace {
 
-// The first m positions of one layer's cache storage (B, H_kv, capacity, D), each KV head
-// written n_rep times in a row (the GQA expansion of repeat_kv): (B, H_kv * n_rep, m, D).
-Array first_positions(const Array& storage, std::size_t m, std::size_t n_rep) {
+// The first m positions of one layer's cache storage (B, capacity, H_kv, D): (B, m, H_kv, D),
+// one contiguous copy per batch row.
+Array first_positions(const Array& storage, std::size_t m) {
   const Shape& full = shape_of(storage);
-  const std::size_t capacity = full[2], head_dim = full[3];
-  Array out = Array::from_shape({full[0], full[1] * n_rep, m, head_dim});
-  Scalar* dst = out.data();
-  for (std::size_t bh = 0; bh < full[0] * full[1]; ++bh) {
-    const Scalar* src = storage.data() + bh * capacity * head_dim;
-    for (std::size_t r = 0; r < n_rep; ++r, dst += m * head_dim) std::copy_n(src, m * head_dim, dst);
-  }
+  const std::size_t capacity = full[1], row = full[2] * full[3];  // one position, all heads
+  Array out = Array::from_shape({full[0], m, full[2], full[3]});
+  for (std::size_t b = 0; b < full[0]; ++b)
+    std::copy_n(storage.data() + b * capacity * row, m * row, out.data() + b * m * row);
   return out;
 }
 
 }  // namespace
 
-Array KVCache::cached_keys(std::size_t layer, std::size_t m, std::size_t n_rep) const {
-  if (n_rep == 0) throw std::invalid_argument("KVCache::cached_keys: n_rep must be at least 1");
-  return first_positions(keys.at(layer), std::min(m, capacity_), n_rep);
+Array KVCache::cached_keys(std::size_t layer, std::size_t m) const {
+  return first_positions(keys.at(layer), std::min(m, capacity_));
 }
 
-Array KVCache::cached_values(std::size_t layer, std::size_t m, std::size_t n_rep) const {
-  if (n_rep == 0) throw std::invalid_argument("KVCache::cached_values: n_rep must be at least 1");
-  return first_positions(values.at(layer), std::min(m, capacity_), n_rep);
+Array KVCache::cached_values(std::size_t layer, std::size_t m) const {
+  return first_positions(values.at(layer), std::min(m, capacity_));
 }
 
 // ---- Attention -----------------------------------------------------------------------------
 
 namespace {
 
-// (B, n, H, D) -> (B, H, n, D), a plain copy; only used to show snapshots per head.
+// (B, n, H, D) -> (B, H, n, D), a plain copy; only used to show snapshots per head (the
+// seed's layout), and only when a tracer is given.
 Array heads_first(const Array& x) {
   const std::size_t B = x.shape()[0], n = x.shape()[1], H = x.shape()[2], D = x.shape()[3];
   Array out = Array::from_shape({B, H, n, D});
@@ -163,47 +162,44 @@ Tensor Attention::forward(const Tensor& x, std::size_t layer, KVCache* cache,
     tracer->record(snapshot + "attn.v", heads_first(v.value()));
   }
 
-  // 2. RoPE on Q and K at the absolute positions start .. start+n-1, then heads first:
-  //    (B, heads, n, head_dim).
-  q = transpose(rope(q, start, static_cast<Scalar>(rope_base)), 1, 2);
-  k = transpose(rope(k, start, static_cast<Scalar>(rope_base)), 1, 2);
-  v = transpose(v, 1, 2);
+  // 2. RoPE on Q and K at the absolute positions start .. start+n-1. The layout stays
+  //    (B, n, heads, head_dim); the snapshots show it heads first, (B, heads, n, head_dim).
+  q = rope(q, start, static_cast<Scalar>(rope_base));
+  k = rope(k, start, static_cast<Scalar>(rope_base));
   if (tracer) {
-    tracer->record(snapshot + "attn.rope_q", q.value());
-    tracer->record(snapshot + "attn.rope_k", k.value());
+    tracer->record(snapshot + "attn.rope_q", heads_first(q.value()));
+    tracer->record(snapshot + "attn.rope_k", heads_first(k.value()));
   }
 
-  const std::size_t n_rep = n_heads / n_kv_heads;  // query heads per KV head
+  // 3. KV cache: positions come first in its storage, (B, capacity, n_kv_heads, head_dim), so
+  //    the n new positions are appended and the first m read back along axis 1 with one copy per
+  //    batch row. Afterwards k and v hold all m = start + n positions: (B, m, n_kv_heads, head_dim).
   if (cache && !is_recording()) {
-    // 3-4. Generation under NoGradGuard, the common case: no gradient has to reach the new keys,
-    //      so store them in the cache first and read all m positions back at once, each KV head
-    //      already repeated for its n_rep query heads. Same values as steps 3-4 below, with one
-    //      copy per token instead of three (cached copy, concat, repeat_kv).
+    // Generation under NoGradGuard, the common case: no gradient has to reach the new keys, so
+    // store them first and read all m positions back at once (one copy instead of two: the
+    // cached copy and the concat below).
     cache->append(layer, k.value(), v.value());
-    k = Tensor(cache->cached_keys(layer, m, n_rep));  // (B, n_heads, m, head_dim)
-    v = Tensor(cache->cached_values(layer, m, n_rep));
-  } else {
-    // 3. KV cache (while recording): the keys/values of positions 0 .. start-1 come from the
-    //    cache (constants), the new post-RoPE ones are stored there for the next call and keep
-    //    their gradients. Now k and v hold all m = start + n positions: (B, n_kv_heads, m, head_dim).
-    if (cache) {
-      Tensor past_k(cache->cached_keys(layer, start));
-      Tensor past_v(cache->cached_values(layer, start));
-      cache->append(layer, k.value(), v.value());
-      if (start > 0) {
-        k = concat({past_k, k}, 2);
-        v = concat({past_v, v}, 2);
-      }
+    k = Tensor(cache->cached_keys(layer, m));
+    v = Tensor(cache->cached_values(layer, m));
+  } else if (cache) {
+    // While recording: positions 0 .. start-1 come from the cache (constants), the new post-RoPE
+    // ones are stored there for the next call and keep their gradients.
+    Tensor past_k(cache->cached_keys(layer, start));
+    Tensor past_v(cache->cached_values(layer, start));
+    cache->append(layer, k.value(), v.value());
+    if (start > 0) {
+      k = concat({past_k, k}, 1);
+      v = concat({past_v, v}, 1);
     }
-
-    // 4. GQA expansion: query head h uses KV head h / n_rep.
-    k = repeat_kv(k, n_rep);  // (B, n_heads, m, head_dim)
-    v = repeat_kv(v, n_rep);
   }
 
-  // 5. Scores S = Q K^T / sqrt(d_k): (B, n_heads, n, m).
-  // (The 1/sqrt(d_k) is the gemm's scale factor alpha: no separate division pass.)
-  Tensor scores = matmul_nt(q, k, 1 / std::sqrt(static_cast<Scalar>(head_dim)));  // q @ k^T
+  // 4. GQA: query head h uses KV head h / n_rep (n_rep = n_heads / n_kv_heads query heads per KV
+  //    head). attention_scores and attention_mix below read KV head h / n_rep directly for query
+  //    head h: the same numbers as expanding k and v with repeat_kv, without making the copies.
+
+  // 5. Scores S = Q K^T / sqrt(d_k) per head: (B, n_heads, n, m).
+  // (The 1/sqrt(d_k) is the gemm's scale factor: no separate division pass.)
+  Tensor scores = attention_scores(q, k, 1 / std::sqrt(static_cast<Scalar>(head_dim)));
   if (tracer) tracer->record(snapshot + "attn.scores", scores.value());
 
   // 6. Causal mask: key j > start + i is in the future of query i and gets -inf.
@@ -216,12 +212,14 @@ Tensor Attention::forward(const Tensor& x, std::size_t layer, KVCache* cache,
   Tensor weights = masked_softmax(scores, mask);
   if (tracer) tracer->record(snapshot + "attn.softmax", weights.value());
 
-  // 8. Mix with V: each query's output is the weighted average of the values.
-  Tensor mix = matmul(weights, v);  // (B, n_heads, n, head_dim)
-  if (tracer) tracer->record(snapshot + "attn.mix", mix.value());
+  // 8. Mix with V: each query's output is the weighted average of the values, per head:
+  //    weights_h @ V_{h / n_rep}, written as (B, n, n_heads, head_dim).
+  Tensor mix = attention_mix(weights, v);
+  if (tracer) tracer->record(snapshot + "attn.mix", heads_first(mix.value()));  // (B, heads, n, head_dim)
 
-  // 9. W_O: concatenate the heads back into (B, n, d_model) and project.
-  Tensor out = wo.forward(reshape(transpose(mix, 1, 2), {B, n, n_heads * head_dim}));
+  // 9. W_O: the heads of each position are already side by side, so reshaping to
+  //    (B, n, n_heads * head_dim) concatenates them; then project back to d_model.
+  Tensor out = wo.forward(reshape(mix, {B, n, n_heads * head_dim}));
   if (tracer) tracer->record(snapshot + "attn.out", out.value());
   return out;
 }

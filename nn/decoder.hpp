@@ -44,8 +44,9 @@ class RMSNorm : public Module {
 };
 
 /// Post-RoPE keys and values of every layer, for incremental decoding (generation).
-/// Per layer: keys and values of shape (B, n_kv_heads, capacity, head_dim), capacity =
-/// context_length; positions 0 .. length()-1 are filled. The cache holds plain values (no
+/// Per layer: keys and values of shape (B, capacity, n_kv_heads, head_dim), capacity =
+/// context_length, positions before heads (the layout of the projections, so one position of
+/// a batch row, all heads, is contiguous); positions 0 .. length()-1 are filled. The cache holds plain values (no
 /// gradient flows into past positions), so it is meant for use under NoGradGuard.
 class KVCache {
  public:
@@ -55,22 +56,23 @@ class KVCache {
   std::size_t batch_size() const { return batch_size_; }
   /// Forgets every cached position (length() becomes 0); the storage is kept.
   void clear();
-  // Used by Attention: append() the new keys/values (B, n_kv_heads, n, head_dim) of `layer`
+  // Used by Attention: append() the new keys/values (B, n, n_kv_heads, head_dim) of `layer`
   // and read the earlier ones with cached_keys()/cached_values(). Decoder::forward calls
   // advance(n) once, after every layer appended.
-  std::vector<Array> keys, values;  ///< per layer, (B, n_kv_heads, capacity, head_dim)
+  std::vector<Array> keys, values;  ///< per layer, (B, capacity, n_kv_heads, head_dim)
   /// Marks n more positions as cached. Throws std::invalid_argument past capacity().
   void advance(std::size_t n);
 
-  /// Writes new keys and values (B, n_kv_heads, n, head_dim) of `layer` at positions
+  /// Writes new keys and values (B, n, n_kv_heads, head_dim) of `layer` at positions
   /// length() .. length()+n-1. Throws std::invalid_argument on a shape mismatch or when the
   /// positions do not fit in capacity().
   void append(std::size_t layer, const Array& new_keys, const Array& new_values);
-  /// Copies of the first `m` cached positions of `layer`: (B, n_kv_heads * n_rep, m, head_dim),
-  /// each KV head written n_rep times in a row (as repeat_kv; n_rep = 1: no repetition).
-  /// Throws std::invalid_argument for n_rep = 0, std::out_of_range for a missing layer.
-  Array cached_keys(std::size_t layer, std::size_t m, std::size_t n_rep = 1) const;
-  Array cached_values(std::size_t layer, std::size_t m, std::size_t n_rep = 1) const;
+  /// Copies of the first `m` cached positions of `layer` (m is capped at capacity()):
+  /// (B, m, n_kv_heads, head_dim), one contiguous copy per batch row. Not repeated for GQA:
+  /// attention_scores / attention_mix read KV head h / n_rep for query head h directly.
+  /// Throws std::out_of_range for a missing layer.
+  Array cached_keys(std::size_t layer, std::size_t m) const;
+  Array cached_values(std::size_t layer, std::size_t m) const;
 
  private:
   std::size_t length_ = 0;
@@ -82,7 +84,8 @@ class KVCache {
 
 /// Grouped-query causal self-attention, in the seed's order:
 /// X -> Q/K/V -> RoPE on Q/K -> KV cache -> GQA expansion -> QK^T/sqrt(d_k) -> causal mask ->
-/// softmax -> mix with V -> W_O.
+/// softmax -> mix with V -> W_O. q, k, v stay (B, positions, heads, head_dim); the GQA expansion
+/// is by index inside attention_scores / attention_mix (query head h reads KV head h / n_rep).
 class Attention : public Module {
  public:
   Attention(const ModelConfig& config, Rng& rng);
