@@ -10,6 +10,8 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <memory>
+#include <vector>
 
 #include "autograd/ops.hpp"
 #include "autograd/ops_util.hpp"
@@ -453,26 +455,61 @@ Tensor rms_norm(const Tensor& x, const Tensor& gain, Scalar eps) {
 //   y[2i]   = x[2i] cos - x[2i+1] sin
 //   y[2i+1] = x[2i] sin + x[2i+1] cos
 // A rotation is orthogonal, so the backward pass rotates the gradient by -angle.
+namespace {
+
+/// cos and sin of every angle p * base^(-2i/D) for positions p = 0 .. positions-1 and pairs
+/// i = 0 .. D/2-1, row p at [p * D/2]. Computed in double for accuracy at large positions.
+struct RopeTable {
+  double base = 0;
+  std::size_t head_dim = 0, positions = 0;
+  std::vector<Scalar> cos, sin;
+};
+
+/// The table for (base, head_dim) covering at least `positions` positions. Kept per thread and
+/// rebuilt (larger) only when a new base/head_dim or a later position is asked for, so a
+/// training step or a generated token does not recompute a pow and a sincos per pair. A
+/// rebuilt table is a new object: backward closures keep the one they were recorded with.
+std::shared_ptr<const RopeTable> rope_table(Scalar base, std::size_t head_dim, std::size_t positions) {
+  thread_local std::shared_ptr<const RopeTable> cached;
+  if (cached && cached->base == static_cast<double>(base) && cached->head_dim == head_dim &&
+      cached->positions >= positions)
+    return cached;
+  auto table = std::make_shared<RopeTable>();
+  table->base = static_cast<double>(base);
+  table->head_dim = head_dim;
+  table->positions = std::max<std::size_t>(positions, 256);  // room for the usual context
+  const std::size_t half = head_dim / 2;
+  std::vector<double> theta(half);  // pair i turns by base^(-2i/D) per position
+  for (std::size_t i = 0; i < half; ++i)
+    theta[i] = std::pow(table->base, -2.0 * static_cast<double>(i) / static_cast<double>(head_dim));
+  table->cos.resize(table->positions * half);
+  table->sin.resize(table->positions * half);
+  for (std::size_t p = 0; p < table->positions; ++p) {
+    for (std::size_t i = 0; i < half; ++i) {
+      const double angle = static_cast<double>(p) * theta[i];
+      table->cos[p * half + i] = static_cast<Scalar>(std::cos(angle));
+      table->sin[p * half + i] = static_cast<Scalar>(std::sin(angle));
+    }
+  }
+  cached = table;
+  return cached;
+}
+
+}  // namespace
+
 Tensor rope(const Tensor& x, std::size_t start, Scalar base) {
   const Shape s = x.shape();
   if (s.size() != 4 || s[3] % 2 != 0) {
     throw std::invalid_argument("rope: x must be (B, T, H, D) with D even, got " + shape_str(s));
   }
   const std::size_t B = s[0], T = s[1], H = s[2], D = s[3], half = D / 2;
-  // cos/sin table (T, D/2), computed in double for accuracy at large positions.
-  std::vector<double> theta(half);  // pair i turns by base^(-2i/D) per position
-  for (std::size_t i = 0; i < half; ++i)
-    theta[i] = std::pow(static_cast<double>(base), -2.0 * static_cast<double>(i) / D);
-  std::vector<Scalar> cos_t(T * half), sin_t(T * half);
-  for (std::size_t t = 0; t < T; ++t) {
-    for (std::size_t i = 0; i < half; ++i) {
-      const double angle = static_cast<double>(start + t) * theta[i];
-      cos_t[t * half + i] = static_cast<Scalar>(std::cos(angle));
-      sin_t[t * half + i] = static_cast<Scalar>(std::sin(angle));
-    }
-  }
+  // cos/sin of positions start .. start+T-1: rows (T, D/2) of the shared table.
+  const std::shared_ptr<const RopeTable> table = rope_table(base, D, start + T);
+  const Scalar* cos_t = table->cos.data() + start * half;
+  const Scalar* sin_t = table->sin.data() + start * half;
   // Rotates every pair by the table's angle (sign = +1) or its negative (sign = -1).
-  auto rotate = [=](const Scalar* in, Scalar* out, Scalar sign) {
+  // The closure owns a reference to the table, so the backward pass can still read it.
+  auto rotate = [table, cos_t, sin_t, B, T, H, D, half](const Scalar* in, Scalar* out, Scalar sign) {
     for (std::size_t b = 0; b < B; ++b)
       for (std::size_t t = 0; t < T; ++t)
         for (std::size_t h = 0; h < H; ++h) {
