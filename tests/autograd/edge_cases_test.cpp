@@ -1,11 +1,12 @@
 // Edge cases from the conventions (DESIGN.md): masked_fill's zero gradient, softmax with -inf
 // and with huge logits, fully masked rows, cross-entropy with ignored targets, and the fused
 // masked_softmax equal to the last bit to masked_fill + softmax (what the attention snapshots
-// rely on).
+// rely on), attention_scores / attention_mix with empty extents and at the model's shape.
 // Compiled in float (test_autograd) and, through edge_cases_f64_test.cpp, in double.
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <tuple>
@@ -181,6 +182,70 @@ TEST(EdgeCases, MaskedSoftmaxIsBitIdenticalToMaskedFillThenSoftmax) {
     EXPECT_EQ(value_diffs, 0u) << "n " << n << " m " << m;
     EXPECT_EQ(grad_diffs, 0u) << "n " << n << " m " << m;
   }
+}
+
+TEST(EdgeCases, AttentionProductsWithEmptyExtents) {
+  // No keys (m = 0), no queries (n = 0) or head_dim 0: the right shapes, zeros where a sum is
+  // empty, and zero gradients for the inputs that have elements. No BLAS call sees a zero size.
+  auto backward_of = [](const Tensor& y) { sum(y * Tensor(Array(y.shape(), Scalar(1)))).backward(); };
+  auto all_zero = [](const Array& a) {
+    for (Scalar v : a)
+      if (v != 0) return false;
+    return true;
+  };
+  {  // head_dim 0: every score is an empty sum, 0
+    const Tensor q(Array(Shape{2, 3, 4, 0}, Scalar(0)), true), k(Array(Shape{2, 5, 2, 0}, Scalar(0)), true);
+    const Tensor s = attention_scores(q, k, 1);
+    EXPECT_EQ(s.shape(), (Shape{2, 4, 3, 5}));
+    EXPECT_TRUE(all_zero(s.value()));
+    backward_of(s);
+    EXPECT_EQ(q.grad().shape(), (Shape{2, 3, 4, 0}));
+    EXPECT_EQ(k.grad().shape(), (Shape{2, 5, 2, 0}));
+  }
+  {  // no queries: k still gets a (zero) gradient of its shape
+    const Tensor q(Array(Shape{2, 0, 4, 3}, Scalar(0)), true), k(Array(Shape{2, 5, 2, 3}, Scalar(1)), true);
+    const Tensor s = attention_scores(q, k, 1);
+    EXPECT_EQ(s.shape(), (Shape{2, 4, 0, 5}));
+    backward_of(s);
+    EXPECT_EQ(k.grad().shape(), (Shape{2, 5, 2, 3}));
+    EXPECT_TRUE(all_zero(k.grad()));
+  }
+  {  // no keys: each output is an empty weighted sum, 0
+    const Tensor w(Array(Shape{2, 4, 3, 0}, Scalar(0)), true), v(Array(Shape{2, 0, 2, 5}, Scalar(0)), true);
+    const Tensor mix = attention_mix(w, v);
+    EXPECT_EQ(mix.shape(), (Shape{2, 3, 4, 5}));
+    EXPECT_TRUE(all_zero(mix.value()));
+    backward_of(mix);
+    EXPECT_EQ(w.grad().shape(), (Shape{2, 4, 3, 0}));
+    EXPECT_EQ(v.grad().shape(), (Shape{2, 0, 2, 5}));
+  }
+}
+
+TEST(EdgeCases, AttentionProductsMatchTheirCompositionsAtTheModelShape) {
+  // The model's attention (B = 2, T = 64, 4 query heads, 2 KV heads, head_dim 32) in this
+  // precision: attention_scores / attention_mix against the transpose + repeat_kv + matmul
+  // path they replaced in Attention::forward (snapshots attn.scores and attn.mix).
+  Rng rng(9);
+  const std::size_t B = 2, T = 64, H = 4, H_kv = 2, D = 32;
+  const Tensor q = Tensor::randn({B, T, H, D}, 1, rng), k = Tensor::randn({B, T, H_kv, D}, 1, rng);
+  const Tensor v = Tensor::randn({B, T, H_kv, D}, 1, rng);
+  const Scalar scale = 1 / std::sqrt(Scalar(D));
+  const Tensor scores = attention_scores(q, k, scale);
+  const Tensor scores_ref = matmul_nt(transpose(q, 1, 2), repeat_kv(transpose(k, 1, 2), 2), scale);
+  const Tensor weights = masked_softmax(scores, causal_mask(T, T));
+  const Tensor mix = attention_mix(weights, v);
+  const Tensor mix_ref = transpose(matmul(weights, repeat_kv(transpose(v, 1, 2), 2)), 1, 2);
+  ASSERT_EQ(scores.shape(), scores_ref.shape());
+  ASSERT_EQ(mix.shape(), mix_ref.shape());
+  auto max_diff = [](const Array& a, const Array& b) {
+    double worst = 0;
+    for (std::size_t i = 0; i < a.size(); ++i)
+      worst = std::max(worst, double(std::abs(a.data()[i] - b.data()[i])));
+    return worst;
+  };
+  // float rounding at most (the products are grouped the same way, so in practice it is 0)
+  EXPECT_LE(max_diff(scores.value(), scores_ref.value()), 1e-5);
+  EXPECT_LE(max_diff(mix.value(), mix_ref.value()), 1e-5);
 }
 
 }  // namespace
