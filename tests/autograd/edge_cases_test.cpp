@@ -243,7 +243,7 @@ TEST(EdgeCases, AttentionProductsMatchTheirCompositionsAtTheModelShape) {
       worst = std::max(worst, double(std::abs(a.data()[i] - b.data()[i])));
     return worst;
   };
-  // float rounding at most (the products are grouped the same way, so in practice it is 0)
+  // at most float rounding: the same dot products, read through other leading dimensions
   EXPECT_LE(max_diff(scores.value(), scores_ref.value()), 1e-5);
   EXPECT_LE(max_diff(mix.value(), mix_ref.value()), 1e-5);
 }
