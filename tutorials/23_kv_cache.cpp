@@ -45,7 +45,7 @@ int main() {
     }
   }
   std::printf("posições: %zu   posições no cache: %zu\n", n, cache.length());
-  std::printf("forma do cache de chaves da camada 0: %s (B, n_kv_heads, capacidade, head_dim)\n",
+  std::printf("forma do cache de chaves da camada 0: %s (B, capacidade, n_kv_heads, head_dim)\n",
               shape_str(shape_of(cache.keys[0])).c_str());
   std::printf("diferença máxima nos logits: %.6f\n", diferenca);
   tut::texto(

@@ -40,7 +40,8 @@ TEST(GradcheckCli, EveryOpPasses) {
   EXPECT_GE(count(run.output, " PASS"), 20u) << run.output;  // issue 2: at least 20 rows
   EXPECT_EQ(count(run.output, "FAIL"), 0u) << run.output;
   for (const char* op : {"matmul", "softmax", "cross_entropy", "rms_norm", "rope", "repeat_kv",
-                         "masked_fill", "embedding", "linear", "concat"}) {
+                         "masked_fill", "embedding", "linear", "concat", "silu_mul",
+                         "masked_softmax", "attention_scores", "attention_mix"}) {
     EXPECT_NE(run.output.find(std::string("\n") + op), std::string::npos) << "no row for " << op;
   }
 }
