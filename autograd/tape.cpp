@@ -16,8 +16,28 @@ bool is_recording() { return g_recording; }
 NoGradGuard::NoGradGuard() : previous_(g_recording) { g_recording = false; }
 NoGradGuard::~NoGradGuard() { g_recording = previous_; }
 
+namespace {
+double ms_between(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
+}  // namespace
+
 void Tape::record(std::string op, const Tensor& output, BackwardFn backward) {
+  if (profiling_) {
+    const auto now = std::chrono::steady_clock::now();
+    OpProfile& p = profile_[op];
+    p.forward_ms += ms_between(last_event_, now);
+    ++p.forward_calls;
+    records_.push_back(TapeRecord{std::move(op), output, std::move(backward)});
+    last_event_ = std::chrono::steady_clock::now();  // the bookkeeping above is not charged
+    return;
+  }
   records_.push_back(TapeRecord{std::move(op), output, std::move(backward)});
+}
+
+void Tape::set_profiling(bool on) {
+  profiling_ = on;
+  last_event_ = std::chrono::steady_clock::now();
 }
 
 void Tape::backward(const Tensor& root) {
@@ -29,11 +49,22 @@ void Tape::backward(const Tensor& root) {
   r.grad().fill(Scalar(1));
   for (auto it = records_.rbegin(); it != records_.rend(); ++it) {
     if (!it->output.has_grad()) continue;  // no gradient reached this op's output
+    if (profiling_) {
+      const auto start = std::chrono::steady_clock::now();
+      it->backward(it->output.grad());
+      OpProfile& p = profile_[it->op];
+      p.backward_ms += ms_between(start, std::chrono::steady_clock::now());
+      ++p.backward_calls;
+      continue;
+    }
     it->backward(it->output.grad());
   }
 }
 
-void Tape::clear() { records_.clear(); }
+void Tape::clear() {
+  records_.clear();
+  if (profiling_) last_event_ = std::chrono::steady_clock::now();
+}
 
 bool needs_grad(std::initializer_list<const Tensor*> inputs) {
   if (!g_recording) return false;

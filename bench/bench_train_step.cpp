@@ -3,6 +3,7 @@
 //
 //   bench_train_step [--threads N] [--shapes 12x64,8x256] [--warmup 10] [--steps 40]
 //                    [--gen_tokens 200] [--gen_reps 7] [--no_gen] [--no_train] [--cache_only]
+//                    [--profile N]
 //
 // train_step: forward + cross-entropy + zero_grad + backward + clip_grad_norm(1.0) + AdamW.step
 //             (the Trainer's step), on 8 pre-built random batches, `--warmup` untimed steps then
@@ -12,6 +13,8 @@
 // generate:   200 new tokens from a 1-token prompt (id 0), greedy, with and without the KV
 //             cache, `--gen_reps` timed repetitions after one warm-up; checks both give the
 //             same tokens.
+// --profile N: after the timed steps, N more steps with the tape's per-op profiling
+//             (Tape::set_profiling), printed as a table of ms per step per op, largest first.
 // --threads N sets OpenBLAS's thread count (openblas_set_num_threads), the only thread pool.
 // Prints a human summary and one JSON line prefixed with 'RESULT ' (same keys as bench.py).
 
@@ -84,6 +87,7 @@ struct Options {
   std::string shapes = "12x64,8x256";
   int warmup = 10, steps = 40, gen_tokens = 200, gen_reps = 7;
   bool no_gen = false, no_train = false, cache_only = false;
+  int profile = 0;  // extra steps run with the tape's per-op profiling (0 = none)
 };
 
 Options parse(int argc, char** argv) {
@@ -116,6 +120,7 @@ Options parse(int argc, char** argv) {
     else if (a == "--no_gen") o.no_gen = true;
     else if (a == "--no_train") o.no_train = true;
     else if (a == "--cache_only") o.cache_only = true;  // generation with the KV cache only
+    else if (a == "--profile") o.profile = number();
     else {
       std::cerr << "bench_train_step: unknown option '" << a << "' (see the comment at the top of "
                    "bench/bench_train_step.cpp)\n";
@@ -127,6 +132,50 @@ Options parse(int argc, char** argv) {
     std::exit(2);
   }
   return o;
+}
+
+/// `steps` more training steps with the tape's per-op profiling on (after the timed ones, so
+/// the clock reads do not touch the timings above). Prints a table of milliseconds per step
+/// for each op's forward and backward, largest first, and returns it as JSON. The forward time
+/// of an op is the time since the previous recorded op (see Tape::set_profiling); the
+/// clipping + AdamW step is timed separately.
+json profile_steps(const Decoder& model, AdamW& optimizer, const std::vector<Tensor>& params,
+                   const std::vector<std::pair<Ids, Ids>>& batches, int steps) {
+  tape().reset_profile();
+  double optim_s = 0, total_s = 0;
+  for (int s = 0; s < steps; ++s) {
+    const auto& [x, y] = batches[static_cast<std::size_t>(s) % batches.size()];
+    const auto t0 = Clock::now();
+    optimizer.zero_grad();
+    tape().set_profiling(true);  // also restarts the clock: zero_grad is not charged to an op
+    Tensor loss = cross_entropy(model.forward(x), y);
+    loss.backward();
+    tape().set_profiling(false);
+    const auto t1 = Clock::now();
+    clip_grad_norm(params, 1.0);
+    optimizer.step(1e-3);
+    optim_s += seconds_since(t1);
+    total_s += seconds_since(t0);
+  }
+  std::vector<std::pair<std::string, OpProfile>> rows(tape().profile().begin(), tape().profile().end());
+  auto ms = [](const OpProfile& p) { return p.forward_ms + p.backward_ms; };
+  std::sort(rows.begin(), rows.end(), [&](const auto& a, const auto& b) { return ms(a.second) > ms(b.second); });
+  const double n = steps, step_ms = total_s * 1e3 / n;
+  std::printf("  per-op profile over %d steps (ms per step; share of the %.2f ms step):\n", steps, step_ms);
+  std::printf("  %-20s %8s %8s %8s %7s %6s\n", "op", "forward", "backward", "total", "share", "calls");
+  json out = json::object();
+  for (const auto& [name, p] : rows) {
+    std::printf("  %-20s %8.2f %8.2f %8.2f %6.1f%% %6.0f\n", name.c_str(), p.forward_ms / n,
+                p.backward_ms / n, ms(p) / n, 100 * ms(p) / n / step_ms, p.forward_calls / n);
+    out[name] = {{"forward_ms_per_step", p.forward_ms / n}, {"backward_ms_per_step", p.backward_ms / n},
+                 {"calls_per_step", p.forward_calls / n}};
+  }
+  std::printf("  %-20s %8s %8s %8.2f %6.1f%%\n", "clip + AdamW", "", "", optim_s * 1e3 / n,
+              100 * optim_s * 1e3 / n / step_ms);
+  std::fflush(stdout);
+  out["clip_adamw"] = {{"ms_per_step", optim_s * 1e3 / n}};
+  out["step_ms"] = step_ms;
+  return out;
 }
 
 json bench_train(const ModelConfig& cfg, std::size_t B, std::size_t T, const Options& o) {
@@ -176,12 +225,14 @@ json bench_train(const ModelConfig& cfg, std::size_t B, std::size_t T, const Opt
               double(stats(optim)["median"]) * 1e3, double(B * T) / median, flops / median / 1e9,
               rss_after_warmup, rss_end, peak_rss_mb());
   std::fflush(stdout);
+  const json profile = o.profile > 0 ? profile_steps(model, optimizer, params, batches, o.profile) : json();
   return {{"B", B}, {"T", T}, {"step_s", st}, {"forward_s", stats(forward)},
           {"backward_s", stats(backward)}, {"clip_opt_s", stats(optim)},
           {"tokens_per_s_median", double(B * T) / median},
           {"gflops_per_s_median", flops / median / 1e9}, {"final_loss", loss_value},
           {"rss_mb_after_warmup", rss_after_warmup}, {"rss_mb_end", rss_end},
-          {"rss_growth_mb", rss_end - rss_after_warmup}, {"peak_rss_mb", peak_rss_mb()}};
+          {"rss_growth_mb", rss_end - rss_after_warmup}, {"peak_rss_mb", peak_rss_mb()},
+          {"profile", profile}};
 }
 
 json bench_generate(const ModelConfig& cfg, const Options& o) {
