@@ -422,7 +422,13 @@ Tensor rms_norm(const Tensor& x, const Tensor& gain, Scalar eps) {
   if (track) {
     tape().record("rms_norm", result,
                   [x, gain, inv_rms = std::move(inv_rms), rows, d](const Array& grad) {
-                    Array gx = detail::empty_array(x.shape());
+                    // dx is added straight into x's gradient when there is one already (x is
+                    // the residual stream, whose add ran first in the backward pass): no
+                    // temporary array and no separate `+=` pass.
+                    const bool add_into = x.requires_grad() && x.has_grad();
+                    Array gx = add_into ? Array() : detail::empty_array(x.shape());
+                    Tensor x_handle = x;
+                    Scalar* dx_all = add_into ? x_handle.grad().data() : gx.data();
                     Array gg(gain.shape(), Scalar(0));
                     const Scalar* w = gain.value().data();
                     std::vector<Scalar> dxh(d);  // d(loss)/d(x_hat) of one row: g * gain
@@ -439,11 +445,16 @@ Tensor rms_norm(const Tensor& x, const Tensor& gain, Scalar eps) {
                       // (1/d) sum_k dxh_k x_hat_k, with x_hat = x * rr
                       const Scalar mean_dot =
                           rr * detail::dot_n(dxh.data(), xr, d) / static_cast<Scalar>(d);
-                      Scalar* dx = gx.data() + r * d;
-                      for (std::size_t j = 0; j < d; ++j)
-                        dx[j] = rr * (dxh[j] - xr[j] * rr * mean_dot);
+                      Scalar* dx = dx_all + r * d;
+                      if (add_into) {
+                        for (std::size_t j = 0; j < d; ++j)
+                          dx[j] += rr * (dxh[j] - xr[j] * rr * mean_dot);
+                      } else {
+                        for (std::size_t j = 0; j < d; ++j)
+                          dx[j] = rr * (dxh[j] - xr[j] * rr * mean_dot);
+                      }
                     }
-                    accumulate_grad(x, std::move(gx));
+                    if (!add_into) accumulate_grad(x, std::move(gx));
                     accumulate_grad(gain, std::move(gg));
                   });
   }
