@@ -105,6 +105,32 @@ std::vector<Case> make_cases() {
          [](auto& w, auto& v) { return attention_mix(w, v); });  // weights (B, H, n, m)
   binary("attention_mix/gemv", {2, 4, 1, 4}, {2, 4, 2, 3}, false,
          [](auto& w, auto& v) { return attention_mix(w, v); });  // n = 1
+  // the masked overloads: the scores go through softmax (which turns -inf into 0), the weights
+  // are random, nonzero at masked places too, where the gradient must be exactly 0.
+  // causal with start = 2: n = 3 queries after 2 cached positions, m = 5 keys, GQA.
+  binary("attention_scores/causal_start", {2, 3, 4, 3}, {2, 5, 2, 3}, false, [](auto& q, auto& k) {
+    return softmax(attention_scores(q, k, Scalar(0.37), causal_mask(3, 5, 2)));
+  });
+  binary("attention_mix/causal_start", {2, 4, 3, 5}, {2, 5, 2, 3}, false,
+         [](auto& w, auto& v) { return attention_mix(w, v, causal_mask(3, 5, 2)); });
+  // n = m = 36: two blocks of query rows (32 + 4), n_rep = 2.
+  binary("attention_scores/causal_blocks", {1, 36, 2, 2}, {1, 36, 1, 2}, false, [](auto& q, auto& k) {
+    return softmax(attention_scores(q, k, Scalar(0.37), causal_mask(36, 36)));
+  });
+  binary("attention_mix/causal_blocks", {1, 2, 36, 36}, {1, 36, 1, 2}, false,
+         [](auto& w, auto& v) { return attention_mix(w, v, causal_mask(36, 36)); });
+  // A mask with holes (not prefix rows) and a fully masked row: the general path.
+  auto holes = [] {
+    Mask m = causal_mask(3, 5, 2);
+    m(0, 1) = m(2, 3) = true;                            // holes
+    for (std::size_t j = 0; j < 5; ++j) m(1, j) = true;  // fully masked row
+    return m;
+  };
+  binary("attention_scores/holes", {2, 3, 4, 3}, {2, 5, 2, 3}, false, [holes](auto& q, auto& k) {
+    return softmax(attention_scores(q, k, Scalar(0.37), holes()));
+  });
+  binary("attention_mix/holes", {2, 4, 3, 5}, {2, 5, 2, 3}, false,
+         [holes](auto& w, auto& v) { return attention_mix(w, v, holes()); });
   // neural-network ops
   c.push_back({"embedding", [](Rng& r) { return Inputs{rand_leaf({6, 3}, r)}; },
                [](const Inputs& in) {

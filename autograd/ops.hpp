@@ -96,6 +96,24 @@ Tensor attention_scores(const Tensor& q, const Tensor& k, Scalar scale);
 /// (naming the op and both shapes) when an input is not 4-D, the batch sizes differ, weights'
 /// m differs from v's positions, or H is not a multiple of H_kv.
 Tensor attention_mix(const Tensor& weights, const Tensor& v);
+/// attention_scores under a mask, skipping what the mask throws away. Defined as
+///   masked_fill(attention_scores(q, k, scale), mask, -inf)
+/// with mask of shape (n, m) (true = masked, e.g. causal_mask(n, m, start)) broadcast over B and
+/// H: scores (B, H, n, m), -inf at the masked places, whose gradient is exactly 0. When every
+/// mask row is a prefix (keys 0 .. k_i - 1 allowed, the rest masked: every causal row), the
+/// masked places are not computed: the gemms run over blocks of query rows and only the key
+/// columns the block allows (about half the work under a causal mask). Other masks take the
+/// definition (full product, then masked_fill). Throws std::invalid_argument as the plain
+/// overload, and when mask is not (n, m).
+Tensor attention_scores(const Tensor& q, const Tensor& k, Scalar scale, const Mask& mask);
+/// attention_mix under a mask (n, m) (true = masked) broadcast over B and H. Defined as
+///   attention_mix(masked_fill(weights, mask, 0), v):
+/// masked weights count as 0 whatever their value and get exactly 0 gradient. After
+/// masked_softmax(scores, mask) they are 0 already, so the value equals attention_mix(weights, v).
+/// Prefix rows (every causal row) skip the masked columns of the products, in blocks of query
+/// rows as the masked attention_scores; other masks take the definition. Throws
+/// std::invalid_argument as the plain overload, and when mask is not (n, m).
+Tensor attention_mix(const Tensor& weights, const Tensor& v, const Mask& mask);
 /// The linear layer without bias, as torch.nn.functional.linear: x (..., in_features),
 /// weight (out_features, in_features) -> x @ weight^T of shape (..., out_features).
 Tensor linear(const Tensor& x, const Tensor& weight);

@@ -6,6 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
+#include <string>
+#include <vector>
 #include <limits>
 #include <tuple>
 
@@ -392,6 +395,136 @@ TEST_F(FusedVsComposed, AttentionProductsWithOnlyOneInputRequiringGrad) {
   expect_close(mix.grad, mix_ref.grad, 1e-12, "grad weights");
   EXPECT_FALSE(kc.has_grad());
   EXPECT_FALSE(vc.has_grad());
+}
+
+// ---- the masked overloads = their definitions -----------------------------------------------
+//   attention_scores(q, k, scale, mask) = masked_fill(attention_scores(q, k, scale), mask, -inf)
+//   attention_mix(weights, v, mask)     = attention_mix(masked_fill(weights, mask, 0), v)
+// The projection R and the weights are random everywhere, also at the masked places, so a
+// masked place that leaked into a product or received a gradient would show.
+
+/// A shape and the mask (n, m) to use with it.
+struct MaskedCase {
+  AttnShape s;
+  Mask mask;
+  std::string what;
+};
+
+/// Prefix rows of any lengths: row i allows keys 0 .. allowed(i) - 1.
+Mask prefix_mask(std::size_t n, std::size_t m, const std::function<std::size_t(std::size_t)>& allowed) {
+  Mask mask = Mask::from_shape({n, m});
+  for (std::size_t i = 0; i < n; ++i)
+    for (std::size_t j = 0; j < m; ++j) mask(i, j) = j >= allowed(i);
+  return mask;
+}
+
+std::vector<MaskedCase> masked_cases() {
+  std::vector<MaskedCase> c;
+  // Causal, n = m = 70: blocks of 32 or 64 rows leave a partial last block.
+  c.push_back({{2, 70, 70, 4, 2, 3}, causal_mask(70, 70), "causal n70 m70"});
+  // Causal after 4 cached positions: n = 5, m = 9 (n != m), GQA.
+  c.push_back({{2, 5, 9, 4, 2, 3}, causal_mask(5, 9, 4), "causal n5 m9 start4"});
+  // Causal after 60 positions, n = 40 over two blocks, n_rep = 2 with H_kv = 1.
+  c.push_back({{1, 40, 100, 2, 1, 4}, causal_mask(40, 100, 60), "causal n40 m100 start60"});
+  // n = 1 (generation): the last position sees every key (nothing masked), or an earlier one.
+  c.push_back({{2, 1, 7, 4, 2, 3}, causal_mask(1, 7, 6), "causal n1 m7 start6"});
+  c.push_back({{2, 1, 7, 4, 2, 3}, causal_mask(1, 7, 2), "causal n1 m7 start2"});
+  // Prefix rows in no order, some fully masked (k_i = 0), and a whole block of fully masked
+  // rows (rows 64..69 under blocks of 32; with blocks of 64 they share a block with none).
+  c.push_back({{1, 70, 13, 2, 2, 3},
+               prefix_mask(70, 13, [](std::size_t i) { return i < 64 ? (i * 7) % 14 : 0; }),
+               "ragged prefixes"});
+  // Not prefix rows: holes, a masked first key, a fully masked row (the general path).
+  Mask holes = causal_mask(6, 8, 2);
+  holes(0, 1) = holes(3, 0) = holes(4, 2) = holes(5, 6) = true;
+  for (std::size_t j = 0; j < 8; ++j) holes(2, j) = true;
+  c.push_back({{2, 6, 8, 4, 2, 3}, holes, "holes"});
+  return c;
+}
+
+/// Like expect_close, but equal infinities (the -inf of masked scores) also match.
+void expect_close_or_same_inf(const Array& a, const Array& b, double tol, const std::string& what) {
+  ASSERT_EQ(a.size(), b.size()) << what;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const double x = a.data()[i], y = b.data()[i];
+    if (std::isinf(x) || std::isinf(y))
+      EXPECT_EQ(x, y) << what << " at flat index " << i;
+    else
+      EXPECT_NEAR(x, y, tol) << what << " at flat index " << i;
+  }
+}
+
+TEST_F(FusedVsComposed, MaskedAttentionScoresEqualMaskedFillOfTheScores) {
+  const double scale = 0.41, inf = std::numeric_limits<double>::infinity();
+  for (const MaskedCase& c : masked_cases()) {
+    const AttnShape& s = c.s;
+    const Array q = randn({s.B, s.n, s.H, s.D}), k = randn({s.B, s.m, s.H_kv, s.D});
+    const Array R = randn({s.B, s.H, s.n, s.m});
+    for (bool reuse : {false, true}) {
+      const auto fused = run_pair(q, k, R, reuse, [&](auto& a, auto& b) {
+        return attention_scores(a, b, scale, c.mask);
+      });
+      const auto composed = run_pair(q, k, R, reuse, [&](auto& a, auto& b) {
+        return masked_fill(attention_scores(a, b, scale), c.mask, -inf);
+      });
+      const std::string what = c.what + (reuse ? " reuse" : "");
+      ASSERT_EQ(shape_of(fused.value), (Shape{s.B, s.H, s.n, s.m})) << what;
+      expect_close_or_same_inf(fused.value, composed.value, 1e-12, "value " + what);
+      expect_close(fused.da, composed.da, 1e-12, ("grad q " + what).c_str());
+      expect_close(fused.db, composed.db, 1e-12, ("grad k " + what).c_str());
+    }
+  }
+}
+
+TEST_F(FusedVsComposed, MaskedAttentionMixEqualsMixOfZeroedWeights) {
+  for (const MaskedCase& c : masked_cases()) {
+    const AttnShape& s = c.s;
+    const Array w = randn({s.B, s.H, s.n, s.m}), v = randn({s.B, s.m, s.H_kv, s.D});
+    const Array R = randn({s.B, s.n, s.H, s.D});
+    for (bool reuse : {false, true}) {
+      const auto fused = run_pair(w, v, R, reuse, [&](auto& a, auto& b) {
+        return attention_mix(a, b, c.mask);
+      });
+      const auto composed = run_pair(w, v, R, reuse, [&](auto& a, auto& b) {
+        return attention_mix(masked_fill(a, c.mask, 0.0), b);
+      });
+      const std::string what = c.what + (reuse ? " reuse" : "");
+      ASSERT_EQ(shape_of(fused.value), (Shape{s.B, s.n, s.H, s.D})) << what;
+      expect_close(fused.value, composed.value, 1e-12, ("value " + what).c_str());
+      expect_close(fused.da, composed.da, 1e-12, ("grad weights " + what).c_str());
+      expect_close(fused.db, composed.db, 1e-12, ("grad v " + what).c_str());
+      // The gradient at the masked places is exactly 0 (2 with reuse: d sum(w * w) = 2 w only).
+      for (std::size_t flat = 0; flat < w.size(); ++flat) {
+        const std::size_t j = flat % s.m, i = flat / s.m % s.n;
+        if (c.mask(i, j))
+          ASSERT_EQ(fused.da.data()[flat], reuse ? 2 * w.data()[flat] : 0.0) << what << " at " << flat;
+      }
+    }
+  }
+}
+
+TEST_F(FusedVsComposed, MaskedProductsOfTheAttentionChainEqualThePlainOnes) {
+  // The model's chain: scores under the causal mask -> masked_softmax -> mix under the mask,
+  // against the plain products (masked_softmax already zeroes the masked weights): same values
+  // and gradients of q, k and v.
+  const std::size_t B = 2, n = 37, start = 3, m = start + n, H = 4, H_kv = 2, D = 5;
+  const Mask mask = causal_mask(n, m, start);
+  const Array q = randn({B, n, H, D}), k = randn({B, m, H_kv, D}), v = randn({B, m, H_kv, D});
+  const Array R = randn({B, n, H, D});
+  auto chain = [&](bool masked) {
+    const Tensor qt(q, true), kt(k, true), vt(v, true);
+    const Tensor scores = masked ? attention_scores(qt, kt, 0.3, mask) : attention_scores(qt, kt, 0.3);
+    const Tensor weights = masked_softmax(scores, mask);
+    const Tensor mix = masked ? attention_mix(weights, vt, mask) : attention_mix(weights, vt);
+    sum(mix * Tensor(R)).backward();
+    return std::make_tuple(mix.value(), qt.grad(), kt.grad(), vt.grad());
+  };
+  const auto [yf, dqf, dkf, dvf] = chain(true);
+  const auto [yp, dqp, dkp, dvp] = chain(false);
+  expect_close(yf, yp, 1e-12, "value");
+  expect_close(dqf, dqp, 1e-12, "grad q");
+  expect_close(dkf, dkp, 1e-12, "grad k");
+  expect_close(dvf, dvp, 1e-12, "grad v");
 }
 
 }  // namespace
