@@ -564,22 +564,29 @@ Tensor attention_mix(const Tensor& weights, const Tensor& v, const Mask& mask) {
             const int width = as_int(block.hi - block.lo);
             const Scalar* go_block = go + block.r0 * ldo;  // dO[r0:r1], row stride H * D
             if (gw) {
-              // dW[r0:r1, 0:lo] = dO[r0:r1] V[0:lo]^T straight into the gradient; the diagonal
-              // region into z, of which only the allowed places are kept; 0 at the masked ones.
               Scalar* dw = gw->data + w_at(b, h);
-              const bool add = gw->beta != 0;  // an existing gradient: add, leave masked places
-              if (lo > 0)
-                blas::gemm(false, true, rows, lo, as_int(d.D), Scalar(1), go_block, as_int(ldo), vg,
-                           as_int(ldv), gw->beta, dw + block.r0 * d.m, as_int(d.m));
-              if (width > 0)
-                blas::gemm(false, true, rows, width, as_int(d.D), Scalar(1), go_block, as_int(ldo),
-                           vg + block.lo * ldv, as_int(ldv), Scalar(0), z.data(), width);
-              for (std::size_t i = block.r0; i < block.r1; ++i) {
-                Scalar* row = dw + i * d.m;
-                const Scalar* zi = z.data() + (i - block.r0) * width;
-                for (std::size_t j = block.lo; j < pm.allowed[i]; ++j)
-                  row[j] = add ? row[j] + zi[j - block.lo] : zi[j - block.lo];
-                if (!add) std::fill(row + pm.allowed[i], row + d.m, Scalar(0));
+              if (gw->beta == 0) {
+                // A fresh gradient: dW[r0:r1, 0:hi] = dO[r0:r1] V[0:hi]^T in one gemm, then 0
+                // from key allowed[i] on (overwriting the diagonal region's masked places).
+                if (block.hi > 0)
+                  blas::gemm(false, true, rows, as_int(block.hi), as_int(d.D), Scalar(1), go_block,
+                             as_int(ldo), vg, as_int(ldv), Scalar(0), dw + block.r0 * d.m, as_int(d.m));
+                for (std::size_t i = block.r0; i < block.r1; ++i)
+                  std::fill(dw + i * d.m + pm.allowed[i], dw + (i + 1) * d.m, Scalar(0));
+              } else {
+                // Adding to an existing gradient: columns [0, lo) straight in (beta = 1); the
+                // diagonal region into z, of which only the allowed places are added.
+                if (lo > 0)
+                  blas::gemm(false, true, rows, lo, as_int(d.D), Scalar(1), go_block, as_int(ldo),
+                             vg, as_int(ldv), Scalar(1), dw + block.r0 * d.m, as_int(d.m));
+                if (width > 0)
+                  blas::gemm(false, true, rows, width, as_int(d.D), Scalar(1), go_block,
+                             as_int(ldo), vg + block.lo * ldv, as_int(ldv), Scalar(0), z.data(), width);
+                for (std::size_t i = block.r0; i < block.r1; ++i) {
+                  Scalar* row = dw + i * d.m;
+                  const Scalar* zi = z.data() + (i - block.r0) * width;
+                  for (std::size_t j = block.lo; j < pm.allowed[i]; ++j) row[j] += zi[j - block.lo];
+                }
               }
             }
             if (gv) {  // dV[0:lo] += W[r0:r1, 0:lo]^T dO[r0:r1]; dV[lo:hi] += Z^T dO[r0:r1]
