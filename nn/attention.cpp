@@ -3,7 +3,8 @@
 // softmax -> mix with V -> W_O. Read Attention::forward top to bottom: one numbered step per
 // arrow, each followed by its tracer snapshot. q, k and v keep the projections' layout
 // (B, positions, heads, head_dim) throughout: attention_scores and attention_mix read each head
-// in place (BLAS leading dimensions), so no transposed or repeated copies are made.
+// in place (BLAS leading dimensions), so no transposed or repeated copies are made; given the
+// causal mask, they skip the future keys (about half of each product at full length).
 
 #include "nn/decoder.hpp"
 
@@ -199,11 +200,21 @@ Tensor Attention::forward(const Tensor& x, std::size_t layer, KVCache* cache,
 
   // 5. Scores S = Q K^T / sqrt(d_k) per head: (B, n_heads, n, m).
   // (The 1/sqrt(d_k) is the gemm's scale factor: no separate division pass.)
-  Tensor scores = attention_scores(q, k, 1 / std::sqrt(static_cast<Scalar>(head_dim)));
-  if (tracer) tracer->record(snapshot + "attn.scores", scores.value());
-
-  // 6. Causal mask: key j > start + i is in the future of query i and gets -inf.
+  // The causal mask of step 6 is built first and given to the product: the scores it masks
+  // (key j > start + i, about half of them) are not computed but are -inf at once, which is
+  // what step 6 would make of them.
   const Mask mask = causal_mask(n, m, start);  // (n, m), broadcast over B and heads
+  const Scalar scale = 1 / std::sqrt(static_cast<Scalar>(head_dim));
+  Tensor scores = attention_scores(q, k, scale, mask);
+  if (tracer) {
+    // The snapshot shows the scores before the mask, every one of them: computed again in full
+    // for it (not recorded on the tape, and only when tracing).
+    NoGradGuard no_grad;
+    tracer->record(snapshot + "attn.scores", attention_scores(q, k, scale).value());
+  }
+
+  // 6. Causal mask: key j > start + i is in the future of query i and gets -inf (already done
+  //    inside step 5's product; the snapshot shows the mask itself).
   if (tracer) tracer->record(snapshot + "attn.mask", mask_as_numbers(mask), false);
 
   // 7. Softmax over the keys: each row of attention weights sums to 1.
@@ -213,8 +224,9 @@ Tensor Attention::forward(const Tensor& x, std::size_t layer, KVCache* cache,
   if (tracer) tracer->record(snapshot + "attn.softmax", weights.value());
 
   // 8. Mix with V: each query's output is the weighted average of the values, per head:
-  //    weights_h @ V_{h / n_rep}, written as (B, n, n_heads, head_dim).
-  Tensor mix = attention_mix(weights, v);
+  //    weights_h @ V_{h / n_rep}, written as (B, n, n_heads, head_dim). The masked weights are
+  //    0, so the mask lets the product skip them (the same numbers as without it).
+  Tensor mix = attention_mix(weights, v, mask);
   if (tracer) tracer->record(snapshot + "attn.mix", heads_first(mix.value()));  // (B, heads, n, head_dim)
 
   // 9. W_O: the heads of each position are already side by side, so reshaping to

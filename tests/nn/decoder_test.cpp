@@ -568,6 +568,29 @@ TEST(Tracer, AttentionWeightsAreCausalAndRowsSumToOne) {
   expect_causal_snapshots(tracer, 4, 9, 9, 0);  // the lower triangle (with the diagonal) is allowed
 }
 
+TEST(Tracer, ScoresSnapshotShowsEveryScoreBeforeTheMask) {
+  // The model's product skips the masked scores (they are -inf at once), but the snapshot
+  // attn.scores is the seed's: Q K^T / sqrt(head_dim) at every (i, j), the future ones included.
+  ModelConfig c;  // 4 query heads, 2 KV heads, head_dim 32
+  Decoder model(c, 36);
+  Tracer tracer;
+  NoGradGuard no_grad;
+  model.forward(random_ids(1, 9, c.vocab_size, 37), nullptr, &tracer);
+  for (std::size_t L = 0; L < 4; ++L) {
+    const std::string p = "layers." + std::to_string(L) + ".attn.";
+    const Array& q = tracer.get(p + "rope_q");  // (4, 9, 32)
+    const Array& k = tracer.get(p + "rope_k");  // (2, 9, 32)
+    const Array& scores = tracer.get(p + "scores");
+    for (std::size_t h = 0; h < 4; ++h)
+      for (std::size_t i = 0; i < 9; ++i)
+        for (std::size_t j = 0; j < 9; ++j) {
+          double dot = 0;
+          for (std::size_t e = 0; e < 32; ++e) dot += at(q, {h, i, e}) * at(k, {h / 2, j, e});
+          EXPECT_NEAR(at(scores, {h, i, j}), dot / std::sqrt(32.0), 1e-5) << p << h << " " << i << " " << j;
+        }
+  }
+}
+
 TEST(Tracer, WithACacheTheMaskCoversAllCachedKeys) {
   ModelConfig c;
   Decoder model(c, 33);
