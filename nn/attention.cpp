@@ -8,6 +8,8 @@
 
 #include "nn/decoder.hpp"
 
+#include "autograd/blas.hpp"
+#include "autograd/ops_util.hpp"
 #include "autograd/tape.hpp"
 
 #include <algorithm>
@@ -122,6 +124,44 @@ Array mask_as_numbers(const Mask& mask) {
   return out;
 }
 
+// Steps 3-8 of one layer for generation under NoGradGuard, read straight from the cache's
+// storage (B, capacity, n_kv_heads, head_dim): query i of q (B, n, n_heads, head_dim), at
+// position start + i, attends to the cached keys 0 .. start + i of its KV head h / n_rep:
+//   s = K q / sqrt(d_k) (one gemv), p = softmax(s), out = V^T p (one gemv).
+// The same computation as attention_scores + masked_softmax + attention_mix on the first m
+// cached positions (the tests compare the logits of both paths), without copying the cached
+// keys and values out of the cache, without the (B, n_heads, n, m) score tensor and without the
+// mask (the loop stops at the last allowed key). Returns (B, n, n_heads, head_dim).
+Array attend_to_cache(const KVCache& cache, std::size_t layer, const Array& q, Scalar scale,
+                      std::size_t start) {
+  const std::size_t B = q.shape()[0], n = q.shape()[1], H = q.shape()[2], D = q.shape()[3];
+  const Array& keys = cache.keys.at(layer);
+  const Array& values = cache.values.at(layer);
+  const std::size_t capacity = keys.shape()[1], H_kv = keys.shape()[2];
+  const std::size_t n_rep = H / H_kv;
+  const int row_stride = static_cast<int>(H_kv * D);  // one cached position = H_kv heads
+  Array out = Array::from_shape({B, n, H, D});
+  std::vector<Scalar> p(start + n);  // the attention weights of one query
+  for (std::size_t b = 0; b < B; ++b)
+    for (std::size_t i = 0; i < n; ++i)
+      for (std::size_t h = 0; h < H; ++h) {
+        const std::size_t m_i = start + i + 1;  // keys 0 .. start+i are visible
+        const std::size_t kv_offset = (b * capacity * H_kv + h / n_rep) * D;
+        const Scalar* q_row = q.data() + ((b * n + i) * H + h) * D;
+        blas::gemv(false, static_cast<int>(m_i), static_cast<int>(D), scale,
+                   keys.data() + kv_offset, row_stride, q_row, Scalar(0), p.data());
+        const Scalar max = detail::max_n(p.data(), m_i);
+        for (std::size_t j = 0; j < m_i; ++j) p[j] -= max;
+        detail::exp_n(p.data(), p.data(), m_i);
+        const Scalar inv_sum = 1 / detail::sum_n(p.data(), m_i);
+        for (std::size_t j = 0; j < m_i; ++j) p[j] *= inv_sum;
+        blas::gemv(true, static_cast<int>(m_i), static_cast<int>(D), Scalar(1),
+                   values.data() + kv_offset, row_stride, p.data(), Scalar(0),
+                   out.data() + ((b * n + i) * H + h) * D);
+      }
+  return out;
+}
+
 }  // namespace
 
 Attention::Attention(const ModelConfig& config, Rng& rng)
@@ -172,11 +212,22 @@ Tensor Attention::forward(const Tensor& x, std::size_t layer, KVCache* cache,
     tracer->record(snapshot + "attn.rope_k", heads_first(k.value()));
   }
 
+  const Scalar scale = 1 / std::sqrt(static_cast<Scalar>(head_dim));
+  if (cache && !is_recording() && !tracer) {
+    // Generation under NoGradGuard, the common case: nothing is recorded and nothing traced, so
+    // steps 3-8 run as one loop over the cache's own storage (attend_to_cache above): the new
+    // keys and values are stored, and each query reads the cached ones in place. Same numbers
+    // as the steps below; the tests compare the logits with and without the cache.
+    cache->append(layer, k.value(), v.value());
+    const Tensor mix(attend_to_cache(*cache, layer, q.value(), scale, start));
+    return wo.forward(reshape(mix, {B, n, n_heads * head_dim}));  // 9. W_O
+  }
+
   // 3. KV cache: positions come first in its storage, (B, capacity, n_kv_heads, head_dim), so
   //    the n new positions are appended and the first m read back along axis 1 with one copy per
   //    batch row. Afterwards k and v hold all m = start + n positions: (B, m, n_kv_heads, head_dim).
   if (cache && !is_recording()) {
-    // Generation under NoGradGuard, the common case: no gradient has to reach the new keys, so
+    // Under NoGradGuard with a tracer (the inspector): no gradient has to reach the new keys, so
     // store them first and read all m positions back at once (one copy instead of two: the
     // cached copy and the concat below).
     cache->append(layer, k.value(), v.value());
@@ -204,7 +255,6 @@ Tensor Attention::forward(const Tensor& x, std::size_t layer, KVCache* cache,
   // (key j > start + i, about half of them) are not computed but are -inf at once, which is
   // what step 6 would make of them.
   const Mask mask = causal_mask(n, m, start);  // (n, m), broadcast over B and heads
-  const Scalar scale = 1 / std::sqrt(static_cast<Scalar>(head_dim));
   Tensor scores = attention_scores(q, k, scale, mask);
   if (tracer) {
     // The snapshot shows the scores before the mask, every one of them: computed again in full
