@@ -1,5 +1,7 @@
 #include "autograd/tape.hpp"
 
+#include "autograd/ops_util.hpp"
+
 #include <stdexcept>
 
 namespace glass {
@@ -99,8 +101,9 @@ void accumulate_grad(const Tensor& t, const Array& g) {
     Array& acc = h.grad();
     Scalar* a = acc.data();
     const Scalar* b = g.data();
-    const std::size_t n = acc.size();
-    for (std::size_t i = 0; i < n; ++i) a[i] += b[i];
+    detail::parallel_elements(acc.size(), [=](std::size_t begin, std::size_t end) {
+      for (std::size_t i = begin; i < end; ++i) a[i] += b[i];
+    });
   }
 }
 
