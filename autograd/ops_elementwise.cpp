@@ -106,16 +106,9 @@ Tensor binary_op(const char* name, const Tensor& a, const Tensor& b, Forward for
     const Scalar* x = a.value().data();
     const Scalar* y = b.value().data();
     Scalar* z = out.data();
-    if (sa == so && sb == so) {  // no broadcasting (the residual adds): split over the threads
-      // By value: pointers captured by reference would be reloaded at every element.
-      detail::parallel_elements(out.size(), [=](std::size_t begin, std::size_t end) {
-        for (std::size_t i = begin; i < end; ++i) z[i] = forward(x[i], y[i]);
-      });
-    } else {
-      for_each_broadcast(so, sa, sb, [&](std::size_t i, std::size_t ia, std::size_t ib) {
-        z[i] = forward(x[ia], y[ib]);
-      });
-    }
+    for_each_broadcast(so, sa, sb, [&](std::size_t i, std::size_t ia, std::size_t ib) {
+      z[i] = forward(x[ia], y[ib]);
+    });
   }
   const bool track = needs_grad({&a, &b});
   Tensor result = detail::make_output(std::move(out), track);
@@ -128,15 +121,11 @@ Tensor binary_op(const char* name, const Tensor& a, const Tensor& b, Forward for
       if (sa == so && sb == so) {  // no broadcasting: each gradient element is written once
         const std::size_t n = grad.size();
         Array ga = detail::empty_array(sa), gb = detail::empty_array(sb);
-        Scalar* pa = ga.data();
-        Scalar* pb = gb.data();
-        detail::parallel_elements(n, [=](std::size_t begin, std::size_t end) {
-          for (std::size_t i = begin; i < end; ++i) {  // both, without branches: vectorizes
-            const auto [da, db] = backward(g[i], x[i], y[i]);
-            pa[i] = da;
-            pb[i] = db;
-          }
-        });
+        for (std::size_t i = 0; i < n; ++i) {  // both, without branches: the loop vectorizes
+          const auto [da, db] = backward(g[i], x[i], y[i]);
+          ga.data()[i] = da;
+          gb.data()[i] = db;
+        }
         if (need_a) accumulate_grad(a, std::move(ga));
         if (need_b) accumulate_grad(b, std::move(gb));
         return;
@@ -313,18 +302,16 @@ Tensor silu_mul(const Tensor& gate, const Tensor& up) {
     const Scalar* u = up.value().data();
     Scalar* z = out.data();
     const Batch one(Scalar(1));
-    detail::parallel_elements(n, [=](std::size_t begin, std::size_t end) {
-      std::size_t i = begin;
-      for (; i + Batch::size <= end; i += Batch::size) {
-        const Batch xb = Batch::load_unaligned(x + i);
-        const Batch s = one / (one + xsimd::exp(-xb));
-        (xb * s * Batch::load_unaligned(u + i)).store_unaligned(z + i);
-      }
-      for (; i < end; ++i) {
-        const Scalar s = 1 / (1 + std::exp(-x[i]));
-        z[i] = x[i] * s * u[i];
-      }
-    });
+    std::size_t i = 0;
+    for (; i + Batch::size <= n; i += Batch::size) {
+      const Batch xb = Batch::load_unaligned(x + i);
+      const Batch s = one / (one + xsimd::exp(-xb));
+      (xb * s * Batch::load_unaligned(u + i)).store_unaligned(z + i);
+    }
+    for (; i < n; ++i) {
+      const Scalar s = 1 / (1 + std::exp(-x[i]));
+      z[i] = x[i] * s * u[i];
+    }
   }
   const bool track = needs_grad({&gate, &up});
   Tensor result = detail::make_output(std::move(out), track);
@@ -339,22 +326,19 @@ Tensor silu_mul(const Tensor& gate, const Tensor& up) {
       const Scalar* u = up.value().data();
       const std::size_t n = grad.size();
       const Batch one(Scalar(1));
-      Scalar* dg = need_gate ? d_gate.data() : nullptr;
-      Scalar* du = need_up ? d_up.data() : nullptr;
-      detail::parallel_elements(n, [=](std::size_t begin, std::size_t end) {
-        std::size_t i = begin;
-        for (; i + Batch::size <= end; i += Batch::size) {
-          const Batch gb = Batch::load_unaligned(g + i), xb = Batch::load_unaligned(x + i);
-          const Batch s = one / (one + xsimd::exp(-xb));
-          if (need_gate) (gb * Batch::load_unaligned(u + i) * (s + xb * s * (one - s))).store_unaligned(dg + i);
-          if (need_up) (gb * (xb * s)).store_unaligned(du + i);
-        }
-        for (; i < end; ++i) {
-          const Scalar s = 1 / (1 + std::exp(-x[i]));
-          if (need_gate) dg[i] = g[i] * u[i] * (s + x[i] * s * (1 - s));
-          if (need_up) du[i] = g[i] * (x[i] * s);
-        }
-      });
+      std::size_t i = 0;
+      for (; i + Batch::size <= n; i += Batch::size) {
+        const Batch gb = Batch::load_unaligned(g + i), xb = Batch::load_unaligned(x + i);
+        const Batch s = one / (one + xsimd::exp(-xb));
+        if (need_gate)
+          (gb * Batch::load_unaligned(u + i) * (s + xb * s * (one - s))).store_unaligned(d_gate.data() + i);
+        if (need_up) (gb * (xb * s)).store_unaligned(d_up.data() + i);
+      }
+      for (; i < n; ++i) {
+        const Scalar s = 1 / (1 + std::exp(-x[i]));
+        if (need_gate) d_gate.data()[i] = g[i] * u[i] * (s + x[i] * s * (1 - s));
+        if (need_up) d_up.data()[i] = g[i] * (x[i] * s);
+      }
       if (need_gate) accumulate_grad(gate, std::move(d_gate));
       if (need_up) accumulate_grad(up, std::move(d_up));
     });

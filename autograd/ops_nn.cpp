@@ -235,8 +235,7 @@ Tensor masked_softmax(const Tensor& scores, const Mask& mask) {
   auto span_of = [d, width](std::size_t k) { return std::min(d, (k + width - 1) / width * width); };
 
   Array out = detail::empty_array(scores.shape());
-  detail::parallel_rows(rows, d, [&](std::size_t r_begin, std::size_t r_end) {
-  for (std::size_t r = r_begin; r < r_end; ++r) {
+  for (std::size_t r = 0; r < rows; ++r) {
     const Scalar* x = scores.value().data() + r * d;
     Scalar* y = out.data() + r * d;
     const std::size_t k = prefix[r % mask_rows];
@@ -268,7 +267,6 @@ Tensor masked_softmax(const Tensor& scores, const Mask& mask) {
       for (std::size_t j = 0; j < d; ++j) y[j] *= inv;
     }
   }
-  });
   const bool track = needs_grad({&scores});
   Tensor result = detail::make_output(std::move(out), track);
   if (track) {
@@ -278,8 +276,7 @@ Tensor masked_softmax(const Tensor& scores, const Mask& mask) {
                   [scores, y, rows, d, mask_rows, span_of, masked = std::move(masked),
                    prefix = std::move(prefix)](const Array& grad) {
                     Array ga = detail::empty_array(scores.shape());
-                    detail::parallel_rows(rows, d, [&](std::size_t r_begin, std::size_t r_end) {
-                    for (std::size_t r = r_begin; r < r_end; ++r) {
+                    for (std::size_t r = 0; r < rows; ++r) {
                       const Scalar* yr = y->value.data() + r * d;
                       const Scalar* g = grad.data() + r * d;
                       Scalar* dx = ga.data() + r * d;
@@ -295,7 +292,6 @@ Tensor masked_softmax(const Tensor& scores, const Mask& mask) {
                         for (std::size_t j = 0; j < d; ++j) dx[j] = f[j] ? Scalar(0) : yr[j] * (g[j] - dot);
                       }
                     }
-                    });
                     accumulate_grad(scores, std::move(ga));
                   });
   }
@@ -413,16 +409,14 @@ Tensor rms_norm(const Tensor& x, const Tensor& gain, Scalar eps) {
   std::vector<Scalar> inv_rms(rows);
   Array out = detail::empty_array(sx);
   const Scalar* w = gain.value().data();
-  detail::parallel_rows(rows, d, [&](std::size_t r_begin, std::size_t r_end) {
-    for (std::size_t r = r_begin; r < r_end; ++r) {
-      const Scalar* xr = x.value().data() + r * d;
-      const Scalar ss = detail::dot_n(xr, xr, d);  // sum of squares
-      const Scalar rr = 1 / std::sqrt(ss / static_cast<Scalar>(d) + eps);
-      inv_rms[r] = rr;
-      Scalar* y = out.data() + r * d;
-      for (std::size_t j = 0; j < d; ++j) y[j] = xr[j] * rr * w[j];
-    }
-  });
+  for (std::size_t r = 0; r < rows; ++r) {
+    const Scalar* xr = x.value().data() + r * d;
+    const Scalar ss = detail::dot_n(xr, xr, d);  // sum of squares
+    const Scalar rr = 1 / std::sqrt(ss / static_cast<Scalar>(d) + eps);
+    inv_rms[r] = rr;
+    Scalar* y = out.data() + r * d;
+    for (std::size_t j = 0; j < d; ++j) y[j] = xr[j] * rr * w[j];
+  }
   const bool track = needs_grad({&x, &gain});
   Tensor result = detail::make_output(std::move(out), track);
   if (track) {
@@ -435,45 +429,31 @@ Tensor rms_norm(const Tensor& x, const Tensor& gain, Scalar eps) {
                     Array gx = add_into ? Array() : detail::empty_array(x.shape());
                     Tensor x_handle = x;
                     Scalar* dx_all = add_into ? x_handle.grad().data() : gx.data();
-                    const Scalar* w = gain.value().data();
-                    // The gain's gradient is a sum over all rows. Each block of kRowBlock rows
-                    // adds into its own partial sum (blocks may run on different threads); the
-                    // partials are added in block order at the end, so the result is the same
-                    // for any thread count.
-                    constexpr std::size_t kRowBlock = 64;
-                    const std::size_t blocks = (rows + kRowBlock - 1) / kRowBlock;
-                    std::vector<Scalar> partial(blocks * d, Scalar(0));
-                    parallel_for(blocks, 2, [&](std::size_t b_begin, std::size_t b_end) {
-                      std::vector<Scalar> dxh(d);  // d(loss)/d(x_hat) of one row: g * gain
-                      for (std::size_t b = b_begin; b < b_end; ++b) {
-                        Scalar* gg = partial.data() + b * d;
-                        for (std::size_t r = b * kRowBlock; r < std::min(rows, (b + 1) * kRowBlock); ++r) {
-                          const Scalar* xr = x.value().data() + r * d;
-                          const Scalar* g = grad.data() + r * d;
-                          const Scalar rr = inv_rms[r];
-                          // Plain loops without a running sum, so that they vectorize; the one
-                          // reduction goes through the SIMD dot product.
-                          for (std::size_t j = 0; j < d; ++j) {
-                            dxh[j] = g[j] * w[j];
-                            gg[j] += g[j] * xr[j] * rr;  // d/d(gain_j): g_j * x_hat_j
-                          }
-                          // (1/d) sum_k dxh_k x_hat_k, with x_hat = x * rr
-                          const Scalar mean_dot =
-                              rr * detail::dot_n(dxh.data(), xr, d) / static_cast<Scalar>(d);
-                          Scalar* dx = dx_all + r * d;
-                          if (add_into) {
-                            for (std::size_t j = 0; j < d; ++j)
-                              dx[j] += rr * (dxh[j] - xr[j] * rr * mean_dot);
-                          } else {
-                            for (std::size_t j = 0; j < d; ++j)
-                              dx[j] = rr * (dxh[j] - xr[j] * rr * mean_dot);
-                          }
-                        }
-                      }
-                    });
                     Array gg(gain.shape(), Scalar(0));
-                    for (std::size_t b = 0; b < blocks; ++b)
-                      for (std::size_t j = 0; j < d; ++j) gg.data()[j] += partial[b * d + j];
+                    const Scalar* w = gain.value().data();
+                    std::vector<Scalar> dxh(d);  // d(loss)/d(x_hat) of one row: g * gain
+                    for (std::size_t r = 0; r < rows; ++r) {
+                      const Scalar* xr = x.value().data() + r * d;
+                      const Scalar* g = grad.data() + r * d;
+                      const Scalar rr = inv_rms[r];
+                      // Plain loops without a running sum, so that they vectorize; the one
+                      // reduction goes through the SIMD dot product.
+                      for (std::size_t j = 0; j < d; ++j) {
+                        dxh[j] = g[j] * w[j];
+                        gg.data()[j] += g[j] * xr[j] * rr;  // d/d(gain_j): g_j * x_hat_j
+                      }
+                      // (1/d) sum_k dxh_k x_hat_k, with x_hat = x * rr
+                      const Scalar mean_dot =
+                          rr * detail::dot_n(dxh.data(), xr, d) / static_cast<Scalar>(d);
+                      Scalar* dx = dx_all + r * d;
+                      if (add_into) {
+                        for (std::size_t j = 0; j < d; ++j)
+                          dx[j] += rr * (dxh[j] - xr[j] * rr * mean_dot);
+                      } else {
+                        for (std::size_t j = 0; j < d; ++j)
+                          dx[j] = rr * (dxh[j] - xr[j] * rr * mean_dot);
+                      }
+                    }
                     if (!add_into) accumulate_grad(x, std::move(gx));
                     accumulate_grad(gain, std::move(gg));
                   });
@@ -541,12 +521,10 @@ Tensor rope(const Tensor& x, std::size_t start, Scalar base) {
   // Rotates every pair by the table's angle (sign = +1) or its negative (sign = -1).
   // The closure owns a reference to the table, so the backward pass can still read it.
   auto rotate = [table, cos_t, sin_t, B, T, H, D, half](const Scalar* in, Scalar* out, Scalar sign) {
-    // One (b, t) position at a time, spread over the threads of parallel_for.
-    detail::parallel_rows(B * T, H * D, [&](std::size_t bt_begin, std::size_t bt_end) {
-      for (std::size_t bt = bt_begin; bt < bt_end; ++bt) {  // bt = b * T + t
-        const std::size_t t = bt % T;
+    for (std::size_t b = 0; b < B; ++b)
+      for (std::size_t t = 0; t < T; ++t)
         for (std::size_t h = 0; h < H; ++h) {
-          const std::size_t base_index = (bt * H + h) * D;
+          const std::size_t base_index = ((b * T + t) * H + h) * D;
           for (std::size_t i = 0; i < half; ++i) {
             const Scalar c = cos_t[t * half + i], sn = sign * sin_t[t * half + i];
             const Scalar x0 = in[base_index + 2 * i], x1 = in[base_index + 2 * i + 1];
@@ -554,8 +532,6 @@ Tensor rope(const Tensor& x, std::size_t start, Scalar base) {
             out[base_index + 2 * i + 1] = x0 * sn + x1 * c;
           }
         }
-      }
-    });
   };
   Array out = detail::empty_array(s);
   rotate(x.value().data(), out.data(), Scalar(1));

@@ -10,7 +10,6 @@
 
 #include <xsimd/xsimd.hpp>
 
-#include "autograd/parallel.hpp"
 #include "autograd/tape.hpp"
 #include "autograd/tensor.hpp"
 
@@ -87,30 +86,6 @@ inline Scalar max_n(const Scalar* x, std::size_t n) {
   for (Scalar lane : lanes) m = std::max(m, lane);
   for (; i < n; ++i) m = std::max(m, x[i]);
   return m;
-}
-
-/// parallel_for over the rows of a row kernel (rows of d elements), each thread getting at least
-/// ~16k elements: smaller tensors (one generated token) stay on the calling thread. Rows are
-/// independent, so the result does not depend on the thread count.
-template <class F>
-void parallel_rows(std::size_t rows, std::size_t d, F&& body) {
-  parallel_for(rows, std::max<std::size_t>(1, std::size_t(16384) / std::max<std::size_t>(d, 1)),
-               body);
-}
-
-/// Elements per block of parallel_elements: a multiple of every SIMD width.
-constexpr std::size_t kElementBlock = 4096;
-
-/// parallel_for over n elements, body(begin, end) getting whole blocks of kElementBlock elements
-/// (only the last range ends at n). A kernel with a SIMD main loop and a scalar tail therefore
-/// sends every element through the same path, whatever the thread count: the result is
-/// identical to one loop over [0, n). Parallel from 32k elements up.
-template <class F>
-void parallel_elements(std::size_t n, F&& body) {
-  const std::size_t blocks = (n + kElementBlock - 1) / kElementBlock;
-  parallel_for(blocks, 4, [&](std::size_t b0, std::size_t b1) {
-    body(b0 * kElementBlock, std::min(b1 * kElementBlock, n));
-  });
 }
 
 /// The op's output tensor; it requires grad exactly when the op is recorded.

@@ -1,7 +1,5 @@
 #include "autograd/tape.hpp"
 
-#include "autograd/ops_util.hpp"
-
 #include <stdexcept>
 
 namespace glass {
@@ -101,9 +99,8 @@ void accumulate_grad(const Tensor& t, const Array& g) {
     Array& acc = h.grad();
     Scalar* a = acc.data();
     const Scalar* b = g.data();
-    detail::parallel_elements(acc.size(), [=](std::size_t begin, std::size_t end) {
-      for (std::size_t i = begin; i < end; ++i) a[i] += b[i];
-    });
+    const std::size_t n = acc.size();
+    for (std::size_t i = 0; i < n; ++i) a[i] += b[i];
   }
 }
 

@@ -15,8 +15,7 @@
 //             same tokens.
 // --profile N: after the timed steps, N more steps with the tape's per-op profiling
 //             (Tape::set_profiling), printed as a table of ms per step per op, largest first.
-// --threads N sets OpenBLAS's thread count (openblas_set_num_threads) and GlassLLM's own
-//             (set_num_threads, the pool of the row kernels' parallel loops).
+// --threads N sets OpenBLAS's thread count (openblas_set_num_threads), the only thread pool.
 // Prints a human summary and one JSON line prefixed with 'RESULT ' (same keys as bench.py).
 
 #include <cblas.h>
@@ -38,7 +37,6 @@
 #include <nlohmann/json.hpp>
 
 #include "autograd/ops.hpp"
-#include "autograd/parallel.hpp"
 #include "nn/decoder.hpp"
 #include "train/adamw.hpp"
 #include "train/clip.hpp"
@@ -286,7 +284,6 @@ int main(int argc, char** argv) {
   // generation with the KV cache ran ~6 % faster without them.
   mallopt(M_MXFAST, 0);
   openblas_set_num_threads(o.threads);
-  set_num_threads(static_cast<std::size_t>(o.threads));  // GlassLLM's own loops too
   ModelConfig cfg;  // the default model, vocab 65 as bench.py
   cfg.vocab_size = 65;
   json res = {{"program", "glass"}, {"threads", o.threads},

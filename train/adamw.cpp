@@ -2,8 +2,6 @@
 
 #include <cmath>
 
-#include "autograd/ops_util.hpp"
-
 namespace glass {
 inline namespace GLASS_PRECISION {
 
@@ -43,19 +41,13 @@ void AdamW::step(double lr) {
     const Scalar one_minus_beta2 = static_cast<Scalar>(1.0 - b2);
     const Scalar step = static_cast<Scalar>(step_size), root_bc2 = static_cast<Scalar>(sqrt_bc2);
     const Scalar eps = static_cast<Scalar>(config_.eps);
-    // Every element is updated on its own: the elements are split over the threads of
-    // parallel_for (autograd/parallel.hpp) for the large matrices.
-    // (Captured by value: with pointers held by reference the compiler would reload them at
-    // every element and could not vectorize the loop.)
-    detail::parallel_elements(n, [=](std::size_t begin, std::size_t end) {
-      for (std::size_t i = begin; i < end; ++i) {
-        p[i] *= decay;  // decoupled weight decay
-        m[i] = beta1 * m[i] + one_minus_beta1 * g[i];
-        v[i] = beta2 * v[i] + one_minus_beta2 * g[i] * g[i];
-        const Scalar denom = std::sqrt(v[i]) / root_bc2 + eps;
-        p[i] -= step * m[i] / denom;
-      }
-    });
+    for (std::size_t i = 0; i < n; ++i) {
+      p[i] *= decay;  // decoupled weight decay
+      m[i] = beta1 * m[i] + one_minus_beta1 * g[i];
+      v[i] = beta2 * v[i] + one_minus_beta2 * g[i] * g[i];
+      const Scalar denom = std::sqrt(v[i]) / root_bc2 + eps;
+      p[i] -= step * m[i] / denom;
+    }
   }
 }
 

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <vector>
 
 #include "autograd/ops_util.hpp"
 
@@ -18,18 +17,11 @@ double global_grad_norm(const std::vector<Tensor>& params) {
     // Blocks of 1024 squares are summed with SIMD (detail::dot_n), the blocks in double: as
     // accurate as a plain double loop for this purpose and several times faster (a plain
     // `sum += g * g` in double can be neither vectorized nor pipelined).
-    // The blocks may run on different threads (parallel_for); their sums are added in block
-    // order, so the norm does not depend on the thread count.
     constexpr std::size_t kBlock = 1024;
-    const std::size_t blocks = (n + kBlock - 1) / kBlock;
-    std::vector<double> block_sums(blocks);
-    parallel_for(blocks, 16, [&](std::size_t b_begin, std::size_t b_end) {
-      for (std::size_t b = b_begin; b < b_end; ++b) {
-        const std::size_t i = b * kBlock, len = std::min(kBlock, n - i);
-        block_sums[b] = static_cast<double>(detail::dot_n(g + i, g + i, len));
-      }
-    });
-    for (double s : block_sums) sum_sq += s;
+    for (std::size_t i = 0; i < n; i += kBlock) {
+      const std::size_t len = std::min(kBlock, n - i);
+      sum_sq += static_cast<double>(detail::dot_n(g + i, g + i, len));
+    }
   }
   return std::sqrt(sum_sq);
 }
@@ -45,9 +37,7 @@ double clip_grad_norm(const std::vector<Tensor>& params, double max_norm) {
     Scalar* g = handle.grad().data();
     const std::size_t n = handle.size();
     const Scalar scale = static_cast<Scalar>(coef);  // in Scalar, so the loop vectorizes
-    detail::parallel_elements(n, [=](std::size_t begin, std::size_t end) {
-      for (std::size_t i = begin; i < end; ++i) g[i] *= scale;
-    });
+    for (std::size_t i = 0; i < n; ++i) g[i] *= scale;
   }
   return norm;
 }

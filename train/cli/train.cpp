@@ -7,7 +7,6 @@
 
 #include <unistd.h>
 
-#include <algorithm>
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
@@ -17,7 +16,6 @@
 #include <cblas.h>
 #include <fmt/format.h>
 
-#include "autograd/parallel.hpp"
 #include "train/checkpoint.hpp"
 #include "train/cli/commands.hpp"
 #include "train/cli/validators.hpp"
@@ -96,10 +94,7 @@ struct TrainFlags {
 
 void run_train(TrainFlags& flags, CLI::App* cmd) {
   glass::TrainOptions& o = flags.options;
-  // One thread count for both pools: OpenBLAS's (the matrix products) and GlassLLM's own
-  // parallel loops (the row kernels, autograd/parallel.hpp). They never run at the same time.
   if (flags.threads > 0) openblas_set_num_threads(flags.threads);
-  glass::set_num_threads(static_cast<std::size_t>(std::max(1, openblas_get_num_threads())));
   const bool default_data = o.data_path.empty();
   if (default_data) o.data_path = default_corpus();
   if (o.out_dir.empty()) o.out_dir = (fs::path("runs") / fs::path(o.data_path).stem()).string();
@@ -175,7 +170,7 @@ void add_train_command(CLI::App& app) {
       ->check(glass::cli::kNonNegativeInteger)->capture_default_str();
   cmd->add_option("--seed", o.seed, "seed of the initial weights and of the batches")
       ->check(glass::cli::kNonNegativeInteger)->capture_default_str();
-  cmd->add_option("--threads", flags->threads, "threads for the matrix products (OpenBLAS) and GlassLLM's own loops (default: OpenBLAS's own choice, the number of cores)")
+  cmd->add_option("--threads", flags->threads, "OpenBLAS threads (default: OpenBLAS's own choice)")
       ->check(glass::cli::kPositiveInteger);
   cmd->add_flag("--resume", o.resume, "continue the checkpoint in --out exactly where it stopped");
   cmd->add_option("--d-model", o.model.d_model, "width of the residual stream")
