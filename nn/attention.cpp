@@ -5,6 +5,9 @@
 // (B, positions, heads, head_dim) throughout: attention_scores and attention_mix read each head
 // in place (BLAS leading dimensions), so no transposed or repeated copies are made; given the
 // causal mask, they skip the future keys (about half of each product at full length).
+// One shortcut: generation under NoGradGuard without a tracer runs steps 3-8 as a single loop
+// over the cache's storage (attend_to_cache, right after step 2); it computes what the numbered
+// steps compute, which is what the rest of Attention::forward shows.
 
 #include "nn/decoder.hpp"
 
@@ -225,7 +228,8 @@ Tensor Attention::forward(const Tensor& x, std::size_t layer, KVCache* cache,
 
   // 3. KV cache: positions come first in its storage, (B, capacity, n_kv_heads, head_dim), so
   //    the n new positions are appended and the first m read back along axis 1 with one copy per
-  //    batch row. Afterwards k and v hold all m = start + n positions: (B, m, n_kv_heads, head_dim).
+  //    batch row. Afterwards k and v hold all m = start + n positions:
+  //    (B, m, n_kv_heads, head_dim).
   if (cache && !is_recording()) {
     // Under NoGradGuard with a tracer (the inspector): no gradient has to reach the new keys, so
     // store them first and read all m positions back at once (one copy instead of two: the
@@ -277,7 +281,9 @@ Tensor Attention::forward(const Tensor& x, std::size_t layer, KVCache* cache,
   //    weights_h @ V_{h / n_rep}, written as (B, n, n_heads, head_dim). The masked weights are
   //    0, so the mask lets the product skip them (the same numbers as without it).
   Tensor mix = attention_mix(weights, v, mask);
-  if (tracer) tracer->record(snapshot + "attn.mix", heads_first(mix.value()));  // (B, heads, n, head_dim)
+  if (tracer) {
+    tracer->record(snapshot + "attn.mix", heads_first(mix.value()));  // (B, heads, n, head_dim)
+  }
 
   // 9. W_O: the heads of each position are already side by side, so reshaping to
   //    (B, n, n_heads * head_dim) concatenates them; then project back to d_model.

@@ -46,8 +46,9 @@ class RMSNorm : public Module {
 /// Post-RoPE keys and values of every layer, for incremental decoding (generation).
 /// Per layer: keys and values of shape (B, capacity, n_kv_heads, head_dim), capacity =
 /// context_length, positions before heads (the layout of the projections, so one position of
-/// a batch row, all heads, is contiguous); positions 0 .. length()-1 are filled. The cache holds plain values (no
-/// gradient flows into past positions), so it is meant for use under NoGradGuard.
+/// a batch row, all heads, is contiguous); positions 0 .. length()-1 are filled. The cache
+/// holds plain values (no gradient flows into past positions), so it is meant for use under
+/// NoGradGuard.
 class KVCache {
  public:
   KVCache(const ModelConfig& config, std::size_t batch_size);

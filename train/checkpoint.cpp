@@ -160,7 +160,7 @@ std::size_t training_context(const std::string& dir) {
   if (!j.contains("training") || !j["training"].is_object() || !j["training"].contains("context"))
     return 0;
   const json& c = j["training"]["context"];
-  if (!c.is_number_unsigned())
+  if (!c.is_number_unsigned() || c.get<std::size_t>() == 0)
     throw CheckpointError(path_in(dir, "config.json") + ": training.context must be a positive integer");
   return c.get<std::size_t>();
 }

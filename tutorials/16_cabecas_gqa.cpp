@@ -49,7 +49,8 @@ int main() {
   for (const std::string& nome : tracer.names()) {
     std::printf("  %-24s %s\n", nome.c_str(), shape_str(shape_of(tracer.get(nome))).c_str());
   }
-  tut::texto("Q tem 4 cabeças, K e V têm 2; notas e pesos têm 4 (depois do repeat_kv).");
+  tut::texto("Q tem 4 cabeças, K e V têm 2; notas e pesos têm 4: a cabeça h lê a K/V h/2\n"
+             "(dentro do modelo isso é feito por índice, sem a cópia do repeat_kv).");
 
   tut::secao("Quanto a GQA economiza");
   const std::size_t d = cfg.d_model, kv = cfg.n_kv_heads * cfg.head_dim();

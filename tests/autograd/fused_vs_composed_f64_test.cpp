@@ -496,8 +496,9 @@ TEST_F(FusedVsComposed, MaskedAttentionMixEqualsMixOfZeroedWeights) {
       // The gradient at the masked places is exactly 0 (2 with reuse: d sum(w * w) = 2 w only).
       for (std::size_t flat = 0; flat < w.size(); ++flat) {
         const std::size_t j = flat % s.m, i = flat / s.m % s.n;
-        if (c.mask(i, j))
+        if (c.mask(i, j)) {
           ASSERT_EQ(fused.da.data()[flat], reuse ? 2 * w.data()[flat] : 0.0) << what << " at " << flat;
+        }
       }
     }
   }

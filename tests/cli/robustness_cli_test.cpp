@@ -148,6 +148,32 @@ TEST_F(RobustnessCli, AbsurdSizesAreRefusedBeforeAllocating) {
   expect_error(glass("sample --checkpoint " + q(bad.string()) + " --tokens 5"), "is the file corrupt?");
 }
 
+TEST_F(RobustnessCli, TrainingContextOutsideTheModelIsACorruptConfig) {
+  // config.json's training.context is the window sample and eval use: 0 or more than the
+  // model's context_length must be refused, not silently replaced.
+  const fs::path bad = dir_ / "bad_context";
+  fs::copy(ckpt_, bad);
+  auto config = nlohmann::json::parse(read_file(bad / "config.json"));
+  const std::string ck = " --checkpoint " + q(bad.string());
+  const long long limit = config["model"]["context_length"].get<long long>();
+  for (long long context : {0LL, limit + 1, 100 * limit}) {
+    config["training"]["context"] = context;
+    write_file(bad / "config.json", config.dump());
+    const std::string rule = context == 0 ? "training.context must be a positive integer"
+                                          : "exceeds the model's context_length";
+    expect_error(glass("sample" + ck + " --tokens 5"), rule);
+    expect_error(glass("eval" + ck + " --data " + q(text_.string())), rule);
+  }
+}
+
+TEST_F(RobustnessCli, ThreadCountsFarBeyondTheCoresAreRefused) {
+  const fs::path out = dir_ / "threads";
+  expect_error(glass("train --data " + q(text_.string()) + " --out " + q(out.string()) +
+                     " --iters 1 --threads 100000"),
+               "4 per core");
+  EXPECT_FALSE(fs::exists(out));
+}
+
 TEST_F(RobustnessCli, NonFiniteWeightsAreACorruptCheckpoint) {
   const fs::path bad = dir_ / "nan_weights";
   fs::copy(ckpt_, bad);

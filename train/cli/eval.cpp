@@ -43,8 +43,12 @@ void run_eval(const EvalFlags& f) {
   if (unknown > 0) std::cerr << "warning: " << unknown << " characters outside the vocabulary were mapped to id 0\n";
   if (ids.size() < 2) throw CommandError(f.data + " must hold at least 2 characters to predict one");
 
-  std::size_t T = glass::training_context(f.checkpoint);
-  if (T == 0 || T > loaded.config.context_length) T = loaded.config.context_length;
+  std::size_t T = glass::training_context(f.checkpoint);  // 0: not recorded
+  if (T == 0) T = loaded.config.context_length;
+  if (T > loaded.config.context_length) {
+    throw CommandError(fmt::format("{}/config.json: training.context {} exceeds the model's "
+                                   "context_length {}", f.checkpoint, T, loaded.config.context_length));
+  }
 
   // Non-overlapping chunks: inputs ids[i : i+T], targets ids[i+1 : i+T+1], i = 0, T, 2T, ...
   // so every character after the first is predicted exactly once, from at most T before it.

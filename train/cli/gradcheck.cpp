@@ -8,6 +8,7 @@
 // op, input shapes, max absolute error, max relative error, PASS/FAIL. Exit code 0 only when
 // every row passes (1 otherwise, or for an unknown op name).
 
+#include <algorithm>
 #include <cstdio>
 #include <stdexcept>
 #include <string>
@@ -27,11 +28,16 @@ void run_gradcheck(const std::string& only) {
     throw glass::cli::CommandError(e.what());  // unknown --op: the message lists valid names
   }
   std::size_t failed = 0;
-  fmt::print("{:<22} {:<28} {:>12} {:>12}  {}\n", "op", "input shapes", "max abs err",
-             "max rel err", "result");
+  std::size_t op_width = 22, shapes_width = 28;  // columns as wide as the longest entry
   for (const auto& row : rows) {
-    fmt::print("{:<22} {:<28} {:>12.3e} {:>12.3e}  {}\n", row.op, row.shapes, row.max_abs_error,
-               row.max_rel_error, row.passed ? "PASS" : "FAIL");
+    op_width = std::max(op_width, row.op.size());
+    shapes_width = std::max(shapes_width, row.shapes.size());
+  }
+  fmt::print("{:<{}} {:<{}} {:>12} {:>12}  {}\n", "op", op_width, "input shapes", shapes_width,
+             "max abs err", "max rel err", "result");
+  for (const auto& row : rows) {
+    fmt::print("{:<{}} {:<{}} {:>12.3e} {:>12.3e}  {}\n", row.op, op_width, row.shapes,
+               shapes_width, row.max_abs_error, row.max_rel_error, row.passed ? "PASS" : "FAIL");
     if (!row.passed) ++failed;
   }
   fmt::print("\n{} of {} checks passed (double precision, central differences with eps 1e-6, "

@@ -59,8 +59,12 @@ void run_sample(SampleFlags& f) {
   glass::validate(f.sampling);  // std::invalid_argument -> "error: ..."
   glass::LoadedModel loaded = glass::load_checkpoint(f.checkpoint, f.best);
   const glass::Tokenizer& tokenizer = loaded.tokenizer;
-  std::size_t window = glass::training_context(f.checkpoint);
-  if (window == 0 || window > loaded.config.context_length) window = loaded.config.context_length;
+  std::size_t window = glass::training_context(f.checkpoint);  // 0: not recorded
+  if (window == 0) window = loaded.config.context_length;
+  if (window > loaded.config.context_length) {
+    throw CommandError(fmt::format("{}/config.json: training.context {} exceeds the model's "
+                                   "context_length {}", f.checkpoint, window, loaded.config.context_length));
+  }
 
   std::vector<std::int32_t> prompt = encode_prompt(f, tokenizer);
   std::string shown_prompt = f.prompt;

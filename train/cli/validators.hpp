@@ -31,6 +31,20 @@ inline CLI::Validator integer_at_least(long long min, const std::string& what) {
       what);
 }
 
+/// Accepts an integer in [min, max]. `what` is the rule shown in the message and the help.
+inline CLI::Validator integer_in(long long min, long long max, const std::string& what) {
+  return CLI::Validator(
+      [min, max, what](std::string& text) -> std::string {
+        errno = 0;
+        char* end = nullptr;
+        const long long v = std::strtoll(text.c_str(), &end, 10);
+        if (text.empty() || *end != '\0' || errno == ERANGE || v < min || v > max)
+          return "must be " + what + " (got '" + text + "')";
+        return "";
+      },
+      what);
+}
+
 /// Accepts a finite number in [low, high] (or (low, high] when low_open).
 inline CLI::Validator number_in(double low, double high, bool low_open, const std::string& what) {
   return CLI::Validator(
