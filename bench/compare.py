@@ -158,8 +158,8 @@ def bench_table(a, raw):
     growth = max(m["rss_growth_mb"] for m in mem)
     lines.append(f"| all | GlassLLM peak RSS 12x64 (MB) | {peak:.1f} (largest of {len(mem)} runs) | | | ≤ 150 | "
                  f"{'yes' if peak <= 150 else 'no'} |")
-    # A tape that is not freed would add the whole step's activations (~100 MB at 12x64) at every
-    # step; a few MB once is the allocator settling (tcmalloc's caches), flat in longer runs.
+    # A tape that is not freed would add the whole step's activations (tens of MB at 12x64) at
+    # every step; a few MB once is the allocator settling (tcmalloc's caches), flat in longer runs.
     lines.append(f"| all | GlassLLM RSS growth over {a.steps} steps after warm-up (MB) | {growth:.1f} (largest) | | | < 5 | "
                  f"{'yes' if growth < 5 else 'no'} |")
     return lines
