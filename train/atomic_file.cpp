@@ -3,11 +3,13 @@
 #include "train/atomic_file.hpp"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
@@ -88,6 +90,32 @@ void write_file_atomic(const std::string& path, const std::string& bytes) {
                                 path, os_reason(err)));
   }
   sync_parent_directory(path);
+}
+
+std::size_t remove_stale_temp_files(const std::string& dir) {
+  std::size_t removed = 0;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    if (!entry.is_regular_file(ec)) continue;
+    // "<file>.tmp.<pid>.<n>": the last two dot-separated fields are numbers.
+    const std::string name = entry.path().filename().string();
+    const std::size_t last = name.rfind('.');
+    if (last == std::string::npos || last == 0) continue;
+    const std::size_t before = name.rfind('.', last - 1);
+    if (before == std::string::npos || before < 4 || name.compare(before - 4, 4, ".tmp") != 0) continue;
+    const std::string pid_text = name.substr(before + 1, last - before - 1);
+    const std::string counter = name.substr(last + 1);
+    auto all_digits = [](const std::string& t) {
+      return !t.empty() && t.size() < 12 &&
+             std::all_of(t.begin(), t.end(), [](char c) { return c >= '0' && c <= '9'; });
+    };
+    if (!all_digits(pid_text) || !all_digits(counter)) continue;
+    const long pid = std::stol(pid_text);
+    if (pid <= 0 || pid == static_cast<long>(::getpid())) continue;
+    if (::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;  // still running
+    if (fs::remove(entry.path(), ec)) ++removed;
+  }
+  return removed;
 }
 
 void ensure_directory(const std::string& path) {

@@ -1,6 +1,7 @@
 #pragma once
 // Files that are either completely written or not written at all, and clear I/O errors.
 
+#include <cstddef>
 #include <stdexcept>
 #include <string>
 
@@ -27,6 +28,12 @@ void ensure_directory(const std::string& path);
 /// small temporary file), so that a long run fails before it starts rather than at its first
 /// checkpoint. Throws FileError ("cannot write to directory 'X': Permission denied").
 void ensure_writable_directory(const std::string& path);
+
+/// Removes the temporary files that write_file_atomic left in `dir` when its process was killed
+/// mid-write (names "<file>.tmp.<pid>.<n>" whose process <pid> no longer runs); files of live
+/// processes and every other file are left alone. Returns how many were removed. Best effort:
+/// a file that cannot be removed is skipped.
+std::size_t remove_stale_temp_files(const std::string& dir);
 
 /// The whole content of a file. Throws FileError for a missing, unreadable or directory path.
 std::string read_file(const std::string& path);

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <csignal>
@@ -126,4 +127,31 @@ TEST(AtomicFile, EnsureDirectory) {
   }
   EXPECT_THROW(glass::read_file((dir / "nope").string()), FileError);
   EXPECT_THROW(glass::read_file(dir.string()), FileError);
+}
+
+TEST(AtomicFile, StaleTempFilesOfDeadProcessesAreRemovedOthersKept) {
+  const fs::path dir = temp_dir("stale");
+  // A process id that surely ran and ended: a child that exits at once, reaped.
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) ::_exit(0);
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  const std::string dead = std::to_string(child), alive = std::to_string(::getppid());
+  auto touch = [&](const std::string& name) { std::ofstream(dir / name) << "partial"; };
+  touch("model.safetensors.tmp." + dead + ".3");        // left by a killed run: removed
+  touch("train_state.safetensors.tmp." + dead + ".10");  // removed
+  touch("model.safetensors.tmp." + alive + ".1");       // a live process is writing it: kept
+  touch("model.safetensors");                            // the checkpoint: kept
+  touch("notes.tmp.txt");                                // not our pattern: kept
+  touch("x.tmp.12a.1");                                  // not a pid: kept
+  EXPECT_EQ(glass::remove_stale_temp_files(dir.string()), 2u);
+  EXPECT_FALSE(fs::exists(dir / ("model.safetensors.tmp." + dead + ".3")));
+  EXPECT_FALSE(fs::exists(dir / ("train_state.safetensors.tmp." + dead + ".10")));
+  EXPECT_TRUE(fs::exists(dir / ("model.safetensors.tmp." + alive + ".1")));
+  EXPECT_TRUE(fs::exists(dir / "model.safetensors"));
+  EXPECT_TRUE(fs::exists(dir / "notes.tmp.txt"));
+  EXPECT_TRUE(fs::exists(dir / "x.tmp.12a.1"));
+  EXPECT_EQ(count_entries(dir), 4u);
+  EXPECT_EQ(glass::remove_stale_temp_files((dir / "missing").string()), 0u);  // no directory: 0
 }
