@@ -468,41 +468,58 @@ Tensor rms_norm(const Tensor& x, const Tensor& gain, Scalar eps) {
 // A rotation is orthogonal, so the backward pass rotates the gradient by -angle.
 namespace {
 
-/// cos and sin of every angle p * base^(-2i/D) for positions p = 0 .. positions-1 and pairs
-/// i = 0 .. D/2-1, row p at [p * D/2]. Computed in double for accuracy at large positions.
+/// cos and sin of every angle p * base^(-2i/D) for positions p = first .. first+positions-1 and
+/// pairs i = 0 .. D/2-1, row p - first at [(p - first) * D/2]. Computed in double for accuracy
+/// at large positions.
 struct RopeTable {
   double base = 0;
-  std::size_t head_dim = 0, positions = 0;
+  std::size_t head_dim = 0, first = 0, positions = 0;
   std::vector<Scalar> cos, sin;
 };
 
-/// The table for (base, head_dim) covering at least `positions` positions. Kept per thread and
-/// rebuilt (larger) only when a new base/head_dim or a later position is asked for, so a
-/// training step or a generated token does not recompute a pow and a sincos per pair. A
-/// rebuilt table is a new object: backward closures keep the one they were recorded with.
-std::shared_ptr<const RopeTable> rope_table(Scalar base, std::size_t head_dim, std::size_t positions) {
-  thread_local std::shared_ptr<const RopeTable> cached;
-  if (cached && cached->base == static_cast<double>(base) && cached->head_dim == head_dim &&
-      cached->positions >= positions)
-    return cached;
+std::shared_ptr<RopeTable> make_rope_table(double base, std::size_t head_dim, std::size_t first,
+                                           std::size_t positions) {
   auto table = std::make_shared<RopeTable>();
-  table->base = static_cast<double>(base);
+  table->base = base;
   table->head_dim = head_dim;
-  table->positions = std::max<std::size_t>(positions, 256);  // room for the usual context
+  table->first = first;
+  table->positions = positions;
   const std::size_t half = head_dim / 2;
   std::vector<double> theta(half);  // pair i turns by base^(-2i/D) per position
   for (std::size_t i = 0; i < half; ++i)
-    theta[i] = std::pow(table->base, -2.0 * static_cast<double>(i) / static_cast<double>(head_dim));
-  table->cos.resize(table->positions * half);
-  table->sin.resize(table->positions * half);
-  for (std::size_t p = 0; p < table->positions; ++p) {
+    theta[i] = std::pow(base, -2.0 * static_cast<double>(i) / static_cast<double>(head_dim));
+  table->cos.resize(positions * half);
+  table->sin.resize(positions * half);
+  for (std::size_t r = 0; r < positions; ++r) {
     for (std::size_t i = 0; i < half; ++i) {
-      const double angle = static_cast<double>(p) * theta[i];
-      table->cos[p * half + i] = static_cast<Scalar>(std::cos(angle));
-      table->sin[p * half + i] = static_cast<Scalar>(std::sin(angle));
+      const double angle = static_cast<double>(first + r) * theta[i];
+      table->cos[r * half + i] = static_cast<Scalar>(std::cos(angle));
+      table->sin[r * half + i] = static_cast<Scalar>(std::sin(angle));
     }
   }
-  cached = table;
+  return table;
+}
+
+/// A table covering positions start .. start+count-1 for (base, head_dim). The usual case,
+/// positions below kRopeCached, shares one table per thread that starts at position 0 and
+/// doubles when a later position is asked for, so a training step or a generated token does
+/// not recompute a pow and a sincos per pair. Positions beyond that get a table of just their
+/// own rows (what rope computed before the cache existed). A replaced table is a new object:
+/// backward closures keep the one they were recorded with.
+std::shared_ptr<const RopeTable> rope_table(Scalar base, std::size_t head_dim, std::size_t start,
+                                            std::size_t count) {
+  constexpr std::size_t kRopeCached = std::size_t(1) << 16;  // 64k positions
+  const std::size_t end = start + count;
+  if (end > kRopeCached) return make_rope_table(static_cast<double>(base), head_dim, start, count);
+  thread_local std::shared_ptr<const RopeTable> cached;
+  if (cached && cached->base == static_cast<double>(base) && cached->head_dim == head_dim &&
+      cached->positions >= end)
+    return cached;
+  std::size_t positions = 256;  // the default context_length; doubled as needed
+  if (cached && cached->base == static_cast<double>(base) && cached->head_dim == head_dim)
+    positions = std::max(positions, 2 * cached->positions);
+  while (positions < end) positions *= 2;
+  cached = make_rope_table(static_cast<double>(base), head_dim, 0, std::min(positions, kRopeCached));
   return cached;
 }
 
@@ -515,9 +532,9 @@ Tensor rope(const Tensor& x, std::size_t start, Scalar base) {
   }
   const std::size_t B = s[0], T = s[1], H = s[2], D = s[3], half = D / 2;
   // cos/sin of positions start .. start+T-1: rows (T, D/2) of the shared table.
-  const std::shared_ptr<const RopeTable> table = rope_table(base, D, start + T);
-  const Scalar* cos_t = table->cos.data() + start * half;
-  const Scalar* sin_t = table->sin.data() + start * half;
+  const std::shared_ptr<const RopeTable> table = rope_table(base, D, start, T);
+  const Scalar* cos_t = table->cos.data() + (start - table->first) * half;
+  const Scalar* sin_t = table->sin.data() + (start - table->first) * half;
   // Rotates every pair by the table's angle (sign = +1) or its negative (sign = -1).
   // The closure owns a reference to the table, so the backward pass can still read it.
   auto rotate = [table, cos_t, sin_t, B, T, H, D, half](const Scalar* in, Scalar* out, Scalar sign) {

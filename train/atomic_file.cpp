@@ -92,7 +92,7 @@ void write_file_atomic(const std::string& path, const std::string& bytes) {
   sync_parent_directory(path);
 }
 
-std::size_t remove_stale_temp_files(const std::string& dir) {
+std::size_t remove_stale_temp_files(const std::string& dir, const std::vector<std::string>& files) {
   std::size_t removed = 0;
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
@@ -103,6 +103,8 @@ std::size_t remove_stale_temp_files(const std::string& dir) {
     if (last == std::string::npos || last == 0) continue;
     const std::size_t before = name.rfind('.', last - 1);
     if (before == std::string::npos || before < 4 || name.compare(before - 4, 4, ".tmp") != 0) continue;
+    const std::string base = name.substr(0, before - 4);  // the file being written
+    if (std::find(files.begin(), files.end(), base) == files.end()) continue;
     const std::string pid_text = name.substr(before + 1, last - before - 1);
     const std::string counter = name.substr(last + 1);
     auto all_digits = [](const std::string& t) {

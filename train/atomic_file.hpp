@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace glass {
 
@@ -30,10 +31,11 @@ void ensure_directory(const std::string& path);
 void ensure_writable_directory(const std::string& path);
 
 /// Removes the temporary files that write_file_atomic left in `dir` when its process was killed
-/// mid-write (names "<file>.tmp.<pid>.<n>" whose process <pid> no longer runs); files of live
+/// mid-write: "<file>.tmp.<pid>.<n>" for one of the names in `files` (the files the caller
+/// writes there), whose process <pid> no longer runs on this machine. Temporary files of live
 /// processes and every other file are left alone. Returns how many were removed. Best effort:
 /// a file that cannot be removed is skipped.
-std::size_t remove_stale_temp_files(const std::string& dir);
+std::size_t remove_stale_temp_files(const std::string& dir, const std::vector<std::string>& files);
 
 /// The whole content of a file. Throws FileError for a missing, unreadable or directory path.
 std::string read_file(const std::string& path);

@@ -14,13 +14,20 @@ double global_grad_norm(const std::vector<Tensor>& params) {
     if (!p.has_grad()) continue;
     const Scalar* g = p.grad().data();
     const std::size_t n = p.size();
-    // Blocks of 1024 squares are summed with SIMD (detail::dot_n), the blocks in double: as
-    // accurate as a plain double loop for this purpose and several times faster (a plain
-    // `sum += g * g` in double can be neither vectorized nor pipelined).
+    // Blocks of 1024 squares are summed with SIMD in Scalar (detail::dot_n), the blocks in
+    // double: several times faster than a plain `sum += g * g` in double, which can be neither
+    // vectorized nor pipelined. In float a square overflows above ~1.8e19 and vanishes below
+    // ~1e-19: a block whose float sum leaves [1e-30, 1e30] (or is 0) is summed again in
+    // double, element by element, so the norm is right for any finite gradient.
     constexpr std::size_t kBlock = 1024;
     for (std::size_t i = 0; i < n; i += kBlock) {
       const std::size_t len = std::min(kBlock, n - i);
-      sum_sq += static_cast<double>(detail::dot_n(g + i, g + i, len));
+      const Scalar block = detail::dot_n(g + i, g + i, len);
+      if (block >= Scalar(1e-30) && block <= Scalar(1e30)) {
+        sum_sq += static_cast<double>(block);
+      } else {
+        for (std::size_t j = i; j < i + len; ++j) sum_sq += static_cast<double>(g[j]) * g[j];
+      }
     }
   }
   return std::sqrt(sum_sq);

@@ -9,7 +9,8 @@ namespace glass {
 inline namespace GLASS_PRECISION {
 
 /// The L2 norm of all gradients taken together: sqrt(sum over parameters of sum(g^2)),
-/// accumulated in double (over SIMD partial sums of 1024 squares). Parameters without a gradient count as zero.
+/// accumulated in double (over SIMD partial sums of 1024 squares; blocks whose float sum would
+/// overflow or vanish are summed in double directly). Parameters without a gradient count as zero.
 double global_grad_norm(const std::vector<Tensor>& params);
 
 /// Scales every gradient by min(1, max_norm / (norm + 1e-6)) where norm = global_grad_norm,

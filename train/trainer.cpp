@@ -194,7 +194,10 @@ Trainer::Trainer(TrainOptions options, std::ostream& out) : options_(std::move(o
   ensure_writable_directory(o.out_dir);  // FileError naming the directory and the reason
   // A run killed while writing a checkpoint (a second Ctrl-C, a kill) leaves its temporary file
   // behind; the checkpoint itself is whole (atomic rename). Tidy those up.
-  if (const std::size_t stale = remove_stale_temp_files(o.out_dir); stale > 0)
+  const std::vector<std::string> checkpoint_files = {
+      "model.safetensors", "best.safetensors", "train_state.safetensors", "train_state.json",
+      "config.json", "log.csv", "loss.svg"};
+  if (const std::size_t stale = remove_stale_temp_files(o.out_dir, checkpoint_files); stale > 0)
     out_ << "note: removed " << stale << " temporary file(s) left in " << o.out_dir
          << " by an interrupted run\n";
   if (!resuming && fs::exists(fs::path(o.out_dir) / "model.safetensors"))

@@ -145,13 +145,17 @@ TEST(AtomicFile, StaleTempFilesOfDeadProcessesAreRemovedOthersKept) {
   touch("model.safetensors");                            // the checkpoint: kept
   touch("notes.tmp.txt");                                // not our pattern: kept
   touch("x.tmp.12a.1");                                  // not a pid: kept
-  EXPECT_EQ(glass::remove_stale_temp_files(dir.string()), 2u);
+  touch("diary.tmp." + dead + ".06");                    // not one of the files we write: kept
+  const std::vector<std::string> ours = {"model.safetensors", "train_state.safetensors"};
+  EXPECT_EQ(glass::remove_stale_temp_files(dir.string(), ours), 2u);
   EXPECT_FALSE(fs::exists(dir / ("model.safetensors.tmp." + dead + ".3")));
   EXPECT_FALSE(fs::exists(dir / ("train_state.safetensors.tmp." + dead + ".10")));
   EXPECT_TRUE(fs::exists(dir / ("model.safetensors.tmp." + alive + ".1")));
   EXPECT_TRUE(fs::exists(dir / "model.safetensors"));
   EXPECT_TRUE(fs::exists(dir / "notes.tmp.txt"));
   EXPECT_TRUE(fs::exists(dir / "x.tmp.12a.1"));
-  EXPECT_EQ(count_entries(dir), 4u);
-  EXPECT_EQ(glass::remove_stale_temp_files((dir / "missing").string()), 0u);  // no directory: 0
+  EXPECT_TRUE(fs::exists(dir / ("diary.tmp." + dead + ".06")));
+  EXPECT_EQ(count_entries(dir), 5u);
+  EXPECT_EQ(glass::remove_stale_temp_files((dir / "missing").string(), ours), 0u);  // no directory
+
 }

@@ -113,6 +113,21 @@ TEST(Clip, GlobalNormScalesAllGradientsTogether) {
   EXPECT_NEAR(global_grad_norm({a, b}), 1.0, 1e-6);
 }
 
+TEST(Clip, HugeAndTinyGradientsGiveTheRightNorm) {
+  // Squares of these overflow (2e19^2 = 4e38 > float max 3.4e38) or vanish (1e-23^2 = 1e-46 <
+  // float's smallest 1.4e-45) in float; the norm is accumulated in double, so it is exact to
+  // float rounding of the inputs: sqrt(2 * 2e19^2) and sqrt(1000 * 1e-23^2) (by hand).
+  Tensor big = Tensor::from_vector({0, 0}, {2}, true);
+  big.grad() = Tensor::from_vector({2e19f, -2e19f}, {2}).value();
+  EXPECT_NEAR(global_grad_norm({big}) / (std::sqrt(2.0) * double(2e19f)), 1.0, 1e-6);
+  const double norm = clip_grad_norm({big}, 1.0);
+  EXPECT_TRUE(std::isfinite(norm));
+  EXPECT_NEAR(global_grad_norm({big}), 1.0, 1e-5);  // clipped to 1
+  Tensor tiny = Tensor::zeros({1000}, true);
+  tiny.grad().fill(1e-23f);
+  EXPECT_NEAR(global_grad_norm({tiny}) / (std::sqrt(1000.0) * double(1e-23f)), 1.0, 1e-6);
+}
+
 TEST(Clip, SmallNormUntouchedAndNonFiniteReported) {
   Tensor a = Tensor::from_vector({0, 0}, {2}, true);
   a.grad() = Tensor::from_vector({0.3f, 0.4f}, {2}).value();
