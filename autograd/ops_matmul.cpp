@@ -25,32 +25,6 @@ namespace {
 
 int as_int(std::size_t n) { return static_cast<int>(n); }
 
-/// Where a product's backward writes the gradient of tensor t: into t's existing grad (beta = 1,
-/// the gemm adds to it) or, for the first contribution, into a fresh array (beta = 0) that
-/// finish() hands to accumulate_grad. With `zeroed` the fresh array starts as zeros and beta is
-/// 1 either way (for a backward that adds several pieces and may leave some places untouched).
-struct GradTarget {
-  explicit GradTarget(const Tensor& t, bool zeroed = false) : tensor(t) {
-    if (tensor.has_grad()) {
-      data = tensor.grad().data();
-      beta = 1;
-    } else {
-      fresh = zeroed ? Array(tensor.shape(), Scalar(0)) : detail::empty_array(tensor.shape());
-      data = fresh.data();
-      beta = zeroed ? 1 : 0;
-      accumulate_fresh = true;
-    }
-  }
-  void finish() {
-    if (accumulate_fresh) accumulate_grad(tensor, std::move(fresh));
-  }
-  Tensor tensor;
-  Array fresh;
-  Scalar* data;
-  Scalar beta;
-  bool accumulate_fresh = false;
-};
-
 /// The common core. a (..., n, k); b is either 2-D, shared by all rows of a, or has a's
 /// leading (batch) axes. trans_b = false: b (..., k, m); trans_b = true: b (..., m, k).
 /// `min_a_dim` is 2 for matmul and 1 for linear. The product is scaled by `alpha` (the gemm's
@@ -112,7 +86,7 @@ Tensor product(const char* name, const Tensor& a, const Tensor& b, bool trans_b,
       // existing grad (a weight after zero_grad, an input used twice), which saves a temporary
       // and the `+=` pass of accumulate_grad; with beta = 0 into a fresh array otherwise.
       if (a.requires_grad()) {
-        GradTarget ga(a);
+        detail::GradTarget ga(a);
         for (std::size_t i = 0; i < batch; ++i) {
           // dA (n, k) = alpha dY (n, m) @ op(B)^T
           blas::gemm(false, !trans_b, as_int(n), as_int(k), as_int(m), alpha, g + i * y_step,
@@ -122,7 +96,7 @@ Tensor product(const char* name, const Tensor& a, const Tensor& b, bool trans_b,
         ga.finish();
       }
       if (b.requires_grad()) {
-        GradTarget gb(b);
+        detail::GradTarget gb(b);
         for (std::size_t i = 0; i < batch; ++i) {
           const Scalar* ai = a.value().data() + i * a_step;
           if (!trans_b) {  // dB (k, m) = alpha A^T (k, n) @ dY (n, m)
@@ -242,7 +216,7 @@ Tensor attention_scores(const Tensor& q, const Tensor& k, Scalar scale) {
       }
       const Scalar* g = grad.data();
       if (q.requires_grad()) {  // dQ_h (n, D) = scale * dS_h (n, m) @ K_g (m, D), each block once
-        GradTarget gq(q);
+        detail::GradTarget gq(q);
         for (std::size_t b = 0; b < d.B; ++b)
           for (std::size_t h = 0; h < d.H; ++h)
             blas::gemm(false, false, as_int(d.n), as_int(d.D), as_int(d.m), scale, g + s_at(b, h),
@@ -251,7 +225,7 @@ Tensor attention_scores(const Tensor& q, const Tensor& k, Scalar scale) {
         gq.finish();
       }
       if (k.requires_grad()) {  // dK_g (m, D) = sum over the n_rep heads h of g: scale dS_h^T Q_h
-        GradTarget gk(k);
+        detail::GradTarget gk(k);
         for (std::size_t b = 0; b < d.B; ++b)
           for (std::size_t h = 0; h < d.H; ++h) {
             const Scalar beta = h % d.n_rep == 0 ? gk.beta : Scalar(1);  // first head of the group
@@ -305,7 +279,7 @@ Tensor attention_mix(const Tensor& weights, const Tensor& v) {
       }
       const Scalar* g = grad.data();
       if (weights.requires_grad()) {  // dW_h (n, m) = dO_h (n, D) @ V_g^T (D, m), each block once
-        GradTarget gw(weights);
+        detail::GradTarget gw(weights);
         for (std::size_t b = 0; b < d.B; ++b)
           for (std::size_t h = 0; h < d.H; ++h)
             blas::gemm(false, true, as_int(d.n), as_int(d.m), as_int(d.D), Scalar(1), g + o_at(b, h),
@@ -314,7 +288,7 @@ Tensor attention_mix(const Tensor& weights, const Tensor& v) {
         gw.finish();
       }
       if (v.requires_grad()) {  // dV_g (m, D) = sum over the n_rep heads h of g: W_h^T dO_h
-        GradTarget gv(v);
+        detail::GradTarget gv(v);
         for (std::size_t b = 0; b < d.B; ++b)
           for (std::size_t h = 0; h < d.H; ++h) {
             const Scalar beta = h % d.n_rep == 0 ? gv.beta : Scalar(1);  // first head of the group
@@ -467,7 +441,7 @@ Tensor attention_scores(const Tensor& q, const Tensor& k, Scalar scale, const Ma
     tape().record("attention_scores", result, [=](const Array& grad) {
       // As the full op's backward with dS = 0 at the masked places: dQ_h = scale dS_h K_g and
       // dK_g += scale dS_h^T Q_h, block by block over the allowed columns only.
-      std::optional<GradTarget> gq, gk;
+      std::optional<detail::GradTarget> gq, gk;
       if (q.requires_grad()) gq.emplace(q);
       if (k.requires_grad()) gk.emplace(k, true);  // zeros: blocks add their columns
       std::vector<Scalar> z(kRowBlock * pm.max_width);  // dS's diagonal region, masked places 0
@@ -562,7 +536,7 @@ Tensor attention_mix(const Tensor& weights, const Tensor& v, const Mask& mask) {
     tape().record("attention_mix", result, [=](const Array& grad) {
       // As the full op's backward with the masked weights taken as 0: dW_h = dO_h V_g^T at the
       // allowed places and exactly 0 at the masked ones; dV_g += W_h^T dO_h over allowed places.
-      std::optional<GradTarget> gw, gv;
+      std::optional<detail::GradTarget> gw, gv;
       if (weights.requires_grad()) gw.emplace(weights);
       if (v.requires_grad()) gv.emplace(v, true);  // zeros: blocks add their rows
       std::vector<Scalar> z(kRowBlock * pm.max_width);

@@ -174,15 +174,7 @@ Tensor softmax(const Tensor& a) {
   for (std::size_t r = 0; r < rows; ++r) {
     const Scalar* x = a.value().data() + r * d;
     Scalar* y = out.data() + r * d;
-    const Scalar m = row_max(x, d);
-    if (m == kNegInf) {  // fully masked row: zeros, never NaN
-      std::fill(y, y + d, Scalar(0));
-      continue;
-    }
-    for (std::size_t j = 0; j < d; ++j) y[j] = x[j] - m;
-    detail::exp_n(y, y, d);  // e^(x - max), vectorized; masked entries (-inf) give 0
-    const Scalar inv = 1 / detail::sum_n(y, d);
-    for (std::size_t j = 0; j < d; ++j) y[j] *= inv;
+    detail::softmax_row(x, y, d);
   }
   const bool track = needs_grad({&a});
   Tensor result = detail::make_output(std::move(out), track);
@@ -425,10 +417,9 @@ Tensor rms_norm(const Tensor& x, const Tensor& gain, Scalar eps) {
                     // dx is added straight into x's gradient when there is one already (x is
                     // the residual stream, whose add ran first in the backward pass): no
                     // temporary array and no separate `+=` pass.
-                    const bool add_into = x.requires_grad() && x.has_grad();
-                    Array gx = add_into ? Array() : detail::empty_array(x.shape());
-                    Tensor x_handle = x;
-                    Scalar* dx_all = add_into ? x_handle.grad().data() : gx.data();
+                    detail::GradTarget gx(x);
+                    const bool add_into = gx.beta == 1;
+                    Scalar* dx_all = gx.data;
                     Array gg(gain.shape(), Scalar(0));
                     const Scalar* w = gain.value().data();
                     std::vector<Scalar> dxh(d);  // d(loss)/d(x_hat) of one row: g * gain
@@ -454,7 +445,7 @@ Tensor rms_norm(const Tensor& x, const Tensor& gain, Scalar eps) {
                           dx[j] = rr * (dxh[j] - xr[j] * rr * mean_dot);
                       }
                     }
-                    if (!add_into) accumulate_grad(x, std::move(gx));
+                    gx.finish();
                     accumulate_grad(gain, std::move(gg));
                   });
   }

@@ -88,6 +88,51 @@ inline Scalar max_n(const Scalar* x, std::size_t n) {
   return m;
 }
 
+/// y = softmax(x) of one row of n values: e^(x - max) / sum, with the vectorized exp and sum.
+/// A row of all -inf (fully masked) gives zeros, never NaN. y == x is allowed. Used by the
+/// softmax op and by generation's attention over the KV cache.
+inline void softmax_row(const Scalar* x, Scalar* y, std::size_t n) {
+  const Scalar m = max_n(x, n);
+  if (m == -std::numeric_limits<Scalar>::infinity()) {
+    std::fill(y, y + n, Scalar(0));
+    return;
+  }
+  for (std::size_t j = 0; j < n; ++j) y[j] = x[j] - m;
+  exp_n(y, y, n);  // e^(x - max); masked entries (-inf) give 0
+  const Scalar inv = 1 / sum_n(y, n);
+  for (std::size_t j = 0; j < n; ++j) y[j] *= inv;
+}
+
+/// Where an op's backward writes the gradient of input t: straight into t's existing grad
+/// (beta = 1: add to it, as a gemm with beta = 1 does) or, for the first contribution, into a
+/// fresh array (beta = 0: write it) that finish() hands to accumulate_grad. Saves a temporary
+/// and the `+=` pass of accumulate_grad whenever t already has a gradient (a weight after
+/// zero_grad, an input used twice, the residual stream). With `zeroed` the fresh array starts
+/// as zeros and beta is 1 either way (for a backward that adds several pieces and may leave some
+/// places untouched). A tensor that does not require grad always gets a fresh array, which
+/// finish() then drops.
+struct GradTarget {
+  explicit GradTarget(const Tensor& t, bool zeroed = false) : tensor(t) {
+    if (tensor.requires_grad() && tensor.has_grad()) {
+      data = tensor.grad().data();
+      beta = 1;
+    } else {
+      fresh = zeroed ? Array(tensor.shape(), Scalar(0)) : empty_array(tensor.shape());
+      data = fresh.data();
+      beta = zeroed ? 1 : 0;
+      accumulate_fresh = true;
+    }
+  }
+  void finish() {
+    if (accumulate_fresh) accumulate_grad(tensor, std::move(fresh));
+  }
+  Tensor tensor;
+  Array fresh;
+  Scalar* data;
+  Scalar beta;
+  bool accumulate_fresh = false;
+};
+
 /// The op's output tensor; it requires grad exactly when the op is recorded.
 inline Tensor make_output(Array value, bool track) { return Tensor(std::move(value), track); }
 

@@ -153,11 +153,7 @@ Array attend_to_cache(const KVCache& cache, std::size_t layer, const Array& q, S
         const Scalar* q_row = q.data() + ((b * n + i) * H + h) * D;
         blas::gemv(false, static_cast<int>(m_i), static_cast<int>(D), scale,
                    keys.data() + kv_offset, row_stride, q_row, Scalar(0), p.data());
-        const Scalar max = detail::max_n(p.data(), m_i);
-        for (std::size_t j = 0; j < m_i; ++j) p[j] -= max;
-        detail::exp_n(p.data(), p.data(), m_i);
-        const Scalar inv_sum = 1 / detail::sum_n(p.data(), m_i);
-        for (std::size_t j = 0; j < m_i; ++j) p[j] *= inv_sum;
+        detail::softmax_row(p.data(), p.data(), m_i);
         blas::gemv(true, static_cast<int>(m_i), static_cast<int>(D), Scalar(1),
                    values.data() + kv_offset, row_stride, p.data(), Scalar(0),
                    out.data() + ((b * n + i) * H + h) * D);
