@@ -19,7 +19,6 @@
 // Prints a human summary and one JSON line prefixed with 'RESULT ' (same keys as bench.py).
 
 #include <cblas.h>
-#include <malloc.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -40,6 +39,7 @@
 #include "nn/decoder.hpp"
 #include "train/adamw.hpp"
 #include "train/clip.hpp"
+#include "train/malloc_tuning.hpp"
 #include "train/sampler.hpp"
 
 using namespace glass;
@@ -273,16 +273,7 @@ json bench_generate(const ModelConfig& cfg, const Options& o) {
 
 int main(int argc, char** argv) {
   const Options o = parse(argc, argv);
-  // Keep freed memory in the process between steps: every step allocates and frees the same
-  // activations, and giving them back to the kernel (trim, munmap) costs page faults next step.
-  // (glibc's malloc only; with tcmalloc linked, see CMakeLists.txt, these calls do nothing.)
-  mallopt(M_MMAP_THRESHOLD, 32 << 20);
-  mallopt(M_TRIM_THRESHOLD, 512 << 20);
-  mallopt(M_TOP_PAD, 16 << 20);
-  // No fastbins: tensors are 64-byte aligned (posix_memalign), whose split-off remainders would
-  // land in the fastbins and be merged again (malloc_consolidate) at every larger request;
-  // generation with the KV cache ran ~6 % faster without them.
-  mallopt(M_MXFAST, 0);
+  tune_malloc_for_training();  // as the glass program does
   openblas_set_num_threads(o.threads);
   ModelConfig cfg;  // the default model, vocab 65 as bench.py
   cfg.vocab_size = 65;

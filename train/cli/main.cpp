@@ -1,7 +1,6 @@
 // The `glass` program: train, sample, eval, inspect, gradcheck. Each subcommand lives in its own
 // file of this folder (see commands.hpp).
 
-#include <malloc.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -11,6 +10,7 @@
 #include <CLI/CLI.hpp>
 
 #include "train/cli/commands.hpp"
+#include "train/malloc_tuning.hpp"
 
 namespace glass::cli {
 std::vector<std::pair<int, CommandAdder>>& command_registry() {
@@ -20,17 +20,7 @@ std::vector<std::pair<int, CommandAdder>>& command_registry() {
 }  // namespace glass::cli
 
 int main(int argc, char** argv) {
-  // Every training step allocates and frees the same activations; keep the freed memory in the
-  // process instead of returning it to the kernel (heap trim, munmap), which would cost fresh
-  // page faults in the next step. The peak memory is unchanged. (These settings tune glibc's
-  // malloc; when the program is linked with tcmalloc, see CMakeLists.txt, they do nothing.)
-  mallopt(M_MMAP_THRESHOLD, 32 << 20);
-  mallopt(M_TRIM_THRESHOLD, 512 << 20);
-  mallopt(M_TOP_PAD, 16 << 20);
-  // No fastbins: tensors are 64-byte aligned (posix_memalign), whose split-off remainders would
-  // land in the fastbins and be merged again (malloc_consolidate) at every larger request;
-  // generation with the KV cache ran ~6 % faster without them.
-  mallopt(M_MXFAST, 0);
+  glass::tune_malloc_for_training();
   CLI::App app{
       "glass: a glass-box character-level LLaMA-style language model.\n"
       "Train it on a text file, sample from it, look inside it."};
