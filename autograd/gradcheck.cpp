@@ -35,20 +35,25 @@ GradcheckReport gradcheck(const GradcheckFn& f, const std::vector<Tensor>& input
 
   // 1. Analytic gradients: one forward with recording, L = sum(out * R), one backward.
   tape().clear();
+  Array R;
   for (const Tensor& t : inputs) {
     Tensor h = t;
     if (h.requires_grad()) h.zero_grad();
   }
-  const Tensor out = f(inputs);
-  if (!out.requires_grad()) {
-    tape().clear();
-    throw std::invalid_argument("gradcheck: the output does not depend on any input that requires grad");
-  }
-  Rng rng(options.seed);
-  std::normal_distribution<double> normal(0.0, 1.0);
-  Array R = Array::from_shape(out.value().shape());
-  for (auto& r : R) r = static_cast<Scalar>(normal(rng));
-  const Tensor loss = sum(mul(out, Tensor(R)));
+  Tensor loss;
+  {
+    const Tensor out = f(inputs);
+    if (!out.requires_grad()) {
+      tape().clear();
+      throw std::invalid_argument("gradcheck: the output does not depend on any input that requires grad");
+    }
+    Rng rng(options.seed);
+    std::normal_distribution<double> normal(0.0, 1.0);
+    R = Array::from_shape(out.value().shape());
+    for (auto& r : R) r = static_cast<Scalar>(normal(rng));
+    loss = sum(mul(out, Tensor(R)));
+  }  // `out` is now held by the tape only, as in training: its backward may reuse its gradient
+     // buffer (detail::take_grad), so that path is the one checked here
   loss.backward();  // also clears the tape
 
   // 2. Numeric gradients, element by element, and the comparison.

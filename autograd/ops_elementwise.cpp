@@ -180,9 +180,41 @@ using Pair = std::pair<Scalar, Scalar>;
 // ---- binary, broadcasting --------------------------------------------------------------------
 
 // z = x + y:  dz/dx = 1, dz/dy = 1
+// Without broadcasting (the residual stream's x + f(x)), both inputs receive g itself: one that
+// already has a gradient adds g to it, the other takes g's buffer when the tape frees it
+// (detail::take_grad) — no arithmetic and at most one copy.
 Tensor add(const Tensor& a, const Tensor& b) {
-  return binary_op("add", a, b, [](Scalar x, Scalar y) { return x + y; },
-                   [](Scalar g, Scalar, Scalar) { return Pair{g, g}; });
+  if (a.shape() != b.shape()) {
+    return binary_op("add", a, b, [](Scalar x, Scalar y) { return x + y; },
+                     [](Scalar g, Scalar, Scalar) { return Pair{g, g}; });
+  }
+  Array out = detail::empty_array(a.shape());
+  {
+    const Scalar* x = a.value().data();
+    const Scalar* y = b.value().data();
+    Scalar* z = out.data();
+    const std::size_t n = out.size();
+    for (std::size_t i = 0; i < n; ++i) z[i] = x[i] + y[i];
+  }
+  const bool track = needs_grad({&a, &b});
+  Tensor result = detail::make_output(std::move(out), track);
+  if (track) {
+    tape().record("add", result, [a, b](Array& grad) {
+      const Array& g = grad;
+      const bool need_a = a.requires_grad(), need_b = b.requires_grad();
+      // The input served last may take the buffer: b, unless only a needs it or b already has
+      // a gradient to add to while a has none. (With a == b the second call adds to the first.)
+      const bool a_last = !need_b || (need_a && b.has_grad() && !a.has_grad());
+      if (a_last) {
+        if (need_b) accumulate_grad(b, g);
+        accumulate_grad(a, detail::take_grad(grad));
+      } else {
+        if (need_a) accumulate_grad(a, g);
+        accumulate_grad(b, detail::take_grad(grad));
+      }
+    });
+  }
+  return result;
 }
 
 // z = x - y:  dz/dx = 1, dz/dy = -1
@@ -316,15 +348,20 @@ Tensor silu_mul(const Tensor& gate, const Tensor& up) {
   const bool track = needs_grad({&gate, &up});
   Tensor result = detail::make_output(std::move(out), track);
   if (track) {
-    tape().record("silu_mul", result, [gate, up](const Array& grad) {
-      // An input that does not require grad gets no array and no arithmetic.
+    tape().record("silu_mul", result, [gate, up](Array& grad) {
+      // An input that does not require grad gets no array and no arithmetic. d_gate takes over
+      // the output gradient's buffer when the tape frees it (each element of g is read before
+      // its place is written); otherwise it is a fresh array.
       const bool need_gate = gate.requires_grad(), need_up = up.requires_grad();
-      Array d_gate = need_gate ? detail::empty_array(gate.shape()) : Array();
+      const bool in_place = need_gate && tape().grad_disposable();
+      Array d_gate = in_place    ? detail::take_grad(grad)
+                     : need_gate ? detail::empty_array(gate.shape())
+                                 : Array();
       Array d_up = need_up ? detail::empty_array(up.shape()) : Array();
-      const Scalar* g = grad.data();
+      const Scalar* g = in_place ? d_gate.data() : grad.data();
       const Scalar* x = gate.value().data();
       const Scalar* u = up.value().data();
-      const std::size_t n = grad.size();
+      const std::size_t n = gate.size();
       const Batch one(Scalar(1));
       std::size_t i = 0;
       for (; i + Batch::size <= n; i += Batch::size) {
@@ -335,9 +372,9 @@ Tensor silu_mul(const Tensor& gate, const Tensor& up) {
         if (need_up) (gb * (xb * s)).store_unaligned(d_up.data() + i);
       }
       for (; i < n; ++i) {
-        const Scalar s = 1 / (1 + std::exp(-x[i]));
-        if (need_gate) d_gate.data()[i] = g[i] * u[i] * (s + x[i] * s * (1 - s));
-        if (need_up) d_up.data()[i] = g[i] * (x[i] * s);
+        const Scalar gi = g[i], s = 1 / (1 + std::exp(-x[i]));  // g[i] read before d_gate[i] is written
+        if (need_gate) d_gate.data()[i] = gi * u[i] * (s + x[i] * s * (1 - s));
+        if (need_up) d_up.data()[i] = gi * (x[i] * s);
       }
       if (need_gate) accumulate_grad(gate, std::move(d_gate));
       if (need_up) accumulate_grad(up, std::move(d_up));

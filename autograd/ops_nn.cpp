@@ -266,12 +266,13 @@ Tensor masked_softmax(const Tensor& scores, const Mask& mask) {
     const TensorImpl* y = result.impl();
     tape().record("masked_softmax", result,
                   [scores, y, rows, d, mask_rows, span_of, masked = std::move(masked),
-                   prefix = std::move(prefix)](const Array& grad) {
-                    Array ga = detail::empty_array(scores.shape());
+                   prefix = std::move(prefix)](Array& grad) {
+                    // dx overwrites g in place, row by row (each row's dot is taken first).
+                    Array ga = detail::take_grad(grad);
                     for (std::size_t r = 0; r < rows; ++r) {
                       const Scalar* yr = y->value.data() + r * d;
-                      const Scalar* g = grad.data() + r * d;
                       Scalar* dx = ga.data() + r * d;
+                      const Scalar* g = dx;
                       const std::size_t k = prefix[r % mask_rows];
                       if (k != kGeneral) {
                         // y is 0 past k, so the dot over the span equals the one over the row.
@@ -546,9 +547,9 @@ Tensor rope(const Tensor& x, std::size_t start, Scalar base) {
   const bool track = needs_grad({&x});
   Tensor result = detail::make_output(std::move(out), track);
   if (track) {
-    tape().record("rope", result, [x, rotate](const Array& grad) {
-      Array gx = detail::empty_array(x.shape());
-      rotate(grad.data(), gx.data(), Scalar(-1));
+    tape().record("rope", result, [x, rotate](Array& grad) {
+      Array gx = detail::take_grad(grad);
+      rotate(gx.data(), gx.data(), Scalar(-1));  // in place: each pair is read, then written
       accumulate_grad(x, std::move(gx));
     });
   }

@@ -133,6 +133,16 @@ struct GradTarget {
   bool accumulate_fresh = false;
 };
 
+/// For a backward closure that takes its argument as `Array& grad`: the output's gradient as an
+/// array the closure may keep (hand to accumulate_grad, or overwrite in place with an input's
+/// gradient of the same size). It is the buffer itself when the tape frees it right after the
+/// closure (Tape::grad_disposable, under Tensor::backward), otherwise a copy, so an
+/// intermediate gradient the caller can still read is never changed. Call it at most once.
+inline Array take_grad(Array& grad) {
+  if (tape().grad_disposable()) return std::move(grad);
+  return grad;
+}
+
 /// The op's output tensor; it requires grad exactly when the op is recorded.
 inline Tensor make_output(Array value, bool track) { return Tensor(std::move(value), track); }
 

@@ -40,24 +40,58 @@ void Tape::set_profiling(bool on) {
   last_event_ = std::chrono::steady_clock::now();
 }
 
-void Tape::backward(const Tensor& root) {
+namespace {
+void seed_root(const Tensor& root) {
   if (root.size() != 1) {
     throw std::invalid_argument("Tape::backward: root must have one element, got shape " +
                                 shape_str(root.shape()));
   }
   Tensor r = root;
   r.grad().fill(Scalar(1));
+}
+}  // namespace
+
+// Runs one record's backward closure (timed when profiling).
+void Tape::run(TapeRecord& record) {
+  if (!profiling_) {
+    record.backward(record.output.grad());
+    return;
+  }
+  const auto start = std::chrono::steady_clock::now();
+  record.backward(record.output.grad());
+  OpProfile& p = profile_[record.op];
+  p.backward_ms += ms_between(start, std::chrono::steady_clock::now());
+  ++p.backward_calls;
+}
+
+void Tape::backward(const Tensor& root) {
+  seed_root(root);
   for (auto it = records_.rbegin(); it != records_.rend(); ++it) {
     if (!it->output.has_grad()) continue;  // no gradient reached this op's output
-    if (profiling_) {
-      const auto start = std::chrono::steady_clock::now();
-      it->backward(it->output.grad());
-      OpProfile& p = profile_[it->op];
-      p.backward_ms += ms_between(start, std::chrono::steady_clock::now());
-      ++p.backward_calls;
-      continue;
+    run(*it);
+  }
+}
+
+void Tape::backward_and_clear(const Tensor& root) {
+  seed_root(root);
+  // Records later on the tape hold the earlier outputs they used; walking backwards and dropping
+  // each record once it has run leaves an output held by its own record only, unless the caller
+  // (or a tensor that outlives the step) holds it too: use_count() == 1 means nobody can read
+  // its gradient after this closure.
+  struct ClearAtExit {  // also when a closure throws: the tape ends empty either way
+    Tape& tape;
+    ~ClearAtExit() {
+      tape.grad_disposable_ = false;
+      tape.clear();
     }
-    it->backward(it->output.grad());
+  } clear_at_exit{*this};
+  for (auto it = records_.rbegin(); it != records_.rend(); ++it) {
+    if (it->output.has_grad()) {
+      grad_disposable_ = it->output.use_count() == 1;
+      run(*it);
+      grad_disposable_ = false;
+    }
+    *it = TapeRecord{};  // frees the closure's saved inputs, and the output if only we held it
   }
 }
 

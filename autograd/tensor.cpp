@@ -143,8 +143,7 @@ void Tensor::backward() const {
         "Tensor::backward: this tensor does not require grad (no input of the computation "
         "required grad, or it was computed under NoGradGuard)");
   }
-  tape().backward(*this);
-  tape().clear();
+  tape().backward_and_clear(*this);
 }
 
 Tensor Tensor::detach() const { return Tensor(value(), false, name()); }

@@ -91,7 +91,8 @@ class Tensor {
   Scalar item() const;
 
   /// Reverse-mode autodiff from this scalar: sets d(this)/d(this) = 1, walks the tape
-  /// backwards accumulating (+=) into every tracked tensor's grad, then clears the tape.
+  /// backwards accumulating (+=) into every tracked tensor's grad, then clears the tape
+  /// (Tape::backward_and_clear: memory is freed during the walk).
   /// Throws std::invalid_argument when this tensor has more than one element or does not
   /// require grad.
   void backward() const;
