@@ -1,6 +1,10 @@
 #include "train/malloc_tuning.hpp"
 
 #include <malloc.h>
+#include <sys/mman.h>
+
+#include <cstdint>
+#include <cstdlib>
 
 namespace glass {
 
@@ -14,6 +18,25 @@ void tune_malloc_for_training() {
   // land in the fastbins and be merged again (malloc_consolidate) at every larger request;
   // generation with the KV cache ran ~6 % faster without them.
   mallopt(M_MXFAST, 0);
+
+  // Transparent huge pages (2 MB instead of 4 KB) for the tensors. A training step touches far
+  // more memory than the caches hold (~70 MB at B=12, T=64), and with 4 KB pages nearly every
+  // cold access also misses the TLB (a page-table walk, dearer still in a virtual machine);
+  // one 2 MB page covers 512 of them. Linux hands out huge pages only to memory advised with
+  // MADV_HUGEPAGE when /sys/kernel/mm/transparent_hugepage/enabled is "madvise" (the usual
+  // default). So reserve 1 GB of address space through malloc, advise it and free it at once:
+  // the allocator hands the same range out again for the tensors. Nothing is touched, so nothing
+  // is resident until used. This relies on tcmalloc keeping the freed range (glibc's malloc
+  // unmaps a block this large on free, and the advice goes with it: harmless, no effect).
+  // Measured (bench_train_step, alternating runs): step -7 % at 12x64, -11 % at 8x256,
+  // generation +4 %.
+  constexpr std::size_t kReserve = std::size_t(1) << 30, kHugePage = std::size_t(2) << 20;
+  if (void* block = std::malloc(kReserve)) {
+    const auto begin = (reinterpret_cast<std::uintptr_t>(block) + kHugePage - 1) & ~(kHugePage - 1);
+    const auto end = (reinterpret_cast<std::uintptr_t>(block) + kReserve) & ~(kHugePage - 1);
+    if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);  // best effort
+    std::free(block);
+  }
 }
 
 }  // namespace glass

@@ -5,8 +5,9 @@ namespace glass {
 
 /// Call once at the start of a program that trains or generates: keeps freed memory in the
 /// process (every step frees and reallocates the same activations; giving them back to the
-/// kernel costs page faults) and turns off the fastbins. Settings of glibc's malloc only: when
-/// the program is linked with tcmalloc (CMakeLists.txt, GLASS_TCMALLOC) they do nothing.
+/// kernel costs page faults) and turns off the fastbins — settings of glibc's malloc, which do
+/// nothing when the program is linked with tcmalloc (CMakeLists.txt, GLASS_TCMALLOC) — and asks
+/// for transparent huge pages for the tensors (see malloc_tuning.cpp; with tcmalloc only).
 void tune_malloc_for_training();
 
 }  // namespace glass
