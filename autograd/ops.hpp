@@ -158,5 +158,21 @@ Tensor repeat_kv(const Tensor& x, std::size_t n_rep);
 /// (m = start + n usually): true where key j > start + i, i.e. in the future. Shape (n, m).
 Mask causal_mask(std::size_t n, std::size_t m, std::size_t start = 0);
 
+/// Scaled dot-product attention under the causal mask, fused (FlashAttention, Dao et al. 2022,
+/// Algorithms 1-2, with the exact softmax of each row): per batch row and query head h,
+///   out = softmax(q_h k_g^T * scale, masked where key j > start + i) v_g,   g = h / n_rep,
+/// with n_rep = n_heads / n_kv_heads (GQA: query head h reads KV head h / n_rep) and
+/// start = m - n (the positions before the first query, e.g. cached). Shapes: q (B, n, n_heads,
+/// head_dim), k and v (B, m, n_kv_heads, head_dim) -> out (B, n, n_heads, head_dim), the layout
+/// of attention_mix, so reshape(out, {B, n, n_heads * head_dim}) concatenates the heads.
+/// The same numbers (to rounding) and gradients as
+///   attention_mix(masked_softmax(attention_scores(q, k, scale, mask), mask), v, mask)
+/// with mask = causal_mask(n, m, m - n), but the (B, n_heads, n, m) scores and weights are never
+/// stored: blocks of 32 query rows are computed in a small scratch, and only each row's
+/// logsumexp (B, n_heads, n) is kept for the backward pass, which recomputes the weights.
+/// Throws std::invalid_argument (with the three shapes) when an input is not 4-D, k and v differ
+/// in shape, batch sizes or head_dims differ, n_heads % n_kv_heads != 0, or n > m.
+Tensor causal_attention(const Tensor& q, const Tensor& k, const Tensor& v, Scalar scale);
+
 }  // namespace GLASS_PRECISION
 }  // namespace glass

@@ -15,6 +15,7 @@
 
 #include <cblas.h>
 
+#include <cmath>
 #include <limits>
 
 #include "autograd/ops.hpp"
@@ -96,6 +97,32 @@ void BM_RawSgemmBatchedNT(benchmark::State& state) {
     benchmark::DoNotOptimize(s.data());
   }
   set_gflops(state, 2.0 * batch * n * n * d);
+}
+
+// Attention steps 5-8 of the training step, forward + backward: causal_attention (fused, no
+// (B, H, T, T) tensors) against the composition it replaces, attention_scores + masked_softmax
+// + attention_mix under the causal mask. Args: B, T, fused; 4 heads, 2 KV heads, head_dim 32.
+void BM_CausalAttentionForwardBackward(benchmark::State& state) {
+  const std::size_t B = state.range(0), T = state.range(1), H = 4, H_kv = 2, D = 32;
+  const bool fused = state.range(2) != 0;
+  Rng rng(9);
+  const Array qa = Tensor::randn({B, T, H, D}, 1, rng).value();
+  const Array ka = Tensor::randn({B, T, H_kv, D}, 1, rng).value();
+  const Array va = Tensor::randn({B, T, H_kv, D}, 1, rng).value();
+  const Tensor R = Tensor::randn({B, T, H, D}, 1, rng);
+  const Mask mask = causal_mask(T, T);
+  const Scalar scale = 1 / std::sqrt(static_cast<Scalar>(D));
+  for (auto _ : state) {
+    // Fresh leaves without a gradient, as q, k, v are in a training step (intermediates).
+    const Tensor q(qa, true), k(ka, true), v(va, true);
+    const Tensor out = fused ? causal_attention(q, k, v, scale)
+                             : attention_mix(masked_softmax(attention_scores(q, k, scale, mask), mask),
+                                             v, mask);
+    sum(out * R).backward();
+    tape().clear();
+    benchmark::DoNotOptimize(q.grad().data());
+  }
+  state.SetLabel(fused ? "causal_attention" : "attention_scores + masked_softmax + attention_mix");
 }
 
 // ---- row kernels -------------------------------------------------------------------------------
@@ -219,6 +246,7 @@ BENCHMARK(BM_LinearForwardBackward)->Args({768, 128, 344})->Args({768, 128, 128}
 BENCHMARK(BM_AttentionScores)->Args({48, 64, 32})->Args({12, 256, 32})->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_RawSgemmBatchedNT)->Args({48, 64, 32})->Args({12, 256, 32})->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_AttentionMix)->Args({48, 64, 32})->Args({12, 256, 32})->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_CausalAttentionForwardBackward)->Args({12, 64, 1})->Args({12, 64, 0})->Args({8, 256, 1})->Args({8, 256, 0})->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Softmax)->Args({48 * 64, 64})->Args({12 * 256, 256})->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_SoftmaxForwardBackward)->Args({48 * 64, 64})->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_SiluMulForwardBackward)->Args({12 * 64, 344})->Unit(benchmark::kMicrosecond);

@@ -7,7 +7,10 @@
 // causal mask, they skip the future keys (about half of each product at full length).
 // One shortcut: generation under NoGradGuard without a tracer runs steps 3-8 as a single loop
 // over the cache's storage (attend_to_cache, right after step 2); it computes what the numbered
-// steps compute, which is what the rest of Attention::forward shows.
+// steps compute, which is what the rest of Attention::forward shows. A second one: training
+// (recording, without a tracer or a cache) runs steps 5-8 as one fused op, causal_attention
+// (FlashAttention-style, autograd/ops_attention.cpp), right after step 2; it too computes what
+// the numbered steps compute, without storing the (B, n_heads, n, m) scores and weights.
 
 #include "nn/decoder.hpp"
 
@@ -219,6 +222,18 @@ Tensor Attention::forward(const Tensor& x, std::size_t layer, KVCache* cache,
     // as the steps below; the tests compare the logits with and without the cache.
     cache->append(layer, k.value(), v.value());
     const Tensor mix(attend_to_cache(*cache, layer, q.value(), scale, start));
+    return wo.forward(reshape(mix, {B, n, n_heads * head_dim}));  // 9. W_O
+  }
+
+  if (!cache && !tracer && is_recording()) {
+    // Training, the common case: recording, nothing traced, no KV cache (step 3 does nothing and
+    // step 4 only chooses KV head h / n_rep, which the op does too). Steps 5-8 run as one fused op,
+    // causal_attention, which computes what they compute: the same numbers to rounding, and the
+    // same gradients (the tests compare the logits and every parameter gradient of both paths),
+    // without storing the (B, n_heads, n, m) scores and weights or their gradients: per block of
+    // 32 query rows it makes scores -> causal softmax -> mix with V in a small scratch and keeps
+    // each row's logsumexp, from which the backward pass recomputes the weights.
+    const Tensor mix = causal_attention(q, k, v, scale);  // (B, n, n_heads, head_dim)
     return wo.forward(reshape(mix, {B, n, n_heads * head_dim}));  // 9. W_O
   }
 
