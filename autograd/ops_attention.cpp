@@ -9,23 +9,29 @@
 //   O = attention_mix(P, v, mask)                                 (B, n, H, D)
 // but never stores S or P (nor their gradients): 2 x 8 MB per layer at B = 8, T = 256 that
 // would be written to memory and read back. Instead, for each batch row b, query head h and
-// block of kRowBlock query rows [r0, r1), which may see the keys [0, hi) with hi = start + r1:
+// block of kRowBlock query rows [r0, r1), which may see the keys [0, hi) with hi = start + r1
+// (row i sees the keys 0 .. start + i):
 //
-//   forward:   S_blk = scale Q_blk K[0:hi]^T                 (rows, hi)   gemm, in a scratch
-//              P_blk = softmax of each row over its allowed keys j <= start + i, 0 beyond
-//              L_i   = max_j S_ij + log(sum_j e^(S_ij - max))  (the row's logsumexp, saved)
-//              O_blk = P_blk V[0:hi]                         (rows, D)    gemm
-//   backward:  D_i    = dO_i . O_i                  (= sum_j P_ij dP_ij, once for all rows)
-//              S_blk  recomputed as above, P_blk = e^(S_blk - L)  (the same weights again)
-//              dP_blk = dO_blk V[0:hi]^T                     gemm
-//              dS_blk = P_blk * (dP_blk - D_i)               softmax's backward, row by row
-//              dV[0:hi] += P_blk^T dO_blk                    gemm
-//              dQ_blk  = scale dS_blk K[0:hi]                gemm
-//              dK[0:hi] += scale dS_blk^T Q_blk              gemm
+//   forward:   S_blk = scale Q_blk K[0:hi]^T                   (rows, hi)   gemm, in a scratch
+//              E_ij  = e^(S_ij - max_i) for the allowed keys j <= start + i, exactly 0 beyond
+//              L_i   = max_i + log(sum_j E_ij)                   the row's logsumexp, saved
+//              O_blk = (E_blk V[0:hi]) / sum_j E_ij = P_blk V    (rows, D)    gemm
+//   backward:  P_blk  = e^(S_blk - L), S_blk recomputed as above (the forward's weights again)
+//              dV[0:hi] += P_blk^T dO_blk                        gemm
+//              dP_blk = dO_blk V[0:hi]^T                         gemm
+//              dS_blk = P_blk * (dP_blk - D_i),  D_i = dO_i . O_i (= sum_j P_ij dP_ij: softmax's
+//                       backward with the row dot product read off the output, D numbers)
+//              dQ_blk  = scale dS_blk K[0:hi]                    gemm
+//              dK[0:hi] += scale dS_blk^T Q_blk                  gemm
+// (The backward makes one gemm more than the step-by-step ops, the recomputed S; it still wins:
+// bench_kernels at B = 8, T = 256, 4 heads, 2 KV heads, head_dim 32, forward + backward ~6.0 ms
+// against ~7.5 ms for the three ops, and in a training step, where the three ops' tensors push
+// everything else out of the cache, the attention costs about half as much.)
 //
 // Only L (B, H, n) is kept for the backward pass; the scratch of a block (kRowBlock x m) stays
 // in the L1/L2 cache. As in attention_scores / attention_mix (ops_matmul.cpp), q, k and v are
-// read in their (B, positions, heads, head_dim) layout through BLAS leading dimensions, query
+// read in place in their (B, positions, heads, head_dim) layout through BLAS leading dimensions
+// (row stride H * D or H_kv * D), the output and dQ are written in place the same way, query
 // head h reads KV head h / n_rep, and K^T / V^T are packed once per KV head (a row block times a
 // contiguous (D, hi) matrix is faster in OpenBLAS than reading the transpose in place).
 
@@ -35,6 +41,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <optional>
 #include <vector>
@@ -77,25 +84,83 @@ Dims attention_dims(const Shape& sq, const Shape& sk, const Shape& sv) {
   return Dims{sq[0], sq[1], sk[1], sq[2], sk[2], sq[3], sq[2] / sk[2], sk[1] - sq[1]};
 }
 
-/// Per-thread scratch, reused across calls (no allocation per block or per call). One block is
-/// the rows [r0, r1) of the n_rep query heads of one KV head, stacked into rows * n_rep rows.
+/// xt (D, rows) = the transpose of x (rows, D) stored with row stride ld.
+void transpose_into(const Scalar* x, std::size_t rows, std::size_t D, std::size_t ld, Scalar* xt) {
+  for (std::size_t j = 0; j < rows; ++j)
+    for (std::size_t e = 0; e < D; ++e) xt[e * rows + j] = x[j * ld + e];
+}
+
+// ---- the row work of a block, vectorized (xsimd) --------------------------------------------
+// A block's rows are short (at most m keys, on average about half of them), so the cost per row
+// matters as much as the cost per entry: no scalar tail loops, and the scratch rows are padded
+// to whole SIMD batches (row stride `padded(hi)`), so the last partial batch of a row is loaded
+// and stored whole and the lanes past the row's allowed keys are masked with a select.
+
+using Batch = xsimd::batch<Scalar>;
+constexpr std::size_t kLanes = Batch::size;
+
+/// n rounded up to whole SIMD batches: the row stride of the block scratch.
+std::size_t padded(std::size_t n) { return (n + kLanes - 1) / kLanes * kLanes; }
+
+/// True in the lanes t with j + t < a, i.e. at the allowed keys of the batch starting at key j.
+Batch::batch_bool_type allowed_lanes(std::size_t j, std::size_t a) {
+  static const Batch lane_index = [] {
+    alignas(64) Scalar index[kLanes];
+    for (std::size_t t = 0; t < kLanes; ++t) index[t] = static_cast<Scalar>(t);
+    return Batch::load_aligned(index);
+  }();
+  return lane_index < Batch(static_cast<Scalar>(a - j));
+}
+
+/// Sum (or max) of the lanes of one register, pairwise.
+template <class Op>
+Scalar reduce_lanes(const Batch& x, Op op) {
+  alignas(64) Scalar lane[kLanes];
+  x.store_aligned(lane);
+  for (std::size_t width = kLanes / 2; width > 0; width /= 2)
+    for (std::size_t t = 0; t < width; ++t) lane[t] = op(lane[t], lane[t + width]);
+  return lane[0];
+}
+
+/// max of row[0 .. a), a >= 1; the row's storage extends to padded(a).
+Scalar row_max(const Scalar* row, std::size_t a) {
+  const Batch lowest(-std::numeric_limits<Scalar>::infinity());
+  Batch best = lowest;
+  for (std::size_t j = 0; j < a; j += kLanes)
+    best = xsimd::max(best, xsimd::select(allowed_lanes(j, a), Batch::load_unaligned(row + j), lowest));
+  return reduce_lanes(best, [](Scalar x, Scalar y) { return std::max(x, y); });
+}
+
+/// row[j] = e^(row[j] - c) for j < a, exactly 0 for a <= j < hi (the masked keys); the row's
+/// storage extends to padded(hi). Returns the partial sums of the exponentials, one per lane.
+Batch exp_shifted(Scalar* row, std::size_t a, std::size_t hi, Scalar c) {
+  const Batch shift(c), zero(Scalar(0));
+  Batch total = zero;
+  std::size_t j = 0;
+  for (; j < a; j += kLanes) {
+    Batch e = xsimd::exp(Batch::load_unaligned(row + j) - shift);
+    if (j + kLanes > a) e = xsimd::select(allowed_lanes(j, a), e, zero);  // the last batch
+    e.store_unaligned(row + j);
+    total += e;
+  }
+  if (j < hi) std::fill(row + j, row + hi, Scalar(0));
+  return total;
+}
+
+/// Per-thread scratch, reused across calls (no allocation per block or per call).
 struct Scratch {
-  std::vector<Scalar> s;   ///< S / P of one block, (rows * n_rep, hi), row stride hi
-  std::vector<Scalar> dp;  ///< dP / dS of one block, same layout
-  std::vector<Scalar> kt;  ///< K_g^T (D, m) of the current KV head
-  std::vector<Scalar> vt;  ///< V_g^T (D, m) of the current KV head
-  std::vector<Scalar> qs, os, gs;  ///< the block's Q, O (or dQ) and dO rows, (rows * n_rep, D)
-  std::vector<Scalar> inv;         ///< 1 / (the sum of each row's exponentials), forward only
+  std::vector<Scalar> s;    ///< S / P of one block, (rows, hi), row stride padded(hi)
+  std::vector<Scalar> dp;   ///< dP / dS of one block, same layout
+  std::vector<Scalar> kt;   ///< K_g^T (D, m) of the current KV head
+  std::vector<Scalar> vt;   ///< V_g^T (D, m) of the current KV head
+  std::vector<Scalar> inv;  ///< 1 / (each row's sum of exponentials), forward only
 
   void reserve(const Dims& d) {
-    s.resize(kRowBlock * d.n_rep * d.m);
-    dp.resize(kRowBlock * d.n_rep * d.m);
+    s.resize(kRowBlock * padded(d.m));
+    dp.resize(kRowBlock * padded(d.m));
     kt.resize(d.D * d.m);
     vt.resize(d.D * d.m);
-    qs.resize(kRowBlock * d.n_rep * d.D);
-    os.resize(kRowBlock * d.n_rep * d.D);
-    gs.resize(kRowBlock * d.n_rep * d.D);
-    inv.resize(kRowBlock * d.n_rep);
+    inv.resize(kRowBlock);
   }
 };
 
@@ -104,117 +169,55 @@ Scratch& scratch() {
   return instance;
 }
 
-/// xt (D, rows) = the transpose of x (rows, D) stored with row stride ld.
-void transpose_into(const Scalar* x, std::size_t rows, std::size_t D, std::size_t ld, Scalar* xt) {
-  for (std::size_t j = 0; j < rows; ++j)
-    for (std::size_t e = 0; e < D; ++e) xt[e * rows + j] = x[j * ld + e];
-}
-
-/// GQA stacking. In the (B, positions, heads, D) layout the n_rep query heads that share a KV
-/// head sit side by side: position t of them is n_rep * D contiguous numbers. Stacked, row
-/// (t - r0) * n_rep + r of the block is query head g * n_rep + r at position t, so one gemm
-/// serves the n_rep heads (they read the same keys and values) and each stacked row still
-/// belongs to one position (row s sees the keys 0 .. start + r0 + s / n_rep).
-/// gather: dst (rows * n_rep, D) <- rows runs of width = n_rep * D numbers at src + t * ld.
-void gather(const Scalar* src, std::size_t ld, std::size_t rows, std::size_t width, Scalar* dst) {
-  for (std::size_t t = 0; t < rows; ++t) std::copy_n(src + t * ld, width, dst + t * width);
-}
-
-/// The reverse: dst + t * ld <- src rows (beta = 0), or += them (beta = 1).
-void scatter(const Scalar* src, std::size_t rows, std::size_t width, Scalar beta, Scalar* dst,
-             std::size_t ld) {
-  for (std::size_t t = 0; t < rows; ++t) {
-    Scalar* out = dst + t * ld;
-    const Scalar* in = src + t * width;
-    if (beta == 0) {
-      std::copy_n(in, width, out);
-    } else {
-      for (std::size_t e = 0; e < width; ++e) out[e] += in[e];
-    }
-  }
-}
-
-/// The row work of a block, in one vectorized pass: row[j] = e^(row[j] - c) for j < a and
-/// exactly 0 for a <= j < hi (the masked keys). Returns the sum of the row. The last partial
-/// SIMD batch is padded with -inf (e^-inf = 0), so every entry goes through xsimd's exp.
-Scalar exp_shifted(Scalar* row, std::size_t a, std::size_t hi, Scalar c) {
-  using Batch = xsimd::batch<Scalar>;
-  constexpr std::size_t W = Batch::size;
-  const Batch shift(c);
-  Batch total(Scalar(0));
-  std::size_t j = 0;
-  for (; j + W <= a; j += W) {
-    const Batch e = xsimd::exp(Batch::load_unaligned(row + j) - shift);
-    e.store_unaligned(row + j);
-    total += e;
-  }
-  if (j < a) {
-    alignas(64) Scalar tail[W];
-    for (std::size_t t = 0; t < W; ++t)
-      tail[t] = j + t < a ? row[j + t] : -std::numeric_limits<Scalar>::infinity();
-    const Batch e = xsimd::exp(Batch::load_aligned(tail) - shift);
-    e.store_aligned(tail);
-    total += e;
-    std::copy_n(tail, a - j, row + j);
-  }
-  std::fill(row + a, row + hi, Scalar(0));
-  alignas(64) Scalar lanes[W];
-  total.store_aligned(lanes);
-  Scalar sum = 0;
-  for (const Scalar lane : lanes) sum += lane;
-  return sum;
-}
-
 }  // namespace
 
 Tensor causal_attention(const Tensor& q, const Tensor& k, const Tensor& v, Scalar scale) {
   const Shape sq = q.shape(), sk = k.shape(), sv = v.shape();
   const Dims d = attention_dims(sq, sk, sv);
   const std::size_t ldq = d.H * d.D, ldk = d.H_kv * d.D;  // row strides (ldo = ldq, ldv = ldk)
-  const std::size_t width = d.n_rep * d.D;               // one position of a KV head's query heads
-  // Start of the query heads of KV head g (batch row b) in q / the output, of KV head g in k / v,
-  // and of its stacked rows in L (saved as (B, H_kv, n, n_rep): row t * n_rep + r is head
-  // g * n_rep + r at position t).
-  auto q_at = [=](std::size_t b, std::size_t g) { return b * d.n * ldq + g * width; };
+  // Start of head h of batch row b in q / the output, of KV head g in k / v, and of L's rows.
+  auto q_at = [=](std::size_t b, std::size_t h) { return b * d.n * ldq + h * d.D; };
   auto k_at = [=](std::size_t b, std::size_t g) { return b * d.m * ldk + g * d.D; };
-  auto l_at = [=](std::size_t b, std::size_t g) { return (b * d.H_kv + g) * d.n * d.n_rep; };
-  // Stacked row s of the block starting at query r0 sees the keys 0 .. allowed(r0, s) - 1.
-  auto allowed = [=](std::size_t r0, std::size_t s) { return d.start + r0 + s / d.n_rep + 1; };
+  auto l_at = [=](std::size_t b, std::size_t h) { return (b * d.H + h) * d.n; };
 
   const Shape so = {d.B, d.n, d.H, d.D};
   Array out = d.empty() ? Array(so, Scalar(0)) : detail::empty_array(so);
-  std::vector<Scalar> lse(d.B * d.H * d.n);  // L of every row, for the backward pass
+  std::vector<Scalar> lse(d.B * d.H * d.n);  // L_i of every row (B, H, n), for the backward pass
   if (!d.empty()) {
     Scratch& w = scratch();
     w.reserve(d);
     for (std::size_t b = 0; b < d.B; ++b) {
-      for (std::size_t g = 0; g < d.H_kv; ++g) {
-        transpose_into(k.value().data() + k_at(b, g), d.m, d.D, ldk, w.kt.data());
-        const Scalar* vg = v.value().data() + k_at(b, g);
+      for (std::size_t h = 0; h < d.H; ++h) {
+        const std::size_t kv = k_at(b, h / d.n_rep);  // GQA: KV head h / n_rep
+        if (h % d.n_rep == 0)  // K_g^T packed once for its n_rep query heads
+          transpose_into(k.value().data() + kv, d.m, d.D, ldk, w.kt.data());
         for (std::size_t r0 = 0; r0 < d.n; r0 += kRowBlock) {
-          const std::size_t r1 = std::min(r0 + kRowBlock, d.n), rows = (r1 - r0) * d.n_rep;
-          const std::size_t hi = d.start + r1;  // the block's last position sees keys 0 .. hi-1
+          const std::size_t r1 = std::min(r0 + kRowBlock, d.n), rows = r1 - r0;
+          const std::size_t hi = d.start + r1;  // the block's last row sees keys 0 .. hi-1
+          const std::size_t ld = padded(hi);     // row stride of the scratch
           Scalar* s = w.s.data();
+          Scalar* o_blk = out.data() + q_at(b, h) + r0 * ldq;  // O_blk, row stride H * D
           // S_blk (rows, hi) = scale Q_blk K[0:hi]^T
-          gather(q.value().data() + q_at(b, g) + r0 * ldq, ldq, r1 - r0, width, w.qs.data());
-          blas::gemm(false, false, as_int(rows), as_int(hi), as_int(d.D), scale, w.qs.data(),
-                     as_int(d.D), w.kt.data(), as_int(d.m), Scalar(0), s, as_int(hi));
-          // Each row's softmax over its allowed keys, weight exactly 0 beyond; the division by
-          // the row's sum is left for the (smaller) output row: E_ij = e^(S_ij - max_i), P = E / sum_i.
+          blas::gemm(false, false, as_int(rows), as_int(hi), as_int(d.D), scale,
+                     q.value().data() + q_at(b, h) + r0 * ldq, as_int(ldq), w.kt.data(), as_int(d.m),
+                     Scalar(0), s, as_int(ld));
+          // Each row's softmax over its allowed keys j <= start + i, weight exactly 0 beyond.
+          // E_ij = e^(S_ij - max_i); the division by the row's sum waits for the (smaller) output
+          // row: O = (E V) / sum.
           for (std::size_t i = 0; i < rows; ++i) {
-            Scalar* row = s + i * hi;
-            const std::size_t a = allowed(r0, i);
-            const Scalar mx = detail::max_n(row, a);
-            const Scalar total = exp_shifted(row, a, hi, mx);  // >= 1 (the max gives e^0)
+            Scalar* row = s + i * ld;
+            const std::size_t allowed = d.start + r0 + i + 1;
+            const Scalar mx = row_max(row, allowed);
+            const Scalar total = reduce_lanes(exp_shifted(row, allowed, hi, mx), std::plus<Scalar>());
+            // total >= 1 (the max gives e^0)
             w.inv[i] = 1 / total;
-            lse[l_at(b, g) + r0 * d.n_rep + i] = mx + std::log(total);
+            lse[l_at(b, h) + r0 + i] = mx + std::log(total);
           }
-          // O_blk (rows, D) = P_blk V[0:hi] = (E V[0:hi]) / sum, then to the (B, n, H, D) layout.
-          blas::gemm(false, false, as_int(rows), as_int(d.D), as_int(hi), Scalar(1), s, as_int(hi),
-                     vg, as_int(ldk), Scalar(0), w.os.data(), as_int(d.D));
+          // O_blk (rows, D) = E_blk V[0:hi] / sum, written in place with row stride H * D.
+          blas::gemm(false, false, as_int(rows), as_int(d.D), as_int(hi), Scalar(1), s, as_int(ld),
+                     v.value().data() + kv, as_int(ldk), Scalar(0), o_blk, as_int(ldq));
           for (std::size_t i = 0; i < rows; ++i)
-            for (std::size_t e = 0; e < d.D; ++e) w.os[i * d.D + e] *= w.inv[i];
-          scatter(w.os.data(), r1 - r0, width, Scalar(0), out.data() + q_at(b, g) + r0 * ldq, ldq);
+            for (std::size_t e = 0; e < d.D; ++e) o_blk[i * ldq + e] *= w.inv[i];
         }
       }
     }
@@ -240,52 +243,46 @@ Tensor causal_attention(const Tensor& q, const Tensor& k, const Tensor& v, Scala
       Scratch& w = scratch();
       w.reserve(d);
       for (std::size_t b = 0; b < d.B; ++b) {
-        for (std::size_t g = 0; g < d.H_kv; ++g) {
-          const std::size_t kv = k_at(b, g);
+        for (std::size_t h = 0; h < d.H; ++h) {
+          const std::size_t kv = k_at(b, h / d.n_rep);
           const Scalar* kg = k.value().data() + kv;
-          transpose_into(kg, d.m, d.D, ldk, w.kt.data());
-          if (want_ds) transpose_into(v.value().data() + kv, d.m, d.D, ldk, w.vt.data());
+          if (h % d.n_rep == 0) {  // once per KV head
+            transpose_into(kg, d.m, d.D, ldk, w.kt.data());
+            if (want_ds) transpose_into(v.value().data() + kv, d.m, d.D, ldk, w.vt.data());
+          }
           for (std::size_t r0 = 0; r0 < d.n; r0 += kRowBlock) {
-            const std::size_t r1 = std::min(r0 + kRowBlock, d.n), rows = (r1 - r0) * d.n_rep;
-            const std::size_t hi = d.start + r1;
-            const std::size_t at = q_at(b, g) + r0 * ldq;  // the block in q, O, dO and dQ
-            gather(q.value().data() + at, ldq, r1 - r0, width, w.qs.data());
-            gather(grad.data() + at, ldq, r1 - r0, width, w.gs.data());  // dO_blk
+            const std::size_t r1 = std::min(r0 + kRowBlock, d.n), rows = r1 - r0;
+            const std::size_t hi = d.start + r1, ld = padded(hi);
+            const std::size_t at = q_at(b, h) + r0 * ldq;  // the block in q, O, dO and dQ
+            const Scalar* q_blk = q.value().data() + at;
+            const Scalar* go_blk = grad.data() + at;  // dO_blk, row stride H * D
             Scalar* p = w.s.data();
             Scalar* ds = w.dp.data();
             // P_blk = e^(S_blk - L): the forward's weights, recomputed; 0 past the allowed keys.
-            blas::gemm(false, false, as_int(rows), as_int(hi), as_int(d.D), scale, w.qs.data(),
-                       as_int(d.D), w.kt.data(), as_int(d.m), Scalar(0), p, as_int(hi));
-            for (std::size_t i = 0; i < rows; ++i) {
-              Scalar* row = p + i * hi;
-              const std::size_t a = allowed(r0, i);
-              exp_shifted(row, a, hi, lse[l_at(b, g) + r0 * d.n_rep + i]);
-            }
+            blas::gemm(false, false, as_int(rows), as_int(hi), as_int(d.D), scale, q_blk,
+                       as_int(ldq), w.kt.data(), as_int(d.m), Scalar(0), p, as_int(ld));
+            for (std::size_t i = 0; i < rows; ++i)
+              exp_shifted(p + i * ld, d.start + r0 + i + 1, hi, lse[l_at(b, h) + r0 + i]);
             if (gv)  // dV[0:hi] += P_blk^T dO_blk
               blas::gemm(true, false, as_int(hi), as_int(d.D), as_int(rows), Scalar(1), p,
-                         as_int(hi), w.gs.data(), as_int(d.D), Scalar(1), gv->data + kv, as_int(ldk));
+                         as_int(ld), go_blk, as_int(ldq), Scalar(1), gv->data + kv, as_int(ldk));
             if (!want_ds) continue;
             // dP_blk = dO_blk V[0:hi]^T; dS = P * (dP - D_i) with D_i = dO_i . O_i (softmax's
             // backward: D_i = sum_j P_ij dP_ij); 0 where P is 0.
-            blas::gemm(false, false, as_int(rows), as_int(hi), as_int(d.D), Scalar(1), w.gs.data(),
-                       as_int(d.D), w.vt.data(), as_int(d.m), Scalar(0), ds, as_int(hi));
-            gather(o->value.data() + at, ldq, r1 - r0, width, w.os.data());  // O_blk
+            blas::gemm(false, false, as_int(rows), as_int(hi), as_int(d.D), Scalar(1), go_blk,
+                       as_int(ldq), w.vt.data(), as_int(d.m), Scalar(0), ds, as_int(ld));
             for (std::size_t i = 0; i < rows; ++i) {
-              const Scalar* pr = p + i * hi;
-              Scalar* row = ds + i * hi;
-              const std::size_t a = allowed(r0, i);
-              const Scalar di = detail::dot_n(w.gs.data() + i * d.D, w.os.data() + i * d.D, d.D);
-              for (std::size_t j = 0; j < a; ++j) row[j] = pr[j] * (row[j] - di);
-              std::fill(row + a, row + hi, Scalar(0));
+              const Scalar* pr = p + i * ld;
+              Scalar* row = ds + i * ld;
+              const Scalar di = detail::dot_n(go_blk + i * ldq, o->value.data() + at + i * ldq, d.D);
+              for (std::size_t j = 0; j < hi; ++j) row[j] = pr[j] * (row[j] - di);  // P = 0: masked
             }
-            if (gq) {  // dQ_blk = scale dS_blk K[0:hi], stacked, then into dQ's layout
-              blas::gemm(false, false, as_int(rows), as_int(d.D), as_int(hi), scale, ds, as_int(hi),
-                         kg, as_int(ldk), Scalar(0), w.os.data(), as_int(d.D));
-              scatter(w.os.data(), r1 - r0, width, gq->beta, gq->data + at, ldq);
-            }
+            if (gq)  // dQ_blk = scale dS_blk K[0:hi], written in place
+              blas::gemm(false, false, as_int(rows), as_int(d.D), as_int(hi), scale, ds, as_int(ld),
+                         kg, as_int(ldk), gq->beta, gq->data + at, as_int(ldq));
             if (gk)  // dK[0:hi] += scale dS_blk^T Q_blk
-              blas::gemm(true, false, as_int(hi), as_int(d.D), as_int(rows), scale, ds, as_int(hi),
-                         w.qs.data(), as_int(d.D), Scalar(1), gk->data + kv, as_int(ldk));
+              blas::gemm(true, false, as_int(hi), as_int(d.D), as_int(rows), scale, ds, as_int(ld),
+                         q_blk, as_int(ldq), Scalar(1), gk->data + kv, as_int(ldk));
           }
         }
       }
