@@ -131,6 +131,16 @@ std::vector<Case> make_cases() {
   });
   binary("attention_mix/holes", {2, 4, 3, 5}, {2, 5, 2, 3}, false,
          [holes](auto& w, auto& v) { return attention_mix(w, v, holes()); });
+  // the fused attention (steps 5-8 as one op, what the model trains with): q (B, n, H, D),
+  // k and v (B, m, H_kv, D). MHA with n = m = 36 (two blocks of 32 query rows); GQA (n_rep 2)
+  // with n = 3 queries after start = 2 earlier positions.
+  auto attention = [&](const std::string& name, Shape sq, Shape skv) {
+    c.push_back({name,
+                 [sq, skv](Rng& r) { return Inputs{rand_leaf(sq, r), rand_leaf(skv, r), rand_leaf(skv, r)}; },
+                 [](const Inputs& in) { return causal_attention(in[0], in[1], in[2], Scalar(0.37)); }});
+  };
+  attention("causal_attention", {1, 36, 2, 2}, {1, 36, 2, 2});
+  attention("causal_attention/start", {2, 3, 4, 3}, {2, 5, 2, 3});
   // neural-network ops
   c.push_back({"embedding", [](Rng& r) { return Inputs{rand_leaf({6, 3}, r)}; },
                [](const Inputs& in) {

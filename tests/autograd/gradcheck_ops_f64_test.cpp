@@ -23,6 +23,14 @@ TEST(GradcheckSuite, EveryOpPasses) {
   }
 }
 
+TEST(GradcheckSuite, CoversTheFusedCausalAttention) {
+  // causal_attention is the op the model trains with; `glass gradcheck` must check it too
+  // (MHA with two blocks of query rows, and GQA with cached positions, start = m - n > 0).
+  const auto rows = f64::run_gradcheck_suite("causal_attention");
+  ASSERT_EQ(rows.size(), 2u);
+  for (const auto& row : rows) EXPECT_TRUE(row.passed) << row.op << " " << row.shapes;
+}
+
 TEST(GradcheckSuite, UnknownNameListsValidNames) {
   try {
     f64::run_gradcheck_suite("no_such_op");
