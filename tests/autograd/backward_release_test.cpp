@@ -65,6 +65,23 @@ TEST(BackwardRelease, OpsThatReuseTheGradientBufferLeaveHeldGradientsIntact) {
   check_op("masked_softmax", {{2, 3, 3}}, [](const std::vector<Tensor>& in) {
     return masked_softmax(in[0], causal_mask(3, 3, 0));
   });
+  // The aliasing cases of the in-place paths: one tensor as both inputs (d_gate written over g
+  // while d_up still reads it), an op applied twice in a chain (the inner output's buffer is
+  // taken in turn), and masked_softmax's general rows (holes, a fully masked row).
+  check_op("silu_mul, one tensor as gate and up", {{3, 7}},
+           [](const std::vector<Tensor>& in) { return silu_mul(in[0], in[0]); });
+  check_op("add, one tensor twice", {{3, 7}}, [](const std::vector<Tensor>& in) { return in[0] + in[0]; });
+  check_op("rope of rope", {{1, 3, 2, 4}}, [](const std::vector<Tensor>& in) {
+    const Tensor r = rope(in[0], 2, 100);
+    return r + rope(r, 1, 100);
+  });
+  check_op("masked_softmax, holes", {{2, 3, 5}}, [](const std::vector<Tensor>& in) {
+    Mask m = Mask::from_shape({3, 5});
+    m.fill(false);
+    m(0, 1) = true;                                     // a hole: not a prefix row
+    for (std::size_t j = 0; j < 5; ++j) m(1, j) = true;  // fully masked row
+    return masked_softmax(in[0], m);
+  });
 }
 
 TEST(BackwardRelease, AddSendsTheGradientToBothInputsInEveryOrder) {
