@@ -16,6 +16,8 @@
 #include "train/safetensors.hpp"
 #include "train/train_state.hpp"
 
+#include <map>
+
 namespace glass {
 
 namespace fs = std::filesystem;
@@ -93,13 +95,15 @@ json read_json(const std::string& path) {
 // ---- model ------------------------------------------------------------------------------------
 
 void save_model(const std::string& dir, const Decoder& model, const Tokenizer& tokenizer,
-                const std::string& weights_file, const std::string& extra_json) {
+                const std::string& weights_file, const std::string& extra_json, long step) {
   as_checkpoint_error([&] {
     ensure_directory(dir);
     std::vector<NamedTensor> tensors;
     for (const auto& [name, param] : model.named_parameters())
       tensors.push_back(to_named(name, param.value()));
-    save_safetensors(path_in(dir, weights_file), tensors, {{"format", "pt"}});
+    std::map<std::string, std::string> metadata = {{"format", "pt"}};
+    if (step >= 0) metadata["step"] = std::to_string(step);
+    save_safetensors(path_in(dir, weights_file), tensors, metadata);
     write_file_atomic(path_in(dir, "config.json"),
                       config_to_json(model.config(), tokenizer, extra_json));
     return 0;
@@ -210,6 +214,38 @@ void save_train_state(const std::string& dir, const AdamW& optimizer, const Trai
   });
 }
 
+namespace {
+
+// The files of one checkpoint are written one after the other (model.safetensors, config.json,
+// then the training state), each atomically; a save cut short between them (a second Ctrl-C,
+// a crash) leaves weights of one step next to a training state of another. Resuming from that
+// would continue silently from the wrong point, so the steps recorded in model.safetensors'
+// metadata and in config.json ("training": {"step"}) must equal the training state's. A
+// checkpoint written before those records existed has neither, and is not checked.
+void check_same_step(const std::string& dir, long state_step) {
+  auto mismatch = [&](const std::string& file, const std::string& step) {
+    return CheckpointError(fmt::format(
+        "{}: the checkpoint is inconsistent: {} is at step {} but the training state "
+        "(train_state.json) at step {}, so a save was interrupted (e.g. by a second Ctrl-C). "
+        "It cannot be resumed exactly; sample from it, or start a new run in another directory",
+        dir, file, step, state_step));
+  };
+  const std::string config_path = path_in(dir, "config.json");
+  const json config = read_json(config_path);
+  if (config.contains("training") && config["training"].is_object() &&
+      config["training"].contains("step")) {
+    const json& step = config["training"]["step"];
+    if (!step.is_number_integer() || step.get<long>() != state_step)
+      throw mismatch("config.json", step.dump());
+  }
+  const SafetensorsContents weights = load_safetensors(path_in(dir, "model.safetensors"));
+  const auto it = weights.metadata.find("step");
+  if (it != weights.metadata.end() && it->second != std::to_string(state_step))
+    throw mismatch("model.safetensors", it->second);
+}
+
+}  // namespace
+
 TrainState load_train_state(const std::string& dir, AdamW& optimizer) {
   const std::string json_path = path_in(dir, "train_state.json");
   const std::string tensors_path = path_in(dir, "train_state.safetensors");
@@ -236,6 +272,7 @@ TrainState load_train_state(const std::string& dir, AdamW& optimizer) {
     if (it == moments.metadata.end() || it->second != std::to_string(s.step))
       throw CheckpointError(fmt::format(
           "{} and {} disagree on the step (an interrupted save?)", tensors_path, json_path));
+    check_same_step(dir, s.step);
     for (AdamWParam& p : optimizer.params()) {
       copy_into(moments, tensors_path, "m." + p.name, p.m);
       copy_into(moments, tensors_path, "v." + p.name, p.v);

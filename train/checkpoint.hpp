@@ -40,10 +40,12 @@ LoadedModel load_checkpoint(const std::string& dir, bool best = false);
 /// Writes DIR/config.json and DIR/<weights_file> (default model.safetensors) atomically,
 /// creating DIR if needed. Throws CheckpointError when DIR cannot be written.
 /// `extra_json` (optional, a JSON object) adds top-level keys to config.json; the trainer
-/// writes {"training": {"context": T, ...}} there (see training_context()).
+/// writes {"training": {"context": T, ...}} there (see training_context()). `step` >= 0 is
+/// also stored in the weights file's metadata ("step"), so that a resume can tell weights and
+/// training state of different steps apart (load_train_state).
 void save_model(const std::string& dir, const Decoder& model, const Tokenizer& tokenizer,
                 const std::string& weights_file = "model.safetensors",
-                const std::string& extra_json = "");
+                const std::string& extra_json = "", long step = -1);
 
 /// The training window T recorded in DIR/config.json ("training": {"context": T}), or 0 when
 /// the checkpoint does not say. Samplers use it as the attention window. Throws CheckpointError

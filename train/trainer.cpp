@@ -276,8 +276,8 @@ void Trainer::save(bool also_best) {
   const std::string& dir = options_.out_dir;
   const std::string extra = fmt::format(R"({{"training": {{"context": {}, "step": {}}}}})",
                                         options_.context, step_);
-  save_model(dir, *model_, tokenizer_, "model.safetensors", extra);
-  if (also_best) save_model(dir, *model_, tokenizer_, "best.safetensors", extra);
+  save_model(dir, *model_, tokenizer_, "model.safetensors", extra, step_);
+  if (also_best) save_model(dir, *model_, tokenizer_, "best.safetensors", extra, step_);
   TrainState state;
   state.step = step_;
   state.batch_rng = train_batches_->state();

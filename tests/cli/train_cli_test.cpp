@@ -227,6 +227,27 @@ TEST_F(TrainCli, FailedRunsLeaveAGoodCheckpointIntact) {
     EXPECT_EQ(entry.path().filename().string().find(".tmp"), std::string::npos) << entry.path();
 }
 
+TEST_F(TrainCli, ResumeRefusesACheckpointWhoseFilesDisagreeOnTheStep) {
+  // A save cut short between its files (a second Ctrl-C) leaves weights of one step next to the
+  // training state of another; resuming must say so instead of continuing from the wrong point.
+  // Simulated by copying files of a 20-step run over the 30-step checkpoint.
+  const fs::path later = dir_ / "twenty";
+  const std::string tiny_data = " --data " + q(text_.string()) + tiny();
+  ASSERT_EQ(glass("train --out " + q(later.string()) + " --iters 20 --eval-every 10" + tiny_data).exit_code, 0);
+  for (const char* file : {"model.safetensors", "config.json"}) {
+    SCOPED_TRACE(file);
+    const fs::path mixed = dir_ / (std::string("mixed-") + file);
+    fs::copy(ckpt_, mixed);
+    fs::copy_file(later / file, mixed / file, fs::copy_options::overwrite_existing);
+    const std::string state_before = read_file(mixed / "train_state.json");
+    const CliRun r = glass("train --out " + q(mixed.string()) + " --iters 40 --resume" + tiny_data);
+    expect_error(r, "a save was interrupted");
+    EXPECT_NE(r.err.find(std::string(file) + " is at step 20"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("at step 30"), std::string::npos) << r.err;
+    EXPECT_EQ(read_file(mixed / "train_state.json"), state_before);  // nothing was overwritten
+  }
+}
+
 // ---- bad input: sample and eval ---------------------------------------------------------------
 
 TEST_F(TrainCli, BadSampleAndEvalInputsFailClearly) {
