@@ -171,6 +171,18 @@ TEST_F(TrainCli, WithoutDataItUsesGlassDataAndWritesToRunsCorpusName) {
   EXPECT_NE(out.find("sample --checkpoint runs/text --tokens 300"), std::string::npos) << out;
 }
 
+TEST_F(TrainCli, AGlassDataThatNamesNoFileIsAnError) {
+  // Falling back to the bundled corpus would train on a text the user did not ask for.
+  const fs::path out = dir_ / "glass-data-missing.txt";
+  const std::string cmd = "GLASS_DATA=" + q((dir_ / "no-such-corpus.txt").string()) + " " +
+                          GLASS_BINARY_DIR "/glass train --iters 2 --out " +
+                          q((dir_ / "never-glass-data").string()) + tiny() + " >" +
+                          q(out.string()) + " 2>&1";
+  EXPECT_NE(std::system(cmd.c_str()), 0);
+  EXPECT_NE(read_file(out).find("GLASS_DATA is set to"), std::string::npos) << read_file(out);
+  EXPECT_FALSE(fs::exists(dir_ / "never-glass-data"));
+}
+
 // ---- bad input: train -------------------------------------------------------------------------
 
 TEST_F(TrainCli, BadTrainInputsFailClearlyAndWriteNothing) {

@@ -48,13 +48,18 @@ fs::path executable_dir() {
 
 /// The bundled corpus: $GLASS_DATA (a file, or a directory holding domcasmurro.txt), else
 /// data/corpora/ next to the executable or one level up (build/glass -> data/corpora), else the
-/// source tree this program was compiled from.
+/// source tree this program was compiled from. A GLASS_DATA that names no such file is an
+/// error (CommandError), not a silent fall-back to the bundled corpus.
 std::string default_corpus() {
   std::vector<fs::path> candidates;
   if (const char* env = std::getenv("GLASS_DATA"); env != nullptr && *env != '\0') {
     const fs::path p(env);
-    if (fs::is_directory(p)) candidates.push_back(p / kDefaultCorpus);
-    else candidates.push_back(p);
+    const fs::path file = fs::is_directory(p) ? p / kDefaultCorpus : p;
+    if (!fs::is_regular_file(file)) {
+      throw glass::cli::CommandError("GLASS_DATA is set to '" + p.string() + "', but " +
+                                     file.string() + " is not a file; unset GLASS_DATA or pass --data FILE");
+    }
+    return file.string();
   }
   const fs::path exe_dir = executable_dir();
   if (!exe_dir.empty()) {
