@@ -52,6 +52,9 @@ def parse_args():
     p.add_argument("--markdown", default=None, help="also write the table(s) to this file")
     p.add_argument("--json", default=None, help="write every raw result to this file")
     a = p.parse_args()
+    if not os.path.isfile(os.path.join(a.twin, "bench.py")):
+        p.error(f"the PyTorch twin is not in {a.twin} (its default place is ../shared/bench next "
+                "to the project); pass --twin DIR")
     if a.reps < 1:
         p.error("--reps must be >= 1")
     try:
