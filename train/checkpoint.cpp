@@ -111,6 +111,9 @@ void save_model(const std::string& dir, const Decoder& model, const Tokenizer& t
 }
 
 LoadedModel load_checkpoint(const std::string& dir, bool best) {
+  if (fs::exists(dir) && !fs::is_directory(dir))
+    throw CheckpointError(fmt::format("'{}' is a file; a checkpoint is the directory glass train "
+                                      "wrote (its --out)", dir));
   if (!fs::is_directory(dir))
     throw CheckpointError(fmt::format("checkpoint directory '{}' does not exist", dir));
   const std::string config_path = path_in(dir, "config.json");

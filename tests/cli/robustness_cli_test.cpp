@@ -208,3 +208,10 @@ TEST_F(RobustnessCli, EndlessDevicesStopAtTheFirstNulByte) {
   expect_error(glass("eval --checkpoint " + q(ckpt_.string()) + " --data /dev/zero"), "looks binary");
   EXPECT_FALSE(fs::exists(dir_ / "never"));
 }
+
+TEST_F(RobustnessCli, UnknownCommandsAndFileCheckpointsAreNamed) {
+  expect_error(glass("frobnicate --tokens 5"),
+               "unknown command 'frobnicate'; the commands are: train, sample, eval, inspect, gradcheck");
+  expect_error(glass("sample --checkpoint " + q(text_.string()) + " --tokens 5"),
+               "is a file; a checkpoint is the directory glass train wrote");
+}

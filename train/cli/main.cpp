@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <exception>
 #include <new>
+#include <string>
 
 #include <CLI/CLI.hpp>
 
@@ -30,6 +31,21 @@ int main(int argc, char** argv) {
   std::sort(registry.begin(), registry.end(),
             [](const auto& a, const auto& b) { return a.first < b.first; });
   for (const auto& [order, add] : registry) add(app);
+
+  // An unknown first word would otherwise be reported by CLI11 as a missing subcommand.
+  if (argc > 1 && argv[1][0] != '-') {
+    std::string names;
+    bool known = false;
+    for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
+      names += (names.empty() ? "" : ", ") + sub->get_name();
+      known = known || sub->get_name() == argv[1];
+    }
+    if (!known) {
+      std::fprintf(stderr, "error: unknown command '%s'; the commands are: %s (see glass --help)\n",
+                   argv[1], names.c_str());
+      return 1;
+    }
+  }
 
   try {
     app.parse(argc, argv);
