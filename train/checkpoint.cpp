@@ -144,6 +144,8 @@ LoadedModel load_checkpoint(const std::string& dir, bool best) {
     LoadedModel loaded;
     loaded.config = config.model;
     loaded.tokenizer = std::move(config.tokenizer);
+    if (const auto it = weights.metadata.find("step"); it != weights.metadata.end())
+      loaded.weights_step = it->second;
     try {
       loaded.model = std::make_unique<Decoder>(config.model, 0);
     } catch (const std::invalid_argument& e) {
@@ -223,9 +225,10 @@ namespace {
 // then the training state), each atomically; a save cut short between them (a second Ctrl-C,
 // a crash) leaves weights of one step next to a training state of another. Resuming from that
 // would continue silently from the wrong point, so the steps recorded in model.safetensors'
-// metadata and in config.json ("training": {"step"}) must equal the training state's. A
-// checkpoint written before those records existed has neither, and is not checked.
-void check_same_step(const std::string& dir, long state_step) {
+// metadata (`weights_step`, as load_checkpoint read it) and in config.json ("training":
+// {"step"}) must equal the training state's. A checkpoint written before those records existed
+// has neither, and is not checked.
+void check_same_step(const std::string& dir, long state_step, const std::string& weights_step) {
   auto mismatch = [&](const std::string& file, const std::string& step) {
     return CheckpointError(fmt::format(
         "{}: the checkpoint is inconsistent: {} is at step {} but the training state "
@@ -241,15 +244,13 @@ void check_same_step(const std::string& dir, long state_step) {
     if (!step.is_number_integer() || step.get<long>() != state_step)
       throw mismatch("config.json", step.dump());
   }
-  const SafetensorsContents weights = load_safetensors(path_in(dir, "model.safetensors"));
-  const auto it = weights.metadata.find("step");
-  if (it != weights.metadata.end() && it->second != std::to_string(state_step))
-    throw mismatch("model.safetensors", it->second);
+  if (!weights_step.empty() && weights_step != std::to_string(state_step))
+    throw mismatch("model.safetensors", weights_step);
 }
 
 }  // namespace
 
-TrainState load_train_state(const std::string& dir, AdamW& optimizer) {
+TrainState load_train_state(const std::string& dir, AdamW& optimizer, const std::string& weights_step) {
   const std::string json_path = path_in(dir, "train_state.json");
   const std::string tensors_path = path_in(dir, "train_state.safetensors");
   const json j = read_json(json_path);
@@ -275,7 +276,7 @@ TrainState load_train_state(const std::string& dir, AdamW& optimizer) {
     if (it == moments.metadata.end() || it->second != std::to_string(s.step))
       throw CheckpointError(fmt::format(
           "{} and {} disagree on the step (an interrupted save?)", tensors_path, json_path));
-    check_same_step(dir, s.step);
+    check_same_step(dir, s.step, weights_step);
     for (AdamWParam& p : optimizer.params()) {
       copy_into(moments, tensors_path, "m." + p.name, p.m);
       copy_into(moments, tensors_path, "v." + p.name, p.v);

@@ -31,6 +31,9 @@ struct LoadedModel {
   ModelConfig config;
   Tokenizer tokenizer;
   std::unique_ptr<Decoder> model;
+  /// The "step" entry of the weights file's metadata (glass train writes it, see save_model);
+  /// empty when the file has none.
+  std::string weights_step;
 };
 
 /// Loads DIR/config.json and DIR/model.safetensors (or DIR/best.safetensors when `best`).

@@ -37,8 +37,11 @@ void save_train_state(const std::string& dir, const AdamW& optimizer, const Trai
 
 /// Reads the training state; fills the optimizer's moments (by parameter name, shapes checked)
 /// and its step count. Throws CheckpointError naming the file and the problem (missing file,
-/// bad JSON, missing tensor, wrong shape, steps that disagree).
-TrainState load_train_state(const std::string& dir, AdamW& optimizer);
+/// bad JSON, missing tensor, wrong shape, steps that disagree — between the two training-state
+/// files, with config.json's "training.step", or with `weights_step`, the step load_checkpoint
+/// read from model.safetensors' metadata; empty = not recorded, not checked).
+TrainState load_train_state(const std::string& dir, AdamW& optimizer,
+                            const std::string& weights_step = "");
 
 /// True when DIR holds a complete checkpoint to resume from (config, weights, training state).
 bool has_train_state(const std::string& dir);

@@ -115,6 +115,7 @@ Trainer::Trainer(TrainOptions options, std::ostream& out) : options_(std::move(o
 
   // ---- model and tokenizer: fresh, or from the checkpoint -----------------------------------
   TrainState state;
+  std::string weights_step;  // the step model.safetensors records, checked against the state's
   const bool resuming = o.resume;
   if (resuming) {
     if (!has_train_state(o.out_dir))
@@ -123,6 +124,7 @@ Trainer::Trainer(TrainOptions options, std::ostream& out) : options_(std::move(o
           "train_state.json, train_state.safetensors); run without --resume first",
           o.out_dir));
     LoadedModel loaded = load_checkpoint(o.out_dir);
+    weights_step = loaded.weights_step;
     tokenizer_ = std::move(loaded.tokenizer);
     model_ = std::move(loaded.model);
     o.model = model_->config();
@@ -171,7 +173,7 @@ Trainer::Trainer(TrainOptions options, std::ostream& out) : options_(std::move(o
   sample_rng_.seed(o.seed + 3);
 
   if (resuming) {
-    state = load_train_state(o.out_dir, *optimizer_);
+    state = load_train_state(o.out_dir, *optimizer_, weights_step);
     if (state.step >= o.iters)
       throw std::invalid_argument(fmt::format(
           "--resume: the checkpoint in {} is already at step {}; pass --iters larger than that",
