@@ -7,7 +7,12 @@
 
 #include <cblas.h>
 
+#include <cstddef>
+
 namespace glass::blas {
+
+/// A size as BLAS's int argument (the model's sizes are far below INT_MAX).
+inline int as_int(std::size_t n) { return static_cast<int>(n); }
 
 inline void gemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A,
                  int lda, const float* B, int ldb, float beta, float* C, int ldc) {

@@ -35,6 +35,7 @@
 // head h reads KV head h / n_rep, and K^T / V^T are packed once per KV head (a row block times a
 // contiguous (D, hi) matrix is faster in OpenBLAS than reading the transpose in place).
 
+#include "autograd/attention_util.hpp"
 #include "autograd/blas.hpp"
 #include "autograd/ops.hpp"
 #include "autograd/ops_util.hpp"
@@ -51,21 +52,14 @@ inline namespace GLASS_PRECISION {
 
 namespace {
 
-int as_int(std::size_t n) { return static_cast<int>(n); }
+using blas::as_int;
+using detail::AttentionDims;
+using detail::kRowBlock;
+using detail::transpose_into;
 
-/// Query rows per block (as the masked attention products in ops_matmul.cpp).
-constexpr std::size_t kRowBlock = 32;
-
-/// Shapes of one causal_attention call: B batch, n queries, m keys (start = m - n of them
-/// come before the first query), H query heads, H_kv key/value heads (n_rep = H / H_kv), D
-/// head_dim.
-struct Dims {
-  std::size_t B, n, m, H, H_kv, D, n_rep, start;
-  bool empty() const { return B == 0 || n == 0 || H == 0 || D == 0; }
-};
-
-/// Checks the shapes; throws std::invalid_argument naming the op and all three shapes.
-Dims attention_dims(const Shape& sq, const Shape& sk, const Shape& sv) {
+/// The shapes of causal_attention(q, k, v, ...); throws std::invalid_argument naming the op and
+/// all three shapes when they do not fit.
+AttentionDims attention_dims(const Shape& sq, const Shape& sk, const Shape& sv) {
   auto fail = [&](const std::string& why) {
     return std::invalid_argument(
         "causal_attention: " + why + ": q " + shape_str(sq) + ", k " + shape_str(sk) + ", v " +
@@ -76,18 +70,9 @@ Dims attention_dims(const Shape& sq, const Shape& sk, const Shape& sv) {
   if (sk != sv) throw fail("k and v must have the same shape");
   if (sq[0] != sk[0]) throw fail("batch sizes differ");
   if (sq[3] != sk[3]) throw fail("head_dim differs");
-  if (sk[2] == 0 || sq[2] % sk[2] != 0) {
-    throw fail(std::to_string(sq[2]) + " query heads are not a multiple of " +
-               std::to_string(sk[2]) + " key/value heads");
-  }
+  detail::check_heads(sq[2], sk[2], fail);
   if (sq[1] > sk[1]) throw fail("more queries than keys");
-  return Dims{sq[0], sq[1], sk[1], sq[2], sk[2], sq[3], sq[2] / sk[2], sk[1] - sq[1]};
-}
-
-/// xt (D, rows) = the transpose of x (rows, D) stored with row stride ld.
-void transpose_into(const Scalar* x, std::size_t rows, std::size_t D, std::size_t ld, Scalar* xt) {
-  for (std::size_t j = 0; j < rows; ++j)
-    for (std::size_t e = 0; e < D; ++e) xt[e * rows + j] = x[j * ld + e];
+  return AttentionDims{sq[0], sq[2], sk[2], sq[1], sk[1], sq[3], sq[2] / sk[2]};
 }
 
 // ---- the row work of a block, vectorized (xsimd) --------------------------------------------
@@ -155,7 +140,7 @@ struct Scratch {
   std::vector<Scalar> vt;   ///< V_g^T (D, m) of the current KV head
   std::vector<Scalar> inv;  ///< 1 / (each row's sum of exponentials), forward only
 
-  void reserve(const Dims& d) {
+  void reserve(const AttentionDims& d) {
     s.resize(kRowBlock * padded(d.m));
     dp.resize(kRowBlock * padded(d.m));
     kt.resize(d.D * d.m);
@@ -173,7 +158,7 @@ Scratch& scratch() {
 
 Tensor causal_attention(const Tensor& q, const Tensor& k, const Tensor& v, Scalar scale) {
   const Shape sq = q.shape(), sk = k.shape(), sv = v.shape();
-  const Dims d = attention_dims(sq, sk, sv);
+  const AttentionDims d = attention_dims(sq, sk, sv);
   const std::size_t ldq = d.H * d.D, ldk = d.H_kv * d.D;  // row strides (ldo = ldq, ldv = ldk)
   // Start of head h of batch row b in q / the output, of KV head g in k / v, and of L's rows.
   auto q_at = [=](std::size_t b, std::size_t h) { return b * d.n * ldq + h * d.D; };
@@ -193,7 +178,7 @@ Tensor causal_attention(const Tensor& q, const Tensor& k, const Tensor& v, Scala
           transpose_into(k.value().data() + kv, d.m, d.D, ldk, w.kt.data());
         for (std::size_t r0 = 0; r0 < d.n; r0 += kRowBlock) {
           const std::size_t r1 = std::min(r0 + kRowBlock, d.n), rows = r1 - r0;
-          const std::size_t hi = d.start + r1;  // the block's last row sees keys 0 .. hi-1
+          const std::size_t hi = d.start() + r1;  // the block's last row sees keys 0 .. hi-1
           const std::size_t ld = padded(hi);     // row stride of the scratch
           Scalar* s = w.s.data();
           Scalar* o_blk = out.data() + q_at(b, h) + r0 * ldq;  // O_blk, row stride H * D
@@ -206,7 +191,7 @@ Tensor causal_attention(const Tensor& q, const Tensor& k, const Tensor& v, Scala
           // row: O = (E V) / sum.
           for (std::size_t i = 0; i < rows; ++i) {
             Scalar* row = s + i * ld;
-            const std::size_t allowed = d.start + r0 + i + 1;
+            const std::size_t allowed = d.start() + r0 + i + 1;
             const Scalar mx = row_max(row, allowed);
             const Scalar total = reduce_lanes(exp_shifted(row, allowed, hi, mx), std::plus<Scalar>());
             // total >= 1 (the max gives e^0)
@@ -252,7 +237,7 @@ Tensor causal_attention(const Tensor& q, const Tensor& k, const Tensor& v, Scala
           }
           for (std::size_t r0 = 0; r0 < d.n; r0 += kRowBlock) {
             const std::size_t r1 = std::min(r0 + kRowBlock, d.n), rows = r1 - r0;
-            const std::size_t hi = d.start + r1, ld = padded(hi);
+            const std::size_t hi = d.start() + r1, ld = padded(hi);
             const std::size_t at = q_at(b, h) + r0 * ldq;  // the block in q, O, dO and dQ
             const Scalar* q_blk = q.value().data() + at;
             const Scalar* go_blk = grad.data() + at;  // dO_blk, row stride H * D
@@ -262,7 +247,7 @@ Tensor causal_attention(const Tensor& q, const Tensor& k, const Tensor& v, Scala
             blas::gemm(false, false, as_int(rows), as_int(hi), as_int(d.D), scale, q_blk,
                        as_int(ldq), w.kt.data(), as_int(d.m), Scalar(0), p, as_int(ld));
             for (std::size_t i = 0; i < rows; ++i)
-              exp_shifted(p + i * ld, d.start + r0 + i + 1, hi, lse[l_at(b, h) + r0 + i]);
+              exp_shifted(p + i * ld, d.start() + r0 + i + 1, hi, lse[l_at(b, h) + r0 + i]);
             if (gv)  // dV[0:hi] += P_blk^T dO_blk
               blas::gemm(true, false, as_int(hi), as_int(d.D), as_int(rows), Scalar(1), p,
                          as_int(ld), go_blk, as_int(ldq), Scalar(1), gv->data + kv, as_int(ldk));

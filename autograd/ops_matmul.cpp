@@ -9,6 +9,7 @@
 // attention_scores and attention_mix are the two products of attention, reading q, k, v in their
 // (B, positions, heads, head_dim) layout through BLAS leading dimensions (see below).
 
+#include "autograd/attention_util.hpp"
 #include "autograd/blas.hpp"
 #include "autograd/ops.hpp"
 #include "autograd/ops_util.hpp"
@@ -23,7 +24,7 @@ inline namespace GLASS_PRECISION {
 
 namespace {
 
-int as_int(std::size_t n) { return static_cast<int>(n); }
+using blas::as_int;
 
 /// The common core. a (..., n, k); b is either 2-D, shared by all rows of a, or has a's
 /// leading (batch) axes. trans_b = false: b (..., k, m); trans_b = true: b (..., m, k).
@@ -131,21 +132,10 @@ Tensor matmul_nt(const Tensor& a, const Tensor& b, Scalar alpha) {
 
 namespace {
 
-/// Shapes of one attention product: B batch, H query heads, H_kv key/value heads, n queries,
-/// m keys, D head_dim; n_rep = H / H_kv query heads share one KV head.
-struct AttentionDims {
-  std::size_t B, H, H_kv, n, m, D, n_rep;
-  bool empty() const { return B == 0 || H == 0 || n == 0 || m == 0 || D == 0; }
-};
-
-/// Checks that H is a positive multiple of H_kv (GQA), else throws with `fail`.
-template <class Fail>
-void check_heads(std::size_t H, std::size_t H_kv, const Fail& fail) {
-  if (H_kv == 0 || H % H_kv != 0) {
-    throw fail(std::to_string(H) + " query heads are not a multiple of " + std::to_string(H_kv) +
-               " key/value heads");
-  }
-}
+using detail::AttentionDims;
+using detail::check_heads;
+using detail::kRowBlock;
+using detail::transpose_into;
 
 /// The shapes of attention_scores(q, k, ...) with q (B, n, H, D), k (B, m, H_kv, D); throws
 /// std::invalid_argument naming the op and both shapes when they do not fit.
@@ -325,11 +315,6 @@ Tensor attention_mix(const Tensor& weights, const Tensor& v) {
 
 namespace {
 
-/// Query rows per block. Smaller blocks skip more of the masked triangle (at n = m = 256, blocks
-/// of 32 rows compute 56 % of the (n, m) entries, blocks of 64 rows 62 %) but make smaller gemms.
-/// Measured with bench_train_step at 8x256 (head_dim 32): 32 rows a little faster than 64.
-constexpr std::size_t kRowBlock = 32;
-
 /// Query rows [r0, r1) and their key columns: [0, lo) allowed for every row of the block,
 /// [lo, hi) the diagonal region, [hi, m) masked for every row.
 struct RowBlock {
@@ -384,14 +369,6 @@ void copy_allowed(const Scalar* src, std::size_t ld, const RowBlock& block,
     std::copy_n(src + i * ld + block.lo, keep, out);
     std::fill(out + keep, out + width, Scalar(0));
   }
-}
-
-/// xt (D, rows) = the transpose of x (rows, D) stored with row stride ld, for the products with
-/// K^T or V^T: a row block times a contiguous (D, hi) matrix runs faster in OpenBLAS than the
-/// same product with the transpose read in place (measured: ~25 % less time at D = 32).
-void transpose_into(const Scalar* x, std::size_t rows, std::size_t D, std::size_t ld, Scalar* xt) {
-  for (std::size_t j = 0; j < rows; ++j)
-    for (std::size_t e = 0; e < D; ++e) xt[e * rows + j] = x[j * ld + e];
 }
 
 /// rows [r0, r1) x columns [0, cols) of a matrix with row stride ld set to 0.
