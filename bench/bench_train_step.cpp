@@ -39,8 +39,8 @@
 #include "nn/decoder.hpp"
 #include "train/adamw.hpp"
 #include "train/clip.hpp"
-#include "train/malloc_tuning.hpp"
-#include "train/sampler.hpp"
+#include "train/cli/malloc_tuning.hpp"
+#include "train/sample/sampler.hpp"
 
 using namespace glass;
 using Clock = std::chrono::steady_clock;

@@ -16,12 +16,12 @@
 #include "autograd/ops.hpp"
 #include "autograd/tape.hpp"
 #include "data/text.hpp"
-#include "train/atomic_file.hpp"
-#include "train/checkpoint.hpp"
+#include "train/io/atomic_file.hpp"
+#include "train/io/checkpoint.hpp"
 #include "train/clip.hpp"
-#include "train/loss_plot.hpp"
-#include "train/model_size.hpp"
-#include "train/sampler.hpp"
+#include "train/inspect/loss_plot.hpp"
+#include "train/io/model_size.hpp"
+#include "train/sample/sampler.hpp"
 
 namespace glass {
 

@@ -11,7 +11,7 @@
 #include "nn/decoder.hpp"
 #include "train/adamw.hpp"
 #include "train/clip.hpp"
-#include "train/sampler.hpp"
+#include "train/sample/sampler.hpp"
 #include "train/schedule.hpp"
 
 using namespace glass;

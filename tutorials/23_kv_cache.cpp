@@ -5,7 +5,7 @@
 #include <random>
 
 #include "common.hpp"
-#include "train/sampler.hpp"
+#include "train/sample/sampler.hpp"
 #include "treino_rapido.hpp"
 
 using namespace glass;

@@ -23,7 +23,7 @@
 
 #include "nn/decoder.hpp"
 #include "test_util.hpp"
-#include "train/checkpoint.hpp"
+#include "train/io/checkpoint.hpp"
 
 namespace fs = std::filesystem;
 

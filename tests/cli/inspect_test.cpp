@@ -17,7 +17,7 @@
 #include "test_util.hpp"
 
 #include "nn/decoder.hpp"
-#include "train/checkpoint.hpp"
+#include "train/io/checkpoint.hpp"
 
 namespace fs = std::filesystem;
 

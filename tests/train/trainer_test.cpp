@@ -11,10 +11,10 @@
 #include <gtest/gtest.h>
 
 #include "data/text.hpp"
-#include "train/atomic_file.hpp"
-#include "train/checkpoint.hpp"
-#include "train/safetensors.hpp"
-#include "train/sampler.hpp"
+#include "train/io/atomic_file.hpp"
+#include "train/io/checkpoint.hpp"
+#include "train/io/safetensors.hpp"
+#include "train/sample/sampler.hpp"
 #include "train/trainer.hpp"
 
 using namespace glass;

@@ -12,7 +12,7 @@
 #include "autograd/ops.hpp"
 #include "autograd/tape.hpp"
 #include "data/text.hpp"
-#include "train/checkpoint.hpp"
+#include "train/io/checkpoint.hpp"
 #include "train/cli/commands.hpp"
 
 namespace {

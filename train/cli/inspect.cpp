@@ -1,4 +1,4 @@
-// `glass inspect`: look inside a trained model on one prompt (train/inspect.hpp does the work).
+// `glass inspect`: look inside a trained model on one prompt (train/inspect/inspect.hpp does the work).
 //
 //   glass inspect --checkpoint DIR --prompt TEXT [--layer L] [--head H] [--snapshot NAME]
 //                 [--top-k K] [--json FILE] [--html FILE]
@@ -16,9 +16,9 @@
 #include <fmt/format.h>
 
 #include "data/text.hpp"
-#include "train/checkpoint.hpp"
+#include "train/io/checkpoint.hpp"
 #include "train/cli/commands.hpp"
-#include "train/inspect.hpp"
+#include "train/inspect/inspect.hpp"
 
 namespace {
 

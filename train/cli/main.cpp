@@ -11,7 +11,7 @@
 #include <CLI/CLI.hpp>
 
 #include "train/cli/commands.hpp"
-#include "train/malloc_tuning.hpp"
+#include "train/cli/malloc_tuning.hpp"
 
 namespace glass::cli {
 std::vector<std::pair<int, CommandAdder>>& command_registry() {

@@ -1,4 +1,4 @@
-// `glass sample`: generate text from a checkpoint (train/sampler.hpp).
+// `glass sample`: generate text from a checkpoint (train/sample/sampler.hpp).
 //
 //   glass sample --checkpoint DIR [--prompt TEXT] [--tokens N] [--temperature X] [--top-k K]
 //                [--top-p P] [--seed S] [--no-kv-cache] [--allow-unknown] [--best]
@@ -10,10 +10,10 @@
 #include <fmt/format.h>
 
 #include "data/text.hpp"
-#include "train/checkpoint.hpp"
+#include "train/io/checkpoint.hpp"
 #include "train/cli/commands.hpp"
 #include "train/cli/validators.hpp"
-#include "train/sampler.hpp"
+#include "train/sample/sampler.hpp"
 
 namespace {
 

@@ -18,7 +18,7 @@
 #include <cblas.h>
 #include <fmt/format.h>
 
-#include "train/checkpoint.hpp"
+#include "train/io/checkpoint.hpp"
 #include "train/cli/commands.hpp"
 #include "train/cli/validators.hpp"
 #include "train/trainer.hpp"

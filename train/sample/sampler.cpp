@@ -1,4 +1,4 @@
-#include "train/sampler.hpp"
+#include "train/sample/sampler.hpp"
 
 #include <algorithm>
 #include <cmath>

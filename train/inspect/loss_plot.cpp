@@ -1,6 +1,6 @@
 // SVG loss chart. See loss_plot.hpp.
 
-#include "train/loss_plot.hpp"
+#include "train/inspect/loss_plot.hpp"
 
 #include <fmt/format.h>
 

@@ -1,6 +1,6 @@
 // config.json of a checkpoint: ModelConfig + tokenizer to and from JSON. See config_json.hpp.
 
-#include "train/config_json.hpp"
+#include "train/io/config_json.hpp"
 
 #include <fmt/format.h>
 

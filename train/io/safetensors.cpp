@@ -1,7 +1,7 @@
 // The safetensors format: serialize, parse with full validation, atomic save, load.
 // See safetensors.hpp for the layout.
 
-#include "train/safetensors.hpp"
+#include "train/io/safetensors.hpp"
 
 #include <fmt/format.h>
 
@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "train/atomic_file.hpp"
+#include "train/io/atomic_file.hpp"
 
 static_assert(sizeof(float) == 4 && sizeof(double) == 8, "IEEE 754 float/double expected");
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__

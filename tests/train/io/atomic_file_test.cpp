@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "test_util.hpp"
-#include "train/atomic_file.hpp"
+#include "train/io/atomic_file.hpp"
 
 namespace fs = std::filesystem;
 using glass::FileError;

@@ -7,7 +7,7 @@
 #include <limits>
 #include <string>
 
-#include "train/loss_plot.hpp"
+#include "train/inspect/loss_plot.hpp"
 
 namespace {
 std::size_t count(const std::string& s, const std::string& needle) {

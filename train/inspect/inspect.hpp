@@ -21,7 +21,7 @@
 
 namespace glass {
 
-struct LoadedModel;  // train/checkpoint.hpp
+struct LoadedModel;  // train/io/checkpoint.hpp
 
 /// Bad inspector input the user can fix (layer/head out of range, unknown snapshot, a prompt
 /// that is empty, too long or has characters outside the vocabulary). The message says what

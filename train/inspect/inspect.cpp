@@ -1,6 +1,6 @@
 // The inspector (see inspect.hpp): one traced forward pass, then terminal, JSON and HTML views.
 
-#include "train/inspect.hpp"
+#include "train/inspect/inspect.hpp"
 
 #include <algorithm>
 #include <array>
@@ -18,8 +18,8 @@
 #include "data/text.hpp"
 #include "nn/decoder.hpp"
 #include "nn/tracer.hpp"
-#include "train/atomic_file.hpp"
-#include "train/checkpoint.hpp"
+#include "train/io/atomic_file.hpp"
+#include "train/io/checkpoint.hpp"
 
 namespace glass {
 

@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "test_util.hpp"
-#include "train/atomic_file.hpp"
-#include "train/safetensors.hpp"
+#include "train/io/atomic_file.hpp"
+#include "train/io/safetensors.hpp"
 
 namespace fs = std::filesystem;
 using glass::NamedTensor;

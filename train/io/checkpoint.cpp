@@ -1,7 +1,7 @@
 // Checkpoint directories: model weights (safetensors, Meta LLaMA names), config.json and the
-// training state for an exact resume. See train/checkpoint.hpp and train/train_state.hpp.
+// training state for an exact resume. See train/io/checkpoint.hpp and train/train_state.hpp.
 
-#include "train/checkpoint.hpp"
+#include "train/io/checkpoint.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -10,10 +10,10 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "train/atomic_file.hpp"
-#include "train/config_json.hpp"
-#include "train/model_size.hpp"
-#include "train/safetensors.hpp"
+#include "train/io/atomic_file.hpp"
+#include "train/io/config_json.hpp"
+#include "train/io/model_size.hpp"
+#include "train/io/safetensors.hpp"
 #include "train/train_state.hpp"
 
 #include <map>

@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-#include "train/sampler.hpp"
+#include "train/sample/sampler.hpp"
 
 using namespace glass;
 

@@ -1,4 +1,4 @@
-// The inspector library (train/inspect.hpp) on a tiny random model: snapshots against the
+// The inspector library (train/inspect/inspect.hpp) on a tiny random model: snapshots against the
 // tracer, head selection, top-k, errors, terminal rendering, JSON round trip, HTML page.
 
 #include <algorithm>
@@ -18,8 +18,8 @@
 #include "data/text.hpp"
 #include "nn/decoder.hpp"
 #include "nn/tracer.hpp"
-#include "train/checkpoint.hpp"
-#include "train/inspect.hpp"
+#include "train/io/checkpoint.hpp"
+#include "train/inspect/inspect.hpp"
 
 namespace glass {
 namespace {
