@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Side-by-side speed comparison of GlassLLM and its PyTorch twin (../shared/bench/).
+"""Side-by-side speed comparison of GlassLLM and its PyTorch twin (bench/torch_twin/).
 
 Runs GlassLLM's `bench_train_step` and the twin's `bench.py` back to back, alternating
 (glass, twin, glass, twin, ...), `--reps` times for every thread count, and prints a table of
@@ -30,7 +30,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-TWIN_DEFAULT = os.path.normpath(os.path.join(ROOT, "..", "shared", "bench"))
+TWIN_DEFAULT = os.path.join(HERE, "torch_twin")
 
 
 def parse_args():
@@ -53,8 +53,7 @@ def parse_args():
     p.add_argument("--json", default=None, help="write every raw result to this file")
     a = p.parse_args()
     if not os.path.isfile(os.path.join(a.twin, "bench.py")):
-        p.error(f"the PyTorch twin is not in {a.twin} (its default place is ../shared/bench next "
-                "to the project); pass --twin DIR")
+        p.error(f"the PyTorch twin is not in {a.twin} (its place is bench/torch_twin); pass --twin DIR")
     if a.reps < 1:
         p.error("--reps must be >= 1")
     try:

@@ -22,7 +22,7 @@
 
 namespace glass {
 
-/// Everything `glass train` can set. Defaults: nanoGPT's shakespeare_char recipe (DESIGN.md).
+/// Everything `glass train` can set. Defaults: nanoGPT's shakespeare_char recipe (README, "glass train").
 struct TrainOptions {
   std::string data_path;           ///< UTF-8 text file to learn from
   std::string out_dir;             ///< checkpoint directory (created if needed)

@@ -1,6 +1,6 @@
 // Capítulo 14 — Atenção: os três passos e a máscara causal.
 //
-// The worked example of seed 003 (tokens 'a' and 'b') and the triangle of seed 000
+// The worked examples of docs/atencao.md: two tokens 'a' and 'b', and the triangle
 // (3 positions, head dim 2), computed with the library's ops.
 #include <cmath>
 #include <limits>

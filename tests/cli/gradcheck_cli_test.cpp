@@ -37,7 +37,7 @@ std::size_t count(const std::string& text, const std::string& word) {
 TEST(GradcheckCli, EveryOpPasses) {
   const CliResult run = glass("gradcheck");
   EXPECT_EQ(run.exit_code, 0) << run.output;
-  EXPECT_GE(count(run.output, " PASS"), 20u) << run.output;  // issue 2: at least 20 rows
+  EXPECT_GE(count(run.output, " PASS"), 20u) << run.output;  // at least 20 ops are checked
   EXPECT_EQ(count(run.output, "FAIL"), 0u) << run.output;
   for (const char* op : {"matmul", "softmax", "cross_entropy", "rms_norm", "rope", "repeat_kv",
                          "masked_fill", "embedding", "linear", "concat", "silu_mul",

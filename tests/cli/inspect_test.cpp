@@ -1,5 +1,5 @@
 // `glass inspect` through the real binary: output of both modes, --json and --html files, and
-// every error case of issue 6 (clear message, non-zero exit, no file written).
+// every error case the README lists for it (clear message, non-zero exit, no file written).
 
 #include <sys/wait.h>
 #include <unistd.h>

@@ -1,6 +1,6 @@
 // Inputs a new user tried that used to misbehave, through the real `glass` binary:
 // - a text with more distinct characters than the vocabulary cap (was: "does not match the
-//   checkpoint's vocabulary" on a fresh run; now the rarest become the unknown token, issue 4);
+//   checkpoint's vocabulary" on a fresh run; now the rarest become the unknown token);
 // - absurd sizes (--d-model 1000000000, --batch-size 100000000: "std::bad_alloc" or minutes of
 //   swapping; now a message before anything big is allocated), also from a corrupt config.json;
 // - NaN weights in model.safetensors (sample printed garbage, eval printed "loss nan" with exit 0,

@@ -3,13 +3,13 @@
 // number fails here.
 //
 // Reference values and how they were produced:
-// - Chapter 14 (seed 003, tokens 'a' and 'b'): scores [2, 0]; softmax [e^2, 1] / (e^2 + 1) =
+// - Chapter 14 (the two-token example of docs/atencao.md, tokens 'a' and 'b'): scores [2, 0]; softmax [e^2, 1] / (e^2 + 1) =
 //   [0.880797, 0.119203]; output 0.880797*[10, 0] + 0.119203*[0, 10] = [8.807971, 1.192029].
 //   Scaled by 1/sqrt(2): scores [1.414214, 0], weights [0.804430, 0.195570], output
 //   [8.044297, 1.955703]. All computed with NumPy in double precision (/usr/bin/python3).
-// - The triangle (seed 000's worked example, Q = K = [[1,0],[1,1],[0,1]], V = [[2,0],[0,2],[2,2]],
-//   scores Q K^T / sqrt(2), causal mask): the weights and outputs printed in the seed, which
-//   NumPy reproduces: weights [[1,0,0],[0.330238,0.669762,0],[0.197776,0.401112,0.401112]],
+// - The triangle (the worked example of docs/atencao.md, Q = K = [[1,0],[1,1],[0,1]],
+//   V = [[2,0],[0,2],[2,2]], scores Q K^T / sqrt(2), causal mask): the weights and outputs
+//   printed there, which NumPy reproduces: weights [[1,0,0],[0.330238,0.669762,0],[0.197776,0.401112,0.401112]],
 //   outputs [[2,0],[0.660477,1.339523],[1.197776,1.604448]].
 // - Chapter 08: softmax([2, 1, 0.1]) = [0.659001, 0.242433, 0.098566], cross-entropy against
 //   class 0 = -log(0.659001) = 0.417030 (PyTorch F.cross_entropy, float64).

@@ -9,7 +9,7 @@
 
 using namespace glass;
 
-// ---- schedule: values computed by hand from the nanoGPT formula (DESIGN.md) -------------------
+// ---- schedule: values computed by hand from the nanoGPT formula (README, "Conventions") -----
 TEST(LrSchedule, WarmupThenCosineThenFloor) {
   LrSchedule s{1e-3, 1e-4, 100, 2000};
   EXPECT_NEAR(s.at(0), 1e-3 * 1.0 / 101.0, 1e-15);     // 9.90099e-6

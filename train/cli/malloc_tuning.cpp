@@ -15,8 +15,8 @@ void tune_malloc_for_training() {
   mallopt(M_TRIM_THRESHOLD, 512 << 20);
   mallopt(M_TOP_PAD, 16 << 20);
   // No fastbins: tensors are 64-byte aligned (posix_memalign), whose split-off remainders would
-  // land in the fastbins and be merged again (malloc_consolidate) at every larger request;
-  // generation with the KV cache ran ~6 % faster without them.
+  // land in the fastbins and be merged again (malloc_consolidate) at every larger request
+  // (the effect on generation: bench/README.md).
   mallopt(M_MXFAST, 0);
 
   // Transparent huge pages (2 MB instead of 4 KB) for the tensors. A training step touches far
@@ -28,8 +28,7 @@ void tune_malloc_for_training() {
   // the allocator hands the same range out again for the tensors. Nothing is touched, so nothing
   // is resident until used. This relies on tcmalloc keeping the freed range (glibc's malloc
   // unmaps a block this large on free, and the advice goes with it: harmless, no effect).
-  // Measured (bench_train_step, alternating runs): step -7 % at 12x64, -11 % at 8x256,
-  // generation +4 %.
+  // Its effect on the training step and on generation: bench/README.md.
   constexpr std::size_t kReserve = std::size_t(1) << 30, kHugePage = std::size_t(2) << 20;
   if (void* block = std::malloc(kReserve)) {
     const auto begin = (reinterpret_cast<std::uintptr_t>(block) + kHugePage - 1) & ~(kHugePage - 1);

@@ -1,11 +1,15 @@
 #!/usr/bin/python3
 """Reference logits for tests/nn/twin_reference.hpp, from the PyTorch twin of the model.
 
-Run:  /usr/bin/python3 tests/nn/reference/make_reference.py   (Debian's python3-torch)
+Run:  /usr/bin/python3 tests/nn/reference/make_reference.py [--write]   (Debian's python3-torch)
 
-It builds the Decoder of ../shared/bench/model.py (next to the repository: /work/shared/bench) with the small configuration below, in float64, sets every weight
-by the same deterministic formula as the C++ test (reference_weight), runs the fixed tokens and
-prints the logits as a C++ initializer list, to paste into tests/nn/twin_reference.hpp.
+Without --write it prints the literals; with --write it puts them into tests/nn/twin_reference.hpp
+(then `git diff` shows whether the stored values changed).
+
+It builds the Decoder of the PyTorch twin (bench/torch_twin/model.py) with the small
+configuration below, in float64, sets every weight by the same deterministic formula as the C++
+test (reference_weight), runs the fixed tokens and prints the logits as a C++ initializer list
+(or writes them into tests/nn/twin_reference.hpp).
 
 The twin names its tensors differently; the C++ (Meta LLaMA) name -> twin name map is
 twin_name() below. Parameters are numbered p = 0, 1, ... in the C++ order of
@@ -17,7 +21,7 @@ import sys
 import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.normpath(os.path.join(HERE, "..", "..", "..", "..", "shared", "bench")))
+sys.path.insert(0, os.path.normpath(os.path.join(HERE, "..", "..", "..", "bench", "torch_twin")))
 import model as twin  # noqa: E402
 
 CONFIG = dict(vocab_size=11, d_model=16, n_layers=2, n_heads=4, n_kv_heads=2, ffn_hidden=24,
@@ -75,10 +79,30 @@ def main():
         chunked = torch.cat([model(tokens()[:, :4], cache=cache)[0],
                              model(tokens()[:, 4:], cache=cache)[0]], dim=1)
         assert torch.allclose(chunked, logits, atol=1e-12)
-    print(f"// logits ({BATCH}, {LENGTH}, {cfg.vocab_size}), row-major, torch {torch.__version__}, float64")
+    lines = [f"// logits ({BATCH}, {LENGTH}, {cfg.vocab_size}), row-major, torch {torch.__version__}, float64"]
     values = [repr(float(x)) for x in logits.flatten()]
     for k in range(0, len(values), 4):
-        print("    " + ", ".join(values[k:k + 4]) + ",")
+        lines.append(", ".join(values[k:k + 4]) + ",")
+    if "--write" in sys.argv[1:]:
+        write_header(lines)
+    else:
+        print("\n".join("    " + line for line in lines))
+
+
+def write_header(lines):
+    """Replaces the literals of twin_logits() in twin_reference.hpp (the lines between
+    `static const std::vector<double> logits = {` and `};`), written atomically."""
+    path = os.path.join(HERE, "..", "twin_reference.hpp")
+    with open(path, encoding="utf-8") as f:
+        text = f.read().split("\n")
+    start = next(i for i, line in enumerate(text) if "static const std::vector<double> logits = {" in line)
+    end = next(i for i in range(start, len(text)) if text[i].strip() == "};")
+    text[start + 1:end] = ["    " + line for line in lines]
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write("\n".join(text))
+    os.replace(tmp, path)
+    print(f"wrote {len(lines) - 1} lines of logits into {os.path.normpath(path)}")
 
 
 if __name__ == "__main__":
