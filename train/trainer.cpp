@@ -198,7 +198,7 @@ Trainer::Trainer(TrainOptions options, std::ostream& out) : options_(std::move(o
   // behind; the checkpoint itself is whole (atomic rename). Tidy those up.
   const std::vector<std::string> checkpoint_files = {
       "model.safetensors", "best.safetensors", "train_state.safetensors", "train_state.json",
-      "config.json", "log.csv", "loss.svg"};
+      "config.json", "log.csv", "loss.html"};
   if (const std::size_t stale = remove_stale_temp_files(o.out_dir, checkpoint_files); stale > 0)
     out_ << "note: removed " << stale << " temporary file(s) left in " << o.out_dir
          << " by an interrupted run\n";
@@ -372,15 +372,10 @@ TrainResult Trainer::run() {
   if (is_tty_) out_ << "\r\033[K";
 
   // The loss curve of the whole run (including before a resume).
-  std::vector<double> steps, train_loss, val_loss;
-  for (const LogRow& r : log_) {
-    steps.push_back(static_cast<double>(r.step));
-    train_loss.push_back(r.train_loss);
-    val_loss.push_back(r.val_loss);
-  }
-  write_file_atomic((fs::path(o.out_dir) / "loss.svg").string(),
-                    loss_plot_svg(steps, train_loss, val_loss,
-                                  "GlassLLM training loss: " + fs::path(o.data_path).filename().string()));
+  std::vector<LossPoint> points;
+  for (const LogRow& r : log_) points.push_back({static_cast<double>(r.step), r.train_loss, r.val_loss});
+  write_file_atomic((fs::path(o.out_dir) / "loss.html").string(),
+                    loss_plot_html(points, "GlassLLM training loss: " + fs::path(o.data_path).filename().string()));
 
   result.step = step_;
   result.best_val = best_val_;

@@ -2,6 +2,7 @@
 // file:// URL (no network), runs its JavaScript, and we check the DOM it produced (heatmap
 // cells with values, head thumbnails, snapshot table, top-k bars, loss curve), then take a
 // screenshot into the build tree (build/inspect-browser/inspect.png) for a human to look at.
+// The trainer's loss page (loss.html, drawn by the same loss_chart.js) is checked the same way.
 //
 // Chromium is required (scripts/install-deps.sh installs Debian's `chromium`): without it this
 // test FAILS. Set GLASS_SKIP_BROWSER=1 to skip it explicitly. GLASS_CHROMIUM=/path overrides
@@ -22,8 +23,10 @@
 #include <gtest/gtest.h>
 
 #include "nn/decoder.hpp"
+#include "fixtures.hpp"
 #include "test_util.hpp"
 #include "train/io/checkpoint.hpp"
+#include "train/inspect/loss_plot.hpp"
 
 namespace fs = std::filesystem;
 
@@ -51,32 +54,66 @@ std::size_t count(const std::string& text, const std::string& needle) {
   return n;
 }
 
+/// The Chromium flags of every run: headless, no network services, a fresh profile (append
+/// its directory).
+const std::string kFlags =
+    " --headless --no-sandbox --disable-gpu --disable-quic --no-first-run"
+    " --disable-background-networking --disable-component-update --disable-sync"
+    " --disable-extensions --disable-dev-shm-usage --user-data-dir=";
+
+#define GLASS_REQUIRE_CHROMIUM(chromium)                                                          \
+  const char* skip = std::getenv("GLASS_SKIP_BROWSER");                                          \
+  if (skip && std::string(skip) == "1") GTEST_SKIP() << "GLASS_SKIP_BROWSER=1";                  \
+  const std::string chromium = find_chromium();                                                  \
+  ASSERT_FALSE(chromium.empty())                                                                 \
+      << "Chromium is not installed, so the inspector page cannot be tested in a browser.\n"     \
+         "Install it with: apt-get install chromium (scripts/install-deps.sh does), or set\n"    \
+         "GLASS_SKIP_BROWSER=1 to skip this test explicitly."
+
+TEST(InspectBrowser, LossPageDrawsTheChart) {
+  GLASS_REQUIRE_CHROMIUM(chromium);
+  const fs::path dir = fs::path(GLASS_BINARY_DIR) / "loss-browser";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  // Gaps (NaN: not measured) break a line: train has 2 pieces, validation 3.
+  const double nan = std::nan("");
+  const std::vector<glass::LossPoint> points = {
+      {0, 4.17, 4.17}, {200, 2.5, nan}, {400, nan, 2.1}, {600, 2.0, nan}, {800, 1.8, 1.95}, {1000, 1.7, 1.9}};
+  const fs::path page = dir / "loss.html";
+  glass_test::write_file(page, glass::loss_plot_html(points, "tiny <shakespeare> & co"));
+  const fs::path dom_file = dir / "dom.html";
+  ASSERT_EQ(run("timeout 120 " + chromium + kFlags + quote((dir / "profile").string()) + " --dump-dom " +
+                quote("file://" + fs::absolute(page).string()) + " > " + quote(dom_file.string()) + " 2> " +
+                quote((dir / "chromium.log").string())),
+            0)
+      << read_file(dir / "chromium.log");
+  const std::string dom = read_file(dom_file);
+  EXPECT_NE(dom.find("data-rendered=\"yes\""), std::string::npos) << "the page's script did not finish";
+  EXPECT_EQ(count(dom, "<svg"), 1u);
+  EXPECT_NE(dom.find("id=\"loss-svg\""), std::string::npos);
+  EXPECT_EQ(count(dom, "<polyline"), 5u);
+  EXPECT_EQ(count(dom, "<circle"), 9u);  // few points: one marker per measured value
+  EXPECT_NE(dom.find("tiny &lt;shakespeare&gt; &amp; co"), std::string::npos);
+  for (const char* label : {">train</text>", ">validation</text>", ">step</text>", ">loss (nats)</text>"})
+    EXPECT_NE(dom.find(label), std::string::npos) << label;
+  // x ticks every 200 steps (nice step near 1000 / 6), y ticks every 0.5 nats from 1.5 to 4.5.
+  for (const char* tick : {">0</text>", ">400</text>", ">1000</text>", ">1.5</text>", ">2.0</text>", ">4.5</text>"})
+    EXPECT_NE(dom.find(tick), std::string::npos) << tick;
+  EXPECT_EQ(dom.find("NaN"), std::string::npos);
+  EXPECT_NE(dom.find("href=\"data:image/svg+xml"), std::string::npos) << "the chart offered as SVG";
+  fs::remove_all(dir / "profile");
+}
+
 TEST(InspectBrowser, HeadlessChromiumRendersTheHeatmapsAndTakesAScreenshot) {
-  const char* skip = std::getenv("GLASS_SKIP_BROWSER");
-  if (skip && std::string(skip) == "1") GTEST_SKIP() << "GLASS_SKIP_BROWSER=1";
-  const std::string chromium = find_chromium();
-  ASSERT_FALSE(chromium.empty())
-      << "Chromium is not installed, so the inspector page cannot be tested in a browser.\n"
-         "Install it with: apt-get install chromium (scripts/install-deps.sh does), or set\n"
-         "GLASS_SKIP_BROWSER=1 to skip this test explicitly.";
+  GLASS_REQUIRE_CHROMIUM(chromium);
 
   // A tiny checkpoint with a training log, and its inspector page.
   const fs::path dir = fs::path(GLASS_BINARY_DIR) / "inspect-browser";
   fs::remove_all(dir);
   fs::create_directories(dir);
   const fs::path checkpoint = dir / "ckpt";
-  glass::Tokenizer tokenizer = glass::Tokenizer::from_text(U"to be or not to be\nthat is the question");
-  glass::ModelConfig config;
-  config.vocab_size = tokenizer.vocab_size();
-  config.d_model = 16;
-  config.n_layers = 2;
-  config.n_heads = 4;
-  config.n_kv_heads = 2;
-  config.ffn_hidden = 24;
-  config.context_length = 32;
-  config.init_std = 0.3;  // untrained but with visibly uneven attention
-  glass::Decoder model(config, 11);
-  glass::save_model(checkpoint.string(), model, tokenizer);
+  // Untrained, but with large enough weights (init_std 0.3) for visibly uneven attention.
+  const glass::ModelConfig config = glass_test::write_small_checkpoint(checkpoint.string(), 32, 11, 0.3);
   {
     std::ofstream log(checkpoint / "log.csv");
     log << "step,lr,train_loss,val_loss,tokens_per_s,elapsed_s\n";
@@ -93,10 +130,7 @@ TEST(InspectBrowser, HeadlessChromiumRendersTheHeatmapsAndTakesAScreenshot) {
             0)
       << read_file(dir / "inspect.txt");
 
-  const std::string flags =
-      " --headless --no-sandbox --disable-gpu --disable-quic --no-first-run"
-      " --disable-background-networking --disable-component-update --disable-sync"
-      " --disable-extensions --disable-dev-shm-usage --user-data-dir=";
+  const std::string flags = kFlags;
   const std::string url = "file://" + fs::absolute(page).string();
 
   // 1. The DOM after the page's JavaScript ran.

@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "fixtures.hpp"
 #include "test_util.hpp"
 
 #include "nn/decoder.hpp"
@@ -37,17 +38,7 @@ class InspectCli : public ::testing::Test {
     dir_ = fs::temp_directory_path() / ("glass-inspect-cli-" + std::to_string(::getpid()));
     fs::create_directories(dir_);
     checkpoint_ = dir_ / "ckpt";
-    glass::Tokenizer tokenizer = glass::Tokenizer::from_text(U"to be or not to be\nthat is the question");
-    glass::ModelConfig config;
-    config.vocab_size = tokenizer.vocab_size();
-    config.d_model = 16;
-    config.n_layers = 2;
-    config.n_heads = 4;
-    config.n_kv_heads = 2;
-    config.ffn_hidden = 24;
-    config.context_length = 12;
-    glass::Decoder model(config, 3);
-    glass::save_model(checkpoint_.string(), model, tokenizer);
+    glass_test::write_small_checkpoint(checkpoint_.string(), 12, 3);
   }
   static void TearDownTestSuite() { fs::remove_all(dir_); }
 
@@ -102,7 +93,12 @@ TEST_F(InspectCli, JsonAndHtmlFilesAreWritten) {
   EXPECT_EQ(j["snapshots"]["layers.1.attn.softmax"]["shape"], (std::vector<int>{4, 4, 4}));
   const std::string page = read_file(html);
   EXPECT_NE(page.find("<!DOCTYPE html>"), std::string::npos);
-  EXPECT_NE(page.find("id=\"glass-data\""), std::string::npos);
+  // The page carries exactly the --json data.
+  const std::string tag = "<script type=\"application/json\" id=\"glass-inspection\">";
+  const std::size_t begin = page.find(tag);
+  ASSERT_NE(begin, std::string::npos);
+  const std::size_t from = begin + tag.size();
+  EXPECT_EQ(nlohmann::json::parse(page.substr(from, page.find("</script>", from) - from)), j);
   for (const auto& entry : fs::directory_iterator(dir_))
     EXPECT_EQ(entry.path().filename().string().find(".tmp"), std::string::npos)
         << "temporary file left behind: " << entry.path();

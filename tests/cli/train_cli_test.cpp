@@ -1,5 +1,5 @@
 // `glass train`, `glass sample` and `glass eval` through the real binary: a tiny end-to-end run,
-// exact resume through the files, Ctrl-C, and the bad-input list of issue 4 (each: a clear
+// exact resume through the files, Ctrl-C, and the bad inputs of the README (each: a clear
 // message on stderr, a non-zero exit code, nothing half-written, a good checkpoint left intact).
 
 #include <sys/wait.h>
@@ -77,7 +77,7 @@ CliRun TrainCli::first_run_;
 
 TEST_F(TrainCli, TrainWritesTheCheckpointAndSaysHowToSample) {
   ASSERT_EQ(first_run_.exit_code, 0) << first_run_.out << first_run_.err;
-  for (const char* f : {"model.safetensors", "best.safetensors", "config.json", "log.csv", "loss.svg",
+  for (const char* f : {"model.safetensors", "best.safetensors", "config.json", "log.csv", "loss.html",
                         "train_state.json", "train_state.safetensors"})
     EXPECT_TRUE(fs::exists(ckpt_ / f)) << f;
   EXPECT_NE(first_run_.out.find("sample --checkpoint " + ckpt_.string()), std::string::npos) << first_run_.out;
@@ -89,7 +89,8 @@ TEST_F(TrainCli, TrainWritesTheCheckpointAndSaysHowToSample) {
   const std::string csv = read_file(ckpt_ / "log.csv");
   EXPECT_EQ(csv.substr(0, csv.find('\n')), "step,lr,train_loss,val_loss,tokens_per_s,elapsed_s");
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 4);  // header + steps 0, 15, 30
-  EXPECT_NE(read_file(ckpt_ / "loss.svg").find("<svg"), std::string::npos);
+  // The loss page carries the three logged steps (its chart is checked in InspectBrowser.*).
+  EXPECT_NE(read_file(ckpt_ / "loss.html").find("\"step\":[0.0,15.0,30.0]"), std::string::npos);
 }
 
 TEST_F(TrainCli, SampleCachedAndUncachedAgreeAtTemperatureZeroAndSeedsReproduce) {

@@ -17,6 +17,8 @@
 #include "train/sample/sampler.hpp"
 #include "train/trainer.hpp"
 
+#include "fixtures.hpp"
+
 using namespace glass;
 namespace fs = std::filesystem;
 
@@ -34,15 +36,11 @@ struct TempDir {
   std::string str(const std::string& child = "") const { return (path / child).string(); }
 };
 
+/// The tests' small model (fixtures.hpp), twice as wide, so that a few dozen steps learn.
 ModelConfig tiny_config(std::size_t vocab_size) {
-  ModelConfig c;
-  c.vocab_size = vocab_size;
+  ModelConfig c = glass_test::small_config(vocab_size, 32);
   c.d_model = 32;
-  c.n_layers = 2;
-  c.n_heads = 4;
-  c.n_kv_heads = 2;
   c.ffn_hidden = 64;
-  c.context_length = 32;
   return c;
 }
 
@@ -207,7 +205,7 @@ TEST(Trainer, LossFallsWellBelowLogVocab) {
   EXPECT_LT(r.last_eval.val_loss, log_v - 1.0) << "ln V = " << log_v;
   EXPECT_LT(r.last_eval.train_loss, log_v - 1.0);
   for (const char* f : {"model.safetensors", "best.safetensors", "config.json", "log.csv",
-                        "loss.svg", "train_state.json", "train_state.safetensors"})
+                        "loss.html", "train_state.json", "train_state.safetensors"})
     EXPECT_TRUE(fs::exists(dir.path / "run" / f)) << f;
   const std::string csv = read_file(dir.str("run/log.csv"));
   EXPECT_EQ(csv.substr(0, csv.find('\n')), "step,lr,train_loss,val_loss,tokens_per_s,elapsed_s");

@@ -129,7 +129,7 @@ void run_train(TrainFlags& flags, CLI::App* cmd) {
   }
   std::cout << fmt::format(
       "\ncheckpoint: {} (model.safetensors = step {}, best.safetensors = best val loss {:.4f}, "
-      "config.json, log.csv, loss.svg)\n",
+      "config.json, log.csv, loss.html)\n",
       (fs::path(o.out_dir) / "").string(), result.step, result.best_val);  // one trailing '/'
   if (result.interrupted) {
     std::cout << fmt::format("resume with: {} train --data {} --out {} --iters {} --resume\n",
@@ -177,8 +177,8 @@ void add_train_command(CLI::App& app) {
       ->check(glass::cli::kNonNegativeInteger)->capture_default_str();
   cmd->add_option("--seed", o.seed, "seed of the initial weights and of the batches")
       ->check(glass::cli::kNonNegativeInteger)->capture_default_str();
-  // More threads than cores only makes them wait for each other (with 1000 threads on 2 cores
-  // training ran 7x slower): allow up to 4 per core, which is already past any gain.
+  // More threads than cores only makes them wait for each other: allow up to 4 per core, which
+  // is already past any gain.
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   cmd->add_option("--threads", flags->threads, "OpenBLAS threads (default: OpenBLAS's own choice)")
       ->check(glass::cli::integer_in(1, 4LL * cores,

@@ -3,7 +3,7 @@
 // in the terminal (summaries, value tables, heatmaps), as JSON for scripts and notebooks, and
 // as one self-contained HTML page. Used by `glass inspect` (train/cli/inspect.cpp).
 //
-// Seed 000 ("Ler os snapshots sem confundir significados"): pick a layer, a head and a
+// Reading the snapshots (README, "Looking inside: glass inspect"): pick a layer, a head and a
 // snapshot (attn.q, attn.k, attn.v, attn.rope_q, attn.rope_k, attn.scores, attn.mask,
 // attn.softmax, attn.mix, attn.out); the batch axis is removed, so one head of attn.softmax
 // is an (n, m) matrix. Attention weights mix context inside one head; output probabilities
@@ -18,6 +18,7 @@
 
 #include "autograd/tensor.hpp"
 #include "nn/config.hpp"
+#include "train/inspect/loss_plot.hpp"
 
 namespace glass {
 
@@ -140,15 +141,6 @@ std::string inspection_json(const Inspection& inspection, int indent = -1);
 /// when the file cannot be written.
 void write_json(const Inspection& inspection, const std::string& path);
 
-/// One row of DIR/log.csv written by the trainer (missing values are NaN).
-struct LossPoint {
-  double step = 0, train_loss = 0, val_loss = 0;
-};
-/// Reads step, train_loss and val_loss from a trainer log.csv (columns found by header name).
-/// Returns an empty vector when the file does not exist; throws std::runtime_error when it
-/// exists but has no step/train_loss columns.
-std::vector<LossPoint> read_loss_log(const std::string& path);
-
 /// Options of the HTML page.
 struct HtmlOptions {
   std::size_t layer = 0, head = 0;   ///< initially selected
@@ -158,9 +150,11 @@ struct HtmlOptions {
   std::vector<LossPoint> loss;       ///< the training curve (empty: no curve)
 };
 
-/// One self-contained HTML page (inline CSS, JS and data; no network): layer/head selectors,
-/// attention heatmaps with character labels and values on hover, a snapshot browser with
-/// shapes, next-token top-k bars for every position and the training loss curve.
+/// One self-contained HTML page that needs no network: train/inspect/web/ (built into the
+/// program) with the data in it — inspection_json(inspection) and the options as JSON. In a
+/// browser it shows layer/head selectors, attention heatmaps with character labels and values on
+/// hover, a snapshot browser with shapes, next-token top-k bars for every position and the
+/// training loss curve.
 std::string inspection_html(const Inspection& inspection, const HtmlOptions& options = {});
 
 /// Writes inspection_html to `path` atomically. Throws std::runtime_error on failure.

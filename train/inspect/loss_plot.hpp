@@ -1,30 +1,33 @@
 #pragma once
-// The loss curve as an SVG line chart (train and validation loss against the step), written by
-// the trainer at the end of a run as DIR/loss.svg. Any browser shows it; no plotting library.
+// The loss curve: train and validation loss against the step, read from the trainer's log.csv
+// and written by the trainer at the end of a run as DIR/loss.html, a self-contained page that
+// draws the chart with train/inspect/web/loss_chart.js — the same script that draws it on the
+// inspector page. The page offers the chart as an SVG file too.
 
 #include <string>
 #include <vector>
 
 namespace glass {
 
-/// One line of the chart: values[i] is the loss at steps[i].
-struct LossSeries {
-  std::string label;            ///< legend text, e.g. "train"
-  std::vector<double> steps;    ///< x values (optimizer steps), any order is drawn as given
-  std::vector<double> values;   ///< y values (mean cross-entropy, nats); non-finite ones are skipped
-  std::string color = "#1f77b4";  ///< SVG colour of the line and its markers
+/// One row of DIR/log.csv written by the trainer (missing values are NaN).
+struct LossPoint {
+  double step = 0, train_loss = 0, val_loss = 0;
 };
 
-/// A complete SVG document (width 720, height 440 px): title, axes with ticks at "nice" values
-/// (1, 2, 5 x 10^k), grid lines, the axis labels "step" and "loss (nats)", one polyline per
-/// series (broken at non-finite values), point markers when a series has few points, and a
-/// legend. Throws std::invalid_argument if a series has steps.size() != values.size().
-/// With no finite point at all the chart says "no data yet".
-std::string loss_plot_svg(const std::vector<LossSeries>& series, const std::string& title);
+/// Reads step, train_loss and val_loss from a trainer log.csv (columns found by header name).
+/// Returns an empty vector when the file does not exist; throws std::runtime_error when it
+/// exists but has no step/train_loss columns.
+std::vector<LossPoint> read_loss_log(const std::string& path);
 
-/// The usual chart: train and val loss measured at the same eval steps (the rows of log.csv).
-std::string loss_plot_svg(const std::vector<double>& steps, const std::vector<double>& train_loss,
-                          const std::vector<double>& val_loss,
-                          const std::string& title = "GlassLLM training loss");
+/// The data of the chart as JSON: {"title": ..., "step": [...], "train": [...], "val": [...]},
+/// non-finite values as null (the line is broken there).
+std::string loss_json(const std::vector<LossPoint>& points, const std::string& title);
+
+/// The loss page (train/inspect/web/loss.html) with `points` in it: one HTML file that needs no
+/// network; opened in a browser it draws the chart (720 x 440 px: title, axes with ticks at
+/// "nice" values, grid, "step" and "loss (nats)" labels, one line per series broken at missing
+/// values, point markers when a series has few points, a legend) and links it as loss.svg.
+std::string loss_plot_html(const std::vector<LossPoint>& points,
+                           const std::string& title = "GlassLLM training loss");
 
 }  // namespace glass

@@ -5,7 +5,7 @@
 //   DIR/best.safetensors    weights with the best validation loss so far
 //   DIR/config.json         {"model": ModelConfig fields, "tokenizer": {"chars": [...]}, ...}
 //   DIR/train_state.safetensors + DIR/train_state.json   AdamW moments, step, RNG (for --resume)
-//   DIR/log.csv, DIR/loss.svg                              written by the trainer
+//   DIR/log.csv, DIR/loss.html                             written by the trainer
 // Every file is written atomically (temp file in DIR + rename).
 
 #include <memory>

@@ -21,6 +21,8 @@
 #include "train/io/checkpoint.hpp"
 #include "train/inspect/inspect.hpp"
 
+#include "fixtures.hpp"
+
 namespace glass {
 namespace {
 
@@ -30,13 +32,7 @@ const char32_t* kText = U"hello world\nthe cat sat on the mat. </script> & 'quot
 LoadedModel tiny_model(std::uint64_t seed = 7) {
   LoadedModel loaded;
   loaded.tokenizer = Tokenizer::from_text(kText);
-  loaded.config.vocab_size = loaded.tokenizer.vocab_size();
-  loaded.config.d_model = 16;
-  loaded.config.n_layers = 2;
-  loaded.config.n_heads = 4;
-  loaded.config.n_kv_heads = 2;
-  loaded.config.ffn_hidden = 24;
-  loaded.config.context_length = 16;
+  loaded.config = glass_test::small_config(loaded.tokenizer.vocab_size(), 16);
   loaded.config.init_std = 0.5;  // large weights: attention rows far from uniform
   loaded.model = std::make_unique<Decoder>(loaded.config, seed);
   return loaded;
@@ -76,7 +72,7 @@ TEST(Inspect, SnapshotsEqualTheTracerAndHaveTheDocumentedShapes) {
     ++compared;
   }
   EXPECT_EQ(compared, ins.snapshots.size());
-  // Shapes of seed 000 / nn/tracer.hpp, batch removed, for this config (m = n without cache).
+  // Shapes of nn/tracer.hpp, batch removed, for this config (m = n without cache).
   const std::map<std::string, Shape> expected = {
       {"attn.q", {H, n, hd}},      {"attn.k", {KV, n, hd}},      {"attn.v", {KV, n, hd}},
       {"attn.rope_q", {H, n, hd}}, {"attn.rope_k", {KV, n, hd}}, {"attn.scores", {H, n, n}},
@@ -303,45 +299,32 @@ TEST(Inspect, HtmlPageIsSelfContainedAndCarriesItsData) {
   const Inspection ins = inspect(loaded, U"</script>");
   HtmlOptions options;
   options.top_k = 4;
+  options.layer = 7;  // clamped to the last layer
   options.loss = {{0, 4.2, 4.3}, {10, 3.1, std::nan("")}, {20, 2.5, 2.6}};
   const std::string html = inspection_html(ins, options);
-  for (const char* banned : {"http://", "https://", " src=", "<link", "@import", "url("})
+  for (const char* banned : {"src=\"http", "href=\"http", "<script src=", "<link", "@import", "url("})
     EXPECT_EQ(html.find(banned), std::string::npos) << banned;
-  // The prompt "</script>" must not close the data block early: exactly two closing tags.
+  // The prompt "</script>" must not close a data block early: the two JSON tags and the two
+  // inline scripts (loss_chart.js, script.js) close once each.
   std::size_t closings = 0;
   for (std::size_t at = html.find("</script>"); at != std::string::npos; at = html.find("</script>", at + 1))
     ++closings;
-  EXPECT_EQ(closings, 2u);
-  const std::string open = "<script type=\"application/json\" id=\"glass-data\">";
-  const std::size_t begin = html.find(open) + open.size();
-  const nlohmann::json d = nlohmann::json::parse(html.substr(begin, html.find("</script>", begin) - begin));
-  EXPECT_EQ(d["prompt"], "</script>");
-  EXPECT_EQ(d["tokens"].get<std::vector<std::int32_t>>(), ins.tokens);
-  EXPECT_EQ(d["snapshots"]["layers.1.attn.softmax"]["shape"], (Shape{4, 9, 9}));
-  EXPECT_EQ(d["topk"].size(), 9u);
-  EXPECT_EQ(d["topk"][0].size(), 4u);
-  EXPECT_EQ(d["loss"]["step"].size(), 3u);
-  EXPECT_TRUE(d["loss"]["val"][1].is_null());
+  EXPECT_EQ(closings, 4u);
+  auto json_tag = [&](const std::string& id) {
+    const std::string open = "<script type=\"application/json\" id=\"" + id + "\">";
+    const std::size_t begin = html.find(open) + open.size();
+    return nlohmann::json::parse(html.substr(begin, html.find("</script>", begin) - begin));
+  };
+  // The page's data is exactly what --json writes.
+  EXPECT_EQ(json_tag("glass-inspection"), nlohmann::json::parse(inspection_json(ins)));
+  const nlohmann::json view = json_tag("glass-view");
+  EXPECT_EQ(view["layer"], 1);
+  EXPECT_EQ(view["top_k"], 4);
+  EXPECT_EQ(view["loss"]["step"].size(), 3u);
+  EXPECT_TRUE(view["loss"]["val"][1].is_null());
+  EXPECT_EQ(view["meaning"].size(), 14u);
 }
 
-TEST(Inspect, LossLogIsReadByColumnName) {
-  const auto dir = std::filesystem::temp_directory_path() / ("glass-inspect-log-" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  const std::string path = (dir / "log.csv").string();
-  std::ofstream(path) << "step,lr,train_loss,val_loss,tokens_per_s,elapsed_s\n"
-                         "0,0.001,4.17,4.18,1000,0.5\n"
-                         "50,0.001,2.5,,1000,10\n";
-  const std::vector<LossPoint> points = read_loss_log(path);
-  ASSERT_EQ(points.size(), 2u);
-  EXPECT_EQ(points[1].step, 50);
-  EXPECT_EQ(points[1].train_loss, 2.5);
-  EXPECT_TRUE(std::isnan(points[1].val_loss));
-  EXPECT_EQ(points[0].val_loss, 4.18);
-  EXPECT_TRUE(read_loss_log((dir / "missing.csv").string()).empty());
-  std::ofstream(path) << "a,b\n1,2\n";
-  EXPECT_THROW(read_loss_log(path), std::runtime_error);
-  std::filesystem::remove_all(dir);
-}
 
 }  // namespace
 }  // namespace glass

@@ -1,63 +1,73 @@
-// The SVG loss chart: well-formed structure, both series drawn, escaping, errors.
-// (Rendering was also checked by hand: python3 xml.etree parses the output.)
+// The loss curve's data (train/inspect/loss_plot.hpp): log.csv read by column name, the JSON the
+// page draws from, and the self-contained page. The drawing itself (web/loss_chart.js) is
+// checked in headless Chromium by InspectBrowser.LossPageDrawsTheChart (tests/cli).
 
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <limits>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
+#include "test_util.hpp"
 #include "train/inspect/loss_plot.hpp"
 
+namespace glass {
 namespace {
-std::size_t count(const std::string& s, const std::string& needle) {
-  std::size_t n = 0;
-  for (auto pos = s.find(needle); pos != std::string::npos; pos = s.find(needle, pos + 1)) ++n;
-  return n;
-}
-}  // namespace
 
-TEST(LossPlot, DrawsTrainAndValWithAxesAndLegend) {
-  const std::vector<double> steps = {0, 250, 500, 750, 1000};
-  const std::vector<double> train = {4.17, 2.5, 2.0, 1.8, 1.7};
-  const std::vector<double> val = {4.17, 2.6, 2.1, 1.95, 1.9};
-  const std::string svg = glass::loss_plot_svg(steps, train, val, "tiny <shakespeare> & co");
-  EXPECT_EQ(svg.rfind("<?xml", 0), 0u);
-  EXPECT_NE(svg.find("<svg xmlns=\"http://www.w3.org/2000/svg\""), std::string::npos);
-  EXPECT_EQ(count(svg, "<svg"), 1u);
-  EXPECT_EQ(count(svg, "</svg>"), 1u);
-  EXPECT_EQ(count(svg, "<polyline"), 2u);
-  EXPECT_EQ(count(svg, "<circle"), 10u);  // few points: one marker each
-  EXPECT_NE(svg.find("tiny &lt;shakespeare&gt; &amp; co"), std::string::npos);
-  EXPECT_NE(svg.find(">train</text>"), std::string::npos);
-  EXPECT_NE(svg.find(">validation</text>"), std::string::npos);
-  EXPECT_NE(svg.find(">step</text>"), std::string::npos);
-  // x ticks every 200 steps (nice_step(1000 / 6) = 200), y ticks every 0.5 nats.
-  EXPECT_NE(svg.find(">1000</text>"), std::string::npos);
-  EXPECT_NE(svg.find(">400</text>"), std::string::npos);
-  EXPECT_NE(svg.find(">2.0</text>"), std::string::npos);
-  EXPECT_NE(svg.find(">4.5</text>"), std::string::npos);
+/// The JSON inside <script type="application/json" id="ID">...</script> of a page.
+nlohmann::json json_tag(const std::string& html, const std::string& id) {
+  const std::string open = "<script type=\"application/json\" id=\"" + id + "\">";
+  const std::size_t begin = html.find(open);
+  EXPECT_NE(begin, std::string::npos) << id;
+  const std::size_t from = begin + open.size();
+  return nlohmann::json::parse(html.substr(from, html.find("</script>", from) - from));
 }
 
-TEST(LossPlot, NonFiniteValuesBreakTheLine) {
+TEST(LossPlot, LogIsReadByColumnName) {
+  const std::filesystem::path dir = glass_test::temp_dir("glass-loss-log");
+  const std::string path = (dir / "log.csv").string();
+  std::ofstream(path) << "step,lr,train_loss,val_loss,tokens_per_s,elapsed_s\n"
+                         "0,0.001,4.17,4.18,1000,0.5\n"
+                         "50,0.001,2.5,,1000,10\n";
+  const std::vector<LossPoint> points = read_loss_log(path);
+  ASSERT_EQ(points.size(), 2u);
+  EXPECT_EQ(points[1].step, 50);
+  EXPECT_EQ(points[1].train_loss, 2.5);
+  EXPECT_TRUE(std::isnan(points[1].val_loss));
+  EXPECT_EQ(points[0].val_loss, 4.18);
+  EXPECT_TRUE(read_loss_log((dir / "missing.csv").string()).empty());
+  std::ofstream(path) << "a,b\n1,2\n";
+  EXPECT_THROW(read_loss_log(path), std::runtime_error);
+}
+
+TEST(LossPlot, JsonHasTheSeriesWithNullForMissingValues) {
   const double nan = std::numeric_limits<double>::quiet_NaN();
-  glass::LossSeries s{"train", {1, 2, 3, 4, 5}, {3, 2.5, nan, 2.0, 1.9}, "#000"};
-  const std::string svg = glass::loss_plot_svg({s}, "t");
-  EXPECT_EQ(count(svg, "<polyline"), 2u);
-  EXPECT_EQ(svg.find("nan"), std::string::npos);
-  EXPECT_EQ(count(svg, "<circle"), 4u);
+  const nlohmann::json j = nlohmann::json::parse(
+      loss_json({{0, 4.17, 4.18}, {250, 2.5, nan}, {500, 2.0, 2.1}}, "tiny"));
+  EXPECT_EQ(j["title"], "tiny");
+  EXPECT_EQ(j["step"], nlohmann::json::parse("[0, 250, 500]"));
+  EXPECT_EQ(j["train"], nlohmann::json::parse("[4.17, 2.5, 2.0]"));
+  EXPECT_EQ(j["val"], nlohmann::json::parse("[4.18, null, 2.1]"));
+  const nlohmann::json empty = nlohmann::json::parse(loss_json({}, ""));
+  EXPECT_TRUE(empty["step"].empty());
 }
 
-TEST(LossPlot, EmptyAndSinglePoint) {
-  const std::string empty = glass::loss_plot_svg({}, {}, {});
-  EXPECT_NE(empty.find("no data yet"), std::string::npos);
-  EXPECT_EQ(count(empty, "</svg>"), 1u);
-  const std::string one = glass::loss_plot_svg({10}, {2.0}, {2.1});
-  EXPECT_EQ(count(one, "<circle"), 2u);
-  EXPECT_EQ(one.find("nan"), std::string::npos);
-  EXPECT_EQ(one.find("inf"), std::string::npos);
+TEST(LossPlot, PageIsSelfContainedAndCarriesTheData) {
+  const std::string html = loss_plot_html({{0, 4.2, 4.3}, {10, 3.1, 3.3}}, "tiny <shakespeare> & co </script>");
+  EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
+  for (const char* banned : {"src=\"http", "href=\"http", "<script src=", "<link", "@import", "url("})
+    EXPECT_EQ(html.find(banned), std::string::npos) << banned;
+  EXPECT_NE(html.find("function lossChartSvg("), std::string::npos) << "the chart's script is inline";
+  // The title cannot close the data tag: '<', '>' and '&' are \u escapes inside the JSON.
+  EXPECT_EQ(html.find("<shakespeare>"), std::string::npos);
+  const nlohmann::json j = json_tag(html, "glass-loss");
+  EXPECT_EQ(j["title"], "tiny <shakespeare> & co </script>");
+  EXPECT_EQ(j["val"], nlohmann::json::parse("[4.3, 3.3]"));
 }
 
-TEST(LossPlot, MismatchedLengthsThrow) {
-  EXPECT_THROW(glass::loss_plot_svg({1, 2}, {1.0}, {1.0, 2.0}), std::invalid_argument);
-}
+}  // namespace
+}  // namespace glass
