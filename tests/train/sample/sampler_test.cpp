@@ -6,6 +6,8 @@
 
 #include "train/sample/sampler.hpp"
 
+#include "fixtures.hpp"
+
 using namespace glass;
 
 TEST(Sampling, TopKKeepsTiesAtTheKthValue) {
@@ -101,4 +103,31 @@ TEST(Sampling, NonFiniteLogitsAreAnErrorNotAnArbitraryToken) {
   o.temperature = 1.0;
   const double inf = std::numeric_limits<double>::infinity();
   EXPECT_THROW(next_token_probs({-inf, -inf}, o), std::runtime_error);
+}
+
+// ---- generation -------------------------------------------------------------------------------
+
+TEST(Generate, CachedAndUncachedAgreeAtTemperatureZero) {
+  const Tokenizer tokenizer = Tokenizer::from_text(U"abcdefghijklmnopqrstuvwxyz ");
+  Decoder model(glass_test::small_config(tokenizer.vocab_size(), 32), 11);
+  SamplingOptions greedy;
+  greedy.temperature = 0.0;
+  for (std::size_t window : {32u, 8u}) {  // 8: the window slides and the cache is rebuilt
+    std::mt19937_64 rng1(1), rng2(1);
+    greedy.use_kv_cache = true;
+    const auto cached = generate(model, {1, 2, 3, 4, 5}, 20, window, greedy, rng1);
+    greedy.use_kv_cache = false;
+    const auto uncached = generate(model, {1, 2, 3, 4, 5}, 20, window, greedy, rng2);
+    EXPECT_EQ(cached, uncached) << "window " << window;
+    EXPECT_EQ(cached.size(), 20u);
+    for (std::int32_t id : cached) EXPECT_NE(id, 0);  // the unknown id is never generated
+  }
+  // A prompt longer than the window is cropped (no error), and a seed reproduces a sample.
+  SamplingOptions hot;
+  hot.temperature = 1.0;
+  hot.top_k = 5;
+  hot.top_p = 0.9;
+  std::mt19937_64 a(9), b(9);
+  std::vector<std::int32_t> long_prompt(40, 3);
+  EXPECT_EQ(generate(model, long_prompt, 15, 8, hot, a), generate(model, long_prompt, 15, 8, hot, b));
 }
