@@ -1,5 +1,5 @@
 // Whole-step timings of GlassLLM, the counterpart of the PyTorch twin's bench.py
-// (../shared/bench/bench.py): same model (default ModelConfig, vocab 65), same measurements.
+// (bench/torch_twin/bench.py): same model (default ModelConfig, vocab 65), same measurements.
 //
 //   bench_train_step [--threads N] [--shapes 12x64,8x256] [--warmup 10] [--steps 40]
 //                    [--gen_tokens 200] [--gen_reps 7] [--no_gen] [--no_train] [--cache_only]
