@@ -1,5 +1,5 @@
-// Checkpoint directories: model weights (safetensors, Meta LLaMA names), config.json and the
-// training state for an exact resume. See train/io/checkpoint.hpp and train/train_state.hpp.
+// Checkpoint directories: model weights (safetensors, Meta LLaMA names) and config.json. See
+// train/io/checkpoint.hpp; the training state for an exact resume is train/train_state.cpp.
 
 #include "train/io/checkpoint.hpp"
 
@@ -11,10 +11,10 @@
 #include <nlohmann/json.hpp>
 
 #include "train/io/atomic_file.hpp"
+#include "train/io/checkpoint_files.hpp"
 #include "train/io/config_json.hpp"
 #include "train/io/model_size.hpp"
 #include "train/io/safetensors.hpp"
-#include "train/train_state.hpp"
 
 #include <map>
 
@@ -23,15 +23,15 @@ namespace glass {
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 
-namespace {
+namespace checkpoint_files {
 
-std::string path_in(const std::string& dir, const std::string& file) {
-  return (fs::path(dir) / file).string();
-}
+namespace {
 
 std::string shape_text(const std::vector<std::size_t>& shape) {
   return shape_str(Shape(shape.begin(), shape.end()));
 }
+
+}  // namespace
 
 NamedTensor to_named(const std::string& name, const Array& value) {
   NamedTensor t;
@@ -41,7 +41,6 @@ NamedTensor to_named(const std::string& name, const Array& value) {
   return t;
 }
 
-/// Copies the F32 tensor `name` of `file` into `target`, checking presence, dtype and shape.
 void copy_into(const SafetensorsContents& file, const std::string& source, const std::string& name,
                Array& target) {
   const NamedTensor* t = file.find(name);
@@ -63,24 +62,6 @@ void copy_into(const SafetensorsContents& file, const std::string& source, const
   std::copy(t->data.begin(), t->data.end(), target.data());
 }
 
-/// Runs `f`, turning the I/O and format errors of the helpers into CheckpointError.
-template <class F>
-auto as_checkpoint_error(F&& f) -> decltype(f()) {
-  try {
-    return f();
-  } catch (const CheckpointError&) {
-    throw;
-  } catch (const FileError& e) {
-    throw CheckpointError(e.what());
-  } catch (const SafetensorsError& e) {
-    throw CheckpointError(e.what());
-  } catch (const ConfigError& e) {
-    throw CheckpointError(e.what());
-  } catch (const json::exception& e) {
-    throw CheckpointError(e.what());
-  }
-}
-
 json read_json(const std::string& path) {
   const std::string text = as_checkpoint_error([&] { return read_file(path); });
   try {
@@ -90,7 +71,9 @@ json read_json(const std::string& path) {
   }
 }
 
-}  // namespace
+}  // namespace checkpoint_files
+
+using namespace checkpoint_files;
 
 // ---- model ------------------------------------------------------------------------------------
 
@@ -172,118 +155,6 @@ std::size_t training_context(const std::string& dir) {
   if (!c.is_number_unsigned() || c.get<std::size_t>() == 0)
     throw CheckpointError(path_in(dir, "config.json") + ": training.context must be a positive integer");
   return c.get<std::size_t>();
-}
-
-// ---- training state ------------------------------------------------------------------------
-
-std::string log_csv(const std::vector<LogRow>& rows) {
-  std::string text = "step,lr,train_loss,val_loss,tokens_per_s,elapsed_s\n";
-  for (const LogRow& r : rows)
-    text += fmt::format("{},{:.6e},{:.6f},{:.6f},{:.1f},{:.2f}\n", r.step, r.lr, r.train_loss,
-                        r.val_loss, r.tokens_per_s, r.elapsed_s);
-  return text;
-}
-
-bool has_train_state(const std::string& dir) {
-  for (const char* f : {"config.json", "model.safetensors", "train_state.json", "train_state.safetensors"})
-    if (!fs::exists(path_in(dir, f))) return false;
-  return true;
-}
-
-void save_train_state(const std::string& dir, const AdamW& optimizer, const TrainState& state) {
-  as_checkpoint_error([&] {
-    std::vector<NamedTensor> moments;
-    for (const AdamWParam& p : optimizer.params()) {
-      moments.push_back(to_named("m." + p.name, p.m));
-      moments.push_back(to_named("v." + p.name, p.v));
-    }
-    save_safetensors(path_in(dir, "train_state.safetensors"), moments,
-                     {{"step", std::to_string(state.step)}});
-    json log = json::array();
-    for (const LogRow& r : state.log)
-      log.push_back({r.step, r.lr, r.train_loss, r.val_loss, r.tokens_per_s, r.elapsed_s});
-    json j = {{"step", state.step},
-              {"batch_rng", state.batch_rng},
-              {"sample_rng", state.sample_rng},
-              {"best_val", state.best_val},
-              {"has_best", state.has_best},
-              {"elapsed_s", state.elapsed_s},
-              {"context", state.context},
-              {"adamw", {{"beta1", optimizer.config().beta1},
-                         {"beta2", optimizer.config().beta2},
-                         {"eps", optimizer.config().eps},
-                         {"weight_decay", optimizer.config().weight_decay}}},
-              {"log", log}};
-    write_file_atomic(path_in(dir, "train_state.json"), j.dump(1) + "\n");
-    return 0;
-  });
-}
-
-namespace {
-
-// The files of one checkpoint are written one after the other (model.safetensors, config.json,
-// then the training state), each atomically; a save cut short between them (a second Ctrl-C,
-// a crash) leaves weights of one step next to a training state of another. Resuming from that
-// would continue silently from the wrong point, so the steps recorded in model.safetensors'
-// metadata (`weights_step`, as load_checkpoint read it) and in config.json ("training":
-// {"step"}) must equal the training state's. A checkpoint written before those records existed
-// has neither, and is not checked.
-void check_same_step(const std::string& dir, long state_step, const std::string& weights_step) {
-  auto mismatch = [&](const std::string& file, const std::string& step) {
-    return CheckpointError(fmt::format(
-        "{}: the checkpoint is inconsistent: {} is at step {} but the training state "
-        "(train_state.json) at step {}, so a save was interrupted (e.g. by a second Ctrl-C). "
-        "It cannot be resumed exactly; sample from it, or start a new run in another directory",
-        dir, file, step, state_step));
-  };
-  const std::string config_path = path_in(dir, "config.json");
-  const json config = read_json(config_path);
-  if (config.contains("training") && config["training"].is_object() &&
-      config["training"].contains("step")) {
-    const json& step = config["training"]["step"];
-    if (!step.is_number_integer() || step.get<long>() != state_step)
-      throw mismatch("config.json", step.dump());
-  }
-  if (!weights_step.empty() && weights_step != std::to_string(state_step))
-    throw mismatch("model.safetensors", weights_step);
-}
-
-}  // namespace
-
-TrainState load_train_state(const std::string& dir, AdamW& optimizer, const std::string& weights_step) {
-  const std::string json_path = path_in(dir, "train_state.json");
-  const std::string tensors_path = path_in(dir, "train_state.safetensors");
-  const json j = read_json(json_path);
-  return as_checkpoint_error([&] {
-    TrainState s;
-    try {
-      s.step = j.at("step").get<long>();
-      s.batch_rng = j.at("batch_rng").get<std::string>();
-      s.sample_rng = j.at("sample_rng").get<std::string>();
-      s.best_val = j.at("best_val").get<double>();
-      s.has_best = j.at("has_best").get<bool>();
-      s.elapsed_s = j.at("elapsed_s").get<double>();
-      s.context = j.at("context").get<std::size_t>();
-      for (const json& r : j.at("log"))
-        s.log.push_back({r.at(0).get<long>(), r.at(1).get<double>(), r.at(2).get<double>(),
-                         r.at(3).get<double>(), r.at(4).get<double>(), r.at(5).get<double>()});
-    } catch (const json::exception& e) {
-      throw CheckpointError(fmt::format("{}: {}", json_path, e.what()));
-    }
-    if (s.step < 0) throw CheckpointError(json_path + ": step must be >= 0");
-    const SafetensorsContents moments = load_safetensors(tensors_path);
-    const auto it = moments.metadata.find("step");
-    if (it == moments.metadata.end() || it->second != std::to_string(s.step))
-      throw CheckpointError(fmt::format(
-          "{} and {} disagree on the step (an interrupted save?)", tensors_path, json_path));
-    check_same_step(dir, s.step, weights_step);
-    for (AdamWParam& p : optimizer.params()) {
-      copy_into(moments, tensors_path, "m." + p.name, p.m);
-      copy_into(moments, tensors_path, "v." + p.name, p.v);
-    }
-    optimizer.set_step_count(s.step);
-    return s;
-  });
 }
 
 }  // namespace glass

@@ -1,0 +1,54 @@
+#pragma once
+// Building blocks for the files of a checkpoint directory, shared by the model files
+// (checkpoint.cpp) and the training state (train/train_state.cpp): tensors in and out of
+// safetensors, JSON files, and one error type (CheckpointError) for every way a file can be bad.
+
+#include <filesystem>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "autograd/tensor.hpp"
+#include "train/io/atomic_file.hpp"
+#include "train/io/checkpoint.hpp"
+#include "train/io/config_json.hpp"
+#include "train/io/safetensors.hpp"
+
+namespace glass::checkpoint_files {
+
+/// DIR/FILE as a path string.
+inline std::string path_in(const std::string& dir, const std::string& file) {
+  return (std::filesystem::path(dir) / file).string();
+}
+
+/// `value` as a float32 tensor named `name`, for save_safetensors.
+NamedTensor to_named(const std::string& name, const Array& value);
+
+/// Copies the F32 tensor `name` of `file` (read from `source`, named in messages) into `target`,
+/// checking presence, dtype, shape and that every value is finite. Throws CheckpointError.
+void copy_into(const SafetensorsContents& file, const std::string& source, const std::string& name,
+               Array& target);
+
+/// Runs `f`, turning the I/O and format errors of the helpers (FileError, SafetensorsError,
+/// ConfigError, JSON errors) into CheckpointError with the same message.
+template <class F>
+auto as_checkpoint_error(F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const CheckpointError&) {
+    throw;
+  } catch (const FileError& e) {
+    throw CheckpointError(e.what());
+  } catch (const SafetensorsError& e) {
+    throw CheckpointError(e.what());
+  } catch (const ConfigError& e) {
+    throw CheckpointError(e.what());
+  } catch (const nlohmann::json::exception& e) {
+    throw CheckpointError(e.what());
+  }
+}
+
+/// The JSON of the file at `path`. Throws CheckpointError when it cannot be read or is not JSON.
+nlohmann::json read_json(const std::string& path);
+
+}  // namespace glass::checkpoint_files
