@@ -29,9 +29,9 @@ corpus="$work/corpus.txt"
 head -c 200000 "$here/../../data/corpora/domcasmurro.txt" > "$corpus"
 ckpt="$work/ckpt"
 rm -rf "$ckpt" "$work/model.gguf"
-"$glass" train --data "$corpus" --out "$ckpt" --iters 300 --eval-every 300 --eval-iters 2 \
+"$glass" train --data "$corpus" --out "$ckpt" --iters 1000 --eval-every 1000 --eval-iters 2 \
   --sample-tokens 0 --batch-size 16 --context "$context" --d-model 64 --n-layers 2 --n-heads 4 \
-  --n-kv-heads 2 --ffn-hidden 176 --seed 7 >/dev/null
+  --n-kv-heads 2 --ffn-hidden 176 --seed 7 --lr 3e-3 >/dev/null
 "$glass" export --checkpoint "$ckpt" --format gguf --out "$work/model.gguf"
 
 prompt="Capitu olhou para mim"

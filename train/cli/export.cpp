@@ -45,7 +45,7 @@ void run_export(const ExportFlags& f) {
   if (f.format == "gguf") {
     glass::export_gguf(loaded, info, f.out);
     std::cout << fmt::format("wrote {} (GGUF, llama architecture, context {}); run it with "
-                             "llama.cpp, e.g. llama-cli -m {}\n", f.out, info.context, f.out);
+                             "llama.cpp, e.g. llama-completion -m {} -p \"Capitu \" --temp 0\n", f.out, info.context, f.out);
   } else {
     glass::export_llama2c(loaded, info, f.out);
     const fs::path dir(f.out);
