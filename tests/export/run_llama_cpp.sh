@@ -25,8 +25,7 @@ cp "$here/greedy.mjs" "$work/"
 
 # A small model, trained long enough that its greedy choices are not near-ties.
 context=64
-corpus="$work/corpus.txt"
-head -c 200000 "$here/../../data/corpora/domcasmurro.txt" > "$corpus"
+corpus="$here/../../data/corpora/domcasmurro.txt"
 ckpt="$work/ckpt"
 rm -rf "$ckpt" "$work/model.gguf"
 "$glass" train --data "$corpus" --out "$ckpt" --iters 1000 --eval-every 1000 --eval-iters 2 \
