@@ -14,6 +14,11 @@ PACKAGES=(
 if [ "${GLASS_WITH_BROWSER:-1}" = "1" ]; then
   PACKAGES+=(chromium)
 fi
+# The end-to-end test of `glass export --format gguf` runs llama.cpp from Node.js (the npm
+# package node-llama-cpp, tests/export): Debian's nodejs and npm, unless node and npm are present.
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+  PACKAGES+=(nodejs npm)
+fi
 
 missing=()
 for p in "${PACKAGES[@]}"; do

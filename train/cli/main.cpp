@@ -1,4 +1,4 @@
-// The `glass` program: train, sample, eval, inspect, gradcheck. Each subcommand lives in its own
+// The `glass` program: train, sample, eval, inspect, export, gradcheck. Each subcommand lives in its own
 // file of this folder (see commands.hpp).
 
 

@@ -1,0 +1,159 @@
+// `glass export` through the real binary: both formats written from a trained checkpoint, and
+// bad input (an unknown format, an unwritable path, a directory that is not a checkpoint, a
+// model llama2.c cannot run) refused with a clear message, a non-zero exit and no file written.
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "test_util.hpp"
+#include "nn/decoder.hpp"
+#include "train/io/checkpoint.hpp"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+using glass_test::GlassRun;
+using glass_test::quote;
+
+class ExportCli : public ::testing::Test {
+ protected:
+  static fs::path dir_;
+  static fs::path ckpt_;  // a tiny checkpoint trained once
+
+  static GlassRun glass(const std::string& args) { return glass_test::run_glass(args, dir_, "timeout 120 "); }
+
+  static void SetUpTestSuite() {
+    dir_ = glass_test::temp_dir("glass-export-cli");
+    const std::string corpus = glass_test::read_file(GLASS_SOURCE_DIR "/data/corpora/domcasmurro.txt");
+    std::size_t cut = 6000;
+    while (cut < corpus.size() && (static_cast<unsigned char>(corpus[cut]) & 0xC0) == 0x80) ++cut;
+    glass_test::write_file(dir_ / "text.txt", corpus.substr(0, cut));
+    ckpt_ = dir_ / "ckpt";
+    const GlassRun r = glass("train --data " + quote((dir_ / "text.txt").string()) + " --out " +
+                             quote(ckpt_.string()) +
+                             " --iters 4 --eval-every 4 --batch-size 4 --context 16 --d-model 32 --n-layers 1"
+                             " --n-heads 2 --n-kv-heads 1 --ffn-hidden 32 --eval-iters 2 --sample-tokens 5 --warmup 2");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+
+  /// Every entry of `d`, names only (to show that nothing, not even a temporary file, was left).
+  static std::vector<std::string> entries(const fs::path& d) {
+    std::vector<std::string> names;
+    if (fs::is_directory(d))
+      for (const auto& e : fs::directory_iterator(d)) names.push_back(e.path().filename().string());
+    std::sort(names.begin(), names.end());
+    return names;
+  }
+
+  static void expect_error(const GlassRun& r, const std::string& part) {
+    EXPECT_NE(r.exit_code, 0) << r.out;
+    EXPECT_EQ(r.err.rfind("error: ", 0), 0u) << r.err;
+    EXPECT_NE(r.err.find(part), std::string::npos) << "stderr: " << r.err;
+  }
+};
+
+fs::path ExportCli::dir_;
+fs::path ExportCli::ckpt_;
+
+TEST_F(ExportCli, HelpNamesBothFormats) {
+  const GlassRun r = glass("export --help");
+  EXPECT_EQ(r.exit_code, 0);
+  for (const char* word : {"--checkpoint", "--format", "--out", "--best", "gguf", "llama2c"})
+    EXPECT_NE(r.out.find(word), std::string::npos) << word << "\n" << r.out;
+  EXPECT_NE(glass("--help").out.find("export"), std::string::npos);
+}
+
+TEST_F(ExportCli, WritesBothFormats) {
+  const fs::path out = glass_test::temp_dir("glass-export-cli-out");
+  GlassRun r = glass("export --checkpoint " + quote(ckpt_.string()) + " --format gguf --out " +
+                     quote((out / "m.gguf").string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("m.gguf"), std::string::npos) << r.out;
+  const std::string gguf = glass_test::read_file(out / "m.gguf");
+  EXPECT_EQ(gguf.substr(0, 4), "GGUF");
+  EXPECT_NE(gguf.find("ckpt"), std::string::npos);  // general.name: the checkpoint directory's
+
+  r = glass("export --checkpoint " + quote(ckpt_.string()) + " --format llama2c --out " +
+            quote((out / "l2c").string()) + " --best");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(entries(out / "l2c"), (std::vector<std::string>{"model.bin", "tokenizer.bin"}));
+  // seq_len (the 7th int of the header) is the training context, 16.
+  const std::string bin = glass_test::read_file(out / "l2c" / "model.bin");
+  ASSERT_GE(bin.size(), 28u);
+  std::int32_t seq_len;
+  std::memcpy(&seq_len, bin.data() + 24, 4);
+  EXPECT_EQ(seq_len, 16);
+  EXPECT_EQ(entries(out), (std::vector<std::string>{"l2c", "m.gguf"}));
+}
+
+TEST_F(ExportCli, UnknownFormat) {
+  const fs::path out = glass_test::temp_dir("glass-export-cli-format");
+  const GlassRun r = glass("export --checkpoint " + quote(ckpt_.string()) + " --format onnx --out " +
+                           quote((out / "m.onnx").string()));
+  expect_error(r, "unknown export format 'onnx'");
+  EXPECT_NE(r.err.find("gguf"), std::string::npos);
+  EXPECT_TRUE(entries(out).empty());
+}
+
+TEST_F(ExportCli, UnwritablePath) {
+  // A path below a regular file cannot be created, even by root.
+  const fs::path out = glass_test::temp_dir("glass-export-cli-unwritable");
+  glass_test::write_file(out / "file", "x");
+  GlassRun r = glass("export --checkpoint " + quote(ckpt_.string()) + " --format gguf --out " +
+                     quote((out / "file" / "m.gguf").string()));
+  expect_error(r, (out / "file").string());
+  r = glass("export --checkpoint " + quote(ckpt_.string()) + " --format llama2c --out " +
+            quote((out / "file" / "l2c").string()));
+  expect_error(r, (out / "file").string());
+  // An existing directory as the GGUF file.
+  fs::create_directory(out / "dir");
+  r = glass("export --checkpoint " + quote(ckpt_.string()) + " --format gguf --out " + quote((out / "dir").string()));
+  expect_error(r, "is a directory");
+  EXPECT_EQ(entries(out), (std::vector<std::string>{"dir", "file"}));
+  EXPECT_TRUE(entries(out / "dir").empty());
+  EXPECT_EQ(glass_test::read_file(out / "file"), "x");
+}
+
+TEST_F(ExportCli, NotACheckpoint) {
+  const fs::path out = glass_test::temp_dir("glass-export-cli-notckpt");
+  fs::create_directory(out / "empty");
+  const GlassRun r = glass("export --checkpoint " + quote((out / "empty").string()) +
+                           " --format gguf --out " + quote((out / "m.gguf").string()));
+  expect_error(r, "config.json");
+  EXPECT_EQ(entries(out), (std::vector<std::string>{"empty"}));
+}
+
+TEST_F(ExportCli, ModelLlama2cCannotRun) {
+  // A checkpoint whose RoPE base is not run.c's 10000, saved through the checkpoint API.
+  const fs::path out = glass_test::temp_dir("glass-export-cli-rope");
+  glass::ModelConfig c;
+  c.vocab_size = 4;
+  c.d_model = 8;
+  c.n_layers = 1;
+  c.n_heads = 2;
+  c.n_kv_heads = 1;
+  c.ffn_hidden = 8;
+  c.context_length = 16;
+  c.rope_base = 500000;
+  glass::save_model((out / "ckpt").string(), glass::Decoder(c, 1), glass::Tokenizer({U'a', U' ', U'\n'}));
+  GlassRun r = glass("export --checkpoint " + quote((out / "ckpt").string()) + " --format llama2c --out " +
+                     quote((out / "l2c").string()));
+  expect_error(r, "rope_base 500000");
+  EXPECT_FALSE(fs::exists(out / "l2c" / "model.bin"));
+  EXPECT_FALSE(fs::exists(out / "l2c" / "tokenizer.bin"));
+  // llama.cpp reads the base from the file: GGUF export works.
+  r = glass("export --checkpoint " + quote((out / "ckpt").string()) + " --format gguf --out " +
+            quote((out / "m.gguf").string()));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+}
+
+}  // namespace
