@@ -10,9 +10,12 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "data/text.hpp"
 #include "train/atomic_file.hpp"
 #include "train/config_json.hpp"
+#include "train/json_no_duplicates.hpp"
 #include "train/model_size.hpp"
+#include "train/run_dir.hpp"
 #include "train/safetensors.hpp"
 #include "train/train_state.hpp"
 
@@ -84,10 +87,42 @@ auto as_checkpoint_error(F&& f) -> decltype(f()) {
 json read_json(const std::string& path) {
   const std::string text = as_checkpoint_error([&] { return read_file(path); });
   try {
-    return json::parse(text);
+    return parse_json_no_duplicate_keys(text);
+  } catch (const DuplicateKeyError& e) {
+    throw CheckpointError(fmt::format("{}: {}", path, e.what()));
   } catch (const json::parse_error& e) {
     throw CheckpointError(fmt::format("{}: not valid JSON ({})", path, e.what()));
   }
+}
+
+/// The tokenizer's characters in id order (id 1 first) as one UTF-8 string: recorded in the
+/// weights file's metadata ("tokenizer_chars"), so that a config.json whose tokenizer lists the
+/// same characters in another order (every id would then mean another character) is refused.
+std::string tokenizer_fingerprint(const Tokenizer& tokenizer) {
+  std::string text;
+  for (char32_t c : tokenizer.chars()) text += char_to_utf8(c);
+  return text;
+}
+
+/// config.json's "training": {"run_id"}, or "" when absent.
+std::string config_run_id(const json& config) {
+  if (config.contains("training") && config["training"].is_object() &&
+      config["training"].contains("run_id") && config["training"]["run_id"].is_string())
+    return config["training"]["run_id"].get<std::string>();
+  return "";
+}
+
+/// Refuses two files of one checkpoint that record different run ids (or one records a run id
+/// and the other none): they come from two runs (e.g. two trainers on one directory, or files
+/// copied by hand).
+void check_same_run(const std::string& dir, const std::string& file_a, const std::string& id_a,
+                    const std::string& file_b, const std::string& id_b) {
+  if (id_a == id_b) return;
+  throw CheckpointError(fmt::format(
+      "{}: the checkpoint mixes files of two runs: {} belongs to run {} but {} to run {}. "
+      "Sample from a checkpoint whose files were written together, or start a new run",
+      dir, file_a, id_a.empty() ? "(none recorded)" : id_a, file_b,
+      id_b.empty() ? "(none recorded)" : id_b));
 }
 
 }  // namespace
@@ -95,7 +130,8 @@ json read_json(const std::string& path) {
 // ---- model ------------------------------------------------------------------------------------
 
 void save_model(const std::string& dir, const Decoder& model, const Tokenizer& tokenizer,
-                const std::string& weights_file, const std::string& extra_json, long step) {
+                const std::string& weights_file, const std::string& extra_json, long step,
+                const std::string& run_id) {
   as_checkpoint_error([&] {
     ensure_directory(dir);
     std::vector<NamedTensor> tensors;
@@ -103,6 +139,8 @@ void save_model(const std::string& dir, const Decoder& model, const Tokenizer& t
       tensors.push_back(to_named(name, param.value()));
     std::map<std::string, std::string> metadata = {{"format", "pt"}};
     if (step >= 0) metadata["step"] = std::to_string(step);
+    if (!run_id.empty()) metadata["run_id"] = run_id;
+    metadata["tokenizer_chars"] = tokenizer_fingerprint(tokenizer);
     save_safetensors(path_in(dir, weights_file), tensors, metadata);
     write_file_atomic(path_in(dir, "config.json"),
                       config_to_json(model.config(), tokenizer, extra_json));
@@ -110,7 +148,11 @@ void save_model(const std::string& dir, const Decoder& model, const Tokenizer& t
   });
 }
 
-LoadedModel load_checkpoint(const std::string& dir, bool best) {
+LoadedModel load_checkpoint(const std::string& run_dir, bool best) {
+  if (fs::exists(run_dir) && !fs::is_directory(run_dir))
+    throw CheckpointError(fmt::format("'{}' is a file; a checkpoint is the directory glass train "
+                                      "wrote (its --out)", run_dir));
+  const std::string dir = checkpoint_files_dir(run_dir);  // the last complete save of a run
   if (fs::exists(dir) && !fs::is_directory(dir))
     throw CheckpointError(fmt::format("'{}' is a file; a checkpoint is the directory glass train "
                                       "wrote (its --out)", dir));
@@ -124,8 +166,37 @@ LoadedModel load_checkpoint(const std::string& dir, bool best) {
     throw CheckpointError(fmt::format("'{}' is not a complete checkpoint: {} is missing", dir,
                                       fs::path(weights_path).filename().string()));
   return as_checkpoint_error([&] {
-    CheckpointConfig config = config_from_json(read_file(config_path), config_path);
+    const std::string config_text = read_file(config_path);
+    CheckpointConfig config = config_from_json(config_text, config_path);
     SafetensorsContents weights = load_safetensors(weights_path);
+    const std::string weights_name = fs::path(weights_path).filename().string();
+    const auto meta = [&](const char* key) {
+      const auto it = weights.metadata.find(key);
+      return it == weights.metadata.end() ? std::string() : it->second;
+    };
+    check_same_run(dir, "config.json", config_run_id(json::parse(config_text)), weights_name,
+                   meta("run_id"));
+    if (weights.metadata.count("tokenizer_chars") != 0 &&
+        meta("tokenizer_chars") != tokenizer_fingerprint(config.tokenizer)) {
+      std::u32string trained;
+      try {
+        trained = utf8_to_u32(meta("tokenizer_chars"));
+      } catch (const Utf8Error&) {
+        throw CheckpointError(fmt::format("{}: metadata \"tokenizer_chars\" is not valid UTF-8: the "
+                                          "file is corrupt", weights_path));
+      }
+      const std::vector<char32_t>& listed = config.tokenizer.chars();
+      std::size_t i = 0;
+      while (i < trained.size() && i < listed.size() && trained[i] == listed[i]) ++i;
+      throw CheckpointError(fmt::format(
+          "{}: the tokenizer does not match the one {} was trained with: id {} is {} in "
+          "config.json but {} in the weights ({} and {} characters); every id would mean another "
+          "character. Was config.json edited or copied from another checkpoint?",
+          config_path, weights_name, i + 1,
+          i < listed.size() ? describe_char(listed[i]) : std::string("missing"),
+          i < trained.size() ? describe_char(trained[i]) : std::string("missing"), listed.size(),
+          trained.size()));
+    }
     // A corrupt config.json (say "d_model": 1000000000) must not exhaust the memory before the
     // shapes are compared with the weights.
     // Weights, the RoPE tables (context_length x head_dim) and a one-sequence KV cache (keys and
@@ -135,17 +206,17 @@ LoadedModel load_checkpoint(const std::string& dir, bool best) {
     const double per_position = static_cast<double>(m.head_dim()) *
                                 (1 + 2 * static_cast<double>(m.n_layers) * static_cast<double>(m.n_kv_heads));
     const double need = 4 * (n_params + static_cast<double>(m.context_length) * per_position);
-    const double memory = physical_memory_bytes();
+    const double memory = available_memory_bytes();
     if (memory > 0 && need > memory)
       throw CheckpointError(fmt::format(
           "{}: the model it describes ({:.4g} parameters, context_length {}) needs at least {}, "
-          "more than this machine's memory ({}): is the file corrupt?",
+          "more than the memory available now ({}): is the file corrupt?",
           config_path, n_params, config.model.context_length, format_bytes(need), format_bytes(memory)));
     LoadedModel loaded;
     loaded.config = config.model;
     loaded.tokenizer = std::move(config.tokenizer);
-    if (const auto it = weights.metadata.find("step"); it != weights.metadata.end())
-      loaded.weights_step = it->second;
+    loaded.weights_step = meta("step");
+    loaded.run_id = meta("run_id");
     try {
       loaded.model = std::make_unique<Decoder>(config.model, 0);
     } catch (const std::invalid_argument& e) {
@@ -164,7 +235,8 @@ LoadedModel load_checkpoint(const std::string& dir, bool best) {
   });
 }
 
-std::size_t training_context(const std::string& dir) {
+std::size_t training_context(const std::string& run_dir) {
+  const std::string dir = checkpoint_files_dir(run_dir);
   const json j = read_json(path_in(dir, "config.json"));
   if (!j.contains("training") || !j["training"].is_object() || !j["training"].contains("context"))
     return 0;
@@ -184,7 +256,8 @@ std::string log_csv(const std::vector<LogRow>& rows) {
   return text;
 }
 
-bool has_train_state(const std::string& dir) {
+bool has_train_state(const std::string& run_dir) {
+  const std::string dir = checkpoint_files_dir(run_dir);
   for (const char* f : {"config.json", "model.safetensors", "train_state.json", "train_state.safetensors"})
     if (!fs::exists(path_in(dir, f))) return false;
   return true;
@@ -197,8 +270,9 @@ void save_train_state(const std::string& dir, const AdamW& optimizer, const Trai
       moments.push_back(to_named("m." + p.name, p.m));
       moments.push_back(to_named("v." + p.name, p.v));
     }
-    save_safetensors(path_in(dir, "train_state.safetensors"), moments,
-                     {{"step", std::to_string(state.step)}});
+    std::map<std::string, std::string> metadata = {{"step", std::to_string(state.step)}};
+    if (!state.run_id.empty()) metadata["run_id"] = state.run_id;
+    save_safetensors(path_in(dir, "train_state.safetensors"), moments, metadata);
     json log = json::array();
     for (const LogRow& r : state.log)
       log.push_back({r.step, r.lr, r.train_loss, r.val_loss, r.tokens_per_s, r.elapsed_s});
@@ -214,6 +288,7 @@ void save_train_state(const std::string& dir, const AdamW& optimizer, const Trai
                          {"eps", optimizer.config().eps},
                          {"weight_decay", optimizer.config().weight_decay}}},
               {"log", log}};
+    if (!state.run_id.empty()) j["run_id"] = state.run_id;
     write_file_atomic(path_in(dir, "train_state.json"), j.dump(1) + "\n");
     return 0;
   });
@@ -232,8 +307,9 @@ void check_same_step(const std::string& dir, long state_step, const std::string&
   auto mismatch = [&](const std::string& file, const std::string& step) {
     return CheckpointError(fmt::format(
         "{}: the checkpoint is inconsistent: {} is at step {} but the training state "
-        "(train_state.json) at step {}, so a save was interrupted (e.g. by a second Ctrl-C). "
-        "It cannot be resumed exactly; sample from it, or start a new run in another directory",
+        "(train_state.json) at step {}, so its files come from two saves (copied or edited by "
+        "hand; glass train switches all of them at once). It cannot be resumed exactly; sample "
+        "from it, or start a new run in another directory",
         dir, file, step, state_step));
   };
   const std::string config_path = path_in(dir, "config.json");
@@ -250,7 +326,82 @@ void check_same_step(const std::string& dir, long state_step, const std::string&
 
 }  // namespace
 
-TrainState load_train_state(const std::string& dir, AdamW& optimizer, const std::string& weights_step) {
+namespace {
+
+/// The "adamw" block of train_state.json: present, well-formed, in range, and equal to this
+/// run's optimizer settings (otherwise the resumed run would not continue the same optimizer).
+void check_adamw_block(const json& j, const std::string& json_path, const AdamWConfig& ours) {
+  if (!j.contains("adamw") || !j["adamw"].is_object())
+    throw CheckpointError(json_path + ": missing the \"adamw\" block (beta1, beta2, eps, weight_decay)");
+  const json& a = j["adamw"];
+  auto number = [&](const char* key, double low, double high, bool low_open, bool high_open) {
+    if (!a.contains(key) || !a[key].is_number())
+      throw CheckpointError(fmt::format("{}: adamw.{} must be a number", json_path, key));
+    const double v = a[key].get<double>();
+    const bool ok = std::isfinite(v) && (low_open ? v > low : v >= low) && (high_open ? v < high : v <= high);
+    if (!ok)
+      throw CheckpointError(fmt::format("{}: adamw.{} = {} is out of range ({}{}, {}{}): the file is "
+                                        "corrupt", json_path, key, a[key].dump(), low_open ? "(" : "[",
+                                        low, high, high_open ? ")" : "]"));
+    return v;
+  };
+  const double inf = HUGE_VAL;
+  const double beta1 = number("beta1", 0, 1, false, true);
+  const double beta2 = number("beta2", 0, 1, false, true);
+  const double eps = number("eps", 0, inf, true, true);
+  const double weight_decay = number("weight_decay", 0, inf, false, true);
+  auto differ = [&](const char* key, double theirs, double mine, const char* flag) {
+    if (theirs == mine) return;
+    throw CheckpointError(fmt::format(
+        "{}: the checkpoint was trained with AdamW {} = {:g}, this run asks for {:g}{}; an exact "
+        "resume needs the same value{}",
+        json_path, key, theirs, mine, flag[0] ? fmt::format(" ({})", flag) : std::string(),
+        flag[0] ? fmt::format(": pass {} {:g}", flag, theirs) : std::string()));
+  };
+  differ("weight_decay", weight_decay, ours.weight_decay, "--weight-decay");
+  differ("beta1", beta1, ours.beta1, "");
+  differ("beta2", beta2, ours.beta2, "");
+  differ("eps", eps, ours.eps, "");
+}
+
+/// best_val, has_best and the log rows must tell the same story: the log holds one row per
+/// evaluation (steps increasing, at most the state's step, finite losses >= 0), has_best is
+/// true exactly when there is a row, and best_val is the smallest val_loss of the rows (the
+/// trainer keeps it that way; a hand-edited or corrupted best_val would decide which weights
+/// become best.safetensors).
+void check_log_and_best(const TrainState& s, const std::string& json_path) {
+  long previous = -1;
+  double smallest = HUGE_VAL;
+  for (std::size_t i = 0; i < s.log.size(); ++i) {
+    const LogRow& r = s.log[i];
+    if (r.step <= previous || r.step > s.step)
+      throw CheckpointError(fmt::format("{}: log row {} has step {} (steps must increase and not "
+                                        "pass the state's step {}): the file is corrupt",
+                                        json_path, i, r.step, s.step));
+    for (double v : {r.train_loss, r.val_loss, r.lr, r.elapsed_s, r.tokens_per_s})
+      if (!std::isfinite(v) || v < 0)
+        throw CheckpointError(fmt::format("{}: log row {} (step {}) holds {}, not a finite number "
+                                          ">= 0: the file is corrupt", json_path, i, r.step, v));
+    previous = r.step;
+    smallest = std::min(smallest, r.val_loss);
+  }
+  if (!std::isfinite(s.elapsed_s) || s.elapsed_s < 0)
+    throw CheckpointError(json_path + ": elapsed_s must be a finite number >= 0");
+  if (s.has_best != !s.log.empty())
+    throw CheckpointError(fmt::format("{}: has_best is {} but the log holds {} evaluation(s): the "
+                                      "file is corrupt", json_path, s.has_best, s.log.size()));
+  if (s.has_best && s.best_val != smallest)
+    throw CheckpointError(fmt::format(
+        "{}: best_val is {} but the smallest val_loss in the log is {}: the file is corrupt "
+        "(best_val decides which weights become best.safetensors)",
+        json_path, json(s.best_val).dump(), json(smallest).dump()));
+}
+
+}  // namespace
+
+TrainState load_train_state(const std::string& run_dir, AdamW& optimizer,
+                            const std::string& weights_step, const std::string& weights_run_id) {
+  const std::string dir = checkpoint_files_dir(run_dir);
   const std::string json_path = path_in(dir, "train_state.json");
   const std::string tensors_path = path_in(dir, "train_state.safetensors");
   const json j = read_json(json_path);
@@ -264,6 +415,7 @@ TrainState load_train_state(const std::string& dir, AdamW& optimizer, const std:
       s.has_best = j.at("has_best").get<bool>();
       s.elapsed_s = j.at("elapsed_s").get<double>();
       s.context = j.at("context").get<std::size_t>();
+      if (j.contains("run_id")) s.run_id = j.at("run_id").get<std::string>();
       for (const json& r : j.at("log"))
         s.log.push_back({r.at(0).get<long>(), r.at(1).get<double>(), r.at(2).get<double>(),
                          r.at(3).get<double>(), r.at(4).get<double>(), r.at(5).get<double>()});
@@ -271,11 +423,20 @@ TrainState load_train_state(const std::string& dir, AdamW& optimizer, const std:
       throw CheckpointError(fmt::format("{}: {}", json_path, e.what()));
     }
     if (s.step < 0) throw CheckpointError(json_path + ": step must be >= 0");
+    if (s.context == 0) throw CheckpointError(json_path + ": context must be a positive integer");
+    check_adamw_block(j, json_path, optimizer.config());
+    check_log_and_best(s, json_path);
     const SafetensorsContents moments = load_safetensors(tensors_path);
     const auto it = moments.metadata.find("step");
     if (it == moments.metadata.end() || it->second != std::to_string(s.step))
       throw CheckpointError(fmt::format(
-          "{} and {} disagree on the step (an interrupted save?)", tensors_path, json_path));
+          "{} and {} disagree on the step (files of two saves mixed?)", tensors_path, json_path));
+    const auto run = moments.metadata.find("run_id");
+    check_same_run(dir, "train_state.json", s.run_id, "train_state.safetensors",
+                   run == moments.metadata.end() ? std::string() : run->second);
+    check_same_run(dir, "train_state.json", s.run_id, "model.safetensors", weights_run_id);
+    check_same_run(dir, "train_state.json", s.run_id, "config.json",
+                   config_run_id(read_json(path_in(dir, "config.json"))));
     check_same_step(dir, s.step, weights_step);
     for (AdamWParam& p : optimizer.params()) {
       copy_into(moments, tensors_path, "m." + p.name, p.m);

@@ -15,6 +15,7 @@
 #include <gtest/gtest.h>
 
 #include "test_util.hpp"
+#include "train/safetensors.hpp"
 
 namespace fs = std::filesystem;
 
@@ -239,10 +240,10 @@ TEST_F(TrainCli, FailedRunsLeaveAGoodCheckpointIntact) {
     EXPECT_EQ(entry.path().filename().string().find(".tmp"), std::string::npos) << entry.path();
 }
 
-TEST_F(TrainCli, ResumeRefusesACheckpointWhoseFilesDisagreeOnTheStep) {
-  // A save cut short between its files (a second Ctrl-C) leaves weights of one step next to the
-  // training state of another; resuming must say so instead of continuing from the wrong point.
-  // Simulated by copying files of a 20-step run over the 30-step checkpoint.
+TEST_F(TrainCli, ResumeRefusesACheckpointWhoseFilesDisagreeOnTheStepOrTheRun) {
+  // Files of another run copied over a checkpoint (by hand: glass train switches all files of a
+  // save at once) must be refused instead of resuming from a mix. A flat copy of the
+  // checkpoint (the layout of earlier versions) is read the same way.
   const fs::path later = dir_ / "twenty";
   const std::string tiny_data = " --data " + q(text_.string()) + tiny();
   ASSERT_EQ(glass("train --out " + q(later.string()) + " --iters 20 --eval-every 10" + tiny_data).exit_code, 0);
@@ -250,14 +251,26 @@ TEST_F(TrainCli, ResumeRefusesACheckpointWhoseFilesDisagreeOnTheStep) {
     SCOPED_TRACE(file);
     const fs::path mixed = dir_ / (std::string("mixed-") + file);
     fs::copy(ckpt_, mixed);
-    fs::copy_file(later / file, mixed / file, fs::copy_options::overwrite_existing);
+    fs::remove(mixed / file);
+    fs::copy_file(later / file, mixed / file);
     const std::string state_before = read_file(mixed / "train_state.json");
     const CliRun r = glass("train --out " + q(mixed.string()) + " --iters 40 --resume" + tiny_data);
-    expect_error(r, "a save was interrupted");
-    EXPECT_NE(r.err.find(std::string(file) + " is at step 20"), std::string::npos) << r.err;
-    EXPECT_NE(r.err.find("at step 30"), std::string::npos) << r.err;
+    expect_error(r, "mixes files of two runs");
+    EXPECT_NE(r.err.find(file), std::string::npos) << r.err;
     EXPECT_EQ(read_file(mixed / "train_state.json"), state_before);  // nothing was overwritten
   }
+  // Files of two steps of one run: the step recorded in model.safetensors differs from the
+  // training state's.
+  const fs::path steps = dir_ / "mixed-steps";
+  fs::copy(ckpt_, steps);
+  glass::SafetensorsContents weights = glass::load_safetensors((steps / "model.safetensors").string());
+  weights.metadata["step"] = "15";
+  fs::remove(steps / "model.safetensors");
+  glass::save_safetensors((steps / "model.safetensors").string(), weights.tensors, weights.metadata);
+  const CliRun r = glass("train --out " + q(steps.string()) + " --iters 40 --resume" + tiny_data);
+  expect_error(r, "its files come from two saves");
+  EXPECT_NE(r.err.find("model.safetensors is at step 15"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("at step 30"), std::string::npos) << r.err;
 }
 
 // ---- bad input: sample and eval ---------------------------------------------------------------

@@ -66,6 +66,12 @@ void run_eval(const EvalFlags& f) {
       std::copy(from + 1, from + 1 + static_cast<long>(n), y.data() + b * n);
     }
     const double mean = glass::cross_entropy(loaded.model->forward(x), y).item();
+    if (!std::isfinite(mean))  // a NaN average would print as a plausible-looking "loss -nan"
+      throw CommandError(fmt::format(
+          "the loss over characters {} to {} of {} is {}: the model's logits are not finite, so "
+          "its weights are corrupt or diverged",
+          first_start + 1, first_start + (n_chunks - 1) * T + n, f.data,
+          std::isnan(mean) ? "NaN" : "infinite"));
     total += mean * static_cast<double>(n_chunks * n);
     count += n_chunks * n;
   };
