@@ -132,6 +132,10 @@ std::u32string load_text(const std::string& path, TextInfo* info) {
   // that an endless or huge input (/dev/zero, /dev/urandom, a disk image) stops at once instead
   // of filling the memory.
   std::string bytes;
+  // Room for the whole file at once (when its size is known), so that appending the chunks
+  // never doubles the buffer: the text's memory stays near its size.
+  if (const auto size = std::filesystem::file_size(path, ec); !ec && size <= kMaxTextBytes)
+    bytes.reserve(static_cast<std::size_t>(size));
   std::string chunk(1 << 20, '\0');
   while (in) {
     in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));

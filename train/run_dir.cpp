@@ -57,7 +57,7 @@ void replace_with_symlink(const std::string& target, const fs::path& link, const
   if (err == 0 && ::symlink(target.c_str(), tmp.c_str()) != 0) err = errno;
   if (err != 0)
     throw FileError(fmt::format("cannot create the link '{}': {}", tmp.string(), std::strerror(err)));
-  err = file_op_fault(what, link.string());
+  err = file_op_fault(what, link.string() + " -> " + target);
   if (err == 0 && ::rename(tmp.c_str(), link.c_str()) != 0) err = errno;
   if (err != 0) {
     ::unlink(tmp.c_str());
@@ -175,7 +175,12 @@ std::string finish_save(const std::string& dir) {
     }
   }
   sync_directory(dir);
-  if (file_op_fault("remove", dir + "/step-* (all but the current)") == 0) remove_stale_saves(dir);
+  if (const int err = file_op_fault("remove", dir + "/step-* (all but the current)"); err != 0)
+    warning += (warning.empty() ? "" : "; ") +
+               fmt::format("cannot remove the previous saves in '{}': {} (the next run removes them)",
+                           dir, std::strerror(err));
+  else
+    remove_stale_saves(dir);
   return warning;
 }
 

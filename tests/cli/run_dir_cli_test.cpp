@@ -52,7 +52,7 @@ class RunDirCli : public ::testing::Test {
     return " --d-model 32 --n-layers 1 --n-heads 2 --n-kv-heads 1 --ffn-hidden 32 --warmup 5";
   }
   static std::string tiny() {
-    return " --batch-size 4 --context 16 --eval-iters 2 --sample-tokens 10" + model_flags();
+    return " --batch-size 4 --context 16 --eval-iters 2 --sample-tokens 10 --threads 1" + model_flags();
   }
   static std::string data() { return " --data " + q(text_.string()); }
   static CliRun glass(const std::string& args, const std::string& prefix = "") {
@@ -219,7 +219,9 @@ TEST_F(RunDirCli, AKillOrAFullDiskAtAnyFileOperationOfASaveLosesNothing) {
     fs::remove_all(run);
     const CliRun killed = glass("train --out " + q(run.string()) + recipe,
                                 "GLASS_FAULT_AFTER_FILE_OPS=" + std::to_string(k) + " ");
-    ASSERT_EQ(killed.exit_code, -1) << "k=" << k << " was not killed: " << killed.err;
+    // SIGKILL: -1 when the shell exec'ed glass, 128 + 9 when the shell reports its child's death.
+    ASSERT_TRUE(killed.exit_code == -1 || killed.exit_code == 137)
+        << "k=" << k << " was not killed (exit " << killed.exit_code << "): " << killed.err;
     check_recovery(run, last_switch_before(k), "kill -9 after " + std::to_string(k) + " file ops");
     if (HasFailure()) return;
   }
@@ -281,14 +283,14 @@ TEST_F(RunDirCli, ASecondTrainerIsRefusedNamingTheFirstAndSigtermSavesAndExits) 
 }
 
 TEST_F(RunDirCli, CtrlCDuringAnEvaluationIsHonouredWhenItEnds) {
-  // A long first evaluation (10000 batches per split); Ctrl-C arrives during it.
+  // A long first evaluation (3000 batches per split: seconds); Ctrl-C arrives during it.
   const fs::path run = dir_ / "eval-interrupted", out = dir_ / "eval-int-out.txt";
   const std::string script =
       std::string(GLASS_BINARY_DIR "/glass train") + data() + " --out " + q(run.string()) +
-      " --iters 10 --eval-every 5 --eval-iters 10000 --batch-size 16 --context 16 --sample-tokens 10" +
+      " --iters 10 --eval-every 5 --eval-iters 3000 --batch-size 16 --context 16 --sample-tokens 10 --threads 1" +
       model_flags() + " >" + q(out.string()) + " 2>&1 & pid=$!; " +
       "for i in $(seq 1 600); do grep -q '^recipe:' " + q(out.string()) + " && break; sleep 0.05; done; " +
-      "sleep 0.5; kill -INT $pid; wait $pid; echo exit $? >>" + q(out.string());
+      "sleep 0.3; kill -INT $pid; wait $pid; echo exit $? >>" + q(out.string());
   ASSERT_EQ(std::system(bash(script).c_str()), 0);
   const std::string text = read_file(out);
   EXPECT_NE(text.find("Ctrl-C (SIGINT) arrived during the evaluation at step 0; the evaluation was "
