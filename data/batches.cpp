@@ -23,26 +23,40 @@ Split split_train_val(const std::vector<std::int32_t>& ids, double train_fractio
   return split;
 }
 
-void require_window(const std::vector<std::int32_t>& ids, std::size_t context,
-                    const std::string& what) {
-  if (ids.size() < context + 1) {
+void require_window(std::size_t size, std::size_t context, const std::string& what) {
+  if (size < context + 1) {
     throw std::invalid_argument(fmt::format(
         "the {} has {} characters, but a context of {} needs at least {} (one window of {} "
         "plus the next character to predict)",
-        what, ids.size(), context, context + 1, context));
+        what, size, context, context + 1, context));
   }
 }
 
-BatchSampler::BatchSampler(std::vector<std::int32_t> ids, std::size_t batch_size,
+void require_window(const std::vector<std::int32_t>& ids, std::size_t context,
+                    const std::string& what) {
+  require_window(ids.size(), context, what);
+}
+
+BatchSampler::BatchSampler(const std::vector<std::int32_t>& ids, std::size_t batch_size,
                            std::size_t context, std::uint64_t seed, std::string what)
+    : BatchSampler(std::make_shared<const TokenIds>(TokenIds::from(ids)), 0, ids.size(),
+                   batch_size, context, seed, std::move(what)) {}
+
+BatchSampler::BatchSampler(std::shared_ptr<const TokenIds> ids, std::size_t begin, std::size_t end,
+                           std::size_t batch_size, std::size_t context, std::uint64_t seed,
+                           std::string what)
     : ids_(std::move(ids)),
+      begin_(begin),
+      size_(end - begin),
       batch_size_(batch_size),
       context_(context),
       what_(std::move(what)),
       engine_(seed) {
+  if (!ids_ || begin > end || end > ids_->size())
+    throw std::invalid_argument("BatchSampler: the range is outside the ids");
   if (batch_size_ == 0) throw std::invalid_argument("batch size must be at least 1");
   if (context_ == 0) throw std::invalid_argument("context length must be at least 1");
-  require_window(ids_, context_, what_);
+  require_window(size_, context_, what_);
 }
 
 Batch BatchSampler::next() {
@@ -53,13 +67,14 @@ Batch BatchSampler::next() {
   batch.y.resize(batch_size_ * context_);
   batch.starts.resize(batch_size_);
   // i in [0, len - T - 1]: the last target id[i + T] is still inside the data.
-  std::uniform_int_distribution<std::size_t> start_dist(0, ids_.size() - context_ - 1);
+  std::uniform_int_distribution<std::size_t> start_dist(0, size_ - context_ - 1);
+  const TokenIds& ids = *ids_;
   for (std::size_t b = 0; b < batch_size_; ++b) {
     const std::size_t i = start_dist(engine_);
     batch.starts[b] = i;
     for (std::size_t t = 0; t < context_; ++t) {
-      batch.x[b * context_ + t] = ids_[i + t];
-      batch.y[b * context_ + t] = ids_[i + t + 1];
+      batch.x[b * context_ + t] = ids[begin_ + i + t];
+      batch.y[b * context_ + t] = ids[begin_ + i + t + 1];
     }
   }
   return batch;

@@ -9,11 +9,14 @@
 #include <cstddef>
 #include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
 
 #include <xtensor/xarray.hpp>
+
+#include "data/token_ids.hpp"
 
 namespace glass {
 
@@ -31,6 +34,8 @@ Split split_train_val(const std::vector<std::int32_t>& ids, double train_fractio
 /// its shifted target). `what` names the data in the message, e.g. "validation split".
 void require_window(const std::vector<std::int32_t>& ids, std::size_t context,
                     const std::string& what);
+/// The same check for `size` tokens.
+void require_window(std::size_t size, std::size_t context, const std::string& what);
 
 /// One batch as flat row-major buffers of B * T ids.
 struct Batch {
@@ -54,7 +59,9 @@ inline IdArray to_id_array(const std::vector<std::int32_t>& flat, std::size_t ba
 
 /// Draws batches of random windows from one split with its own seeded std::mt19937_64.
 ///
-/// The sampler keeps a copy of the ids. Its whole state is the engine, which can be saved with
+/// The sampler reads its ids from a TokenIds shared with the other samplers of the corpus (a
+/// range of it: the training or the validation split), so a corpus is held once, in 1 or 2
+/// bytes per character. Its whole state is the engine, which can be saved with
 /// state() and restored with set_state() so that a resumed run draws exactly the same batches.
 /// Starts are drawn with std::uniform_int_distribution (libstdc++'s algorithm: reproducible on
 /// this toolchain, not necessarily across standard libraries).
@@ -62,8 +69,12 @@ class BatchSampler {
  public:
   /// Throws std::invalid_argument if batch_size or context is zero, or if `ids` is shorter than
   /// context + 1 tokens (the message says how long it must be; `what` names the split).
-  BatchSampler(std::vector<std::int32_t> ids, std::size_t batch_size, std::size_t context,
+  BatchSampler(const std::vector<std::int32_t>& ids, std::size_t batch_size, std::size_t context,
                std::uint64_t seed, std::string what = "training split");
+  /// Windows from ids[begin, end) of a shared corpus (not copied); the same checks.
+  BatchSampler(std::shared_ptr<const TokenIds> ids, std::size_t begin, std::size_t end,
+               std::size_t batch_size, std::size_t context, std::uint64_t seed,
+               std::string what = "training split");
 
   /// The next batch of B windows.
   Batch next();
@@ -77,7 +88,8 @@ class BatchSampler {
 
   std::size_t batch_size() const { return batch_size_; }
   std::size_t context() const { return context_; }
-  const std::vector<std::int32_t>& ids() const { return ids_; }
+  /// Number of ids the windows are drawn from.
+  std::size_t size() const { return size_; }
 
   /// The engine's state as text (std::mt19937_64's operator<<), for checkpoints.
   std::string state() const;
@@ -87,7 +99,8 @@ class BatchSampler {
   std::mt19937_64& engine() { return engine_; }
 
  private:
-  std::vector<std::int32_t> ids_;
+  std::shared_ptr<const TokenIds> ids_;
+  std::size_t begin_ = 0, size_ = 0;  // the range [begin_, begin_ + size_) of *ids_
   std::size_t batch_size_;
   std::size_t context_;
   std::string what_;

@@ -132,6 +132,10 @@ std::u32string load_text(const std::string& path, TextInfo* info) {
   // that an endless or huge input (/dev/zero, /dev/urandom, a disk image) stops at once instead
   // of filling the memory.
   std::string bytes;
+  // Room for the whole file at once (when its size is known), so that appending the chunks
+  // never doubles the buffer: the text's memory stays near its size.
+  if (const auto size = std::filesystem::file_size(path, ec); !ec && size <= kMaxTextBytes)
+    bytes.reserve(static_cast<std::size_t>(size));
   std::string chunk(1 << 20, '\0');
   while (in) {
     in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
@@ -144,8 +148,8 @@ std::u32string load_text(const std::string& path, TextInfo* info) {
     }
     if (bytes.size() + got > kMaxTextBytes) {
       throw std::runtime_error(fmt::format(
-          "text file '{}' is larger than {} MB: GlassLLM keeps the whole text in memory (4 bytes "
-          "per character); use a smaller part of it",
+          "text file '{}' is larger than {} MB: GlassLLM keeps the whole text in memory; use a "
+          "smaller part of it",
           path, kMaxTextBytes / 1000000));
     }
     bytes.append(chunk.data(), got);
@@ -176,15 +180,19 @@ std::u32string load_text(const std::string& path, TextInfo* info) {
                     failure.offset);
   }
 
-  std::u32string text;
-  text.reserve(decoded.size());
-  for (std::size_t i = 0; i < decoded.size(); ++i) {
-    if (decoded[i] == U'\r' && i + 1 < decoded.size() && decoded[i + 1] == U'\n') {
+  std::string().swap(bytes);  // the file's bytes are no longer needed: free them now
+
+  // CRLF -> LF in place (the text only shrinks), so that no second copy of it is ever held.
+  std::u32string text = std::move(decoded);
+  std::size_t kept = 0;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == U'\r' && i + 1 < text.size() && text[i + 1] == U'\n') {
       ++local.crlf_converted;
       continue;  // the LF that follows is kept
     }
-    text.push_back(decoded[i]);
+    text[kept++] = text[i];
   }
+  text.resize(kept);
   if (text.empty()) {
     throw std::runtime_error(
         fmt::format("text file '{}' holds no text (only a byte order mark)", path));

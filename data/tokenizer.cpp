@@ -60,6 +60,40 @@ char32_t Tokenizer::char_of(std::int32_t id) const {
   return chars_[static_cast<std::size_t>(id) - 1];
 }
 
+namespace {
+
+/// The loop of Tokenizer::encode, into any container with reserve and push_back.
+template <class Ids, class IdOf>
+void encode_into(Ids& ids, const std::u32string& text, bool map_unknown, std::size_t* unknown_count,
+                 const IdOf& id_of, std::size_t known) {
+  ids.reserve(text.size());
+  std::size_t unknown = 0;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const std::int32_t id = id_of(text[i]);
+    if (id == Tokenizer::kUnknownId) {
+      if (!map_unknown) {
+        throw UnknownCharacterError(
+            fmt::format("character {} at position {} is not in the vocabulary ({} characters)",
+                        describe_char(text[i]), i, known),
+            text[i], i);
+      }
+      ++unknown;
+    }
+    ids.push_back(id);
+  }
+  if (unknown_count) *unknown_count = unknown;
+}
+
+}  // namespace
+
+TokenIds Tokenizer::encode_compact(const std::u32string& text, bool map_unknown,
+                                   std::size_t* unknown_count) const {
+  TokenIds ids(vocab_size());
+  encode_into(ids, text, map_unknown, unknown_count, [this](char32_t c) { return id_of(c); },
+              chars_.size());
+  return ids;
+}
+
 std::vector<std::int32_t> Tokenizer::encode(const std::u32string& text, bool map_unknown,
                                             std::size_t* unknown_count) const {
   std::vector<std::int32_t> ids;

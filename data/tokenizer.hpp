@@ -7,6 +7,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "data/token_ids.hpp"
+
 namespace glass {
 
 /// A character that is not in the vocabulary (thrown by encode unless unknowns are allowed).
@@ -51,6 +53,10 @@ class Tokenizer {
   /// position, unless map_unknown is true (they become id 0; `unknown_count` reports how many).
   std::vector<std::int32_t> encode(const std::u32string& text, bool map_unknown = false,
                                    std::size_t* unknown_count = nullptr) const;
+  /// encode into compact storage (1 or 2 bytes per id for a vocabulary of at most 256 or
+  /// 65536 entries), for a whole corpus: the same ids, errors and unknown count as encode.
+  TokenIds encode_compact(const std::u32string& text, bool map_unknown = false,
+                          std::size_t* unknown_count = nullptr) const;
   /// Ids -> text (id 0 decodes to U+FFFD). Throws std::out_of_range for an id >= vocab_size().
   std::u32string decode(const std::vector<std::int32_t>& ids) const;
   /// Ids -> UTF-8.

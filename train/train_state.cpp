@@ -3,12 +3,15 @@
 
 #include "train/train_state.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "train/io/checkpoint_files.hpp"
+#include "train/io/run_dir.hpp"
 
 namespace glass {
 
@@ -24,7 +27,8 @@ std::string log_csv(const std::vector<LogRow>& rows) {
   return text;
 }
 
-bool has_train_state(const std::string& dir) {
+bool has_train_state(const std::string& run_dir) {
+  const std::string dir = checkpoint_files_dir(run_dir);
   for (const char* f : {"config.json", "model.safetensors", "train_state.json", "train_state.safetensors"})
     if (!fs::exists(path_in(dir, f))) return false;
   return true;
@@ -37,8 +41,9 @@ void save_train_state(const std::string& dir, const AdamW& optimizer, const Trai
       moments.push_back(to_named("m." + p.name, p.m));
       moments.push_back(to_named("v." + p.name, p.v));
     }
-    save_safetensors(path_in(dir, "train_state.safetensors"), moments,
-                     {{"step", std::to_string(state.step)}});
+    std::map<std::string, std::string> metadata = {{"step", std::to_string(state.step)}};
+    if (!state.run_id.empty()) metadata["run_id"] = state.run_id;
+    save_safetensors(path_in(dir, "train_state.safetensors"), moments, metadata);
     json log = json::array();
     for (const LogRow& r : state.log)
       log.push_back({r.step, r.lr, r.train_loss, r.val_loss, r.tokens_per_s, r.elapsed_s});
@@ -54,6 +59,7 @@ void save_train_state(const std::string& dir, const AdamW& optimizer, const Trai
                          {"eps", optimizer.config().eps},
                          {"weight_decay", optimizer.config().weight_decay}}},
               {"log", log}};
+    if (!state.run_id.empty()) j["run_id"] = state.run_id;
     write_file_atomic(path_in(dir, "train_state.json"), j.dump(1) + "\n");
     return 0;
   });
@@ -72,8 +78,9 @@ void check_same_step(const std::string& dir, long state_step, const std::string&
   auto mismatch = [&](const std::string& file, const std::string& step) {
     return CheckpointError(fmt::format(
         "{}: the checkpoint is inconsistent: {} is at step {} but the training state "
-        "(train_state.json) at step {}, so a save was interrupted (e.g. by a second Ctrl-C). "
-        "It cannot be resumed exactly; sample from it, or start a new run in another directory",
+        "(train_state.json) at step {}, so its files come from two saves (copied or edited by "
+        "hand; glass train switches all of them at once). It cannot be resumed exactly; sample "
+        "from it, or start a new run in another directory",
         dir, file, step, state_step));
   };
   const std::string config_path = path_in(dir, "config.json");
@@ -90,7 +97,82 @@ void check_same_step(const std::string& dir, long state_step, const std::string&
 
 }  // namespace
 
-TrainState load_train_state(const std::string& dir, AdamW& optimizer, const std::string& weights_step) {
+namespace {
+
+/// The "adamw" block of train_state.json: present, well-formed, in range, and equal to this
+/// run's optimizer settings (otherwise the resumed run would not continue the same optimizer).
+void check_adamw_block(const json& j, const std::string& json_path, const AdamWConfig& ours) {
+  if (!j.contains("adamw") || !j["adamw"].is_object())
+    throw CheckpointError(json_path + ": missing the \"adamw\" block (beta1, beta2, eps, weight_decay)");
+  const json& a = j["adamw"];
+  auto number = [&](const char* key, double low, double high, bool low_open, bool high_open) {
+    if (!a.contains(key) || !a[key].is_number())
+      throw CheckpointError(fmt::format("{}: adamw.{} must be a number", json_path, key));
+    const double v = a[key].get<double>();
+    const bool ok = std::isfinite(v) && (low_open ? v > low : v >= low) && (high_open ? v < high : v <= high);
+    if (!ok)
+      throw CheckpointError(fmt::format("{}: adamw.{} = {} is out of range ({}{}, {}{}): the file is "
+                                        "corrupt", json_path, key, a[key].dump(), low_open ? "(" : "[",
+                                        low, high, high_open ? ")" : "]"));
+    return v;
+  };
+  const double inf = HUGE_VAL;
+  const double beta1 = number("beta1", 0, 1, false, true);
+  const double beta2 = number("beta2", 0, 1, false, true);
+  const double eps = number("eps", 0, inf, true, true);
+  const double weight_decay = number("weight_decay", 0, inf, false, true);
+  auto differ = [&](const char* key, double theirs, double mine, const char* flag) {
+    if (theirs == mine) return;
+    throw CheckpointError(fmt::format(
+        "{}: the checkpoint was trained with AdamW {} = {:g}, this run asks for {:g}{}; an exact "
+        "resume needs the same value{}",
+        json_path, key, theirs, mine, flag[0] ? fmt::format(" ({})", flag) : std::string(),
+        flag[0] ? fmt::format(": pass {} {:g}", flag, theirs) : std::string()));
+  };
+  differ("weight_decay", weight_decay, ours.weight_decay, "--weight-decay");
+  differ("beta1", beta1, ours.beta1, "");
+  differ("beta2", beta2, ours.beta2, "");
+  differ("eps", eps, ours.eps, "");
+}
+
+/// best_val, has_best and the log rows must tell the same story: the log holds one row per
+/// evaluation (steps increasing, at most the state's step, finite losses >= 0), has_best is
+/// true exactly when there is a row, and best_val is the smallest val_loss of the rows (the
+/// trainer keeps it that way; a hand-edited or corrupted best_val would decide which weights
+/// become best.safetensors).
+void check_log_and_best(const TrainState& s, const std::string& json_path) {
+  long previous = -1;
+  double smallest = HUGE_VAL;
+  for (std::size_t i = 0; i < s.log.size(); ++i) {
+    const LogRow& r = s.log[i];
+    if (r.step <= previous || r.step > s.step)
+      throw CheckpointError(fmt::format("{}: log row {} has step {} (steps must increase and not "
+                                        "pass the state's step {}): the file is corrupt",
+                                        json_path, i, r.step, s.step));
+    for (double v : {r.train_loss, r.val_loss, r.lr, r.elapsed_s, r.tokens_per_s})
+      if (!std::isfinite(v) || v < 0)
+        throw CheckpointError(fmt::format("{}: log row {} (step {}) holds {}, not a finite number "
+                                          ">= 0: the file is corrupt", json_path, i, r.step, v));
+    previous = r.step;
+    smallest = std::min(smallest, r.val_loss);
+  }
+  if (!std::isfinite(s.elapsed_s) || s.elapsed_s < 0)
+    throw CheckpointError(json_path + ": elapsed_s must be a finite number >= 0");
+  if (s.has_best != !s.log.empty())
+    throw CheckpointError(fmt::format("{}: has_best is {} but the log holds {} evaluation(s): the "
+                                      "file is corrupt", json_path, s.has_best, s.log.size()));
+  if (s.has_best && s.best_val != smallest)
+    throw CheckpointError(fmt::format(
+        "{}: best_val is {} but the smallest val_loss in the log is {}: the file is corrupt "
+        "(best_val decides which weights become best.safetensors)",
+        json_path, json(s.best_val).dump(), json(smallest).dump()));
+}
+
+}  // namespace
+
+TrainState load_train_state(const std::string& run_dir, AdamW& optimizer,
+                            const std::string& weights_step, const std::string& weights_run_id) {
+  const std::string dir = checkpoint_files_dir(run_dir);
   const std::string json_path = path_in(dir, "train_state.json");
   const std::string tensors_path = path_in(dir, "train_state.safetensors");
   const json j = read_json(json_path);
@@ -104,6 +186,7 @@ TrainState load_train_state(const std::string& dir, AdamW& optimizer, const std:
       s.has_best = j.at("has_best").get<bool>();
       s.elapsed_s = j.at("elapsed_s").get<double>();
       s.context = j.at("context").get<std::size_t>();
+      if (j.contains("run_id")) s.run_id = j.at("run_id").get<std::string>();
       for (const json& r : j.at("log"))
         s.log.push_back({r.at(0).get<long>(), r.at(1).get<double>(), r.at(2).get<double>(),
                          r.at(3).get<double>(), r.at(4).get<double>(), r.at(5).get<double>()});
@@ -111,11 +194,20 @@ TrainState load_train_state(const std::string& dir, AdamW& optimizer, const std:
       throw CheckpointError(fmt::format("{}: {}", json_path, e.what()));
     }
     if (s.step < 0) throw CheckpointError(json_path + ": step must be >= 0");
+    if (s.context == 0) throw CheckpointError(json_path + ": context must be a positive integer");
+    check_adamw_block(j, json_path, optimizer.config());
+    check_log_and_best(s, json_path);
     const SafetensorsContents moments = load_safetensors(tensors_path);
     const auto it = moments.metadata.find("step");
     if (it == moments.metadata.end() || it->second != std::to_string(s.step))
       throw CheckpointError(fmt::format(
-          "{} and {} disagree on the step (an interrupted save?)", tensors_path, json_path));
+          "{} and {} disagree on the step (files of two saves mixed?)", tensors_path, json_path));
+    const auto run = moments.metadata.find("run_id");
+    check_same_run(dir, "train_state.json", s.run_id, "train_state.safetensors",
+                   run == moments.metadata.end() ? std::string() : run->second);
+    check_same_run(dir, "train_state.json", s.run_id, "model.safetensors", weights_run_id);
+    check_same_run(dir, "train_state.json", s.run_id, "config.json",
+                   config_run_id(read_json(path_in(dir, "config.json"))));
     check_same_step(dir, s.step, weights_step);
     for (AdamWParam& p : optimizer.params()) {
       copy_into(moments, tensors_path, "m." + p.name, p.m);

@@ -29,6 +29,7 @@ struct TrainState {
   double elapsed_s = 0;          ///< training wall time so far
   std::size_t context = 0;       ///< the training window T
   std::vector<LogRow> log;       ///< log.csv rows so far
+  std::string run_id;            ///< the run's id (train/run_dir.hpp); empty in old checkpoints
 };
 
 /// Writes DIR/train_state.safetensors and DIR/train_state.json atomically.
@@ -39,9 +40,14 @@ void save_train_state(const std::string& dir, const AdamW& optimizer, const Trai
 /// and its step count. Throws CheckpointError naming the file and the problem (missing file,
 /// bad JSON, missing tensor, wrong shape, steps that disagree — between the two training-state
 /// files, with config.json's "training.step", or with `weights_step`, the step load_checkpoint
-/// read from model.safetensors' metadata; empty = not recorded, not checked).
+/// read from model.safetensors' metadata; empty = not recorded, not checked), run ids that
+/// differ between the files (`weights_run_id` is the one load_checkpoint read), an "adamw"
+/// block that is missing, out of range or differs from `optimizer`'s settings, a best_val
+/// that is not the smallest val_loss of the log, log rows out of order or non-finite.
+/// DIR may be a run directory (its current save is read).
 TrainState load_train_state(const std::string& dir, AdamW& optimizer,
-                            const std::string& weights_step = "");
+                            const std::string& weights_step = "",
+                            const std::string& weights_run_id = "");
 
 /// True when DIR holds a complete checkpoint to resume from (config, weights, training state).
 bool has_train_state(const std::string& dir);

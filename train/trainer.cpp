@@ -49,6 +49,11 @@ std::string non_finite_name(double x) {
   return x > 0 ? "inf" : "-inf";
 }
 
+/// How a stop request is called in messages: the signal that set the stop flag.
+std::string stop_signal_name(std::sig_atomic_t flag) {
+  return flag == SIGTERM ? "SIGTERM" : "Ctrl-C (SIGINT)";
+}
+
 /// The shortest text whose validation part (the last 10%) still holds context + 1 characters.
 std::size_t min_text_length(std::size_t context) {
   std::size_t n = context + 1;
@@ -65,6 +70,16 @@ void check_options(TrainOptions& o) {
   positive(static_cast<long>(o.context), "--context");
   positive(o.eval_every, "--eval-every");
   positive(o.eval_iters, "--eval-iters");
+  if (o.eval_iters > kMaxEvalIters)
+    throw std::invalid_argument(fmt::format("--eval-iters must be at most {} (got {}): each "
+                                            "evaluation runs that many batches per split",
+                                            kMaxEvalIters, o.eval_iters));
+  if (o.sample_tokens > kMaxSampleTokens)
+    throw std::invalid_argument(fmt::format("--sample-tokens must be at most {} (got {})",
+                                            kMaxSampleTokens, o.sample_tokens));
+  if (o.resume && o.overwrite)
+    throw std::invalid_argument("--resume and --overwrite contradict each other: --resume continues "
+                                "the run in --out, --overwrite starts a new one over it");
   if (o.decay_iters < 0) o.decay_iters = o.iters;
   positive(o.decay_iters, "--decay-iters");
   if (o.warmup < 0) throw std::invalid_argument("--warmup must be >= 0");
@@ -75,29 +90,63 @@ void check_options(TrainOptions& o) {
   if (o.grad_clip < 0) throw std::invalid_argument("--grad-clip must be >= 0 (0 = off)");
 }
 
+/// Refuses a text file whose loading cannot fit in the memory available now. Reading holds the
+/// file's bytes plus 4 bytes per character (the decoded code points); encoding holds those 4
+/// plus 1 or 2 per id: about 5 bytes per byte of the file at the peak (measured: 5.2 for a 40 MB
+/// text), after which only the ids stay. Checked before reading, so the message comes at once.
+void check_text_fits_in_memory(const std::string& path) {
+  std::error_code ec;
+  const auto size = fs::file_size(path, ec);
+  if (ec) return;  // not a regular file (a pipe): load_text reports what is wrong
+  const double need = 5.0 * static_cast<double>(size);
+  const double have = available_memory_bytes();
+  if (have > 0 && need > have)
+    throw std::runtime_error(fmt::format(
+        "{} is {}; reading and encoding it needs about {} of memory but only {} is available now. "
+        "Use a smaller part of the text or free some memory.",
+        path, format_bytes(static_cast<double>(size)), format_bytes(need), format_bytes(have)));
+}
+
 /// Refuses a model or batch that cannot fit in this machine's memory (a typo such as
 /// --d-model 1000000000 or --batch-size 100000000), before allocating anything big.
 void check_fits_in_memory(const TrainOptions& o) {
   const double need = training_memory_lower_bound(o.model, o.batch_size, o.context);
-  const double have = physical_memory_bytes();
+  const double have = available_memory_bytes();
   if (have > 0 && need > have)
     throw std::invalid_argument(fmt::format(
-        "this run needs at least {} of memory ({:.4g} parameters, batch {} x context {}) but this "
-        "machine has {}. Use a smaller model (--d-model, --n-layers, --ffn-hidden) or a smaller "
+        "this run needs at least {} of memory ({:.4g} parameters, batch {} x context {}) but only "
+        "{} is available now. Use a smaller model (--d-model, --n-layers, --ffn-hidden) or a smaller "
         "--batch-size or --context.",
         format_bytes(need), parameter_count(o.model), o.batch_size, o.context, format_bytes(have)));
 }
 
 }  // namespace
 
+void Trainer::lock_out_dir() {
+  const TrainOptions& o = options_;
+  lock_ = std::make_unique<RunLock>(o.out_dir);  // FileError naming the other trainer's pid
+  if (!lock_->warning().empty()) out_ << "warning: " << lock_->warning() << "\n";
+  if (!o.resume && !o.overwrite && holds_checkpoint(o.out_dir))
+    throw std::runtime_error(fmt::format(
+        "{} already holds a training run; a new run there would replace it. To continue that run, "
+        "add --resume; to start over and replace it, add --overwrite; or give a fresh directory "
+        "with --out.",
+        o.out_dir));
+}
+
 Trainer::Trainer(TrainOptions options, std::ostream& out) : options_(std::move(options)), out_(out) {
   TrainOptions& o = options_;
   check_options(o);
   is_tty_ = (&out_ == &std::cout) && ::isatty(fileno(stdout));
+  // One trainer per run directory, and no silent replacement of a run: lock out_dir before
+  // reading or judging what it holds (a new directory is locked when it is created, below).
+  if (fs::is_directory(o.out_dir)) lock_out_dir();
 
   // ---- text ---------------------------------------------------------------------------------
   TextInfo info;
-  const std::u32string text = load_text(o.data_path, &info);
+  check_text_fits_in_memory(o.data_path);
+  std::u32string text = load_text(o.data_path, &info);
+  const std::size_t text_chars = text.size();
   if (info.had_bom) out_ << "note: dropped the UTF-8 byte-order mark at the start of " << o.data_path << "\n";
   if (info.crlf_converted > 0)
     out_ << "note: converted " << info.crlf_converted << " CRLF line endings to LF\n";
@@ -106,16 +155,17 @@ Trainer::Trainer(TrainOptions options, std::ostream& out) : options_(std::move(o
     throw std::invalid_argument(fmt::format(
         "--context {} is longer than the model's context length {}", o.context, o.model.context_length));
   const std::size_t need = min_text_length(o.context);
-  if (text.size() < need)
+  if (text_chars < need)
     throw std::runtime_error(fmt::format(
         "{} holds {} characters; with --context {} it must hold at least {} (the last 10% is "
         "the validation split and needs context + 1 = {} characters). Use a longer text or a "
         "smaller --context.",
-        o.data_path, text.size(), o.context, need, o.context + 1));
+        o.data_path, text_chars, o.context, need, o.context + 1));
 
   // ---- model and tokenizer: fresh, or from the checkpoint -----------------------------------
   TrainState state;
   std::string weights_step;  // the step model.safetensors records, checked against the state's
+  std::string weights_run_id;  // the run model.safetensors belongs to, checked likewise
   const bool resuming = o.resume;
   if (resuming) {
     if (!has_train_state(o.out_dir))
@@ -125,6 +175,7 @@ Trainer::Trainer(TrainOptions options, std::ostream& out) : options_(std::move(o
           o.out_dir));
     LoadedModel loaded = load_checkpoint(o.out_dir);
     weights_step = loaded.weights_step;
+    weights_run_id = loaded.run_id;
     tokenizer_ = std::move(loaded.tokenizer);
     model_ = std::move(loaded.model);
     o.model = model_->config();
@@ -143,37 +194,43 @@ Trainer::Trainer(TrainOptions options, std::ostream& out) : options_(std::move(o
   // the rarest become the unknown token (id 0). That also holds when resuming a checkpoint whose
   // vocabulary is full. Otherwise a character the checkpoint never saw is an error.
   const bool vocab_full = tokenizer_.vocab_size() >= o.model.vocab_cap;
-  std::vector<std::int32_t> ids;
+  auto ids = std::make_shared<TokenIds>();
   try {
     std::size_t unknown = 0;
-    ids = tokenizer_.encode(text, /*map_unknown=*/!resuming || vocab_full, &unknown);
+    *ids = tokenizer_.encode_compact(text, /*map_unknown=*/!resuming || vocab_full, &unknown);
     if (unknown > 0)
       out_ << fmt::format(
           "note: {} has more distinct characters than the vocabulary holds ({} with the unknown "
           "id 0); {} occurrences of the rarest ones ({:.2f}% of the text) become the unknown token\n",
           o.data_path, o.model.vocab_cap, unknown,
-          100.0 * static_cast<double>(unknown) / static_cast<double>(text.size()));
+          100.0 * static_cast<double>(unknown) / static_cast<double>(text_chars));
   } catch (const UnknownCharacterError& e) {
     throw std::runtime_error(fmt::format("{} does not match the checkpoint's vocabulary: {}",
                                          o.data_path, e.what()));
   }
-  split_ = split_train_val(ids, 0.9);
+  // The text is no longer needed: only the ids (1 or 2 bytes per character) are kept, once,
+  // shared by the samplers of both splits.
+  text = std::u32string();
+  ids->shrink_to_fit();
+  corpus_ = ids;
+  n_train_ = static_cast<std::size_t>(std::floor(static_cast<double>(corpus_->size()) * 0.9));  // as split_train_val
 
   // ---- optimizer, schedule, batches -----------------------------------------------------------
   optimizer_ = std::make_unique<AdamW>(model_->named_parameters(),
                                        AdamWConfig{o.beta1, o.beta2, 1e-8, o.weight_decay});
   schedule_ = LrSchedule{o.lr, o.min_lr, o.warmup, o.decay_iters};
-  train_batches_ = std::make_unique<BatchSampler>(split_.train, o.batch_size, o.context, o.seed + 1,
-                                                  "training split");
-  eval_train_batches_ = std::make_unique<BatchSampler>(split_.train, o.batch_size, o.context,
+  const std::size_t n_all = corpus_->size();
+  train_batches_ = std::make_unique<BatchSampler>(corpus_, 0, n_train_, o.batch_size, o.context,
+                                                  o.seed + 1, "training split");
+  eval_train_batches_ = std::make_unique<BatchSampler>(corpus_, 0, n_train_, o.batch_size, o.context,
                                                        o.seed + 2, "training split");
-  eval_val_batches_ = std::make_unique<BatchSampler>(split_.val, o.batch_size, o.context,
-                                                     o.seed + 2, "validation split");
+  eval_val_batches_ = std::make_unique<BatchSampler>(corpus_, n_train_, n_all, o.batch_size,
+                                                     o.context, o.seed + 2, "validation split");
   eval_start_state_ = eval_train_batches_->state();
   sample_rng_.seed(o.seed + 3);
 
   if (resuming) {
-    state = load_train_state(o.out_dir, *optimizer_, weights_step);
+    state = load_train_state(o.out_dir, *optimizer_, weights_step, weights_run_id);
     if (state.step >= o.iters)
       throw std::invalid_argument(fmt::format(
           "--resume: the checkpoint in {} is already at step {}; pass --iters larger than that",
@@ -187,31 +244,38 @@ Trainer::Trainer(TrainOptions options, std::ostream& out) : options_(std::move(o
     has_best_ = state.has_best;
     log_ = state.log;
     elapsed_before_ = state.elapsed_s;
+    run_id_ = state.run_id;  // the same run goes on
+    last_saved_step_ = state.step;
     if (state.context != 0 && state.context != o.context)
       out_ << "warning: resuming with --context " << o.context << " but the checkpoint was trained with "
            << state.context << "\n";
   }
 
+  if (run_id_.empty()) run_id_ = new_run_id();
+
   // ---- the output directory must be writable before any training -----------------------------
   ensure_writable_directory(o.out_dir);  // FileError naming the directory and the reason
-  // A run killed while writing a checkpoint (a second Ctrl-C, a kill) leaves its temporary file
-  // behind; the checkpoint itself is whole (atomic rename). Tidy those up.
+  if (!lock_) lock_out_dir();
+  // A run killed during a save leaves a step directory that never became current (and, in a
+  // checkpoint of the flat layout, temporary files); the current save itself is whole.
+  std::size_t stale = remove_stale_saves(o.out_dir);
   const std::vector<std::string> checkpoint_files = {
       "model.safetensors", "best.safetensors", "train_state.safetensors", "train_state.json",
       "config.json", "log.csv", "loss.html"};
-  if (const std::size_t stale = remove_stale_temp_files(o.out_dir, checkpoint_files); stale > 0)
-    out_ << "note: removed " << stale << " temporary file(s) left in " << o.out_dir
-         << " by an interrupted run\n";
-  if (!resuming && fs::exists(fs::path(o.out_dir) / "model.safetensors"))
-    out_ << "note: " << o.out_dir << " already holds a checkpoint; this new run will replace it "
-         << "(use --resume to continue it instead)\n";
+  stale += remove_stale_temp_files(o.out_dir, checkpoint_files);
+  if (stale > 0)
+    out_ << "note: removed " << stale << " incomplete save(s) or temporary file(s) left in "
+         << o.out_dir << " by an interrupted run\n";
+  if (o.overwrite && holds_checkpoint(o.out_dir))
+    out_ << "note: --overwrite: the run in " << o.out_dir << " will be replaced by this one at its "
+         << "first save\n";
 
   out_ << fmt::format(
       "data: {} ({} characters, vocabulary {}), train {} / val {} characters\n"
       "model: d_model {}, {} layers, {} heads ({} kv), ffn {}, {} parameters\n"
       "recipe: {} steps, batch {} x context {}, lr {:g} -> {:g} (warmup {}, cosine to step {}), "
       "weight decay {:g}, clip {:g}, seed {}\n",
-      o.data_path, text.size(), tokenizer_.vocab_size(), split_.train.size(), split_.val.size(),
+      o.data_path, text_chars, tokenizer_.vocab_size(), n_train_, corpus_->size() - n_train_,
       o.model.d_model, o.model.n_layers, o.model.n_heads, o.model.n_kv_heads, o.model.ffn_hidden,
       model_->num_parameters(), o.iters, o.batch_size, o.context, o.lr, o.min_lr, o.warmup,
       o.decay_iters, o.weight_decay, o.grad_clip, o.seed);
@@ -245,12 +309,17 @@ double Trainer::train_step(long it) {
 
 EvalResult Trainer::evaluate() {
   NoGradGuard no_grad;
-  auto mean_loss = [&](BatchSampler& batches) {
+  auto mean_loss = [&](BatchSampler& batches, const char* split) {
     double total = 0;
     Ids x, y;
     for (long i = 0; i < options_.eval_iters; ++i) {
       batches.next(x, y);
-      total += cross_entropy(model_->forward(x), y).item();
+      const double loss = cross_entropy(model_->forward(x), y).item();
+      if (!std::isfinite(loss))
+        throw NonFiniteError(fmt::format("the evaluation loss on the {} became {} at step {}",
+                                         split,
+                                         non_finite_name(loss), step_));
+      total += loss;
     }
     return total / static_cast<double>(options_.eval_iters);
   };
@@ -258,9 +327,9 @@ EvalResult Trainer::evaluate() {
   // validation windows (as the PyTorch twin): every evaluation sees the same batches.
   eval_train_batches_->set_state(eval_start_state_);
   EvalResult r;
-  r.train_loss = mean_loss(*eval_train_batches_);
+  r.train_loss = mean_loss(*eval_train_batches_, "training split");
   eval_val_batches_->set_state(eval_train_batches_->state());
-  r.val_loss = mean_loss(*eval_val_batches_);
+  r.val_loss = mean_loss(*eval_val_batches_, "validation split");
   return r;
 }
 
@@ -276,23 +345,52 @@ void Trainer::print_sample() {
 
 void Trainer::save(bool also_best) {
   const std::string& dir = options_.out_dir;
-  const std::string extra = fmt::format(R"({{"training": {{"context": {}, "step": {}}}}})",
-                                        options_.context, step_);
-  save_model(dir, *model_, tokenizer_, "model.safetensors", extra, step_);
-  if (also_best) save_model(dir, *model_, tokenizer_, "best.safetensors", extra, step_);
-  TrainState state;
-  state.step = step_;
-  state.batch_rng = train_batches_->state();
-  std::ostringstream rng_text;
-  rng_text << sample_rng_;
-  state.sample_rng = rng_text.str();
-  state.best_val = best_val_;
-  state.has_best = has_best_;
-  state.elapsed_s = elapsed_before_ + seconds_since(run_start_);
-  state.context = options_.context;
-  state.log = log_;
-  save_train_state(dir, *optimizer_, state);
-  write_file_atomic((fs::path(dir) / "log.csv").string(), log_csv(log_));
+  const fs::path previous = checkpoint_files_dir(dir);  // the last complete save, if any
+  std::string step_dir;
+  try {
+    // All files of the save go into a new step directory; one rename of the `current` link
+    // then switches to it (train/run_dir.hpp).
+    step_dir = begin_save(dir, step_);
+    const fs::path files(step_dir);
+    const std::string extra =
+        fmt::format(R"({{"training": {{"context": {}, "step": {}, "run_id": "{}"}}}})",
+                    options_.context, step_, run_id_);
+    save_model(step_dir, *model_, tokenizer_, "model.safetensors", extra, step_, run_id_);
+    if (also_best)
+      link_or_copy((files / "model.safetensors").string(), (files / "best.safetensors").string());
+    else if (has_best_ && fs::exists(previous / "best.safetensors"))
+      link_or_copy((previous / "best.safetensors").string(), (files / "best.safetensors").string());
+    TrainState state;
+    state.step = step_;
+    state.batch_rng = train_batches_->state();
+    std::ostringstream rng_text;
+    rng_text << sample_rng_;
+    state.sample_rng = rng_text.str();
+    state.best_val = best_val_;
+    state.has_best = has_best_;
+    state.elapsed_s = elapsed_before_ + seconds_since(run_start_);
+    state.context = options_.context;
+    state.log = log_;
+    state.run_id = run_id_;
+    save_train_state(step_dir, *optimizer_, state);
+    write_file_atomic((files / "log.csv").string(), log_csv(log_));
+    commit_save(dir, step_dir);
+  } catch (const std::exception& e) {
+    if (!step_dir.empty()) {
+      std::error_code ec;
+      fs::remove_all(step_dir, ec);
+    }
+    throw CheckpointError(fmt::format(
+        "saving the checkpoint of step {} failed: {}. {}", step_, e.what(),
+        last_saved_step_ >= 0
+            ? fmt::format("The last complete checkpoint in {} (step {}) is kept; fix the problem "
+                          "(e.g. free disk space) and continue it with --resume.",
+                          dir, last_saved_step_)
+            : std::string("No checkpoint of this run was complete yet.")));
+  }
+  last_saved_step_ = step_;
+  const std::string warning = finish_save(dir);
+  if (!warning.empty()) out_ << "warning: " << warning << "\n";
 }
 
 void Trainer::print_progress(long it, double loss, double lr, double tokens_per_s, double eta_s) {
@@ -322,7 +420,8 @@ TrainResult Trainer::run() {
     step_ = it;
     if (o.stop_flag && *o.stop_flag) {
       if (is_tty_) out_ << "\n";
-      out_ << "interrupted at step " << it << ": saving a checkpoint in " << o.out_dir << "\n";
+      out_ << "interrupted at step " << it << " (" << stop_signal_name(*o.stop_flag)
+           << "): saving a checkpoint in " << o.out_dir << "\n";
       save(false);
       result.interrupted = true;
       break;
@@ -347,6 +446,13 @@ TrainResult Trainer::run() {
       if (is_tty_) out_ << "\r\033[K";
       out_ << fmt::format("step {}: train loss {:.4f}, val loss {:.4f}{} | {:.1f} s\n", it,
                           e.train_loss, e.val_loss, best ? " (best so far)" : "", row.elapsed_s);
+      if (o.stop_flag && *o.stop_flag) {
+        out_ << stop_signal_name(*o.stop_flag) << " arrived during the evaluation at step " << it
+             << "; the evaluation was finished first. Saving a checkpoint in " << o.out_dir << "\n";
+        save(best);
+        result.interrupted = true;
+        break;
+      }
       print_sample();
       save(best);
       train_seconds = 0;

@@ -17,10 +17,17 @@
 #include "nn/config.hpp"
 #include "nn/decoder.hpp"
 #include "train/adamw.hpp"
+#include "train/io/run_dir.hpp"
 #include "train/schedule.hpp"
 #include "train/train_state.hpp"
 
 namespace glass {
+
+/// Upper bounds of the counts of TrainOptions (a typo such as --eval-iters 2000000000 would
+/// otherwise run for days without a word). 10000 batches per split is 500x the default.
+inline constexpr long kMaxEvalIters = 10'000;
+/// Characters sampled at each evaluation, at most.
+inline constexpr std::size_t kMaxSampleTokens = 100'000;
 
 /// Everything `glass train` can set. Defaults: nanoGPT's shakespeare_char recipe (README, "glass train").
 struct TrainOptions {
@@ -40,9 +47,11 @@ struct TrainOptions {
   long eval_iters = 20;            ///< batches per split per evaluation
   std::uint64_t seed = 1337;       ///< model init = seed, train batches = seed+1, eval = seed+2
   bool resume = false;             ///< continue from out_dir's checkpoint
+  bool overwrite = false;          ///< start over in an out_dir that holds a run (replaced at the first save)
   std::size_t sample_tokens = 120; ///< characters sampled at each evaluation (0 = none)
   ModelConfig model;               ///< vocab_size is set from the tokenizer
-  /// Set (e.g. by a SIGINT handler) to stop: the loop saves a checkpoint and returns.
+  /// Set (e.g. by a SIGINT or SIGTERM handler, to the signal's number) to stop: the loop saves
+  /// a checkpoint and returns. During an evaluation it is honoured when the evaluation ends.
   const volatile std::sig_atomic_t* stop_flag = nullptr;
 };
 
@@ -66,11 +75,15 @@ class NonFiniteError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-/// The loop of `glass train`. Construction loads the text, builds (or, with resume, loads) the
-/// model, optimizer and batch samplers and checks that out_dir can be written; run() trains.
-/// Errors the user can fix (bad file, context too long, unwritable directory, incompatible
-/// checkpoint) throw std::runtime_error / std::invalid_argument / CheckpointError before
-/// anything is written.
+/// The loop of `glass train`. Construction locks out_dir (one trainer per run directory, see
+/// train/run_dir.hpp), refuses an out_dir that already holds a run unless resume or overwrite
+/// is set, loads the text, builds (or, with resume, loads) the model, optimizer and batch
+/// samplers and checks that out_dir can be written; run() trains. Errors the user can fix (bad
+/// file, context too long, unwritable or locked directory, incompatible checkpoint) throw
+/// std::runtime_error / std::invalid_argument / CheckpointError / FileError before anything is
+/// written. Each save is all-or-nothing (a new step directory, then one switch of
+/// out_dir/current); a save that fails (e.g. a full disk) throws CheckpointError and leaves the
+/// previous save current.
 class Trainer {
  public:
   /// `out` receives the progress line, evaluations and samples.
@@ -95,13 +108,15 @@ class Trainer {
 
  private:
   void save(bool also_best);
+  void lock_out_dir();
   void print_progress(long it, double loss, double lr, double tokens_per_s, double eta_s);
   void print_sample();
 
   TrainOptions options_;
   std::ostream& out_;
   Tokenizer tokenizer_;
-  Split split_;
+  std::shared_ptr<const TokenIds> corpus_;  // the whole text's ids (1 or 2 bytes each)
+  std::size_t n_train_ = 0;                 // corpus_[0, n_train_) trains, the rest validates
   std::unique_ptr<Decoder> model_;
   std::unique_ptr<AdamW> optimizer_;
   std::unique_ptr<BatchSampler> train_batches_;       // seed+1, saved for resume
@@ -117,6 +132,9 @@ class Trainer {
   std::chrono::steady_clock::time_point run_start_ = std::chrono::steady_clock::now();
   double elapsed_before_ = 0;  // seconds trained before a resume (for elapsed_s)
   bool is_tty_ = false;
+  std::unique_ptr<RunLock> lock_;  // held for the Trainer's lifetime
+  std::string run_id_;             // recorded in every file of every save
+  long last_saved_step_ = -1;      // the step of the last complete save (-1: none yet)
 };
 
 }  // namespace glass

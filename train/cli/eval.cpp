@@ -28,18 +28,19 @@ struct EvalFlags {
 
 void run_eval(const EvalFlags& f) {
   glass::LoadedModel loaded = glass::load_checkpoint(f.checkpoint, f.best);
-  const std::u32string text = glass::load_text(f.data);
+  std::u32string text = glass::load_text(f.data);
   std::size_t unknown = 0;
-  std::vector<std::int32_t> ids;
+  glass::TokenIds ids;  // 1 or 2 bytes per character
   try {
     // As in training: when the vocabulary is full (the text had more distinct characters than
     // vocab_cap), the rarest characters are the unknown token by design, not an error.
     const bool vocab_full = loaded.tokenizer.vocab_size() >= loaded.config.vocab_cap;
-    ids = loaded.tokenizer.encode(text, f.allow_unknown || vocab_full, &unknown);
+    ids = loaded.tokenizer.encode_compact(text, f.allow_unknown || vocab_full, &unknown);
   } catch (const glass::UnknownCharacterError& e) {
     throw CommandError(fmt::format("{}: {} (pass --allow-unknown to map such characters to the "
                                    "unknown token)", f.data, e.what()));
   }
+  text = std::u32string();  // only the ids are needed from here on
   if (unknown > 0) std::cerr << "warning: " << unknown << " characters outside the vocabulary were mapped to id 0\n";
   if (ids.size() < 2) throw CommandError(f.data + " must hold at least 2 characters to predict one");
 
@@ -61,11 +62,19 @@ void run_eval(const EvalFlags& f) {
   auto run_chunks = [&](std::size_t first_start, std::size_t n_chunks, std::size_t n) {
     glass::Ids x = glass::Ids::from_shape({n_chunks, n}), y = glass::Ids::from_shape({n_chunks, n});
     for (std::size_t b = 0; b < n_chunks; ++b) {
-      const auto from = ids.begin() + static_cast<long>(first_start + b * T);
-      std::copy(from, from + static_cast<long>(n), x.data() + b * n);
-      std::copy(from + 1, from + 1 + static_cast<long>(n), y.data() + b * n);
+      const std::size_t from = first_start + b * T;
+      for (std::size_t t = 0; t < n; ++t) {
+        x.data()[b * n + t] = ids[from + t];
+        y.data()[b * n + t] = ids[from + t + 1];
+      }
     }
     const double mean = glass::cross_entropy(loaded.model->forward(x), y).item();
+    if (!std::isfinite(mean))  // a NaN average would print as a plausible-looking "loss -nan"
+      throw CommandError(fmt::format(
+          "the loss over characters {} to {} of {} is {}: the model's logits are not finite, so "
+          "its weights are corrupt or diverged",
+          first_start + 1, first_start + (n_chunks - 1) * T + n, f.data,
+          std::isnan(mean) ? "NaN" : "infinite"));
     total += mean * static_cast<double>(n_chunks * n);
     count += n_chunks * n;
   };

@@ -3,7 +3,10 @@
 
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <iostream>
 #include <exception>
 #include <new>
 #include <string>
@@ -19,6 +22,23 @@ std::vector<std::pair<int, CommandAdder>>& command_registry() {
   return registry;
 }
 }  // namespace glass::cli
+
+namespace {
+
+/// Output that never arrived is a failure: `glass sample > /dev/full` must not exit 0. Flushes
+/// std::cout and stdout; on a write error says so on stderr and returns 1, else 0.
+int stdout_error() {
+  errno = 0;
+  std::cout.flush();
+  const bool failed = !std::cout.good() || std::fflush(stdout) != 0 || std::ferror(stdout) != 0;
+  if (!failed) return 0;
+  const int err = errno;
+  std::fprintf(stderr, "error: cannot write to standard output%s%s\n", err != 0 ? ": " : "",
+               err != 0 ? std::strerror(err) : "");
+  return 1;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   glass::tune_malloc_for_training();
@@ -50,7 +70,8 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    const int code = app.exit(e);
+    return code != 0 ? code : stdout_error();
   } catch (const std::bad_alloc&) {
     std::fprintf(stderr,
                  "error: out of memory: the model, the batch or the input is too large for this "
@@ -60,5 +81,5 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "error: %s\n", e.what());
     return 1;
   }
-  return 0;
+  return stdout_error();
 }

@@ -3,6 +3,8 @@
 //   glass sample --checkpoint DIR [--prompt TEXT] [--tokens N] [--temperature X] [--top-k K]
 //                [--top-p P] [--seed S] [--no-kv-cache] [--allow-unknown] [--best]
 
+#include <cerrno>
+#include <cstring>
 #include <iostream>
 #include <set>
 #include <string>
@@ -82,10 +84,19 @@ void run_sample(SampleFlags& f) {
   std::cout << shown_prompt << std::flush;
   std::mt19937_64 rng(f.seed);
   glass::generate(*loaded.model, prompt, f.tokens, window, f.sampling, rng, [&](std::int32_t id) {
+    errno = 0;
     std::cout << tokenizer.decode_utf8({id}) << std::flush;
+    if (!std::cout) {  // a full disk or a closed pipe: stop instead of generating into nothing
+      const int err = errno;
+      throw CommandError(std::string("cannot write to standard output") +
+                         (err != 0 ? std::string(": ") + std::strerror(err) : std::string()));
+    }
   });
   std::cout << "\n";
 }
+
+/// Characters one `glass sample` generates, at most (a million take minutes; more is a typo).
+constexpr long long kMaxTokens = 1'000'000;
 
 void add_sample_command(CLI::App& app) {
   auto f = std::make_shared<SampleFlags>();
@@ -93,7 +104,8 @@ void add_sample_command(CLI::App& app) {
   cmd->add_option("--checkpoint", f->checkpoint, "checkpoint directory written by glass train")->required();
   cmd->add_option("--prompt", f->prompt, "text to continue (default: start of a paragraph)");
   cmd->add_option("--tokens", f->tokens, "characters to generate")
-      ->check(glass::cli::kPositiveInteger)->capture_default_str();
+      ->check(glass::cli::integer_in(1, kMaxTokens, fmt::format("an integer from 1 to {}", kMaxTokens)))
+      ->capture_default_str();
   cmd->add_option("--temperature", f->sampling.temperature,
                   "divide the logits by this; 0 = greedy (always the most likely character)")
       ->check(glass::cli::number_in(0.0, HUGE_VAL, false, "a number >= 0 (0 = greedy)"))->capture_default_str();

@@ -34,10 +34,13 @@ constexpr const char* kDefaultCorpus = "domcasmurro.txt";
 
 volatile std::sig_atomic_t g_stop = 0;
 
-/// First Ctrl-C: ask the loop to save and stop. A second one ends the program at once.
-extern "C" void on_sigint(int) {
-  g_stop = 1;
+/// First Ctrl-C (SIGINT) or SIGTERM (what `timeout`, `docker stop` and SLURM send): ask the
+/// loop to save and stop; g_stop holds the signal's number. A second one ends the program at
+/// once (the last complete save stays current: saves are all-or-nothing).
+extern "C" void on_stop_signal(int signo) {
+  g_stop = signo;
   std::signal(SIGINT, SIG_DFL);
+  std::signal(SIGTERM, SIG_DFL);
 }
 
 fs::path executable_dir() {
@@ -115,17 +118,20 @@ void run_train(TrainFlags& flags, CLI::App* cmd) {
   glass::TrainResult result;
   {
     glass::Trainer trainer(o, std::cout);
-    std::signal(SIGINT, on_sigint);
+    std::signal(SIGINT, on_stop_signal);
+    std::signal(SIGTERM, on_stop_signal);
     try {
       result = trainer.run();
     } catch (const glass::NonFiniteError& e) {
       std::signal(SIGINT, SIG_DFL);
+      std::signal(SIGTERM, SIG_DFL);
       throw glass::cli::CommandError(fmt::format(
           "{}. Training stopped; the last good checkpoint in {} was kept (if any). "
           "Try a smaller --lr or --grad-clip.",
           e.what(), o.out_dir));
     }
     std::signal(SIGINT, SIG_DFL);
+    std::signal(SIGTERM, SIG_DFL);
   }
   std::cout << fmt::format(
       "\ncheckpoint: {} (model.safetensors = step {}, best.safetensors = best val loss {:.4f}, "
@@ -135,12 +141,18 @@ void run_train(TrainFlags& flags, CLI::App* cmd) {
     std::cout << fmt::format("resume with: {} train --data {} --out {} --iters {} --resume\n",
                              program_name(), shell_quote(o.data_path), shell_quote(o.out_dir),
                              o.iters);
-    throw CLI::RuntimeError(130);  // the usual exit code after Ctrl-C
+    throw CLI::RuntimeError(128 + static_cast<int>(g_stop));  // 130 after Ctrl-C, 143 after SIGTERM
   }
   std::cout << fmt::format("sample from it: {} sample --checkpoint {}{} --tokens 300\n",
                            program_name(), shell_quote(o.out_dir),
                            fs::path(o.data_path).filename() == kDefaultCorpus ? " --prompt \"Capitu \"" : "");
 }
+
+/// Step counts (--iters, --decay-iters, --eval-every): a billion steps is years of training on
+/// a CPU; more is a typo.
+constexpr long long kMaxSteps = 1'000'000'000;
+const CLI::Validator kStepCount =
+    glass::cli::integer_in(1, kMaxSteps, fmt::format("an integer from 1 to {}", kMaxSteps));
 
 void add_train_command(CLI::App& app) {
   auto flags = std::make_shared<TrainFlags>();
@@ -154,27 +166,33 @@ void add_train_command(CLI::App& app) {
       ->check(CLI::ExistingFile);
   cmd->add_option("--out", o.out_dir, "checkpoint directory (default: runs/<corpus name>)");
   cmd->add_option("--iters", o.iters, "optimizer steps to train for (total, counting a resumed run)")
-      ->check(glass::cli::kPositiveInteger)->capture_default_str();
+      ->check(kStepCount)->capture_default_str();
   cmd->add_option("--batch-size", o.batch_size, "windows per step (B)")
-      ->check(glass::cli::kPositiveInteger)->capture_default_str();
+      ->check(glass::cli::integer_in(1, 1'000'000, "an integer from 1 to 1000000"))->capture_default_str();
   cmd->add_option("--context", o.context, "characters per training window (T); also the sampling window")
       ->check(glass::cli::kPositiveInteger)->capture_default_str();
   cmd->add_option("--lr", o.lr, "peak learning rate")->check(glass::cli::kPositiveNumber)->capture_default_str();
   cmd->add_option("--min-lr", o.min_lr, "final learning rate of the cosine (default: lr / 10)")
       ->check(glass::cli::kNonNegativeNumber);
-  cmd->add_option("--warmup", o.warmup, "linear warmup steps")->check(glass::cli::kNonNegativeInteger)->capture_default_str();
+  cmd->add_option("--warmup", o.warmup, "linear warmup steps")
+      ->check(glass::cli::integer_in(0, kMaxSteps, fmt::format("an integer from 0 to {}", kMaxSteps)))
+      ->capture_default_str();
   cmd->add_option("--decay-iters", o.decay_iters, "step where the cosine reaches min-lr (default: --iters)")
-      ->check(glass::cli::kPositiveInteger);
+      ->check(kStepCount);
   cmd->add_option("--weight-decay", o.weight_decay, "AdamW decoupled weight decay (2-D weights only)")
       ->check(glass::cli::kNonNegativeNumber)->capture_default_str();
   cmd->add_option("--grad-clip", o.grad_clip, "clip the global gradient norm to this (0 = off)")
       ->check(glass::cli::kNonNegativeNumber)->capture_default_str();
   cmd->add_option("--eval-every", o.eval_every, "evaluate, sample and checkpoint every N steps")
-      ->check(glass::cli::kPositiveInteger)->capture_default_str();
+      ->check(kStepCount)->capture_default_str();
   cmd->add_option("--eval-iters", o.eval_iters, "batches per split in each evaluation")
-      ->check(glass::cli::kPositiveInteger)->capture_default_str();
+      ->check(glass::cli::integer_in(1, glass::kMaxEvalIters,
+                                     fmt::format("an integer from 1 to {}", glass::kMaxEvalIters)))
+      ->capture_default_str();
   cmd->add_option("--sample-tokens", o.sample_tokens, "characters sampled at each evaluation (0 = none)")
-      ->check(glass::cli::kNonNegativeInteger)->capture_default_str();
+      ->check(glass::cli::integer_in(0, static_cast<long long>(glass::kMaxSampleTokens),
+                                     fmt::format("an integer from 0 to {}", glass::kMaxSampleTokens)))
+      ->capture_default_str();
   cmd->add_option("--seed", o.seed, "seed of the initial weights and of the batches")
       ->check(glass::cli::kNonNegativeInteger)->capture_default_str();
   // More threads than cores only makes them wait for each other: allow up to 4 per core, which
@@ -184,6 +202,8 @@ void add_train_command(CLI::App& app) {
       ->check(glass::cli::integer_in(1, 4LL * cores,
                                      fmt::format("an integer from 1 to {} (4 per core)", 4 * cores)));
   cmd->add_flag("--resume", o.resume, "continue the checkpoint in --out exactly where it stopped");
+  cmd->add_flag("--overwrite", o.overwrite,
+                "start a new run in an --out that already holds one (replaced at the first save)");
   cmd->add_option("--d-model", o.model.d_model, "width of the residual stream")
       ->check(glass::cli::kPositiveInteger)->capture_default_str()->group("Model");
   cmd->add_option("--n-layers", o.model.n_layers, "decoder blocks")

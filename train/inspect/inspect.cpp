@@ -304,6 +304,16 @@ Inspection inspect(const LoadedModel& loaded, const std::u32string& prompt, bool
   }
   ins.logits = logits.value();
   ins.logits.reshape({n, config.vocab_size});
+  // NaN or +inf logits would show as plausible bars and heatmaps; refuse them (-inf is a
+  // legitimate "never this token").
+  for (std::size_t i = 0; i < ins.logits.size(); ++i) {
+    const Scalar x = ins.logits.data()[i];
+    if (std::isnan(x) || x == std::numeric_limits<Scalar>::infinity())
+      throw InspectError(fmt::format(
+          "the model's logits are not finite ({} at position {}, vocabulary entry {}): its weights "
+          "are corrupt or diverged",
+          std::isnan(x) ? "NaN" : "+inf", i / config.vocab_size, i % config.vocab_size));
+  }
   ins.probs = tracer.get("probs");  // the decoder's softmax of the logits
   ins.probs.reshape({n, config.vocab_size});
   for (const std::string& name : tracer.names())

@@ -12,6 +12,8 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -62,11 +64,75 @@ void sync_parent_directory(const std::string& path) {
 
 }  // namespace
 
-void write_file_atomic(const std::string& path, const std::string& bytes) {
-  const std::string tmp = temp_name_for(path);
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+int file_op_fault(const char* what, const std::string& path) {
+  static std::atomic<long> count{0};
+  static const long kill_after = [] {
+    const char* v = std::getenv("GLASS_FAULT_AFTER_FILE_OPS");
+    return v != nullptr && *v != '\0' ? std::atol(v) : -1L;
+  }();
+  static const long fail_at = [] {
+    const char* v = std::getenv("GLASS_FAULT_FAIL_FILE_OP");
+    return v != nullptr && *v != '\0' ? std::atol(v) : -1L;
+  }();
+  static const bool trace = [] {
+    const char* v = std::getenv("GLASS_FAULT_TRACE");
+    return v != nullptr && *v != '\0' && std::string(v) != "0";
+  }();
+  const long n = ++count;
+  if (kill_after >= 0 && n == kill_after + 1) {
+    std::fprintf(stderr, "GLASS_FAULT_AFTER_FILE_OPS=%ld: killing the process before file op %ld "
+                 "(%s %s)\n", kill_after, n, what, path.c_str());
+    std::fflush(stderr);
+    ::raise(SIGKILL);
+  }
+  if (trace) std::fprintf(stderr, "file op %ld: %s %s\n", n, what, path.c_str());
+  if (n == fail_at) return ENOSPC;
+  return 0;
+}
+
+namespace {
+
+/// Writes `bytes` straight into an existing character device or FIFO (never replaced).
+void write_in_place(const std::string& path, const std::string& bytes) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC | O_NOCTTY);
   if (fd < 0) {
     const int err = errno;
+    throw FileError(fmt::format("cannot write file '{}': {}", path, os_reason(err)));
+  }
+  int err = file_op_fault("write", path);
+  if (err == 0) err = write_all(fd, bytes);
+  if (::close(fd) != 0 && err == 0 && errno != EINVAL) err = errno;
+  if (err != 0) throw FileError(fmt::format("cannot write file '{}': {}", path, os_reason(err)));
+}
+
+}  // namespace
+
+void write_file_atomic(const std::string& path_in, const std::string& bytes) {
+  std::string path = path_in;
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) {
+    // Follow the link: the file it names is replaced, the link itself stays.
+    std::error_code ec;
+    const fs::path target = fs::canonical(path, ec);
+    if (ec)
+      throw FileError(fmt::format("cannot write file '{}': it is a symbolic link to '{}', which "
+                                  "does not exist; remove the link or write elsewhere",
+                                  path, fs::read_symlink(path, ec).string()));
+    path = target.string();
+  }
+  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+    if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)) return write_in_place(path, bytes);
+    const char* kind = S_ISDIR(st.st_mode)   ? "a directory"
+                       : S_ISBLK(st.st_mode) ? "a block device"
+                       : S_ISSOCK(st.st_mode) ? "a socket"
+                                              : "not a regular file";
+    throw FileError(fmt::format("cannot write file '{}': it is {}; name a regular file", path_in, kind));
+  }
+  const std::string tmp = temp_name_for(path);
+  int fault = file_op_fault("create", tmp);
+  const int fd = fault != 0 ? -1 : ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    const int err = fault != 0 ? fault : errno;
     throw FileError(fmt::format("cannot write file '{}': {} (creating the temporary file '{}')",
                                 path, os_reason(err), tmp));
   }
@@ -75,6 +141,7 @@ void write_file_atomic(const std::string& path, const std::string& bytes) {
     ::unlink(tmp.c_str());
     throw FileError(fmt::format("cannot write file '{}': {} ({})", path, os_reason(err), step));
   };
+  if (int err = file_op_fault("write", tmp)) fail(err, "writing the temporary file");
   if (int err = write_all(fd, bytes)) fail(err, "writing the temporary file");
   if (::fsync(fd) != 0) fail(errno, "flushing the temporary file to disk");
   if (::close(fd) != 0) {
@@ -83,8 +150,9 @@ void write_file_atomic(const std::string& path, const std::string& bytes) {
     throw FileError(fmt::format("cannot write file '{}': {} (closing the temporary file)", path,
                                 os_reason(err)));
   }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int err = errno;
+  fault = file_op_fault("rename", path);
+  if (fault != 0 || ::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int err = fault != 0 ? fault : errno;
     ::unlink(tmp.c_str());
     throw FileError(fmt::format("cannot write file '{}': {} (renaming the temporary file into place)",
                                 path, os_reason(err)));

@@ -19,7 +19,25 @@ class FileError : public std::runtime_error {
 /// flushed and fsync'ed, then renamed over `path` (rename is atomic on POSIX), and the directory
 /// is fsync'ed. Readers see the old file or the new one, never half of it. On any failure the
 /// temporary file is removed and FileError is thrown; `path` is left untouched.
+///
+/// A `path` that is not a regular file is never replaced: a symbolic link is followed (the file
+/// it points to is replaced atomically, the link stays; a link to nothing is refused); a
+/// character device or a FIFO (e.g. /dev/null, /dev/stdout, a pipe) is written directly, with
+/// every write error reported (e.g. "No space left on device" for /dev/full); a directory, a
+/// block device or a socket is refused with FileError.
 void write_file_atomic(const std::string& path, const std::string& bytes);
+
+/// Test hook for the file operations of a checkpoint save (write_file_atomic and the
+/// run-directory switch of train/run_dir.hpp call it before each operation: creating a file,
+/// writing it, renaming it, making a directory or link, switching, removing). Counts the
+/// operations of this process, and
+///   GLASS_FAULT_TRACE=1            prints "file op N: WHAT PATH" to stderr for each;
+///   GLASS_FAULT_AFTER_FILE_OPS=k   kills the process with SIGKILL before operation k + 1
+///                                  (so exactly k operations happened, as after a `kill -9`);
+///   GLASS_FAULT_FAIL_FILE_OP=k     makes operation k fail with ENOSPC (a full disk).
+/// Returns 0, or the errno the caller must treat as the operation's failure. Without these
+/// environment variables it only counts.
+int file_op_fault(const char* what, const std::string& path);
 
 /// Creates `path` and its parents if needed. Throws FileError if it exists and is not a
 /// directory, or cannot be created ("cannot create directory 'X': Permission denied").

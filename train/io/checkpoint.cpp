@@ -10,10 +10,13 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "data/text.hpp"
 #include "train/io/atomic_file.hpp"
 #include "train/io/checkpoint_files.hpp"
 #include "train/io/config_json.hpp"
+#include "train/io/json_no_duplicates.hpp"
 #include "train/io/model_size.hpp"
+#include "train/io/run_dir.hpp"
 #include "train/io/safetensors.hpp"
 
 #include <map>
@@ -65,10 +68,42 @@ void copy_into(const SafetensorsContents& file, const std::string& source, const
 json read_json(const std::string& path) {
   const std::string text = as_checkpoint_error([&] { return read_file(path); });
   try {
-    return json::parse(text);
+    return parse_json_no_duplicate_keys(text);
+  } catch (const DuplicateKeyError& e) {
+    throw CheckpointError(fmt::format("{}: {}", path, e.what()));
   } catch (const json::parse_error& e) {
     throw CheckpointError(fmt::format("{}: not valid JSON ({})", path, e.what()));
   }
+}
+
+/// The tokenizer's characters in id order (id 1 first) as one UTF-8 string: recorded in the
+/// weights file's metadata ("tokenizer_chars"), so that a config.json whose tokenizer lists the
+/// same characters in another order (every id would then mean another character) is refused.
+std::string tokenizer_fingerprint(const Tokenizer& tokenizer) {
+  std::string text;
+  for (char32_t c : tokenizer.chars()) text += char_to_utf8(c);
+  return text;
+}
+
+/// config.json's "training": {"run_id"}, or "" when absent.
+std::string config_run_id(const json& config) {
+  if (config.contains("training") && config["training"].is_object() &&
+      config["training"].contains("run_id") && config["training"]["run_id"].is_string())
+    return config["training"]["run_id"].get<std::string>();
+  return "";
+}
+
+/// Refuses two files of one checkpoint that record different run ids (or one records a run id
+/// and the other none): they come from two runs (e.g. two trainers on one directory, or files
+/// copied by hand).
+void check_same_run(const std::string& dir, const std::string& file_a, const std::string& id_a,
+                    const std::string& file_b, const std::string& id_b) {
+  if (id_a == id_b) return;
+  throw CheckpointError(fmt::format(
+      "{}: the checkpoint mixes files of two runs: {} belongs to run {} but {} to run {}. "
+      "Sample from a checkpoint whose files were written together, or start a new run",
+      dir, file_a, id_a.empty() ? "(none recorded)" : id_a, file_b,
+      id_b.empty() ? "(none recorded)" : id_b));
 }
 
 }  // namespace checkpoint_files
@@ -78,7 +113,8 @@ using namespace checkpoint_files;
 // ---- model ------------------------------------------------------------------------------------
 
 void save_model(const std::string& dir, const Decoder& model, const Tokenizer& tokenizer,
-                const std::string& weights_file, const std::string& extra_json, long step) {
+                const std::string& weights_file, const std::string& extra_json, long step,
+                const std::string& run_id) {
   as_checkpoint_error([&] {
     ensure_directory(dir);
     std::vector<NamedTensor> tensors;
@@ -86,6 +122,8 @@ void save_model(const std::string& dir, const Decoder& model, const Tokenizer& t
       tensors.push_back(to_named(name, param.value()));
     std::map<std::string, std::string> metadata = {{"format", "pt"}};
     if (step >= 0) metadata["step"] = std::to_string(step);
+    if (!run_id.empty()) metadata["run_id"] = run_id;
+    metadata["tokenizer_chars"] = tokenizer_fingerprint(tokenizer);
     save_safetensors(path_in(dir, weights_file), tensors, metadata);
     write_file_atomic(path_in(dir, "config.json"),
                       config_to_json(model.config(), tokenizer, extra_json));
@@ -93,7 +131,11 @@ void save_model(const std::string& dir, const Decoder& model, const Tokenizer& t
   });
 }
 
-LoadedModel load_checkpoint(const std::string& dir, bool best) {
+LoadedModel load_checkpoint(const std::string& run_dir, bool best) {
+  if (fs::exists(run_dir) && !fs::is_directory(run_dir))
+    throw CheckpointError(fmt::format("'{}' is a file; a checkpoint is the directory glass train "
+                                      "wrote (its --out)", run_dir));
+  const std::string dir = checkpoint_files_dir(run_dir);  // the last complete save of a run
   if (fs::exists(dir) && !fs::is_directory(dir))
     throw CheckpointError(fmt::format("'{}' is a file; a checkpoint is the directory glass train "
                                       "wrote (its --out)", dir));
@@ -107,8 +149,37 @@ LoadedModel load_checkpoint(const std::string& dir, bool best) {
     throw CheckpointError(fmt::format("'{}' is not a complete checkpoint: {} is missing", dir,
                                       fs::path(weights_path).filename().string()));
   return as_checkpoint_error([&] {
-    CheckpointConfig config = config_from_json(read_file(config_path), config_path);
+    const std::string config_text = read_file(config_path);
+    CheckpointConfig config = config_from_json(config_text, config_path);
     SafetensorsContents weights = load_safetensors(weights_path);
+    const std::string weights_name = fs::path(weights_path).filename().string();
+    const auto meta = [&](const char* key) {
+      const auto it = weights.metadata.find(key);
+      return it == weights.metadata.end() ? std::string() : it->second;
+    };
+    check_same_run(dir, "config.json", config_run_id(json::parse(config_text)), weights_name,
+                   meta("run_id"));
+    if (weights.metadata.count("tokenizer_chars") != 0 &&
+        meta("tokenizer_chars") != tokenizer_fingerprint(config.tokenizer)) {
+      std::u32string trained;
+      try {
+        trained = utf8_to_u32(meta("tokenizer_chars"));
+      } catch (const Utf8Error&) {
+        throw CheckpointError(fmt::format("{}: metadata \"tokenizer_chars\" is not valid UTF-8: the "
+                                          "file is corrupt", weights_path));
+      }
+      const std::vector<char32_t>& listed = config.tokenizer.chars();
+      std::size_t i = 0;
+      while (i < trained.size() && i < listed.size() && trained[i] == listed[i]) ++i;
+      throw CheckpointError(fmt::format(
+          "{}: the tokenizer does not match the one {} was trained with: id {} is {} in "
+          "config.json but {} in the weights ({} and {} characters); every id would mean another "
+          "character. Was config.json edited or copied from another checkpoint?",
+          config_path, weights_name, i + 1,
+          i < listed.size() ? describe_char(listed[i]) : std::string("missing"),
+          i < trained.size() ? describe_char(trained[i]) : std::string("missing"), listed.size(),
+          trained.size()));
+    }
     // A corrupt config.json (say "d_model": 1000000000) must not exhaust the memory before the
     // shapes are compared with the weights.
     // Weights, the RoPE tables (context_length x head_dim) and a one-sequence KV cache (keys and
@@ -118,17 +189,17 @@ LoadedModel load_checkpoint(const std::string& dir, bool best) {
     const double per_position = static_cast<double>(m.head_dim()) *
                                 (1 + 2 * static_cast<double>(m.n_layers) * static_cast<double>(m.n_kv_heads));
     const double need = 4 * (n_params + static_cast<double>(m.context_length) * per_position);
-    const double memory = physical_memory_bytes();
+    const double memory = available_memory_bytes();
     if (memory > 0 && need > memory)
       throw CheckpointError(fmt::format(
           "{}: the model it describes ({:.4g} parameters, context_length {}) needs at least {}, "
-          "more than this machine's memory ({}): is the file corrupt?",
+          "more than the memory available now ({}): is the file corrupt?",
           config_path, n_params, config.model.context_length, format_bytes(need), format_bytes(memory)));
     LoadedModel loaded;
     loaded.config = config.model;
     loaded.tokenizer = std::move(config.tokenizer);
-    if (const auto it = weights.metadata.find("step"); it != weights.metadata.end())
-      loaded.weights_step = it->second;
+    loaded.weights_step = meta("step");
+    loaded.run_id = meta("run_id");
     try {
       loaded.model = std::make_unique<Decoder>(config.model, 0);
     } catch (const std::invalid_argument& e) {
@@ -147,7 +218,8 @@ LoadedModel load_checkpoint(const std::string& dir, bool best) {
   });
 }
 
-std::size_t training_context(const std::string& dir) {
+std::size_t training_context(const std::string& run_dir) {
+  const std::string dir = checkpoint_files_dir(run_dir);
   const json j = read_json(path_in(dir, "config.json"));
   if (!j.contains("training") || !j["training"].is_object() || !j["training"].contains("context"))
     return 0;

@@ -6,7 +6,10 @@
 //   DIR/config.json         {"model": ModelConfig fields, "tokenizer": {"chars": [...]}, ...}
 //   DIR/train_state.safetensors + DIR/train_state.json   AdamW moments, step, RNG (for --resume)
 //   DIR/log.csv, DIR/loss.html                             written by the trainer
-// Every file is written atomically (temp file in DIR + rename).
+// Every file is written atomically (temp file in DIR + rename). The trainer writes each save
+// into a step directory of its run directory and switches DIR/current to it at once
+// (train/run_dir.hpp); every reader here accepts either the run directory (it reads the save
+// DIR/current points to) or a directory holding the files themselves.
 
 #include <memory>
 #include <stdexcept>
@@ -34,10 +37,16 @@ struct LoadedModel {
   /// The "step" entry of the weights file's metadata (glass train writes it, see save_model);
   /// empty when the file has none.
   std::string weights_step;
+  /// The "run_id" entry of the weights file's metadata (the run that wrote it); empty when the
+  /// file has none. load_checkpoint has checked that config.json records the same.
+  std::string run_id;
 };
 
-/// Loads DIR/config.json and DIR/model.safetensors (or DIR/best.safetensors when `best`).
-/// Throws CheckpointError.
+/// Loads DIR/config.json and DIR/model.safetensors (or DIR/best.safetensors when `best`); for a
+/// run directory, those of its last complete save (DIR/current). Throws CheckpointError, also
+/// when config.json and the weights record different run ids, or when the weights record the
+/// tokenizer they were trained with ("tokenizer_chars") and config.json lists other characters
+/// or the same ones in another order.
 LoadedModel load_checkpoint(const std::string& dir, bool best = false);
 
 /// Writes DIR/config.json and DIR/<weights_file> (default model.safetensors) atomically,
@@ -45,10 +54,13 @@ LoadedModel load_checkpoint(const std::string& dir, bool best = false);
 /// `extra_json` (optional, a JSON object) adds top-level keys to config.json; the trainer
 /// writes {"training": {"context": T, ...}} there (see training_context()). `step` >= 0 is
 /// also stored in the weights file's metadata ("step"), so that a resume can tell weights and
-/// training state of different steps apart (load_train_state).
+/// training state of different steps apart (load_train_state). A non-empty `run_id` is stored
+/// there too ("run_id"; the trainer also puts it in config.json's "training" block). The
+/// tokenizer's characters in id order are always stored ("tokenizer_chars").
 void save_model(const std::string& dir, const Decoder& model, const Tokenizer& tokenizer,
                 const std::string& weights_file = "model.safetensors",
-                const std::string& extra_json = "", long step = -1);
+                const std::string& extra_json = "", long step = -1,
+                const std::string& run_id = "");
 
 /// The training window T recorded in DIR/config.json ("training": {"context": T}), or 0 when
 /// the checkpoint does not say. Samplers use it as the attention window. Throws CheckpointError

@@ -48,7 +48,17 @@ auto as_checkpoint_error(F&& f) -> decltype(f()) {
   }
 }
 
-/// The JSON of the file at `path`. Throws CheckpointError when it cannot be read or is not JSON.
+/// The JSON of the file at `path`. Throws CheckpointError when it cannot be read, is not JSON or
+/// repeats a key.
 nlohmann::json read_json(const std::string& path);
+
+/// config.json's "training": {"run_id"}, or "" when absent.
+std::string config_run_id(const nlohmann::json& config);
+
+/// Refuses two files of one checkpoint that record different run ids (or one records a run id
+/// and the other none): they come from two runs (e.g. two trainers on one directory, or files
+/// copied by hand). Throws CheckpointError naming both files.
+void check_same_run(const std::string& dir, const std::string& file_a, const std::string& id_a,
+                    const std::string& file_b, const std::string& id_b);
 
 }  // namespace glass::checkpoint_files

@@ -2,6 +2,8 @@
 
 #include "train/io/config_json.hpp"
 
+#include "train/io/json_no_duplicates.hpp"
+
 #include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
@@ -24,7 +26,9 @@ constexpr int kFormatVersion = 1;
 
 json parse_json(const std::string& text, const std::string& source) {
   try {
-    return json::parse(text);
+    return parse_json_no_duplicate_keys(text);
+  } catch (const DuplicateKeyError& e) {
+    fail(source, e.what());
   } catch (const json::exception& e) {
     fail(source, fmt::format("not valid JSON ({})", e.what()));
   }

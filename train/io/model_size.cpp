@@ -4,6 +4,8 @@
 
 #include <unistd.h>
 
+#include <fstream>
+#include <sstream>
 #include <string>
 
 #include <fmt/format.h>
@@ -37,6 +39,21 @@ double physical_memory_bytes() {
   const long page_size = ::sysconf(_SC_PAGE_SIZE);
   if (pages <= 0 || page_size <= 0) return 0;
   return static_cast<double>(pages) * static_cast<double>(page_size);
+}
+
+double available_memory_bytes() {
+  // /proc/meminfo: "MemAvailable:   12345678 kB" (Linux >= 3.14; see proc(5)).
+  std::ifstream meminfo("/proc/meminfo");
+  std::string line;
+  while (std::getline(meminfo, line)) {
+    if (line.rfind("MemAvailable:", 0) != 0) continue;
+    std::istringstream fields(line.substr(13));
+    double kb = 0;
+    std::string unit;
+    if (fields >> kb >> unit && unit == "kB" && kb > 0) return kb * 1024;
+    break;
+  }
+  return physical_memory_bytes();
 }
 
 std::string format_bytes(double bytes) {

@@ -28,6 +28,12 @@ double training_memory_lower_bound(const ModelConfig& config, std::size_t batch,
 /// This machine's physical memory in bytes (sysconf), or 0 when unknown.
 double physical_memory_bytes();
 
+/// The memory a new allocation can get now without swapping: MemAvailable of /proc/meminfo
+/// (free memory plus reclaimable caches, as the kernel estimates it), in bytes; the physical
+/// memory when /proc/meminfo does not say; 0 when neither is known. Size checks compare with
+/// this, not with the physical memory that other programs already use.
+double available_memory_bytes();
+
 /// "1.5 GB", "320 MB", "12 kB": a size for messages.
 std::string format_bytes(double bytes);
 

@@ -13,6 +13,7 @@
 #include <set>
 
 #include "train/io/atomic_file.hpp"
+#include "train/io/json_no_duplicates.hpp"
 
 static_assert(sizeof(float) == 4 && sizeof(double) == 8, "IEEE 754 float/double expected");
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
@@ -124,7 +125,10 @@ SafetensorsContents safetensors_parse(const std::string& bytes, const std::strin
 
   nlohmann::json header;
   try {
-    header = nlohmann::json::parse(bytes.begin() + 8, bytes.begin() + 8 + static_cast<std::ptrdiff_t>(n));
+    header = parse_json_no_duplicate_keys(bytes.begin() + 8,
+                                          bytes.begin() + 8 + static_cast<std::ptrdiff_t>(n));
+  } catch (const DuplicateKeyError& e) {
+    fail(source, fmt::format("the header is ambiguous: {}", e.what()));
   } catch (const nlohmann::json::exception& e) {
     fail(source, fmt::format("the header is not valid JSON ({})", e.what()));
   }

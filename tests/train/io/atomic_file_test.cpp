@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -11,6 +12,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -158,4 +160,59 @@ TEST(AtomicFile, StaleTempFilesOfDeadProcessesAreRemovedOthersKept) {
   EXPECT_EQ(count_entries(dir), 5u);
   EXPECT_EQ(glass::remove_stale_temp_files((dir / "missing").string(), ours), 0u);  // no directory
 
+}
+
+TEST(AtomicFile, ASymlinkIsFollowedNeverReplaced) {
+  const fs::path dir = temp_dir("symlink");
+  glass::write_file_atomic((dir / "real.html").string(), "old");
+  fs::create_symlink("real.html", dir / "link.html");
+  glass::write_file_atomic((dir / "link.html").string(), "new");
+  EXPECT_TRUE(fs::is_symlink(fs::symlink_status(dir / "link.html")));  // still a link
+  EXPECT_EQ(glass::read_file((dir / "real.html").string()), "new");     // its target replaced
+  EXPECT_EQ(count_entries(dir), 2u);                                    // no temporary file left
+  // A link to nothing is refused (creating its target somewhere else would surprise).
+  fs::create_symlink("missing/target.html", dir / "dangling.html");
+  try {
+    glass::write_file_atomic((dir / "dangling.html").string(), "x");
+    FAIL() << "a dangling link was written";
+  } catch (const FileError& e) {
+    EXPECT_NE(std::string(e.what()).find("symbolic link"), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(fs::is_symlink(fs::symlink_status(dir / "dangling.html")));
+}
+
+TEST(AtomicFile, DevicesAndFifosAreWrittenInPlaceDirectoriesRefused) {
+  // /dev/null must stay a character device (as root, rename would have replaced it).
+  glass::write_file_atomic("/dev/null", "nothing");
+  EXPECT_TRUE(fs::is_character_file("/dev/null"));
+  // A device that fails the write (/dev/full: ENOSPC) is an error, not a silent success.
+  if (fs::exists("/dev/full")) {
+    try {
+      glass::write_file_atomic("/dev/full", "x");
+      FAIL() << "writing /dev/full succeeded";
+    } catch (const FileError& e) {
+      EXPECT_NE(std::string(e.what()).find("No space left on device"), std::string::npos) << e.what();
+    }
+    EXPECT_TRUE(fs::is_character_file("/dev/full"));
+  }
+  const fs::path dir = temp_dir("special");
+  // A FIFO: written directly (a reader gets the bytes), not replaced by a regular file.
+  const fs::path fifo = dir / "pipe";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const pid_t reader = ::fork();
+  ASSERT_GE(reader, 0);
+  if (reader == 0) {
+    std::ifstream in(fifo);
+    std::string got((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    ::_exit(got == "through the pipe" ? 0 : 1);
+  }
+  glass::write_file_atomic(fifo.string(), "through the pipe");
+  int status = 0;
+  ::waitpid(reader, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  EXPECT_TRUE(fs::is_fifo(fifo));
+  // A directory is refused.
+  fs::create_directories(dir / "sub");
+  EXPECT_THROW(glass::write_file_atomic((dir / "sub").string(), "x"), FileError);
+  EXPECT_TRUE(fs::is_directory(dir / "sub"));
 }

@@ -190,3 +190,21 @@ TEST(Safetensors, MissingFileIsASafetensorsError) {
     EXPECT_NE(std::string(e.what()).find("No such file"), std::string::npos) << e.what();
   }
 }
+
+TEST(Safetensors, RejectsDuplicateKeysInTheHeader) {
+  // nlohmann::json keeps the last of two equal keys; the reader must not pick one silently.
+  const std::string data(8, '\0');
+  expect_rejected(make_file(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},)"
+                            R"("a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})", data),
+                  "the key \"a\" appears twice");
+  expect_rejected(make_file(R"({"__metadata__":{"step":"1","step":"2"}})", ""),
+                  "the key \"step\" appears twice");
+  expect_rejected(make_file(R"({"a":{"dtype":"F32","dtype":"F64","shape":[1],"data_offsets":[0,4]}})",
+                            std::string(4, '\0')),
+                  "the key \"dtype\" appears twice");
+  // The same key in two different objects is fine.
+  EXPECT_NO_THROW(glass::safetensors_parse(
+      make_file(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},)"
+                R"("b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})", data),
+      "two.safetensors"));
+}

@@ -1,0 +1,227 @@
+// The run directory of `glass train`: step directories, the `current` link, the lock. See
+// train/run_dir.hpp.
+
+#include "train/io/run_dir.hpp"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <random>
+
+#include <fmt/format.h>
+
+#include "train/io/atomic_file.hpp"
+
+namespace glass {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+bool is_link(const fs::path& p) {
+  std::error_code ec;
+  return fs::is_symlink(fs::symlink_status(p, ec));
+}
+
+/// The target of DIR/current ("step-000250"), or "" when there is no such link.
+std::string current_target(const std::string& dir) {
+  const fs::path link = fs::path(dir) / kCurrentLink;
+  if (!is_link(link)) return "";
+  std::error_code ec;
+  const fs::path target = fs::read_symlink(link, ec);
+  return ec ? "" : target.string();
+}
+
+bool is_step_dir_name(const std::string& name) { return name.rfind("step-", 0) == 0; }
+
+void sync_directory(const std::string& dir) {
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd >= 0) {
+    ::fsync(fd);
+    ::close(fd);
+  }
+}
+
+/// Creates the symbolic link `link` -> `target` under a temporary name, then renames it over
+/// `link` (atomic: readers see the old link or the new one). Throws FileError.
+void replace_with_symlink(const std::string& target, const fs::path& link, const char* what) {
+  const fs::path tmp = link.parent_path() / fmt::format(".{}.tmp.{}", link.filename().string(),
+                                                        static_cast<long>(::getpid()));
+  ::unlink(tmp.c_str());
+  int err = file_op_fault("symlink", tmp.string());
+  if (err == 0 && ::symlink(target.c_str(), tmp.c_str()) != 0) err = errno;
+  if (err != 0)
+    throw FileError(fmt::format("cannot create the link '{}': {}", tmp.string(), std::strerror(err)));
+  err = file_op_fault(what, link.string() + " -> " + target);
+  if (err == 0 && ::rename(tmp.c_str(), link.c_str()) != 0) err = errno;
+  if (err != 0) {
+    ::unlink(tmp.c_str());
+    throw FileError(fmt::format("cannot switch the link '{}' to '{}': {}", link.string(), target,
+                                std::strerror(err)));
+  }
+}
+
+}  // namespace
+
+const std::vector<std::string>& checkpoint_file_names() {
+  static const std::vector<std::string> names = {"model.safetensors", "best.safetensors",
+                                                 "config.json",       "train_state.json",
+                                                 "train_state.safetensors", "log.csv"};
+  return names;
+}
+
+std::string checkpoint_files_dir(const std::string& dir) {
+  const std::string target = current_target(dir);
+  if (target.empty()) return dir;
+  return (fs::path(dir) / target).string();
+}
+
+bool holds_checkpoint(const std::string& dir) {
+  std::error_code ec;
+  if (!current_target(dir).empty()) return true;
+  return fs::exists(fs::path(dir) / "config.json", ec) || fs::exists(fs::path(dir) / "model.safetensors", ec);
+}
+
+// ---- lock -------------------------------------------------------------------------------------
+
+RunLock::RunLock(const std::string& dir) {
+  const std::string path = (fs::path(dir) / kLockFile).string();
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    const int err = errno;
+    throw FileError(fmt::format("cannot open the lock file '{}': {}", path, std::strerror(err)));
+  }
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    const int err = errno;
+    if (err == EWOULDBLOCK) {
+      char buf[32] = {};
+      const ssize_t n = ::pread(fd, buf, sizeof buf - 1, 0);
+      ::close(fd);
+      std::string pid = n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : "";
+      while (!pid.empty() && (pid.back() == '\n' || pid.back() == ' ')) pid.pop_back();
+      throw FileError(fmt::format(
+          "another glass train ({}) is using '{}' (it holds {}); wait for it to end or stop it{}, "
+          "or train into another --out directory",
+          pid.empty() ? "pid unknown" : "pid " + pid, dir, path,
+          pid.empty() ? "" : " (kill " + pid + ")"));
+    }
+    ::close(fd);
+    warning_ = fmt::format("cannot lock '{}' ({}); nothing stops a second trainer from using '{}'",
+                           path, std::strerror(err), dir);
+    return;
+  }
+  const std::string pid = std::to_string(static_cast<long>(::getpid())) + "\n";
+  if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, pid.data(), pid.size(), 0) != static_cast<ssize_t>(pid.size())) {
+    // The lock holds anyway; only the pid shown to a second trainer is missing.
+  }
+  fd_ = fd;
+}
+
+RunLock::~RunLock() {
+  if (fd_ >= 0) ::close(fd_);  // closing releases the flock
+}
+
+std::string new_run_id() {
+  std::random_device device;
+  std::mt19937_64 engine((static_cast<std::uint64_t>(device()) << 32) ^ device() ^
+                         static_cast<std::uint64_t>(::getpid()));
+  return fmt::format("{:016x}", engine());
+}
+
+// ---- saves ------------------------------------------------------------------------------------
+
+std::string begin_save(const std::string& dir, long step) {
+  const std::string current = current_target(dir);
+  const std::string base = fmt::format("step-{:06d}", step);
+  std::string name = base;
+  for (int k = 1; name == current; ++k) name = fmt::format("{}.{}", base, k);
+  const fs::path path = fs::path(dir) / name;
+  std::error_code ec;
+  if (fs::exists(fs::symlink_status(path, ec))) {
+    if (file_op_fault("remove", path.string()) == 0) fs::remove_all(path, ec);
+    if (ec || fs::exists(fs::symlink_status(path, ec)))
+      throw FileError(fmt::format("cannot remove '{}', left by a save that did not complete: {}",
+                                  path.string(), ec.message()));
+  }
+  int err = file_op_fault("mkdir", path.string());
+  if (err == 0 && ::mkdir(path.c_str(), 0755) != 0) err = errno;
+  if (err != 0)
+    throw FileError(fmt::format("cannot create directory '{}': {}", path.string(), std::strerror(err)));
+  return path.string();
+}
+
+void commit_save(const std::string& dir, const std::string& step_dir) {
+  sync_directory(step_dir);
+  replace_with_symlink(fs::path(step_dir).filename().string(), fs::path(dir) / kCurrentLink, "switch");
+  sync_directory(dir);
+}
+
+std::string finish_save(const std::string& dir) {
+  std::string warning;
+  for (const std::string& file : checkpoint_file_names()) {
+    const fs::path link = fs::path(dir) / file;
+    const std::string target = (fs::path(kCurrentLink) / file).string();
+    std::error_code ec;
+    if (is_link(link) && fs::read_symlink(link, ec) == target) continue;
+    try {
+      replace_with_symlink(target, link, "link");
+    } catch (const FileError& e) {
+      warning += (warning.empty() ? "" : "; ") + std::string(e.what());
+    }
+  }
+  sync_directory(dir);
+  if (const int err = file_op_fault("remove", dir + "/step-* (all but the current)"); err != 0)
+    warning += (warning.empty() ? "" : "; ") +
+               fmt::format("cannot remove the previous saves in '{}': {} (the next run removes them)",
+                           dir, std::strerror(err));
+  else
+    remove_stale_saves(dir);
+  return warning;
+}
+
+std::size_t remove_stale_saves(const std::string& dir) {
+  const std::string current = current_target(dir);
+  std::size_t removed = 0;
+  std::error_code ec;
+  std::vector<fs::path> stale;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (is_step_dir_name(name) && name != current && !is_link(entry.path()) &&
+        entry.is_directory(ec))
+      stale.push_back(entry.path());
+  }
+  for (const fs::path& p : stale) {
+    std::error_code rm;
+    fs::remove_all(p, rm);
+    if (!rm) ++removed;
+  }
+  // Temporary links of a commit that was cut short.
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.size() > 1 && name[0] == '.' && name.find(".tmp.") != std::string::npos &&
+        is_link(entry.path())) {
+      std::error_code rm;
+      fs::remove(entry.path(), rm);
+    }
+  }
+  return removed;
+}
+
+void link_or_copy(const std::string& from, const std::string& to) {
+  int err = file_op_fault("link", to);
+  if (err == 0 && ::link(from.c_str(), to.c_str()) == 0) return;
+  if (err == 0) err = errno;
+  if (err == EXDEV || err == EPERM || err == EMLINK || err == ENOTSUP) {
+    write_file_atomic(to, read_file(from));
+    return;
+  }
+  throw FileError(fmt::format("cannot write file '{}': {} (linking it to '{}')", to,
+                              std::strerror(err), from));
+}
+
+}  // namespace glass

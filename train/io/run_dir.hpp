@@ -1,0 +1,89 @@
+#pragma once
+// The run directory of `glass train` (its --out): every save is all-or-nothing.
+//
+//   DIR/step-000250/          one complete save: model.safetensors, best.safetensors,
+//                             config.json, train_state.json, train_state.safetensors, log.csv
+//   DIR/current -> step-000250        symbolic link to the last complete save
+//   DIR/model.safetensors -> current/model.safetensors   (and the same for the other files),
+//                             so DIR reads like one checkpoint directory
+//   DIR/loss.html             the loss curve, written when the run ends
+//   DIR/run.lock              held (flock) by the trainer using DIR; holds its pid
+//
+// A save writes a new step directory completely (each file fsync'ed), then switches `current`
+// with one rename of a symbolic link (atomic on POSIX), and only then removes the previous step
+// directory. A process killed at any moment, or a disk that fills up, leaves `current` on the
+// last complete save; a half-written step directory is removed by the next run.
+
+#include <string>
+#include <vector>
+
+namespace glass {
+
+/// The name of the link to the last complete save inside a run directory.
+inline constexpr const char* kCurrentLink = "current";
+/// The lock file inside a run directory.
+inline constexpr const char* kLockFile = "run.lock";
+
+/// The files one save writes into its step directory (and links from the run directory).
+const std::vector<std::string>& checkpoint_file_names();
+
+/// The directory that holds the checkpoint files of `dir`: DIR/<target of DIR/current> when
+/// DIR is a run directory with a complete save, else DIR itself (a step directory, or a
+/// checkpoint written in one flat directory). The link is read once, so a reader that uses
+/// the returned path sees one save even while a trainer switches to the next.
+std::string checkpoint_files_dir(const std::string& dir);
+
+/// True when `dir` holds a checkpoint a new run would replace: a `current` link, or (flat
+/// layout) a config.json or model.safetensors. A directory holding only the remains of a save
+/// that never completed, or only run.lock, holds none.
+bool holds_checkpoint(const std::string& dir);
+
+/// An exclusive lock (flock) on DIR/run.lock, held until destruction, so that one trainer at a
+/// time uses a run directory. DIR must exist. Throws FileError when another process holds it,
+/// naming that process's pid: "another glass train (pid 1234) is using 'runs/x' ...".
+/// On a file system without flock (some network file systems) `held()` is false and
+/// `warning()` says why; the run goes on unprotected.
+class RunLock {
+ public:
+  explicit RunLock(const std::string& dir);
+  ~RunLock();
+  RunLock(const RunLock&) = delete;
+  RunLock& operator=(const RunLock&) = delete;
+  bool held() const { return fd_ >= 0; }
+  const std::string& warning() const { return warning_; }
+
+ private:
+  int fd_ = -1;
+  std::string warning_;
+};
+
+/// A new random run id (16 hexadecimal digits). Each file of a save records its run's id, so
+/// that files of two runs are never mixed unnoticed.
+std::string new_run_id();
+
+/// Starts the save of `step`: creates the empty directory DIR/step-<step, 6 digits> and returns
+/// its path. A directory of that name left by a save that never completed is removed first;
+/// when the name is the current save's (a save at the step resumed from), ".1", ".2", ... is
+/// appended. Throws FileError.
+std::string begin_save(const std::string& dir, long step);
+
+/// Makes `step_dir` (filled after begin_save) the current save: fsyncs it, points a new link at
+/// it and renames that link over DIR/current, then fsyncs DIR. Throws FileError when that
+/// fails, and `current` is then unchanged. Call finish_save afterwards.
+void commit_save(const std::string& dir, const std::string& step_dir);
+
+/// After commit_save: makes DIR/<file> a link to current/<file> for each checkpoint file (once;
+/// a regular file of a flat-layout checkpoint is replaced by the link) and removes the step
+/// directories other than the current one. Returns "" or a warning saying what could not be
+/// done (the save itself is complete either way).
+std::string finish_save(const std::string& dir);
+
+/// Removes the step directories of DIR other than the current one (left by saves that never
+/// completed). Returns how many were removed. Best effort.
+std::size_t remove_stale_saves(const std::string& dir);
+
+/// Makes `to` a hard link of `from` (both in the run directory's file system), or a copy when
+/// the file system has no hard links. Throws FileError.
+void link_or_copy(const std::string& from, const std::string& to);
+
+}  // namespace glass
