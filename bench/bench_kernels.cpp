@@ -18,6 +18,7 @@
 #include <cmath>
 #include <limits>
 
+#include "autograd/kernels/kernels.hpp"
 #include "autograd/ops.hpp"
 #include "autograd/tape.hpp"
 

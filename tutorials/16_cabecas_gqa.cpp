@@ -44,7 +44,7 @@ int main() {
   Tracer tracer;
   {
     NoGradGuard sem_fita;
-    atencao.forward(x, 0, nullptr, &tracer);
+    atencao.forward(x, nullptr, &tracer);
   }
   for (const std::string& nome : tracer.names()) {
     std::printf("  %-24s %s\n", nome.c_str(), shape_str(shape_of(tracer.get(nome))).c_str());

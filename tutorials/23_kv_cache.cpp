@@ -46,7 +46,7 @@ int main() {
   }
   std::printf("posições: %zu   posições no cache: %zu\n", n, cache.length());
   std::printf("forma do cache de chaves da camada 0: %s (B, capacidade, n_kv_heads, head_dim)\n",
-              shape_str(shape_of(cache.keys[0])).c_str());
+              shape_str(shape_of(cache.layers[0].keys)).c_str());
   std::printf("diferença máxima nos logits: %.6f\n", diferenca);
   tut::texto(
       "Da ordem de 1e-6: só arredondamento de float (as mesmas contas, agrupadas de outro\n"
