@@ -135,22 +135,6 @@ std::string quoted_prompt(const std::u32string& prompt) {
 
 std::string shape_text(const Array& a) { return shape_str(shape_of(a)); }
 
-/// Row-wise softmax in double precision (max subtracted first).
-Array softmax_rows(const Array& logits) {
-  Array probs = logits;
-  const std::size_t cols = logits.shape(1);
-  for (std::size_t r = 0; r < logits.shape(0); ++r) {
-    const Scalar* in = logits.data() + r * cols;
-    Scalar* out = probs.data() + r * cols;
-    double max = -std::numeric_limits<double>::infinity();
-    for (std::size_t c = 0; c < cols; ++c) max = std::max(max, static_cast<double>(in[c]));
-    double total = 0;
-    for (std::size_t c = 0; c < cols; ++c) total += std::exp(in[c] - max);
-    for (std::size_t c = 0; c < cols; ++c) out[c] = static_cast<Scalar>(std::exp(in[c] - max) / total);
-  }
-  return probs;
-}
-
 /// Copies the 2-D block `index` of a 3-D row-major array.
 Array block_of(const Array& a, std::size_t index) {
   const std::size_t rows = a.shape(1), cols = a.shape(2);
@@ -321,7 +305,7 @@ Inspection inspect(const LoadedModel& loaded, const std::u32string& prompt, bool
   }
   ins.logits = logits.value();
   ins.logits.reshape({n, config.vocab_size});
-  ins.probs = softmax_rows(ins.logits);
+  ins.probs = tracer.get("probs");  // the model's softmax of the logits (reference op)
   for (const std::string& name : tracer.names())
     if (name != "logits" && name != "probs") ins.snapshots.emplace_back(name, tracer.get(name));
   return ins;

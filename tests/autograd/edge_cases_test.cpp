@@ -1,4 +1,4 @@
-// Edge cases from the conventions (DESIGN.md): masked_fill's zero gradient, softmax with -inf
+// Edge cases from the conventions: masked_fill's zero gradient, softmax with -inf
 // and with huge logits, fully masked rows, cross-entropy with ignored targets, and the fused
 // masked_softmax equal to the last bit to masked_fill + softmax (what the attention snapshots
 // rely on), attention_scores / attention_mix with empty extents and at the model's shape.

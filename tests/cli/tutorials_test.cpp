@@ -3,11 +3,11 @@
 // number fails here.
 //
 // Reference values and how they were produced:
-// - Chapter 14 (seed 003, tokens 'a' and 'b'): scores [2, 0]; softmax [e^2, 1] / (e^2 + 1) =
+// - Chapter 14 (tokens 'a' and 'b'): scores [2, 0]; softmax [e^2, 1] / (e^2 + 1) =
 //   [0.880797, 0.119203]; output 0.880797*[10, 0] + 0.119203*[0, 10] = [8.807971, 1.192029].
 //   Scaled by 1/sqrt(2): scores [1.414214, 0], weights [0.804430, 0.195570], output
 //   [8.044297, 1.955703]. All computed with NumPy in double precision (/usr/bin/python3).
-// - The triangle (seed 000's worked example, Q = K = [[1,0],[1,1],[0,1]], V = [[2,0],[0,2],[2,2]],
+// - The triangle (the worked example of docs/atencao.md, Q = K = [[1,0],[1,1],[0,1]], V = [[2,0],[0,2],[2,2]],
 //   scores Q K^T / sqrt(2), causal mask): the weights and outputs printed in the seed, which
 //   NumPy reproduces: weights [[1,0,0],[0.330238,0.669762,0],[0.197776,0.401112,0.401112]],
 //   outputs [[2,0],[0.660477,1.339523],[1.197776,1.604448]].
@@ -268,7 +268,7 @@ TEST_F(Tutorials, Ch12BigramLossFalls) {
 
 // ---- attention chapters ----------------------------------------------------------------------
 
-TEST_F(Tutorials, Ch14TheThreeStepsOfSeed003) {
+TEST_F(Tutorials, Ch14TheThreeStepsOfTheTokensAAndB) {
   const std::string& out = output_of(14);
   expect_numbers(out, "notas de a", {2, 0});
   expect_numbers(out, "pesos de a", {0.880797, 0.119203});
@@ -283,7 +283,7 @@ TEST_F(Tutorials, Ch14TheThreeStepsOfSeed003) {
   expect_numbers(out, "saída causal[1]", {1.192029, 8.807971}, 3e-6);
 }
 
-TEST_F(Tutorials, Ch14TheTriangleOfSeed000) {
+TEST_F(Tutorials, Ch14TheTriangleOfTheAttentionPage) {
   const std::string& out = output_of(14);
   expect_numbers(out, "triângulo de pesos[0]", {1, 0, 0});
   expect_numbers(out, "triângulo de pesos[1]", {0.330238, 0.669762, 0});
@@ -389,6 +389,7 @@ TEST_F(Tutorials, Ch22SamplingFilters) {
 TEST_F(Tutorials, Ch23TheCacheGivesTheSameText) {
   const std::string& out = output_of(23);
   EXPECT_LT(number_on(out, "diferença máxima nos logits"), 1e-4);
+  EXPECT_LT(number_on(out, "diferença máxima entre os caminhos (rápido e referência)"), 1e-4);
   EXPECT_NE(out.find("textos iguais: sim"), std::string::npos);
 }
 

@@ -1,4 +1,4 @@
-// Tests of the decoder of seed 000 in float: configuration, parameters and init, attention
+// Tests of the decoder in float: configuration, parameters and init, attention
 // against a loop-by-loop reference, RoPE properties, the KV cache, the tracer, errors.
 
 #include <gtest/gtest.h>
@@ -47,7 +47,7 @@ Scalar at(const Array& a, std::initializer_list<std::size_t> index) {
 
 // ---- configuration -------------------------------------------------------------------------
 
-TEST(ModelConfig, DefaultsAreTheSeedModel) {
+TEST(ModelConfig, DefaultsAreTheProjectModel) {
   ModelConfig c;
   EXPECT_NO_THROW(c.validate());
   EXPECT_EQ(c.d_model, 128u);
@@ -280,8 +280,8 @@ TEST(Attention, WithAsManyKvHeadsAsQueryHeadsIsPlainMultiHeadAttention) {
 TEST(Attention, GroupedQueryAttentionSharesKvHeadHOverRep) { expect_attention_matches_loops(4, 2); }
 TEST(Attention, MultiQueryAttentionWithOneKvHead) { expect_attention_matches_loops(4, 1); }
 
-TEST(Attention, SeedWorkedExampleThreePositionsHeadDim2) {
-  // Seed 000, "Exemplo numérico completo": Q = K, V given, printed weights and outputs.
+TEST(Attention, WorkedExampleThreePositionsHeadDim2) {
+  // docs/atencao.md, "Exemplo numérico completo": Q = K, V given, printed weights and outputs.
   const Tensor Q = Tensor::from_vector({1, 0, 1, 1, 0, 1}, {3, 2});
   const Tensor V = Tensor::from_vector({2, 0, 0, 2, 2, 2}, {3, 2});
   Tensor scores = matmul(Q, transpose(Q, 0, 1)) / std::sqrt(Scalar(2));
@@ -487,7 +487,7 @@ TEST(Decoder, BadInputIsRejectedWithAClearMessage) {
 
 // ---- tracer --------------------------------------------------------------------------------
 
-TEST(Tracer, SnapshotsOfTheDefaultModelHaveTheSeedShapes) {
+TEST(Tracer, SnapshotsOfTheDefaultModelHaveTheDocumentedShapes) {
   ModelConfig c;  // vocab 65
   Decoder model(c, 21);
   const Ids tokens = random_ids(2, 10, c.vocab_size, 22);
@@ -505,7 +505,7 @@ TEST(Tracer, SnapshotsOfTheDefaultModelHaveTheSeedShapes) {
         {"attn.mask", {n, n}},       {"attn.softmax", {4, n, n}}, {"attn.mix", {4, n, 32}},
         {"attn.out", {n, 128}}};
     for (std::size_t s = 0; s < layer.size(); ++s) {
-      EXPECT_EQ(layer[s].first, Tracer::attention_snapshots()[s]);  // the seed's order
+      EXPECT_EQ(layer[s].first, Tracer::attention_snapshots()[s]);  // the order of the nine steps
       expected.push_back({p + layer[s].first, layer[s].second});
     }
     expected.push_back({p + "out", {n, 128}});
@@ -573,7 +573,7 @@ TEST(Tracer, AttentionWeightsAreCausalAndRowsSumToOne) {
 
 TEST(Tracer, ScoresSnapshotShowsEveryScoreBeforeTheMask) {
   // The model's product skips the masked scores (they are -inf at once), but the snapshot
-  // attn.scores is the seed's: Q K^T / sqrt(head_dim) at every (i, j), the future ones included.
+  // attn.scores is Q K^T / sqrt(head_dim) at every (i, j), the future ones included.
   ModelConfig c;  // 4 query heads, 2 KV heads, head_dim 32
   Decoder model(c, 36);
   Tracer tracer;

@@ -23,7 +23,7 @@ using glass_test::randomize;
 
 static_assert(sizeof(Scalar) == sizeof(double), "gradient checks need Scalar = double");
 
-// The tiny model of issue 3: d_model 16, 2 layers, 4 heads (head_dim 4), 2 KV heads, vocab 11.
+// The tiny model: d_model 16, 2 layers, 4 heads (head_dim 4), 2 KV heads, vocab 11.
 ModelConfig tiny_config() {
   ModelConfig c;
   c.vocab_size = 11;
