@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "test_util.hpp"
+#include "train/config_json.hpp"
 #include "train/trainer.hpp"
 
 using namespace glass;
@@ -69,4 +70,26 @@ TEST(AttentionPaths, ThirtyTrainingStepsGiveTheSameLossesAndGreedySamples) {
   const auto text_reference = greedy(reference->model(), prompt, 60);
   const auto text_fast = greedy(fast->model(), prompt, 60);
   EXPECT_EQ(text_reference, text_fast);
+}
+
+TEST(AttentionPaths, ConfigJsonKeepsTheSwitchAndDefaultsOldFilesToFast) {
+  ModelConfig m;
+  m.attention = "reference";
+  const std::string text = model_config_to_json(m);
+  EXPECT_NE(text.find("\"attention\": \"reference\""), std::string::npos) << text;
+  EXPECT_EQ(model_config_from_json(text, "mem").attention, "reference");
+  // A config.json written before the switch existed has no "attention": it loads as "fast".
+  std::string old = text;
+  old.replace(old.find(",\n  \"attention\": \"reference\""), std::string(",\n  \"attention\": \"reference\"").size(), "");
+  ASSERT_EQ(old.find("attention"), std::string::npos) << old;
+  EXPECT_EQ(model_config_from_json(old, "mem").attention, "fast");
+  // Any other value is refused with a message naming the field.
+  std::string bad = text;
+  bad.replace(bad.find("\"reference\""), 11, "\"flash\"");
+  try {
+    model_config_from_json(bad, "mem");
+    ADD_FAILURE() << "\"flash\" was accepted";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("attention"), std::string::npos) << e.what();
+  }
 }
