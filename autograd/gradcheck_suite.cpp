@@ -12,6 +12,7 @@
 #include <stdexcept>
 
 #include "autograd/gradcheck.hpp"
+#include "autograd/kernels/kernels.hpp"
 #include "autograd/ops.hpp"
 
 namespace glass {

@@ -1,8 +1,8 @@
 // Neural-network ops: embedding lookup, masked_fill, softmax / log_softmax over the last axis,
-// masked_softmax (masked_fill with -inf and softmax in one pass), fused cross-entropy, fused
+// fused cross-entropy, fused
 // RMSNorm, rotary position embedding (RoPE), the GQA head repeat (repeat_kv) and the causal mask.
 //
-// The row-wise ops (softmax, masked_softmax, log_softmax, cross_entropy, rms_norm) see their input as `rows`
+// The row-wise ops (log_softmax, cross_entropy, rms_norm) see their input as `rows`
 // contiguous rows of length d = last extent and run plain loops over each row; their backward
 // formulas are derived once for the fused function (cheaper and more stable than chaining the
 // primitive ops) and each one is checked against the composed version in the tests.
@@ -12,6 +12,10 @@
 #include <limits>
 #include <memory>
 #include <vector>
+
+#include <xtensor/xmath.hpp>
+#include <xtensor/xoperation.hpp>
+#include <xtensor/xreducer.hpp>
 
 #include "autograd/ops.hpp"
 #include "autograd/ops_util.hpp"
@@ -31,7 +35,7 @@ void rows_of(const Shape& s, const char* op, std::size_t& rows, std::size_t& d) 
 }
 
 /// max of a row (kNegInf for an empty row).
-Scalar row_max(const Scalar* x, std::size_t d) { return detail::max_n(x, d); }
+Scalar row_max(const Scalar* x, std::size_t d) { return detail::row_max(x, d); }
 
 /// log(sum(exp(x))) of a row, computed as max + log(sum(exp(x - max))); kNegInf when every
 /// entry is -inf.
@@ -89,60 +93,11 @@ Tensor embedding(const Tensor& weight, const Ids& ids) {
 
 // ---- masked_fill ---------------------------------------------------------------------------------
 
-namespace {
-
-/// The mask's flags laid over a tensor of shape sa, as one period that repeats over a's flat
-/// elements. When the mask matches sa's trailing axes (e.g. a causal mask (n, m) under scores
-/// (B, H, n, m)) the period is the mask itself, repeated every n*m elements; otherwise the mask
-/// is expanded to one flag per element of a (an odometer over a with the mask's strides) and the
-/// period is all of a. Throws std::invalid_argument naming `op` when the mask does not broadcast
-/// to sa (a itself is never expanded).
-std::vector<char> mask_flags(const Shape& sa, const Mask& mask, const char* op) {
-  const Shape sm = shape_of(mask);
-  bool ok = sm.size() <= sa.size();
-  for (std::size_t i = 0; ok && i < sm.size(); ++i) {
-    const std::size_t em = sm[sm.size() - 1 - i], ea = sa[sa.size() - 1 - i];
-    ok = em == ea || em == 1;
-  }
-  if (!ok) {
-    throw std::invalid_argument(std::string(op) + ": mask of shape " + shape_str(sm) +
-                                " does not broadcast to the input shape " + shape_str(sa));
-  }
-  const std::size_t n = detail::numel(sa), nd = sa.size(), nm = detail::numel(sm);
-  const bool trailing = nm > 0 && std::equal(sm.begin(), sm.end(), sa.end() - sm.size());
-  std::vector<char> masked;
-  if (trailing) {
-    masked.assign(mask.begin(), mask.end());
-  } else {
-    masked.resize(n);
-    std::vector<std::size_t> stride(nd, 0);
-    for (std::size_t i = 0, s = 1; i < sm.size(); ++i) {
-      const std::size_t em = sm[sm.size() - 1 - i];
-      stride[nd - 1 - i] = em == 1 ? 0 : s;
-      s *= em;
-    }
-    std::vector<std::size_t> index(nd, 0);
-    for (std::size_t i = 0, im = 0; i < n; ++i) {
-      masked[i] = mask.data()[im];
-      for (std::size_t d = nd; d-- > 0;) {
-        ++index[d];
-        im += stride[d];
-        if (index[d] < sa[d]) break;
-        im -= stride[d] * sa[d];
-        index[d] = 0;
-      }
-    }
-  }
-  return masked;
-}
-
-}  // namespace
-
 // out = value where mask, else a. Backward: the gradient passes where mask is false and is
 // exactly zero where it is true (the output there does not depend on a).
 Tensor masked_fill(const Tensor& a, const Mask& mask, Scalar value) {
   const Shape sa = a.shape();
-  std::vector<char> masked = mask_flags(sa, mask, "masked_fill");
+  std::vector<char> masked = detail::mask_flags(sa, mask, "masked_fill");
   const std::size_t n = a.size();
   const std::size_t period = masked.size();
   Array out = detail::empty_array(sa);
@@ -165,128 +120,33 @@ Tensor masked_fill(const Tensor& a, const Mask& mask, Scalar value) {
 }
 
 // ---- softmax -----------------------------------------------------------------------------------
-// y_j = exp(x_j - max) / sum_k exp(x_k - max) over the last axis.
-// Backward: dx_j = y_j (g_j - sum_k g_k y_k). A row of all -inf gives y = 0, hence dx = 0.
+// y = exp(x - max) / sum(exp(x - max)) over the last axis, as NumPy:
+//   m = x.max(-1, keepdims=True); e = np.exp(x - m); y = e / e.sum(-1, keepdims=True)
+// Backward: dx = y * (g - sum(g * y, -1, keepdims=True)).
+// A row of all -inf (every key masked) has sum 0 and gives y = 0, hence dx = 0. A NaN anywhere in
+// a row makes the whole row NaN, as in PyTorch (e^(NaN - m) reaches the sum).
 Tensor softmax(const Tensor& a) {
-  std::size_t rows, d;
-  rows_of(a.shape(), "softmax", rows, d);
-  Array out = detail::empty_array(a.shape());
-  for (std::size_t r = 0; r < rows; ++r) {
-    const Scalar* x = a.value().data() + r * d;
-    Scalar* y = out.data() + r * d;
-    detail::softmax_row(x, y, d);
+  if (a.dim() == 0) throw std::invalid_argument("softmax: needs at least one axis, got shape ()");
+  const std::size_t last = a.dim() - 1;
+  const Array& x = a.value();
+  Array y = x;  // an empty last axis stays empty
+  if (a.size() > 0) {
+    Array m = xt::amax(x, {last}, xt::keep_dims);
+    m = xt::where(xt::equal(m, kNegInf), Scalar(0), m);  // all -inf: any shift gives e = 0
+    const Array e = xt::exp(x - m);
+    const Array total = xt::sum(e, {last}, xt::keep_dims);
+    y = xt::where(xt::equal(total, Scalar(0)), Scalar(0), e / total);
   }
   const bool track = needs_grad({&a});
-  Tensor result = detail::make_output(std::move(out), track);
+  Tensor result = detail::make_output(std::move(y), track);
   if (track) {
     // y is read through a plain pointer, not a Tensor (the record owns the output, see unary_op).
-    const TensorImpl* y = result.impl();
-    tape().record("softmax", result, [a, y, rows, d](const Array& grad) {
-      Array ga = detail::empty_array(a.shape());
-      for (std::size_t r = 0; r < rows; ++r) {
-        const Scalar* yr = y->value.data() + r * d;
-        const Scalar* g = grad.data() + r * d;
-        const Scalar dot = detail::dot_n(g, yr, d);  // sum_k g_k y_k
-        Scalar* dx = ga.data() + r * d;
-        for (std::size_t j = 0; j < d; ++j) dx[j] = yr[j] * (g[j] - dot);
-      }
-      accumulate_grad(a, std::move(ga));
+    const TensorImpl* out = result.impl();
+    tape().record("softmax", result, [a, out, last](const Array& g) {
+      const Array& y = out->value;
+      const Array gy = xt::sum(g * y, {last}, xt::keep_dims);  // sum_k g_k y_k per row
+      accumulate_grad(a, Array(y * (g - gy)));
     });
-  }
-  return result;
-}
-
-// ---- masked_softmax ------------------------------------------------------------------------------
-// softmax(masked_fill(x, mask, -inf)) in one pass: y_j = exp(x_j - max) / sum_k exp(x_k - max)
-// over the allowed (unmasked) j and k, y_j = 0 at masked j. Backward, as softmax's:
-// dx_j = y_j (g_j - sum_k g_k y_k) at allowed j, exactly 0 at masked j.
-//
-// Most attention rows are "prefix" rows: the first k keys are allowed and the rest masked (every
-// row of a causal mask). Such a row only computes over x[0..k) and writes zeros after, so the
-// masked future costs nothing. Any other row checks the flag of each entry.
-Tensor masked_softmax(const Tensor& scores, const Mask& mask) {
-  std::size_t rows, d;
-  rows_of(scores.shape(), "masked_softmax", rows, d);
-  std::vector<char> masked = mask_flags(scores.shape(), mask, "masked_softmax");
-  if (d > 0 && masked.size() % d != 0) masked.assign(d, masked[0]);  // mask of shape (): one row
-  // The flags come in mask_rows rows of length d; scores row r uses flag row r % mask_rows.
-  // prefix[q] = k when flag row q is k allowed entries then only masked ones, else kGeneral.
-  constexpr std::size_t kGeneral = static_cast<std::size_t>(-1);
-  const std::size_t mask_rows = d > 0 ? masked.size() / d : 0;
-  std::vector<std::size_t> prefix(mask_rows);
-  for (std::size_t q = 0; q < mask_rows; ++q) {
-    const char* f = masked.data() + q * d;
-    const std::size_t k = static_cast<std::size_t>(std::find(f, f + d, char(1)) - f);
-    prefix[q] = std::all_of(f + k, f + d, [](char m) { return m != 0; }) ? k : kGeneral;
-  }
-  // A prefix row's exponentials and sum run over its first k entries rounded up to whole SIMD
-  // batches (the entries between k and that bound are exp(-inf) = 0): then every entry goes
-  // through the same vectorized exp, and the sum through the same partial sums, as softmax over
-  // the full masked row, so the result is bit-identical to softmax(masked_fill(x, mask, -inf)).
-  constexpr std::size_t width = xsimd::batch<Scalar>::size;
-  auto span_of = [d, width](std::size_t k) { return std::min(d, (k + width - 1) / width * width); };
-
-  Array out = detail::empty_array(scores.shape());
-  for (std::size_t r = 0; r < rows; ++r) {
-    const Scalar* x = scores.value().data() + r * d;
-    Scalar* y = out.data() + r * d;
-    const std::size_t k = prefix[r % mask_rows];
-    if (k != kGeneral) {
-      const Scalar m = detail::max_n(x, k);  // -inf when k == 0 (fully masked row)
-      if (m == kNegInf) {
-        std::fill(y, y + d, Scalar(0));
-        continue;
-      }
-      const std::size_t span = span_of(k);
-      for (std::size_t j = 0; j < k; ++j) y[j] = x[j] - m;
-      std::fill(y + k, y + span, kNegInf);
-      detail::exp_n(y, y, span);  // e^(x - max); the -inf padding gives 0
-      const Scalar inv = 1 / detail::sum_n(y, span);
-      for (std::size_t j = 0; j < k; ++j) y[j] *= inv;
-      std::fill(y + k, y + d, Scalar(0));
-    } else {
-      const char* f = masked.data() + (r % mask_rows) * d;
-      Scalar m = kNegInf;
-      for (std::size_t j = 0; j < d; ++j)
-        if (!f[j]) m = std::max(m, x[j]);
-      if (m == kNegInf) {
-        std::fill(y, y + d, Scalar(0));
-        continue;
-      }
-      for (std::size_t j = 0; j < d; ++j) y[j] = f[j] ? kNegInf : x[j] - m;
-      detail::exp_n(y, y, d);
-      const Scalar inv = 1 / detail::sum_n(y, d);
-      for (std::size_t j = 0; j < d; ++j) y[j] *= inv;
-    }
-  }
-  const bool track = needs_grad({&scores});
-  Tensor result = detail::make_output(std::move(out), track);
-  if (track) {
-    // y is read through a plain pointer, not a Tensor (the record owns the output, see softmax).
-    const TensorImpl* y = result.impl();
-    tape().record("masked_softmax", result,
-                  [scores, y, rows, d, mask_rows, span_of, masked = std::move(masked),
-                   prefix = std::move(prefix)](Array& grad) {
-                    // dx overwrites g in place, row by row (each row's dot is taken first).
-                    Array ga = detail::take_grad(grad);
-                    for (std::size_t r = 0; r < rows; ++r) {
-                      const Scalar* yr = y->value.data() + r * d;
-                      Scalar* dx = ga.data() + r * d;
-                      const Scalar* g = dx;
-                      const std::size_t k = prefix[r % mask_rows];
-                      if (k != kGeneral) {
-                        // y is 0 past k, so the dot over the span equals the one over the row.
-                        const Scalar dot = detail::dot_n(g, yr, span_of(k));  // sum_k g_k y_k
-                        for (std::size_t j = 0; j < k; ++j) dx[j] = yr[j] * (g[j] - dot);
-                        std::fill(dx + k, dx + d, Scalar(0));
-                      } else {
-                        const char* f = masked.data() + (r % mask_rows) * d;
-                        const Scalar dot = detail::dot_n(g, yr, d);
-                        for (std::size_t j = 0; j < d; ++j) dx[j] = f[j] ? Scalar(0) : yr[j] * (g[j] - dot);
-                      }
-                    }
-                    accumulate_grad(scores, std::move(ga));
-                  });
   }
   return result;
 }

@@ -1,5 +1,5 @@
 #pragma once
-// Internal helpers shared by the ops_*.cpp files (not part of the public API).
+// Internal helpers shared by the ops_*.cpp files and the kernels (not part of the public API).
 
 #include <algorithm>
 #include <cmath>
@@ -7,8 +7,7 @@
 #include <stdexcept>
 #include <string>
 #include <utility>
-
-#include <xsimd/xsimd.hpp>
+#include <vector>
 
 #include "autograd/tape.hpp"
 #include "autograd/tensor.hpp"
@@ -37,70 +36,39 @@ inline std::size_t normalize_axis(int axis, std::size_t ndim, const char* op, co
 /// An uninitialized array of the given shape (every element is written by the caller).
 inline Array empty_array(const Shape& shape) { return Array::from_shape(shape); }
 
-/// out[i] = e^in[i] for i < n (in == out is allowed). The hot exponentials (softmax rows,
-/// SiLU) go through here: xsimd evaluates a whole SIMD register of them at once (16 floats with
-/// AVX-512), several times faster than calling std::exp per element; the tail uses std::exp.
-inline void exp_n(const Scalar* in, Scalar* out, std::size_t n) {
-  using Batch = xsimd::batch<Scalar>;
-  constexpr std::size_t width = Batch::size;
-  std::size_t i = 0;
-  for (; i + width <= n; i += width) xsimd::exp(Batch::load_unaligned(in + i)).store_unaligned(out + i);
-  for (; i < n; ++i) out[i] = std::exp(in[i]);
+/// Plain row reductions of n contiguous values, written as their definitions (left-to-right
+/// sums; std::max, so a NaN compares false and is skipped here: the callers' formulas
+/// propagate it). The vectorised versions live in autograd/kernels/simd.hpp.
+inline Scalar row_max(const Scalar* x, std::size_t n) {
+  Scalar m = -std::numeric_limits<Scalar>::infinity();
+  for (std::size_t i = 0; i < n; ++i) m = std::max(m, x[i]);
+  return m;
 }
 
-/// Row reductions for the row-wise kernels (softmax, RMSNorm): sum, dot product and max of
-/// n contiguous values. They keep one SIMD register of partial results and combine its lanes at
-/// the end (a plain `total += x[j]` loop cannot be vectorized without -ffast-math, because it
-/// fixes the order of the additions); the result differs from a left-to-right sum by rounding only.
-inline Scalar sum_n(const Scalar* x, std::size_t n) {
-  using Batch = xsimd::batch<Scalar>;
-  Batch partial(Scalar(0));
-  std::size_t i = 0;
-  for (; i + Batch::size <= n; i += Batch::size) partial += Batch::load_unaligned(x + i);
-  Scalar total = xsimd::hadd(partial);
-  for (; i < n; ++i) total += x[i];
+inline Scalar row_sum(const Scalar* x, std::size_t n) {
+  Scalar total = 0;
+  for (std::size_t i = 0; i < n; ++i) total += x[i];
   return total;
 }
 
+/// x . y over n values. Eight independent partial sums (the compiler keeps them in one SIMD
+/// register without -ffast-math), combined at the end.
 inline Scalar dot_n(const Scalar* x, const Scalar* y, std::size_t n) {
-  using Batch = xsimd::batch<Scalar>;
-  Batch partial(Scalar(0));
+  Scalar partial[8] = {0, 0, 0, 0, 0, 0, 0, 0};
   std::size_t i = 0;
-  for (; i + Batch::size <= n; i += Batch::size)
-    partial = xsimd::fma(Batch::load_unaligned(x + i), Batch::load_unaligned(y + i), partial);
-  Scalar total = xsimd::hadd(partial);
+  for (; i + 8 <= n; i += 8)
+    for (std::size_t j = 0; j < 8; ++j) partial[j] += x[i + j] * y[i + j];
+  Scalar total = 0;
+  for (Scalar p : partial) total += p;
   for (; i < n; ++i) total += x[i] * y[i];
   return total;
 }
 
-/// max of x[0..n); -infinity when n == 0.
-inline Scalar max_n(const Scalar* x, std::size_t n) {
-  using Batch = xsimd::batch<Scalar>;
-  constexpr Scalar kLowest = -std::numeric_limits<Scalar>::infinity();
-  Batch partial(kLowest);
-  std::size_t i = 0;
-  for (; i + Batch::size <= n; i += Batch::size) partial = xsimd::max(partial, Batch::load_unaligned(x + i));
-  alignas(64) Scalar lanes[Batch::size];
-  partial.store_aligned(lanes);
-  Scalar m = kLowest;
-  for (Scalar lane : lanes) m = std::max(m, lane);
-  for (; i < n; ++i) m = std::max(m, x[i]);
-  return m;
-}
-
-/// y = softmax(x) of one row of n values: e^(x - max) / sum, with the vectorized exp and sum.
-/// A row of all -inf (fully masked) gives zeros, never NaN. y == x is allowed. Used by the
-/// softmax op and by generation's attention over the KV cache.
-inline void softmax_row(const Scalar* x, Scalar* y, std::size_t n) {
-  const Scalar m = max_n(x, n);
-  if (m == -std::numeric_limits<Scalar>::infinity()) {
-    std::fill(y, y + n, Scalar(0));
-    return;
-  }
-  for (std::size_t j = 0; j < n; ++j) y[j] = x[j] - m;
-  exp_n(y, y, n);  // e^(x - max); masked entries (-inf) give 0
-  const Scalar inv = 1 / sum_n(y, n);
-  for (std::size_t j = 0; j < n; ++j) y[j] *= inv;
+/// True when some x[i] is NaN (softmax must then give NaN, as PyTorch does).
+inline bool any_nan(const Scalar* x, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i)
+    if (std::isnan(x[i])) return true;
+  return false;
 }
 
 /// Where an op's backward writes the gradient of input t: straight into t's existing grad
@@ -141,6 +109,51 @@ struct GradTarget {
 inline Array take_grad(Array& grad) {
   if (tape().grad_disposable()) return std::move(grad);
   return grad;
+}
+
+/// The mask's flags laid over a tensor of shape sa, as one period that repeats over a's flat
+/// elements. When the mask matches sa's trailing axes (e.g. a causal mask (n, m) under scores
+/// (B, H, n, m)) the period is the mask itself, repeated every n*m elements; otherwise the mask
+/// is expanded to one flag per element of a (an odometer over a with the mask's strides) and the
+/// period is all of a. Throws std::invalid_argument naming `op` when the mask does not broadcast
+/// to sa (a itself is never expanded).
+inline std::vector<char> mask_flags(const Shape& sa, const Mask& mask, const char* op) {
+  const Shape sm = shape_of(mask);
+  bool ok = sm.size() <= sa.size();
+  for (std::size_t i = 0; ok && i < sm.size(); ++i) {
+    const std::size_t em = sm[sm.size() - 1 - i], ea = sa[sa.size() - 1 - i];
+    ok = em == ea || em == 1;
+  }
+  if (!ok) {
+    throw std::invalid_argument(std::string(op) + ": mask of shape " + shape_str(sm) +
+                                " does not broadcast to the input shape " + shape_str(sa));
+  }
+  const std::size_t n = numel(sa), nd = sa.size(), nm = numel(sm);
+  const bool trailing = nm > 0 && std::equal(sm.begin(), sm.end(), sa.end() - sm.size());
+  std::vector<char> masked;
+  if (trailing) {
+    masked.assign(mask.begin(), mask.end());
+  } else {
+    masked.resize(n);
+    std::vector<std::size_t> stride(nd, 0);
+    for (std::size_t i = 0, s = 1; i < sm.size(); ++i) {
+      const std::size_t em = sm[sm.size() - 1 - i];
+      stride[nd - 1 - i] = em == 1 ? 0 : s;
+      s *= em;
+    }
+    std::vector<std::size_t> index(nd, 0);
+    for (std::size_t i = 0, im = 0; i < n; ++i) {
+      masked[i] = mask.data()[im];
+      for (std::size_t d = nd; d-- > 0;) {
+        ++index[d];
+        im += stride[d];
+        if (index[d] < sa[d]) break;
+        im -= stride[d] * sa[d];
+        index[d] = 0;
+      }
+    }
+  }
+  return masked;
 }
 
 /// The op's output tensor; it requires grad exactly when the op is recorded.

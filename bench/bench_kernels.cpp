@@ -4,7 +4,7 @@
 // fused ops next to the compositions they replace (silu_mul vs silu(gate) * up, masked_softmax
 // vs masked_fill + softmax).
 //
-// Shapes (the default ModelConfig, batch of 3 sequences of 256 tokens = 768 rows):
+// Shapes (the default model, batch of 3 sequences of 256 tokens = 768 rows):
 //   linear 768x128 -> 344 (SwiGLU up/gate), 768x128 -> 128 (attention projections),
 //   attention scores: 12 (= 3 batch x 4 heads) ... here 48 = 12*4 products of (64, 32) x (32, 64).
 //   silu_mul (12*64, 344) = the 12x64 training step's SwiGLU gate; masked_softmax (12, 4, 64, 64)
@@ -18,6 +18,7 @@
 #include <cmath>
 #include <limits>
 
+#include "autograd/kernels/kernels.hpp"
 #include "autograd/ops.hpp"
 #include "autograd/tape.hpp"
 

@@ -3,7 +3,7 @@
 //
 //   bench_train_step [--threads N] [--shapes 12x64,8x256] [--warmup 10] [--steps 40]
 //                    [--gen_tokens 200] [--gen_reps 7] [--no_gen] [--no_train] [--cache_only]
-//                    [--profile N]
+//                    [--profile N] [--attention fast|reference]
 //
 // train_step: forward + cross-entropy + zero_grad + backward + clip_grad_norm(1.0) + AdamW.step
 //             (the Trainer's step), on 8 pre-built random batches, `--warmup` untimed steps then
@@ -16,6 +16,7 @@
 // --profile N: after the timed steps, N more steps with the tape's per-op profiling
 //             (Tape::set_profiling), printed as a table of ms per step per op, largest first.
 // --threads N sets OpenBLAS's thread count (openblas_set_num_threads), the only thread pool.
+// --attention picks ModelConfig::attention: "fast" (the default, as glass train) or "reference".
 // Prints a human summary and one JSON line prefixed with 'RESULT ' (same keys as bench.py).
 
 #include <cblas.h>
@@ -88,6 +89,7 @@ struct Options {
   int warmup = 10, steps = 40, gen_tokens = 200, gen_reps = 7;
   bool no_gen = false, no_train = false, cache_only = false;
   int profile = 0;  // extra steps run with the tape's per-op profiling (0 = none)
+  std::string attention = "fast";  // ModelConfig::attention: the path measured
 };
 
 Options parse(int argc, char** argv) {
@@ -121,6 +123,7 @@ Options parse(int argc, char** argv) {
     else if (a == "--no_train") o.no_train = true;
     else if (a == "--cache_only") o.cache_only = true;  // generation with the KV cache only
     else if (a == "--profile") o.profile = number();
+    else if (a == "--attention") o.attention = value();
     else {
       std::cerr << "bench_train_step: unknown option '" << a << "' (see the comment at the top of "
                    "bench/bench_train_step.cpp)\n";
@@ -277,7 +280,9 @@ int main(int argc, char** argv) {
   openblas_set_num_threads(o.threads);
   ModelConfig cfg;  // the default model, vocab 65 as bench.py
   cfg.vocab_size = 65;
-  json res = {{"program", "glass"}, {"threads", o.threads},
+  cfg.attention = o.attention;
+  cfg.validate();
+  json res = {{"program", "glass"}, {"threads", o.threads}, {"attention", o.attention},
               {"openblas_get_num_threads", openblas_get_num_threads()},
               {"params", Decoder(cfg, 0).num_parameters()}};
   if (!o.no_train) {

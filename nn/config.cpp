@@ -51,6 +51,8 @@ void ModelConfig::validate() const {
           "rope_base must be a finite number > 1 (got " + std::to_string(rope_base) + ")");
   require(std::isfinite(norm_eps) && norm_eps > 0.0,
           "norm_eps must be a finite number > 0 (got " + std::to_string(norm_eps) + ")");
+  require(attention == "reference" || attention == "fast",
+          "attention must be \"reference\" or \"fast\" (got \"" + attention + "\")");
   require(std::isfinite(init_std) && init_std >= 0.0,
           "init_std must be a finite number >= 0 (got " + std::to_string(init_std) + ")");
 }

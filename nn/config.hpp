@@ -1,5 +1,5 @@
 #pragma once
-// ModelConfig: every size of the decoder. Defaults are the model of seed 000 / DESIGN.md.
+// ModelConfig: every size of the decoder, and which attention code runs it.
 
 #include <cstddef>
 #include <string>
@@ -20,10 +20,17 @@ struct ModelConfig {
   double rope_base = 10000.0;         ///< RoPE theta: pair i turns by pos * base^(-2i/head_dim)
   double norm_eps = 1e-5;             ///< RMSNorm epsilon
   double init_std = 0.02;             ///< N(0, init_std) init; wo and w2 use init_std / sqrt(2 n_layers)
+  /// Which code computes attention and the SwiGLU gate (like nanoGPT's `flash` switch):
+  /// "reference" = the nine steps on the primitive ops (matmul, masked_fill, softmax, repeat_kv;
+  /// Attention::forward_reference), "fast" = the fused kernels of autograd/kernels/ (the same
+  /// numbers to rounding, proven by tests/nn/attention_paths_test.cpp). Not a size: it changes
+  /// no weight. A tracer always runs the reference path (its snapshots are those steps).
+  std::string attention = "fast";
 
   std::size_t head_dim() const { return d_model / n_heads; }
   /// Throws std::invalid_argument saying what is wrong: a zero size, d_model != n_heads * head_dim,
-  /// n_heads not a multiple of n_kv_heads, an odd head_dim (RoPE needs pairs), eps <= 0, ...
+  /// n_heads not a multiple of n_kv_heads, an odd head_dim (RoPE needs pairs), eps <= 0,
+  /// attention neither "reference" nor "fast", ...
   void validate() const;
 };
 

@@ -22,9 +22,9 @@ Block::Block(const ModelConfig& config, Rng& rng)
   register_module("feed_forward", feed_forward);
 }
 
-Tensor Block::forward(const Tensor& x, std::size_t layer, KVCache* cache, Tracer* tracer) const {
+Tensor Block::forward(const Tensor& x, LayerKVCache* cache, Tracer* tracer) const {
   // Pre-norm residual: each sub-layer reads a normalised copy and adds its result to the stream.
-  Tensor h = x + attention.forward(attention_norm.forward(x), layer, cache, tracer);
+  Tensor h = x + attention.forward(attention_norm.forward(x), cache, tracer);
   return h + feed_forward.forward(ffn_norm.forward(h));
 }
 
@@ -101,8 +101,8 @@ Tensor Decoder::forward(const Ids& tokens, KVCache* cache, Tracer* tracer) const
   Tensor x = tok_embeddings.forward(tokens);  // (B, T, d_model)
   if (tracer) tracer->record("embeddings", x.value());
   for (std::size_t i = 0; i < layers.size(); ++i) {
-    x = layers[i]->forward(x, i, cache, tracer);
-    if (tracer) tracer->record("layers." + std::to_string(i) + ".out", x.value());
+    x = layers[i]->forward(x, cache ? &cache->layers[i] : nullptr, tracer);
+    if (tracer) tracer->record(layers[i]->path() + ".out", x.value());
   }
   Tensor logits = output.forward(norm.forward(x));  // (B, T, vocab_size)
   if (tracer) {
@@ -111,6 +111,17 @@ Tensor Decoder::forward(const Ids& tokens, KVCache* cache, Tracer* tracer) const
   }
   if (cache) cache->advance(T);
   return logits;
+}
+
+void Decoder::set_attention(const std::string& path) {
+  ModelConfig changed = config_;
+  changed.attention = path;
+  changed.validate();
+  config_ = changed;
+  for (auto& block : layers) {
+    block->attention.fast = path == "fast";
+    block->feed_forward.fast = path == "fast";
+  }
 }
 
 }  // namespace GLASS_PRECISION

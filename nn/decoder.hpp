@@ -1,8 +1,9 @@
 #pragma once
-// The LLaMA-style character decoder of seed 000: Linear, Embedding, RMSNorm, Attention
-// (RoPE + GQA + KV cache), SwiGLU, Block, Decoder.
+// The LLaMA-style character decoder: Linear, Embedding, RMSNorm, Attention (RoPE + GQA +
+// KV cache), SwiGLU, Block, Decoder.
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "autograd/ops.hpp"
@@ -43,37 +44,29 @@ class RMSNorm : public Module {
   double eps;
 };
 
-/// Post-RoPE keys and values of every layer, for incremental decoding (generation).
-/// Per layer: keys and values of shape (B, capacity, n_kv_heads, head_dim), capacity =
-/// context_length, positions before heads (the layout of the projections, so one position of
-/// a batch row, all heads, is contiguous); positions 0 .. length()-1 are filled. The cache
-/// holds plain values (no gradient flows into past positions), so it is meant for use under
-/// NoGradGuard.
-class KVCache {
+/// One layer's post-RoPE keys and values, for incremental decoding (generation). keys and values
+/// are (B, capacity, n_kv_heads, head_dim), capacity = context_length, positions before heads
+/// (the projections' layout, so one position of a batch row, all heads, is contiguous);
+/// positions 0 .. length()-1 are filled. Plain values (no gradient flows into past positions),
+/// so it is meant for use under NoGradGuard. Each Attention reads and writes only its own.
+class LayerKVCache {
  public:
-  KVCache(const ModelConfig& config, std::size_t batch_size);
+  LayerKVCache(std::size_t batch_size, std::size_t capacity, std::size_t n_kv_heads,
+               std::size_t head_dim);
   std::size_t length() const { return length_; }  ///< positions already cached (= start)
   std::size_t capacity() const { return capacity_; }
-  std::size_t batch_size() const { return batch_size_; }
-  /// Forgets every cached position (length() becomes 0); the storage is kept.
-  void clear();
-  // Used by Attention: append() the new keys/values (B, n, n_kv_heads, head_dim) of `layer`
-  // and read the earlier ones with cached_keys()/cached_values(). Decoder::forward calls
-  // advance(n) once, after every layer appended.
-  std::vector<Array> keys, values;  ///< per layer, (B, capacity, n_kv_heads, head_dim)
+  /// Writes new keys and values (B, n, n_kv_heads, head_dim) at positions length() ..
+  /// length()+n-1 without advancing length() (KVCache::advance does, once every layer wrote).
+  /// Throws std::invalid_argument on a shape mismatch or when the positions do not fit.
+  void append(const Array& new_keys, const Array& new_values);
+  /// Copies of the first `m` cached positions (m is capped at capacity()):
+  /// (B, m, n_kv_heads, head_dim), one contiguous copy per batch row.
+  Array cached_keys(std::size_t m) const;
+  Array cached_values(std::size_t m) const;
   /// Marks n more positions as cached. Throws std::invalid_argument past capacity().
   void advance(std::size_t n);
-
-  /// Writes new keys and values (B, n, n_kv_heads, head_dim) of `layer` at positions
-  /// length() .. length()+n-1. Throws std::invalid_argument on a shape mismatch or when the
-  /// positions do not fit in capacity().
-  void append(std::size_t layer, const Array& new_keys, const Array& new_values);
-  /// Copies of the first `m` cached positions of `layer` (m is capped at capacity()):
-  /// (B, m, n_kv_heads, head_dim), one contiguous copy per batch row. Not repeated for GQA:
-  /// attention_scores / attention_mix read KV head h / n_rep for query head h directly.
-  /// Throws std::out_of_range for a missing layer.
-  Array cached_keys(std::size_t layer, std::size_t m) const;
-  Array cached_values(std::size_t layer, std::size_t m) const;
+  void clear() { length_ = 0; }
+  Array keys, values;  ///< (B, capacity, n_kv_heads, head_dim)
 
  private:
   std::size_t length_ = 0;
@@ -83,21 +76,51 @@ class KVCache {
   std::size_t head_dim_ = 0;
 };
 
-/// Grouped-query causal self-attention, in the seed's order:
-/// X -> Q/K/V -> RoPE on Q/K -> KV cache -> GQA expansion -> QK^T/sqrt(d_k) -> causal mask ->
-/// softmax -> mix with V -> W_O. q, k, v stay (B, positions, heads, head_dim); the GQA expansion
-/// is by index inside attention_scores / attention_mix (query head h reads KV head h / n_rep).
+/// The KV cache of the whole model: one LayerKVCache per decoder block (layers[i] belongs to
+/// Decoder::layers[i]). Decoder::forward hands each block its part and advances all of them by
+/// the number of new tokens at the end.
+class KVCache {
+ public:
+  KVCache(const ModelConfig& config, std::size_t batch_size);
+  std::size_t length() const { return layers.empty() ? 0 : layers[0].length(); }
+  std::size_t capacity() const { return capacity_; }
+  std::size_t batch_size() const { return batch_size_; }
+  /// Forgets every cached position (length() becomes 0); the storage is kept.
+  void clear();
+  /// Marks n more positions as cached in every layer. Throws std::invalid_argument past capacity().
+  void advance(std::size_t n);
+  std::vector<LayerKVCache> layers;
+
+ private:
+  std::size_t capacity_ = 0;
+  std::size_t batch_size_ = 0;
+};
+
+/// Grouped-query causal self-attention in nine steps:
+/// X -> Q/K/V -> RoPE on Q/K -> KV cache -> GQA expansion (repeat_kv) -> QK^T/sqrt(d_k) ->
+/// causal mask (masked_fill) -> softmax -> mix with V (matmul) -> W_O.
+/// forward_reference (nn/attention.cpp) runs them on the reference ops; forward_fast
+/// (nn/attention_fast.cpp) runs steps 3-8 in the fused kernels of autograd/kernels/.
 class Attention : public Module {
  public:
   Attention(const ModelConfig& config, Rng& rng);
-  /// x (B, n, d_model) at absolute positions start .. start+n-1 (start = cache ? cache->length() : 0)
-  /// -> (B, n, d_model). With a cache, attends over the m = start + n cached keys and writes
-  /// the new ones into it (the caller advances it). `layer` names the tracer snapshots
-  /// ("layers.{layer}.attn.*") and selects the cache slot. std::invalid_argument when x is not 3-D.
-  Tensor forward(const Tensor& x, std::size_t layer, KVCache* cache, Tracer* tracer) const;
+  /// x (B, n, d_model) at absolute positions start .. start+n-1 (start = cache ? cache->length()
+  /// : 0) -> (B, n, d_model). With a cache, attends over the m = start + n keys and writes the new
+  /// ones into it (the caller advances it). Runs forward_fast when `fast` and no tracer is
+  /// given, forward_reference otherwise. std::invalid_argument when x is not 3-D.
+  Tensor forward(const Tensor& x, LayerKVCache* cache = nullptr, Tracer* tracer = nullptr) const;
+  /// The nine steps on matmul, masked_fill, softmax and repeat_kv; the tracer (if any) records
+  /// each step as "<block path>.attn.q" ... ".attn.out" (see nn/tracer.hpp).
+  Tensor forward_reference(const Tensor& x, LayerKVCache* cache, Tracer* tracer) const;
+  /// The same numbers to rounding, steps 3-8 fused: causal_attention while training,
+  /// attend_to_cache when generating under NoGradGuard with a cache.
+  Tensor forward_fast(const Tensor& x, LayerKVCache* cache) const;
+  /// The tracer's name of a step: path "layers.2.attention" -> "layers.2.attn.<step>".
+  std::string snapshot_name(const std::string& step) const;
   Linear wq, wk, wv, wo;
   std::size_t n_heads, n_kv_heads, head_dim;
   double rope_base;
+  bool fast;  ///< ModelConfig::attention == "fast"
 };
 
 /// SwiGLU feed-forward (Shazeer 2020): w2(silu(w1 x) * w3 x); w1 gate (ffn_hidden, d_model),
@@ -105,16 +128,19 @@ class Attention : public Module {
 class SwiGLU : public Module {
  public:
   SwiGLU(const ModelConfig& config, Rng& rng);
-  Tensor forward(const Tensor& x) const;  ///< (..., d_model) -> (..., d_model)
+  /// (..., d_model) -> (..., d_model): w2(silu(w1 x) * w3 x), the gate as silu_mul when `fast`.
+  Tensor forward(const Tensor& x) const;
   Linear w1, w2, w3;
+  bool fast;  ///< ModelConfig::attention == "fast"
 };
 
 /// Pre-norm decoder block: x = x + attention(attention_norm(x)); x = x + feed_forward(ffn_norm(x)).
 class Block : public Module {
  public:
   Block(const ModelConfig& config, Rng& rng);
-  /// x (B, n, d_model) -> (B, n, d_model); layer, cache and tracer as in Attention::forward.
-  Tensor forward(const Tensor& x, std::size_t layer, KVCache* cache, Tracer* tracer) const;
+  /// x (B, n, d_model) -> (B, n, d_model); cache (this block's part) and tracer as in
+  /// Attention::forward.
+  Tensor forward(const Tensor& x, LayerKVCache* cache = nullptr, Tracer* tracer = nullptr) const;
   RMSNorm attention_norm;
   Attention attention;
   RMSNorm ffn_norm;
@@ -142,6 +168,9 @@ class Decoder : public Module {
   /// does not exist; the cache is then unchanged.
   Tensor forward(const Ids& tokens, KVCache* cache = nullptr, Tracer* tracer = nullptr) const;
   const ModelConfig& config() const { return config_; }
+  /// Switches every layer to the "reference" or "fast" path (ModelConfig::attention); the
+  /// weights stay. Throws std::invalid_argument for any other value.
+  void set_attention(const std::string& path);
 
   Embedding tok_embeddings;
   std::vector<std::unique_ptr<Block>> layers;

@@ -2,6 +2,8 @@
 
 #include "nn/decoder.hpp"
 
+#include "autograd/kernels/kernels.hpp"
+
 #include <cmath>
 
 namespace glass {
@@ -38,15 +40,18 @@ SwiGLU::SwiGLU(const ModelConfig& config, Rng& rng)
       // nanoGPT: residual output projections get std / sqrt(2 * n_layers)
       w2(config.ffn_hidden, config.d_model,
          config.init_std / std::sqrt(2.0 * static_cast<double>(config.n_layers)), rng),
-      w3(config.d_model, config.ffn_hidden, config.init_std, rng) {
+      w3(config.d_model, config.ffn_hidden, config.init_std, rng),
+      fast(config.attention == "fast") {
   register_module("w1", w1);
   register_module("w2", w2);
   register_module("w3", w3);
 }
 
 Tensor SwiGLU::forward(const Tensor& x) const {
-  // silu(w1 x) * (w3 x), fused: one pass over memory instead of three.
-  return w2.forward(silu_mul(w1.forward(x), w3.forward(x)));
+  // The gate silu(w1 x) times the up projection w3 x, then down with w2. The fast path fuses the
+  // gate into one pass over memory (silu_mul, autograd/kernels/silu_mul.cpp).
+  if (fast) return w2.forward(silu_mul(w1.forward(x), w3.forward(x)));
+  return w2.forward(silu(w1.forward(x)) * w3.forward(x));
 }
 
 }  // namespace GLASS_PRECISION

@@ -39,6 +39,12 @@ Tensor Module::register_parameter(const std::string& name, Tensor t) {
 
 void Module::register_module(const std::string& name, Module& child) {
   children_.emplace_back(name, &child);
+  child.set_path(path_.empty() ? name : path_ + "." + name);
+}
+
+void Module::set_path(const std::string& path) {
+  path_ = path;
+  for (auto& [name, child] : children_) child->set_path(path + "." + name);
 }
 
 }  // namespace GLASS_PRECISION

@@ -33,6 +33,10 @@ class Module {
   std::size_t num_parameters() const;
   /// Sets every parameter's gradient to zero.
   void zero_grad();
+  /// Where this module sits in the model, e.g. "layers.2.attention" ("" for the root). Set when
+  /// a parent registers it (and again for the whole subtree when the parent itself is
+  /// registered); parameter names and tracer snapshots are built from it.
+  const std::string& path() const { return path_; }
 
  protected:
   /// Registers a parameter (sets requires_grad and its name) and returns it.
@@ -43,6 +47,8 @@ class Module {
  private:
   std::vector<std::pair<std::string, Tensor>> params_;
   std::vector<std::pair<std::string, Module*>> children_;
+  std::string path_;
+  void set_path(const std::string& path);
 };
 
 }  // namespace GLASS_PRECISION

@@ -14,8 +14,9 @@ inline namespace GLASS_PRECISION {
 /// (batch element `batch_index`). Attach it by passing it to Decoder::forward; a null tracer
 /// costs nothing.
 ///
-/// Snapshot names (L = layer index, per the seed 000 and DESIGN.md), shapes for the default
-/// model with n new tokens and m keys:
+/// Snapshot names (L = layer index: the block's module path "layers.L"; the attention steps
+/// are those of Attention::forward_reference, which runs whenever a tracer is given), shapes
+/// for the default model with n new tokens and m keys:
 ///   "embeddings"            (n, d_model)      token embeddings
 ///   "layers.L.attn.q"       (4, n, 32)        queries, per head, before RoPE
 ///   "layers.L.attn.k"       (2, n, 32)        new keys, per KV head, before RoPE
@@ -48,7 +49,7 @@ class Tracer {
   void clear();
   std::size_t batch_index() const { return batch_index_; }
 
-  /// The per-layer attention snapshot names, in the seed's order ("attn.q", ..., "attn.out").
+  /// The per-layer attention snapshot names, in the order of the nine steps ("attn.q", ..., "attn.out").
   static const std::vector<std::string>& attention_snapshots();
 
  private:

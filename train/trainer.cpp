@@ -178,6 +178,7 @@ Trainer::Trainer(TrainOptions options, std::ostream& out) : options_(std::move(o
     weights_run_id = loaded.run_id;
     tokenizer_ = std::move(loaded.tokenizer);
     model_ = std::move(loaded.model);
+    model_->set_attention(o.model.attention);  // --attention applies to a resumed run too
     o.model = model_->config();
   } else {
     tokenizer_ = Tokenizer::from_text(text, o.model.vocab_cap);

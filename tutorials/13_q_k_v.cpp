@@ -58,6 +58,16 @@ int main() {
       "K e V são menores que Q: o modelo usa GQA (capítulo 16). Nenhuma projeção tem bias.\n"
       "No próximo capítulo, com Q, K e V prontos, fazemos a atenção em três passos.");
 
+  tut::secao("No código do modelo");
+  tut::texto(
+      "Abra nn/attention.cpp, função Attention::forward_reference. O passo 1 é esta mesma\n"
+      "conta, seguida de um reshape que corta cada posição em cabeças:\n"
+      "  Tensor q = reshape(wq.forward(x), {B, n, n_heads, head_dim});\n"
+      "  Tensor k = reshape(wk.forward(x), {B, n, n_kv_heads, head_dim});\n"
+      "  Tensor v = reshape(wv.forward(x), {B, n, n_kv_heads, head_dim});\n"
+      "Os nove passos dessa função são os da página docs/atencao.md; os capítulos 14 a 17\n"
+      "explicam os outros.");
+
   tut::experimente({
       "troque o seed do Rng e veja Q, K e V mudarem (os pesos são aleatórios até o treino);",
       "faça Wq = Wk copiando wk.weight.value() para wq.weight.value(): o que acontece com Q e K?",

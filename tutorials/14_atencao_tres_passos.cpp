@@ -1,7 +1,7 @@
 // Capítulo 14 — Atenção: os três passos e a máscara causal.
 //
-// The worked examples of docs/atencao.md: two tokens 'a' and 'b', and the triangle
-// (3 positions, head dim 2), computed with the library's ops.
+// The worked example with tokens 'a' and 'b' and the triangle of docs/atencao.md (3 positions,
+// head dim 2), computed with the library's ops, and where the same steps sit in the model.
 #include <cmath>
 #include <limits>
 
@@ -94,6 +94,17 @@ int main() {
   tut::texto(
       "Acima da diagonal, tudo zero: um triângulo. A posição 0 só vê a si mesma; a 1\n"
       "mistura as duas primeiras linhas de V; a 2 usa o prefixo inteiro.");
+
+  tut::secao("No código do modelo");
+  tut::texto(
+      "Estas são as linhas dos passos 5 a 8 de Attention::forward_reference, em\n"
+      "nn/attention.cpp (q, k, v já com uma matriz por cabeça):\n"
+      "  scores  = matmul(q, transpose(k, -2, -1)) / sqrt(head_dim);    // 5. Q Kᵀ / √dₖ\n"
+      "  masked  = masked_fill(scores, causal_mask(n, m, start), -inf);  // 6. máscara causal\n"
+      "  weights = softmax(masked);                                      // 7. softmax\n"
+      "  mix     = matmul(weights, v);                                   // 8. mistura com V\n"
+      "O teste tests/nn/attention_paths_f64_test.cpp passa este mesmo triângulo pelo\n"
+      "módulo Attention do modelo e confere os pesos e as saídas com 6 casas.");
 
   tut::experimente({
       "troque o Q de 'a' por [4, 0]: os pesos ficam mais concentrados (0.982, 0.018);",

@@ -75,6 +75,13 @@ int main() {
   tut::matriz("pesos das posições 1 e 2", pesos.value());
   tut::texto("São as linhas 1 e 2 do triângulo: a máscara é o triângulo deslocado de start colunas.");
 
+  tut::secao("No código do modelo");
+  tut::texto(
+      "Em Attention::forward_reference (nn/attention.cpp), o passo 3 lê as chaves e os\n"
+      "valores das posições 0 .. start-1 do cache da própria camada (LayerKVCache, em\n"
+      "nn/kv_cache.cpp), guarda os novos e junta tudo com concat; o passo 6 usa\n"
+      "causal_mask(n, m, start) com m = start + n, exatamente como acima.");
+
   tut::experimente({
       "processe as posições uma por uma (start = 0, 1, 2) e confira cada linha do triângulo;",
       "imprima causal_mask(2, 5, 3): quantas chaves cada consulta vê?",

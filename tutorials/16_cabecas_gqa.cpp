@@ -38,19 +38,24 @@ int main() {
 
   tut::secao("Formas dentro de nn::Attention (modelo padrão, 5 posições)");
   ModelConfig cfg;
+  cfg.attention = "reference";  // os nove passos de nn/attention.cpp
   Rng rng(16);
   Attention atencao(cfg, rng);
   Tensor x = Tensor::randn({1, 5, cfg.d_model}, 1.0, rng);
   Tracer tracer;
   {
     NoGradGuard sem_fita;
-    atencao.forward(x, 0, nullptr, &tracer);
+    atencao.forward(x, nullptr, &tracer);
   }
   for (const std::string& nome : tracer.names()) {
     std::printf("  %-24s %s\n", nome.c_str(), shape_str(shape_of(tracer.get(nome))).c_str());
   }
-  tut::texto("Q tem 4 cabeças, K e V têm 2; notas e pesos têm 4: a cabeça h lê a K/V h/2\n"
-             "(dentro do modelo isso é feito por índice, sem a cópia do repeat_kv).");
+  tut::texto("Q tem 4 cabeças, K e V têm 2; notas e pesos têm 4: a cabeça h lê a K/V h/2.\n"
+             "É o passo 4 de Attention::forward_reference (nn/attention.cpp):\n"
+             "  k = repeat_kv(k, n_rep);  v = repeat_kv(v, n_rep);\n"
+             "Um módulo solto grava \"attn.q\" ...; dentro do Decoder os nomes levam o caminho\n"
+             "do bloco: \"layers.0.attn.q\". (O caminho rápido faz o mesmo por índice, sem a\n"
+             "cópia: capítulo 23.)");
 
   tut::secao("Quanto a GQA economiza");
   const std::size_t d = cfg.d_model, kv = cfg.n_kv_heads * cfg.head_dim();

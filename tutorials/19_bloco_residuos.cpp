@@ -26,13 +26,14 @@ int main() {
       "(a derivada de x + f(x) é 1 + f'(x)) e um bloco recém-criado quase não atrapalha.");
 
   ModelConfig cfg;  // o modelo padrão: d_model 128, 4 cabeças, 2 K/V, SwiGLU 344
+  cfg.attention = "reference";  // a atenção de nn/attention.cpp, Attention::forward_reference
   Rng rng(19);
   Block bloco(cfg, rng);
   Tensor x = Tensor::randn({1, 6, cfg.d_model}, 1.0, rng, true);
 
   tut::secao("O bloco, e a mesma conta passo a passo");
-  Tensor y = bloco.forward(x, 0, nullptr, nullptr);
-  Tensor h = x + bloco.attention.forward(bloco.attention_norm.forward(x), 0, nullptr, nullptr);
+  Tensor y = bloco.forward(x, nullptr, nullptr);
+  Tensor h = x + bloco.attention.forward(bloco.attention_norm.forward(x), nullptr, nullptr);
   Tensor y_mao = h + bloco.feed_forward.forward(bloco.ffn_norm.forward(h));
   double diferenca = 0;
   for (std::size_t i = 0; i < y.size(); ++i) {
@@ -42,7 +43,7 @@ int main() {
   tape().clear();
 
   tut::secao("Um bloco novo mexe pouco no fluxo");
-  Tensor y2 = bloco.forward(x, 0, nullptr, nullptr);
+  Tensor y2 = bloco.forward(x, nullptr, nullptr);
   std::printf("|x| = %.4f   |bloco(x) - x| = %.4f\n", norma(x.value()), norma((y2 - x).value()));
   tut::texto(
       "A inicialização (desvio 0.02, e 0.02/√(2·camadas) em wo e w2) faz cada\n"

@@ -46,7 +46,7 @@ int main() {
   }
   std::printf("posições: %zu   posições no cache: %zu\n", n, cache.length());
   std::printf("forma do cache de chaves da camada 0: %s (B, capacidade, n_kv_heads, head_dim)\n",
-              shape_str(shape_of(cache.keys[0])).c_str());
+              shape_str(shape_of(cache.layers[0].keys)).c_str());
   std::printf("diferença máxima nos logits: %.6f\n", diferenca);
   tut::texto(
       "Da ordem de 1e-6: só arredondamento de float (as mesmas contas, agrupadas de outro\n"
@@ -69,6 +69,28 @@ int main() {
   std::printf("textos iguais: %s\n", texto_com == texto_sem ? "sim" : "não");
   std::printf("tempo com cache: %.3f s   sem cache: %.3f s\n",
               std::chrono::duration<double>(t1 - t0).count(), std::chrono::duration<double>(t2 - t1).count());
+
+  tut::secao("O caminho rápido, e o teste que o prova igual");
+  tut::texto(
+      "glass train e glass sample rodam o caminho rápido (ModelConfig::attention = \"fast\",\n"
+      "a opção --attention): os passos 3 a 8 de nn/attention.cpp viram um núcleo só,\n"
+      "em autograd/kernels/. No treino, causal_attention calcula, por blocos de 32\n"
+      "consultas, notas -> máscara -> softmax -> mistura sem guardar a matriz de pesos;\n"
+      "na geração, attend_to_cache faz duas multiplicações matriz-vetor por consulta e\n"
+      "cabeça, lendo o cache no lugar (é o que rodou nas seções acima). Os tutoriais, o\n"
+      "inspetor e glass gradcheck usam o caminho de referência, o dos capítulos 13 a 17.\n"
+      "O cabeçalho de cada núcleo (autograd/kernels/kernels.hpp) diz quais operações ele\n"
+      "substitui, e os testes provam a igualdade em double: valores e gradientes de cada\n"
+      "núcleo (tests/autograd/kernels_f64_test.cpp), logits e gradientes do modelo inteiro\n"
+      "(tests/nn/attention_paths_f64_test.cpp), e 30 passos de treino com as mesmas perdas\n"
+      "e o mesmo texto guloso (tests/train/attention_paths_test.cpp).");
+  m.modelo->set_attention("reference");
+  const Array logits_referencia = modelo.forward(tudo).value();
+  m.modelo->set_attention("fast");
+  double entre_caminhos = 0;
+  for (std::size_t i = 0; i < logits_tudo.size(); ++i)
+    entre_caminhos = std::max(entre_caminhos, double(std::fabs(logits_tudo.data()[i] - logits_referencia.data()[i])));
+  std::printf("diferença máxima entre os caminhos (rápido e referência): %.6f\n", entre_caminhos);
 
   tut::secao("Quanto trabalho o cache poupa");
   std::size_t sem_cache = 0;

@@ -18,7 +18,10 @@ int main() {
       "eixo do lote: embeddings, e por camada L: attn.q, attn.k, attn.v, attn.rope_q,\n"
       "attn.rope_k, attn.scores, attn.mask, attn.softmax, attn.mix, attn.out, out; no fim,\n"
       "logits e probs. A ordem é a da atenção dos capítulos 13 a 17:\n"
-      "  X -> Q/K/V -> RoPE -> cache -> GQA -> QKᵀ/√d -> máscara -> softmax -> mistura com V -> W_O");
+      "  X -> Q/K/V -> RoPE -> cache -> GQA -> QKᵀ/√d -> máscara -> softmax -> mistura com V -> W_O\n"
+      "Cada fotografia é tirada numa linha de Attention::forward_reference (nn/attention.cpp),\n"
+      "logo depois do passo que ela mostra: com um Tracer, o modelo sempre roda esse caminho\n"
+      "de referência. O nome vem do caminho do módulo: o bloco \"layers.0\" grava \"layers.0.attn.q\".");
 
   tut::ModeloPequeno m = tut::treinar_rapido();
   const Decoder& modelo = *m.modelo;

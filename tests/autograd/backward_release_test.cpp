@@ -9,6 +9,7 @@
 
 #include <functional>
 
+#include "autograd/kernels/kernels.hpp"
 #include "autograd/ops.hpp"
 #include "autograd/tape.hpp"
 

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "autograd/kernels/kernels.hpp"
 #include "autograd/gradcheck.hpp"
 #include "autograd/ops.hpp"
 

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "autograd/kernels/kernels.hpp"
 #include "autograd/ops.hpp"
 
 namespace {

@@ -5,6 +5,7 @@
 #include <functional>
 #include <string>
 
+#include "autograd/kernels/kernels.hpp"
 #include "autograd/ops.hpp"
 
 namespace {

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include "autograd/kernels/kernels.hpp"
 #include "autograd/gradcheck.hpp"
 #include "autograd/gradcheck_suite.hpp"
 #include "autograd/ops.hpp"

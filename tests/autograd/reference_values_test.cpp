@@ -7,6 +7,7 @@
 
 #include <type_traits>
 
+#include "autograd/kernels/kernels.hpp"
 #include "autograd/ops.hpp"
 
 namespace {

@@ -268,7 +268,7 @@ TEST_F(Tutorials, Ch12BigramLossFalls) {
 
 // ---- attention chapters ----------------------------------------------------------------------
 
-TEST_F(Tutorials, Ch14TheThreeStepsOfSeed003) {
+TEST_F(Tutorials, Ch14TheThreeStepsOfTheTokensAAndB) {
   const std::string& out = output_of(14);
   expect_numbers(out, "notas de a", {2, 0});
   expect_numbers(out, "pesos de a", {0.880797, 0.119203});
@@ -283,7 +283,7 @@ TEST_F(Tutorials, Ch14TheThreeStepsOfSeed003) {
   expect_numbers(out, "saída causal[1]", {1.192029, 8.807971}, 3e-6);
 }
 
-TEST_F(Tutorials, Ch14TheTriangleOfSeed000) {
+TEST_F(Tutorials, Ch14TheTriangleOfTheAttentionPage) {
   const std::string& out = output_of(14);
   expect_numbers(out, "triângulo de pesos[0]", {1, 0, 0});
   expect_numbers(out, "triângulo de pesos[1]", {0.330238, 0.669762, 0});
@@ -389,6 +389,7 @@ TEST_F(Tutorials, Ch22SamplingFilters) {
 TEST_F(Tutorials, Ch23TheCacheGivesTheSameText) {
   const std::string& out = output_of(23);
   EXPECT_LT(number_on(out, "diferença máxima nos logits"), 1e-4);
+  EXPECT_LT(number_on(out, "diferença máxima entre os caminhos (rápido e referência)"), 1e-4);
   EXPECT_NE(out.find("textos iguais: sim"), std::string::npos);
 }
 

@@ -1,4 +1,4 @@
-// Tests of the decoder of seed 000 in float: configuration, parameters and init, attention
+// Tests of the decoder in float: configuration, parameters and init, attention
 // against a loop-by-loop reference, RoPE properties, the KV cache, the tracer, errors.
 
 #include <gtest/gtest.h>
@@ -47,7 +47,7 @@ Scalar at(const Array& a, std::initializer_list<std::size_t> index) {
 
 // ---- configuration -------------------------------------------------------------------------
 
-TEST(ModelConfig, DefaultsAreTheSeedModel) {
+TEST(ModelConfig, DefaultsAreTheProjectModel) {
   ModelConfig c;
   EXPECT_NO_THROW(c.validate());
   EXPECT_EQ(c.d_model, 128u);
@@ -268,7 +268,7 @@ void expect_attention_matches_loops(std::size_t n_heads, std::size_t n_kv_heads)
   Attention attention(c, rng);
   randomize(attention, 0.3, 6);
   const Tensor x = random_tensor({2, 7, 16}, 1.0, 7);
-  const Array y = attention.forward(x, 0, nullptr, nullptr).value();
+  const Array y = attention.forward(x, nullptr, nullptr).value();
   const std::vector<double> expected = loop_attention(attention, x.value());
   ASSERT_EQ(y.size(), expected.size());
   for (std::size_t i = 0; i < y.size(); ++i) EXPECT_NEAR(y.data()[i], expected[i], 1e-5) << i;
@@ -280,8 +280,8 @@ TEST(Attention, WithAsManyKvHeadsAsQueryHeadsIsPlainMultiHeadAttention) {
 TEST(Attention, GroupedQueryAttentionSharesKvHeadHOverRep) { expect_attention_matches_loops(4, 2); }
 TEST(Attention, MultiQueryAttentionWithOneKvHead) { expect_attention_matches_loops(4, 1); }
 
-TEST(Attention, SeedWorkedExampleThreePositionsHeadDim2) {
-  // Seed 000, "Exemplo numérico completo": Q = K, V given, printed weights and outputs.
+TEST(Attention, WorkedExampleThreePositionsHeadDim2) {
+  // docs/atencao.md, "Exemplo numérico completo": Q = K, V given, printed weights and outputs.
   const Tensor Q = Tensor::from_vector({1, 0, 1, 1, 0, 1}, {3, 2});
   const Tensor V = Tensor::from_vector({2, 0, 0, 2, 2, 2}, {3, 2});
   Tensor scores = matmul(Q, transpose(Q, 0, 1)) / std::sqrt(Scalar(2));
@@ -394,20 +394,20 @@ TEST(KVCache, ChunksWithStartAboveZeroGiveTheFullForwardLogits) {
 
 TEST(KVCache, StoresPositionsBeforeHeadsAndReadsBackTheFirstM) {
   // Layout (B, capacity, n_kv_heads, head_dim): two appends of 3 and 2 positions, then
-  // cached_keys/values(layer, m) must be exactly the appended rows in order, (B, m, H_kv, D),
+  // cached_keys/values(m) of one layer must be exactly the appended rows in order, (B, m, H_kv, D),
   // with nothing repeated for GQA (n_heads = 4 > n_kv_heads = 2 here).
   const ModelConfig c = small_config();  // head_dim 4, n_kv_heads 2
   KVCache cache(c, 2);
-  ASSERT_EQ(shape_of(cache.keys[1]), (Shape{2, 32, 2, 4}));
+  ASSERT_EQ(shape_of(cache.layers[1].keys), (Shape{2, 32, 2, 4}));
   const Array k1 = random_tensor({2, 3, 2, 4}, 1.0, 41).value();
   const Array v1 = random_tensor({2, 3, 2, 4}, 1.0, 42).value();
   const Array k2 = random_tensor({2, 2, 2, 4}, 1.0, 43).value();
   const Array v2 = random_tensor({2, 2, 2, 4}, 1.0, 44).value();
-  cache.append(1, k1, v1);
+  cache.layers[1].append(k1, v1);
   cache.advance(3);
-  cache.append(1, k2, v2);
+  cache.layers[1].append(k2, v2);
   cache.advance(2);
-  const Array keys = cache.cached_keys(1, 5), values = cache.cached_values(1, 5);
+  const Array keys = cache.layers[1].cached_keys(5), values = cache.layers[1].cached_values(5);
   ASSERT_EQ(shape_of(keys), (Shape{2, 5, 2, 4}));
   ASSERT_EQ(shape_of(values), (Shape{2, 5, 2, 4}));
   for (std::size_t b = 0; b < 2; ++b)
@@ -417,8 +417,8 @@ TEST(KVCache, StoresPositionsBeforeHeadsAndReadsBackTheFirstM) {
           EXPECT_EQ(keys(b, t, h, i), t < 3 ? k1(b, t, h, i) : k2(b, t - 3, h, i));
           EXPECT_EQ(values(b, t, h, i), t < 3 ? v1(b, t, h, i) : v2(b, t - 3, h, i));
         }
-  EXPECT_EQ(shape_of(cache.cached_keys(1, 2)), (Shape{2, 2, 2, 4}));  // a shorter prefix
-  EXPECT_EQ(cache.cached_keys(1, 2)(1, 1, 1, 3), k1(1, 1, 1, 3));
+  EXPECT_EQ(shape_of(cache.layers[1].cached_keys(2)), (Shape{2, 2, 2, 4}));  // a shorter prefix
+  EXPECT_EQ(cache.layers[1].cached_keys(2)(1, 1, 1, 3), k1(1, 1, 1, 3));
 }
 
 TEST(KVCache, AppendRejectsWrongShapesAndOverflow) {
@@ -426,7 +426,7 @@ TEST(KVCache, AppendRejectsWrongShapesAndOverflow) {
   KVCache cache(c, 2);
   const Array heads_first = Array::from_shape({2, 2, 3, 4});  // (B, H_kv, n, D): the old layout
   try {
-    cache.append(0, heads_first, heads_first);
+    cache.layers[0].append(heads_first, heads_first);
     ADD_FAILURE() << "no exception for keys of shape (2, 2, 3, 4)";
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("expected keys and values of shape (2, n, 2, 4), got "
@@ -437,14 +437,14 @@ TEST(KVCache, AppendRejectsWrongShapesAndOverflow) {
   Array too_many = Array::from_shape({2, 33, 2, 4});
   too_many.fill(0);
   try {
-    cache.append(0, too_many, too_many);
+    cache.layers[0].append(too_many, too_many);
     ADD_FAILURE() << "no exception for 33 positions in a cache of 32";
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("0 cached + 33 new positions exceed the capacity 32"),
               std::string::npos)
         << e.what();
   }
-  EXPECT_THROW(cache.cached_keys(2, 1), std::out_of_range);  // only layers 0 and 1
+  EXPECT_THROW(cache.layers.at(2), std::out_of_range);  // only layers 0 and 1
 }
 
 // ---- errors --------------------------------------------------------------------------------
@@ -487,7 +487,7 @@ TEST(Decoder, BadInputIsRejectedWithAClearMessage) {
 
 // ---- tracer --------------------------------------------------------------------------------
 
-TEST(Tracer, SnapshotsOfTheDefaultModelHaveTheSeedShapes) {
+TEST(Tracer, SnapshotsOfTheDefaultModelHaveTheDocumentedShapes) {
   ModelConfig c;  // vocab 65
   Decoder model(c, 21);
   const Ids tokens = random_ids(2, 10, c.vocab_size, 22);
@@ -505,7 +505,7 @@ TEST(Tracer, SnapshotsOfTheDefaultModelHaveTheSeedShapes) {
         {"attn.mask", {n, n}},       {"attn.softmax", {4, n, n}}, {"attn.mix", {4, n, 32}},
         {"attn.out", {n, 128}}};
     for (std::size_t s = 0; s < layer.size(); ++s) {
-      EXPECT_EQ(layer[s].first, Tracer::attention_snapshots()[s]);  // the seed's order
+      EXPECT_EQ(layer[s].first, Tracer::attention_snapshots()[s]);  // the order of the nine steps
       expected.push_back({p + layer[s].first, layer[s].second});
     }
     expected.push_back({p + "out", {n, 128}});
@@ -530,7 +530,10 @@ TEST(Tracer, SnapshotsOfTheDefaultModelHaveTheSeedShapes) {
   // RoPE at position 0 leaves the first query unchanged.
   for (std::size_t e = 0; e < 32; ++e)
     EXPECT_EQ(at(tracer.get("layers.0.attn.rope_q"), {1, 0, e}), at(tracer.get("layers.0.attn.q"), {1, 0, e}));
-  // A traced forward gives exactly the logits of an untraced one.
+  // A traced forward runs the reference path: exactly the logits of an untraced reference
+  // forward, and those of the fast path to rounding.
+  EXPECT_LE(max_abs_diff(model.forward(tokens).value(), logits), 1e-5);
+  model.set_attention("reference");
   EXPECT_EQ(max_abs_diff(model.forward(tokens).value(), logits), 0.0);
   EXPECT_THROW(tracer.get("layers.9.attn.q"), std::out_of_range);
 }
@@ -570,7 +573,7 @@ TEST(Tracer, AttentionWeightsAreCausalAndRowsSumToOne) {
 
 TEST(Tracer, ScoresSnapshotShowsEveryScoreBeforeTheMask) {
   // The model's product skips the masked scores (they are -inf at once), but the snapshot
-  // attn.scores is the seed's: Q K^T / sqrt(head_dim) at every (i, j), the future ones included.
+  // attn.scores is Q K^T / sqrt(head_dim) at every (i, j), the future ones included.
   ModelConfig c;  // 4 query heads, 2 KV heads, head_dim 32
   Decoder model(c, 36);
   Tracer tracer;

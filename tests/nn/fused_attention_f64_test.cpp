@@ -11,6 +11,7 @@
 #include <map>
 #include <string>
 
+#include "autograd/kernels/kernels.hpp"
 #include "nn/decoder.hpp"
 #include "nn/tracer.hpp"
 #include "nn_test_util.hpp"

@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+
 #include <sstream>
 
 #include "autograd/gradcheck.hpp"
@@ -21,7 +23,7 @@ using glass_test::randomize;
 
 static_assert(sizeof(Scalar) == sizeof(double), "gradient checks need Scalar = double");
 
-// The tiny model of issue 3: d_model 16, 2 layers, 4 heads (head_dim 4), 2 KV heads, vocab 11.
+// The tiny model: d_model 16, 2 layers, 4 heads (head_dim 4), 2 KV heads, vocab 11.
 ModelConfig tiny_config() {
   ModelConfig c;
   c.vocab_size = 11;
@@ -84,12 +86,12 @@ TEST(ModuleGradcheck, SwiGLU) {
   EXPECT_TRUE(gradients_match([&] { return ffn.forward(x); }, ffn, {x}));
 }
 
-TEST(ModuleGradcheck, AttentionWithGQA) {
+TEST(ModuleGradcheck, AttentionWithGQA) {  // the default (fast) path; the decoder test below runs both
   Rng rng(11);
   Attention attention(tiny_config(), rng);
   randomize(attention, 0.5, 12);
   Tensor x = random_tensor({2, 5, 16}, 1.0, 13, true);
-  EXPECT_TRUE(gradients_match([&] { return attention.forward(x, 0, nullptr, nullptr); }, attention, {x}));
+  EXPECT_TRUE(gradients_match([&] { return attention.forward(x, nullptr, nullptr); }, attention, {x}));
 }
 
 TEST(ModuleGradcheck, AttentionWithPrefilledCache) {
@@ -103,11 +105,11 @@ TEST(ModuleGradcheck, AttentionWithPrefilledCache) {
   KVCache cache(config, 2);
   {
     NoGradGuard no_grad;
-    attention.forward(random_tensor({2, 3, 16}, 1.0, 17), 0, &cache, nullptr);
+    attention.forward(random_tensor({2, 3, 16}, 1.0, 17), &cache.layers[0], nullptr);
     cache.advance(3);
   }
   Tensor x = random_tensor({2, 2, 16}, 1.0, 18, true);
-  EXPECT_TRUE(gradients_match([&] { return attention.forward(x, 0, &cache, nullptr); }, attention, {x}));
+  EXPECT_TRUE(gradients_match([&] { return attention.forward(x, &cache.layers[0], nullptr); }, attention, {x}));
 }
 
 TEST(ModuleGradcheck, Block) {
@@ -115,16 +117,22 @@ TEST(ModuleGradcheck, Block) {
   Block block(tiny_config(), rng);
   randomize(block, 0.5, 21);
   Tensor x = random_tensor({2, 5, 16}, 1.0, 22, true);
-  EXPECT_TRUE(gradients_match([&] { return block.forward(x, 0, nullptr, nullptr); }, block, {x}));
+  EXPECT_TRUE(gradients_match([&] { return block.forward(x, nullptr, nullptr); }, block, {x}));
 }
 
 TEST(ModuleGradcheck, WholeTinyDecoderEveryParameter) {
-  // Cross-entropy of the next token, B = 2, T = 5, every parameter of the model (4,272 scalars).
-  Decoder model(tiny_config(), 24);
-  randomize(model, 0.4, 25);
-  const Ids tokens = random_ids(2, 5, 11, 26);
-  const Ids targets = random_ids(2, 5, 11, 27);
-  EXPECT_TRUE(gradients_match([&] { return cross_entropy(model.forward(tokens), targets); }, model));
+  // Cross-entropy of the next token, B = 2, T = 5, every parameter of the model (4,272 scalars),
+  // on both attention paths (ModelConfig::attention).
+  for (const std::string path : {"reference", "fast"}) {
+    ModelConfig config = tiny_config();
+    config.attention = path;
+    Decoder model(config, 24);
+    randomize(model, 0.4, 25);
+    const Ids tokens = random_ids(2, 5, 11, 26);
+    const Ids targets = random_ids(2, 5, 11, 27);
+    EXPECT_TRUE(gradients_match([&] { return cross_entropy(model.forward(tokens), targets); }, model))
+        << path;
+  }
 }
 
 }  // namespace

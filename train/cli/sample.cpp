@@ -30,6 +30,7 @@ struct SampleFlags {
   bool no_kv_cache = false;
   bool allow_unknown = false;
   bool best = false;
+  std::string attention = "fast";
 };
 
 /// The prompt as token ids. Characters outside the vocabulary are an error naming them, or
@@ -60,6 +61,7 @@ std::vector<std::int32_t> encode_prompt(const SampleFlags& f, const glass::Token
 void run_sample(SampleFlags& f) {
   glass::validate(f.sampling);  // std::invalid_argument -> "error: ..."
   glass::LoadedModel loaded = glass::load_checkpoint(f.checkpoint, f.best);
+  loaded.model->set_attention(f.attention);
   const glass::Tokenizer& tokenizer = loaded.tokenizer;
   std::size_t window = glass::training_context(f.checkpoint);  // 0: not recorded
   if (window == 0) window = loaded.config.context_length;
@@ -119,6 +121,8 @@ void add_sample_command(CLI::App& app) {
   cmd->add_flag("--no-kv-cache", f->no_kv_cache, "recompute the whole window for every new character");
   cmd->add_flag("--allow-unknown", f->allow_unknown,
                 "map prompt characters outside the vocabulary to the unknown token instead of failing");
+  cmd->add_option("--attention", f->attention, "attention code: fast (fused kernels) or reference (the nine steps on the primitive ops)")
+      ->check(CLI::IsMember({"fast", "reference"}))->capture_default_str();
   cmd->add_flag("--best", f->best, "use best.safetensors (best validation loss) instead of the latest weights");
   cmd->callback([f] { run_sample(*f); });
 }

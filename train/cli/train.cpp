@@ -214,6 +214,10 @@ void add_train_command(CLI::App& app) {
       ->check(glass::cli::kPositiveInteger)->capture_default_str()->group("Model");
   cmd->add_option("--ffn-hidden", o.model.ffn_hidden, "SwiGLU hidden width")
       ->check(glass::cli::kPositiveInteger)->capture_default_str()->group("Model");
+  cmd->add_option("--attention", o.model.attention,
+                  "attention code: fast (fused kernels) or reference (the nine steps on the primitive "
+                  "ops, as the tutorials show; slower, same numbers)")
+      ->check(CLI::IsMember({"fast", "reference"}))->capture_default_str()->group("Model");
   cmd->callback([flags, cmd] { run_train(*flags, cmd); });
 }
 

@@ -47,6 +47,7 @@ ordered_json model_to_ordered_json(const ModelConfig& m) {
   j["rope_base"] = m.rope_base;
   j["norm_eps"] = m.norm_eps;
   j["init_std"] = m.init_std;
+  j["attention"] = m.attention;
   return j;
 }
 
@@ -74,7 +75,7 @@ ModelConfig model_from(const json& j, const std::string& source) {
   static const std::set<std::string> known = {"vocab_size", "d_model",        "n_layers",
                                               "n_heads",    "n_kv_heads",     "ffn_hidden",
                                               "context_length", "vocab_cap",  "rope_base",
-                                              "norm_eps",   "init_std"};
+                                              "norm_eps",   "init_std",       "attention"};
   for (const auto& [key, value] : j.items()) {
     if (!known.count(key)) fail(source, fmt::format("{}: unknown field \"{}\"", where, key));
   }
@@ -90,6 +91,11 @@ ModelConfig model_from(const json& j, const std::string& source) {
   m.rope_base = get_double(j, "rope_base", where, source);
   m.norm_eps = get_double(j, "norm_eps", where, source);
   m.init_std = get_double(j, "init_std", where, source);
+  if (j.contains("attention")) {  // optional: a config.json written before the switch runs "fast"
+    if (!j.at("attention").is_string())
+      fail(source, fmt::format("{}: \"attention\" must be \"reference\" or \"fast\", got {}", where, j.at("attention").dump()));
+    m.attention = j.at("attention").get<std::string>();
+  }
   try {
     m.validate();
   } catch (const std::invalid_argument& e) {

@@ -3,7 +3,7 @@
 // with IO-Awareness", Algorithms 1 and 2), with the exact softmax of each row computed at once
 // (the keys a row may see fit in a small scratch, so no online rescaling is needed).
 //
-// It computes what these four steps compute (the attention's steps 5-8 in nn/attention.cpp):
+// It computes what these four steps compute (the attention's steps 5-8 in nn/attention.cpp, Attention::forward_reference):
 //   S = attention_scores(q, k, scale, causal_mask(n, m, start))   (B, H, n, m)
 //   P = masked_softmax(S, mask)                                   (B, H, n, m)
 //   O = attention_mix(P, v, mask)                                 (B, n, H, D)
@@ -29,15 +29,16 @@
 // everything else out of the cache, the attention costs about half as much.)
 //
 // Only L (B, H, n) is kept for the backward pass; the scratch of a block (kRowBlock x m) stays
-// in the L1/L2 cache. As in attention_scores / attention_mix (ops_matmul.cpp), q, k and v are
+// in the L1/L2 cache. As in attention_scores / attention_mix (kernels/attention_products.cpp), q, k and v are
 // read in place in their (B, positions, heads, head_dim) layout through BLAS leading dimensions
 // (row stride H * D or H_kv * D), the output and dQ are written in place the same way, query
 // head h reads KV head h / n_rep, and K^T / V^T are packed once per KV head (a row block times a
 // contiguous (D, hi) matrix is faster in OpenBLAS than reading the transpose in place).
 
-#include "autograd/attention_util.hpp"
 #include "autograd/blas.hpp"
-#include "autograd/ops.hpp"
+#include "autograd/kernels/attention_util.hpp"
+#include "autograd/kernels/kernels.hpp"
+#include "autograd/kernels/simd.hpp"
 #include "autograd/ops_util.hpp"
 
 #include <algorithm>
@@ -259,7 +260,7 @@ Tensor causal_attention(const Tensor& q, const Tensor& k, const Tensor& v, Scala
             for (std::size_t i = 0; i < rows; ++i) {
               const Scalar* pr = p + i * ld;
               Scalar* row = ds + i * ld;
-              const Scalar di = detail::dot_n(go_blk + i * ldq, o->value.data() + at + i * ldq, d.D);
+              const Scalar di = simd::dot_n(go_blk + i * ldq, o->value.data() + at + i * ldq, d.D);
               for (std::size_t j = 0; j < hi; ++j) row[j] = pr[j] * (row[j] - di);  // P = 0: masked
             }
             if (gq)  // dQ_blk = scale dS_blk K[0:hi], written in place

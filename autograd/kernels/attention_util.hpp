@@ -1,7 +1,7 @@
 #pragma once
 // Internal helpers shared by the attention kernels (not part of the public API): the attention
-// products on (B, positions, heads, head_dim) in ops_matmul.cpp and the fused causal_attention
-// in ops_attention.cpp.
+// products on (B, positions, heads, head_dim) in attention_products.cpp and the fused
+// causal_attention in causal_attention.cpp.
 
 #include <cstddef>
 #include <string>
