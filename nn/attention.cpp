@@ -5,7 +5,8 @@
 // each on the primitive ops of autograd/ops.hpp (Linear, rope, concat, repeat_kv, matmul,
 // masked_fill, softmax) and each followed by its tracer snapshot. This is the code the
 // inspector, `glass gradcheck` and the tutorials run. The fast path (nn/attention_fast.cpp)
-// computes the same numbers with fused kernels; tests/nn/attention_paths_test.cpp compares them.
+// computes the same numbers with fused kernels; tests/nn/attention_paths_f64_test.cpp and
+// tests/train/attention_paths_test.cpp compare them.
 
 #include "nn/decoder.hpp"
 

@@ -7,8 +7,8 @@
 //   straight over the cache's storage;
 // - recording with a cache (rare; gradient checks): the past positions are read from the cache,
 //   then causal_attention with start = m - n.
-// tests/nn/attention_paths_test.cpp shows both paths give the same logits, gradients, 30-step
-// losses and greedy samples.
+// tests/nn/attention_paths_f64_test.cpp and tests/train/attention_paths_test.cpp show that both
+// paths give the same logits, gradients, 30-step losses and greedy samples.
 
 #include "nn/decoder.hpp"
 

@@ -23,8 +23,8 @@ struct ModelConfig {
   /// Which code computes attention and the SwiGLU gate (like nanoGPT's `flash` switch):
   /// "reference" = the nine steps on the primitive ops (matmul, masked_fill, softmax, repeat_kv;
   /// Attention::forward_reference), "fast" = the fused kernels of autograd/kernels/ (the same
-  /// numbers to rounding, proven by tests/nn/attention_paths_test.cpp). Not a size: it changes
-  /// no weight. A tracer always runs the reference path (its snapshots are those steps).
+  /// numbers to rounding, proven by tests/nn/attention_paths_f64_test.cpp and
+  /// tests/train/attention_paths_test.cpp). Not a size: it changes no weight. A tracer always runs the reference path (its snapshots are those steps).
   std::string attention = "fast";
 
   std::size_t head_dim() const { return d_model / n_heads; }

@@ -16,7 +16,7 @@ if [ "${GLASS_WITH_BROWSER:-1}" = "1" ]; then
 fi
 # The end-to-end test of `glass export --format gguf` runs llama.cpp from Node.js (the npm
 # package node-llama-cpp, tests/export): Debian's nodejs and npm, unless node and npm are present.
-if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+if [ "${GLASS_WITH_NODE:-1}" = "1" ] && { ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; }; then
   PACKAGES+=(nodejs npm)
 fi
 

@@ -1,8 +1,34 @@
 #!/usr/bin/env bash
 # The main job from a fresh machine: install packages, build, train on the bundled corpus, sample.
+# Extra arguments go to `glass train` (e.g. --iters 500, --resume, --overwrite, --out DIR).
+# A run is never replaced: when runs/domcasmurro already holds one and neither --out, --resume
+# nor --overwrite is given, this run goes to the next free runs/domcasmurro-N.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-GLASS_WITH_BROWSER=0 bash scripts/install-deps.sh
+GLASS_WITH_BROWSER=0 GLASS_WITH_NODE=0 bash scripts/install-deps.sh
 bash scripts/build.sh glass
-./build/glass train --out runs/domcasmurro "$@"
-./build/glass sample --checkpoint runs/domcasmurro --prompt "Capitu " --tokens 300
+
+out=""
+keep_dir=0  # --resume or --overwrite: the user means this directory
+args=("$@")
+for ((i = 0; i < ${#args[@]}; i++)); do
+  case "${args[i]}" in
+    --out) out="${args[i + 1]:-}" ;;
+    --out=*) out="${args[i]#--out=}" ;;
+    --resume | --overwrite) keep_dir=1 ;;
+  esac
+done
+out_flag=()
+if [ -z "$out" ]; then
+  out=runs/domcasmurro
+  if [ "$keep_dir" = 0 ] && [ -e "$out" ]; then
+    n=2
+    while [ -e "runs/domcasmurro-$n" ]; do n=$((n + 1)); done
+    out="runs/domcasmurro-$n"
+    echo "train.sh: runs/domcasmurro already holds a run (kept as it is); this one goes to $out"
+    echo "          (continue the first with: bash scripts/train.sh --resume --iters N)"
+  fi
+  out_flag=(--out "$out")
+fi
+./build/glass train "${out_flag[@]}" "$@"
+./build/glass sample --checkpoint "$out" --prompt "Capitu " --tokens 300

@@ -29,7 +29,7 @@ struct TrainState {
   double elapsed_s = 0;          ///< training wall time so far
   std::size_t context = 0;       ///< the training window T
   std::vector<LogRow> log;       ///< log.csv rows so far
-  std::string run_id;            ///< the run's id (train/run_dir.hpp); empty in old checkpoints
+  std::string run_id;            ///< the run's id (train/io/run_dir.hpp); empty in old checkpoints
 };
 
 /// Writes DIR/train_state.safetensors and DIR/train_state.json atomically.

@@ -350,7 +350,7 @@ void Trainer::save(bool also_best) {
   std::string step_dir;
   try {
     // All files of the save go into a new step directory; one rename of the `current` link
-    // then switches to it (train/run_dir.hpp).
+    // then switches to it (train/io/run_dir.hpp).
     step_dir = begin_save(dir, step_);
     const fs::path files(step_dir);
     const std::string extra =

@@ -76,7 +76,7 @@ class NonFiniteError : public std::runtime_error {
 };
 
 /// The loop of `glass train`. Construction locks out_dir (one trainer per run directory, see
-/// train/run_dir.hpp), refuses an out_dir that already holds a run unless resume or overwrite
+/// train/io/run_dir.hpp), refuses an out_dir that already holds a run unless resume or overwrite
 /// is set, loads the text, builds (or, with resume, loads) the model, optimizer and batch
 /// samplers and checks that out_dir can be written; run() trains. Errors the user can fix (bad
 /// file, context too long, unwritable or locked directory, incompatible checkpoint) throw

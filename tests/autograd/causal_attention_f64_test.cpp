@@ -1,4 +1,4 @@
-// causal_attention (the fused FlashAttention-style op, autograd/ops_attention.cpp) in double
+// causal_attention (the fused FlashAttention-style op, autograd/kernels/causal_attention.cpp) in double
 // precision: gradient checks of q, k and v against central finite differences, and equality
 // (value and all three gradients, to 1e-12) with the composition it replaces,
 //   attention_mix(masked_softmax(attention_scores(q, k, scale, mask), mask), v, mask),

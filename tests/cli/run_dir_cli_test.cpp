@@ -132,6 +132,23 @@ TEST_F(RunDirCli, ARunDirectoryHoldsOneCompleteSaveLinkedAsCurrent) {
   EXPECT_EQ(glass::load_checkpoint((ckpt_ / "step-000030").string()).weights_step, "30");
 }
 
+TEST_F(RunDirCli, FoldersOfTheUserNamedLikeSavesAreNeverRemoved) {
+  // --out may already hold the user's own folders. Only directories that begin_save could have
+  // made (step-NNNNNN holding nothing but checkpoint files) are taken for saves and removed.
+  const fs::path out = dir_ / "user-folders";
+  fs::create_directories(out / "step-by-step");
+  write_file(out / "step-by-step" / "notes.txt", "mine");
+  fs::create_directories(out / "step-000001");
+  write_file(out / "step-000001" / "draft.txt", "mine too");
+  const CliRun r = glass("train" + data() + " --out " + q(out.string()) + " --iters 2 --eval-every 1" + tiny());
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(read_file(out / "step-by-step" / "notes.txt"), "mine");
+  EXPECT_EQ(read_file(out / "step-000001" / "draft.txt"), "mine too");
+  EXPECT_EQ(fs::read_symlink(out / "current").string(), "step-000002");
+  EXPECT_FALSE(fs::exists(out / "step-000001.1")) << "the save of step 1 went beside the user's folder "
+                                                     "and was removed once step 2 was current";
+}
+
 TEST_F(RunDirCli, RerunningIntoAnExistingRunIsRefusedUnlessOverwriteOrResume) {
   const fs::path run = dir_ / "rerun";
   const std::string args = "train" + data() + " --out " + q(run.string()) + " --iters 4 --eval-every 2" + tiny();

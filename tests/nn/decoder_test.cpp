@@ -112,7 +112,7 @@ TEST(Decoder, ConstructorRejectsAnInvalidConfig) {
 // ---- parameters and init -------------------------------------------------------------------
 
 TEST(Decoder, ParameterCountOfTheDefaultModelIs742784) {
-  // The same model in PyTorch (/work/shared/bench/model.py, ModelConfig(vocab_size=65))
+  // The same model in PyTorch (bench/torch_twin/model.py, ModelConfig(vocab_size=65))
   // reports num_params() = 742,784.
   ModelConfig c;
   c.vocab_size = 65;

@@ -1,4 +1,4 @@
-// The logits of a small fixed model agree with the PyTorch twin (../shared/bench/model.py) run
+// The logits of a small fixed model agree with the PyTorch twin (bench/torch_twin/model.py) run
 // on the same weights and tokens; how the literals were produced is in twin_reference.hpp.
 // float: agreement to 2e-5 (float rounding through two layers).
 

@@ -1,6 +1,6 @@
 #pragma once
 // The small fixed model whose logits were computed by the PyTorch twin of GlassLLM
-// (../shared/bench/model.py), used by reference_test.cpp (float) and reference_f64_test.cpp
+// (bench/torch_twin/model.py), used by reference_test.cpp (float) and reference_f64_test.cpp
 // (double).
 //
 // How the literals below were produced: tests/nn/reference/make_reference.py builds the twin's

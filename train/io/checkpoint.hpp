@@ -8,7 +8,7 @@
 //   DIR/log.csv, DIR/loss.html                             written by the trainer
 // Every file is written atomically (temp file in DIR + rename). The trainer writes each save
 // into a step directory of its run directory and switches DIR/current to it at once
-// (train/run_dir.hpp); every reader here accepts either the run directory (it reads the save
+// (train/io/run_dir.hpp); every reader here accepts either the run directory (it reads the save
 // DIR/current points to) or a directory holding the files themselves.
 
 #include <memory>

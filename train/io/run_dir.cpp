@@ -1,5 +1,5 @@
 // The run directory of `glass train`: step directories, the `current` link, the lock. See
-// train/run_dir.hpp.
+// train/io/run_dir.hpp.
 
 #include "train/io/run_dir.hpp"
 
@@ -12,6 +12,7 @@
 #include <cstring>
 #include <filesystem>
 #include <random>
+#include <regex>
 
 #include <fmt/format.h>
 
@@ -37,7 +38,29 @@ std::string current_target(const std::string& dir) {
   return ec ? "" : target.string();
 }
 
-bool is_step_dir_name(const std::string& name) { return name.rfind("step-", 0) == 0; }
+/// True for the names begin_save gives: "step-" and at least six digits, optionally ".k".
+bool is_step_dir_name(const std::string& name) {
+  static const std::regex pattern(R"(step-[0-9]{6,}(\.[0-9]+)?)");
+  return std::regex_match(name, pattern);
+}
+
+/// True when `dir` can only be a save of a run: a step directory by name, holding nothing but
+/// checkpoint files and their temporary files (FILE.tmp.PID.N). A directory of the user's that
+/// happens to be called "step-..." inside --out is never taken for one, so never removed.
+bool is_save_dir(const fs::path& dir) {
+  std::error_code ec;
+  if (!is_step_dir_name(dir.filename().string()) || is_link(dir) || !fs::is_directory(dir, ec))
+    return false;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (!entry.is_regular_file(ec) || is_link(entry.path())) return false;
+    bool known = false;
+    for (const std::string& file : checkpoint_file_names())
+      if (name == file || name.rfind(file + ".tmp.", 0) == 0) known = true;
+    if (!known) return false;
+  }
+  return !ec;
+}
 
 void sync_directory(const std::string& dir) {
   const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -139,10 +162,16 @@ std::string begin_save(const std::string& dir, long step) {
   const std::string current = current_target(dir);
   const std::string base = fmt::format("step-{:06d}", step);
   std::string name = base;
-  for (int k = 1; name == current; ++k) name = fmt::format("{}.{}", base, k);
-  const fs::path path = fs::path(dir) / name;
   std::error_code ec;
-  if (fs::exists(fs::symlink_status(path, ec))) {
+  // Not the current save, and not a folder of the user's that happens to have this name.
+  auto taken = [&](const std::string& candidate) {
+    const fs::path p = fs::path(dir) / candidate;
+    return candidate == current || (fs::exists(fs::symlink_status(p, ec)) && !is_save_dir(p));
+  };
+  for (int k = 1; taken(name); ++k) name = fmt::format("{}.{}", base, k);
+  const fs::path path = fs::path(dir) / name;
+  if (fs::exists(fs::symlink_status(path, ec))) {  // a save that did not complete
+    ec.clear();
     if (file_op_fault("remove", path.string()) == 0) fs::remove_all(path, ec);
     if (ec || fs::exists(fs::symlink_status(path, ec)))
       throw FileError(fmt::format("cannot remove '{}', left by a save that did not complete: {}",
@@ -191,9 +220,7 @@ std::size_t remove_stale_saves(const std::string& dir) {
   std::vector<fs::path> stale;
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
     const std::string name = entry.path().filename().string();
-    if (is_step_dir_name(name) && name != current && !is_link(entry.path()) &&
-        entry.is_directory(ec))
-      stale.push_back(entry.path());
+    if (name != current && is_save_dir(entry.path())) stale.push_back(entry.path());
   }
   for (const fs::path& p : stale) {
     std::error_code rm;

@@ -1,8 +1,8 @@
-// Seed 000's worked example (shared/seeds/000_*.txt, "Exemplo numérico completo"):
+// The worked example of docs/atencao.md ("Um exemplo completo, à mão"):
 // Q = K = [[1,0],[1,1],[0,1]], V = [[2,0],[0,2],[2,2]], scores = Q K^T / sqrt(2),
-// causal_mask(3, 3, 0) -> -inf, softmax, mix with V. The expected numbers are the seed's
+// causal_mask(3, 3, 0) -> -inf, softmax, mix with V. The expected numbers are the page's
 // printed output ("Saída verificada"), rounded to 6 decimals.
-// This file is compiled in float (test_autograd); seed_attention_f64_test.cpp includes it in
+// This file is compiled in float (test_autograd); attention_worked_example_f64_test.cpp includes it in
 // double (test_autograd_f64).
 
 #include <gtest/gtest.h>
