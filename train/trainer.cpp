@@ -178,7 +178,9 @@ Trainer::Trainer(TrainOptions options, std::ostream& out) : options_(std::move(o
     weights_run_id = loaded.run_id;
     tokenizer_ = std::move(loaded.tokenizer);
     model_ = std::move(loaded.model);
-    model_->set_attention(o.model.attention);  // --attention applies to a resumed run too
+    // A resumed run keeps its checkpoint's attention path (the exact resume), unless
+    // --attention asks for another.
+    if (o.attention_given) model_->set_attention(o.model.attention);
     o.model = model_->config();
   } else {
     tokenizer_ = Tokenizer::from_text(text, o.model.vocab_cap);

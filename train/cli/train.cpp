@@ -108,6 +108,7 @@ void run_train(TrainFlags& flags, CLI::App* cmd) {
   const bool default_data = o.data_path.empty();
   if (default_data) o.data_path = default_corpus();
   if (o.out_dir.empty()) o.out_dir = (fs::path("runs") / fs::path(o.data_path).stem()).string();
+  o.attention_given = cmd->count("--attention") > 0;
   if (o.resume)
     for (const char* flag : {"--d-model", "--n-layers", "--n-heads", "--n-kv-heads", "--ffn-hidden"})
       if (cmd->count(flag) > 0)
