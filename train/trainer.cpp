@@ -346,6 +346,21 @@ void Trainer::print_sample() {
   out_ << "---- sample (temperature 0.8) ----\n" << tokenizer_.decode_utf8(ids) << "\n----\n";
 }
 
+// The best weights of the previous save, carried into the new one: a hard link when they
+// belong to this run, or rewritten with this run's id when they do not (a checkpoint written
+// before run ids existed, continued with --resume: its new files carry a new id, and a
+// best.safetensors without it would be refused as coming from another run).
+void Trainer::keep_best(const std::string& previous_best, const std::string& best) const {
+  SafetensorsContents weights = load_safetensors(previous_best);
+  const auto it = weights.metadata.find("run_id");
+  if (it != weights.metadata.end() && it->second == run_id_) {
+    link_or_copy(previous_best, best);
+    return;
+  }
+  weights.metadata["run_id"] = run_id_;
+  save_safetensors(best, weights.tensors, weights.metadata);
+}
+
 void Trainer::save(bool also_best) {
   const std::string& dir = options_.out_dir;
   const fs::path previous = checkpoint_files_dir(dir);  // the last complete save, if any
@@ -362,7 +377,7 @@ void Trainer::save(bool also_best) {
     if (also_best)
       link_or_copy((files / "model.safetensors").string(), (files / "best.safetensors").string());
     else if (has_best_ && fs::exists(previous / "best.safetensors"))
-      link_or_copy((previous / "best.safetensors").string(), (files / "best.safetensors").string());
+      keep_best((previous / "best.safetensors").string(), (files / "best.safetensors").string());
     TrainState state;
     state.step = step_;
     state.batch_rng = train_batches_->state();

@@ -110,6 +110,7 @@ class Trainer {
 
  private:
   void save(bool also_best);
+  void keep_best(const std::string& previous_best, const std::string& best) const;
   void lock_out_dir();
   void print_progress(long it, double loss, double lr, double tokens_per_s, double eta_s);
   void print_sample();

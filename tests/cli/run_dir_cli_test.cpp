@@ -149,6 +149,38 @@ TEST_F(RunDirCli, FoldersOfTheUserNamedLikeSavesAreNeverRemoved) {
                                                      "and was removed once step 2 was current";
 }
 
+TEST_F(RunDirCli, ACheckpointWrittenBeforeRunIdsResumesAndItsBestWeightsStayReadable) {
+  // A flat checkpoint as written before run ids existed: the files of one save, side by side,
+  // with no run id in any of them.
+  ASSERT_EQ(first_run_.exit_code, 0) << first_run_.out << first_run_.err;
+  const fs::path old = dir_ / "before-run-ids";
+  fs::create_directories(old);
+  for (const std::string& f : glass::checkpoint_file_names())
+    fs::copy_file(ckpt_ / "step-000030" / f, old / f);
+  for (const char* f : {"model.safetensors", "best.safetensors", "train_state.safetensors"}) {
+    glass::SafetensorsContents c = glass::load_safetensors((old / f).string());
+    c.metadata.erase("run_id");
+    glass::save_safetensors((old / f).string(), c.tensors, c.metadata);
+  }
+  json config = json::parse(read_file(old / "config.json"));
+  config["training"].erase("run_id");
+  write_file(old / "config.json", config.dump());
+  json state = json::parse(read_file(old / "train_state.json"));
+  state.erase("run_id");
+  write_file(old / "train_state.json", state.dump());
+  // The resumed run gets a new id; the best weights it carries over (whether or not its one
+  // evaluation improves on them) must carry it too, or --best would be refused as another run's.
+  const CliRun r = glass("train" + data() + " --out " + q(old.string()) +
+                         " --resume --iters 31 --eval-every 1 --lr 1e-9 --min-lr 1e-9" + tiny());
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  for (const char* command : {"sample", "eval"}) {
+    std::string args = std::string(command) + " --checkpoint " + q(old.string()) + " --best --threads 1";
+    args += std::string(command) == "sample" ? " --tokens 5 --prompt a" : data();
+    const CliRun best = glass(args);
+    EXPECT_EQ(best.exit_code, 0) << command << ": " << best.out << best.err;
+  }
+}
+
 TEST_F(RunDirCli, RerunningIntoAnExistingRunIsRefusedUnlessOverwriteOrResume) {
   const fs::path run = dir_ / "rerun";
   const std::string args = "train" + data() + " --out " + q(run.string()) + " --iters 4 --eval-every 2" + tiny();
