@@ -21,6 +21,7 @@
 #include "train/clip.hpp"
 #include "train/inspect/loss_plot.hpp"
 #include "train/io/model_size.hpp"
+#include "train/io/safetensors.hpp"
 #include "train/sample/sampler.hpp"
 
 namespace glass {
