@@ -174,7 +174,7 @@ TEST_F(RunDirCli, ACheckpointWrittenBeforeRunIdsResumesAndItsBestWeightsStayRead
                          " --resume --iters 31 --eval-every 1 --lr 1e-9 --min-lr 1e-9" + tiny());
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   for (const char* command : {"sample", "eval"}) {
-    std::string args = std::string(command) + " --checkpoint " + q(old.string()) + " --best --threads 1";
+    std::string args = std::string(command) + " --checkpoint " + q(old.string()) + " --best";
     args += std::string(command) == "sample" ? " --tokens 5 --prompt a" : data();
     const CliRun best = glass(args);
     EXPECT_EQ(best.exit_code, 0) << command << ": " << best.out << best.err;
