@@ -132,7 +132,7 @@ std::u32string load_text(const std::string& path, TextInfo* info) {
   // that an endless or huge input (/dev/zero, /dev/urandom, a disk image) stops at once instead
   // of filling the memory.
   std::string bytes;
-  std::string chunk(1 << 20, '\0');
+  std::string chunk(1 << 16, '\0');
   while (in) {
     in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
     const std::size_t got = static_cast<std::size_t>(in.gcount());
