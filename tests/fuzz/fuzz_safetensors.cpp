@@ -13,12 +13,17 @@
 
 namespace {
 
+/// memcmp of n bytes; an empty tensor's data() may be null, which memcmp must not see.
+bool same_bytes(const void* a, const void* b, std::size_t n) {
+  return n == 0 || std::memcmp(a, b, n) == 0;
+}
+
 bool same_bits(const glass::NamedTensor& a, const glass::NamedTensor& b) {
   if (a.name != b.name || a.shape != b.shape || a.dtype != b.dtype) return false;
   if (a.data.size() != b.data.size() || a.data_f64.size() != b.data_f64.size()) return false;
   // Bitwise, so that NaN payloads count as equal to themselves.
-  return std::memcmp(a.data.data(), b.data.data(), a.data.size() * sizeof(float)) == 0 &&
-         std::memcmp(a.data_f64.data(), b.data_f64.data(), a.data_f64.size() * sizeof(double)) == 0;
+  return same_bytes(a.data.data(), b.data.data(), a.data.size() * sizeof(float)) &&
+         same_bytes(a.data_f64.data(), b.data_f64.data(), a.data_f64.size() * sizeof(double));
 }
 
 }  // namespace
