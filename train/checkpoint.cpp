@@ -85,7 +85,7 @@ json read_json(const std::string& path) {
   const std::string text = as_checkpoint_error([&] { return read_file(path); });
   try {
     return json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, or out_of_range for a number like 1e999
     throw CheckpointError(fmt::format("{}: not valid JSON ({})", path, e.what()));
   }
 }

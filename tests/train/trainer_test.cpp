@@ -15,6 +15,7 @@
 #include "train/checkpoint.hpp"
 #include "train/safetensors.hpp"
 #include "train/sampler.hpp"
+#include "train/train_state.hpp"
 #include "train/trainer.hpp"
 
 using namespace glass;
@@ -160,6 +161,24 @@ TEST(Checkpoint, CorruptOrMissingFilesAreClearErrors) {
     FAIL() << "wrong shapes loaded";
   } catch (const CheckpointError& e) {
     EXPECT_NE(std::string(e.what()).find("shape"), std::string::npos) << e.what();
+  }
+}
+
+// A number beyond the range of a double makes the JSON parser throw out_of_range, not
+// parse_error (found by the train_state fuzz harness with "22e2222"): still a CheckpointError
+// that names the file.
+TEST(Checkpoint, TrainStateWithAnOutOfRangeNumberIsACheckpointError) {
+  TempDir dir("range");
+  const Tokenizer tokenizer = Tokenizer::from_text(U"hello world");
+  Decoder model(tiny_config(tokenizer.vocab_size()), 3);
+  save_model(dir.str(), model, tokenizer);
+  write_file_atomic(dir.str("train_state.json"), "{\"step\": 22e2222}");
+  AdamW optimizer(model.named_parameters());
+  try {
+    load_train_state(dir.str(), optimizer);
+    FAIL() << "a train_state.json with 22e2222 loaded";
+  } catch (const CheckpointError& e) {
+    EXPECT_NE(std::string(e.what()).find("train_state.json"), std::string::npos) << e.what();
   }
 }
 
