@@ -5,7 +5,7 @@
 # and fails the script, also when it came from a `glass` or tutorial process that a test
 # started (every report is also written to build-asan/sanitizer-logs/ and checked at the end).
 # Usage: scripts/sanitize.sh [CTEST ARGS ...]   e.g. scripts/sanitize.sh -R Tokenizer
-# CI runs it after scripts/test.sh (.ci/run).
+# CI runs it after scripts/test.sh (.ci/run); ~20 CPU-minutes of build, ~5 of tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
