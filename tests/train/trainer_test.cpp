@@ -180,6 +180,15 @@ TEST(Checkpoint, TrainStateWithAnOutOfRangeNumberIsACheckpointError) {
   } catch (const CheckpointError& e) {
     EXPECT_NE(std::string(e.what()).find("train_state.json"), std::string::npos) << e.what();
   }
+  // An integer field holding a number that is not an integer (also found by the fuzz harness:
+  // converting 3.5e50 to long is undefined behaviour, reported by UBSan) is refused.
+  write_file_atomic(dir.str("train_state.json"), "{\"step\": 355555555555555555555555555555555555555555}");
+  try {
+    load_train_state(dir.str(), optimizer);
+    FAIL() << "a train_state.json with step 3.5e41 loaded";
+  } catch (const CheckpointError& e) {
+    EXPECT_NE(std::string(e.what()).find("\"step\" must be an integer"), std::string::npos) << e.what();
+  }
 }
 
 // ---- generation -------------------------------------------------------------------------------
