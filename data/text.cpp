@@ -136,7 +136,7 @@ std::u32string load_text(const std::string& path, TextInfo* info) {
   // never doubles the buffer: the text's memory stays near its size.
   if (const auto size = std::filesystem::file_size(path, ec); !ec && size <= kMaxTextBytes)
     bytes.reserve(static_cast<std::size_t>(size));
-  std::string chunk(1 << 20, '\0');
+  std::string chunk(1 << 16, '\0');
   while (in) {
     in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
     const std::size_t got = static_cast<std::size_t>(in.gcount());

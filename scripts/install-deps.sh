@@ -10,6 +10,12 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libcli11-dev nlohmann-json3-dev libutfcpp-dev libfmt-dev
 )
+# The fuzz harnesses (tests/fuzz, scripts/fuzz.sh) need clang with its libFuzzer runtime
+# (-fsanitize=fuzzer: libclang-rt-14-dev, only a recommendation of clang) and llvm-symbolizer
+# (llvm-14) for readable crash reports. Only CI and scripts/fuzz.sh ask for them.
+if [ "${GLASS_WITH_FUZZ:-0}" = "1" ]; then
+  PACKAGES+=(clang libclang-rt-14-dev llvm-14)
+fi
 # The headless browser test of the inspector page (tests/inspect) needs Chromium.
 if [ "${GLASS_WITH_BROWSER:-1}" = "1" ]; then
   PACKAGES+=(chromium)

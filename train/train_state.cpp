@@ -179,16 +179,23 @@ TrainState load_train_state(const std::string& run_dir, AdamW& optimizer,
   return as_checkpoint_error([&] {
     TrainState s;
     try {
-      s.step = j.at("step").get<long>();
+      // get<long> of a JSON number that is not an integer (3.5e50) would be an out-of-range
+      // conversion, undefined behaviour: the integer fields must hold integers.
+      auto integer = [&](const json& v, const char* field) -> const json& {
+        if (!v.is_number_integer())
+          throw CheckpointError(fmt::format("{}: \"{}\" must be an integer, got {}", json_path, field, v.dump()));
+        return v;
+      };
+      s.step = integer(j.at("step"), "step").get<long>();
       s.batch_rng = j.at("batch_rng").get<std::string>();
       s.sample_rng = j.at("sample_rng").get<std::string>();
       s.best_val = j.at("best_val").get<double>();
       s.has_best = j.at("has_best").get<bool>();
       s.elapsed_s = j.at("elapsed_s").get<double>();
-      s.context = j.at("context").get<std::size_t>();
+      s.context = integer(j.at("context"), "context").get<std::size_t>();
       if (j.contains("run_id")) s.run_id = j.at("run_id").get<std::string>();
       for (const json& r : j.at("log"))
-        s.log.push_back({r.at(0).get<long>(), r.at(1).get<double>(), r.at(2).get<double>(),
+        s.log.push_back({integer(r.at(0), "log step").get<long>(), r.at(1).get<double>(), r.at(2).get<double>(),
                          r.at(3).get<double>(), r.at(4).get<double>(), r.at(5).get<double>()});
     } catch (const json::exception& e) {
       throw CheckpointError(fmt::format("{}: {}", json_path, e.what()));

@@ -174,3 +174,32 @@ TEST(LoadText, BundledCorporaAreValidUtf8) {
   const std::u32string en = load_text(GLASS_SOURCE_DIR "/data/corpora/tinyshakespeare.txt", &info);
   EXPECT_EQ(en.size(), 1115394u);  // ASCII: one character per byte
 }
+
+// load_text reads a file in chunks; a NUL byte or an invalid sequence past the first chunk (or
+// one that straddles two) is still reported at its offset in the file. Offsets chosen around
+// 64 KiB and 1 MiB, the sizes a chunk has had.
+TEST(LoadText, ErrorOffsetsAcrossReadChunks) {
+  for (const std::size_t at : {std::size_t{65535}, std::size_t{65536}, std::size_t{1048577}}) {
+    std::string bytes(at + 10, 'a');
+    bytes[at] = '\0';
+    const std::string nul = write_temp("nul.txt", bytes);
+    EXPECT_NE(message_of<std::runtime_error>([&] { load_text(nul); })
+                  .find("NUL byte at offset " + std::to_string(at)),
+              std::string::npos)
+        << at;
+    bytes[at] = 'a';
+    bytes[at - 1] = '\xC3';  // é cut in two by the chunk boundary, still valid: C3 A9
+    bytes[at] = '\xA9';
+    TextInfo info;
+    const std::u32string text = load_text(write_temp("ok.txt", bytes), &info);
+    EXPECT_EQ(text.size(), at + 9) << at;
+    EXPECT_EQ(text[at - 1], U'\u00E9') << at;
+    bytes[at] = 'x';  // C3 followed by 'x': invalid at offset at - 1
+    try {
+      load_text(write_temp("bad.txt", bytes));
+      ADD_FAILURE() << "expected Utf8Error at " << at - 1;
+    } catch (const Utf8Error& e) {
+      EXPECT_EQ(e.byte_offset(), at - 1);
+    }
+  }
+}

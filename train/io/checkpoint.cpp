@@ -71,7 +71,7 @@ json read_json(const std::string& path) {
     return parse_json_no_duplicate_keys(text);
   } catch (const DuplicateKeyError& e) {
     throw CheckpointError(fmt::format("{}: {}", path, e.what()));
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, or out_of_range for a number like 1e999
     throw CheckpointError(fmt::format("{}: not valid JSON ({})", path, e.what()));
   }
 }

@@ -245,12 +245,14 @@ SafetensorsContents safetensors_parse(const std::string& bytes, const std::strin
     NamedTensor& t = contents.tensors[s.index];
     const char* src = bytes.data() + data_begin + s.begin;
     const std::size_t count = (s.end - s.begin) / dtype_size(t.dtype);
+    // An empty tensor (a 0 in its shape) has no bytes; memcpy to the null data() of an empty
+    // vector would be undefined behaviour, even for 0 bytes.
     if (t.dtype == Dtype::F32) {
       t.data.resize(count);
-      std::memcpy(t.data.data(), src, count * sizeof(float));
+      if (count != 0) std::memcpy(t.data.data(), src, count * sizeof(float));
     } else {
       t.data_f64.resize(count);
-      std::memcpy(t.data_f64.data(), src, count * sizeof(double));
+      if (count != 0) std::memcpy(t.data_f64.data(), src, count * sizeof(double));
     }
     ordered.push_back(std::move(t));
   }

@@ -208,3 +208,19 @@ TEST(Safetensors, RejectsDuplicateKeysInTheHeader) {
                 R"("b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})", data),
       "two.safetensors"));
 }
+
+// A tensor with a 0 in its shape holds no bytes (found by the safetensors fuzz harness: copying
+// its 0 bytes was undefined behaviour, reported by the sanitizer job).
+TEST(Safetensors, ParsesEmptyTensors) {
+  const std::string json =
+      R"({"e":{"dtype":"F32","shape":[0,4],"data_offsets":[0,0]},)"
+      R"("d":{"dtype":"F64","shape":[3,0],"data_offsets":[0,0]}})";
+  const auto c = glass::safetensors_parse(make_file(json, ""), "empty.safetensors");
+  ASSERT_EQ(c.tensors.size(), 2u);
+  for (const NamedTensor& t : c.tensors) {
+    EXPECT_EQ(t.numel(), 0u) << t.name;
+    EXPECT_TRUE(t.data.empty() && t.data_f64.empty()) << t.name;
+  }
+  EXPECT_EQ(c.find("e")->shape, (std::vector<std::size_t>{0, 4}));
+  EXPECT_EQ(c.find("d")->dtype, glass::Dtype::F64);
+}

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Fuzzes the readers with libFuzzer (clang, under AddressSanitizer + UndefinedBehaviorSanitizer):
+# builds the harnesses of tests/fuzz into ./build-fuzz and runs each for N seconds, one after
+# the other. Harnesses: text (UTF-8 reader and tokenizer), safetensors, config_json,
+# train_state.
+# Usage: scripts/fuzz.sh [--seconds N] [HARNESS ...]
+#   scripts/fuzz.sh --seconds 30              every harness for 30 s (what CI runs)
+#   scripts/fuzz.sh --seconds 14400 text      the text reader for 4 hours
+# Each run starts from the seeds in tests/fuzz/corpus/<harness>/ and the inputs earlier runs
+# kept in build-fuzz/corpus/<harness>/ (new inputs that reach new code are added there). A
+# crash, a sanitizer report, an unexpected exception or a failed property stops the run, saves
+# the input as build-fuzz/artifacts/<harness>-crash-<sha1> and fails the script; replay it with
+# `build-fuzz/tests/fuzz/fuzz_<harness> build-fuzz/artifacts/<harness>-crash-<sha1>`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+seconds=60
+harnesses=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --seconds) seconds="${2:?--seconds needs a number}"; shift 2 ;;
+    --seconds=*) seconds="${1#--seconds=}"; shift ;;
+    -h|--help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) harnesses+=("$1"); shift ;;
+  esac
+done
+case "$seconds" in ''|*[!0-9]*) echo "fuzz: --seconds needs a whole number, got '$seconds'" >&2; exit 2 ;; esac
+all=(text safetensors config_json train_state)
+[ ${#harnesses[@]} -eq 0 ] && harnesses=("${all[@]}")
+for h in "${harnesses[@]}"; do
+  [ -d "tests/fuzz/corpus/$h" ] || { echo "fuzz: unknown harness '$h' (harnesses: ${all[*]})" >&2; exit 2; }
+done
+
+GLASS_WITH_FUZZ=1 bash scripts/install-deps.sh
+cmake -S . -B build-fuzz -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=Release \
+  -DCMAKE_CXX_FLAGS_RELEASE="-O1 -g -DNDEBUG" -DGLASS_FUZZ=ON -DGLASS_BUILD_TESTS=OFF \
+  -DGLASS_BUILD_BENCH=OFF -DGLASS_BUILD_TUTORIALS=OFF >/dev/null
+targets=()
+for h in "${harnesses[@]}"; do targets+=("fuzz_$h"); done
+cmake --build build-fuzz -j"$(nproc)" --target "${targets[@]}"
+
+export ASAN_OPTIONS="detect_leaks=1:${ASAN_OPTIONS:-}"
+export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:${UBSAN_OPTIONS:-}"
+mkdir -p build-fuzz/artifacts
+for h in "${harnesses[@]}"; do
+  mkdir -p "build-fuzz/corpus/$h"
+  echo "fuzz: $h for ${seconds} s"
+  # -rss_limit_mb: the readers must refuse absurd sizes before allocating them. The progress
+  # lines (new inputs, new functions) are left out; the final statistics and any report stay.
+  set +e
+  "build-fuzz/tests/fuzz/fuzz_$h" -max_total_time="$seconds" -rss_limit_mb=2048 \
+    -timeout=10 -print_final_stats=1 -artifact_prefix="build-fuzz/artifacts/$h-" \
+    "build-fuzz/corpus/$h" "tests/fuzz/corpus/$h" 2>&1 |
+    grep -v -E '^#[0-9]+[[:space:]]+(NEW|REDUCE|pulse)|^[[:space:]]+NEW_FUNC|# Uses: '
+  rc=${PIPESTATUS[0]}
+  set -e
+  [ "$rc" -eq 0 ] || { echo "fuzz: $h failed (exit $rc, see above)" >&2; exit 1; }
+done
+echo "fuzz: all harnesses passed"

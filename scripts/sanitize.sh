@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# The whole test suite (tutorials and the `glass` program included) built with AddressSanitizer
+# and UndefinedBehaviorSanitizer: configures ./build-asan (gcc, -O1, without tcmalloc), builds
+# everything and runs every test with CTest. A sanitizer report aborts the program that made it
+# and fails the script, also when it came from a `glass` or tutorial process that a test
+# started (every report is also written to build-asan/sanitizer-logs/ and checked at the end).
+# Usage: scripts/sanitize.sh [CTEST ARGS ...]   e.g. scripts/sanitize.sh -R Tokenizer
+# CI runs it after scripts/test.sh (.ci/run); ~20 CPU-minutes of build, ~5 of tests.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/install-deps.sh
+cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE="-O1 -g1 -DNDEBUG" \
+  -DGLASS_SANITIZE=ON -DGLASS_BUILD_BENCH=OFF >/dev/null
+cmake --build build-asan -j"$(nproc)"
+
+logs="$PWD/build-asan/sanitizer-logs"
+rm -rf "$logs" && mkdir -p "$logs"
+# halt_on_error + a distinct exit code: a report can never pass for an expected error exit.
+export ASAN_OPTIONS="halt_on_error=1:exitcode=86:detect_leaks=1:detect_stack_use_after_return=1:check_initialization_order=1:strict_init_order=1:log_path=$logs/asan"
+export UBSAN_OPTIONS="halt_on_error=1:exitcode=86:print_stacktrace=1:log_path=$logs/ubsan"
+status=0
+ctest --test-dir build-asan --output-on-failure -j"$(nproc)" "$@" || status=$?
+if compgen -G "$logs/*" >/dev/null; then
+  echo "sanitize: sanitizer reports:" >&2
+  for f in "$logs"/*; do echo "---- $f" >&2; cat "$f" >&2; done
+  status=1
+fi
+exit $status
