@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "autograd/ops.hpp"
 #include "autograd/tape.hpp"
@@ -371,9 +372,11 @@ void Trainer::save(bool also_best) {
     // then switches to it (train/io/run_dir.hpp).
     step_dir = begin_save(dir, step_);
     const fs::path files(step_dir);
-    const std::string extra =
-        fmt::format(R"({{"training": {{"context": {}, "step": {}, "run_id": "{}"}}}})",
-                    options_.context, step_, run_id_);
+    const nlohmann::json training = {{"context", options_.context},
+                                     {"step", step_},
+                                     {"run_id", run_id_},
+                                     {"data", fs::path(options_.data_path).filename().string()}};
+    const std::string extra = nlohmann::json{{"training", training}}.dump();
     save_model(step_dir, *model_, tokenizer_, "model.safetensors", extra, step_, run_id_);
     if (also_best)
       link_or_copy((files / "model.safetensors").string(), (files / "best.safetensors").string());

@@ -39,6 +39,7 @@ void run_export(const ExportFlags& f) {
   glass::ExportInfo info;
   info.name = fs::canonical(f.checkpoint).filename().string();  // the directory exists: it loaded
   info.step = loaded.weights_step;
+  info.data = glass::training_data(f.checkpoint);  // "": not recorded
   info.context = glass::training_context(f.checkpoint);  // 0: not recorded
   if (info.context == 0) info.context = loaded.config.context_length;
 

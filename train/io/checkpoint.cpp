@@ -229,4 +229,12 @@ std::size_t training_context(const std::string& run_dir) {
   return c.get<std::size_t>();
 }
 
+std::string training_data(const std::string& run_dir) {
+  const json j = read_json(path_in(checkpoint_files_dir(run_dir), "config.json"));
+  if (!j.contains("training") || !j["training"].is_object() || !j["training"].contains("data") ||
+      !j["training"]["data"].is_string())
+    return "";
+  return j["training"]["data"].get<std::string>();
+}
+
 }  // namespace glass

@@ -67,4 +67,9 @@ void save_model(const std::string& dir, const Decoder& model, const Tokenizer& t
 /// for unreadable or bad JSON.
 std::size_t training_context(const std::string& dir);
 
+/// The file name of the text the model was trained on, as glass train records it in
+/// DIR/config.json ("training": {"data": NAME}), or "" when the checkpoint does not say.
+/// Throws CheckpointError for unreadable or bad JSON.
+std::string training_data(const std::string& dir);
+
 }  // namespace glass

@@ -129,6 +129,11 @@ std::string gguf_bytes(const LoadedModel& loaded, const ExportInfo& info) {
   kv.kv_u32("general.alignment", kAlignment);
   kv.kv_u32("general.file_type", kFileTypeAllF32);
   if (!info.step.empty()) kv.kv_str("glass.training.step", info.step);
+  if (!info.data.empty()) {
+    kv.kv_str("glass.training.data", info.data);
+    kv.kv_str("general.description", "GlassLLM character-level model trained on " + info.data +
+                                         (info.step.empty() ? "" : " for " + info.step + " steps"));
+  }
   kv.kv_u32("llama.vocab_size", static_cast<std::uint32_t>(tokens.size()));
   kv.kv_u32("llama.context_length", static_cast<std::uint32_t>(info.context));
   kv.kv_u32("llama.embedding_length", static_cast<std::uint32_t>(c.d_model));

@@ -172,7 +172,7 @@ std::vector<float> flat(const Array& a) { return {a.data(), a.data() + a.size()}
 
 TEST(ExportGguf, HeaderKeysAndVocabulary) {
   const LoadedModel m = small_model();
-  const std::string bytes = glass::gguf_bytes(m, {"tiny", "123", 24});
+  const std::string bytes = glass::gguf_bytes(m, {"tiny", "123", 24, "domcasmurro.txt"});
   const Gguf g = read_gguf(bytes);
   EXPECT_EQ(g.version, 3u);
   auto u32 = [&](const std::string& k) {
@@ -182,6 +182,9 @@ TEST(ExportGguf, HeaderKeysAndVocabulary) {
   EXPECT_EQ(g.kv.at("general.architecture").text, "llama");
   EXPECT_EQ(g.kv.at("general.name").text, "tiny");
   EXPECT_EQ(g.kv.at("glass.training.step").text, "123");
+  EXPECT_EQ(g.kv.at("glass.training.data").text, "domcasmurro.txt");
+  EXPECT_EQ(g.kv.at("general.description").text,
+            "GlassLLM character-level model trained on domcasmurro.txt for 123 steps");
   EXPECT_EQ(u32("general.alignment"), 32);
   EXPECT_EQ(u32("general.file_type"), 0);  // all F32
   EXPECT_EQ(u32("llama.context_length"), 24);  // the training context, not the RoPE table size
