@@ -263,6 +263,7 @@ Trainer::Trainer(TrainOptions options, std::ostream& out) : options_(std::move(o
   if (!lock_) lock_out_dir();
   // A run killed during a save leaves a step directory that never became current (and, in a
   // checkpoint of the flat layout, temporary files); the current save itself is whole.
+  check_run_layout(o.out_dir);
   std::size_t stale = remove_stale_saves(o.out_dir);
   const std::vector<std::string> checkpoint_files = {
       "model.safetensors", "best.safetensors", "train_state.safetensors", "train_state.json",
@@ -411,7 +412,9 @@ void Trainer::save(bool also_best) {
             : std::string("No checkpoint of this run was complete yet.")));
   }
   last_saved_step_ = step_;
-  const std::string warning = finish_save(dir);
+  const std::string previous_save =
+      previous == fs::path(dir) ? std::string() : previous.filename().string();
+  const std::string warning = finish_save(dir, previous_save);
   if (!warning.empty()) out_ << "warning: " << warning << "\n";
 }
 

@@ -149,6 +149,42 @@ TEST_F(RunDirCli, FoldersOfTheUserNamedLikeSavesAreNeverRemoved) {
                                                      "and was removed once step 2 was current";
 }
 
+TEST_F(RunDirCli, CompleteSavesAreNeverRemovedUnlessTheyAreReplaced) {
+  ASSERT_EQ(first_run_.exit_code, 0) << first_run_.out << first_run_.err;
+  // A complete save without its `current` link (a run copied to a file system without links):
+  // a new run there keeps it, even when it saves the same step.
+  const fs::path unlinked = dir_ / "unlinked";
+  fs::create_directories(unlinked);
+  fs::copy(ckpt_ / "step-000030", unlinked / "step-000030");
+  const CliRun beside = glass("train" + data() + " --out " + q(unlinked.string()) +
+                             " --iters 30 --eval-every 30" + tiny());
+  ASSERT_EQ(beside.exit_code, 0) << beside.out << beside.err;
+  EXPECT_EQ(glass::load_checkpoint((unlinked / "step-000030").string()).run_id,
+            glass::load_checkpoint(ckpt_.string()).run_id) << "the copied save was replaced";
+  EXPECT_EQ(fs::read_symlink(unlinked / "current").string(), "step-000030.1");
+  // Copies of a save that the user keeps inside the run directory survive a resumed run's saves;
+  // only the save each new one replaces is removed.
+  const fs::path run = dir_ / "with-copies";
+  fs::copy(ckpt_, run, fs::copy_options::recursive | fs::copy_options::copy_symlinks);
+  fs::copy(run / "step-000030", run / "step-000999");
+  const CliRun resumed = glass("train" + data() + " --out " + q(run.string()) +
+                              " --resume --iters 34 --eval-every 2" + tiny());
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.out << resumed.err;
+  EXPECT_TRUE(fs::exists(run / "step-000999" / "model.safetensors"));
+  EXPECT_FALSE(fs::exists(run / "step-000030")) << "replaced by the save of step 32";
+  EXPECT_FALSE(fs::exists(run / "step-000032")) << "replaced by the save of step 34";
+  EXPECT_EQ(fs::read_symlink(run / "current").string(), "step-000034");
+  // A `current` that is a directory (copied with cp -L) is refused before any training, not at
+  // the first save.
+  const fs::path dereferenced = dir_ / "dereferenced";
+  fs::copy(ckpt_, dereferenced, fs::copy_options::recursive);
+  ASSERT_TRUE(fs::is_directory(dereferenced / "current") && !fs::is_symlink(dereferenced / "current"));
+  const CliRun deref = glass("train" + data() + " --out " + q(dereferenced.string()) +
+                             " --resume --iters 34" + tiny());
+  expect_error(deref, "is not a symbolic link");
+  EXPECT_EQ(deref.out.find("step 31"), std::string::npos) << deref.out;
+}
+
 TEST_F(RunDirCli, ACheckpointWrittenBeforeRunIdsResumesAndItsBestWeightsStayReadable) {
   // A flat checkpoint as written before run ids existed: the files of one save, side by side,
   // with no run id in any of them.

@@ -62,6 +62,17 @@ bool is_save_dir(const fs::path& dir) {
   return !ec;
 }
 
+/// A save dir holding every file a save writes (best.safetensors is optional): complete, so
+/// never removed as the remains of a save cut short.
+bool is_complete_save(const fs::path& dir) {
+  if (!is_save_dir(dir)) return false;
+  std::error_code ec;
+  for (const char* file : {"model.safetensors", "config.json", "train_state.json",
+                           "train_state.safetensors", "log.csv"})
+    if (!fs::is_regular_file(dir / file, ec)) return false;
+  return true;
+}
+
 void sync_directory(const std::string& dir) {
   const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd >= 0) {
@@ -108,6 +119,17 @@ bool holds_checkpoint(const std::string& dir) {
   std::error_code ec;
   if (!current_target(dir).empty()) return true;
   return fs::exists(fs::path(dir) / "config.json", ec) || fs::exists(fs::path(dir) / "model.safetensors", ec);
+}
+
+void check_run_layout(const std::string& dir) {
+  const fs::path link = fs::path(dir) / kCurrentLink;
+  std::error_code ec;
+  if (fs::exists(fs::symlink_status(link, ec)) && !is_link(link))
+    throw FileError(fmt::format(
+        "'{}' is not a symbolic link (a run directory copied with cp -L or to a file system "
+        "without links?): glass train could not switch it to its next save. Copy the run with "
+        "links kept (cp -a), or train into a fresh --out",
+        link.string()));
 }
 
 // ---- lock -------------------------------------------------------------------------------------
@@ -163,10 +185,12 @@ std::string begin_save(const std::string& dir, long step) {
   const std::string base = fmt::format("step-{:06d}", step);
   std::string name = base;
   std::error_code ec;
-  // Not the current save, and not a folder of the user's that happens to have this name.
+  // Not the current save, not another complete one (e.g. a copy the user keeps, or a save whose
+  // switch a kill prevented), and not a folder of the user's that happens to have this name.
   auto taken = [&](const std::string& candidate) {
     const fs::path p = fs::path(dir) / candidate;
-    return candidate == current || (fs::exists(fs::symlink_status(p, ec)) && !is_save_dir(p));
+    return candidate == current ||
+           (fs::exists(fs::symlink_status(p, ec)) && (!is_save_dir(p) || is_complete_save(p)));
   };
   for (int k = 1; taken(name); ++k) name = fmt::format("{}.{}", base, k);
   const fs::path path = fs::path(dir) / name;
@@ -190,7 +214,7 @@ void commit_save(const std::string& dir, const std::string& step_dir) {
   sync_directory(dir);
 }
 
-std::string finish_save(const std::string& dir) {
+std::string finish_save(const std::string& dir, const std::string& previous_save) {
   std::string warning;
   for (const std::string& file : checkpoint_file_names()) {
     const fs::path link = fs::path(dir) / file;
@@ -204,12 +228,14 @@ std::string finish_save(const std::string& dir) {
     }
   }
   sync_directory(dir);
-  if (const int err = file_op_fault("remove", dir + "/step-* (all but the current)"); err != 0)
+  const fs::path previous = fs::path(dir) / previous_save;
+  if (previous_save.empty() || previous_save == current_target(dir) || !is_save_dir(previous))
+    return warning;
+  std::error_code ec;
+  if (int err = file_op_fault("remove", previous.string()); err != 0 || (fs::remove_all(previous, ec), ec))
     warning += (warning.empty() ? "" : "; ") +
-               fmt::format("cannot remove the previous saves in '{}': {} (the next run removes them)",
-                           dir, std::strerror(err));
-  else
-    remove_stale_saves(dir);
+               fmt::format("cannot remove the previous save '{}': {}", previous.string(),
+                           err != 0 ? std::strerror(err) : ec.message());
   return warning;
 }
 
@@ -220,7 +246,8 @@ std::size_t remove_stale_saves(const std::string& dir) {
   std::vector<fs::path> stale;
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
     const std::string name = entry.path().filename().string();
-    if (name != current && is_save_dir(entry.path())) stale.push_back(entry.path());
+    if (name != current && is_save_dir(entry.path()) && !is_complete_save(entry.path()))
+      stale.push_back(entry.path());
   }
   for (const fs::path& p : stale) {
     std::error_code rm;

@@ -34,9 +34,14 @@ const std::vector<std::string>& checkpoint_file_names();
 std::string checkpoint_files_dir(const std::string& dir);
 
 /// True when `dir` holds a checkpoint a new run would replace: a `current` link, or (flat
-/// layout) a config.json or model.safetensors. A directory holding only the remains of a save
+/// layout) a config.json or model.safetensors. Complete step directories without the link
+/// (copies, or a first save whose switch a kill prevented) are never replaced nor removed. A directory holding only the remains of a save
 /// that never completed, or only run.lock, holds none.
 bool holds_checkpoint(const std::string& dir);
+
+/// Refuses (FileError) a run directory whose DIR/current exists but is not a symbolic link
+/// (copied with cp -L, or to a file system without links): its next save could not switch it.
+void check_run_layout(const std::string& dir);
 
 /// An exclusive lock (flock) on DIR/run.lock, held until destruction, so that one trainer at a
 /// time uses a run directory. DIR must exist. Throws FileError when another process holds it,
@@ -73,13 +78,15 @@ std::string begin_save(const std::string& dir, long step);
 void commit_save(const std::string& dir, const std::string& step_dir);
 
 /// After commit_save: makes DIR/<file> a link to current/<file> for each checkpoint file (once;
-/// a regular file of a flat-layout checkpoint is replaced by the link) and removes the step
-/// directories other than the current one. Returns "" or a warning saying what could not be
-/// done (the save itself is complete either way).
-std::string finish_save(const std::string& dir);
+/// a regular file of a flat-layout checkpoint is replaced by the link) and removes
+/// `previous_save`, the step directory that was current before (its name; "" for none). Other
+/// step directories, e.g. copies a user made, are left alone. Returns "" or a warning saying
+/// what could not be done (the save itself is complete either way).
+std::string finish_save(const std::string& dir, const std::string& previous_save = "");
 
-/// Removes the step directories of DIR other than the current one (left by saves that never
-/// completed). Returns how many were removed. Best effort.
+/// Removes the step directories of DIR that a save left incomplete (killed or out of disk
+/// before its last file); complete ones, current or not, are kept. Returns how many were
+/// removed. Best effort.
 std::size_t remove_stale_saves(const std::string& dir);
 
 /// Makes `to` a hard link of `from` (both in the run directory's file system), or a copy when
