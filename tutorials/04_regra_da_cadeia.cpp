@@ -26,7 +26,8 @@ int main() {
   std::printf("à mão: dL/dv = 1/(v+1) = %.6f, dv/du = v = %.6f, du/dx = 2\n", 1 / (e2 + 1), e2);
   std::printf("à mão, o produto: %.6f\n", 2 * e2 / (e2 + 1));
   tut::linha("grad x pela fita", x.grad());
-  tut::texto("(0.880797 = e²/(e²+1) reaparece no capítulo 14, como peso de atenção.)");
+  std::printf("o fator dL/dv · dv/du = e²/(e²+1): %.6f\n", e2 / (e2 + 1));
+  tut::texto("(Este 0.880797 reaparece no capítulo 15, como peso de atenção, e no 20, em silu(2).)");
 
   tut::secao("Um tensor usado duas vezes: as contribuições somam");
   tut::texto("f(x) = x*x + 3x em x = 2. A derivada é 2x + 3 = 7.");

@@ -1,10 +1,10 @@
-// Capítulo 07 — A verificação de gradientes (gradient check), em double.
+// Capítulo 07 — A verificação de gradientes (gradient check), em double e em float.
+// Precisão: double e float
 //
-// This program is compiled with Scalar = double: GLASS_DOUBLE must be defined before any
-// GlassLLM header, and CMake then links the double libraries (see tutorials/CMakeLists.txt).
-#ifndef GLASS_DOUBLE
-#define GLASS_DOUBLE 1
-#endif
+// The line above makes tutorials/CMakeLists.txt build this file twice: 07_verificacao_de_gradientes
+// against the double libraries (Scalar = double) and 07_verificacao_de_gradientes_float against
+// the float ones. The precision comes from the libraries a program links, not from a #define in
+// the source, so the same text gives both programs.
 
 #include <algorithm>
 #include <cmath>
@@ -58,6 +58,8 @@ static void verificar(const char* nome, const std::vector<Tensor>& entradas, con
 int main() {
   tut::capitulo(7, "A verificação de gradientes");
   tut::novo("o juiz: comparar a fita com diferenças finitas, elemento por elemento, em double.");
+  std::printf("este programa: Scalar = %s (%zu bytes por número)\n\n",
+              sizeof(Scalar) == 8 ? "double" : "float", sizeof(Scalar));
   tut::texto(
       "Uma derivada escrita errada no backward não dá erro de compilação: o modelo só\n"
       "treina pior. Por isso cada operação é conferida assim:\n"
@@ -65,7 +67,9 @@ int main() {
       "  2. para cada número de cada entrada, empurre-o +h e -h e meça (f+ - f-) / 2h;\n"
       "  3. compare: erro relativo = |fita - numérico| / (|fita| + |numérico|).\n"
       "Em double (16 dígitos) e h = 1e-6, uma derivada certa dá erro de 1e-8 ou menor;\n"
-      "uma derivada errada dá erro da ordem de 0.1 a 1. O critério aqui: erro < 1e-6.");
+      "uma derivada errada dá erro da ordem de 0.1 a 1. O critério aqui: erro < 1e-6.\n"
+      "O mesmo arquivo é compilado duas vezes: 07_verificacao_de_gradientes (double) e\n"
+      "07_verificacao_de_gradientes_float (float). Rode os dois e compare.");
 
   Rng rng(7);
   Tensor x = Tensor::randn({3, 4}, 1.0, rng, true);
@@ -92,30 +96,49 @@ int main() {
   tut::secao("E quando o gradiente está errado?");
   tut::texto(
       "Simulamos um erro comum: esquecer o fator 2 na derivada de x². A fita diz 2x;\n"
-      "nosso 'backward errado' diria x. Comparando com as diferenças finitas:");
+      "nosso 'backward errado' diria x. Comparando com as diferenças finitas (aqui em\n"
+      "double, com h = 1e-6, nas duas versões do programa):");
   Tensor s = Tensor::scalar(1.5, true);
   const double h = 1e-6;
   const double numerico = ((1.5 + h) * (1.5 + h) - (1.5 - h) * (1.5 - h)) / (2 * h);
   const double errado = 1.5;
-  std::printf("numérico: %.6f   errado: %.6f   erro relativo: %.2e -> REPROVADO\n", numerico, errado,
+  std::printf("numérico: %.6f   errado: %.6f   erro relativo: %.6f -> REPROVADO\n", numerico, errado,
               std::fabs(errado - numerico) / (std::fabs(errado) + std::fabs(numerico)));
   Tensor quad = s * s;
   quad.backward();
   std::printf("numérico: %.6f   fita:   %.6f   (a fita acerta)\n", numerico, s.grad().data()[0]);
+  tut::texto(
+      "O erro relativo 0.333333 = |1.5 - 3| / (1.5 + 3). No capítulo 08 você escreve uma\n"
+      "operação inteira, com um backward errado de verdade, e vê o juiz reprová-la.");
 
   tut::secao("O mesmo juiz na biblioteca: autograd/gradcheck.hpp");
   tut::texto(
       "Os testes do projeto (tests/autograd, tests/nn) e o comando `glass gradcheck` usam\n"
       "gradcheck(), que faz o mesmo laço; uma saída que não é escalar é reduzida a\n"
-      "soma(saída * R), com R aleatório fixo. Critério: |fita - numérico| <= atol + rtol·|numérico|.");
+      "soma(saída * R), com R aleatório fixo. Critério: |fita - numérico| <= atol + rtol·|numérico|.\n"
+      "Ela foi feita para double: em float as diferenças finitas têm ruído demais para\n"
+      "essas tolerâncias.");
   const GradcheckReport relatorio = gradcheck(
       [](const std::vector<Tensor>& in) { return softmax(linear(in[0], in[1])); }, {x, W});
   std::printf("gradcheck da biblioteca, softmax(linear): erro absoluto máximo %.2e -> %s\n",
               relatorio.max_abs_error, relatorio.passed ? "PASS" : "FAIL");
 
+  tut::secao("Em float");
+  if (sizeof(Scalar) == 8) {
+    tut::texto(
+        "Esta é a versão double. Rode build/tutorials/07_verificacao_de_gradientes_float:\n"
+        "com os mesmos gradientes certos, as linhas acima passam a dar FAIL. Com 7 dígitos,\n"
+        "f(x+h) - f(x-h) com h = 1e-6 perde quase todos os dígitos (capítulo 02).");
+  } else {
+    tut::texto(
+        "Esta é a versão float: os gradientes da fita são os mesmos e estão certos, mas\n"
+        "com h = 1e-6 as diferenças finitas em float são ruído (capítulo 02), e o juiz\n"
+        "reprova contas certas. Por isso os testes do projeto verificam em double.");
+  }
+
   tut::experimente({
-      "troque h por 1e-3 e por 1e-10 e veja o erro crescer dos dois lados;",
-      "compile sem a linha #define GLASS_DOUBLE: em float, que critério seria justo?",
+      "troque h (o padrão 1e-6 de maior_erro_relativo) por 1e-3 e por 1e-10 e veja o erro crescer dos dois lados;",
+      "na versão float, troque h por 1e-2: o erro cai para perto de 1e-4 a 1e-3, mas um critério tão frouxo ainda pegaria o fator 2 esquecido (0.333333)?",
       "verifique uma conta sua, por exemplo sum(log(sigmoid(x))).",
   });
   return 0;

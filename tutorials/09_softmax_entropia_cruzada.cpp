@@ -1,4 +1,4 @@
-// Capítulo 08 — Softmax e entropia cruzada (cross-entropy).
+// Capítulo 09 — Softmax e entropia cruzada (cross-entropy).
 #include <cmath>
 
 #include "autograd/ops.hpp"
@@ -7,7 +7,7 @@
 using namespace glass;
 
 int main() {
-  tut::capitulo(8, "Softmax e entropia cruzada");
+  tut::capitulo(9, "Softmax e entropia cruzada");
   tut::novo("transformar notas (logits) em probabilidades e medir o erro de uma previsão.");
   tut::texto(
       "O modelo termina com uma nota por caractere possível: os logits. O softmax\n"
@@ -48,11 +48,11 @@ int main() {
               cross_entropy(iguais, alvo).item(), std::log(3.0));
   tut::texto(
       "Guarde isto: com um vocabulário de V caracteres, um modelo recém-criado começa\n"
-      "perto de log(V). Os capítulos 12 e 21 partem daí.");
+      "perto de log(V). Os capítulos 12 e 26 partem daí.");
 
   tut::experimente({
       "troque o alvo para 2 e veja a perda subir para -log(0.098566);",
-      "multiplique os logits por 10: as probabilidades ficam mais 'certas' (capítulo 22);",
+      "multiplique os logits por 10: as probabilidades ficam mais 'certas' (capítulo 27);",
       "use ignore_index: cross_entropy(logits, alvo, 0) ignora o alvo 0 e a perda vira 0.",
   });
   return 0;

@@ -1,4 +1,4 @@
-// Capítulo 09 — Caracteres como tokens (UTF-8).
+// Capítulo 10 — Caracteres como tokens (UTF-8).
 #include <string>
 
 #include "common.hpp"
@@ -14,7 +14,7 @@ static void mostrar_ids(const char* rotulo, const std::vector<std::int32_t>& ids
 }
 
 int main() {
-  tut::capitulo(9, "Caracteres como tokens (UTF-8)");
+  tut::capitulo(10, "Caracteres como tokens (UTF-8)");
   tut::novo("texto vira números: cada caractere Unicode recebe um id.");
   tut::texto(
       "O modelo não lê letras, lê ids inteiros. Nosso tokenizador é o mais simples\n"

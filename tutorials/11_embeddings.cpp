@@ -1,11 +1,11 @@
-// Capítulo 10 — Embeddings: de id para vetor.
+// Capítulo 11 — Embeddings: de id para vetor.
 #include "autograd/ops.hpp"
 #include "common.hpp"
 
 using namespace glass;
 
 int main() {
-  tut::capitulo(10, "Embeddings");
+  tut::capitulo(11, "Embeddings");
   tut::novo("a tabela de embeddings: cada id escolhe uma linha aprendível.");
   tut::texto(
       "Um id (por exemplo 3) não diz nada por si: 3 não é 'maior' que 2. Então cada id\n"
@@ -53,7 +53,7 @@ int main() {
 
   tut::experimente({
       "mude d_model para 8 e veja a forma (2, 3, 8);",
-      "use L = soma(saída * saída): agora grad da linha é 2 * (soma dos usos);",
+      "use L = soma(saída * saída): agora o gradiente da linha r é 2 · (número de usos de r) · tabela[r]; a linha 1, usada 2 vezes, recebe 4 · tabela[1];",
       "no modelo padrão a tabela é (vocab_size, 128): quantos parâmetros para 83 caracteres?",
   });
   return 0;

@@ -37,7 +37,7 @@ int main() {
 
   tut::secao("Treino: descida do gradiente com lr = 50, o lote é o texto inteiro");
   Tensor W = Tensor::zeros({V, V}, true);  // zeros: começa prevendo a distribuição uniforme
-  std::printf("log(V): %.6f   (perda esperada no início, capítulo 08)\n", std::log(double(V)));
+  std::printf("log(V): %.6f   (perda esperada no início, capítulo 09)\n", std::log(double(V)));
   const int passos = 150;
   const Scalar lr = 50;
   double perda_inicial = 0, perda_final = 0;
@@ -73,7 +73,7 @@ int main() {
   }
   minima /= double(N);
   std::printf("perda mínima possível: %.4f\n", minima);
-  tut::texto("Com mais passos (ou um otimizador melhor, capítulo 20) a perda desce até lá.");
+  tut::texto("Com mais passos (ou um otimizador melhor, capítulo 24) a perda desce até lá.");
 
   tut::secao("Gerando texto com a tabela treinada");
   std::mt19937_64 rng(12);
@@ -92,13 +92,14 @@ int main() {
   std::printf("amostra: %s\n", tok.decode_utf8(saida).c_str());
   tut::texto(
       "Parece português de longe: sílabas plausíveis, palavras inventadas. Um caractere\n"
-      "de memória é pouco. A atenção (capítulos 13 a 19) deixa cada posição consultar\n"
-      "todas as anteriores.");
+      "de memória é pouco. O capítulo 13 dá o primeiro passo para enxergar mais: misturar\n"
+      "os vetores do passado; a atenção (capítulos 14 a 19) deixa cada posição escolher\n"
+      "quanto pegar de cada posição anterior.");
 
   tut::experimente({
       "troque lr = 50 por 5 e por 500: devagar demais, ou instável?",
       "aumente o pedaço do livro para 100000 caracteres;",
-      "troque Tensor::zeros por Tensor::randn: a perda inicial continua perto de log(V)?",
+      "troque Tensor::zeros({V, V}, true) por Tensor::randn({V, V}, 1.0, rng_w, true), com Rng rng_w(12) antes: a perda inicial fica acima de log(V) (logits aleatórios erram com confiança).",
   });
   return 0;
 }

@@ -1,4 +1,4 @@
-// Capítulo 13 — Q, K e V: três projeções de cada posição.
+// Capítulo 14 — Q, K e V: três projeções de cada posição.
 #include <algorithm>
 #include <cmath>
 
@@ -8,7 +8,7 @@
 using namespace glass;
 
 int main() {
-  tut::capitulo(13, "Q, K e V");
+  tut::capitulo(14, "Q, K e V");
   tut::novo("as três projeções lineares da atenção (nn::Linear) e as formas de cada uma.");
   tut::texto(
       "O bigrama do capítulo 12 só enxergava o caractere atual. Para consultar o\n"
@@ -55,7 +55,7 @@ int main() {
               cfg.d_model, cfg.n_kv_heads * cfg.head_dim(), cfg.d_model,
               cfg.n_kv_heads * cfg.head_dim(), cfg.d_model);
   tut::texto(
-      "K e V são menores que Q: o modelo usa GQA (capítulo 16). Nenhuma projeção tem bias.\n"
+      "K e V são menores que Q: o modelo usa GQA (capítulo 18). Nenhuma projeção tem bias.\n"
       "No próximo capítulo, com Q, K e V prontos, fazemos a atenção em três passos.");
 
   tut::secao("No código do modelo");
@@ -65,7 +65,7 @@ int main() {
       "  Tensor q = reshape(wq.forward(x), {B, n, n_heads, head_dim});\n"
       "  Tensor k = reshape(wk.forward(x), {B, n, n_kv_heads, head_dim});\n"
       "  Tensor v = reshape(wv.forward(x), {B, n, n_kv_heads, head_dim});\n"
-      "Os nove passos dessa função são os da página docs/atencao.md; os capítulos 14 a 17\n"
+      "Os nove passos dessa função são os da página docs/atencao.md; os capítulos 15 a 19\n"
       "explicam os outros.");
 
   tut::experimente({

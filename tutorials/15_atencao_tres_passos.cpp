@@ -1,4 +1,4 @@
-// Capítulo 14 — Atenção: os três passos e a máscara causal.
+// Capítulo 15 — Atenção: os três passos e a máscara causal.
 //
 // The worked example with tokens 'a' and 'b' and the triangle of docs/atencao.md (3 positions,
 // head dim 2), computed with the library's ops, and where the same steps sit in the model.
@@ -18,11 +18,11 @@ static Array como_numeros(const Mask& mascara) {
 }
 
 int main() {
-  tut::capitulo(14, "Atenção: os três passos");
+  tut::capitulo(15, "Atenção: os três passos");
   tut::novo("a atenção: notas (Q·K), pesos (softmax) e mistura dos valores (V); a máscara causal.");
   tut::texto(
       "Exemplo minúsculo: 2 tokens, 'a' e 'b', vetores de tamanho 2. Q, K e V já\n"
-      "saíram das projeções do capítulo 13:\n"
+      "saíram das projeções do capítulo 14:\n"
       "  'a':  Q = [2, 0]   K = [1, 0]   V = [10,  0]\n"
       "  'b':  Q = [0, 2]   K = [0, 1]   V = [ 0, 10]");
   Tensor Q = Tensor::from_vector({2, 0, 0, 2}, {2, 2});

@@ -1,4 +1,4 @@
-// Capítulo 15 — A máscara causal com cache (start > 0).
+// Capítulo 16 — A máscara causal com cache (start > 0).
 #include <cmath>
 #include <limits>
 
@@ -25,17 +25,17 @@ static Tensor atencao(const Tensor& q, const Tensor& k, const Tensor& v, std::si
 }
 
 int main() {
-  tut::capitulo(15, "A máscara causal com cache (start > 0)");
+  tut::capitulo(16, "A máscara causal com cache (start > 0)");
   tut::novo("consultas novas contra chaves antigas: causal_mask(n, m, start) com m = start + n.");
   tut::texto(
       "Na geração, o texto cresce um caractere por vez. As chaves e valores das posições\n"
-      "já processadas não mudam, então ficam guardados num cache (capítulo 23). A cada\n"
+      "já processadas não mudam, então ficam guardados num cache (capítulo 28). A cada\n"
       "passo entram só n consultas novas, nas posições start .. start+n-1, e elas são\n"
       "comparadas com todas as m = start + n chaves. A regra da máscara continua a\n"
       "mesma, mas em posições absolutas: a consulta i (posição start+i) não pode ver a\n"
       "chave j quando j > start + i. Sem cache, start = 0 e m = n.");
 
-  // O exemplo do triângulo (capítulo 14, docs/atencao.md).
+  // O exemplo do triângulo (capítulo 15, docs/atencao.md).
   Tensor Q = Tensor::from_vector({1, 0, 1, 1, 0, 1}, {3, 2});
   Tensor K = Q;
   Tensor V = Tensor::from_vector({2, 0, 0, 2, 2, 2}, {3, 2});
@@ -84,8 +84,8 @@ int main() {
 
   tut::experimente({
       "processe as posições uma por uma (start = 0, 1, 2) e confira cada linha do triângulo;",
-      "imprima causal_mask(2, 5, 3): quantas chaves cada consulta vê?",
-      "com start = m (nenhuma consulta nova), o que causal_mask deveria fazer?",
+      "imprima causal_mask(2, 5, 3): a consulta 0 (posição 3) vê 4 chaves, a consulta 1 (posição 4) vê as 5;",
+      "com start = m não há consulta nova (n = 0): causal_mask(0, m, m) é uma máscara vazia, de forma (0, m).",
   });
   return 0;
 }

@@ -16,7 +16,7 @@ int main() {
   tut::capitulo(17, "RoPE: posição como rotação");
   tut::novo("a posição entra no modelo girando Q e K (rope), e o produto Q·K passa a depender da distância.");
   tut::texto(
-      "A atenção do capítulo 14 não sabe a ordem das posições: fora a máscara, embaralhar\n"
+      "A atenção do capítulo 15 não sabe a ordem das posições: fora a máscara, embaralhar\n"
       "as chaves visíveis só embaralha os pesos junto. O RoPE (Su et al., 2021) resolve\n"
       "isso girando Q e K: as coordenadas são agrupadas em pares (x[2i], x[2i+1]) e o\n"
       "par i da posição p gira pelo ângulo p · base^(-2i/D), com base = 10000. Girar\n"
@@ -55,14 +55,14 @@ int main() {
 
   tut::secao("O start: a posição absoluta de um pedaço");
   tut::texto(
-      "Com cache (capítulos 15 e 23) entra só o token novo, e rope recebe start = sua\n"
+      "Com cache (capítulos 16 e 28) entra só o token novo, e rope recebe start = sua\n"
       "posição. Girar a sequência inteira e pegar a posição 3 dá o mesmo que girar só ela com start = 3:");
   Tensor seq = Tensor::from_vector({1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}, {1, 4, 1, 4});
   tut::linha("rope(seq)[3]", reshape(slice(rope(seq, 0), 1, 3, 4), {4}).value());
   tut::linha("rope(seq[3], start = 3)", reshape(rope(slice(seq, 1, 3, 4), 3), {4}).value());
 
   tut::experimente({
-      "troque a base 10000 por 100 (rope(x, 0, 100)) e veja os pares girarem mais rápido;",
+      "na seção 'O start', use a base 100 nas duas chamadas (rope(seq, 0, 100) e rope(..., 3, 100)): o par 1 gira 0.1 rad por posição em vez de 0.01, os números mudam e a igualdade continua (o par 0 gira sempre 1 rad: base^0 = 1);",
       "confira à mão a posição 2: [cos 2, sin 2] = [-0.416147, 0.909297];",
       "aplique rope só em q (não em k): a distância continua sendo o que importa?",
   });

@@ -1,4 +1,4 @@
-// Capítulo 18 — SwiGLU: a camada feed-forward com portão.
+// Capítulo 20 — SwiGLU: a camada feed-forward com portão.
 #include <algorithm>
 #include <cmath>
 
@@ -9,7 +9,7 @@
 using namespace glass;
 
 int main() {
-  tut::capitulo(18, "SwiGLU");
+  tut::capitulo(20, "SwiGLU");
   tut::novo("a rede feed-forward de cada bloco: silu, um portão multiplicativo, e nn::SwiGLU.");
   tut::texto(
       "A atenção mistura posições; a camada feed-forward trabalha em cada posição\n"
@@ -24,7 +24,7 @@ int main() {
   tut::linha("z", z.value(), 1);
   tut::linha("sigmoid(z)", sigmoid(z).value());
   tut::linha("silu(z)", silu(z).value());
-  tut::texto("silu(1) = 1 · 0.731059; silu(2) = 2 · 0.880797 = 1.761594 (o 0.880797 do capítulo 14).");
+  tut::texto("silu(1) = 1 · 0.731059; silu(2) = 2 · 0.880797 = 1.761594 (o 0.880797 do capítulo 15).");
 
   tut::secao("nn::SwiGLU pequeno: d_model = 4, ffn_hidden = 8");
   ModelConfig cfg;
@@ -65,8 +65,8 @@ int main() {
 
   tut::experimente({
       "troque silu por sigmoid no cálculo à mão: a diferença deixa de ser zero;",
-      "zere ffn.w3.weight.value(): o que acontece com y?",
-      "imprima silu(-20) e silu(20): para onde vai cada lado?",
+      "zere ffn.w3.weight.value() (ffn.w3.weight.value().fill(0)): y vira zero, o portão multiplica zero;",
+      "imprima silu(-20) e silu(20): -0.000000 (tende a 0 por baixo) e 20.000000 (tende a z).",
   });
   return 0;
 }

@@ -1,4 +1,4 @@
-// Capítulo 11 — RMSNorm.
+// Capítulo 21 — RMSNorm.
 #include <cmath>
 
 #include "autograd/ops.hpp"
@@ -7,7 +7,7 @@
 using namespace glass;
 
 int main() {
-  tut::capitulo(11, "RMSNorm");
+  tut::capitulo(21, "RMSNorm");
   tut::novo("normalizar cada vetor pelo seu tamanho (raiz da média dos quadrados).");
   tut::texto(
       "Ao atravessar camadas, os vetores podem crescer ou encolher muito, e o treino\n"
@@ -30,7 +30,10 @@ int main() {
   tut::secao("A escala de x não importa");
   Tensor x10 = Tensor::from_vector({10, 20, 30, 40}, {1, 4});
   tut::linha("y de 10x", rms_norm(x10, g, eps).value());
-  tut::texto("Mesma saída: a RMSNorm só olha a direção do vetor, não o tamanho.");
+  tut::texto(
+      "A mesma saída até a 5ª casa: a RMSNorm só olha a direção do vetor, não o tamanho.\n"
+      "A 6ª casa muda por causa do eps, que não cresce junto com x: 10x dá\n"
+      "[1, 2, 3, 4] / sqrt(7.5 + 1e-7) em vez de / sqrt(7.5 + 1e-5).");
 
   tut::secao("O ganho g escolhe uma escala por coordenada");
   Tensor g2 = Tensor::from_vector({1, 1, 0.5f, 2}, {4});
@@ -46,8 +49,8 @@ int main() {
       "o rms que divide tudo). A fórmula foi conferida no capítulo 07.");
 
   tut::experimente({
-      "troque x por [0, 0, 0, 0]: quem salva a conta é o eps;",
-      "troque x por [1, 1, 1, 1] e por [-1, -1, -1, -1]: o sinal fica;",
+      "troque x por [0, 0, 0, 0]: y sai [0, 0, 0, 0], e quem salva a conta é o eps (sem ele seria 0/0 = nan);",
+      "troque x por [1, 1, 1, 1] e por [-1, -1, -1, -1]: sai [1, 1, 1, 1] e [-1, -1, -1, -1] (rms = 1, o sinal fica);",
       "implemente a conta com mean, pow e div e compare com rms_norm.",
   });
   return 0;

@@ -1,4 +1,4 @@
-// Capítulo 22 — Amostragem: temperatura, top-k e top-p.
+// Capítulo 27 — Amostragem: temperatura, top-k e top-p.
 #include <random>
 
 #include "common.hpp"
@@ -12,8 +12,8 @@ using tut::ModeloPequeno;
 static void mostrar(const char* rotulo, const std::vector<double>& p) { tut::linha(rotulo, p); }
 
 int main() {
-  tut::capitulo(22, "Amostragem: temperatura, top-k, top-p");
-  tut::novo("escolher o próximo caractere a partir dos logits (train/sample/sampler.hpp) e gerar texto.");
+  tut::capitulo(27, "Amostragem: temperatura, top-k, top-p");
+  tut::novo("escolher o próximo caractere a partir dos logits (train/sample/sampler.hpp) e gerar texto com generate().");
   tut::texto(
       "O modelo dá logits para o próximo caractere; softmax vira probabilidades. Sortear\n"
       "sempre o mais provável (guloso) dá texto repetitivo; sortear da distribuição\n"
@@ -56,7 +56,12 @@ int main() {
   mostrar("frequências", contagem);
   tut::texto("Perto das probabilidades, como deve ser. A mesma semente dá os mesmos sorteios.");
 
-  tut::secao("Num modelo treinado agora mesmo (capítulo 21, em poucos segundos)");
+  tut::secao("Num modelo treinado agora mesmo (capítulo 26, em poucos segundos)");
+  tut::texto(
+      "generate(modelo, prompt, n, janela, opções, rng) repete n vezes: passa os últimos\n"
+      "`janela` ids pelo modelo, pega os logits da ÚLTIMA posição, aplica temperatura,\n"
+      "top-k e top-p (next_token_probs), sorteia um id (draw) e o acrescenta ao texto.\n"
+      "Devolve só os ids novos. (O cache de K/V que ele usa é o capítulo 28.)");
   ModeloPequeno m = tut::treinar_rapido();
   const auto prompt = m.tokenizer.encode(U"Capitu");
   auto gerar = [&](const char* rotulo, SamplingOptions opcoes) {
@@ -87,7 +92,7 @@ int main() {
 
   tut::experimente({
       "troque a semente: o guloso não muda, os outros mudam;",
-      "use top_k = 1: fica igual ao guloso?",
+      "use top_k = 1 com temperatura 1: o texto fica igual ao guloso (só sobra o maior logit);",
       "no programa: glass sample --checkpoint DIR --temperature 0.5 --top-k 10 (DIR de um glass train).",
   });
   return 0;

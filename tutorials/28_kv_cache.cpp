@@ -1,4 +1,4 @@
-// Capítulo 23 — O cache de K/V, e por que ele dá o mesmo texto.
+// Capítulo 28 — O cache de K/V, e por que ele dá o mesmo texto.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -11,7 +11,7 @@
 using namespace glass;
 
 int main() {
-  tut::capitulo(23, "O cache de K/V");
+  tut::capitulo(28, "O cache de K/V");
   tut::novo("nn::KVCache: gerar um caractere por passo sem recalcular o passado, e provar que nada muda.");
   tut::texto(
       "Para gerar o caractere t+1, o modelo precisa da atenção da posição t sobre as\n"
@@ -19,8 +19,9 @@ int main() {
       "posições, em todas as camadas. Mas, com a máscara causal, K e V da posição j só\n"
       "dependem dos caracteres 0..j: não mudam quando o texto cresce. E o RoPE usa a\n"
       "posição absoluta (start). Então basta guardar K (já girado) e V de cada camada\n"
-      "e, a cada passo, calcular só a posição nova (capítulo 15: start > 0).\n"
-      "Mesmas contas, na mesma ordem: o mesmo resultado, até o arredondamento.");
+      "e, a cada passo, calcular só a posição nova (capítulo 16: start > 0).\n"
+      "As mesmas contas, mas agrupadas de outro jeito (uma consulta por vez em vez da matriz\n"
+      "inteira): o mesmo resultado até o arredondamento de float, não bit a bit.");
 
   tut::ModeloPequeno m = tut::treinar_rapido();
   const Decoder& modelo = *m.modelo;
@@ -78,7 +79,7 @@ int main() {
       "consultas, notas -> máscara -> softmax -> mistura sem guardar a matriz de pesos;\n"
       "na geração, attend_to_cache faz duas multiplicações matriz-vetor por consulta e\n"
       "cabeça, lendo o cache no lugar (é o que rodou nas seções acima). Os tutoriais, o\n"
-      "inspetor e glass gradcheck usam o caminho de referência, o dos capítulos 13 a 17.\n"
+      "inspetor e glass gradcheck usam o caminho de referência, o dos capítulos 14 a 19.\n"
       "O cabeçalho de cada núcleo (autograd/kernels/kernels.hpp) diz quais operações ele\n"
       "substitui, e os testes provam a igualdade em double: valores e gradientes de cada\n"
       "núcleo (tests/autograd/kernels_f64_test.cpp), logits e gradientes do modelo inteiro\n"
@@ -105,8 +106,8 @@ int main() {
       "da janela nova, para continuar dando exatamente o mesmo texto.");
 
   tut::experimente({
-      "esqueça de passar o cache para forward no laço: a diferença deixa de ser zero?",
-      "gere 300 caracteres: a janela desliza; os textos continuam iguais?",
+      "esqueça de passar o cache para forward no laço: cada caractere vira a posição 0, sem passado, e a diferença nos logits fica grande;",
+      "gere 300 caracteres: a janela desliza e os textos continuam iguais (generate reconstrói o cache);",
       "imprima cache.length() antes e depois de cada forward.",
   });
   return 0;

@@ -1,4 +1,4 @@
-// Capítulo 24 — Olhando por dentro com o Tracer.
+// Capítulo 29 — Olhando por dentro com o Tracer.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -11,13 +11,13 @@
 using namespace glass;
 
 int main() {
-  tut::capitulo(24, "Olhando por dentro: o Tracer");
+  tut::capitulo(29, "Olhando por dentro: o Tracer");
   tut::novo("nn::Tracer: fotografias com nome de cada etapa de uma passada (o que `glass inspect` mostra).");
   tut::texto(
       "Passe um Tracer para Decoder::forward e ele guarda uma cópia de cada etapa, sem o\n"
       "eixo do lote: embeddings, e por camada L: attn.q, attn.k, attn.v, attn.rope_q,\n"
       "attn.rope_k, attn.scores, attn.mask, attn.softmax, attn.mix, attn.out, out; no fim,\n"
-      "logits e probs. A ordem é a da atenção dos capítulos 13 a 17:\n"
+      "logits e probs. A ordem é a da atenção dos capítulos 14 a 19:\n"
       "  X -> Q/K/V -> RoPE -> cache -> GQA -> QKᵀ/√d -> máscara -> softmax -> mistura com V -> W_O\n"
       "Cada fotografia é tirada numa linha de Attention::forward_reference (nn/attention.cpp),\n"
       "logo depois do passo que ela mostra: com um Tracer, o modelo sempre roda esse caminho\n"
@@ -42,7 +42,7 @@ int main() {
     std::printf("  %-22s %s\n", nome.c_str(), shape_str(shape_of(tracer.get(nome))).c_str());
   }
   std::printf("  (a camada 1 tem as mesmas)\n");
-  tut::texto("Q tem 4 cabeças, K e V têm 2 (GQA, capítulo 16); notas e pesos são (cabeças, n, m).");
+  tut::texto("Q tem 4 cabeças, K e V têm 2 (GQA, capítulo 18); notas e pesos são (cabeças, n, m).");
 
   tut::secao("Pesos de atenção: camada 0, cabeça 0");
   const Array& pesos = tracer.get("layers.0.attn.softmax");  // (4, n, n)
@@ -70,7 +70,7 @@ int main() {
   }
   std::printf("maior desvio de 1 na soma de uma linha: %.6f\n", pior_soma);
   std::printf("maior peso acima da diagonal: %.6f\n", acima);
-  tut::texto("O triângulo do capítulo 14, agora com pesos aprendidos.");
+  tut::texto("O triângulo do capítulo 15, agora com pesos aprendidos.");
 
   tut::secao("Conferindo uma etapa com as anteriores");
   tut::texto("softmax(notas com a máscara) deve dar exatamente attn.softmax:");

@@ -1,6 +1,7 @@
 #pragma once
-// A tiny decoder trained for a few seconds on the start of Dom Casmurro, for chapters 22-24
-// (chapter 21 writes the same loop out in full and explains it). No downloaded weights.
+// A tiny decoder trained for a few seconds on the start of Dom Casmurro, for chapters 27-29
+// (chapter 26 writes the same loop out in full and explains it), and the validation loss of
+// chapters 25-26. No downloaded weights.
 
 #include <cstdio>
 #include <memory>
@@ -18,7 +19,7 @@
 
 namespace tut {
 
-/// The model of chapter 21: d_model 64, 2 layers, 4 query heads of dim 16, 2 KV heads,
+/// The model of chapter 26: d_model 64, 2 layers, 4 query heads of dim 16, 2 KV heads,
 /// SwiGLU 176, context 32.
 inline glass::ModelConfig config_pequena(std::size_t vocab_size) {
   glass::ModelConfig cfg;
@@ -32,13 +33,29 @@ inline glass::ModelConfig config_pequena(std::size_t vocab_size) {
   return cfg;
 }
 
+/// Mean cross-entropy of `modelo` over 8 fixed batches (seed 99) of 16 windows of `contexto`
+/// ids from `val`, without the tape (chapters 25 and 26).
+inline double perda_validacao(const glass::Decoder& modelo, const std::vector<std::int32_t>& val,
+                              std::size_t contexto) {
+  using namespace glass;
+  NoGradGuard sem_fita;
+  BatchSampler lotes(val, 16, contexto, /*seed=*/99, "validation split");
+  Ids x, y;
+  double total = 0;
+  for (int i = 0; i < 8; ++i) {
+    lotes.next(x, y);
+    total += cross_entropy(modelo.forward(x), y).item();
+  }
+  return total / 8;
+}
+
 struct ModeloPequeno {
   glass::Tokenizer tokenizer;
   std::unique_ptr<glass::Decoder> modelo;
   double perda_inicial = 0, perda_final = 0;  ///< training-batch losses of the first/last step
 };
 
-/// Trains the chapter-21 model for `passos` AdamW steps (batches of 16 windows of 32
+/// Trains the chapter-26 model for `passos` AdamW steps (batches of 16 windows of 32
 /// characters from the first 30000 characters of data/corpora/domcasmurro.txt).
 inline ModeloPequeno treinar_rapido(long passos = 200, std::uint64_t seed = 21) {
   using namespace glass;

@@ -1,23 +1,46 @@
-// Runs every numbered tutorial program (GLASS_BINARY_DIR/tutorials/NN_topic) and checks the
-// numbers it prints that matter. A tutorial that stops building, crashes, or prints a wrong
-// number fails here.
+// Runs every numbered tutorial program (GLASS_BINARY_DIR/tutorials/NN_topic), checks the
+// numbers each one prints and claims in its text, checks that it still prints its saved
+// expected output (tutorials/saidas/NN_topic.txt), and builds-and-runs every exercise solution
+// (tutorials/exercicios/). A tutorial that stops building, crashes, prints a wrong number or
+// drifts from its saved output fails here.
 //
-// Reference values and how they were produced:
-// - Chapter 14 (the two-token example of docs/atencao.md, tokens 'a' and 'b'): scores [2, 0]; softmax [e^2, 1] / (e^2 + 1) =
-//   [0.880797, 0.119203]; output 0.880797*[10, 0] + 0.119203*[0, 10] = [8.807971, 1.192029].
-//   Scaled by 1/sqrt(2): scores [1.414214, 0], weights [0.804430, 0.195570], output
-//   [8.044297, 1.955703]. All computed with NumPy in double precision (/usr/bin/python3).
+// Reference values and how they were produced (double precision throughout):
+// - Chapter 15 (the two-token example of docs/atencao.md, tokens 'a' and 'b'): scores [2, 0];
+//   softmax [e^2, 1] / (e^2 + 1) = [0.880797, 0.119203]; output 0.880797*[10, 0] +
+//   0.119203*[0, 10] = [8.807971, 1.192029]. Scaled by 1/sqrt(2): scores [1.414214, 0],
+//   weights [0.804430, 0.195570], output [8.044297, 1.955703] (NumPy).
 // - The triangle (the worked example of docs/atencao.md, Q = K = [[1,0],[1,1],[0,1]],
-//   V = [[2,0],[0,2],[2,2]], scores Q K^T / sqrt(2), causal mask): the weights and outputs
-//   printed there, which NumPy reproduces: weights [[1,0,0],[0.330238,0.669762,0],[0.197776,0.401112,0.401112]],
-//   outputs [[2,0],[0.660477,1.339523],[1.197776,1.604448]].
-// - Chapter 08: softmax([2, 1, 0.1]) = [0.659001, 0.242433, 0.098566], cross-entropy against
+//   V = [[2,0],[0,2],[2,2]], scores Q K^T / sqrt(2), causal mask): weights
+//   [[1,0,0],[0.330238,0.669762,0],[0.197776,0.401112,0.401112]], outputs
+//   [[2,0],[0.660477,1.339523],[1.197776,1.604448]] (NumPy).
+// - Chapter 02: f(x) = x^3 - 2x at 1.5; the central difference of a cubic is off by exactly
+//   h^2 (f''' = 6, error h^2 f'''/6), the forward one by 4.5 h + h^2 (by hand).
+// - Chapter 08: GELU(x) = x Phi(x) at [-2, -1, 0, 1, 2] = [-0.045500, -0.158655, 0, 0.841345,
+//   1.954500]; its derivative Phi(x) + x phi(x) = [-0.085232, -0.083315, 0.5, 1.083315,
+//   1.085232]; 1 * sigmoid(1.702) = 0.845796 (Python math.erf / math.exp).
+// - Chapter 09: softmax([2, 1, 0.1]) = [0.659001, 0.242433, 0.098566], cross-entropy against
 //   class 0 = -log(0.659001) = 0.417030 (PyTorch F.cross_entropy, float64).
-// - Chapter 11: [1,2,3,4] / sqrt(7.5 + 1e-5) = [0.365148, 0.730296, 1.095444, 1.460593] (NumPy).
-// - Chapter 17: RoPE of [1, 0] with head_dim 2 at position p is [cos p, sin p].
-// - Chapter 20: nanoGPT's schedule formula evaluated by hand (lr_max 1e-3, min_lr 1e-4,
-//   warmup 10, decay_iters 100): lr(0) = 1e-3/11 = 0.000091, lr(55) = 0.00055.
-// - Chapter 22: softmax([2, 1.5, 1, 0, -1]) = [0.463063, 0.280862, 0.170351, 0.062669,
+// - Chapter 13: x = [[1,0],[0,1],[2,2],[4,0]]; the running means [[1,0],[0.5,0.5],[1,1],
+//   [1.75,0.75]] (by hand); with scores j, softmax rows [0.268941, 0.731059] and
+//   [0.032059, 0.087144, 0.236883, 0.643914], weighted means [0.268941, 0.731059],
+//   [1.420512, 1.575210], [3.081481, 0.560910] (Python math).
+// - Chapter 17: RoPE of [1, 0] with head_dim 2 at position p is [cos p, sin p]; q = [0.5, -1,
+//   2, 0.3], k = [1, 0.4, -0.7, 1.5] at distance 2 give q.k = 0.163928, at distance 3
+//   -0.782942 (Python math; docs/rope.md quotes 0.163928).
+// - Chapters 18, 19, 20, 23: parameter and cache counts of the default ModelConfig (d_model
+//   128, 4 heads of 32, 2 KV heads, SwiGLU 344, 4 layers, context 256, vocabulary 65), by hand:
+//   attention 2*128*128 + 2*64*128 = 49152 per layer (65536 with 4 KV heads), SwiGLU
+//   3*344*128 = 132096, block 49152 + 132096 + 256 = 181504, model 4*181504 + 2*65*128 + 128 =
+//   742784; KV cache 256*4*2*64*4 bytes = 512 KiB (1024 KiB without GQA).
+// - Chapter 21: [1,2,3,4] / sqrt(7.5 + 1e-5) = [0.365148, 0.730296, 1.095444, 1.460593];
+//   [10,20,30,40] / sqrt(750 + 1e-5) = [0.365148, 0.730297, 1.095445, 1.460593] (Python math).
+// - Chapter 24: plain descent with lr 0.019 on 50 w0^2 + 0.5 w1^2 multiplies w0 by
+//   (1 - 1.9) and w1 by (1 - 0.019) per step: w1 = 0.681366, 0.464259, 0.316330 and
+//   w0 = 0.121577, 0.014781, 0.001797 after 20, 40, 60 steps. nanoGPT's schedule formula by
+//   hand (lr_max 1e-3, min_lr 1e-4, warmup 10, decay_iters 100): lr(0) = 1e-3/11 = 0.000091,
+//   lr(55) = 0.00055. One AdamW step from zero state moves by lr whatever the gradient;
+//   decay 1 - 0.1*0.1 = 0.99.
+// - Chapter 27: softmax([2, 1.5, 1, 0, -1]) = [0.463063, 0.280862, 0.170351, 0.062669,
 //   0.023055]; top-k 2 renormalised = [0.622459, 0.377541]; top-p 0.8 keeps 3 tokens:
 //   [0.506480, 0.307196, 0.186324] (NumPy).
 // Other checks are exact by construction (hand derivatives of small polynomials, sums of
@@ -31,6 +54,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <sstream>
 #include <string>
@@ -43,42 +67,47 @@ struct Run {
   std::string out;
 };
 
-// Runs one tutorial once per test binary and remembers its output.
-const Run& run_tutorial(const std::string& name) {
+// Runs one program under GLASS_BINARY_DIR/tutorials once per test binary and remembers its output.
+const Run& run_program(const std::string& relative) {
   static std::map<std::string, Run> cache;
-  auto it = cache.find(name);
+  auto it = cache.find(relative);
   if (it != cache.end()) return it->second;
   Run r;
-  const std::string path = std::string(GLASS_BINARY_DIR) + "/tutorials/" + name;
+  const std::string path = std::string(GLASS_BINARY_DIR) + "/tutorials/" + relative;
   if (!std::filesystem::exists(path)) {
     r.out = "missing program " + path + " (build the tutorials: cmake --build <dir>)";
-    return cache.emplace(name, r).first->second;
+    return cache.emplace(relative, r).first->second;
   }
   FILE* pipe = popen((path + " 2>&1").c_str(), "r");
-  if (!pipe) return cache.emplace(name, r).first->second;
+  if (!pipe) return cache.emplace(relative, r).first->second;
   char buffer[4096];
   std::size_t n;
   while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) r.out.append(buffer, n);
   const int status = pclose(pipe);
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return cache.emplace(name, r).first->second;
+  return cache.emplace(relative, r).first->second;
 }
 
-// The program's name for chapter number `chapter` (found by globbing the sources).
-std::vector<std::string> tutorial_names() {
+bool is_numbered_source(const std::filesystem::path& p) {
+  const std::string file = p.filename().string();
+  return file.size() > 7 && std::isdigit(static_cast<unsigned char>(file[0])) &&
+         std::isdigit(static_cast<unsigned char>(file[1])) && file[2] == '_' &&
+         p.extension() == ".cpp";
+}
+
+// The stems of the NN_topic.cpp files in `folder` (under tutorials/), sorted.
+std::vector<std::string> numbered_names(const std::string& folder) {
   std::vector<std::string> names;
-  for (const auto& entry : std::filesystem::directory_iterator(GLASS_SOURCE_DIR "/tutorials")) {
-    const std::string file = entry.path().filename().string();
-    if (file.size() > 7 && std::isdigit(static_cast<unsigned char>(file[0])) &&
-        std::isdigit(static_cast<unsigned char>(file[1])) && file[2] == '_' &&
-        entry.path().extension() == ".cpp") {
-      names.push_back(entry.path().stem().string());
-    }
+  for (const auto& entry : std::filesystem::directory_iterator(GLASS_SOURCE_DIR "/tutorials" + folder)) {
+    if (is_numbered_source(entry.path())) names.push_back(entry.path().stem().string());
   }
   std::sort(names.begin(), names.end());
   return names;
 }
 
+std::vector<std::string> tutorial_names() { return numbered_names(""); }
+
+// The program's name for chapter number `chapter` (found by globbing the sources).
 std::string name_of(int chapter) {
   char prefix[8];
   std::snprintf(prefix, sizeof prefix, "%02d_", chapter);
@@ -88,22 +117,23 @@ std::string name_of(int chapter) {
   return std::string(prefix) + "missing";
 }
 
-// The output of chapter `chapter`, after checking that the program ran and has the parts every
-// chapter must have: its title, "Novo neste capítulo:", "Experimente:", and no NaN printed.
-// (Each test runs in its own process under CTest, so each program runs once per test using it.)
-const std::string& output_of(int chapter) {
-  const Run& r = run_tutorial(name_of(chapter));
-  EXPECT_EQ(r.exit_code, 0) << name_of(chapter) << " failed:\n" << r.out;
+// The output of a program after checking the parts every chapter must have: its title,
+// "Novo neste capítulo:", "Experimente:", and no NaN printed.
+const std::string& checked_output(int chapter, const std::string& program) {
+  const Run& r = run_program(program);
+  EXPECT_EQ(r.exit_code, 0) << program << " failed:\n" << r.out;
   char title[32];
   std::snprintf(title, sizeof title, "=== Capítulo %02d", chapter);
-  EXPECT_NE(r.out.find(title), std::string::npos) << name_of(chapter);
-  EXPECT_NE(r.out.find("Novo neste capítulo:"), std::string::npos) << name_of(chapter);
-  EXPECT_NE(r.out.find("Experimente:"), std::string::npos) << name_of(chapter);
+  EXPECT_NE(r.out.find(title), std::string::npos) << program;
+  EXPECT_NE(r.out.find("Novo neste capítulo:"), std::string::npos) << program;
+  EXPECT_NE(r.out.find("Experimente:"), std::string::npos) << program;
   for (const char* nan : {": nan", " nan ", " nan\n", "-nan"}) {
-    EXPECT_EQ(r.out.find(nan), std::string::npos) << name_of(chapter) << " printed a NaN";
+    EXPECT_EQ(r.out.find(nan), std::string::npos) << program << " printed a NaN";
   }
   return r.out;
 }
+
+const std::string& output_of(int chapter) { return checked_output(chapter, name_of(chapter)); }
 
 // The numbers on the line that starts with "<label>: " (they are printed space-separated).
 std::vector<double> numbers_on(const std::string& out, const std::string& label) {
@@ -141,6 +171,38 @@ double number_on(const std::string& out, const std::string& label) {
   return v.empty() ? std::nan("") : v[0];
 }
 
+// Every line that contains `needle`, in order.
+std::vector<std::string> lines_with(const std::string& out, const std::string& needle) {
+  std::vector<std::string> found;
+  std::istringstream lines(out);
+  std::string line;
+  while (std::getline(lines, line)) {
+    if (line.find(needle) != std::string::npos) found.push_back(line);
+  }
+  return found;
+}
+
+// The numbers in `line` after the first occurrence of `after` (up to the first non-number).
+std::vector<double> numbers_after(const std::string& line, const std::string& after) {
+  std::vector<double> values;
+  const std::size_t at = line.find(after);
+  if (at == std::string::npos) return values;
+  const char* p = line.c_str() + at + after.size();
+  while (*p) {
+    while (*p == ' ' || *p == ',' || *p == '[') ++p;
+    char* end = nullptr;
+    const double v = std::strtod(p, &end);
+    if (end == p) break;
+    values.push_back(v);
+    p = end;
+  }
+  return values;
+}
+
+bool contains(const std::string& out, const std::string& text) {
+  return out.find(text) != std::string::npos;
+}
+
 // Every test skips when the build has no tutorials (configured with GLASS_BUILD_TUTORIALS=OFF).
 class Tutorials : public ::testing::Test {
  protected:
@@ -153,17 +215,75 @@ class Tutorials : public ::testing::Test {
 
 // ---- every chapter ---------------------------------------------------------------------------
 
-TEST_F(Tutorials, ThereAreTwentyFourChapters) {
+TEST_F(Tutorials, ChaptersAreNumberedWithoutGaps) {
   const std::vector<std::string> names = tutorial_names();
-  ASSERT_EQ(names.size(), 24u);
-  for (int chapter = 1; chapter <= 24; ++chapter) {
+  ASSERT_GE(names.size(), 29u);
+  for (std::size_t i = 0; i < names.size(); ++i) {
     char prefix[8];
-    std::snprintf(prefix, sizeof prefix, "%02d_", chapter);
-    EXPECT_EQ(names[chapter - 1].rfind(prefix, 0), 0u) << names[chapter - 1];
+    std::snprintf(prefix, sizeof prefix, "%02zu_", i + 1);
+    EXPECT_EQ(names[i].rfind(prefix, 0), 0u) << names[i];
   }
 }
 
-// ---- autograd chapters -----------------------------------------------------------------------
+// A line of an expected output that may legitimately change from run to run: wall-clock
+// times, and text sampled from a model trained in the program (a last-bit difference in a
+// logit, e.g. another compiler or sanitizer build, can pick another character).
+bool is_free_line(const std::string& line) {
+  return contains(line, "tempo") || contains(line, "Capitu") || line.rfind("amostra:", 0) == 0;
+}
+
+// Compares a run's output with the saved one line by line: the same lines, the same words,
+// and numbers equal within 1e-3 absolute or relative (the saved files hold what this machine
+// printed; other float builds may differ in the last printed digit).
+void expect_same_output(const std::string& name, const std::string& got, const std::string& saved) {
+  std::istringstream a(got), b(saved);
+  std::string la, lb;
+  int line_number = 0;
+  while (true) {
+    const bool more_a = static_cast<bool>(std::getline(a, la));
+    const bool more_b = static_cast<bool>(std::getline(b, lb));
+    ++line_number;
+    if (!more_a || !more_b) {
+      EXPECT_EQ(more_a, more_b) << name << ": the output and tutorials/saidas/" << name
+                                << ".txt have different numbers of lines (at line " << line_number << ")";
+      return;
+    }
+    if (is_free_line(lb)) continue;
+    std::istringstream wa(la), wb(lb);
+    std::string ta, tb;
+    bool same = true;
+    while (same) {
+      const bool ha = static_cast<bool>(wa >> ta), hb = static_cast<bool>(wb >> tb);
+      if (!ha || !hb) {
+        same = ha == hb;
+        break;
+      }
+      if (ta == tb) continue;
+      char *ea = nullptr, *eb = nullptr;
+      const double va = std::strtod(ta.c_str(), &ea), vb = std::strtod(tb.c_str(), &eb);
+      const bool numbers = ea != ta.c_str() && eb != tb.c_str() && std::string(ea) == std::string(eb);
+      same = numbers && std::fabs(va - vb) <= 1e-3 * std::max(1.0, std::fabs(vb));
+    }
+    EXPECT_TRUE(same) << name << " line " << line_number << " differs from tutorials/saidas/"
+                      << name << ".txt (regenerate with the target tutorial_outputs if the change "
+                      << "is intended):\n  got:   " << la << "\n  saved: " << lb;
+  }
+}
+
+TEST_F(Tutorials, EveryChapterPrintsItsSavedOutput) {
+  for (const std::string& name : tutorial_names()) {
+    const std::string path = GLASS_SOURCE_DIR "/tutorials/saidas/" + name + ".txt";
+    std::ifstream in(path);
+    ASSERT_TRUE(in) << "missing " << path << " (build the target tutorial_outputs)";
+    std::stringstream saved;
+    saved << in.rdbuf();
+    const Run& r = run_program(name);
+    EXPECT_EQ(r.exit_code, 0) << name;
+    expect_same_output(name, r.out, saved.str());
+  }
+}
+
+// ---- part 1: autograd ------------------------------------------------------------------------
 
 TEST_F(Tutorials, Ch01SumsOverAxes) {
   const std::string& out = output_of(1);
@@ -171,10 +291,29 @@ TEST_F(Tutorials, Ch01SumsOverAxes) {
   expect_numbers(out, "soma no eixo 1", {6, 15});
 }
 
-TEST_F(Tutorials, Ch02FunctionAndExactDerivative) {
+TEST_F(Tutorials, Ch02FunctionDerivativeAndTheTableOfH) {
   const std::string& out = output_of(2);
   expect_numbers(out, "f(1.5)", {0.375});         // 1.5^3 - 3
   expect_numbers(out, "derivada exata", {4.75});  // 3 * 1.5^2 - 2
+  // Rows "h  forward  central  |central - exact|" for h = 1e-1 .. 1e-5.
+  std::map<int, std::vector<double>> rows;
+  std::istringstream lines(out);
+  std::string line;
+  while (std::getline(lines, line)) {
+    double h, frente, central, erro;
+    if (std::sscanf(line.c_str(), "%lf %lf %lf %lf", &h, &frente, &central, &erro) == 4) {
+      rows[static_cast<int>(std::lround(-std::log10(h)))] = {frente, central, erro};
+    }
+  }
+  ASSERT_EQ(rows.size(), 5u) << out;
+  // The central error of a cubic is h^2; the forward one 4.5 h + h^2 (float adds ~1e-5 noise).
+  EXPECT_NEAR(rows[1][0], 4.75 + 0.45 + 0.01, 1e-4);
+  EXPECT_NEAR(rows[1][2], 1e-2, 1e-4);
+  EXPECT_NEAR(rows[2][0], 4.75 + 0.045 + 0.0001, 1e-4);
+  EXPECT_NEAR(rows[2][2], 1e-4, 3e-5);
+  // "Diminuir h ajuda até certo ponto; depois o erro volta a crescer" (float cancellation).
+  EXPECT_LT(rows[3][2], rows[1][2]);
+  EXPECT_GT(rows[5][2], rows[3][2]);
 }
 
 TEST_F(Tutorials, Ch03TapeGradients) {
@@ -188,6 +327,7 @@ TEST_F(Tutorials, Ch03TapeGradients) {
 TEST_F(Tutorials, Ch04ChainRuleAndAccumulation) {
   const std::string& out = output_of(4);
   expect_numbers(out, "grad x pela fita", {1.761594});  // 2 e^2 / (e^2 + 1)
+  expect_numbers(out, "o fator dL/dv · dv/du = e²/(e²+1)", {0.880797});
   expect_numbers(out, "grad z", {7});                   // 2z + 3 at z = 2
   expect_numbers(out, "grad z sem zerar", {14});
   expect_numbers(out, "grad z depois de zero_grad", {7});
@@ -206,22 +346,49 @@ TEST_F(Tutorials, Ch06LinearGradients) {
   expect_numbers(out, "grad x[0]", {2, 2, 2});
 }
 
-TEST_F(Tutorials, Ch07EveryGradientCheckPasses) {
+TEST_F(Tutorials, Ch07EveryGradientCheckPassesInDouble) {
   const std::string& out = output_of(7);
-  std::istringstream lines(out);
-  std::string line;
-  int checks = 0;
-  while (std::getline(lines, line)) {
-    if (line.rfind("gradcheck ", 0) != 0) continue;
-    ++checks;
-    EXPECT_NE(line.find("-> PASS"), std::string::npos) << line;
-  }
-  EXPECT_GE(checks, 5);
-  EXPECT_EQ(out.find("FAIL"), std::string::npos);
+  EXPECT_TRUE(contains(out, "Scalar = double")) << out;
+  const std::vector<std::string> checks = lines_with(out, "gradcheck ");
+  ASSERT_GE(checks.size(), 6u);
+  for (const std::string& line : checks) EXPECT_TRUE(contains(line, "-> PASS")) << line;
+  EXPECT_FALSE(contains(out, "FAIL"));
+  // The forgotten factor 2: numeric 2x = 3, wrong x = 1.5, relative error 1.5 / 4.5.
+  const std::vector<std::string> wrong = lines_with(out, "REPROVADO");
+  ASSERT_EQ(wrong.size(), 1u);
+  EXPECT_NEAR(numbers_after(wrong[0], "numérico:")[0], 3.0, 1e-6);
+  EXPECT_NEAR(numbers_after(wrong[0], "errado:")[0], 1.5, 1e-6);
+  EXPECT_NEAR(numbers_after(wrong[0], "erro relativo:")[0], 0.333333, 1e-6);
+  EXPECT_NEAR(numbers_after(lines_with(out, "(a fita acerta)")[0], "fita:")[0], 3.0, 1e-6);
 }
 
-TEST_F(Tutorials, Ch08SoftmaxAndCrossEntropy) {
+TEST_F(Tutorials, Ch07InFloatTheSameCheckFails) {
+  // The same source built against the float libraries (tutorials/CMakeLists.txt): correct
+  // gradients, but finite differences with h = 1e-6 in float are noise, so checks fail.
+  const std::string& out = checked_output(7, name_of(7) + "_float");
+  EXPECT_TRUE(contains(out, "Scalar = float")) << out;
+  int failed = 0;
+  for (const std::string& line : lines_with(out, "gradcheck ")) failed += contains(line, "-> FAIL");
+  EXPECT_GE(failed, 1) << out;
+}
+
+TEST_F(Tutorials, Ch08YourOwnOpPassesAndTheWrongBackwardFails) {
   const std::string& out = output_of(8);
+  expect_numbers(out, "gelu(x)", {-0.045500, -0.158655, 0, 0.841345, 1.954500});
+  expect_numbers(out, "grad x", {-0.085232, -0.083315, 0.5, 1.083315, 1.085232});
+  EXPECT_TRUE(contains(out, "(o último: gelu)"));
+  EXPECT_TRUE(contains(out, "gradcheck gelu: ")) << out;
+  EXPECT_TRUE(contains(lines_with(out, "gradcheck gelu: ")[0], "-> PASS"));
+  EXPECT_TRUE(contains(lines_with(out, "gradcheck softmax(gelu(linear))")[0], "-> PASS"));
+  EXPECT_TRUE(contains(lines_with(out, "gradcheck gelu_errada")[0], "-> FAIL"));
+  // At x = 1 the wrong backward gives Phi(1) = 0.841345 instead of Phi(1) + phi(1) = 1.083315.
+  const std::string wrong = lines_with(out, "a volta errada diz")[0];
+  EXPECT_NEAR(numbers_after(wrong, "diz")[0], 0.841345, 1e-6);
+  EXPECT_NEAR(numbers_after(wrong, "o certo é")[0], 1.083315, 1e-6);
+}
+
+TEST_F(Tutorials, Ch09SoftmaxAndCrossEntropy) {
+  const std::string& out = output_of(9);
   expect_numbers(out, "probabilidades", {0.659001, 0.242433, 0.098566});
   EXPECT_NEAR(number_on(out, "perda"), 0.417030, 1.5e-6);
   expect_numbers(out, "grad logits", {-0.340999, 0.242433, 0.098566});
@@ -229,30 +396,26 @@ TEST_F(Tutorials, Ch08SoftmaxAndCrossEntropy) {
   EXPECT_NEAR(number_on(out, "perda uniforme com V = 3"), std::log(3.0), 1.5e-6);
 }
 
-TEST_F(Tutorials, Ch09Utf8CharacterTokens) {
-  const std::string& out = output_of(9);
+// ---- part 2: data and the first model --------------------------------------------------------
+
+TEST_F(Tutorials, Ch10Utf8CharacterTokens) {
+  const std::string& out = output_of(10);
   // "Olá, Capitu!": 12 characters, 13 bytes ('á' is 0xC3 0xA1); 12 distinct characters + id 0.
-  EXPECT_NE(out.find("bytes: 13   caracteres: 12"), std::string::npos);
+  EXPECT_TRUE(contains(out, "bytes: 13   caracteres: 12"));
   EXPECT_EQ(number_on(out, "tamanho do vocabulário"), 13);
-  EXPECT_EQ(number_on(out, "desconhecidos"), 1);         // '?' in "Capitu?"
-  EXPECT_EQ(number_on(out, "posição do byte inválido"), 2);          // "ab\xC3(": the cut sequence starts at 2
+  EXPECT_EQ(number_on(out, "desconhecidos"), 1);             // '?' in "Capitu?"
+  EXPECT_EQ(number_on(out, "posição do byte inválido"), 2);  // "ab\xC3(": the cut sequence starts at 2
   // Dom Casmurro: 82 distinct characters (counted with Python) + the unknown id.
-  EXPECT_NE(out.find("vocabulário: 83"), std::string::npos);
+  EXPECT_TRUE(contains(out, "vocabulário: 83"));
 }
 
-TEST_F(Tutorials, Ch10EmbeddingGradientCountsUses) {
-  const std::string& out = output_of(10);
+TEST_F(Tutorials, Ch11EmbeddingGradientCountsUses) {
+  const std::string& out = output_of(11);
   // ids {{1,3,3},{0,4,1}}: row 0 once, row 1 twice, row 2 never, row 3 twice, row 4 once.
   expect_numbers(out, "grad tabela[0]", {1, 1, 1});
   expect_numbers(out, "grad tabela[1]", {2, 2, 2});
   expect_numbers(out, "grad tabela[2]", {0, 0, 0});
   expect_numbers(out, "grad tabela[3]", {2, 2, 2});
-}
-
-TEST_F(Tutorials, Ch11RmsNorm) {
-  const std::string& out = output_of(11);
-  expect_numbers(out, "y", {0.365148, 0.730296, 1.095444, 1.460593}, 3e-6);
-  expect_numbers(out, "y de 10x", {0.365148, 0.730296, 1.095444, 1.460593}, 3e-6);
 }
 
 TEST_F(Tutorials, Ch12BigramLossFalls) {
@@ -262,14 +425,35 @@ TEST_F(Tutorials, Ch12BigramLossFalls) {
   const double floor = number_on(out, "perda mínima possível");
   // The table starts at zero, so the first loss is log(V) (the program prints log(V)).
   EXPECT_NEAR(first, number_on(out, "log(V)"), 1e-3);
-  EXPECT_LT(last, first - 1.5);  // 150 steps of gradient descent
+  EXPECT_LT(last, first - 1.5);   // 150 steps of gradient descent
   EXPECT_GT(last, floor - 1e-3);  // never below the exact bigram optimum
 }
 
-// ---- attention chapters ----------------------------------------------------------------------
+TEST_F(Tutorials, Ch13AverageOfThePastIsATriangularMatrixProduct) {
+  const std::string& out = output_of(13);
+  expect_numbers(out, "média com laço[3]", {1.75, 0.75});
+  expect_numbers(out, "P[1]", {0.5, 0.5, 0, 0});
+  expect_numbers(out, "P[3]", {0.25, 0.25, 0.25, 0.25});
+  expect_numbers(out, "P · x[1]", {0.5, 0.5});
+  expect_numbers(out, "P · x[2]", {1, 1});
+  expect_numbers(out, "P · x[3]", {1.75, 0.75});
+  EXPECT_EQ(number_on(out, "diferença máxima entre o laço e a matriz"), 0);
+  expect_numbers(out, "softmax de notas iguais[2]", {1.0 / 3, 1.0 / 3, 1.0 / 3, 0});
+  expect_numbers(out, "pesos com nota j[1]", {0.268941, 0.731059, 0, 0});
+  expect_numbers(out, "pesos com nota j[3]", {0.032059, 0.087144, 0.236883, 0.643914});
+  expect_numbers(out, "média ponderada[1]", {0.268941, 0.731059});
+  expect_numbers(out, "média ponderada[2]", {1.420512, 1.575210}, 3e-6);
+  expect_numbers(out, "média ponderada[3]", {3.081481, 0.560910}, 3e-6);
+}
 
-TEST_F(Tutorials, Ch14TheThreeStepsOfTheTokensAAndB) {
-  const std::string& out = output_of(14);
+// ---- part 3: attention -----------------------------------------------------------------------
+
+TEST_F(Tutorials, Ch14LinearIsXWTransposed) {
+  EXPECT_NEAR(number_on(output_of(14), "diferença máxima entre wq.forward(x) e linear(x, Wq)"), 0, 1e-6);
+}
+
+TEST_F(Tutorials, Ch15TheThreeStepsOfTheTokensAAndB) {
+  const std::string& out = output_of(15);
   expect_numbers(out, "notas de a", {2, 0});
   expect_numbers(out, "pesos de a", {0.880797, 0.119203});
   expect_numbers(out, "saída de a", {8.807971, 1.192029}, 3e-6);
@@ -283,8 +467,8 @@ TEST_F(Tutorials, Ch14TheThreeStepsOfTheTokensAAndB) {
   expect_numbers(out, "saída causal[1]", {1.192029, 8.807971}, 3e-6);
 }
 
-TEST_F(Tutorials, Ch14TheTriangleOfTheAttentionPage) {
-  const std::string& out = output_of(14);
+TEST_F(Tutorials, Ch15TheTriangleOfTheAttentionPage) {
+  const std::string& out = output_of(15);
   expect_numbers(out, "triângulo de pesos[0]", {1, 0, 0});
   expect_numbers(out, "triângulo de pesos[1]", {0.330238, 0.669762, 0});
   expect_numbers(out, "triângulo de pesos[2]", {0.197776, 0.401112, 0.401112});
@@ -293,8 +477,8 @@ TEST_F(Tutorials, Ch14TheTriangleOfTheAttentionPage) {
   expect_numbers(out, "triângulo de saídas[2]", {1.197776, 1.604448});
 }
 
-TEST_F(Tutorials, Ch15TheCacheGivesTheSameRows) {
-  const std::string& out = output_of(15);
+TEST_F(Tutorials, Ch16TheCacheGivesTheSameRows) {
+  const std::string& out = output_of(16);
   expect_numbers(out, "pesos sem cache[1]", {0.330238, 0.669762, 0});
   expect_numbers(out, "saída sem cache[2]", {1.197776, 1.604448});
   expect_numbers(out, "máscara (1, 3, 2)[0]", {0, 0, 0});
@@ -311,17 +495,19 @@ TEST_F(Tutorials, Ch17RopeRotatesAndKeepsRelativePosition) {
   const std::string& out = output_of(17);
   expect_numbers(out, "posição 1", {0.540302, 0.841471});
   expect_numbers(out, "posição 2", {-0.416147, 0.909297});
-  // Every q·k at distance 2 is the same number.
-  std::istringstream lines(out);
-  std::string line;
-  std::vector<double> distance2;
-  while (std::getline(lines, line)) {
-    if (line.find("(distância 2)") == std::string::npos) continue;
+  // Every q·k at distance 2 is the same number, 0.163928 (quoted by docs/rope.md); distance 3
+  // gives -0.782942.
+  std::vector<double> distance2, distance3;
+  for (const std::string& line : lines_with(out, "(distância 2)")) {
     distance2.push_back(std::strtod(line.c_str() + line.rfind("= ") + 2, nullptr));
   }
+  for (const std::string& line : lines_with(out, "(distância 3)")) {
+    distance3.push_back(std::strtod(line.c_str() + line.rfind("= ") + 2, nullptr));
+  }
   ASSERT_EQ(distance2.size(), 3u);
-  EXPECT_NEAR(distance2[1], distance2[0], 1e-4);
-  EXPECT_NEAR(distance2[2], distance2[0], 1e-4);
+  ASSERT_EQ(distance3.size(), 2u);
+  for (double d : distance2) EXPECT_NEAR(d, 0.163928, 1e-5);
+  for (double d : distance3) EXPECT_NEAR(d, -0.782942, 1e-5);
   const std::vector<double> a = numbers_on(out, "rope(seq)[3]");
   const std::vector<double> b = numbers_on(out, "rope(seq[3], start = 3)");
   ASSERT_EQ(a.size(), 4u);
@@ -329,36 +515,99 @@ TEST_F(Tutorials, Ch17RopeRotatesAndKeepsRelativePosition) {
   for (int i = 0; i < 4; ++i) EXPECT_NEAR(a[i], b[i], 1e-5);
 }
 
-TEST_F(Tutorials, Ch13LinearIsXWTransposed) {
-  EXPECT_NEAR(number_on(output_of(13), "diferença máxima entre wq.forward(x) e linear(x, Wq)"), 0, 1e-6);
-}
-
-TEST_F(Tutorials, Ch16SharedKvHeadGetsSummedGradient) {
+TEST_F(Tutorials, Ch18SharedKvHeadGetsSummedGradientAndTheCounts) {
   // Query head h carries weight h+1 and uses KV head h/2: KV head 0 gets 1+2, KV head 1 gets 3+4.
-  const std::string& out = output_of(16);
+  const std::string& out = output_of(18);
   expect_numbers(out, "grad K (cabeça K/V 0, depois 1)[0]", {3, 3, 3, 3, 3, 3});
   expect_numbers(out, "grad K (cabeça K/V 0, depois 1)[1]", {7, 7, 7, 7, 7, 7});
+  EXPECT_TRUE(contains(out, "cabeça de consulta 3 usa K/V 1: 10.0 10.0 20.0 20.0 30.0 30.0"));
+  EXPECT_EQ(number_on(out, "parâmetros da atenção por camada, GQA"), 49152);
+  EXPECT_EQ(number_on(out, "parâmetros da atenção por camada, 4 cabeças K/V"), 65536);
+  EXPECT_TRUE(contains(out, "GQA 128, sem GQA 256"));
+  EXPECT_TRUE(contains(out, "GQA 512 KiB, sem GQA 1024 KiB"));
 }
 
-TEST_F(Tutorials, Ch18SwiGLUMatchesItsEquation) {
-  const std::string& out = output_of(18);
+TEST_F(Tutorials, Ch19TheModuleIsTheNineStepsByHand) {
+  const std::string& out = output_of(19);
+  EXPECT_EQ(number_on(out, "parâmetros"), 49152);
+  EXPECT_EQ(number_on(out, "diferença máxima entre atencao.forward e os nove passos à mão"), 0);
+  // The fast path groups the same sums differently: equal to float rounding, not bit for bit.
+  EXPECT_LT(number_on(out, "diferença máxima entre o caminho rápido e o de referência"), 1e-5);
+  EXPECT_TRUE(contains(out, "5. notas (B, n_heads, n, n): (1, 4, 5, 5)"));
+}
+
+// ---- part 4: the block and the model ---------------------------------------------------------
+
+TEST_F(Tutorials, Ch20SwiGLUMatchesItsEquation) {
+  const std::string& out = output_of(20);
   // silu(z) = z / (1 + e^-z), evaluated with NumPy.
   expect_numbers(out, "silu(z)", {-0.238406, -0.268941, 0, 0.731059, 1.761594});
   EXPECT_NEAR(number_on(out, "diferença máxima"), 0, 1e-6);
+  EXPECT_TRUE(contains(out, "ffn_hidden = 344: regra do LLaMA, 2/3 de 4·d_model = 341.3"));
+  EXPECT_TRUE(contains(out, "3 × 344 × 128 = 132096"));
 }
 
-TEST_F(Tutorials, Ch19BlockAndParameterCount) {
-  const std::string& out = output_of(19);
+TEST_F(Tutorials, Ch21RmsNorm) {
+  const std::string& out = output_of(21);
+  expect_numbers(out, "y", {0.365148, 0.730296, 1.095444, 1.460593}, 1e-6);
+  expect_numbers(out, "y de 10x", {0.365148, 0.730297, 1.095445, 1.460593}, 1e-6);
+}
+
+TEST_F(Tutorials, Ch22BlockResidualsAndInit) {
+  const std::string& out = output_of(22);
   EXPECT_NEAR(number_on(out, "diferença máxima entre bloco.forward e a conta à mão"), 0, 1e-6);
+  // "Um bloco novo mexe pouco no fluxo": |bloco(x) - x| is a small part of |x|.
+  const std::string flow = lines_with(out, "|bloco(x) - x|")[0];
+  EXPECT_LT(numbers_after(flow, "|bloco(x) - x| =")[0], 0.1 * numbers_after(flow, "|x| =")[0]);
+  // The residual init: wo has 0.02 / sqrt(2 * 4) = 0.00707.
+  const std::string init = lines_with(out, "desvio de wq")[0];
+  EXPECT_NEAR(numbers_after(init, "desvio de wq:")[0], 0.02, 0.002);
+  EXPECT_NEAR(numbers_after(init, "desvio de wo:")[0], 0.00707, 0.0007);
+  // With the shortcuts the mean gradient is about 1; without them it nearly vanishes.
+  EXPECT_NEAR(number_on(out, "média de dL/dx com os atalhos"), 1, 0.05);
+  EXPECT_LT(std::fabs(number_on(out, "média de dL/dx sem os atalhos")), 0.05);
+}
+
+TEST_F(Tutorials, Ch23DecoderParameterCount) {
+  const std::string& out = output_of(23);
   // nn/config.hpp: the default model has 742,784 parameters with a 65-character vocabulary.
   EXPECT_EQ(number_on(out, "parâmetros (vocabulário 65)"), 742784);
   EXPECT_EQ(number_on(out, "conferência somando as formas"), 742784);
+  EXPECT_TRUE(contains(out, "atenção 49152 + SwiGLU 132096 + RMSNorm 256 = 181504"));
+  EXPECT_TRUE(contains(out, "total à mão: 4 × 181504 + 16768 = 742784"));
+  const std::string loss = lines_with(out, "perda de um modelo recém-criado")[0];
+  EXPECT_NEAR(numbers_after(loss, "recém-criado:")[0], std::log(65.0), 0.05);
 }
 
-// ---- training chapters -----------------------------------------------------------------------
+// ---- part 5: training, generation, inspection ------------------------------------------------
 
-TEST_F(Tutorials, Ch20AdamWAndSchedule) {
-  const std::string& out = output_of(20);
+TEST_F(Tutorials, Ch24AdamWAndSchedule) {
+  const std::string& out = output_of(24);
+  // The narrow valley: plain descent at steps 20, 40, 60 (closed form in the header comment).
+  const std::vector<std::string> rows = lines_with(out, "descida simples w =");
+  ASSERT_EQ(rows.size(), 3u);
+  const double w1[] = {0.681366, 0.464259, 0.316330}, w0[] = {0.121577, 0.014781, 0.001797};
+  for (int i = 0; i < 3; ++i) {
+    const std::vector<double> sgd = numbers_after(rows[i], "descida simples w =");
+    const std::vector<double> adam = numbers_after(rows[i], "AdamW w =");
+    ASSERT_EQ(sgd.size(), 2u);
+    ASSERT_EQ(adam.size(), 2u);
+    EXPECT_NEAR(sgd[0], w0[i], 1e-5);
+    EXPECT_NEAR(sgd[1], w1[i], 1e-5);
+    EXPECT_NEAR(adam[0], adam[1], 1e-6);  // "w0 = w1 o tempo todo"
+    if (i == 2) {
+      // The text: AdamW ends far ahead in w1, and plain descent ends ahead in w0.
+      EXPECT_LT(std::fabs(adam[1]), 0.1);
+      EXPECT_LT(std::fabs(sgd[0]), std::fabs(adam[0]));
+    }
+  }
+  // The first step has size lr = 0.01 whatever the gradient.
+  const std::vector<std::string> steps = lines_with(out, "-> passo");
+  ASSERT_EQ(steps.size(), 3u);
+  for (const std::string& line : steps) EXPECT_NEAR(numbers_after(line, "-> passo")[0], 0.01, 1e-6);
+  // Weight decay: the matrix shrinks to 1 - 0.1 * 0.1, the gain stays.
+  EXPECT_NEAR(numbers_after(lines_with(out, "matriz  decai: sim")[0], "1 passo:")[0], 0.99, 1e-6);
+  EXPECT_NEAR(numbers_after(lines_with(out, "ganho   decai: não")[0], "1 passo:")[0], 1.0, 1e-6);
   EXPECT_NEAR(number_on(out, "lr(  0)"), 0.000091, 1e-6);
   EXPECT_NEAR(number_on(out, "lr( 10)"), 0.001, 1e-6);
   EXPECT_NEAR(number_on(out, "lr( 55)"), 0.00055, 1e-6);
@@ -366,18 +615,47 @@ TEST_F(Tutorials, Ch20AdamWAndSchedule) {
   EXPECT_NEAR(number_on(out, "lr(150)"), 0.0001, 1e-6);
 }
 
-TEST_F(Tutorials, Ch21DecoderLossFalls) {
-  const std::string& out = output_of(21);
+TEST_F(Tutorials, Ch25BatchesSplitAndYardsticks) {
+  const std::string& out = output_of(25);
+  // 30000 characters split 90/10.
+  EXPECT_TRUE(contains(out, "caracteres: 30000   treino: 27000   validação: 3000"));
+  // y is x shifted by one: the last 11 characters of x are the first 11 of y.
+  for (const char* window : {"janela 0   x: \"", "janela 1   x: \""}) {
+    std::istringstream lines(out);
+    std::string line, next;
+    while (std::getline(lines, line) && line.rfind(window, 0) != 0) {
+    }
+    ASSERT_TRUE(std::getline(lines, next)) << out;
+    const std::string x = line.substr(std::string(window).size());
+    const std::string y = next.substr(next.find('"') + 1);
+    EXPECT_EQ(x.substr(1, 10), y.substr(0, 10)) << line << "\n" << next;  // ASCII windows
+  }
+  const std::string fresh = lines_with(out, "validação de um Decoder recém-criado")[0];
+  EXPECT_NEAR(numbers_after(fresh, "recém-criado:")[0], numbers_after(fresh, "log(V) =")[0], 0.05);
+  const double optimum = number_on(out, "bigrama, perda mínima no treino (a conta do capítulo 12)");
+  const double val = number_on(out, "bigrama, perda na validação (contagens + 1)");
+  EXPECT_GT(optimum, 1.5);
+  EXPECT_LT(optimum, val);  // the counts fit their own text best
+}
+
+TEST_F(Tutorials, Ch26DecoderLossFallsBelowTheBigram) {
+  const std::string& out = output_of(26);
   const double first = number_on(out, "perda inicial");
   const double last = number_on(out, "perda final (média dos últimos 20 passos)");
   EXPECT_LT(last, first - 1.0) << out;
-  const std::vector<double> val = numbers_on(out, "validação antes");
-  ASSERT_EQ(val.size(), 1u);
-  EXPECT_LT(number_on(out, "validação final"), val[0] - 0.8);
+  const double val_before = numbers_on(out, "validação antes")[0];
+  const double val = number_on(out, "validação final");
+  EXPECT_LT(val, val_before - 0.8);
+  const std::string bigram = lines_with(out, "bigrama, perda mínima no treino:")[0];
+  const double optimum = numbers_after(bigram, "no treino:")[0];
+  // The same number chapter 25 prints for the same split.
+  EXPECT_NEAR(optimum, number_on(output_of(25), "bigrama, perda mínima no treino (a conta do capítulo 12)"), 1e-4);
+  EXPECT_LT(val, optimum);  // the text claims the decoder beats the best bigram
+  EXPECT_TRUE(contains(out, "abaixo do melhor bigrama no treino"));
 }
 
-TEST_F(Tutorials, Ch22SamplingFilters) {
-  const std::string& out = output_of(22);
+TEST_F(Tutorials, Ch27SamplingFilters) {
+  const std::string& out = output_of(27);
   expect_numbers(out, "temperatura 1", {0.463063, 0.280862, 0.170351, 0.062669, 0.023055});
   expect_numbers(out, "temperatura 0", {1, 0, 0, 0, 0});
   expect_numbers(out, "top-k 2", {0.622459, 0.377541, 0, 0, 0});
@@ -386,19 +664,66 @@ TEST_F(Tutorials, Ch22SamplingFilters) {
   expect_numbers(out, "frequências", {0.463063, 0.280862, 0.170351, 0.062669, 0.023055}, 0.02);
 }
 
-TEST_F(Tutorials, Ch23TheCacheGivesTheSameText) {
-  const std::string& out = output_of(23);
+TEST_F(Tutorials, Ch28TheCacheGivesTheSameText) {
+  const std::string& out = output_of(28);
   EXPECT_LT(number_on(out, "diferença máxima nos logits"), 1e-4);
   EXPECT_LT(number_on(out, "diferença máxima entre os caminhos (rápido e referência)"), 1e-4);
-  EXPECT_NE(out.find("textos iguais: sim"), std::string::npos);
+  EXPECT_TRUE(contains(out, "textos iguais: sim"));
+  EXPECT_TRUE(contains(out, "sem cache 528 posições calculadas, com cache 32"));  // 1 + ... + 32
 }
 
-TEST_F(Tutorials, Ch24TracerSnapshotsAreConsistent) {
-  const std::string& out = output_of(24);
+TEST_F(Tutorials, Ch29TracerSnapshotsAreConsistent) {
+  const std::string& out = output_of(29);
   EXPECT_LT(number_on(out, "maior desvio de 1 na soma de uma linha"), 1e-5);
   EXPECT_EQ(number_on(out, "maior peso acima da diagonal"), 0);
   EXPECT_LT(number_on(out, "diferença máxima"), 1e-6);
   EXPECT_NEAR(number_on(out, "soma das probabilidades de saída"), 1, 1e-5);
+}
+
+// ---- exercises -------------------------------------------------------------------------------
+
+TEST_F(Tutorials, EveryExerciseHasASolutionThatPasses) {
+  const std::vector<std::string> exercises = numbered_names("/exercicios");
+  ASSERT_GE(exercises.size(), 10u);
+  for (const std::string& name : exercises) {
+    const Run& r = run_program("exercicios/solucao_" + name);
+    EXPECT_EQ(r.exit_code, 0) << "solution of " << name << ":\n" << r.out;
+    EXPECT_TRUE(contains(r.out, "\nCERTO\n")) << name << ":\n" << r.out;
+    EXPECT_TRUE(contains(r.out, "resposta:")) << name;
+  }
+}
+
+TEST_F(Tutorials, AnUnfinishedExerciseSaysSo) {
+  // The TODO programs build and run, and their own check fails until the learner fills them in.
+  for (const std::string& name : numbered_names("/exercicios")) {
+    const Run& r = run_program("exercicios/" + name);
+    EXPECT_EQ(r.exit_code, 1) << name << ":\n" << r.out;
+    EXPECT_TRUE(contains(r.out, "AINDA NÃO")) << name << ":\n" << r.out;
+  }
+}
+
+TEST_F(Tutorials, ExerciseAnswers) {
+  // The answers, checked here too (independently of the programs' own checks).
+  auto answer = [](const std::string& name) {
+    return numbers_on(run_program("exercicios/solucao_" + name).out, "resposta");
+  };
+  auto expect = [](const std::vector<double>& got, const std::vector<double>& want, double tol) {
+    ASSERT_EQ(got.size(), want.size());
+    for (std::size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[i], want[i], tol) << i;
+  };
+  // L = sum((x W^T - y)^2): 2 (x W^T - y)^T x by hand = [[-36,-48,-60],[35,46,57]].
+  expect(answer("01_gradiente_a_mao"), {-36, -48, -60, 35, 46, 57}, 1e-4);
+  expect(answer("02_operacao_softplus"), {0.313262, 0.693147, 2.126928}, 2e-6);
+  expect(answer("03_contar_bigramas"), {563, 542, 498, 211}, 0);
+  expect(answer("04_media_dos_dois_ultimos"), {1, 0, 0.5, 0.5, 1, 1.5, 3, 1}, 1e-6);
+  expect(answer("05_atencao_de_uma_cabeca"), {2, 0, 0.660477, 1.339523, 1.197776, 1.604448}, 2e-6);
+  // [1,2,3,4] at position 3: pair 0 turns 3 rad, pair 1 turns 0.03 rad (Python math).
+  expect(answer("06_rope_a_mao"), {-1.272233, -1.838865, 2.878668, 4.088187}, 2e-6);
+  expect(answer("07_contar_parametros"), {101440}, 0);
+  expect(answer("08_rmsnorm_com_ops"), {0.365148, 0.730296, 0.547722, 2.921185, 1.951800,
+                                        -0.390360, 0, 0.390360}, 2e-6);
+  expect(answer("09_agenda_cosseno"), {0.000091, 0.000545, 0.001, 0.00055, 0.0001, 0.0001}, 1e-6);
+  expect(answer("10_top_k_a_mao"), {0.622459, 0.377541, 0, 0, 0}, 2e-6);
 }
 
 }  // namespace

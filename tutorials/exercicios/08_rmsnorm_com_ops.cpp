@@ -1,0 +1,32 @@
+// Exercício 08 — A RMSNorm com as ops (parte 4: capítulos 20 a 23).
+//
+// Escreva y = x / sqrt(média(x²) + eps) * g com mean, pow (ou *), sqrt... e as operações
+// com broadcasting do capítulo 05, e compare com rms_norm(x, g, eps) do capítulo 21.
+#include <cmath>
+
+#include "autograd/ops.hpp"
+#include "exercicios/conferir.hpp"
+
+using namespace glass;
+
+// x (n, d), g (d) -> (n, d): a RMSNorm de cada linha.
+static Tensor minha_rms_norm(const Tensor& x, const Tensor& g, double eps) {
+  // --- a sua parte ---
+  // TODO: escreva aqui. (Uma solução: exercicios/solucoes/08_rmsnorm_com_ops.cpp.)
+  return Tensor::zeros(x.shape());
+  // --- fim ---
+}
+
+int main() {
+  exercicio::titulo(8, "A RMSNorm com as ops", "20 a 23");
+  Tensor x = Tensor::from_vector({1, 2, 3, 4, 10, -2, 0, 1}, {2, 4});
+  Tensor g = Tensor::from_vector({1, 1, 0.5f, 2}, {4});
+  const Tensor minha = minha_rms_norm(x, g, 1e-5);
+  tut::linha("rms_norm da biblioteca", rms_norm(x, g, 1e-5).value());
+  // Linha 0: [1,2,3,4] / sqrt(7.5 + 1e-5) * g (Python math, double); a linha 1 confere com a biblioteca.
+  const bool certo =
+      exercicio::conferir("resposta", exercicio::valores(minha.value()),
+                          exercicio::valores(rms_norm(x, g, 1e-5).value())) &&
+      std::fabs(minha.value()(0, 3) - 2.921185) < 1e-5;
+  return exercicio::resultado(certo);
+}

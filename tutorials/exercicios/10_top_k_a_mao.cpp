@@ -1,0 +1,31 @@
+// Exercício 10 — O top-k à mão (parte 5: capítulos 24 a 29).
+//
+// Com os logits do capítulo 27, fique só com os k maiores (os outros viram probabilidade 0)
+// e faça o softmax deles. Compare com next_token_probs da biblioteca.
+#include <algorithm>
+#include <cmath>
+
+#include "exercicios/conferir.hpp"
+#include "train/sample/sampler.hpp"
+
+using namespace glass;
+
+static std::vector<double> top_k(const std::vector<double>& logits, std::size_t k) {
+  std::vector<double> p(logits.size(), 0.0);
+  // --- a sua parte ---
+  // TODO: escreva aqui. (Uma solução: exercicios/solucoes/10_top_k_a_mao.cpp.)
+  // --- fim ---
+  return p;
+}
+
+int main() {
+  exercicio::titulo(10, "O top-k à mão", "24 a 29");
+  const std::vector<double> logits = {2.0, 1.5, 1.0, 0.0, -1.0};
+  SamplingOptions o;
+  o.temperature = 1;
+  o.top_k = 2;
+  tut::linha("next_token_probs, top-k 2", next_token_probs(logits, o));
+  // softmax([2, 1.5]) = [0.622459, 0.377541] (Python math, double).
+  const bool certo = exercicio::conferir("resposta", top_k(logits, 2), {0.622459, 0.377541, 0, 0, 0}, 2e-6);
+  return exercicio::resultado(certo);
+}

@@ -1,0 +1,33 @@
+// Solução do exercício 07 — Contar os parâmetros de um Decoder (parte 4: capítulos 20 a 23).
+//
+// Escreva o número de parâmetros de um Decoder a partir da ModelConfig, peça por peça
+// (capítulo 23), e compare com Decoder::num_parameters(). O modelo é o pequeno dos
+// capítulos 25 a 29, com um vocabulário de 70 caracteres.
+#include "exercicios/conferir.hpp"
+#include "nn/decoder.hpp"
+#include "treino_rapido.hpp"
+
+using namespace glass;
+
+static double contar(const ModelConfig& c) {
+  // --- a sua parte ---
+  const double d = double(c.d_model), kv = double(c.n_kv_heads * c.head_dim());
+  const double atencao = 2 * d * d + 2 * kv * d;          // wq, wo; wk, wv
+  const double swiglu = 3 * double(c.ffn_hidden) * d;     // w1, w2, w3
+  const double normas = 2 * d;                            // attention_norm, ffn_norm
+  const double fora = 2 * double(c.vocab_size) * d + d;  // embeddings, saída, norma final
+  return double(c.n_layers) * (atencao + swiglu + normas) + fora;
+  // --- fim ---
+}
+
+int main() {
+  exercicio::titulo(7, "Contar os parâmetros de um Decoder", "20 a 23");
+  const ModelConfig cfg = tut::config_pequena(70);
+  const Decoder modelo(cfg, 7);
+  std::printf("Decoder::num_parameters(): %zu\n", modelo.num_parameters());
+  // À mão: por bloco 2·64·64 + 2·32·64 + 3·176·64 + 2·64 = 46208; 2 blocos + 2·70·64 + 64.
+  const bool certo = exercicio::conferir("resposta", {contar(cfg)},
+                                         {double(modelo.num_parameters())}, 0) &&
+                     modelo.num_parameters() == 101440;
+  return exercicio::resultado(certo);
+}
