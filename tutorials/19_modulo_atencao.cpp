@@ -72,10 +72,10 @@ int main() {
 
   tut::secao("O módulo faz o mesmo");
   Tensor saida = atencao.forward(x, nullptr, nullptr);
-  std::printf("diferença máxima entre atencao.forward e os nove passos à mão: %.6f\n",
+  std::printf("diferença máxima entre atencao.forward e os nove passos à mão: %.2e\n",
               diferenca_maxima(saida.value(), saida_mao.value()));
   tut::texto(
-      "Zero: as mesmas ops, na mesma ordem. A saída tem a forma da entrada, (B, n, d_model):\n"
+      "Zero, bit a bit: as mesmas ops, na mesma ordem. A saída tem a forma da entrada, (B, n, d_model):\n"
       "por isso a atenção pode ser SOMADA ao vetor de cada posição no bloco (capítulo 22).");
 
   tut::secao("O caminho rápido");
@@ -87,8 +87,8 @@ int main() {
   tut::texto(
       "O `glass train` usa o caminho rápido (autograd/kernels/): os passos 3 a 8 num núcleo\n"
       "só, sem guardar a matriz de pesos. As mesmas contas agrupadas de outro jeito, então o\n"
-      "float arredonda diferente: a diferença é da ordem de 1e-7 (meio milionésimo da\n"
-      "saída), não zero. Os testes provam a igualdade em double (tests/nn/attention_paths_f64_test.cpp).");
+      "float arredonda diferente: a diferença é minúscula, mas não é zero. Os testes provam a\n"
+      "igualdade em double (tests/nn/attention_paths_f64_test.cpp).");
 
   tut::experimente({
       "pule o passo 2 (sem RoPE) na conta à mão: a diferença deixa de ser zero;",

