@@ -310,6 +310,10 @@ TEST_F(Tutorials, Ch01SumsOverAxes) {
   const std::string& out = output_of(1);
   expect_numbers(out, "soma no eixo 0", {5, 7, 9});  // [1,2,3] + [4,5,6]
   expect_numbers(out, "soma no eixo 1", {6, 15});
+  // "A transposta ... a fila muda de ordem (1 4 2 5 3 6)".
+  expect_numbers(out, "t[0]", {1, 4});
+  expect_numbers(out, "t[1]", {2, 5});
+  expect_numbers(out, "t[2]", {3, 6});
 }
 
 TEST_F(Tutorials, Ch02FunctionDerivativeAndTheTableOfH) {
@@ -343,6 +347,8 @@ TEST_F(Tutorials, Ch03TapeGradients) {
   expect_numbers(out, "grad x", {64});
   expect_numbers(out, "grad y", {32});
   EXPECT_EQ(number_on(out, "registros na fita"), 3);
+  EXPECT_EQ(number_on(out, "L"), 64);  // b = 2*3 + 2 = 8, L = 64
+  EXPECT_EQ(number_on(out, "registros depois do backward"), 0);
 }
 
 TEST_F(Tutorials, Ch04ChainRuleAndAccumulation) {
@@ -357,6 +363,7 @@ TEST_F(Tutorials, Ch04ChainRuleAndAccumulation) {
 TEST_F(Tutorials, Ch05BroadcastGradientsSumBack) {
   const std::string& out = output_of(5);
   expect_numbers(out, "grad b", {5, 7, 9});
+  expect_numbers(out, "grad a[0]", {10, 20, 30});  // "grad a é o próprio b repetido"
   expect_numbers(out, "grad c", {6, 15});
 }
 
@@ -423,6 +430,7 @@ TEST_F(Tutorials, Ch10Utf8CharacterTokens) {
   const std::string& out = output_of(10);
   // "Olá, Capitu!": 12 characters, 13 bytes ('á' is 0xC3 0xA1); 12 distinct characters + id 0.
   EXPECT_TRUE(contains(out, "bytes: 13   caracteres: 12"));
+  EXPECT_TRUE(contains(out, "bytes de 'á': 0xC3 0xA1"));
   EXPECT_EQ(number_on(out, "tamanho do vocabulário"), 13);
   EXPECT_EQ(number_on(out, "desconhecidos"), 1);             // '?' in "Capitu?"
   EXPECT_EQ(number_on(out, "posição do byte inválido"), 2);  // "ab\xC3(": the cut sequence starts at 2
@@ -470,7 +478,10 @@ TEST_F(Tutorials, Ch13AverageOfThePastIsATriangularMatrixProduct) {
 // ---- part 3: attention -----------------------------------------------------------------------
 
 TEST_F(Tutorials, Ch14LinearIsXWTransposed) {
-  EXPECT_NEAR(number_on(output_of(14), "diferença máxima entre wq.forward(x) e linear(x, Wq)"), 0, 1e-6);
+  const std::string& out = output_of(14);
+  EXPECT_NEAR(number_on(out, "diferença máxima entre wq.forward(x) e linear(x, Wq)"), 0, 1e-6);
+  // The default model: 4 query heads of 32, 2 KV heads.
+  EXPECT_TRUE(contains(out, "Wq: (128, 128)   Wk: (64, 128)   Wv: (64, 128)"));
 }
 
 TEST_F(Tutorials, Ch15TheThreeStepsOfTheTokensAAndB) {
@@ -529,6 +540,10 @@ TEST_F(Tutorials, Ch17RopeRotatesAndKeepsRelativePosition) {
   ASSERT_EQ(distance3.size(), 2u);
   for (double d : distance2) EXPECT_NEAR(d, 0.163928, 1e-5);
   for (double d : distance3) EXPECT_NEAR(d, -0.782942, 1e-5);
+  // "Girar não muda o tamanho".
+  const std::string size = lines_with(out, "|q na posição 7|")[0];
+  EXPECT_NEAR(numbers_after(size, "|q| =")[0], numbers_after(size, "|q na posição 7| =")[0], 1e-5);
+  EXPECT_TRUE(contains(out, "par  0: 1.000000 rad por posição, volta completa a cada 6.3 posições"));
   const std::vector<double> a = numbers_on(out, "rope(seq)[3]");
   const std::vector<double> b = numbers_on(out, "rope(seq[3], start = 3)");
   ASSERT_EQ(a.size(), 4u);
@@ -572,6 +587,7 @@ TEST_F(Tutorials, Ch21RmsNorm) {
   const std::string& out = output_of(21);
   expect_numbers(out, "y", {0.365148, 0.730296, 1.095444, 1.460593}, 1e-6);
   expect_numbers(out, "y de 10x", {0.365148, 0.730297, 1.095445, 1.460593}, 1e-6);
+  EXPECT_NEAR(number_on(out, "média(y²)"), 1, 2e-6);  // 7.5 / (7.5 + 1e-5)
 }
 
 TEST_F(Tutorials, Ch22BlockResidualsAndInit) {
