@@ -116,7 +116,7 @@ int main() {
       "que toda operação da biblioteca passa pelo gradcheck nos testes (tests/autograd/).");
 
   tut::experimente({
-      "troque Phi(x) + x * phi(x) por Phi(x) + phi(x) na volta de gelu() e rode: qual gradcheck reprova?",
+      "troque Phi(x) + x * phi(x) por Phi(x) + phi(x) na volta de gelu() e rode: os dois gradcheck de gelu passam a reprovar (o erro só some em x = 1);",
       "aproxime a GELU com as ops prontas, x * sigmoid(1.702 * x), e compare com gelu(x) em x = 1 (0.845796 contra 0.841345);",
       "escreva a operação softplus(x) = log(1 + e^x) do mesmo jeito: é o exercício 02 (tutorials/exercicios/).",
   });

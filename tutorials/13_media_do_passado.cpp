@@ -81,7 +81,7 @@ int main() {
 
   tut::experimente({
       "troque as notas por 10 · j: os pesos de cada linha ficam quase todos na diagonal (a posição atual);",
-      "troque as notas por -j: agora a posição 0 pesa mais; o que acontece na linha 3?",
+      "troque as notas por -j: agora a posição 0 pesa mais, e a linha 3 dá pesos [0.643914, 0.236883, 0.087144, 0.032059] e média [0.946437, 0.411171];",
       "calcule matmul(P, media_matriz): a média das médias; a linha 3 dá [1.0625, 0.5625] (confira à mão).",
   });
   return 0;
