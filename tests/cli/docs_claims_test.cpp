@@ -309,6 +309,46 @@ TEST(DocsPages, OneDecimalStyleThePrintedOne) {
   }
 }
 
+// The functions the concept pages send the reader to, with the file they name: the function is
+// defined there, and both versions of the page name the two together.
+TEST(DocsPages, CitedFunctionsAreInTheFilesNamed) {
+  struct Citation {
+    const char* page;
+    const char* function;  // as written on the page
+    const char* file;      // relative to the project's root
+    const char* definition;  // how the file spells it
+  };
+  const std::vector<Citation> citations = {
+      {"tokens-e-embeddings.md", "utf8_to_u32", "data/text.hpp", "std::u32string utf8_to_u32("},
+      {"tokens-e-embeddings.md", "load_text", "data/text.hpp", "std::u32string load_text("},
+      {"tokens-e-embeddings.md", "Tokenizer::from_text", "data/tokenizer.hpp", "static Tokenizer from_text("},
+      {"tokens-e-embeddings.md", "embedding(weight, ids)", "autograd/ops_nn.cpp", "Tensor embedding(const Tensor& weight, const Ids& ids)"},
+      {"tokens-e-embeddings.md", "Embedding::forward", "nn/layers.cpp", "Tensor Embedding::forward("},
+      {"rmsnorm.md", "rms_norm(x, gain, eps)", "autograd/ops_nn.cpp", "Tensor rms_norm(const Tensor& x, const Tensor& gain, Scalar eps)"},
+      {"rmsnorm.md", "RMSNorm::forward", "nn/layers.cpp", "Tensor RMSNorm::forward("},
+      {"rmsnorm.md", "Block::forward", "nn/decoder.cpp", "Tensor Block::forward("},
+      {"swiglu.md", "SwiGLU::forward", "nn/layers.cpp", "Tensor SwiGLU::forward("},
+      {"swiglu.md", "SwiGLU::SwiGLU", "nn/layers.cpp", "SwiGLU::SwiGLU("},
+      {"swiglu.md", "silu_mul", "autograd/kernels/silu_mul.cpp", "Tensor silu_mul("},
+      {"bloco-e-residuos.md", "Block::forward", "nn/decoder.cpp", "Tensor Block::forward("},
+      {"bloco-e-residuos.md", "Decoder::forward", "nn/decoder.cpp", "Tensor Decoder::forward("},
+      {"bloco-e-residuos.md", "Decoder::Decoder", "nn/decoder.cpp", "Decoder::Decoder("},
+      {"bloco-e-residuos.md", "Attention::Attention", "nn/attention.cpp", "Attention::Attention("},
+      {"atencao.md", "Attention::forward_reference", "nn/attention.cpp", "Attention::forward_reference("},
+      {"atencao.md", "Attention::forward_fast", "nn/attention_fast.cpp", "Attention::forward_fast("},
+      {"gqa-e-cache.md", "attend_to_cache", "autograd/kernels/kv_attention.cpp", "attend_to_cache("},
+      {"rope.md", "rope(x, start, base)", "autograd/ops_nn.cpp", "Tensor rope(const Tensor& x, std::size_t start, Scalar base)"},
+      {"treino.md", "next_token_probs", "train/sample/sampler.cpp", "std::vector<double> next_token_probs("},
+      {"treino.md", "Trainer::train_step", "train/trainer.cpp", "Trainer::train_step("},
+  };
+  for (const Citation& c : citations) {
+    expect_stated(c.page, c.function);
+    expect_stated(c.page, c.file);
+    EXPECT_NE(read_file(fs::path(GLASS_SOURCE_DIR) / c.file).find(c.definition), std::string::npos)
+        << c.file << " (cited by docs/" << c.page << ") does not define " << c.function;
+  }
+}
+
 // ---- the default model's sizes, quoted across the pages ------------------------------------------
 
 TEST(DocsModelSizes, AreModelConfigsDefaults) {
