@@ -5,8 +5,12 @@
 // way. A page that drifts from the code, or a translation that drifts from its original, fails.
 //
 // The pages themselves are checked too: every relative link points to an existing file, every
-// Portuguese page links to its English version at the top and back, and both versions quote the
-// same numbers.
+// Portuguese page links to its English version at the top and back, both versions quote the same
+// numbers, no page writes a decimal comma, and the functions the pages cite are defined in the
+// files they name.
+//
+// Tutorials are found by topic (the part of the name after "NN_"), so a renumbering of the
+// chapters touches the pages' text, not this file.
 //
 // Reference values that are not printed by a program were computed by hand or with Python's
 // math module (double precision), as noted next to each check.
