@@ -1,0 +1,687 @@
+// Every number a concept page (docs/*.md, and its English version in docs/en/) states is checked
+// here against what produces it: the tutorial program that prints it, or the library function
+// that computes it. Each check reads the literal as the page prints it, requires it in BOTH
+// languages, and compares it with the program's line or the function's value formatted the same
+// way. A page that drifts from the code, or a translation that drifts from its original, fails.
+//
+// The pages themselves are checked too: every relative link points to an existing file, every
+// Portuguese page links to its English version at the top and back, both versions quote the same
+// numbers, no page writes a decimal comma, and the functions the pages cite are defined in the
+// files they name.
+//
+// Tutorials are found by topic (the part of the name after "NN_"), so a renumbering of the
+// chapters touches the pages' text, not this file.
+//
+// Reference values that are not printed by a program were computed by hand or with Python's
+// math module (double precision), as noted next to each check.
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "nn/decoder.hpp"
+#include "train/schedule.hpp"
+#include "train/trainer.hpp"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+const fs::path kDocs = fs::path(GLASS_SOURCE_DIR) / "docs";
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) lines.push_back(line);
+  return lines;
+}
+
+/// The .md files directly inside `dir`, sorted.
+std::vector<fs::path> pages_in(const fs::path& dir) {
+  std::vector<fs::path> pages;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    if (entry.is_regular_file() && entry.path().extension() == ".md") pages.push_back(entry.path());
+  }
+  std::sort(pages.begin(), pages.end());
+  return pages;
+}
+
+/// The link targets of the markdown links `[text](target)` in `text`, in order.
+std::vector<std::string> links_in(const std::string& text) {
+  static const std::regex link(R"(\]\(([^)\s]+)\))");
+  std::vector<std::string> targets;
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), link); it != std::sregex_iterator(); ++it) {
+    targets.push_back((*it)[1].str());
+  }
+  return targets;
+}
+
+bool is_relative(const std::string& target) {
+  return target.rfind("http://", 0) != 0 && target.rfind("https://", 0) != 0 &&
+         target.rfind("mailto:", 0) != 0 && target.rfind("#", 0) != 0;
+}
+
+/// The file a relative link of `page` points at (its #anchor dropped), normalised.
+fs::path resolve(const fs::path& page, const std::string& target) {
+  const std::string file = target.substr(0, target.find('#'));
+  return (page.parent_path() / file).lexically_normal();
+}
+
+/// The first relative link in the first `n` lines of `page` (the language link at the top).
+std::string top_link(const fs::path& page, std::size_t n = 6) {
+  const std::vector<std::string> lines = lines_of(read_file(page));
+  for (std::size_t i = 0; i < std::min(n, lines.size()); ++i) {
+    for (const std::string& target : links_in(lines[i])) {
+      if (is_relative(target)) return target;
+    }
+  }
+  return "";
+}
+
+/// A Portuguese page (name inside docs/) and its English version, found through the link at its top.
+struct PagePair {
+  std::string pt, en;
+};
+
+PagePair pages_of(const std::string& pt_name) {
+  const fs::path pt = kDocs / pt_name;
+  PagePair pair;
+  pair.pt = read_file(pt);
+  EXPECT_FALSE(pair.pt.empty()) << "no page docs/" << pt_name;
+  const std::string link = top_link(pt);
+  EXPECT_EQ(link.rfind("en/", 0), 0u) << "docs/" << pt_name << " has no English link at its top";
+  pair.en = read_file(resolve(pt, link));
+  EXPECT_FALSE(pair.en.empty()) << "docs/" << pt_name << " -> " << link;
+  return pair;
+}
+
+/// The page, in both languages, states `literal` (character for character).
+void expect_stated(const std::string& pt_name, const std::string& literal) {
+  const PagePair pages = pages_of(pt_name);
+  EXPECT_NE(pages.pt.find(literal), std::string::npos)
+      << "docs/" << pt_name << " no longer says \"" << literal << "\"";
+  EXPECT_NE(pages.en.find(literal), std::string::npos)
+      << "the English version of docs/" << pt_name << " does not say \"" << literal << "\"";
+}
+
+/// `value` with `decimals` decimals, as the programs print it ("%.6f").
+std::string fixed(double value, int decimals) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, value);
+  return buf;
+}
+
+/// The page states `literal`, and `computed` (the library's value, formatted like the page) is it.
+void expect_claim(const std::string& pt_name, const std::string& literal, const std::string& computed) {
+  expect_stated(pt_name, literal);
+  EXPECT_EQ(computed, literal) << "docs/" << pt_name << " says " << literal << ", the code gives "
+                               << computed;
+}
+
+// ---- the tutorial programs -----------------------------------------------------------------------
+
+/// The program of the chapter about `topic` (the part after "NN_", e.g. "rope" for 17_rope): chapters
+/// are found by topic so that a renumbering only touches the pages.
+std::string program_for(const std::string& topic) {
+  const fs::path dir = fs::path(GLASS_BINARY_DIR) / "tutorials";
+  if (!fs::is_directory(dir)) return "";
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    const std::string name = entry.path().filename().string();
+    if (name.size() == topic.size() + 3 && std::isdigit(static_cast<unsigned char>(name[0])) &&
+        std::isdigit(static_cast<unsigned char>(name[1])) && name[2] == '_' &&
+        name.compare(3, std::string::npos, topic) == 0) {
+      return entry.path().string();
+    }
+  }
+  return "";
+}
+
+/// Runs a program (stderr merged) and returns its output; a failed run is a test failure.
+std::string run(const std::string& command) {
+  std::string out;
+  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
+  if (!pipe) {
+    ADD_FAILURE() << "cannot run " << command;
+    return out;
+  }
+  char buffer[4096];
+  std::size_t n;
+  while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) out.append(buffer, n);
+  const int status = pclose(pipe);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << command << " failed:\n" << out;
+  return out;
+}
+
+/// The output of the chapter about `topic`.
+std::string chapter_output(const std::string& topic) {
+  const std::string program = program_for(topic);
+  if (program.empty()) {
+    ADD_FAILURE() << "no tutorial program NN_" << topic << " in " GLASS_BINARY_DIR "/tutorials";
+    return "";
+  }
+  return run(program);
+}
+
+/// The first line of `out` that starts with `fragment` (a printed label), or else the first that
+/// contains it.
+std::string line_with(const std::string& out, const std::string& fragment) {
+  const std::vector<std::string> lines = lines_of(out);
+  for (const std::string& line : lines) {
+    if (line.rfind(fragment, 0) == 0) return line;
+  }
+  for (const std::string& line : lines) {
+    if (line.find(fragment) != std::string::npos) return line;
+  }
+  ADD_FAILURE() << "no line with \"" << fragment << "\" in:\n" << out;
+  return "";
+}
+
+/// The numbers on a line, in order (words and punctuation skipped; "-0.5" is one number).
+std::vector<double> numbers_in(const std::string& line) {
+  static const std::regex number(R"(-?\d+(\.\d+)?(e-?\d+)?)");
+  std::vector<double> values;
+  for (auto it = std::sregex_iterator(line.begin(), line.end(), number); it != std::sregex_iterator(); ++it) {
+    values.push_back(std::stod(it->str()));
+  }
+  return values;
+}
+
+/// The last number on the line of `out` with `fragment` (NaN, and a failure, when there is none).
+double last_number(const std::string& out, const std::string& fragment) {
+  const std::vector<double> numbers = numbers_in(line_with(out, fragment));
+  if (numbers.empty()) {
+    ADD_FAILURE() << "no number on the line with \"" << fragment << "\"";
+    return std::nan("");
+  }
+  return numbers.back();
+}
+
+/// The page states `literal`, and the program's line with `fragment` prints it too.
+void expect_printed(const std::string& pt_name, const std::string& literal, const std::string& out,
+                    const std::string& fragment) {
+  expect_stated(pt_name, literal);
+  const std::string line = line_with(out, fragment);
+  EXPECT_NE(line.find(literal), std::string::npos)
+      << "docs/" << pt_name << " says " << literal << ", the program prints: " << line;
+}
+
+/// The claims, page by page. Most are printed by tutorials, which need them built
+/// (GLASS_BUILD_TUTORIALS=ON, the default).
+class DocsClaims : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!fs::is_directory(GLASS_BINARY_DIR "/tutorials")) {
+      GTEST_SKIP() << "no " GLASS_BINARY_DIR "/tutorials (GLASS_BUILD_TUTORIALS=OFF)";
+    }
+  }
+};
+
+// ---- the pages as files ------------------------------------------------------------------------
+
+TEST(DocsPages, EveryRelativeLinkPointsToAnExistingFile) {
+  std::size_t checked = 0;
+  for (const fs::path& dir : {kDocs, kDocs / "en"}) {
+    for (const fs::path& page : pages_in(dir)) {
+      for (const std::string& target : links_in(read_file(page))) {
+        if (!is_relative(target)) continue;
+        ++checked;
+        EXPECT_TRUE(fs::exists(resolve(page, target)))
+            << page.lexically_relative(GLASS_SOURCE_DIR).string() << " links to " << target
+            << ", which does not exist";
+      }
+    }
+  }
+  EXPECT_GT(checked, 100u) << "the link pattern found almost no links";
+}
+
+TEST(DocsPages, EveryPageHasAnEnglishVersionThatLinksBack) {
+  const std::vector<fs::path> pt_pages = pages_in(kDocs);
+  ASSERT_GE(pt_pages.size(), 10u);
+  std::set<fs::path> translations;
+  for (const fs::path& pt : pt_pages) {
+    const std::string link = top_link(pt);
+    ASSERT_EQ(link.rfind("en/", 0), 0u) << pt.filename() << ": no link to docs/en/ in its first lines";
+    const fs::path en = resolve(pt, link);
+    ASSERT_TRUE(fs::exists(en)) << pt.filename() << " -> " << link;
+    EXPECT_TRUE(translations.insert(en).second) << "two pages claim the translation " << link;
+    EXPECT_EQ(resolve(en, top_link(en)), pt.lexically_normal())
+        << link << " does not link back to " << pt.filename() << " at its top";
+  }
+  // Every English page is a translation of a Portuguese one, except the tutorials' index, whose
+  // original is tutorials/README.md.
+  for (const fs::path& en : pages_in(kDocs / "en")) {
+    const fs::path original = resolve(en, top_link(en));
+    EXPECT_TRUE(fs::exists(original)) << en.filename() << ": no link to its original at its top";
+    if (en.filename() == "tutorials.md") {
+      EXPECT_EQ(original, (fs::path(GLASS_SOURCE_DIR) / "tutorials" / "README.md").lexically_normal());
+    } else {
+      EXPECT_EQ(translations.count(en.lexically_normal()), 1u)
+          << en.filename() << " is not the English version of any docs/ page";
+    }
+  }
+}
+
+// The decimal numbers (1.5, 0.163928) and the integers of three or more digits (344, 742784) of
+// a page, as written.
+std::set<std::string> numbers_quoted(const std::string& text) {
+  static const std::regex number(R"((^|[^\w.])(\d+\.\d+|\d{3,})(?![\w.]*\w))");
+  std::set<std::string> found;
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), number); it != std::sregex_iterator(); ++it) {
+    found.insert((*it)[2].str());
+  }
+  return found;
+}
+
+TEST(DocsPages, BothLanguagesQuoteTheSameNumbers) {
+  for (const fs::path& pt : pages_in(kDocs)) {
+    const PagePair pages = pages_of(pt.filename().string());
+    EXPECT_EQ(numbers_quoted(pages.pt), numbers_quoted(pages.en)) << pt.filename();
+  }
+}
+
+TEST(DocsPages, OneDecimalStyleThePrintedOne) {
+  // The programs print a decimal point and no thousands separator; the pages write numbers the
+  // same way, in both languages ("0,9" or "742.784" would be read differently by a learner
+  // comparing the page with the output).
+  static const std::regex comma_decimal(R"(\d,\d)");
+  for (const fs::path& dir : {kDocs, kDocs / "en"}) {
+    for (const fs::path& page : pages_in(dir)) {
+      const std::string text = read_file(page);
+      std::smatch m;
+      EXPECT_FALSE(std::regex_search(text, m, comma_decimal))
+          << page.filename() << ": decimal comma near \"" << m.str() << "\"";
+    }
+  }
+}
+
+// The functions the concept pages send the reader to, with the file they name: the function is
+// defined there, and both versions of the page name the two together.
+TEST(DocsPages, CitedFunctionsAreInTheFilesNamed) {
+  struct Citation {
+    const char* page;
+    const char* function;  // as written on the page
+    const char* file;      // relative to the project's root
+    const char* definition;  // how the file spells it
+  };
+  const std::vector<Citation> citations = {
+      {"tokens-e-embeddings.md", "utf8_to_u32", "data/text.hpp", "std::u32string utf8_to_u32("},
+      {"tokens-e-embeddings.md", "load_text", "data/text.hpp", "std::u32string load_text("},
+      {"tokens-e-embeddings.md", "Tokenizer::from_text", "data/tokenizer.hpp", "static Tokenizer from_text("},
+      {"tokens-e-embeddings.md", "embedding(weight, ids)", "autograd/ops_nn.cpp", "Tensor embedding(const Tensor& weight, const Ids& ids)"},
+      {"tokens-e-embeddings.md", "Embedding::forward", "nn/layers.cpp", "Tensor Embedding::forward("},
+      {"rmsnorm.md", "rms_norm(x, gain, eps)", "autograd/ops_nn.cpp", "Tensor rms_norm(const Tensor& x, const Tensor& gain, Scalar eps)"},
+      {"rmsnorm.md", "RMSNorm::forward", "nn/layers.cpp", "Tensor RMSNorm::forward("},
+      {"rmsnorm.md", "Block::forward", "nn/decoder.cpp", "Tensor Block::forward("},
+      {"swiglu.md", "SwiGLU::forward", "nn/layers.cpp", "Tensor SwiGLU::forward("},
+      {"swiglu.md", "SwiGLU::SwiGLU", "nn/layers.cpp", "SwiGLU::SwiGLU("},
+      {"swiglu.md", "silu_mul", "autograd/kernels/silu_mul.cpp", "Tensor silu_mul("},
+      {"bloco-e-residuos.md", "Block::forward", "nn/decoder.cpp", "Tensor Block::forward("},
+      {"bloco-e-residuos.md", "Decoder::forward", "nn/decoder.cpp", "Tensor Decoder::forward("},
+      {"bloco-e-residuos.md", "Decoder::Decoder", "nn/decoder.cpp", "Decoder::Decoder("},
+      {"bloco-e-residuos.md", "Attention::Attention", "nn/attention.cpp", "Attention::Attention("},
+      {"atencao.md", "Attention::forward_reference", "nn/attention.cpp", "Attention::forward_reference("},
+      {"atencao.md", "Attention::forward_fast", "nn/attention_fast.cpp", "Attention::forward_fast("},
+      {"gqa-e-cache.md", "attend_to_cache", "autograd/kernels/kv_attention.cpp", "attend_to_cache("},
+      {"rope.md", "rope(x, start, base)", "autograd/ops_nn.cpp", "Tensor rope(const Tensor& x, std::size_t start, Scalar base)"},
+      {"treino.md", "next_token_probs", "train/sample/sampler.cpp", "std::vector<double> next_token_probs("},
+      {"treino.md", "Trainer::train_step", "train/trainer.cpp", "Trainer::train_step("},
+  };
+  for (const Citation& c : citations) {
+    expect_stated(c.page, c.function);
+    expect_stated(c.page, c.file);
+    EXPECT_NE(read_file(fs::path(GLASS_SOURCE_DIR) / c.file).find(c.definition), std::string::npos)
+        << c.file << " (cited by docs/" << c.page << ") does not define " << c.function;
+  }
+}
+
+// ---- the default model's sizes, quoted across the pages ------------------------------------------
+
+TEST(DocsModelSizes, AreModelConfigsDefaults) {
+  const glass::ModelConfig c;
+  const auto n = [](std::size_t v) { return std::to_string(v); };
+  expect_claim("atencao.md", "d_model = 128", "d_model = " + n(c.d_model));
+  expect_claim("atencao.md", "head_dim = dₖ = 32", "head_dim = dₖ = " + n(c.head_dim()));
+  expect_claim("atencao.md", "(128, 128)", "(" + n(c.n_heads * c.head_dim()) + ", " + n(c.d_model) + ")");
+  expect_claim("gqa-e-cache.md", "head_dim = 32", "head_dim = " + n(c.head_dim()));
+  expect_claim("gqa-e-cache.md", "(64, 128)", "(" + n(c.n_kv_heads * c.head_dim()) + ", " + n(c.d_model) + ")");
+  expect_claim("gqa-e-cache.md", "h / 2", "h / " + n(c.n_heads / c.n_kv_heads));
+  expect_claim("rope.md", "D = 32", "D = " + n(c.head_dim()));
+  expect_claim("rope.md", "base = 10000", "base = " + fixed(c.rope_base, 0));
+  expect_claim("bloco-e-residuos.md", "(344, 128)", "(" + n(c.ffn_hidden) + ", " + n(c.d_model) + ")");
+  expect_claim("bloco-e-residuos.md", "(128, 344)", "(" + n(c.d_model) + ", " + n(c.ffn_hidden) + ")");
+  expect_claim("bloco-e-residuos.md", "0.02", fixed(c.init_std, 2));
+  expect_claim("bloco-e-residuos.md", "√8", "√" + n(2 * c.n_layers));
+  expect_claim("tokens-e-embeddings.md", "(V, 128)", "(V, " + n(c.d_model) + ")");
+  expect_claim("gqa-e-cache.md", "(256 ", "(" + n(c.context_length) + " ");  // the whole cache
+}
+
+// ---- autograd.md ---------------------------------------------------------------------------------
+
+TEST_F(DocsClaims, Autograd) {
+  // The parameter count of the default model (vocabulary 65).
+  const glass::Decoder model(glass::ModelConfig{}, 1);
+  expect_claim("autograd.md", "742784", std::to_string(model.num_parameters()));
+
+  const std::string ch02 = chapter_output("diferencas_finitas");
+  expect_printed("autograd.md", "4.75", ch02, "derivada exata");
+  expect_printed("autograd.md", "4.750097", ch02, "1e-02");  // the row h = 0.01, central column
+
+  // Chapter 03: L = (x y + x)^2 at x = 2, y = 3; by hand dL/db = 2b = 16, dL/dy = 32, dL/dx = 64.
+  const std::string ch03 = chapter_output("fita");
+  EXPECT_EQ(last_number(ch03, "grad x"), 64);
+  EXPECT_EQ(last_number(ch03, "grad y"), 32);
+  EXPECT_EQ(last_number(ch03, "registros na fita"), 3);
+  expect_stated("autograd.md", "dL/dy = 16·x = 32");
+  expect_stated("autograd.md", "dL/dx = 16·y + 16 = 64");
+
+  expect_printed("autograd.md", "1.761594", chapter_output("regra_da_cadeia"), "grad x pela fita");
+
+  // Gradient checks in double with h = 1e-6: a right derivative agrees to ~1e-8 in relative error,
+  // a wrong one is off by 0.1 to 1 (the chapter's wrong backward forgets the factor 2: error 1/3).
+  expect_stated("autograd.md", "h = 1e-6");
+  expect_stated("autograd.md", "~1e-8");
+  expect_stated("autograd.md", "0.1");
+  const std::string ch07 = chapter_output("verificacao_de_gradientes");
+  std::size_t passed = 0;
+  for (const std::string& line : lines_of(ch07)) {
+    const std::vector<double> numbers = numbers_in(line);
+    if (line.find("erro relativo") == std::string::npos || numbers.empty()) continue;
+    const double error = numbers.back();
+    if (line.find("PASS") != std::string::npos) {
+      ++passed;
+      EXPECT_LT(error, 1e-7) << line;
+    } else if (line.find("REPROVADO") != std::string::npos) {
+      EXPECT_GE(error, 0.1) << line;
+      EXPECT_LE(error, 1.0) << line;
+    }
+  }
+  EXPECT_GT(passed, 0u) << ch07;
+  EXPECT_NE(line_with(ch07, "REPROVADO").find("REPROVADO"), std::string::npos);
+
+  const std::string ch09 = chapter_output("softmax_entropia_cruzada");
+  expect_printed("autograd.md", "0.659001", ch09, "probabilidades:");
+  expect_printed("autograd.md", "0.417030", ch09, "perda:");
+}
+
+// ---- tokens-e-embeddings.md --------------------------------------------------------------------
+
+TEST_F(DocsClaims, TokensAndEmbeddings) {
+  const std::string ch10 = chapter_output("caracteres_como_tokens");
+  const std::vector<double> counts = numbers_in(line_with(ch10, "bytes: "));  // "Olá, Capitu!"
+  ASSERT_EQ(counts.size(), 2u);
+  EXPECT_EQ(counts[0], 13);
+  EXPECT_EQ(counts[1], 12);
+  expect_stated("tokens-e-embeddings.md", "13");
+  expect_stated("tokens-e-embeddings.md", "12 c");  // "12 caracteres" / "12 characters"
+  const std::vector<double> book = numbers_in(line_with(ch10, "   vocabulário: "));  // the whole book
+  ASSERT_EQ(book.size(), 3u);
+  expect_claim("tokens-e-embeddings.md", "133196", fixed(book[1], 0));
+  expect_claim("tokens-e-embeddings.md", "V = 83", "V = " + fixed(book[2], 0));
+  expect_stated("tokens-e-embeddings.md", "82");
+  expect_claim("treino.md", "133196", fixed(book[1], 0));
+  expect_claim("treino.md", "V = 83", "V = " + fixed(book[2], 0));
+
+  // The embedding table of the default model: vocabulary x d_model.
+  glass::ModelConfig config;
+  expect_claim("tokens-e-embeddings.md", "8320", std::to_string(config.vocab_size * config.d_model));
+  expect_claim("tokens-e-embeddings.md", "10624", std::to_string(83 * config.d_model));
+  expect_claim("tokens-e-embeddings.md", "1024", std::to_string(config.vocab_cap));
+}
+
+// ---- atencao.md ----------------------------------------------------------------------------------
+
+TEST_F(DocsClaims, Attention) {
+  const std::string ch15 = chapter_output("atencao_tres_passos");
+  expect_printed("atencao.md", "0.330238", ch15, "triângulo de pesos[1]");
+  expect_printed("atencao.md", "0.669762", ch15, "triângulo de pesos[1]");
+  expect_printed("atencao.md", "0.197776", ch15, "triângulo de pesos[2]");
+  expect_printed("atencao.md", "0.401112", ch15, "triângulo de pesos[2]");
+  expect_printed("atencao.md", "0.660477", ch15, "triângulo de saídas[1]");
+  expect_printed("atencao.md", "1.339523", ch15, "triângulo de saídas[1]");
+  expect_printed("atencao.md", "1.197776", ch15, "triângulo de saídas[2]");
+  expect_printed("atencao.md", "1.604448", ch15, "triângulo de saídas[2]");
+  // The hand check of the second row (Python's math module): e^(1/sqrt 2), e^(sqrt 2), their sum.
+  const double a = std::exp(1 / std::sqrt(2.0)), b = std::exp(std::sqrt(2.0));
+  expect_claim("atencao.md", "0.707107", fixed(1 / std::sqrt(2.0), 6));
+  expect_claim("atencao.md", "1.414214", fixed(std::sqrt(2.0), 6));
+  expect_claim("atencao.md", "2.028115", fixed(a, 6));
+  expect_claim("atencao.md", "4.113250", fixed(b, 6));
+  expect_claim("atencao.md", "6.141365", fixed(a + b, 6));
+  // The two-token example, rounded on the page: weights to two decimals, the output to one.
+  const std::vector<double> weights = numbers_in(line_with(ch15, "pesos de a:"));
+  const std::vector<double> output = numbers_in(line_with(ch15, "saída de a:"));
+  ASSERT_EQ(weights.size(), 2u);
+  ASSERT_EQ(output.size(), 2u);
+  expect_claim("atencao.md", "[0.88, 0.12]", "[" + fixed(weights[0], 2) + ", " + fixed(weights[1], 2) + "]");
+  expect_claim("atencao.md", "[8.8, 1.2]", "[" + fixed(output[0], 1) + ", " + fixed(output[1], 1) + "]");
+}
+
+// ---- rope.md -----------------------------------------------------------------------------------
+
+TEST_F(DocsClaims, Rope) {
+  const std::string ch17 = chapter_output("rope");
+  // The same q·k at three pairs of positions two apart.
+  for (const char* positions : {"posição  2, k na posição  0", "posição  5, k na posição  3",
+                                "posição 12, k na posição 10"}) {
+    expect_printed("rope.md", "0.163928", ch17, positions);
+  }
+  expect_stated("rope.md", "(2, 0), (5, 3)");
+  expect_stated("rope.md", "(12, 10)");
+  expect_printed("rope.md", "0.540302", ch17, "posição 1:");
+  expect_printed("rope.md", "0.841471", ch17, "posição 1:");
+  expect_printed("rope.md", "6.3", ch17, "par  0:");
+  expect_printed("rope.md", "0.000178", ch17, "par 15:");
+  expect_printed("rope.md", "35332.9", ch17, "par 15:");
+}
+
+// ---- gqa-e-cache.md ------------------------------------------------------------------------------
+
+TEST_F(DocsClaims, GqaAndCache) {
+  const std::string ch18 = chapter_output("cabecas_gqa");
+  expect_printed("gqa-e-cache.md", "49152", ch18, "parâmetros da atenção por camada, GQA");
+  expect_printed("gqa-e-cache.md", "65536", ch18, "parâmetros da atenção por camada, 4 cabeças");
+  expect_printed("gqa-e-cache.md", "128", ch18, "números no cache por posição");
+  expect_printed("gqa-e-cache.md", "256", ch18, "números no cache por posição");
+  expect_printed("gqa-e-cache.md", "512 KiB", ch18, "cache completo");
+  expect_printed("gqa-e-cache.md", "1024 KiB", ch18, "cache completo");
+
+  const std::string ch28 = chapter_output("kv_cache");
+  // The small model of that chapter has a context of 32: 1 + 2 + ... + 32 = 528 against 32.
+  expect_printed("gqa-e-cache.md", "528", ch28, "para encher o contexto de 32 posições");
+  EXPECT_NE(line_with(ch28, "para encher o contexto").find("com cache 32"), std::string::npos);
+  const glass::ModelConfig config;  // 1 + 2 + ... + T for the default context T = 256
+  expect_claim("gqa-e-cache.md", "32896",
+               std::to_string(config.context_length * (config.context_length + 1) / 2));
+  expect_printed("gqa-e-cache.md", "textos iguais: sim", ch28, "textos iguais");
+  // "of the order of 1e-6" (the printout has six decimals: 0.000001 to 0.000009).
+  EXPECT_LT(last_number(ch28, "diferença máxima nos logits"), 1e-5);
+  expect_stated("gqa-e-cache.md", "1e-6");
+}
+
+// ---- swiglu.md -----------------------------------------------------------------------------------
+
+TEST_F(DocsClaims, SwiGLU) {
+  const std::string ch20 = chapter_output("swiglu");
+  for (const char* value : {"0.119203", "0.268941", "0.500000", "0.731059", "0.880797"}) {
+    expect_printed("swiglu.md", value, ch20, "sigmoid(z):");
+  }
+  for (const char* value : {"-0.238406", "-0.268941", "0.000000", "0.731059", "1.761594"}) {
+    expect_printed("swiglu.md", value, ch20, "silu(z):");
+  }
+  expect_printed("swiglu.md", "341.3", ch20, "ffn_hidden");
+  expect_printed("swiglu.md", "344", ch20, "ffn_hidden");
+  expect_printed("swiglu.md", "132096", ch20, "parâmetros da SwiGLU");
+  // The minimum of silu: z ≈ -1.28, silu ≈ -0.28 (a grid search with Python's math module gave
+  // z = -1.2785, silu = -0.278465).
+  double best_z = 0, best = 0;
+  for (int i = -30000; i <= 0; ++i) {
+    const double z = i * 1e-4, s = z / (1 + std::exp(-z));
+    if (s < best) best = s, best_z = z;
+  }
+  expect_claim("swiglu.md", "−0.28", "−" + fixed(-best, 2));
+  expect_claim("swiglu.md", "−1.28", "−" + fixed(-best_z, 2));
+  const glass::ModelConfig config;  // wq and wo (d_model x d_model), wk and wv (n_kv_heads * head_dim x d_model)
+  expect_claim("swiglu.md", "49152",
+               std::to_string(2 * config.d_model * config.d_model +
+                              2 * config.n_kv_heads * config.head_dim() * config.d_model));
+}
+
+// ---- rmsnorm.md ----------------------------------------------------------------------------------
+
+TEST_F(DocsClaims, RMSNorm) {
+  const std::string ch21 = chapter_output("rmsnorm");
+  expect_printed("rmsnorm.md", "2.738615", ch21, "rms = sqrt(7.5 + 1e-5)");
+  const std::vector<std::string> y = {"0.365148", "0.730296", "1.095444", "1.460593"};
+  for (const std::string& value : y) expect_printed("rmsnorm.md", value, ch21, "y: ");
+  // 10x gives the same y to the fifth decimal; the sixth moves because 10x is [1, 2, 3, 4] divided
+  // by sqrt(7.5 + 1e-7) instead of sqrt(7.5 + 1e-5) (the eps does not scale with x).
+  const std::vector<double> y10 = numbers_in(line_with(ch21, "y de 10x:"));
+  ASSERT_EQ(y10.size(), y.size() + 1);  // the "10" of the label and the four values
+  for (std::size_t i = 0; i < y.size(); ++i) {
+    EXPECT_NEAR(y10[i + 1], std::stod(y[i]), 1e-5);
+    EXPECT_EQ(fixed(y10[i + 1], 6), fixed((i + 1) / std::sqrt(7.5 + 1e-7), 6));
+  }
+  expect_stated("rmsnorm.md", "√(7.5 + 1e-7)");
+  // mean(y²) = 7.5 / (7.5 + 1e-5), printed with six decimals, quoted with seven.
+  expect_printed("rmsnorm.md", "0.999999", ch21, "média(y²)");
+  expect_claim("rmsnorm.md", "0.9999987", fixed(7.5 / (7.5 + 1e-5), 7));
+  for (const char* value : {"0.352977", "-0.024343", "-0.036515", "-0.048686"}) {
+    expect_printed("rmsnorm.md", value, ch21, "grad x (de y[0])");
+  }
+  // Nine RMSNorms of d_model gains: two per block and the final one.
+  const glass::ModelConfig config;
+  expect_claim("rmsnorm.md", "1152", std::to_string((2 * config.n_layers + 1) * config.d_model));
+  expect_claim("rmsnorm.md", "1e-5", config.norm_eps == 1e-5 ? "1e-5" : std::to_string(config.norm_eps));
+}
+
+// ---- bloco-e-residuos.md -------------------------------------------------------------------------
+
+TEST_F(DocsClaims, BlockAndResiduals) {
+  const std::string ch22 = chapter_output("bloco_residuos");
+  expect_printed("bloco-e-residuos.md", "0.9999", ch22, "média de dL/dx");
+  // "A new block changes the stream by about 1 % of its size": |block(x) - x| / |x| rounds to 1 %.
+  expect_stated("bloco-e-residuos.md", "1 %");
+  const std::vector<double> norms = numbers_in(line_with(ch22, "|bloco(x) - x|"));
+  ASSERT_GE(norms.size(), 2u);
+  EXPECT_EQ(fixed(100 * norms.back() / norms.front(), 0), "1") << line_with(ch22, "|bloco(x) - x|");
+
+  const glass::ModelConfig config;
+  expect_claim("bloco-e-residuos.md", "0.007071",
+               fixed(config.init_std / std::sqrt(2.0 * static_cast<double>(config.n_layers)), 6));
+
+  // The parameter table, from the model's own named parameters (vocabulary 65).
+  const glass::Decoder model(config, 1);
+  std::map<std::string, std::size_t> sizes;
+  for (const auto& [name, tensor] : model.named_parameters()) sizes[name] = tensor.size();
+  expect_claim("bloco-e-residuos.md", "8320", std::to_string(sizes.at("tok_embeddings.weight")));
+  expect_claim("bloco-e-residuos.md", "16384", std::to_string(sizes.at("layers.0.attention.wq.weight")));
+  expect_claim("bloco-e-residuos.md", "8192", std::to_string(sizes.at("layers.0.attention.wk.weight")));
+  expect_claim("bloco-e-residuos.md", "44032", std::to_string(sizes.at("layers.0.feed_forward.w2.weight")));
+  std::size_t block = 0, attention = 0, ffn = 0;
+  for (const auto& [name, size] : sizes) {
+    if (name.rfind("layers.0.", 0) != 0) continue;
+    block += size;
+    if (name.rfind("layers.0.attention.", 0) == 0) attention += size;
+    if (name.rfind("layers.0.feed_forward.", 0) == 0) ffn += size;
+  }
+  expect_claim("bloco-e-residuos.md", "181504", std::to_string(block));
+  expect_claim("bloco-e-residuos.md", "49152", std::to_string(attention));
+  expect_claim("bloco-e-residuos.md", "132096", std::to_string(ffn));
+  expect_claim("bloco-e-residuos.md", "726016", std::to_string(config.n_layers * block));
+  expect_claim("bloco-e-residuos.md", "742784", std::to_string(model.num_parameters()));
+  glass::ModelConfig casmurro = config;
+  casmurro.vocab_size = 83;
+  expect_claim("bloco-e-residuos.md", "747392", std::to_string(glass::Decoder(casmurro, 1).num_parameters()));
+}
+
+// ---- treino.md -----------------------------------------------------------------------------------
+
+TEST_F(DocsClaims, Training) {
+  expect_claim("treino.md", "4.42", fixed(std::log(83.0), 2));
+
+  // The schedule example (also printed by the AdamW chapter).
+  glass::LrSchedule schedule;
+  schedule.lr_max = 1e-3;
+  schedule.min_lr = 1e-4;
+  schedule.warmup = 10;
+  schedule.decay_iters = 100;
+  const std::string ch24 = chapter_output("adamw_agenda");
+  const std::vector<std::pair<long, std::string>> lrs = {
+      {0, "lr(0) = 0.000091"}, {10, "lr(10) = 0.001000"}, {55, "lr(55) = 0.000550"}, {100, "lr(100) = 0.000100"}};
+  for (const auto& [it, literal] : lrs) {
+    expect_claim("treino.md", literal, "lr(" + std::to_string(it) + ") = " + fixed(schedule.at(it), 6));
+    const std::string value = literal.substr(literal.find("= ") + 2);
+    char label[16];
+    std::snprintf(label, sizeof label, "lr(%3ld):", it);
+    EXPECT_NE(line_with(ch24, label).find(value), std::string::npos) << line_with(ch24, label);
+  }
+
+  // The narrow valley f(w) = 50 w0² + 0.5 w1²: a descent step multiplies w0 by (1 - 100 lr), which
+  // stays inside [-1, 1] only for lr <= 2 / 100, and w1 by (1 - lr), so less than 2 % per step.
+  expect_stated("treino.md", "50·w0² + 0.5·w1²");
+  expect_stated("treino.md", "(1 − 100·lr)");
+  expect_claim("treino.md", "lr = 0.02", "lr = " + fixed(2.0 / (2 * 50), 2));
+  expect_claim("treino.md", "2 %", fixed(100 * 0.02, 0) + " %");
+
+  // glass train's defaults and the optimizer's constants.
+  const glass::TrainOptions options;
+  expect_claim("treino.md", "2000 ", std::to_string(options.iters) + " ");
+  expect_claim("treino.md", "12 ", std::to_string(options.batch_size) + " ");
+  expect_claim("treino.md", "64 ", std::to_string(options.context) + " ");
+  expect_claim("treino.md", "lr 1e-3", options.lr == 1e-3 ? "lr 1e-3" : std::to_string(options.lr));
+  expect_claim("treino.md", "100 ", std::to_string(options.warmup) + " ");
+  expect_claim("treino.md", "clipping 1.0", "clipping " + fixed(options.grad_clip, 1));
+  expect_claim("treino.md", "250 ", std::to_string(options.eval_every) + " ");
+  expect_claim("treino.md", "β₁ = 0.9", "β₁ = " + fixed(options.beta1, 1));
+  expect_claim("treino.md", "β₂ = 0.99", "β₂ = " + fixed(options.beta2, 2));
+  expect_claim("treino.md", "wd = 0.1", "wd = " + fixed(options.weight_decay, 1));
+
+  // Sampling, printed by the sampling chapter; the top-p sums by hand: 0.463063 + 0.280862 =
+  // 0.743925, + 0.170351 = 0.914276.
+  const std::string ch27 = chapter_output("amostragem");
+  for (const char* value : {"0.463063", "0.280862", "0.170351", "0.062669", "0.023055"}) {
+    expect_printed("treino.md", value, ch27, "temperatura 1:");
+  }
+  for (const char* value : {"0.622459", "0.377541"}) expect_printed("treino.md", value, ch27, "top-k 2:");
+  for (const char* value : {"0.506480", "0.307196", "0.186324"}) {
+    expect_printed("treino.md", value, ch27, "top-p 0.8:");
+  }
+  expect_stated("treino.md", "0.744");
+  expect_stated("treino.md", "0.914");
+
+  // glass sample's defaults, as its --help prints them ("--tokens UINT:...=300").
+  const std::string help = run(GLASS_BINARY_DIR "/glass sample --help");
+  const std::vector<std::pair<std::string, std::string>> flags = {
+      {"--tokens", "300"}, {"--temperature", "0.8"}, {"--top-k", "0"}, {"--top-p", "1"}, {"--seed", "1337"}};
+  for (const auto& [flag, value] : flags) {
+    expect_stated("treino.md", "| `" + flag);
+    const std::string line = line_with(help, flag);
+    EXPECT_EQ(line.substr(line.rfind('=') + 1), value) << "glass sample --help: " << line;
+    const PagePair pages = pages_of("treino.md");
+    for (const std::string* page : {&pages.pt, &pages.en}) {
+      const std::string row = line_with(*page, "| `" + flag + " ");
+      EXPECT_NE(row.find("| " + value + " |"), std::string::npos) << row;
+    }
+  }
+}
+
+}  // namespace
