@@ -48,7 +48,8 @@ int main(int argc, char** argv) {
   glass::tune_malloc_for_training();
   CLI::App app{
       "glass: a glass-box character-level LLaMA-style language model.\n"
-      "Train it on a text file, sample from it, look inside it."};
+      "Train it on a text file, sample from it, look inside it.",
+      "glass"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "glass " GLASS_VERSION);
   app.footer(

@@ -15,6 +15,7 @@
 #include <string>
 #include <optional>
 #include <thread>
+#include <type_traits>
 
 #include <fmt/format.h>
 
@@ -128,11 +129,18 @@ void take_recorded_recipe(glass::TrainOptions& o, const CLI::App* cmd) {
   const std::optional<glass::TrainRecipe> recorded = glass::load_train_recipe(o.out_dir);
   if (!recorded) return;
   std::string differ;
+  auto shown = [](auto v) {
+    if constexpr (std::is_floating_point_v<decltype(v)>)
+      return fmt::format("{:g}", v);
+    else
+      return fmt::format("{}", v);
+  };
   auto take = [&](const char* flag, auto& value, auto theirs) {
     if (cmd->count(flag) == 0) {
       value = theirs;
     } else if (value != theirs) {
-      differ += fmt::format("\n  {} {} (the run was trained with {} {})", flag, value, flag, theirs);
+      differ += fmt::format("\n  {} {} (the run was trained with {} {})", flag, shown(value), flag,
+                            shown(theirs));
     }
   };
   take("--lr", o.lr, recorded->lr);
