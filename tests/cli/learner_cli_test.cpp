@@ -127,7 +127,9 @@ TEST_F(LearnerCli, EveryStepIsLoggedLiveAndInTheSave) {
     EXPECT_EQ(rows[i][0], static_cast<double>(i));
     EXPECT_GT(rows[i][3], 0) << "grad_norm";
     EXPECT_GT(rows[i][4], 0) << "tokens_per_s";
-    if (i > 0) EXPECT_GE(rows[i][5], rows[i - 1][5]) << "elapsed_s grows";
+    if (i > 0) {
+      EXPECT_GE(rows[i][5], rows[i - 1][5]) << "elapsed_s grows";
+    }
   }
   // Step 0 of an untrained model: the batch loss is about ln V.
   EXPECT_NEAR(rows[0][1], std::log(V), 0.3);
@@ -139,7 +141,7 @@ TEST_F(LearnerCli, EveryStepIsLoggedLiveAndInTheSave) {
   // The evaluation rows of log.csv keep their columns.
   const std::string log = read_file(run_ / "log.csv");
   EXPECT_EQ(log.substr(0, log.find('\n')), "step,lr,train_loss,val_loss,tokens_per_s,elapsed_s");
-  EXPECT_EQ(count(log, "\n"), 4u);  // header + steps 0, 10, 20, 30
+  EXPECT_EQ(count(log, "\n"), 5u);  // header + steps 0, 10, 20, 30
   // The loss page carries the per-step rows and V.
   const std::string page = read_file(run_ / "loss.html");
   EXPECT_NE(page.find("\"steps\":{\"step\":[0.0,1.0,2.0"), std::string::npos);
@@ -181,7 +183,7 @@ TEST_F(LearnerCli, ResumeRefusesAnotherRecipeAndTakesTheRecordedOne) {
     EXPECT_NE(r.err.find("Leave them out"), std::string::npos) << r.err;
     EXPECT_EQ(read_file(run / "train_state.json"), state) << args << ": the run was touched";
   }
-  // Without --lr the recorded 2e-3 is used.
+  // Without --lr the recorded 2e-3 is used, and without --context the training context.
   const CliRun r = glass("train --iters 20 --resume --data " + q(text_.string()) + " --out " + q(run.string()) +
                          " --eval-every 10 --eval-iters 2 --sample-tokens 0");
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
@@ -222,7 +224,7 @@ TEST_F(LearnerCli, TheResumeCommandCarriesTheRunsFlags) {
 TEST_F(LearnerCli, OverfitBatchDrivesTheLossOfOneBatchTowardsZero) {
   const fs::path run = dir_ / "overfit";
   const CliRun r = glass("train" + data() + " --out " + q(run.string()) +
-                         " --overfit-batch --iters 150 --eval-every 150 --lr 1e-2 --warmup 5" + tiny(0));
+                         " --overfit-batch --iters 150 --eval-every 150 --lr 1e-2" + tiny(0));
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("--overfit-batch: every step trains on the same batch"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("overfit check passed"), std::string::npos) << r.out;

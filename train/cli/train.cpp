@@ -125,6 +125,7 @@ std::string resume_command(const CLI::App* cmd, const glass::TrainOptions& o) {
 /// flag of the recipe that is not given takes the recorded value; one that is given must equal
 /// it, else the resumed run would not be the same run (CommandError saying what to pass).
 /// Checkpoints written before the recipe was recorded are resumed with the flags as given.
+/// --context, when not given, is the recorded training context too.
 void take_recorded_recipe(glass::TrainOptions& o, const CLI::App* cmd) {
   const std::optional<glass::TrainRecipe> recorded = glass::load_train_recipe(o.out_dir);
   if (!recorded) return;
@@ -149,6 +150,9 @@ void take_recorded_recipe(glass::TrainOptions& o, const CLI::App* cmd) {
   take("--decay-iters", o.decay_iters, recorded->decay_iters);
   take("--batch-size", o.batch_size, recorded->batch_size);
   take("--grad-clip", o.grad_clip, recorded->grad_clip);
+  // The window is recorded in config.json; another --context is allowed (with a warning).
+  const std::size_t context = glass::training_context(o.out_dir);
+  if (cmd->count("--context") == 0 && context > 0) o.context = context;
   if (!differ.empty())
     throw glass::cli::CommandError(
         "--resume continues the run in " + o.out_dir + " with its own recipe, but these flags ask "
