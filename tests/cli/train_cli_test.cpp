@@ -236,13 +236,13 @@ TEST_F(TrainCli, FailedRunsLeaveAGoodCheckpointIntact) {
   // checkpoint without a recorded recipe, as written by older versions, takes the flags.)
   json state = json::parse(state_before);
   state.erase("recipe");
-  write_file(copy / "current" / "train_state.json", state.dump(1) + "\n");
+  write_file(copy / "train_state.json", state.dump(1) + "\n");  // fs::copy made a flat checkpoint
   const std::string old_state = read_file(copy / "train_state.json");
   const CliRun diverged = glass("train" + data + " --resume --iters 200 --lr 1e9 --eval-every 1000");
   expect_error(diverged, "NaN");
   EXPECT_NE(diverged.err.find("last good checkpoint"), std::string::npos);
   EXPECT_EQ(read_file(copy / "train_state.json"), old_state);
-  write_file(copy / "current" / "train_state.json", state_before);
+  write_file(copy / "train_state.json", state_before);
   // Already past --iters.
   expect_error(glass("train" + data + " --resume --iters 10"), "already at step 30");
   // Another text whose characters the checkpoint's vocabulary lacks.

@@ -46,14 +46,16 @@ void check_output_path(const std::string& path, const char* flag) {
   using glass::cli::CommandError;
   std::error_code ec;
   if (fs::is_directory(path, ec))
-    throw CommandError(fmt::format("{} {}: is a directory; give a file name", flag, path));
+    throw CommandError(fmt::format("cannot write file '{}' ({}): it is a directory; give a file name",
+                                   path, flag));
   fs::path dir = fs::path(path).parent_path();
   if (dir.empty()) dir = ".";
   if (!fs::is_directory(dir, ec))
-    throw CommandError(fmt::format("{} {}: the directory {} does not exist", flag, path, dir.string()));
+    throw CommandError(fmt::format("cannot write file '{}' ({}): the directory {} does not exist",
+                                   path, flag, dir.string()));
   if (::access(dir.c_str(), W_OK) != 0)
-    throw CommandError(fmt::format("{} {}: cannot write in {}: {}", flag, path, dir.string(),
-                                   std::strerror(errno)));
+    throw CommandError(fmt::format("cannot write file '{}' ({}): cannot write in {}: {}", path, flag,
+                                   dir.string(), std::strerror(errno)));
 }
 
 /// Colour only for a real terminal, and never when NO_COLOR is set or TERM=dumb.
