@@ -189,10 +189,12 @@ function lossChartSvg(loss, options) {
   for (let i = 0; i < val.steps.length; i++) if (ok(val, i) && (best < 0 || val.values[i] < val.values[best])) best = i;
   if (best >= 0 && perStep) {
     const bx = Number(px(val.steps[best])), by = Number(py(val.values[best]));
+    const nearRight = bx > left + 0.85 * plotW;  // keep the label inside the plot
     svg += '<path d="M ' + bx + " " + (by - 7) + " L " + (bx + 7) + " " + by + " L " + bx + " " + (by + 7) + " L " + (bx - 7) + " " + by +
            ' Z" fill="#d62728" stroke="white"><title>best validation loss ' + val.values[best].toFixed(4) + " at step " +
            val.steps[best] + "</title></path>\n" +
-           '<text x="' + bx + '" y="' + (by + 20) + '" text-anchor="middle" fill="#d62728">best ' + val.values[best].toFixed(3) + "</text>\n";
+           '<text x="' + (nearRight ? bx - 10 : bx) + '" y="' + (by + 20) + '" text-anchor="' + (nearRight ? "end" : "middle") +
+           '" fill="#d62728">best ' + val.values[best].toFixed(3) + "</text>\n";
   }
 
   // Legend, top right inside the plot.
