@@ -5,7 +5,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -25,6 +28,38 @@ std::string log_csv(const std::vector<LogRow>& rows) {
     text += fmt::format("{},{:.6e},{:.6f},{:.6f},{:.1f},{:.2f}\n", r.step, r.lr, r.train_loss,
                         r.val_loss, r.tokens_per_s, r.elapsed_s);
   return text;
+}
+
+std::string step_csv_line(const StepRow& r) {
+  return fmt::format("{},{:.6f},{:.6e},{:.6e},{:.1f},{:.3f}\n", r.step, r.loss, r.lr, r.grad_norm,
+                     r.tokens_per_s, r.elapsed_s);
+}
+
+std::string steps_csv(const std::vector<StepRow>& rows) {
+  std::string text = kStepsCsvHeader;
+  for (const StepRow& r : rows) text += step_csv_line(r);
+  return text;
+}
+
+std::vector<StepRow> read_steps_csv(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return {};
+  std::string line;
+  std::getline(in, line);
+  if (line + "\n" != kStepsCsvHeader)
+    throw CheckpointError(fmt::format("{}: the header is '{}', not '{}'", path, line,
+                                      std::string(kStepsCsvHeader, std::strlen(kStepsCsvHeader) - 1)));
+  std::vector<StepRow> rows;
+  for (long n = 2; std::getline(in, line); ++n) {
+    if (line.empty()) continue;
+    StepRow r;
+    char tail = 0;
+    if (std::sscanf(line.c_str(), "%ld,%lf,%lf,%lf,%lf,%lf%c", &r.step, &r.loss, &r.lr, &r.grad_norm,
+                    &r.tokens_per_s, &r.elapsed_s, &tail) != 6)
+      throw CheckpointError(fmt::format("{}: line {} is not six numbers: '{}'", path, n, line));
+    rows.push_back(r);
+  }
+  return rows;
 }
 
 bool has_train_state(const std::string& run_dir) {
@@ -60,6 +95,12 @@ void save_train_state(const std::string& dir, const AdamW& optimizer, const Trai
                          {"weight_decay", optimizer.config().weight_decay}}},
               {"log", log}};
     if (!state.run_id.empty()) j["run_id"] = state.run_id;
+    if (state.has_recipe) {
+      const TrainRecipe& r = state.recipe;
+      j["recipe"] = {{"lr", r.lr}, {"min_lr", r.min_lr}, {"warmup", r.warmup},
+                     {"decay_iters", r.decay_iters}, {"batch_size", r.batch_size},
+                     {"grad_clip", r.grad_clip}};
+    }
     write_file_atomic(path_in(dir, "train_state.json"), j.dump(1) + "\n");
     return 0;
   });
@@ -170,6 +211,38 @@ void check_log_and_best(const TrainState& s, const std::string& json_path) {
 
 }  // namespace
 
+namespace {
+
+/// The "recipe" block of train_state.json; CheckpointError naming the file when a value is
+/// missing or out of range.
+TrainRecipe recipe_from_json(const json& r, const std::string& json_path) {
+  auto number = [&](const char* key, bool integer) {
+    if (!r.contains(key) || !(integer ? r[key].is_number_integer() : r[key].is_number()) ||
+        !std::isfinite(r[key].get<double>()) || r[key].get<double>() < 0)
+      throw CheckpointError(fmt::format("{}: recipe.{} must be {} >= 0", json_path, key,
+                                        integer ? "an integer" : "a number"));
+    return r[key];
+  };
+  TrainRecipe recipe;
+  recipe.lr = number("lr", false).get<double>();
+  recipe.min_lr = number("min_lr", false).get<double>();
+  recipe.warmup = number("warmup", true).get<long>();
+  recipe.decay_iters = number("decay_iters", true).get<long>();
+  recipe.batch_size = number("batch_size", true).get<std::size_t>();
+  recipe.grad_clip = number("grad_clip", false).get<double>();
+  return recipe;
+}
+
+}  // namespace
+
+std::optional<TrainRecipe> load_train_recipe(const std::string& run_dir) {
+  const std::string json_path = path_in(checkpoint_files_dir(run_dir), "train_state.json");
+  if (!fs::exists(json_path)) return std::nullopt;
+  const json j = read_json(json_path);
+  if (!j.is_object() || !j.contains("recipe")) return std::nullopt;
+  return recipe_from_json(j.at("recipe"), json_path);
+}
+
 TrainState load_train_state(const std::string& run_dir, AdamW& optimizer,
                             const std::string& weights_step, const std::string& weights_run_id) {
   const std::string dir = checkpoint_files_dir(run_dir);
@@ -194,6 +267,10 @@ TrainState load_train_state(const std::string& run_dir, AdamW& optimizer,
       s.elapsed_s = j.at("elapsed_s").get<double>();
       s.context = integer(j.at("context"), "context").get<std::size_t>();
       if (j.contains("run_id")) s.run_id = j.at("run_id").get<std::string>();
+      if (j.contains("recipe")) {
+        s.recipe = recipe_from_json(j.at("recipe"), json_path);
+        s.has_recipe = true;
+      }
       for (const json& r : j.at("log"))
         s.log.push_back({integer(r.at(0), "log step").get<long>(), r.at(1).get<double>(), r.at(2).get<double>(),
                          r.at(3).get<double>(), r.at(4).get<double>(), r.at(5).get<double>()});

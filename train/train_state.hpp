@@ -6,6 +6,7 @@
 // Both written atomically (temp file + rename); the JSON is written last and names the step,
 // and the safetensors metadata repeats it, so a mismatched pair is detected on load.
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,23 @@ struct LogRow {
   double lr = 0, train_loss = 0, val_loss = 0, tokens_per_s = 0, elapsed_s = 0;
 };
 
+/// One row of steps.csv, one per optimizer step: step,loss,lr,grad_norm,tokens_per_s,elapsed_s.
+/// `step` is the 0-based index of the step, `loss` its batch loss (before the update),
+/// `grad_norm` the global gradient norm before clipping, `tokens_per_s` that step's speed and
+/// `elapsed_s` the training time when it ended.
+struct StepRow {
+  long step = 0;
+  double loss = 0, lr = 0, grad_norm = 0, tokens_per_s = 0, elapsed_s = 0;
+};
+
+/// The recipe a run was trained with, recorded in train_state.json ("recipe") so that --resume
+/// can continue it with the same values (absent in older checkpoints).
+struct TrainRecipe {
+  double lr = 0, min_lr = 0, grad_clip = 0;
+  long warmup = 0, decay_iters = 0;
+  std::size_t batch_size = 0;
+};
+
 /// Everything besides the weights and the moments that an exact resume needs.
 struct TrainState {
   long step = 0;                 ///< optimizer steps done (= AdamW step count)
@@ -30,6 +48,8 @@ struct TrainState {
   std::size_t context = 0;       ///< the training window T
   std::vector<LogRow> log;       ///< log.csv rows so far
   std::string run_id;            ///< the run's id (train/io/run_dir.hpp); empty in old checkpoints
+  bool has_recipe = false;       ///< false in checkpoints written before the recipe was recorded
+  TrainRecipe recipe;            ///< the run's lr schedule, batch size and clip
 };
 
 /// Writes DIR/train_state.safetensors and DIR/train_state.json atomically.
@@ -55,5 +75,23 @@ bool has_train_state(const std::string& dir);
 /// log.csv text: the header `step,lr,train_loss,val_loss,tokens_per_s,elapsed_s` and one line
 /// per row.
 std::string log_csv(const std::vector<LogRow>& rows);
+
+/// The header line of steps.csv: "step,loss,lr,grad_norm,tokens_per_s,elapsed_s\n".
+inline constexpr const char* kStepsCsvHeader = "step,loss,lr,grad_norm,tokens_per_s,elapsed_s\n";
+
+/// One line of steps.csv (with its '\n').
+std::string step_csv_line(const StepRow& row);
+
+/// steps.csv text: the header and one line per row.
+std::string steps_csv(const std::vector<StepRow>& rows);
+
+/// The rows of a steps.csv written by the trainer. A missing file gives no rows; a file with
+/// another header, or a line that is not six numbers, throws CheckpointError naming it.
+std::vector<StepRow> read_steps_csv(const std::string& path);
+
+/// The recipe recorded in DIR's train_state.json (DIR may be a run directory: its current save
+/// is read); std::nullopt when there is no training state or it records no recipe.
+/// Throws CheckpointError when the file exists but cannot be parsed.
+std::optional<TrainRecipe> load_train_recipe(const std::string& dir);
 
 }  // namespace glass

@@ -2,7 +2,11 @@
 
 #include "train/trainer.hpp"
 
+#include <fcntl.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include <chrono>
 #include <cmath>
@@ -21,6 +25,7 @@
 #include "train/io/checkpoint.hpp"
 #include "train/clip.hpp"
 #include "train/inspect/loss_plot.hpp"
+#include "train/loss_notes.hpp"
 #include "train/io/model_size.hpp"
 #include "train/io/safetensors.hpp"
 #include "train/sample/sampler.hpp"
@@ -79,6 +84,9 @@ void check_options(TrainOptions& o) {
   if (o.sample_tokens > kMaxSampleTokens)
     throw std::invalid_argument(fmt::format("--sample-tokens must be at most {} (got {})",
                                             kMaxSampleTokens, o.sample_tokens));
+  if (o.resume && o.overfit_batch)
+    throw std::invalid_argument("--overfit-batch is a check of the training loop, not a run to "
+                                "continue: leave out --resume");
   if (o.resume && o.overwrite)
     throw std::invalid_argument("--resume and --overwrite contradict each other: --resume continues "
                                 "the run in --out, --overwrite starts a new one over it");
@@ -120,6 +128,20 @@ void check_fits_in_memory(const TrainOptions& o) {
         "{} is available now. Use a smaller model (--d-model, --n-layers, --ffn-hidden) or a smaller "
         "--batch-size or --context.",
         format_bytes(need), parameter_count(o.model), o.batch_size, o.context, format_bytes(have)));
+}
+
+/// A hint after the note on unknown characters when they are more than 1% of the text: the
+/// model can neither learn nor write them. "" otherwise.
+std::string vocab_cap_hint(std::size_t unknown, std::size_t text_chars, std::size_t vocab_cap,
+                           bool resuming) {
+  if (static_cast<double>(unknown) <= 0.01 * static_cast<double>(text_chars)) return "";
+  if (resuming)
+    return "hint: more than 1% of the text is unknown to this checkpoint's vocabulary, which a "
+           "resumed run cannot grow; a new run with a larger --vocab-cap keeps more characters\n";
+  return fmt::format("hint: more than 1% of the text becomes the unknown token, which the model "
+                     "can neither learn nor write. Raise --vocab-cap (now {}) to keep more "
+                     "characters; each costs one row of the embedding and of the output layer\n",
+                     vocab_cap);
 }
 
 }  // namespace
@@ -209,6 +231,7 @@ Trainer::Trainer(TrainOptions options, std::ostream& out) : options_(std::move(o
           "id 0); {} occurrences of the rarest ones ({:.2f}% of the text) become the unknown token\n",
           o.data_path, o.model.vocab_cap, unknown,
           100.0 * static_cast<double>(unknown) / static_cast<double>(text_chars));
+    if (unknown > 0) out_ << vocab_cap_hint(unknown, text_chars, o.model.vocab_cap, resuming);
   } catch (const UnknownCharacterError& e) {
     throw std::runtime_error(fmt::format("{} does not match the checkpoint's vocabulary: {}",
                                          o.data_path, e.what()));
@@ -251,6 +274,10 @@ Trainer::Trainer(TrainOptions options, std::ostream& out) : options_(std::move(o
     elapsed_before_ = state.elapsed_s;
     run_id_ = state.run_id;  // the same run goes on
     last_saved_step_ = state.step;
+    // The per-step rows of the resumed save (none in a checkpoint written before steps.csv).
+    for (const StepRow& r : read_steps_csv(
+             (fs::path(checkpoint_files_dir(o.out_dir)) / "steps.csv").string()))
+      if (r.step < step_) steps_.push_back(r);
     if (state.context != 0 && state.context != o.context)
       out_ << "warning: resuming with --context " << o.context << " but the checkpoint was trained with "
            << state.context << "\n";
@@ -267,7 +294,7 @@ Trainer::Trainer(TrainOptions options, std::ostream& out) : options_(std::move(o
   std::size_t stale = remove_stale_saves(o.out_dir);
   const std::vector<std::string> checkpoint_files = {
       "model.safetensors", "best.safetensors", "train_state.safetensors", "train_state.json",
-      "config.json", "log.csv", "loss.html"};
+      "config.json", "log.csv", "loss.html", "steps.csv"};
   stale += remove_stale_temp_files(o.out_dir, checkpoint_files);
   if (stale > 0)
     out_ << "note: removed " << stale << " incomplete save(s) or temporary file(s) left in "
@@ -286,16 +313,28 @@ Trainer::Trainer(TrainOptions options, std::ostream& out) : options_(std::move(o
       model_->num_parameters(), o.iters, o.batch_size, o.context, o.lr, o.min_lr, o.warmup,
       o.decay_iters, o.weight_decay, o.grad_clip, o.seed);
   if (resuming) out_ << "resuming from step " << step_ << " of " << o.out_dir << "\n";
+  if (o.overfit_batch)
+    out_ << "--overfit-batch: every step trains on the same batch of " << o.batch_size << " x "
+         << o.context << " characters; the training loss should fall towards 0 (the model "
+            "memorises it) while the validation loss does not. If it does not, the loop has a bug\n";
   out_.flush();
 }
 
-Trainer::~Trainer() = default;
+Trainer::~Trainer() {
+  if (live_steps_fd_ >= 0) ::close(live_steps_fd_);
+}
 
 // ---- one optimizer step: the heart of training ------------------------------------------------
 double Trainer::train_step(long it) {
   const double lr = schedule_.at(it);
   Ids x, y;
-  train_batches_->next(x, y);                        // (B, T) inputs and next-char targets
+  if (!options_.overfit_batch) {
+    train_batches_->next(x, y);                      // (B, T) inputs and next-char targets
+  } else {                                           // the same batch at every step
+    if (overfit_x_.dimension() == 0) train_batches_->next(overfit_x_, overfit_y_);
+    x = overfit_x_;
+    y = overfit_y_;
+  }
 
   Tensor logits = model_->forward(x);                // (B, T, V)
   Tensor loss = cross_entropy(logits, y);            // mean over the B*T predictions
@@ -307,6 +346,7 @@ double Trainer::train_step(long it) {
   optimizer_->zero_grad();
   loss.backward();                                   // fills every parameter's grad
   const double norm = clip_grad_norm(model_->parameters(), options_.grad_clip);
+  last_grad_norm_ = norm;                            // before clipping
   if (!std::isfinite(norm))
     throw NonFiniteError(fmt::format("the gradient norm became {} at step {} (lr {:.3g})", non_finite_name(norm), it, lr));
   optimizer_->step(lr);                              // AdamW update
@@ -395,8 +435,12 @@ void Trainer::save(bool also_best) {
     state.context = options_.context;
     state.log = log_;
     state.run_id = run_id_;
+    state.has_recipe = true;
+    state.recipe = {options_.lr,     options_.min_lr,      options_.grad_clip,
+                    options_.warmup, options_.decay_iters, options_.batch_size};
     save_train_state(step_dir, *optimizer_, state);
     write_file_atomic((files / "log.csv").string(), log_csv(log_));
+    write_file_atomic((files / "steps.csv").string(), steps_csv(steps_));
     commit_save(dir, step_dir);
   } catch (const std::exception& e) {
     if (!step_dir.empty()) {
@@ -429,6 +473,37 @@ void Trainer::print_progress(long it, double loss, double lr, double tokens_per_
     out_ << line << "\n" << std::flush;
 }
 
+// The live steps.csv starts from the rows of the last save (all of them on --resume, none for a
+// new run), so it never holds steps that were not saved; each step then appends one whole line
+// with one write(2), so a reader following the file sees complete lines.
+void Trainer::open_live_steps() {
+  const std::string path = (fs::path(options_.out_dir) / "steps.csv").string();
+  write_file_atomic(path, steps_csv(steps_));
+  live_steps_fd_ = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+  if (live_steps_fd_ < 0)
+    throw FileError(fmt::format("cannot open '{}' to append the per-step log: {}", path,
+                                std::strerror(errno)));
+}
+
+void Trainer::append_step(const StepRow& row) {
+  steps_.push_back(row);
+  if (live_steps_fd_ < 0) return;
+  const std::string line = step_csv_line(row);
+  if (::write(live_steps_fd_, line.data(), line.size()) != static_cast<ssize_t>(line.size())) {
+    // The live copy is for watching; the saves keep the complete log. Say so once and go on.
+    out_ << "\nwarning: cannot append to " << options_.out_dir << "/steps.csv ("
+         << std::strerror(errno) << "); the per-step log is still written at every save\n";
+    ::close(live_steps_fd_);
+    live_steps_fd_ = -1;
+  }
+}
+
+void Trainer::print_evaluation_notes(long it) {
+  if (it == 0 && log_.size() == 1)
+    out_ << step_zero_note(log_.front().train_loss, tokenizer_.vocab_size());
+  out_ << evaluation_note(log_);
+}
+
 TrainResult Trainer::run() {
   const TrainOptions& o = options_;
   run_start_ = Clock::now();
@@ -440,6 +515,7 @@ TrainResult Trainer::run() {
   auto last_print = Clock::now() - std::chrono::seconds(10);
   const long print_every = std::max(1L, std::min(o.eval_every, 50L));  // non-TTY progress lines
   TrainResult result;
+  open_live_steps();
 
   for (long it = step_;; ++it) {
     step_ = it;
@@ -469,8 +545,10 @@ TrainResult Trainer::run() {
         has_best_ = true;
       }
       if (is_tty_) out_ << "\r\033[K";
-      out_ << fmt::format("step {}: train loss {:.4f}, val loss {:.4f}{} | {:.1f} s\n", it,
-                          e.train_loss, e.val_loss, best ? " (best so far)" : "", row.elapsed_s);
+      out_ << fmt::format("step {}: train loss {:.4f}, val loss {:.4f} (gap {:+.4f}){} | {:.1f} s\n",
+                          it, e.train_loss, e.val_loss, e.val_loss - e.train_loss,
+                          best ? " (best so far)" : "", row.elapsed_s);
+      print_evaluation_notes(it);
       if (o.stop_flag && *o.stop_flag) {
         out_ << stop_signal_name(*o.stop_flag) << " arrived during the evaluation at step " << it
              << "; the evaluation was finished first. Saving a checkpoint in " << o.out_dir << "\n";
@@ -488,6 +566,8 @@ TrainResult Trainer::run() {
     const auto t0 = Clock::now();
     const double loss = train_step(it);
     const double dt = seconds_since(t0);
+    append_step({it, loss, schedule_.at(it), last_grad_norm_, dt > 0 ? tokens_per_step / dt : 0,
+                 elapsed_before_ + seconds_since(run_start_)});
     train_seconds += dt;
     ++steps_since_eval;
     mean_step_s += (dt - mean_step_s) / static_cast<double>(++steps_timed);
@@ -501,12 +581,19 @@ TrainResult Trainer::run() {
     }
   }
   if (is_tty_) out_ << "\r\033[K";
+  if (!result.interrupted && !o.overfit_batch)
+    out_ << "\n" << final_summary(log_, tokenizer_.vocab_size(), o.iters);
+  if (o.overfit_batch && !steps_.empty())
+    out_ << "\n" << overfit_batch_note(steps_.front().loss, steps_.back().loss, steps_.size());
 
   // The loss curve of the whole run (including before a resume).
-  std::vector<LossPoint> points;
-  for (const LogRow& r : log_) points.push_back({static_cast<double>(r.step), r.train_loss, r.val_loss});
-  write_file_atomic((fs::path(o.out_dir) / "loss.html").string(),
-                    loss_plot_html(points, "GlassLLM training loss: " + fs::path(o.data_path).filename().string()));
+  LossCurve curve;
+  curve.title = "GlassLLM training loss: " + fs::path(o.data_path).filename().string();
+  for (const LogRow& r : log_)
+    curve.evals.push_back({static_cast<double>(r.step), r.train_loss, r.val_loss});
+  for (const StepRow& r : steps_) curve.steps.push_back({static_cast<double>(r.step), r.loss, r.lr});
+  curve.vocab_size = tokenizer_.vocab_size();
+  write_file_atomic((fs::path(o.out_dir) / "loss.html").string(), loss_plot_html(curve));
 
   result.step = step_;
   result.best_val = best_val_;

@@ -51,6 +51,8 @@ struct TrainOptions {
                                    ///< takes it; otherwise it keeps its checkpoint's
   bool overwrite = false;          ///< start over in an out_dir that holds a run (replaced at the first save)
   std::size_t sample_tokens = 120; ///< characters sampled at each evaluation (0 = none)
+  bool overfit_batch = false;      ///< train on the first batch only, again and again (a check
+                                   ///< that the loop can learn: the loss should go to ~0)
   ModelConfig model;               ///< vocab_size is set from the tokenizer
   /// Set (e.g. by a SIGINT or SIGTERM handler, to the signal's number) to stop: the loop saves
   /// a checkpoint and returns. During an evaluation it is honoured when the evaluation ends.
@@ -96,8 +98,10 @@ class Trainer {
   TrainResult run();
 
   /// One optimizer step at step index `it` (0-based): forward, cross-entropy, backward,
-  /// clip, AdamW. Returns the batch loss. Throws NonFiniteError.
+  /// clip, AdamW. Returns the batch loss; last_grad_norm() is then the global gradient norm
+  /// before clipping. Throws NonFiniteError.
   double train_step(long it);
+  double last_grad_norm() const { return last_grad_norm_; }
   /// Mean loss over eval_iters batches of each split, drawn from a generator re-seeded with
   /// seed+2 at every call (so every evaluation sees the same windows). No tape is recorded.
   EvalResult evaluate();
@@ -106,6 +110,8 @@ class Trainer {
   const Tokenizer& tokenizer() const { return tokenizer_; }
   long step() const { return step_; }
   const std::vector<LogRow>& log() const { return log_; }
+  /// One row per optimizer step taken (including before a resume, when the save had them).
+  const std::vector<StepRow>& steps() const { return steps_; }
   const TrainOptions& options() const { return options_; }
 
  private:
@@ -114,6 +120,10 @@ class Trainer {
   void lock_out_dir();
   void print_progress(long it, double loss, double lr, double tokens_per_s, double eta_s);
   void print_sample();
+  // The per-step log: out_dir/steps.csv, the live copy a reader can follow while training runs.
+  void open_live_steps();
+  void append_step(const StepRow& row);
+  void print_evaluation_notes(long it);
 
   TrainOptions options_;
   std::ostream& out_;
@@ -138,6 +148,10 @@ class Trainer {
   std::unique_ptr<RunLock> lock_;  // held for the Trainer's lifetime
   std::string run_id_;             // recorded in every file of every save
   long last_saved_step_ = -1;      // the step of the last complete save (-1: none yet)
+  std::vector<StepRow> steps_;     // one row per step; each save writes them all to steps.csv
+  double last_grad_norm_ = 0;      // of the last train_step, before clipping
+  int live_steps_fd_ = -1;         // out_dir/steps.csv, opened for appending by run()
+  Ids overfit_x_, overfit_y_;      // the one batch of --overfit-batch
 };
 
 }  // namespace glass

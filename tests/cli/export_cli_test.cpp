@@ -13,7 +13,7 @@
 
 #include <gtest/gtest.h>
 
-#include "test_util.hpp"
+#include "cli_test_util.hpp"
 #include "nn/decoder.hpp"
 #include "train/io/checkpoint.hpp"
 
@@ -33,15 +33,10 @@ class ExportCli : public ::testing::Test {
 
   static void SetUpTestSuite() {
     dir_ = glass_test::temp_dir("glass-export-cli");
-    const std::string corpus = glass_test::read_file(GLASS_SOURCE_DIR "/data/corpora/domcasmurro.txt");
-    std::size_t cut = 6000;
-    while (cut < corpus.size() && (static_cast<unsigned char>(corpus[cut]) & 0xC0) == 0x80) ++cut;
-    glass_test::write_file(dir_ / "text.txt", corpus.substr(0, cut));
+    glass_test::write_file(dir_ / "text.txt", glass_test::corpus_start(6000));
     ckpt_ = dir_ / "ckpt";
     const GlassRun r = glass("train --data " + quote((dir_ / "text.txt").string()) + " --out " +
-                             quote(ckpt_.string()) +
-                             " --iters 4 --eval-every 4 --batch-size 4 --context 16 --d-model 32 --n-layers 1"
-                             " --n-heads 2 --n-kv-heads 1 --ffn-hidden 32 --eval-iters 2 --sample-tokens 5 --warmup 2");
+                             quote(ckpt_.string()) + " --iters 4 --eval-every 4" + glass_test::tiny(5));
     ASSERT_EQ(r.exit_code, 0) << r.err;
   }
 

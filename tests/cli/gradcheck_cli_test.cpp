@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include "cli_test_util.hpp"
+
 namespace {
 
 struct CliResult {
@@ -27,12 +29,7 @@ CliResult glass(const std::string& args) {
   return run;
 }
 
-std::size_t count(const std::string& text, const std::string& word) {
-  std::size_t hits = 0;
-  for (std::size_t pos = text.find(word); pos != std::string::npos; pos = text.find(word, pos + 1))
-    ++hits;
-  return hits;
-}
+using glass_test::count;
 
 TEST(GradcheckCli, EveryOpPasses) {
   const CliResult run = glass("gradcheck");

@@ -24,7 +24,7 @@
 
 #include "nn/decoder.hpp"
 #include "fixtures.hpp"
-#include "test_util.hpp"
+#include "cli_test_util.hpp"
 #include "train/io/checkpoint.hpp"
 #include "train/inspect/loss_plot.hpp"
 
@@ -48,11 +48,7 @@ std::string find_chromium() {
   return "";
 }
 
-std::size_t count(const std::string& text, const std::string& needle) {
-  std::size_t n = 0;
-  for (std::size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
-  return n;
-}
+using glass_test::count;
 
 /// The Chromium flags of every run: headless, no network services, a fresh profile (append
 /// its directory).
@@ -103,6 +99,44 @@ TEST(InspectBrowser, LossPageDrawsTheChart) {
     EXPECT_NE(chart.find(tick), std::string::npos) << tick;
   EXPECT_EQ(chart.find("NaN"), std::string::npos);
   EXPECT_NE(dom.find("href=\"data:image/svg+xml"), std::string::npos) << "the chart offered as SVG";
+  fs::remove_all(dir / "profile");
+}
+
+TEST(InspectBrowser, LossPageDrawsEveryStepTheLearningRateLnVAndTheBestPoint) {
+  GLASS_REQUIRE_CHROMIUM(chromium);
+  const fs::path dir = fs::path(GLASS_BINARY_DIR) / "loss-steps-browser";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  glass::LossCurve curve;
+  curve.title = "per step";
+  curve.evals = {{0, 4.1, 4.15}, {100, 2.2, 2.3}, {200, 1.9, 2.05}, {300, 1.7, 2.1}};
+  for (int step = 0; step < 300; ++step)  // a noisy falling batch loss, warmup then constant lr
+    curve.steps.push_back({static_cast<double>(step), 1.7 + 2.4 * std::exp(-step / 60.0) + (step % 2 ? 0.1 : -0.1),
+                           step < 20 ? 1e-3 * (step + 1) / 21.0 : 1e-3});
+  curve.vocab_size = 65;  // ln 65 = 4.174
+  const fs::path page = dir / "loss.html";
+  glass_test::write_file(page, glass::loss_plot_html(curve));
+  const fs::path dom_file = dir / "dom.html";
+  ASSERT_EQ(run("timeout 120 " + chromium + kFlags + quote((dir / "profile").string()) + " --dump-dom " +
+                quote("file://" + fs::absolute(page).string()) + " > " + quote(dom_file.string()) + " 2> " +
+                quote((dir / "chromium.log").string())),
+            0)
+      << read_file(dir / "chromium.log");
+  const std::string dom = read_file(dom_file);
+  const std::size_t at = dom.find("<svg xmlns=\"http://www.w3.org/2000/svg\" id=\"loss-svg\"");
+  ASSERT_NE(at, std::string::npos) << "no chart drawn";
+  const std::string chart = dom.substr(at, dom.find("</svg>", at) - at);
+  // Raw and smoothed batch loss, train, validation and the learning rate.
+  EXPECT_EQ(count(chart, "<polyline"), 5u);
+  EXPECT_EQ(count(chart, "<circle"), 8u);  // the 4 evaluations of train and of validation
+  for (const char* label : {">batch loss</text>", ">batch loss (smoothed)</text>", ">train (eval)</text>",
+                            ">validation</text>", ">learning rate</text>", ">ln V (uniform guess)</text>",
+                            ">ln V = ln 65 = 4.174</text>", ">best 2.050</text>"})
+    EXPECT_NE(chart.find(label), std::string::npos) << label;
+  // Round ticks: steps every 50, loss every 0.5, the learning rate every 0.0002.
+  for (const char* tick : {">50</text>", ">300</text>", ">2.0</text>", ">0.0010</text>"})
+    EXPECT_NE(chart.find(tick), std::string::npos) << tick;
+  EXPECT_EQ(chart.find("NaN"), std::string::npos);
   fs::remove_all(dir / "profile");
 }
 

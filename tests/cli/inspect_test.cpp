@@ -119,6 +119,9 @@ TEST_F(InspectCli, ErrorsAreClearAndExitNonZero) {
        "unknown snapshot 'attn.weights'; valid names: attn.q, attn.k, attn.v, attn.rope_q, attn.rope_k, "
        "attn.scores, attn.mask, attn.softmax, attn.mix, attn.out"},
       {ckpt() + " --prompt 'toXbe'", "'X' (U+0058) at position 2"},
+      // Many unknown characters: the first five and a count, not the whole vocabulary.
+      {ckpt() + " --prompt 'XYZQWV'", "6 character(s) outside the model's vocabulary of"},
+      {ckpt() + " --prompt 'XYZQWV'", "'Q' (U+0051) at position 3, 'W' (U+0057) at position 4, and 1 more"},
       {ckpt() + " --prompt 'to be or not to'", "the prompt has 15 characters but the model's context holds at most 12"},
       {ckpt() + " --prompt ''", "the prompt is empty"},
       {"--checkpoint " + quote((dir_ / "no-such-dir").string()) + " --prompt 'to'", "does not exist"},

@@ -22,18 +22,16 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "test_util.hpp"
+#include "cli_test_util.hpp"
 
 namespace fs = std::filesystem;
 
 namespace {
 
-using CliRun = glass_test::GlassRun;
+using glass_test::CliRun;
+using glass_test::q;
 using glass_test::read_file;
 using glass_test::write_file;
-
-/// Shorthand for glass_test::quote: these tests quote many paths.
-std::string q(const std::string& s) { return glass_test::quote(s); }
 
 /// UTF-8 of a code point in the Basic Multilingual Plane.
 std::string utf8(char32_t c) {
@@ -57,10 +55,7 @@ class RobustnessCli : public ::testing::Test {
   static fs::path text_;  // 6000 bytes of Dom Casmurro
   static fs::path ckpt_;  // a tiny checkpoint trained once
 
-  static std::string tiny() {
-    return " --batch-size 4 --context 16 --d-model 32 --n-layers 1 --n-heads 2 --n-kv-heads 1"
-           " --ffn-hidden 32 --eval-iters 2 --sample-tokens 5 --warmup 2";
-  }
+  static std::string tiny() { return glass_test::tiny(5); }
 
   static CliRun glass(const std::string& args) {
     return glass_test::run_glass(args, dir_, "timeout 60 ");
@@ -70,11 +65,8 @@ class RobustnessCli : public ::testing::Test {
     dir_ = fs::temp_directory_path() / ("glass-robustness-cli-" + std::to_string(::getpid()));
     fs::remove_all(dir_);
     fs::create_directories(dir_);
-    const std::string corpus = read_file(GLASS_SOURCE_DIR "/data/corpora/domcasmurro.txt");
-    std::size_t cut = 6000;
-    while (cut < corpus.size() && (static_cast<unsigned char>(corpus[cut]) & 0xC0) == 0x80) ++cut;
     text_ = dir_ / "text.txt";
-    write_file(text_, corpus.substr(0, cut));
+    write_file(text_, glass_test::corpus_start(6000));
     ckpt_ = dir_ / "ckpt";
     const CliRun r = glass("train --data " + q(text_.string()) + " --out " + q(ckpt_.string()) +
                            " --iters 4 --eval-every 4" + tiny());

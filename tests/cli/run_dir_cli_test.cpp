@@ -24,7 +24,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "test_util.hpp"
+#include "cli_test_util.hpp"
 #include "train/io/checkpoint.hpp"
 #include "train/io/model_size.hpp"
 #include "train/io/run_dir.hpp"
@@ -35,11 +35,10 @@ using json = nlohmann::json;
 
 namespace {
 
-using CliRun = glass_test::GlassRun;
+using glass_test::CliRun;
+using glass_test::q;
 using glass_test::read_file;
 using glass_test::write_file;
-
-std::string q(const std::string& s) { return glass_test::quote(s); }
 
 class RunDirCli : public ::testing::Test {
  protected:
@@ -65,11 +64,8 @@ class RunDirCli : public ::testing::Test {
     fs::remove_all(dir_);
     fs::create_directories(dir_);
     glass_test::remove_at_exit(dir_);
-    const std::string corpus = read_file(GLASS_SOURCE_DIR "/data/corpora/domcasmurro.txt");
-    std::size_t cut = 6000;
-    while (cut < corpus.size() && (static_cast<unsigned char>(corpus[cut]) & 0xC0) == 0x80) ++cut;
     text_ = dir_ / "text.txt";
-    write_file(text_, corpus.substr(0, cut));
+    write_file(text_, glass_test::corpus_start(6000));
     ckpt_ = dir_ / "ckpt";
     first_run_ = glass("train" + data() + " --out " + q(ckpt_.string()) + " --iters 30 --eval-every 15" + tiny());
   }
@@ -203,6 +199,7 @@ TEST_F(RunDirCli, ACheckpointWrittenBeforeRunIdsResumesAndItsBestWeightsStayRead
   write_file(old / "config.json", config.dump());
   json state = json::parse(read_file(old / "train_state.json"));
   state.erase("run_id");
+  state.erase("recipe");  // recorded since; a checkpoint this old has none
   write_file(old / "train_state.json", state.dump());
   // The resumed run gets a new id; the best weights it carries over (whether or not its one
   // evaluation improves on them) must carry it too, or --best would be refused as another run's.

@@ -13,20 +13,20 @@
 #include <string>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
-#include "test_util.hpp"
+#include "cli_test_util.hpp"
 #include "train/io/safetensors.hpp"
 
 namespace fs = std::filesystem;
+using json = nlohmann::json;
 
 namespace {
 
-using CliRun = glass_test::GlassRun;
+using glass_test::CliRun;
+using glass_test::q;
 using glass_test::read_file;
 using glass_test::write_file;
-
-/// Shorthand for glass_test::quote: these tests quote many paths.
-std::string q(const std::string& s) { return glass_test::quote(s); }
 
 class TrainCli : public ::testing::Test {
  protected:
@@ -36,10 +36,7 @@ class TrainCli : public ::testing::Test {
   static CliRun first_run_;
 
   /// The tiny model every test trains: seconds, not minutes.
-  static std::string tiny() {
-    return " --batch-size 4 --context 16 --d-model 32 --n-layers 1 --n-heads 2 --n-kv-heads 1"
-           " --ffn-hidden 32 --eval-iters 2 --sample-tokens 10 --warmup 5";
-  }
+  static std::string tiny() { return glass_test::tiny(); }
 
   /// Runs `glass <args>` with stdin closed, capturing stdout and stderr.
   static CliRun glass(const std::string& args) {
@@ -50,11 +47,8 @@ class TrainCli : public ::testing::Test {
     dir_ = fs::temp_directory_path() / ("glass-train-cli-" + std::to_string(::getpid()));
     fs::remove_all(dir_);
     fs::create_directories(dir_);
-    const std::string corpus = read_file(GLASS_SOURCE_DIR "/data/corpora/domcasmurro.txt");
-    std::size_t cut = 6000;
-    while (cut < corpus.size() && (static_cast<unsigned char>(corpus[cut]) & 0xC0) == 0x80) ++cut;
     text_ = dir_ / "text.txt";
-    write_file(text_, corpus.substr(0, cut));  // cut on a UTF-8 character boundary
+    write_file(text_, glass_test::corpus_start(6000));
     ckpt_ = dir_ / "ckpt";
     first_run_ = glass("train --data " + q(text_.string()) + " --out " + q(ckpt_.string()) +
                        " --iters 30 --eval-every 15" + tiny());
@@ -235,10 +229,20 @@ TEST_F(TrainCli, FailedRunsLeaveAGoodCheckpointIntact) {
   const std::string before = read_file(copy / "model.safetensors");
   const std::string state_before = read_file(copy / "train_state.json");
   const std::string data = " --data " + q(text_.string()) + " --out " + q(copy.string()) + tiny();
-  // Diverging: a huge learning rate makes the loss NaN within a few steps; training stops.
+  // --resume continues the recorded recipe: another --lr is refused, naming both values.
+  const CliRun other_lr = glass("train" + data + " --resume --iters 200 --lr 1e9 --eval-every 1000");
+  expect_error(other_lr, "--lr 1e+09 (the run was trained with --lr 0.001)");
+  // Diverging: a huge learning rate makes the loss NaN within a few steps; training stops. (A
+  // checkpoint without a recorded recipe, as written by older versions, takes the flags.)
+  json state = json::parse(state_before);
+  state.erase("recipe");
+  write_file(copy / "train_state.json", state.dump(1) + "\n");  // fs::copy made a flat checkpoint
+  const std::string old_state = read_file(copy / "train_state.json");
   const CliRun diverged = glass("train" + data + " --resume --iters 200 --lr 1e9 --eval-every 1000");
   expect_error(diverged, "NaN");
   EXPECT_NE(diverged.err.find("last good checkpoint"), std::string::npos);
+  EXPECT_EQ(read_file(copy / "train_state.json"), old_state);
+  write_file(copy / "train_state.json", state_before);
   // Already past --iters.
   expect_error(glass("train" + data + " --resume --iters 10"), "already at step 30");
   // Another text whose characters the checkpoint's vocabulary lacks.

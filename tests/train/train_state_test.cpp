@@ -45,3 +45,64 @@ TEST(TrainState, OutOfRangeAndNonIntegerNumbersAreCheckpointErrors) {
   expect_refused(dir.string(), optimizer, "\"step\" must be an integer");
   fs::remove_all(dir);
 }
+
+// steps.csv: one line per step with the header the live page reads; read back exactly as the
+// trainer wrote it (a --resume starts the live file from the save's copy), and a file that is
+// not one is refused naming it.
+TEST(TrainState, StepsCsvRoundTripsAndBadFilesAreNamed) {
+  const fs::path dir = fs::temp_directory_path() / ("glass-steps-csv-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::vector<StepRow> rows = {{0, 4.4123456, 1.666667e-4, 0.8125, 1234.5, 0.125},
+                                     {1, 4.3, 3.333333e-4, 2.5, 1300.0, 0.25}};
+  const std::string text = steps_csv(rows);
+  EXPECT_EQ(text,
+            "step,loss,lr,grad_norm,tokens_per_s,elapsed_s\n"
+            "0,4.412346,1.666667e-04,8.125000e-01,1234.5,0.125\n"
+            "1,4.300000,3.333333e-04,2.500000e+00,1300.0,0.250\n");
+  const std::string path = (dir / "steps.csv").string();
+  write_file_atomic(path, text);
+  const std::vector<StepRow> back = read_steps_csv(path);
+  ASSERT_EQ(back.size(), 2u);
+  EXPECT_EQ(back[1].step, 1);
+  EXPECT_DOUBLE_EQ(back[0].loss, 4.412346);
+  EXPECT_DOUBLE_EQ(back[1].grad_norm, 2.5);
+  EXPECT_TRUE(read_steps_csv((dir / "missing.csv").string()).empty());
+  write_file_atomic(path, "step,lr,train_loss\n0,1,2\n");
+  EXPECT_THROW(read_steps_csv(path), CheckpointError);
+  write_file_atomic(path, std::string(kStepsCsvHeader) + "0,4.4,0.001\n");
+  try {
+    read_steps_csv(path);
+    FAIL() << "a short line was accepted";
+  } catch (const CheckpointError& e) {
+    EXPECT_NE(std::string(e.what()).find("line 2 is not six numbers"), std::string::npos) << e.what();
+  }
+  fs::remove_all(dir);
+}
+
+// The recipe --resume continues: written by save_train_state, read by load_train_recipe; absent
+// in a state written without it.
+TEST(TrainState, TheRecipeIsRecordedAndReadBack) {
+  const fs::path dir = fs::temp_directory_path() / ("glass-recipe-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  const ModelConfig config = glass_test::write_small_checkpoint(dir.string(), 16, 3);
+  Decoder model(config, 3);
+  AdamW optimizer(model.named_parameters());
+  TrainState state;
+  state.context = 8;
+  save_train_state(dir.string(), optimizer, state);
+  EXPECT_FALSE(load_train_recipe(dir.string()).has_value());
+  state.has_recipe = true;
+  state.recipe = {2e-3, 2e-4, 1.0, 7, 40, 4};
+  save_train_state(dir.string(), optimizer, state);
+  const std::optional<TrainRecipe> recipe = load_train_recipe(dir.string());
+  ASSERT_TRUE(recipe.has_value());
+  EXPECT_EQ(recipe->lr, 2e-3);
+  EXPECT_EQ(recipe->min_lr, 2e-4);
+  EXPECT_EQ(recipe->grad_clip, 1.0);
+  EXPECT_EQ(recipe->warmup, 7);
+  EXPECT_EQ(recipe->decay_iters, 40);
+  EXPECT_EQ(recipe->batch_size, 4u);
+  EXPECT_FALSE(load_train_recipe((dir / "nothing-here").string()).has_value());
+  fs::remove_all(dir);
+}

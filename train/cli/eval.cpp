@@ -1,9 +1,10 @@
 // `glass eval`: the mean next-character loss of a checkpoint over a whole text file.
 //
-//   glass eval --checkpoint DIR --data FILE [--best] [--allow-unknown]
+//   glass eval -m DIR --data FILE [--best] [--allow-unknown] [-t N]
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <iostream>
 #include <string>
 
@@ -14,6 +15,7 @@
 #include "data/text.hpp"
 #include "train/io/checkpoint.hpp"
 #include "train/cli/commands.hpp"
+#include "train/cli/threads.hpp"
 
 namespace {
 
@@ -24,10 +26,26 @@ struct EvalFlags {
   std::string data;
   bool best = false;
   bool allow_unknown = false;
+  int threads = 0;
 };
 
+/// A warning when the evaluated file is the text the checkpoint was trained on (config.json
+/// records its file name as training.data): 90% of it is the training split the model has
+/// learnt, so its loss is lower than the loss on text the model never saw.
+void warn_if_training_text(const EvalFlags& f) {
+  const std::string trained_on = glass::training_data(f.checkpoint);  // "": not recorded
+  if (trained_on.empty() || std::filesystem::path(f.data).filename().string() != trained_on) return;
+  std::cerr << "warning: " << f.data << " looks like the text this checkpoint was trained on "
+            << "(config.json: training.data = " << trained_on << "). 90% of it is the training "
+            << "split, which the model has learnt, so this loss is lower than on new text; the "
+            << "val loss glass train printed is the honest number. Evaluate on held-out text for "
+            << "a true measure\n";
+}
+
 void run_eval(const EvalFlags& f) {
+  glass::cli::apply_threads(f.threads);
   glass::LoadedModel loaded = glass::load_checkpoint(f.checkpoint, f.best);
+  warn_if_training_text(f);
   std::u32string text = glass::load_text(f.data);
   std::size_t unknown = 0;
   glass::TokenIds ids;  // 1 or 2 bytes per character
@@ -91,10 +109,18 @@ void run_eval(const EvalFlags& f) {
 void add_eval_command(CLI::App& app) {
   auto f = std::make_shared<EvalFlags>();
   CLI::App* cmd = app.add_subcommand("eval", "Mean next-character loss of a checkpoint over a text file.");
-  cmd->add_option("--checkpoint", f->checkpoint, "checkpoint directory written by glass train")->required();
-  cmd->add_option("--data", f->data, "UTF-8 text file to evaluate on")->required()->check(CLI::ExistingFile);
+  cmd->add_option("-m,--checkpoint", f->checkpoint, "checkpoint directory written by glass train")->required();
+  cmd->add_option("--data", f->data, "UTF-8 text file to evaluate on (text the model never saw)")
+      ->required()->check(CLI::ExistingFile);
   cmd->add_flag("--best", f->best, "use best.safetensors instead of the latest weights");
   cmd->add_flag("--allow-unknown", f->allow_unknown, "map characters outside the vocabulary to id 0");
+  glass::cli::add_threads_option(cmd, f->threads);
+  cmd->footer(
+      "Examples:\n"
+      "  glass eval -m runs/tinyshakespeare --data heldout.txt\n"
+      "  glass eval -m runs/tinyshakespeare --data heldout.txt --best -t 2\n"
+      "Evaluate on text the model did not train on; its own training text gives a loss that is\n"
+      "too good (glass eval warns).");
   cmd->callback([f] { run_eval(*f); });
 }
 

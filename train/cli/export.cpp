@@ -61,12 +61,16 @@ void add_export_command(CLI::App& app) {
   auto f = std::make_shared<ExportFlags>();
   CLI::App* cmd = app.add_subcommand(
       "export", "Write a checkpoint in the format of llama.cpp (GGUF) or llama2.c (model.bin + tokenizer.bin).");
-  cmd->add_option("--checkpoint", f->checkpoint, "checkpoint directory written by glass train")->required();
+  cmd->add_option("-m,--checkpoint", f->checkpoint, "checkpoint directory written by glass train")->required();
   cmd->add_option("--format", f->format, "gguf (one file for llama.cpp) or llama2c (a directory for llama2.c's run)")
       ->required();
   cmd->add_option("--out", f->out, "gguf: the file to write (e.g. model.gguf); llama2c: the directory "
                                    "that gets model.bin and tokenizer.bin")->required();
   cmd->add_flag("--best", f->best, "export best.safetensors (best validation loss) instead of the latest weights");
+  cmd->footer(
+      "Examples:\n"
+      "  glass export -m runs/domcasmurro --format gguf --out domcasmurro.gguf\n"
+      "  glass export -m runs/domcasmurro --format llama2c --out l2c --best");
   cmd->callback([f] { run_export(*f); });
 }
 

@@ -52,6 +52,10 @@ void add_gradcheck_command(CLI::App& app) {
       "gradcheck", "Check every op's backward pass against finite differences (double precision)");
   auto only = std::make_shared<std::string>();
   cmd->add_option("--op", *only, "Check only this op (a name from the table, or its prefix before '/')");
+  cmd->footer(
+      "Examples:\n"
+      "  glass gradcheck               every op\n"
+      "  glass gradcheck --op softmax  one op");
   cmd->callback([only] { run_gradcheck(*only); });
 }
 

@@ -3,7 +3,9 @@
 //   glass inspect --checkpoint DIR --prompt TEXT [--layer L] [--head H] [--snapshot NAME]
 //                 [--top-k K] [--json FILE] [--html FILE]
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
@@ -18,6 +20,7 @@
 #include "data/text.hpp"
 #include "train/io/checkpoint.hpp"
 #include "train/cli/commands.hpp"
+#include "train/cli/threads.hpp"
 #include "train/inspect/inspect.hpp"
 
 namespace {
@@ -33,7 +36,27 @@ struct InspectOptions {
   std::string html_path;
   bool best = false;
   bool allow_unknown = false;
+  int threads = 0;
 };
+
+/// Refuses (CommandError) an output path that cannot be written: a directory, or a file whose
+/// directory does not exist or is not writable. Checked before anything is printed or written.
+void check_output_path(const std::string& path, const char* flag) {
+  namespace fs = std::filesystem;
+  using glass::cli::CommandError;
+  std::error_code ec;
+  if (fs::is_directory(path, ec))
+    throw CommandError(fmt::format("cannot write file '{}' ({}): it is a directory; give a file name",
+                                   path, flag));
+  fs::path dir = fs::path(path).parent_path();
+  if (dir.empty()) dir = ".";
+  if (!fs::is_directory(dir, ec))
+    throw CommandError(fmt::format("cannot write file '{}' ({}): the directory {} does not exist",
+                                   path, flag, dir.string()));
+  if (::access(dir.c_str(), W_OK) != 0)
+    throw CommandError(fmt::format("cannot write file '{}' ({}): cannot write in {}: {}", path, flag,
+                                   dir.string(), std::strerror(errno)));
+}
 
 /// Colour only for a real terminal, and never when NO_COLOR is set or TERM=dumb.
 glass::RenderOptions terminal_options() {
@@ -53,6 +76,9 @@ void run_inspect(const InspectOptions& opt) {
   if (!std::filesystem::is_directory(opt.checkpoint))
     throw CommandError("checkpoint directory '" + opt.checkpoint +
                        "' does not exist (train one with: glass train --out DIR)");
+  if (!opt.json_path.empty()) check_output_path(opt.json_path, "--json");
+  if (!opt.html_path.empty()) check_output_path(opt.html_path, "--html");
+  glass::cli::apply_threads(opt.threads);
 
   std::u32string prompt;
   try {
@@ -77,6 +103,13 @@ void run_inspect(const InspectOptions& opt) {
                                    opt.head, config.n_heads, config.n_heads - 1));
   const auto layer = static_cast<std::size_t>(opt.layer);
   const auto head = static_cast<std::size_t>(opt.head);
+  const std::size_t trained = glass::training_context(opt.checkpoint);  // 0: not recorded
+  if (trained > 0 && prompt.size() > trained)
+    std::cerr << fmt::format(
+        "note: the prompt has {} characters but the model was trained on windows of {}: positions "
+        "from {} on were never trained, so what the model does there says little about what it "
+        "learnt (glass sample keeps only the last {})\n",
+        prompt.size(), trained, trained, trained);
 
   glass::Inspection inspection;
   try {
@@ -90,15 +123,11 @@ void run_inspect(const InspectOptions& opt) {
     throw CommandError(e.what());
   }
 
-  const glass::RenderOptions render = terminal_options();
-  if (opt.snapshot.empty())
-    std::cout << glass::render_overview(inspection, layer, static_cast<std::size_t>(opt.top_k), render);
-  else
-    std::cout << glass::render_snapshot(inspection, layer, head, opt.snapshot, render);
-
+  // The files first: a path that fails leaves nothing printed (the paths were checked above).
+  std::string wrote;
   if (!opt.json_path.empty()) {
     glass::write_json(inspection, opt.json_path);
-    std::cout << "\nwrote " << opt.json_path << " (tokens, logits, probs and every snapshot; see README)\n";
+    wrote += "\nwrote " + opt.json_path + " (tokens, logits, probs and every snapshot; see README)\n";
   }
   if (!opt.html_path.empty()) {
     glass::HtmlOptions html;
@@ -116,8 +145,15 @@ void run_inspect(const InspectOptions& opt) {
       std::cerr << "warning: no loss curve on the page: " << e.what() << "\n";
     }
     glass::write_html(inspection, opt.html_path, html);
-    std::cout << "\nwrote " << opt.html_path << " (one self-contained page: open it in a browser)\n";
+    wrote += "\nwrote " + opt.html_path + " (one self-contained page: open it in a browser)\n";
   }
+
+  const glass::RenderOptions render = terminal_options();
+  if (opt.snapshot.empty())
+    std::cout << glass::render_overview(inspection, layer, static_cast<std::size_t>(opt.top_k), render);
+  else
+    std::cout << glass::render_snapshot(inspection, layer, head, opt.snapshot, render);
+  std::cout << wrote;
 }
 
 void add_inspect_command(CLI::App& app) {
@@ -127,9 +163,9 @@ void add_inspect_command(CLI::App& app) {
       "Look inside a trained model on a prompt: every snapshot of a layer (Q, K, V, RoPE, scores,\n"
       "mask, attention weights, mix, output) with shapes and values, attention heatmaps and the\n"
       "next-token probabilities; optionally as JSON or as one self-contained HTML page.");
-  cmd->add_option("--checkpoint", opt->checkpoint, "checkpoint directory written by glass train")
+  cmd->add_option("-m,--checkpoint", opt->checkpoint, "checkpoint directory written by glass train")
       ->required();
-  cmd->add_option("--prompt", opt->prompt, "the text to run through the model (one token per character)")
+  cmd->add_option("-p,--prompt", opt->prompt, "the text to run through the model (one token per character)")
       ->required();
   cmd->add_option("--layer", opt->layer, "layer to show (0 .. n_layers-1)")->capture_default_str();
   cmd->add_option("--head", opt->head, "query head to show (0 .. n_heads-1); K/V show the KV head it uses")
@@ -145,6 +181,7 @@ void add_inspect_command(CLI::App& app) {
   cmd->add_flag("--allow-unknown", opt->allow_unknown,
                 "map prompt characters outside the vocabulary to the unknown id 0 (with a warning) "
                 "instead of stopping");
+  glass::cli::add_threads_option(cmd, opt->threads);
   cmd->footer(
       "Examples:\n"
       "  glass inspect --checkpoint runs/domcasmurro --prompt 'Capitu' --layer 1\n"

@@ -16,6 +16,10 @@
 #include "train/cli/commands.hpp"
 #include "train/cli/malloc_tuning.hpp"
 
+#ifndef GLASS_VERSION
+#define GLASS_VERSION "unknown"
+#endif
+
 namespace glass::cli {
 std::vector<std::pair<int, CommandAdder>>& command_registry() {
   static std::vector<std::pair<int, CommandAdder>> registry;
@@ -44,13 +48,26 @@ int main(int argc, char** argv) {
   glass::tune_malloc_for_training();
   CLI::App app{
       "glass: a glass-box character-level LLaMA-style language model.\n"
-      "Train it on a text file, sample from it, look inside it."};
+      "Train it on a text file, sample from it, look inside it.",
+      "glass"};
   app.require_subcommand(1);
-  app.set_help_all_flag("--help-all", "Show help for every subcommand");
+  app.set_version_flag("--version", "glass " GLASS_VERSION);
+  app.footer(
+      "Examples:\n"
+      "  glass train --data input.txt --out runs/mine     train on your own text\n"
+      "  glass sample -m runs/mine -p 'Once upon' -n 200  continue a prompt\n"
+      "  glass inspect -m runs/mine -p 'Once' --html inspect.html\n"
+      "Run glass COMMAND --help for the flags of a command.");
   auto registry = glass::cli::command_registry();
   std::sort(registry.begin(), registry.end(),
             [](const auto& a, const auto& b) { return a.first < b.first; });
   for (const auto& [order, add] : registry) add(app);
+
+  // No arguments at all: the help, as a question ("what can this do?"), not an error.
+  if (argc == 1) {
+    std::cout << app.help();
+    return stdout_error();
+  }
 
   // An unknown first word would otherwise be reported by CLI11 as a missing subcommand.
   if (argc > 1 && argv[1][0] != '-') {

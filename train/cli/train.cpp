@@ -13,13 +13,15 @@
 #include <filesystem>
 #include <iostream>
 #include <string>
+#include <optional>
 #include <thread>
+#include <type_traits>
 
-#include <cblas.h>
 #include <fmt/format.h>
 
 #include "train/io/checkpoint.hpp"
 #include "train/cli/commands.hpp"
+#include "train/cli/threads.hpp"
 #include "train/cli/validators.hpp"
 #include "train/trainer.hpp"
 
@@ -102,17 +104,79 @@ struct TrainFlags {
   int threads = 0;
 };
 
+/// The command that continues this run: the flags given now (as given, re-quoted), without
+/// --overwrite, with --data and --out spelled out and --resume added.
+std::string resume_command(const CLI::App* cmd, const glass::TrainOptions& o) {
+  std::string line = program_name() + " train --data " + shell_quote(o.data_path) + " --out " +
+                     shell_quote(o.out_dir);
+  for (const CLI::Option* opt : cmd->get_options()) {
+    const std::string name = opt->get_name();
+    if (opt->count() == 0 || name == "--help" || name == "--data" || name == "--out" ||
+        name == "--overwrite" || name == "--resume")
+      continue;
+    line += " " + name;
+    if (opt->get_type_size() != 0)
+      for (const std::string& value : opt->results()) line += " " + shell_quote(value);
+  }
+  return line + " --resume";
+}
+
+/// --resume continues the recipe the run was trained with (recorded in train_state.json): a
+/// flag of the recipe that is not given takes the recorded value; one that is given must equal
+/// it, else the resumed run would not be the same run (CommandError saying what to pass).
+/// Checkpoints written before the recipe was recorded are resumed with the flags as given.
+/// --context, when not given, is the recorded training context too.
+void take_recorded_recipe(glass::TrainOptions& o, const CLI::App* cmd) {
+  const std::optional<glass::TrainRecipe> recorded = glass::load_train_recipe(o.out_dir);
+  if (!recorded) return;
+  std::string differ;
+  auto shown = [](auto v) {
+    if constexpr (std::is_floating_point_v<decltype(v)>)
+      return fmt::format("{:g}", v);
+    else
+      return fmt::format("{}", v);
+  };
+  auto take = [&](const char* flag, auto& value, auto theirs) {
+    if (cmd->count(flag) == 0) {
+      value = theirs;
+    } else if (value != theirs) {
+      differ += fmt::format("\n  {} {} (the run was trained with {} {})", flag, shown(value), flag,
+                            shown(theirs));
+    }
+  };
+  take("--lr", o.lr, recorded->lr);
+  take("--min-lr", o.min_lr, recorded->min_lr);
+  take("--warmup", o.warmup, recorded->warmup);
+  take("--decay-iters", o.decay_iters, recorded->decay_iters);
+  take("--batch-size", o.batch_size, recorded->batch_size);
+  take("--grad-clip", o.grad_clip, recorded->grad_clip);
+  // The window is recorded in config.json; another --context is allowed (with a warning).
+  const std::size_t context = glass::training_context(o.out_dir);
+  if (cmd->count("--context") == 0 && context > 0) o.context = context;
+  if (!differ.empty())
+    throw glass::cli::CommandError(
+        "--resume continues the run in " + o.out_dir + " with its own recipe, but these flags ask "
+        "for other values:" + differ +
+        "\nLeave them out (the recorded values are used), or start a new run with --out DIR "
+        "(or --overwrite).");
+}
+
 void run_train(TrainFlags& flags, CLI::App* cmd) {
   glass::TrainOptions& o = flags.options;
-  if (flags.threads > 0) openblas_set_num_threads(flags.threads);
+  glass::cli::apply_threads(flags.threads);
   const bool default_data = o.data_path.empty();
   if (default_data) o.data_path = default_corpus();
   if (o.out_dir.empty()) o.out_dir = (fs::path("runs") / fs::path(o.data_path).stem()).string();
   o.attention_given = cmd->count("--attention") > 0;
-  if (o.resume)
-    for (const char* flag : {"--d-model", "--n-layers", "--n-heads", "--n-kv-heads", "--ffn-hidden"})
+  if (o.resume) {
+    for (const char* flag : {"--d-model", "--n-layers", "--n-heads", "--n-kv-heads", "--ffn-hidden", "--vocab-cap"})
       if (cmd->count(flag) > 0)
         std::cerr << "warning: " << flag << " is ignored with --resume (the checkpoint's model is used)\n";
+    if (o.overfit_batch)
+      throw glass::cli::CommandError("--overfit-batch is a check of the training loop, not a run to "
+                                     "continue: leave out --resume, and use a fresh --out");
+    take_recorded_recipe(o, cmd);
+  }
 
   g_stop = 0;
   o.stop_flag = &g_stop;
@@ -139,9 +203,7 @@ void run_train(TrainFlags& flags, CLI::App* cmd) {
       "config.json, log.csv, loss.html)\n",
       (fs::path(o.out_dir) / "").string(), result.step, result.best_val);  // one trailing '/'
   if (result.interrupted) {
-    std::cout << fmt::format("resume with: {} train --data {} --out {} --iters {} --resume\n",
-                             program_name(), shell_quote(o.data_path), shell_quote(o.out_dir),
-                             o.iters);
+    std::cout << "resume with: " << resume_command(cmd, o) << "\n";
     throw CLI::RuntimeError(128 + static_cast<int>(g_stop));  // 130 after Ctrl-C, 143 after SIGTERM
   }
   std::cout << fmt::format("sample from it: {} sample --checkpoint {}{} --tokens 300\n",
@@ -196,13 +258,12 @@ void add_train_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--seed", o.seed, "seed of the initial weights and of the batches")
       ->check(glass::cli::kNonNegativeInteger)->capture_default_str();
-  // More threads than cores only makes them wait for each other: allow up to 4 per core, which
-  // is already past any gain.
-  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-  cmd->add_option("--threads", flags->threads, "OpenBLAS threads (default: OpenBLAS's own choice)")
-      ->check(glass::cli::integer_in(1, 4LL * cores,
-                                     fmt::format("an integer from 1 to {} (4 per core)", 4 * cores)));
-  cmd->add_flag("--resume", o.resume, "continue the checkpoint in --out exactly where it stopped");
+  glass::cli::add_threads_option(cmd, flags->threads);
+  cmd->add_flag("--resume", o.resume,
+                "continue the checkpoint in --out exactly where it stopped (with its recorded "
+                "--lr, --min-lr, --warmup, --decay-iters, --batch-size and --grad-clip)");
+  cmd->add_flag("--overfit-batch", o.overfit_batch,
+                "debugging check: train on one batch only; the training loss must fall towards 0");
   cmd->add_flag("--overwrite", o.overwrite,
                 "start a new run in an --out that already holds one (replaced at the first save)");
   cmd->add_option("--d-model", o.model.d_model, "width of the residual stream")
@@ -215,10 +276,21 @@ void add_train_command(CLI::App& app) {
       ->check(glass::cli::kPositiveInteger)->capture_default_str()->group("Model");
   cmd->add_option("--ffn-hidden", o.model.ffn_hidden, "SwiGLU hidden width")
       ->check(glass::cli::kPositiveInteger)->capture_default_str()->group("Model");
+  cmd->add_option("--vocab-cap", o.model.vocab_cap,
+                  "most distinct characters kept in the vocabulary (the rarest others become the "
+                  "unknown token); lower it for texts with thousands of characters (CJK)")
+      ->check(glass::cli::integer_in(2, 65535, "an integer from 2 to 65535"))->capture_default_str()->group("Model");
   cmd->add_option("--attention", o.model.attention,
                   "attention code: fast (fused kernels) or reference (the nine steps on the primitive "
                   "ops, as the tutorials show; slower, same numbers)")
       ->check(CLI::IsMember({"fast", "reference"}))->capture_default_str()->group("Model");
+  cmd->footer(
+      "Examples:\n"
+      "  glass train                                        the bundled corpus, default recipe\n"
+      "  glass train --data input.txt --out runs/mine --iters 3000 -t 2\n"
+      "  glass train --out runs/mine --iters 5000 --resume  continue a run to step 5000\n"
+      "  glass train --data input.txt --out /tmp/check --overfit-batch --iters 200 --lr 3e-3\n"
+      "Is the loss normal? It starts near ln V (V = distinct characters) and falls; see README.");
   cmd->callback([flags, cmd] { run_train(*flags, cmd); });
 }
 

@@ -106,7 +106,9 @@ struct TopToken {
 std::vector<TopToken> top_k(const Inspection& inspection, std::size_t position, std::size_t k);
 
 /// A character as a visible label (UTF-8): ' ' -> "␣", '\n' -> "⏎", '\t' -> "⇥", other
-/// control characters -> their Unicode control picture (U+2400 + c), others unchanged.
+/// control characters -> their Unicode control picture (U+2400 + c), characters that draw
+/// nothing on their own (combining marks, zero-width joiners, variation selectors) -> their code
+/// point, e.g. "U+200D"; others unchanged.
 std::string visible_char(char32_t c);
 
 /// How terminal output is drawn.

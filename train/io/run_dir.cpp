@@ -57,6 +57,9 @@ bool is_save_dir(const fs::path& dir) {
     bool known = false;
     for (const std::string& file : checkpoint_file_names())
       if (name == file || name.rfind(file + ".tmp.", 0) == 0) known = true;
+    // The per-step log is saved too, but not linked from DIR: DIR/steps.csv is the trainer's
+    // live copy (train/trainer.hpp).
+    if (name == kStepsFile || name.rfind(std::string(kStepsFile) + ".tmp.", 0) == 0) known = true;
     if (!known) return false;
   }
   return !ec;

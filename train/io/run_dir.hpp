@@ -6,6 +6,7 @@
 //   DIR/current -> step-000250        symbolic link to the last complete save
 //   DIR/model.safetensors -> current/model.safetensors   (and the same for the other files),
 //                             so DIR reads like one checkpoint directory
+//   DIR/steps.csv             the per-step log, appended after every step (each save has a copy)
 //   DIR/loss.html             the loss curve, written when the run ends
 //   DIR/run.lock              held (flock) by the trainer using DIR; holds its pid
 //
@@ -23,6 +24,9 @@ namespace glass {
 inline constexpr const char* kCurrentLink = "current";
 /// The lock file inside a run directory.
 inline constexpr const char* kLockFile = "run.lock";
+/// The per-step log: each save holds its complete copy; DIR's own is a regular file the trainer
+/// appends to after every step (not a link to the save's).
+inline constexpr const char* kStepsFile = "steps.csv";
 
 /// The files one save writes into its step directory (and links from the run directory).
 const std::vector<std::string>& checkpoint_file_names();

@@ -216,6 +216,12 @@ TEST(Inspect, SummaryAndVisibleCharacters) {
   EXPECT_EQ(visible_char(U'\r'), "␍");
   EXPECT_EQ(visible_char(U'a'), "a");
   EXPECT_EQ(visible_char(U'é'), "é");
+  // Characters that draw nothing on their own get their code point.
+  EXPECT_EQ(visible_char(U'\u200D'), "U+200D");   // zero-width joiner
+  EXPECT_EQ(visible_char(U'\uFE0F'), "U+FE0F");   // variation selector 16 (emoji style)
+  EXPECT_EQ(visible_char(U'\u0301'), "U+0301");   // combining acute accent
+  EXPECT_EQ(visible_char(U'\U000E0100'), "U+E0100");
+  EXPECT_EQ(visible_char(U'猫'), "猫");
 }
 
 TEST(Inspect, TerminalOverviewListsEverySnapshotAndTheTopK) {

@@ -71,3 +71,30 @@ TEST(LossPlot, PageIsSelfContainedAndCarriesTheData) {
 
 }  // namespace
 }  // namespace glass
+
+namespace glass {
+namespace {
+
+TEST(LossPlot, TheCurveJsonCarriesEveryStepAndV) {
+  LossCurve curve;
+  curve.title = "t";
+  curve.evals = {{0, 4.2, 4.3}};
+  curve.steps = {{0, 4.25, 1e-4}, {1, 4.1, 2e-4}};
+  curve.vocab_size = 65;
+  const nlohmann::json j = nlohmann::json::parse(loss_json(curve));
+  EXPECT_EQ(j["step"], nlohmann::json::parse("[0]"));
+  EXPECT_EQ(j["steps"]["step"], nlohmann::json::parse("[0, 1]"));
+  EXPECT_EQ(j["steps"]["loss"], nlohmann::json::parse("[4.25, 4.1]"));
+  EXPECT_EQ(j["steps"]["lr"], nlohmann::json::parse("[1e-4, 2e-4]"));
+  EXPECT_EQ(j["vocab_size"], 65);
+  const std::filesystem::path dir = glass_test::temp_dir("glass-steps-log");
+  std::ofstream((dir / "steps.csv").string()) << "step,loss,lr,grad_norm,tokens_per_s,elapsed_s\n"
+                                                  "0,4.25,1.0e-04,1.5,100.0,0.1\n";
+  const std::vector<StepPoint> read = read_steps_log((dir / "steps.csv").string());
+  ASSERT_EQ(read.size(), 1u);
+  EXPECT_EQ(read[0].loss, 4.25);
+  EXPECT_EQ(read[0].lr, 1e-4);
+}
+
+}  // namespace
+}  // namespace glass

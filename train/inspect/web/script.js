@@ -7,7 +7,9 @@ const I = JSON.parse($("glass-inspection").textContent);
 const VIEW = JSON.parse($("glass-view").textContent);
 
 // A character as a visible label: space -> ␣, newline -> ⏎, tab -> ⇥, other control characters
-// -> their Unicode control picture (as visible_char in train/inspect/inspect.cpp).
+// -> their Unicode control picture, characters that draw nothing on their own (combining marks,
+// zero-width joiners, variation selectors) -> "U+200D" (as visible_char in
+// train/inspect/inspect.cpp).
 function visible(c) {
   const code = c.codePointAt(0);
   if (c === " ") return "\u2423";
@@ -15,6 +17,12 @@ function visible(c) {
   if (c === "\t") return "\u21e5";
   if (code < 0x20) return String.fromCodePoint(0x2400 + code);
   if (code === 0x7f) return "\u2421";
+  const invisible = (code >= 0x300 && code <= 0x36f) || (code >= 0x1ab0 && code <= 0x1aff) ||
+      (code >= 0x1dc0 && code <= 0x1dff) || (code >= 0x20d0 && code <= 0x20ff) || (code >= 0xfe20 && code <= 0xfe2f) ||
+      code === 0xad || (code >= 0x180b && code <= 0x180f) || (code >= 0x200b && code <= 0x200f) ||
+      (code >= 0x202a && code <= 0x202e) || (code >= 0x2060 && code <= 0x2064) || code === 0xfeff ||
+      (code >= 0xfe00 && code <= 0xfe0f) || (code >= 0xe0100 && code <= 0xe01ef);
+  if (invisible) return "U+" + code.toString(16).toUpperCase().padStart(4, "0");
   return c;
 }
 

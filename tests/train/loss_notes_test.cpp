@@ -1,0 +1,76 @@
+// What the numbers of a training run mean (train/loss_notes.hpp): each message on hand-made
+// numbers, with the values it must print computed by hand.
+
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "train/loss_notes.hpp"
+
+using namespace glass;
+
+namespace {
+
+bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+LogRow row(long step, double train, double val) {
+  LogRow r;
+  r.step = step;
+  r.train_loss = train;
+  r.val_loss = val;
+  return r;
+}
+
+}  // namespace
+
+TEST(LossNotes, StepZeroNearLnVIsANoteFarFromItAWarning) {
+  // ln 83 = 4.418840607796598 (python3 -c 'import math; print(math.log(83))').
+  const std::string near = step_zero_note(4.455, 83);
+  EXPECT_TRUE(has(near, "note: loss 4.4550 ≈ ln 83 = 4.4188: the model is guessing uniformly")) << near;
+  const std::string above = step_zero_note(4.4188 + 0.6, 83);
+  EXPECT_TRUE(has(above, "warning: loss 5.0188 at step 0 is far above ln 83 = 4.4188")) << above;
+  EXPECT_TRUE(has(above, "initial weights too large")) << above;
+  const std::string below = step_zero_note(3.0, 83);
+  EXPECT_TRUE(has(below, "far below ln 83")) << below;
+  EXPECT_TRUE(has(below, "leak")) << below;
+  // The boundary: 0.5 nats off is still uniform enough.
+  EXPECT_TRUE(has(step_zero_note(4.9188, 83), "note:"));
+}
+
+TEST(LossNotes, OverfittingIsNamedAfterThreeEvaluationsWithoutABestValLoss) {
+  std::vector<LogRow> log = {row(0, 4.4, 4.4), row(250, 2.0, 2.1)};
+  EXPECT_EQ(evaluation_note(log), "");
+  log.push_back(row(500, 1.6, 1.9));  // best
+  log.push_back(row(750, 1.4, 1.95));
+  const std::string rose = evaluation_note(log);
+  EXPECT_TRUE(has(rose, "rose (1.9000 -> 1.9500) while the training loss fell")) << rose;
+  EXPECT_TRUE(has(rose, "is now 0.5500")) << rose;  // 1.95 - 1.4
+  log.push_back(row(1000, 1.3, 1.94));
+  log.push_back(row(1250, 1.2, 1.96));
+  const std::string overfit = evaluation_note(log);
+  EXPECT_TRUE(has(overfit, "has not improved for 3 evaluations (best 1.9000 at step 500")) << overfit;
+  EXPECT_TRUE(has(overfit, "overfitting")) << overfit;
+  EXPECT_TRUE(has(overfit, "best.safetensors")) << overfit;
+}
+
+TEST(LossNotes, TheSummaryGivesBitsPerCharacterAndWhatToTryNext) {
+  // 1.5 nats / ln 2 = 2.164 bits; e^1.5 = 4.48 (python3: math.exp(1.5) = 4.4817).
+  const std::vector<LogRow> falling = {row(0, 4.4, 4.4), row(1000, 1.6, 1.7), row(2000, 1.4, 1.5)};
+  const std::string s = final_summary(falling, 83, 2000);
+  EXPECT_TRUE(has(s, "best validation loss: 1.5000 nats per character at step 2000 = 2.164 bits per character")) << s;
+  EXPECT_TRUE(has(s, "perplexity 4.48")) << s;
+  EXPECT_TRUE(has(s, "ln 83 = 4.4188 nats, 6.375 bits")) << s;  // 4.41884 / 0.693147 = 6.3750
+  EXPECT_TRUE(has(s, "still falling at the end: train longer")) << s;
+  const std::vector<LogRow> overfit = {row(0, 4.4, 4.4), row(250, 2.0, 1.8), row(500, 1.5, 1.9),
+                                       row(750, 1.2, 2.0), row(1000, 1.0, 2.1)};
+  EXPECT_TRUE(has(final_summary(overfit, 83, 1000), "stopped improving 3 evaluations before the end"));
+  EXPECT_TRUE(has(final_summary({row(0, 4.4, 4.4), row(10, 4.39, 4.38)}, 83, 10), "learnt almost nothing"));
+  EXPECT_TRUE(has(final_summary(falling, 83, 5000), "stopped early"));
+  EXPECT_EQ(final_summary({}, 83, 10), "");
+}
+
+TEST(LossNotes, OverfitBatchPassesBelowTheTarget) {
+  EXPECT_TRUE(has(overfit_batch_note(4.4, 0.05, 200), "overfit check passed: the loss of the one batch went from 4.4000 to 0.0500 in 200 steps"));
+  EXPECT_TRUE(has(overfit_batch_note(4.4, 1.2, 200), "not passed yet"));
+}

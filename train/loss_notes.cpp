@@ -1,0 +1,102 @@
+// What the numbers of a training run mean. See loss_notes.hpp.
+
+#include "train/loss_notes.hpp"
+
+#include <cmath>
+
+#include <fmt/format.h>
+
+namespace glass {
+
+std::string step_zero_note(double loss, std::size_t vocab_size) {
+  const double ln_v = std::log(static_cast<double>(vocab_size));
+  const double off = loss - ln_v;
+  if (std::abs(off) <= kStepZeroTolerance)
+    return fmt::format("note: loss {:.4f} ≈ ln {} = {:.4f}: the model is guessing uniformly among "
+                       "the {} characters, as it should at the start\n",
+                       loss, vocab_size, ln_v, vocab_size);
+  if (off > 0)
+    return fmt::format(
+        "warning: loss {:.4f} at step 0 is far above ln {} = {:.4f}, the loss of a uniform guess: "
+        "the untrained model is confidently wrong, so its logits are far from flat (initial "
+        "weights too large?). Training may still work, but this is the first thing to check\n",
+        loss, vocab_size, ln_v);
+  return fmt::format(
+      "warning: loss {:.4f} at step 0 is far below ln {} = {:.4f}, the loss of a uniform guess: "
+      "an untrained model cannot know the text, so the targets probably leak into the inputs "
+      "(a bug in the batches or the attention mask)\n",
+      loss, vocab_size, ln_v);
+}
+
+std::string evaluation_note(const std::vector<LogRow>& log) {
+  if (log.size() < 2) return "";
+  std::size_t best = 0;
+  for (std::size_t i = 1; i < log.size(); ++i)
+    if (log[i].val_loss < log[best].val_loss) best = i;
+  const std::size_t since_best = log.size() - 1 - best;
+  const LogRow& last = log.back();
+  const LogRow& before = log[log.size() - 2];
+  if (since_best > 0 && since_best % kPatienceEvals == 0)
+    return fmt::format(
+        "note: the validation loss has not improved for {} evaluations (best {:.4f} at step {}; "
+        "now {:.4f}, train {:.4f}): the model is memorising the training text instead of "
+        "learning what generalises (overfitting). best.safetensors keeps the best weights; more "
+        "steps will not help. Try more text, a smaller model, or stop here\n",
+        since_best, log[best].val_loss, log[best].step, last.val_loss, last.train_loss);
+  if (last.val_loss > before.val_loss && last.train_loss < before.train_loss)
+    return fmt::format(
+        "note: the validation loss rose ({:.4f} -> {:.4f}) while the training loss fell: the gap "
+        "(val - train) is now {:.4f}. If it keeps rising, the model is overfitting\n",
+        before.val_loss, last.val_loss, last.val_loss - last.train_loss);
+  return "";
+}
+
+std::string final_summary(const std::vector<LogRow>& log, std::size_t vocab_size, long iters) {
+  if (log.empty()) return "";
+  std::size_t best = 0;
+  for (std::size_t i = 1; i < log.size(); ++i)
+    if (log[i].val_loss < log[best].val_loss) best = i;
+  const LogRow& b = log[best];
+  const LogRow& last = log.back();
+  const double ln_v = std::log(static_cast<double>(vocab_size));
+  std::string text = fmt::format(
+      "best validation loss: {:.4f} nats per character at step {} = {:.3f} bits per character "
+      "(perplexity {:.2f}: as unsure as a choice among {:.1f} characters; a uniform guess is "
+      "ln {} = {:.4f} nats, {:.3f} bits)\n",
+      b.val_loss, b.step, b.val_loss / std::log(2.0), std::exp(b.val_loss), std::exp(b.val_loss),
+      vocab_size, ln_v, ln_v / std::log(2.0));
+  const std::size_t since_best = log.size() - 1 - best;
+  if (last.step < iters)
+    text += "next: the run was stopped early; continue it with the --resume command below\n";
+  else if (b.val_loss > ln_v - 0.1)
+    text += "next: the model has learnt almost nothing; train longer (--iters), or check the "
+            "learning rate (--lr) and the text\n";
+  else if (since_best >= static_cast<std::size_t>(kPatienceEvals))
+    text += fmt::format(
+        "next: the validation loss stopped improving {} evaluations before the end (overfitting): "
+        "sample with --best, and for a better model use more text or a smaller one "
+        "(--d-model, --n-layers)\n",
+        since_best);
+  else if (since_best == 0 && log.size() >= 2 && log[log.size() - 2].val_loss - last.val_loss > 0.01)
+    text += "next: the validation loss was still falling at the end: train longer (a larger "
+            "--iters with --resume continues this run), or try a larger model\n";
+  else
+    text += "next: sample from it; to go further, try a larger model (--d-model, --n-layers) or "
+            "more text\n";
+  return text;
+}
+
+std::string overfit_batch_note(double first, double last, std::size_t steps) {
+  if (last <= kOverfitTarget)
+    return fmt::format("overfit check passed: the loss of the one batch went from {:.4f} to {:.4f} "
+                       "in {} steps, so the model can memorise it: forward, backward and the "
+                       "AdamW update work together\n",
+                       first, last, steps);
+  return fmt::format(
+      "overfit check not passed yet: the loss of the one batch went from {:.4f} to {:.4f} in {} "
+      "steps, not below {}. Give it more --iters or a larger --lr; if it still stays up (or rises), "
+      "something in the training loop is wrong\n",
+      first, last, steps, kOverfitTarget);
+}
+
+}  // namespace glass

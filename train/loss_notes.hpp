@@ -1,0 +1,51 @@
+#pragma once
+// What the numbers of a training run mean, in words a learner can act on: the loss at step 0
+// against the uniform guess ln V, the gap between train and validation loss and overfitting at
+// each evaluation, and a summary at the end. Pure functions of the numbers (the trainer prints
+// them), so each message is tested on its own.
+//
+// Cross-entropy in nats per character: a model that gives every one of the V characters the
+// same probability 1/V has loss -ln(1/V) = ln V; bits per character = nats / ln 2.
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "train/train_state.hpp"
+
+namespace glass {
+
+/// How far (in nats) the step-0 loss may be from ln V before it is flagged. A freshly
+/// initialised model (weights of std 0.02) predicts almost uniformly: its loss is ln V within a
+/// few hundredths; half a nat off means the logits are far from flat (a bad initialisation) or
+/// the targets leak into the inputs (a loss far below ln V).
+inline constexpr double kStepZeroTolerance = 0.5;
+
+/// Evaluations without a new best validation loss after which the run is called overfitting.
+inline constexpr int kPatienceEvals = 3;
+
+/// The line printed after the evaluation at step 0 of a fresh run, e.g.
+///   "note: 4.4550 ≈ ln 83 = 4.4188: the model is guessing uniformly, as it should at the start"
+/// or a "warning: ..." when |loss - ln V| > kStepZeroTolerance, saying what that points to.
+std::string step_zero_note(double loss, std::size_t vocab_size);
+
+/// The note printed after an evaluation, given every evaluation so far (`log`, the last one just
+/// added): "" when there is nothing to say; a note when the validation loss has not improved for
+/// kPatienceEvals evaluations (overfitting: the best weights are kept in best.safetensors), or
+/// when it rose since the previous evaluation while the training loss fell.
+std::string evaluation_note(const std::vector<LogRow>& log);
+
+/// The lines printed when a run ends: the best validation loss in nats, bits per character and
+/// perplexity, at which step, how it compares with ln V, and what to try next (train longer when
+/// validation was still improving, less model or more text when it overfits).
+std::string final_summary(const std::vector<LogRow>& log, std::size_t vocab_size, long iters);
+
+/// The loss a memorised batch should reach with --overfit-batch, at most (nats per character).
+inline constexpr double kOverfitTarget = 0.3;
+
+/// The verdict of --overfit-batch (llm.c's first check when something is wrong: a model that
+/// cannot memorise one batch has a bug in its forward, backward or update): the batch loss went
+/// from `first` to `last` in `steps` steps; below kOverfitTarget it passed.
+std::string overfit_batch_note(double first, double last, std::size_t steps);
+
+}  // namespace glass
