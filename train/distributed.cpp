@@ -11,9 +11,7 @@
 #include <xtensor/xview.hpp>
 
 #if GLASS_MPI
-#define OMPI_SKIP_MPICXX 1  // the C API only (MPI's C++ bindings are deprecated)
-#define MPICH_SKIP_MPICXX 1
-#include <mpi.h>
+#include <mpi.h>  // the C API only (CMake's MPI::MPI_CXX defines OMPI_SKIP_MPICXX)
 #endif
 
 namespace glass {

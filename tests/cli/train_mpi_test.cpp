@@ -130,8 +130,9 @@ TEST_F(TrainMpi, TwoProcessesLearnWhatOneLearnsWithTheSameGlobalBatch) {
   const GlassRun& two = trained("two", 2);
   ASSERT_EQ(one.exit_code, 0) << one.err;
   ASSERT_EQ(two.exit_code, 0) << two.out << two.err;
-  // Float sums in another order: the losses agree to well under the 2e-3 the design allows.
-  expect_same_run(dir_ / "one", dir_ / "two", 2e-3, 2e-3);
+  // Float sums in another order: the losses agree within the 2e-3 the design allows (measured:
+  // equal to the 6 decimals of log.csv), the weights within 1e-4 (measured: 1.2e-7).
+  expect_same_run(dir_ / "one", dir_ / "two", 2e-3, 1e-4);
   // Rank 0 alone printed: one header, one data-parallel line, one sample per evaluation, one report.
   auto count = [](const std::string& s, const std::string& what) {
     std::size_t n = 0;
@@ -166,7 +167,7 @@ TEST_F(TrainMpi, ResumeWorksAcrossProcessCounts) {
     const GlassRun b = glass("train --out " + q(out.string()) + " --iters 80 --resume" + tiny(), second);
     ASSERT_EQ(b.exit_code, 0) << b.err;
     EXPECT_NE(b.out.find("resuming from step 40"), std::string::npos) << b.out;
-    expect_same_run(dir_ / "one", out, 2e-3, 2e-3);
+    expect_same_run(dir_ / "one", out, 2e-3, 1e-4);
   }
 }
 

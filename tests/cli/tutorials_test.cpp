@@ -154,7 +154,9 @@ class Tutorials : public ::testing::Test {
 // ---- every chapter ---------------------------------------------------------------------------
 
 TEST_F(Tutorials, ThereAreTwentyFourChapters) {
-  const std::vector<std::string> names = tutorial_names();
+  std::vector<std::string> names = tutorial_names();
+  // Chapter 30, data-parallel training, is checked in tutorial_mpi_test.cpp.
+  names.erase(std::remove(names.begin(), names.end(), "30_dados_paralelos"), names.end());
   ASSERT_EQ(names.size(), 24u);
   for (int chapter = 1; chapter <= 24; ++chapter) {
     char prefix[8];

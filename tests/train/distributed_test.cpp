@@ -162,7 +162,7 @@ TEST(Distributed, TwoRanksUnderMpirun) {
   const std::filesystem::path dir = glass_test::temp_dir("glass_distributed_test");
   const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
   const std::string cmd = mpirun(2) + glass_test::quote(self) +
-                          " --gtest_filter='DistributedRanks.*' </dev/null >" +
+                          " --gtest_color=no --gtest_filter='DistributedRanks.*' </dev/null >" +
                           glass_test::quote((dir / "out.txt").string()) + " 2>&1";
   const int status = std::system(cmd.c_str());
   const std::string out = glass_test::read_file(dir / "out.txt");
