@@ -9,8 +9,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
+# Without MPI (GLASS_MPI=OFF): LeakSanitizer reports OpenMPI's own allocations as leaks (a
+# two-rank MPI hello world: ~120 KB in ~3300 allocations, in OpenMPI 4.1). This build checks
+# the program as one process (the MPI tests skip); the normal build (scripts/test.sh) runs the
+# `mpirun -np 2` tests.
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE="-O1 -g1 -DNDEBUG" \
-  -DGLASS_SANITIZE=ON -DGLASS_BUILD_BENCH=OFF >/dev/null
+  -DGLASS_SANITIZE=ON -DGLASS_BUILD_BENCH=OFF -DGLASS_MPI=OFF >/dev/null
 cmake --build build-asan -j"$(nproc)"
 
 logs="$PWD/build-asan/sanitizer-logs"

@@ -24,6 +24,7 @@
 #include "train/io/atomic_file.hpp"
 #include "train/io/checkpoint.hpp"
 #include "train/clip.hpp"
+#include "train/distributed.hpp"
 #include "train/inspect/loss_plot.hpp"
 #include "train/loss_notes.hpp"
 #include "train/io/model_size.hpp"
@@ -98,6 +99,17 @@ void check_options(TrainOptions& o) {
   if (o.min_lr > o.lr) throw std::invalid_argument(fmt::format("--min-lr ({}) must not exceed --lr ({})", o.min_lr, o.lr));
   if (o.weight_decay < 0) throw std::invalid_argument("--weight-decay must be >= 0");
   if (o.grad_clip < 0) throw std::invalid_argument("--grad-clip must be >= 0 (0 = off)");
+  if (o.batch_size % static_cast<std::size_t>(o.comm.size()) != 0)
+    throw std::invalid_argument(fmt::format(
+        "--batch-size {} is the batch of all {} processes together and must divide evenly among "
+        "them (each takes batch-size / {} windows): use a multiple of {}",
+        o.batch_size, o.comm.size(), o.comm.size(), o.comm.size()));
+}
+
+/// Where the processes other than rank 0 write: nowhere.
+std::ostream& silent() {
+  static std::ostream nowhere(nullptr);
+  return nowhere;
 }
 
 /// Refuses a text file whose loading cannot fit in the memory available now. Reading holds the
@@ -158,13 +170,15 @@ void Trainer::lock_out_dir() {
         o.out_dir));
 }
 
-Trainer::Trainer(TrainOptions options, std::ostream& out) : options_(std::move(options)), out_(out) {
+Trainer::Trainer(TrainOptions options, std::ostream& out)
+    : options_(std::move(options)), out_(options_.comm.is_root() ? out : silent()) {
   TrainOptions& o = options_;
+  const bool root = o.comm.is_root();  // with mpirun, only rank 0 touches out_dir
   check_options(o);
   is_tty_ = (&out_ == &std::cout) && ::isatty(fileno(stdout));
   // One trainer per run directory, and no silent replacement of a run: lock out_dir before
   // reading or judging what it holds (a new directory is locked when it is created, below).
-  if (fs::is_directory(o.out_dir)) lock_out_dir();
+  if (root && fs::is_directory(o.out_dir)) lock_out_dir();
 
   // ---- text ---------------------------------------------------------------------------------
   TextInfo info;
@@ -286,22 +300,24 @@ Trainer::Trainer(TrainOptions options, std::ostream& out) : options_(std::move(o
   if (run_id_.empty()) run_id_ = new_run_id();
 
   // ---- the output directory must be writable before any training -----------------------------
-  ensure_writable_directory(o.out_dir);  // FileError naming the directory and the reason
-  if (!lock_) lock_out_dir();
-  // A run killed during a save leaves a step directory that never became current (and, in a
-  // checkpoint of the flat layout, temporary files); the current save itself is whole.
-  check_run_layout(o.out_dir);
-  std::size_t stale = remove_stale_saves(o.out_dir);
-  const std::vector<std::string> checkpoint_files = {
-      "model.safetensors", "best.safetensors", "train_state.safetensors", "train_state.json",
-      "config.json", "log.csv", "loss.html", "steps.csv"};
-  stale += remove_stale_temp_files(o.out_dir, checkpoint_files);
-  if (stale > 0)
-    out_ << "note: removed " << stale << " incomplete save(s) or temporary file(s) left in "
-         << o.out_dir << " by an interrupted run\n";
-  if (o.overwrite && holds_checkpoint(o.out_dir))
-    out_ << "note: --overwrite: the run in " << o.out_dir << " will be replaced by this one at its "
-         << "first save\n";
+  if (root) {
+    ensure_writable_directory(o.out_dir);  // FileError naming the directory and the reason
+    if (!lock_) lock_out_dir();
+    // A run killed during a save leaves a step directory that never became current (and, in a
+    // checkpoint of the flat layout, temporary files); the current save itself is whole.
+    check_run_layout(o.out_dir);
+    std::size_t stale = remove_stale_saves(o.out_dir);
+    const std::vector<std::string> checkpoint_files = {
+        "model.safetensors", "best.safetensors", "train_state.safetensors", "train_state.json",
+        "config.json", "log.csv", "loss.html", "steps.csv"};
+    stale += remove_stale_temp_files(o.out_dir, checkpoint_files);
+    if (stale > 0)
+      out_ << "note: removed " << stale << " incomplete save(s) or temporary file(s) left in "
+           << o.out_dir << " by an interrupted run\n";
+    if (o.overwrite && holds_checkpoint(o.out_dir))
+      out_ << "note: --overwrite: the run in " << o.out_dir << " will be replaced by this one at its "
+           << "first save\n";
+  }
 
   out_ << fmt::format(
       "data: {} ({} characters, vocabulary {}), train {} / val {} characters\n"
@@ -312,6 +328,9 @@ Trainer::Trainer(TrainOptions options, std::ostream& out) : options_(std::move(o
       o.model.d_model, o.model.n_layers, o.model.n_heads, o.model.n_kv_heads, o.model.ffn_hidden,
       model_->num_parameters(), o.iters, o.batch_size, o.context, o.lr, o.min_lr, o.warmup,
       o.decay_iters, o.weight_decay, o.grad_clip, o.seed);
+  if (o.comm.size() > 1)
+    out_ << fmt::format("data parallel: {} processes, {} windows of each batch per process\n",
+                        o.comm.size(), o.batch_size / static_cast<std::size_t>(o.comm.size()));
   if (resuming) out_ << "resuming from step " << step_ << " of " << o.out_dir << "\n";
   if (o.overfit_batch)
     out_ << "--overfit-batch: every step trains on the same batch of " << o.batch_size << " x "
@@ -335,16 +354,18 @@ double Trainer::train_step(long it) {
     x = overfit_x_;
     y = overfit_y_;
   }
+  const Communicator& comm = options_.comm;          // N processes (mpirun -np N), or one
+  x = shard_rows(x, comm);                           // (B/N, T): this process's windows
+  y = shard_rows(y, comm);
 
-  Tensor logits = model_->forward(x);                // (B, T, V)
-  Tensor loss = cross_entropy(logits, y);            // mean over the B*T predictions
-  const double loss_value = loss.item();
-  if (!std::isfinite(loss_value)) {
-    tape().clear();
-    throw NonFiniteError(fmt::format("the loss became {} at step {} (lr {:.3g})", non_finite_name(loss_value), it, lr));
-  }
+  Tensor logits = model_->forward(x);                // (B/N, T, V)
+  Tensor loss = cross_entropy(logits, y);            // mean over the B/N*T predictions
   optimizer_->zero_grad();
   loss.backward();                                   // fills every parameter's grad
+  // The mean of the N shards' gradients is the gradient of the whole batch (and likewise the loss).
+  const double loss_value = average_gradients(model_->parameters(), loss.item(), comm);
+  if (!std::isfinite(loss_value))
+    throw NonFiniteError(fmt::format("the loss became {} at step {} (lr {:.3g})", non_finite_name(loss_value), it, lr));
   const double norm = clip_grad_norm(model_->parameters(), options_.grad_clip);
   last_grad_norm_ = norm;                            // before clipping
   if (!std::isfinite(norm))
@@ -355,32 +376,43 @@ double Trainer::train_step(long it) {
 
 EvalResult Trainer::evaluate() {
   NoGradGuard no_grad;
-  auto mean_loss = [&](BatchSampler& batches, const char* split) {
+  const Communicator& comm = options_.comm;
+  // The processes of a data-parallel run must hold the same weights (they take the same steps).
+  if (comm.size() > 1 && !comm.same_on_all_ranks(weights_checksum(model_->parameters())))
+    throw std::runtime_error(fmt::format(
+        "the weights of the {} processes differ at step {}: their training diverged (a different "
+        "glass binary or BLAS library on some machine?)", comm.size(), step_));
+  auto mean_loss = [&](BatchSampler& batches) {
     double total = 0;
     Ids x, y;
     for (long i = 0; i < options_.eval_iters; ++i) {
-      batches.next(x, y);
-      const double loss = cross_entropy(model_->forward(x), y).item();
-      if (!std::isfinite(loss))
-        throw NonFiniteError(fmt::format("the evaluation loss on the {} became {} at step {}",
-                                         split,
-                                         non_finite_name(loss), step_));
-      total += loss;
+      batches.next(x, y);  // each process evaluates its B/N windows of the batch
+      total += cross_entropy(model_->forward(shard_rows(x, comm)), shard_rows(y, comm)).item();
     }
     return total / static_cast<double>(options_.eval_iters);
   };
   // One generator, re-seeded at every evaluation, draws the training windows then the
   // validation windows (as the PyTorch twin): every evaluation sees the same batches.
   eval_train_batches_->set_state(eval_start_state_);
-  EvalResult r;
-  r.train_loss = mean_loss(*eval_train_batches_, "training split");
+  std::vector<double> losses(2);
+  losses[0] = mean_loss(*eval_train_batches_);
   eval_val_batches_->set_state(eval_train_batches_->state());
-  r.val_loss = mean_loss(*eval_val_batches_, "validation split");
+  losses[1] = mean_loss(*eval_val_batches_);
+  comm.all_reduce_sum(losses);  // the mean of the N processes' means
+  const EvalResult r{losses[0] / comm.size(), losses[1] / comm.size()};
+  for (const auto& [loss, split] : {std::pair{r.train_loss, "training split"}, {r.val_loss, "validation split"}})
+    if (!std::isfinite(loss))
+      throw NonFiniteError(fmt::format("the evaluation loss on the {} became {} at step {}", split,
+                                       non_finite_name(loss), step_));
   return r;
 }
 
+bool Trainer::stop_requested() const {
+  return options_.comm.any(options_.stop_flag && *options_.stop_flag);
+}
+
 void Trainer::print_sample() {
-  if (options_.sample_tokens == 0) return;
+  if (options_.sample_tokens == 0 || !options_.comm.is_root()) return;
   std::vector<std::int32_t> prompt = {tokenizer_.contains(U'\n') ? tokenizer_.id_of(U'\n') : 1};
   SamplingOptions sampling;
   sampling.temperature = 0.8;
@@ -405,6 +437,7 @@ void Trainer::keep_best(const std::string& previous_best, const std::string& bes
 }
 
 void Trainer::save(bool also_best) {
+  if (!options_.comm.is_root()) return;  // rank 0 writes for all
   const std::string& dir = options_.out_dir;
   const fs::path previous = checkpoint_files_dir(dir);  // the last complete save, if any
   std::string step_dir;
@@ -477,6 +510,7 @@ void Trainer::print_progress(long it, double loss, double lr, double tokens_per_
 // new run), so it never holds steps that were not saved; each step then appends one whole line
 // with one write(2), so a reader following the file sees complete lines.
 void Trainer::open_live_steps() {
+  if (!options_.comm.is_root()) return;  // with mpirun, only rank 0 writes files
   const std::string path = (fs::path(options_.out_dir) / "steps.csv").string();
   write_file_atomic(path, steps_csv(steps_));
   live_steps_fd_ = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
@@ -519,7 +553,7 @@ TrainResult Trainer::run() {
 
   for (long it = step_;; ++it) {
     step_ = it;
-    if (o.stop_flag && *o.stop_flag) {
+    if (stop_requested()) {
       if (is_tty_) out_ << "\n";
       out_ << "interrupted at step " << it << " (" << stop_signal_name(*o.stop_flag)
            << "): saving a checkpoint in " << o.out_dir << "\n";
@@ -549,7 +583,7 @@ TrainResult Trainer::run() {
                           it, e.train_loss, e.val_loss, e.val_loss - e.train_loss,
                           best ? " (best so far)" : "", row.elapsed_s);
       print_evaluation_notes(it);
-      if (o.stop_flag && *o.stop_flag) {
+      if (stop_requested()) {
         out_ << stop_signal_name(*o.stop_flag) << " arrived during the evaluation at step " << it
              << "; the evaluation was finished first. Saving a checkpoint in " << o.out_dir << "\n";
         save(best);
@@ -593,7 +627,8 @@ TrainResult Trainer::run() {
     curve.evals.push_back({static_cast<double>(r.step), r.train_loss, r.val_loss});
   for (const StepRow& r : steps_) curve.steps.push_back({static_cast<double>(r.step), r.loss, r.lr});
   curve.vocab_size = tokenizer_.vocab_size();
-  write_file_atomic((fs::path(o.out_dir) / "loss.html").string(), loss_plot_html(curve));
+  if (o.comm.is_root())
+    write_file_atomic((fs::path(o.out_dir) / "loss.html").string(), loss_plot_html(curve));
 
   result.step = step_;
   result.best_val = best_val_;

@@ -17,6 +17,7 @@
 #include "nn/config.hpp"
 #include "nn/decoder.hpp"
 #include "train/adamw.hpp"
+#include "train/distributed.hpp"
 #include "train/io/run_dir.hpp"
 #include "train/schedule.hpp"
 #include "train/train_state.hpp"
@@ -57,6 +58,9 @@ struct TrainOptions {
   /// Set (e.g. by a SIGINT or SIGTERM handler, to the signal's number) to stop: the loop saves
   /// a checkpoint and returns. During an evaluation it is honoured when the evaluation ends.
   const volatile std::sig_atomic_t* stop_flag = nullptr;
+  /// The processes training together (mpirun -np N, train/distributed.hpp): each takes
+  /// batch_size / N windows of every batch; rank 0 alone prints, samples and writes out_dir.
+  Communicator comm;
 };
 
 /// Train and validation loss estimated at one step.
@@ -124,6 +128,7 @@ class Trainer {
   void open_live_steps();
   void append_step(const StepRow& row);
   void print_evaluation_notes(long it);
+  bool stop_requested() const;  // the stop flag is set (in any process)
 
   TrainOptions options_;
   std::ostream& out_;

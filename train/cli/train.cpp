@@ -4,11 +4,14 @@
 //               [--min-lr X] [--warmup N] [--decay-iters N] [--weight-decay X] [--grad-clip X]
 //               [--eval-every N] [--eval-iters N] [--seed S] [--threads N] [--resume]
 //               [--d-model N --n-layers N --n-heads N --n-kv-heads N --ffn-hidden N]
+//   mpirun -np N glass train ...   data-parallel over N processes (train/distributed.hpp)
 
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
@@ -23,6 +26,7 @@
 #include "train/cli/commands.hpp"
 #include "train/cli/threads.hpp"
 #include "train/cli/validators.hpp"
+#include "train/distributed.hpp"
 #include "train/trainer.hpp"
 
 #ifndef GLASS_SOURCE_DIR
@@ -198,6 +202,7 @@ void run_train(TrainFlags& flags, CLI::App* cmd) {
     std::signal(SIGINT, SIG_DFL);
     std::signal(SIGTERM, SIG_DFL);
   }
+  if (!o.comm.is_root()) return;  // with mpirun, rank 0 reports for all
   std::cout << fmt::format(
       "\ncheckpoint: {} (model.safetensors = step {}, best.safetensors = best val loss {:.4f}, "
       "config.json, log.csv, loss.html)\n",
@@ -209,6 +214,28 @@ void run_train(TrainFlags& flags, CLI::App* cmd) {
   std::cout << fmt::format("sample from it: {} sample --checkpoint {}{} --tokens 300\n",
                            program_name(), shell_quote(o.out_dir),
                            fs::path(o.data_path).filename() == kDefaultCorpus ? " --prompt \"Capitu \"" : "");
+}
+
+/// run_train in every process of `mpirun -np N glass train` (train/distributed.hpp), or in this
+/// one. An error in one process must end them all, or the others would wait for it forever:
+/// rank 0 reports it and aborts the job (MPI_Abort); another rank gives rank 0 a second to do
+/// that first (most errors happen in every process alike), then reports its own and aborts.
+void run_train_on_all_ranks(TrainFlags& flags, CLI::App* cmd) {
+  const glass::Communicator comm = glass::Communicator::world();
+  flags.options.comm = comm;
+  if (comm.size() == 1) return run_train(flags, cmd);
+  try {
+    run_train(flags, cmd);
+  } catch (const CLI::RuntimeError&) {
+    throw;  // stopped by a signal after a save: every process returns
+  } catch (const std::exception& e) {
+    if (!comm.is_root()) std::this_thread::sleep_for(std::chrono::seconds(1));
+    std::cout.flush();
+    std::fprintf(stderr, "error%s: %s\n",
+                 comm.is_root() ? "" : fmt::format(" (process {} of {})", comm.rank(), comm.size()).c_str(),
+                 e.what());
+    comm.abort(1);
+  }
 }
 
 /// Step counts (--iters, --decay-iters, --eval-every): a billion steps is years of training on
@@ -291,7 +318,7 @@ void add_train_command(CLI::App& app) {
       "  glass train --out runs/mine --iters 5000 --resume  continue a run to step 5000\n"
       "  glass train --data input.txt --out /tmp/check --overfit-batch --iters 200 --lr 3e-3\n"
       "Is the loss normal? It starts near ln V (V = distinct characters) and falls; see README.");
-  cmd->callback([flags, cmd] { run_train(*flags, cmd); });
+  cmd->callback([flags, cmd] { run_train_on_all_ranks(*flags, cmd); });
 }
 
 glass::cli::CommandRegistration registration(10, &add_train_command);

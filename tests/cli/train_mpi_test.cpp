@@ -1,0 +1,223 @@
+// `mpirun -np 2 glass train` through the real binary: the same losses and weights as one
+// process with the same global batch, rank 0 alone speaks and writes, a batch that does not
+// split evenly is refused, --resume crosses process counts, and a rank killed with SIGKILL ends
+// the whole job while the last checkpoint stays usable. Skipped when glass was built without MPI.
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "test_util.hpp"
+#include "train/distributed.hpp"
+#include "train/io/safetensors.hpp"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+using glass_test::GlassRun;
+using glass_test::read_file;
+using glass_test::write_file;
+
+std::string q(const std::string& s) { return glass_test::quote(s); }
+
+/// `mpirun -np n ` with what CI needs: more processes than cores (--oversubscribe) and, as
+/// root, --allow-run-as-root.
+std::string mpirun(int n) {
+  return "mpirun -np " + std::to_string(n) + " --oversubscribe" +
+         (::geteuid() == 0 ? " --allow-run-as-root" : "") + " ";
+}
+
+/// The (step, train_loss, val_loss) rows of a log.csv (columns step,lr,train_loss,val_loss,...).
+std::vector<std::vector<double>> loss_rows(const std::string& csv) {
+  std::vector<std::vector<double>> rows;
+  std::istringstream in(csv);
+  std::string line;
+  std::getline(in, line);  // header
+  while (std::getline(in, line)) {
+    std::vector<double> cells;
+    std::istringstream cell_in(line);
+    std::string cell;
+    while (std::getline(cell_in, cell, ',')) cells.push_back(std::stod(cell));
+    rows.push_back({cells.at(0), cells.at(2), cells.at(3)});
+  }
+  return rows;
+}
+
+class TrainMpi : public ::testing::Test {
+ protected:
+  static fs::path dir_, text_;
+
+  /// A tiny model with a global batch of 4 windows, evaluated every 40 steps, its cosine
+  /// ending at step 80.
+  static std::string tiny(int batch_size = 4, int eval_every = 40) {
+    return " --data " + q(text_.string()) + " --batch-size " + std::to_string(batch_size) +
+           " --context 16 --d-model 32 --n-layers 1 --n-heads 2 --n-kv-heads 1 --ffn-hidden 32"
+           " --eval-iters 2 --sample-tokens 10 --warmup 5 --decay-iters 80 --threads 1"
+           " --eval-every " + std::to_string(eval_every);
+  }
+  static GlassRun glass(const std::string& args, int processes = 1) {
+    return glass_test::run_glass(args, dir_, processes > 1 ? mpirun(processes) : "");
+  }
+
+  static void SetUpTestSuite() {
+    dir_ = glass_test::temp_dir("glass-train-mpi");
+    const std::string corpus = read_file(GLASS_SOURCE_DIR "/data/corpora/domcasmurro.txt");
+    std::size_t cut = 6000;
+    while (cut < corpus.size() && (static_cast<unsigned char>(corpus[cut]) & 0xC0) == 0x80) ++cut;
+    text_ = dir_ / "text.txt";
+    write_file(text_, corpus.substr(0, cut));  // cut on a UTF-8 character boundary
+  }
+  void SetUp() override {
+    if (!glass::Communicator::built_with_mpi()) GTEST_SKIP() << "glass was built without MPI";
+  }
+
+  /// Trains `out` to step 80 with `processes` processes (once per suite and directory name).
+  static const GlassRun& trained(const std::string& name, int processes) {
+    static std::map<std::string, GlassRun> runs;
+    auto it = runs.find(name);
+    if (it == runs.end())
+      it = runs.emplace(name, glass("train --out " + q((dir_ / name).string()) + " --iters 80" + tiny(),
+                                    processes)).first;
+    return it->second;
+  }
+
+  /// Losses of the two runs' log.csv equal within `tol`; weights within `weight_tol`.
+  static void expect_same_run(const fs::path& a, const fs::path& b, double tol, double weight_tol) {
+    const auto rows_a = loss_rows(read_file(a / "log.csv")), rows_b = loss_rows(read_file(b / "log.csv"));
+    ASSERT_EQ(rows_a.size(), 3u);  // steps 0, 40, 80
+    ASSERT_EQ(rows_a.size(), rows_b.size());
+    for (std::size_t i = 0; i < rows_a.size(); ++i) {
+      EXPECT_EQ(rows_a[i][0], rows_b[i][0]);
+      EXPECT_NEAR(rows_a[i][1], rows_b[i][1], tol) << "train loss at step " << rows_a[i][0];
+      EXPECT_NEAR(rows_a[i][2], rows_b[i][2], tol) << "val loss at step " << rows_a[i][0];
+    }
+    const auto wa = glass::load_safetensors((a / "model.safetensors").string());
+    const auto wb = glass::load_safetensors((b / "model.safetensors").string());
+    ASSERT_EQ(wa.tensors.size(), wb.tensors.size());
+    for (std::size_t i = 0; i < wa.tensors.size(); ++i) {
+      ASSERT_EQ(wa.tensors[i].name, wb.tensors[i].name);
+      ASSERT_EQ(wa.tensors[i].data.size(), wb.tensors[i].data.size());
+      double max_diff = 0;
+      for (std::size_t j = 0; j < wa.tensors[i].data.size(); ++j)
+        max_diff = std::max(max_diff, static_cast<double>(std::abs(wa.tensors[i].data[j] - wb.tensors[i].data[j])));
+      EXPECT_LE(max_diff, weight_tol) << wa.tensors[i].name;
+    }
+  }
+};
+
+fs::path TrainMpi::dir_, TrainMpi::text_;
+
+}  // namespace
+
+TEST_F(TrainMpi, TwoProcessesLearnWhatOneLearnsWithTheSameGlobalBatch) {
+  const GlassRun& one = trained("one", 1);
+  const GlassRun& two = trained("two", 2);
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  ASSERT_EQ(two.exit_code, 0) << two.out << two.err;
+  // Float sums in another order: the losses agree within the 2e-3 the design allows (measured:
+  // equal to the 6 decimals of log.csv), the weights within 1e-4 (measured: 1.2e-7).
+  expect_same_run(dir_ / "one", dir_ / "two", 2e-3, 1e-4);
+  // Rank 0 alone printed: one header, one data-parallel line, one sample per evaluation, one report.
+  auto count = [](const std::string& s, const std::string& what) {
+    std::size_t n = 0;
+    for (std::size_t at = s.find(what); at != std::string::npos; at = s.find(what, at + 1)) ++n;
+    return n;
+  };
+  EXPECT_EQ(count(two.out, "model: d_model 32"), 1u) << two.out;
+  EXPECT_EQ(count(two.out, "data parallel: 2 processes, 2 windows of each batch per process"), 1u) << two.out;
+  EXPECT_EQ(count(two.out, "---- sample"), 3u) << two.out;
+  EXPECT_EQ(count(two.out, "checkpoint: "), 1u) << two.out;
+  EXPECT_EQ(one.out.find("data parallel"), std::string::npos);
+}
+
+TEST_F(TrainMpi, ABatchThatDoesNotSplitEvenlyIsRefused) {
+  const fs::path out = dir_ / "odd";
+  const GlassRun r = glass("train --out " + q(out.string()) + " --iters 4" + tiny(5), 2);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("--batch-size 5 is the batch of all 2 processes together and must divide "
+                       "evenly among them"),
+            std::string::npos)
+      << r.err;
+  EXPECT_FALSE(fs::exists(out / "model.safetensors"));
+}
+
+TEST_F(TrainMpi, ResumeWorksAcrossProcessCounts) {
+  ASSERT_EQ(trained("one", 1).exit_code, 0);
+  // 40 steps with one process, the rest with two; and the other way round.
+  for (const auto& [name, first, second] : {std::tuple{"one-then-two", 1, 2}, {"two-then-one", 2, 1}}) {
+    const fs::path out = dir_ / name;
+    const GlassRun a = glass("train --out " + q(out.string()) + " --iters 40" + tiny(), first);
+    ASSERT_EQ(a.exit_code, 0) << a.err;
+    const GlassRun b = glass("train --out " + q(out.string()) + " --iters 80 --resume" + tiny(), second);
+    ASSERT_EQ(b.exit_code, 0) << b.err;
+    EXPECT_NE(b.out.find("resuming from step 40"), std::string::npos) << b.out;
+    expect_same_run(dir_ / "one", out, 2e-3, 1e-4);
+  }
+}
+
+TEST_F(TrainMpi, AKilledProcessEndsTheJobAndTheCheckpointSurvives) {
+  const fs::path out = dir_ / "killed";
+  const fs::path pid_file = dir_ / "mpirun.pid", status_file = dir_ / "mpirun.status";
+  // A long run in the background; its exit status is written when mpirun ends.
+  const std::string script =
+      "(" + mpirun(2) + GLASS_BINARY_DIR "/glass train --out " + q(out.string()) +
+      " --iters 1000000" + tiny(4, 10) + " </dev/null >" + q((dir_ / "killed.out").string()) +
+      " 2>" + q((dir_ / "killed.err").string()) + " & echo $! >" + q(pid_file.string()) +
+      "; wait $!; echo $? >" + q(status_file.string()) + ") >/dev/null 2>&1 &";
+  ASSERT_EQ(std::system(script.c_str()), 0);
+  // Wait (at most a minute) for the first checkpoint, then for rank 1 to show up.
+  auto wait_for = [](const auto& done) {
+    for (int i = 0; i < 1200 && !done(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    return done();
+  };
+  ASSERT_TRUE(wait_for([&] { return fs::exists(out / "current") && fs::exists(pid_file); }))
+      << read_file(dir_ / "killed.err");
+  const pid_t mpirun_pid = std::stoi(read_file(pid_file));
+  // Rank 1: the child of mpirun whose environment says OMPI_COMM_WORLD_RANK=1.
+  pid_t rank1 = 0;
+  for (const auto& entry : fs::directory_iterator("/proc")) {
+    const std::string stat = read_file(entry.path() / "stat");
+    const std::size_t paren = stat.rfind(')');
+    if (paren == std::string::npos) continue;
+    std::istringstream fields(stat.substr(paren + 2));
+    char state;
+    pid_t ppid = 0;
+    fields >> state >> ppid;
+    if (ppid != mpirun_pid) continue;
+    std::string env = read_file(entry.path() / "environ");
+    for (char& c : env) if (c == '\0') c = '\n';
+    if (("\n" + env).find("\nOMPI_COMM_WORLD_RANK=1\n") != std::string::npos)
+      rank1 = std::stoi(entry.path().filename().string());
+  }
+  ASSERT_GT(rank1, 0) << "rank 1 of mpirun " << mpirun_pid << " not found";
+  ASSERT_EQ(::kill(rank1, SIGKILL), 0);
+  // The whole job ends: no hang (a minute is far more than mpirun needs; then it is killed).
+  const bool ended = wait_for([&] { return fs::exists(status_file) && !read_file(status_file).empty(); });
+  if (!ended) ::kill(mpirun_pid, SIGKILL);
+  ASSERT_TRUE(ended) << "mpirun did not end after rank 1 was killed";
+  EXPECT_NE(std::stoi(read_file(status_file)), 0);
+  const std::string err = read_file(dir_ / "killed.err");
+  EXPECT_NE(err.find("exited on signal 9"), std::string::npos) << err;
+  // The last checkpoint is whole: one process continues it.
+  const long saved = nlohmann::json::parse(read_file(out / "train_state.json")).at("step").get<long>();
+  const GlassRun resumed = glass("train --out " + q(out.string()) + " --resume --iters " +
+                                 std::to_string(saved + 10) + tiny(4, 10));
+  EXPECT_EQ(resumed.exit_code, 0) << resumed.err;
+  EXPECT_NE(resumed.out.find("resuming from step " + std::to_string(saved)), std::string::npos) << resumed.out;
+}
