@@ -1,7 +1,8 @@
 // `glass sample`: generate text from a checkpoint (train/sample/sampler.hpp).
 //
 //   glass sample --checkpoint DIR [--prompt TEXT] [--tokens N] [--temperature X] [--top-k K]
-//                [--top-p P] [--seed S] [--no-kv-cache] [--allow-unknown] [--best]
+//                [--top-p P] [--seed S] [--window-mode rolling|exact] [--no-kv-cache]
+//                [--allow-unknown] [--best] [--attention fast|reference]
 
 #include <cerrno>
 #include <cstring>
@@ -28,6 +29,7 @@ struct SampleFlags {
   glass::SamplingOptions sampling;
   std::uint64_t seed = 1337;
   bool no_kv_cache = false;
+  std::string window_mode = "rolling";
   bool allow_unknown = false;
   bool best = false;
   std::string attention = "fast";
@@ -81,6 +83,7 @@ void run_sample(SampleFlags& f) {
     shown_prompt = tokenizer.decode_utf8(prompt);
   }
   f.sampling.use_kv_cache = !f.no_kv_cache;
+  f.sampling.window_mode = glass::parse_window_mode(f.window_mode);
   if (f.sampling.top_k > tokenizer.vocab_size()) f.sampling.top_k = tokenizer.vocab_size();
 
   std::cout << shown_prompt << std::flush;
@@ -118,7 +121,17 @@ void add_sample_command(CLI::App& app) {
       ->check(glass::cli::number_in(0.0, 1.0, true, "a number in (0, 1]"))->capture_default_str();
   cmd->add_option("--seed", f->seed, "seed of the random draws (same seed, same text)")
       ->check(glass::cli::kNonNegativeInteger)->capture_default_str();
-  cmd->add_flag("--no-kv-cache", f->no_kv_cache, "recompute the whole window for every new character");
+  CLI::Option* window_mode =
+      cmd->add_option("--window-mode", f->window_mode,
+                      "past the window (the training context): rolling = keep the KV cache and drop "
+                      "its oldest position for each new character (fast; sliding-window attention), "
+                      "exact = recompute the last window of characters for each new one (slow; what "
+                      "the model saw in training)")
+          ->check(CLI::IsMember({"rolling", "exact"}))
+          ->capture_default_str();
+  cmd->add_flag("--no-kv-cache", f->no_kv_cache,
+                "recompute the whole window for every new character (the exact mode without a cache)")
+      ->excludes(window_mode);
   cmd->add_flag("--allow-unknown", f->allow_unknown,
                 "map prompt characters outside the vocabulary to the unknown token instead of failing");
   cmd->add_option("--attention", f->attention, "attention code: fast (fused kernels) or reference (the nine steps on the primitive ops)")
