@@ -16,6 +16,7 @@
 
 #include "autograd/ops.hpp"
 #include "autograd/tape.hpp"
+#include "autograd/threads.hpp"
 #include "data/text.hpp"
 #include "train/io/atomic_file.hpp"
 #include "train/io/checkpoint.hpp"
@@ -223,6 +224,7 @@ Trainer::Trainer(TrainOptions options, std::ostream& out) : options_(std::move(o
   // ---- optimizer, schedule, batches -----------------------------------------------------------
   optimizer_ = std::make_unique<AdamW>(model_->named_parameters(),
                                        AdamWConfig{o.beta1, o.beta2, 1e-8, o.weight_decay});
+  parallel_ = std::make_unique<DataParallel>(*model_, num_threads());  // --threads (autograd/threads.hpp)
   schedule_ = LrSchedule{o.lr, o.min_lr, o.warmup, o.decay_iters};
   const std::size_t n_all = corpus_->size();
   train_batches_ = std::make_unique<BatchSampler>(corpus_, 0, n_train_, o.batch_size, o.context,
@@ -297,15 +299,11 @@ double Trainer::train_step(long it) {
   Ids x, y;
   train_batches_->next(x, y);                        // (B, T) inputs and next-char targets
 
-  Tensor logits = model_->forward(x);                // (B, T, V)
-  Tensor loss = cross_entropy(logits, y);            // mean over the B*T predictions
-  const double loss_value = loss.item();
-  if (!std::isfinite(loss_value)) {
-    tape().clear();
+  // zero_grad, forward (B, T, V), cross-entropy (the mean over the B*T predictions) and
+  // backward into every parameter's grad, on num_threads() threads (train/data_parallel.hpp).
+  const double loss_value = parallel_->loss_and_grad(x, y);
+  if (!std::isfinite(loss_value))  // no backward was run
     throw NonFiniteError(fmt::format("the loss became {} at step {} (lr {:.3g})", non_finite_name(loss_value), it, lr));
-  }
-  optimizer_->zero_grad();
-  loss.backward();                                   // fills every parameter's grad
   const double norm = clip_grad_norm(model_->parameters(), options_.grad_clip);
   if (!std::isfinite(norm))
     throw NonFiniteError(fmt::format("the gradient norm became {} at step {} (lr {:.3g})", non_finite_name(norm), it, lr));
@@ -320,7 +318,7 @@ EvalResult Trainer::evaluate() {
     Ids x, y;
     for (long i = 0; i < options_.eval_iters; ++i) {
       batches.next(x, y);
-      const double loss = cross_entropy(model_->forward(x), y).item();
+      const double loss = parallel_->loss(x, y);
       if (!std::isfinite(loss))
         throw NonFiniteError(fmt::format("the evaluation loss on the {} became {} at step {}",
                                          split,

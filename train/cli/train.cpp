@@ -15,9 +15,9 @@
 #include <string>
 #include <thread>
 
-#include <cblas.h>
 #include <fmt/format.h>
 
+#include "autograd/threads.hpp"
 #include "train/io/checkpoint.hpp"
 #include "train/cli/commands.hpp"
 #include "train/cli/validators.hpp"
@@ -104,7 +104,7 @@ struct TrainFlags {
 
 void run_train(TrainFlags& flags, CLI::App* cmd) {
   glass::TrainOptions& o = flags.options;
-  if (flags.threads > 0) openblas_set_num_threads(flags.threads);
+  glass::set_num_threads(static_cast<std::size_t>(flags.threads));  // 0: every core
   const bool default_data = o.data_path.empty();
   if (default_data) o.data_path = default_corpus();
   if (o.out_dir.empty()) o.out_dir = (fs::path("runs") / fs::path(o.data_path).stem()).string();
@@ -199,7 +199,8 @@ void add_train_command(CLI::App& app) {
   // More threads than cores only makes them wait for each other: allow up to 4 per core, which
   // is already past any gain.
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-  cmd->add_option("--threads", flags->threads, "OpenBLAS threads (default: OpenBLAS's own choice)")
+  cmd->add_option("--threads", flags->threads,
+                  fmt::format("threads to compute with (default: every core, {} here)", cores))
       ->check(glass::cli::integer_in(1, 4LL * cores,
                                      fmt::format("an integer from 1 to {} (4 per core)", 4 * cores)));
   cmd->add_flag("--resume", o.resume, "continue the checkpoint in --out exactly where it stopped");
