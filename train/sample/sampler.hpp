@@ -105,9 +105,9 @@ class NextTokenLogits {
 
 /// Autoregressive generation. `prompt` must hold at least one id; a prompt longer than `window`
 /// is cropped to its last `window` ids. Each new token is drawn from NextTokenLogits (see it and
-/// WindowMode for what the KV cache and the window mode compute). With the KV cache and without
-/// it, and in both window modes while the text fits in the window, the logits are the same to
-/// rounding, so temperature 0 prints the same text (tested).
+/// WindowMode for what the KV cache and the window mode compute). Without the KV cache and with
+/// it in the exact mode the logits are the same to rounding, so temperature 0 prints the same
+/// text (tested); the rolling mode gives those logits too while the text fits in the window.
 ///
 /// The unknown token (id 0) is never generated: it stands for characters absent from the
 /// training text, so its logit is set to -inf before sampling.
