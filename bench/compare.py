@@ -154,6 +154,10 @@ def bench_table(a, raw):
             ratio = g[0] / t[0] if t else None
             if label.startswith("generate 2000") and threads == 1:
                 target, met = "≥ 5000 tok/s", g[0] >= 5000
+            elif label.startswith("train step") and threads == 1 and ratio is not None:
+                target, met = "≤ 0.5x", ratio <= 0.5
+            elif label.startswith("generate 200, KV") and ratio is not None:
+                target, met = "≥ 10x", ratio >= 10
             else:
                 target, met = "", None
             twin_cell = f"{fmt(t[0])} ({fmt(t[1])}–{fmt(t[2])})" if t else "(not measured)"
