@@ -3,19 +3,29 @@
 //
 //   bench_train_step [--threads N] [--shapes 12x64,8x256] [--warmup 10] [--steps 40]
 //                    [--gen_tokens 200] [--gen_reps 7] [--no_gen] [--no_train] [--cache_only]
-//                    [--profile N] [--attention fast|reference]
+//                    [--long_tokens 2000] [--long_window 64] [--long_reps 3] [--exact_tokens 0]
+//                    [--sgemm_n 2048] [--profile N] [--attention fast|reference]
 //
-// train_step: forward + cross-entropy + zero_grad + backward + clip_grad_norm(1.0) + AdamW.step
-//             (the Trainer's step), on 8 pre-built random batches, `--warmup` untimed steps then
-//             `--steps` timed ones; forward / backward / clip+AdamW are timed in the same steps.
+// train_step: zero_grad + forward + cross-entropy + backward (DataParallel::loss_and_grad, on
+//             --threads threads as `glass train`) + clip_grad_norm(1.0) + AdamW.step (the
+//             Trainer's step), on 8 pre-built random batches, `--warmup` untimed steps then
+//             `--steps` timed ones; forward+backward and clip+AdamW are timed in the same steps.
 //             Resident memory (/proc/self/statm) is read after the warmup and after the last
 //             step (growth = tape or buffers not freed) and the peak (getrusage) after each shape.
 // generate:   200 new tokens from a 1-token prompt (id 0), greedy, with and without the KV
 //             cache, `--gen_reps` timed repetitions after one warm-up; checks both give the
-//             same tokens.
+//             same tokens. The context is the model's (256), so it never slides.
+// long generation: `--long_tokens` (2000) new tokens from a 1-token prompt, greedy, with a
+//             window of `--long_window` (64, the training context of `glass train`'s recipe,
+//             which `glass sample` uses): past it the rolling KV cache (WindowMode::rolling, the
+//             default of `glass sample`), `--long_reps` timed runs after one warm-up.
+//             `--exact_tokens N` (0 = off) also times N tokens in WindowMode::exact, once.
+// sgemm:      the machine's practical matrix-product limit: cblas_sgemm of two n x n matrices
+//             (n = --sgemm_n, 2048) with OpenBLAS at --threads threads, best of 5, in GFLOP/s;
+//             each training shape reports its step time over (its FLOPs / that rate).
 // --profile N: after the timed steps, N more steps with the tape's per-op profiling
 //             (Tape::set_profiling), printed as a table of ms per step per op, largest first.
-// --threads N sets OpenBLAS's thread count (openblas_set_num_threads), the only thread pool.
+// --threads N: glass::set_num_threads(N), as `glass train --threads N`.
 // --attention picks ModelConfig::attention: "fast" (the default, as glass train) or "reference".
 // Prints a human summary and one JSON line prefixed with 'RESULT ' (same keys as bench.py).
 
@@ -37,9 +47,11 @@
 #include <nlohmann/json.hpp>
 
 #include "autograd/ops.hpp"
+#include "autograd/threads.hpp"
 #include "nn/decoder.hpp"
 #include "train/adamw.hpp"
 #include "train/clip.hpp"
+#include "train/data_parallel.hpp"
 #include "train/cli/malloc_tuning.hpp"
 #include "train/sample/sampler.hpp"
 
@@ -87,6 +99,8 @@ struct Options {
   int threads = 1;
   std::string shapes = "12x64,8x256";
   int warmup = 10, steps = 40, gen_tokens = 200, gen_reps = 7;
+  int long_tokens = 2000, long_window = 64, long_reps = 3, exact_tokens = 0;
+  int sgemm_n = 2048;
   bool no_gen = false, no_train = false, cache_only = false;
   int profile = 0;  // extra steps run with the tape's per-op profiling (0 = none)
   std::string attention = "fast";  // ModelConfig::attention: the path measured
@@ -122,6 +136,11 @@ Options parse(int argc, char** argv) {
     else if (a == "--no_gen") o.no_gen = true;
     else if (a == "--no_train") o.no_train = true;
     else if (a == "--cache_only") o.cache_only = true;  // generation with the KV cache only
+    else if (a == "--long_tokens") o.long_tokens = number();
+    else if (a == "--long_window") o.long_window = number();
+    else if (a == "--long_reps") o.long_reps = number();
+    else if (a == "--exact_tokens") o.exact_tokens = number();
+    else if (a == "--sgemm_n") o.sgemm_n = number();
     else if (a == "--profile") o.profile = number();
     else if (a == "--attention") o.attention = value();
     else {
@@ -130,8 +149,10 @@ Options parse(int argc, char** argv) {
       std::exit(2);
     }
   }
-  if (o.threads < 1 || o.steps < 1 || o.gen_reps < 1 || o.gen_tokens < 1) {
-    std::cerr << "bench_train_step: --threads, --steps, --gen_reps and --gen_tokens must be >= 1\n";
+  if (o.threads < 1 || o.steps < 1 || o.gen_reps < 1 || o.gen_tokens < 1 || o.long_window < 1 ||
+      o.long_reps < 1) {
+    std::cerr << "bench_train_step: --threads, --steps, --gen_reps, --gen_tokens, --long_window "
+                 "and --long_reps must be >= 1\n";
     std::exit(2);
   }
   return o;
@@ -195,42 +216,38 @@ json bench_train(const ModelConfig& cfg, std::size_t B, std::size_t T, const Opt
     for (auto& id : y) id = pick(rng);
     batches.emplace_back(std::move(x), std::move(y));
   }
-  std::vector<double> total, forward, backward, optim;
+  std::vector<double> total, forward_backward, optim;
   double rss_after_warmup = 0, loss_value = 0;
+  DataParallel parallel(model, num_threads());
   for (int s = 0; s < o.warmup + o.steps; ++s) {
     if (s == o.warmup) rss_after_warmup = rss_mb();
     const auto& [x, y] = batches[static_cast<std::size_t>(s) % batches.size()];
     const auto t0 = Clock::now();
-    optimizer.zero_grad();
-    Tensor loss = cross_entropy(model.forward(x), y);
+    loss_value = parallel.loss_and_grad(x, y);  // zero_grad, forward, cross-entropy, backward
     const double t1 = seconds_since(t0);
-    loss.backward();
-    const double t2 = seconds_since(t0);
     clip_grad_norm(params, 1.0);
     optimizer.step(1e-3);
-    const double t3 = seconds_since(t0);
-    loss_value = loss.item();
+    const double t2 = seconds_since(t0);
     if (s >= o.warmup) {
-      total.push_back(t3);
-      forward.push_back(t1);
-      backward.push_back(t2 - t1);
-      optim.push_back(t3 - t2);
+      total.push_back(t2);
+      forward_backward.push_back(t1);
+      optim.push_back(t2 - t1);
     }
   }
   const double rss_end = rss_mb();
   json st = stats(total);
   const double median = st["median"];
   const double flops = flops_per_step(cfg, static_cast<double>(B), static_cast<double>(T));
-  std::printf("[%zux%zu] step median %.2f ms (min %.2f, max %.2f); fwd %.2f bwd %.2f clip+opt %.2f; "
+  std::printf("[%zux%zu] step median %.2f ms (min %.2f, max %.2f); fwd+bwd %.2f clip+opt %.2f; "
               "%.0f tok/s; %.1f GFLOP/s; RSS %.1f -> %.1f MB, peak %.1f MB\n",
               B, T, median * 1e3, double(st["min"]) * 1e3, double(st["max"]) * 1e3,
-              double(stats(forward)["median"]) * 1e3, double(stats(backward)["median"]) * 1e3,
+              double(stats(forward_backward)["median"]) * 1e3,
               double(stats(optim)["median"]) * 1e3, double(B * T) / median, flops / median / 1e9,
               rss_after_warmup, rss_end, peak_rss_mb());
   std::fflush(stdout);
   const json profile = o.profile > 0 ? profile_steps(model, optimizer, params, batches, o.profile) : json();
-  return {{"B", B}, {"T", T}, {"step_s", st}, {"forward_s", stats(forward)},
-          {"backward_s", stats(backward)}, {"clip_opt_s", stats(optim)},
+  return {{"B", B}, {"T", T}, {"step_s", st}, {"forward_backward_s", stats(forward_backward)},
+          {"clip_opt_s", stats(optim)}, {"flops", flops},
           {"tokens_per_s_median", double(B * T) / median},
           {"gflops_per_s_median", flops / median / 1e9}, {"final_loss", loss_value},
           {"rss_mb_after_warmup", rss_after_warmup}, {"rss_mb_end", rss_end},
@@ -272,12 +289,62 @@ json bench_generate(const ModelConfig& cfg, const Options& o) {
   return result;
 }
 
+/// Long generation past the window: o.long_tokens tokens with a window of o.long_window, in
+/// the rolling mode (the default of `glass sample`), and optionally o.exact_tokens in the exact
+/// mode, once.
+json bench_long_generate(const ModelConfig& cfg, const Options& o) {
+  Decoder model(cfg, 0);
+  const std::size_t window = std::min<std::size_t>(static_cast<std::size_t>(o.long_window), cfg.context_length);
+  json result = {{"new_tokens", o.long_tokens}, {"window", window}};
+  auto time_mode = [&](WindowMode mode, int tokens, int reps) {
+    SamplingOptions sampling;
+    sampling.temperature = 0;
+    sampling.window_mode = mode;
+    std::vector<double> times;
+    for (int r = 0; r <= reps; ++r) {
+      std::mt19937_64 rng(0);
+      const auto t0 = Clock::now();
+      generate(model, {0}, static_cast<std::size_t>(tokens), window, sampling, rng);
+      if (r > 0 || reps == 0) times.push_back(seconds_since(t0));
+    }
+    json st = stats(times);
+    const double median = st["median"];
+    std::printf("[gen %s, window %zu] %d tokens: median %.1f ms (min %.1f, max %.1f) = %.0f tok/s\n",
+                to_string(mode), window, tokens, median * 1e3, double(st["min"]) * 1e3,
+                double(st["max"]) * 1e3, tokens / median);
+    std::fflush(stdout);
+    return json{{"new_tokens", tokens}, {"total_s", st}, {"tokens_per_s_median", tokens / median}};
+  };
+  if (o.long_tokens > 0) result["rolling"] = time_mode(WindowMode::rolling, o.long_tokens, o.long_reps);
+  if (o.exact_tokens > 0) result["exact"] = time_mode(WindowMode::exact, o.exact_tokens, 0);
+  return result;
+}
+
+/// GFLOP/s of cblas_sgemm on two n x n matrices at the current OpenBLAS thread count, best of 5
+/// after one warm-up: the machine's practical limit for the step's matrix products.
+double sgemm_gflops(int n) {
+  std::vector<float> a(static_cast<std::size_t>(n) * n), b(a.size()), c(a.size());
+  std::mt19937 rng(0);
+  std::uniform_real_distribution<float> u(-1, 1);
+  for (float& x : a) x = u(rng);
+  for (float& x : b) x = u(rng);
+  double best = 0;
+  for (int r = 0; r < 6; ++r) {
+    const auto t0 = Clock::now();
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data(), n, b.data(), n,
+                0.0f, c.data(), n);
+    const double dt = seconds_since(t0);
+    if (r > 0) best = std::max(best, 2.0 * n * n * n / dt / 1e9);
+  }
+  return best;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   const Options o = parse(argc, argv);
   tune_malloc_for_training();  // as the glass program does
-  openblas_set_num_threads(o.threads);
+  set_num_threads(static_cast<std::size_t>(o.threads));  // as glass train --threads
   ModelConfig cfg;  // the default model, vocab 65 as bench.py
   cfg.vocab_size = 65;
   cfg.attention = o.attention;
@@ -285,6 +352,13 @@ int main(int argc, char** argv) {
   json res = {{"program", "glass"}, {"threads", o.threads}, {"attention", o.attention},
               {"openblas_get_num_threads", openblas_get_num_threads()},
               {"params", Decoder(cfg, 0).num_parameters()}};
+  double peak = 0;
+  if (o.sgemm_n > 0) {
+    peak = sgemm_gflops(o.sgemm_n);
+    res["sgemm"] = {{"n", o.sgemm_n}, {"gflops", peak}};
+    std::printf("[sgemm n=%d, %d thread(s)] %.1f GFLOP/s (best of 5)\n", o.sgemm_n, o.threads, peak);
+    std::fflush(stdout);
+  }
   if (!o.no_train) {
     res["train"] = json::object();
     std::stringstream shapes(o.shapes);
@@ -297,10 +371,20 @@ int main(int argc, char** argv) {
                   << cfg.context_length << ")\n";
         return 2;
       }
-      res["train"][shape] = bench_train(cfg, B, T, o);
+      json r = bench_train(cfg, B, T, o);
+      if (peak > 0) {  // the step against the sgemm limit: 1.0 = every FLOP at sgemm speed
+        const double limit_s = double(r["flops"]) / (peak * 1e9);
+        r["limit_s"] = limit_s;
+        r["times_limit"] = double(r["step_s"]["median"]) / limit_s;
+        std::printf("[%s] %.2fx the sgemm limit (%.2f ms at %.1f GFLOP/s)\n", shape.c_str(),
+                    double(r["times_limit"]), limit_s * 1e3, peak);
+        std::fflush(stdout);
+      }
+      res["train"][shape] = r;
     }
   }
   if (!o.no_gen) res["generate"] = bench_generate(cfg, o);
+  if (!o.no_gen && (o.long_tokens > 0 || o.exact_tokens > 0)) res["long_generate"] = bench_long_generate(cfg, o);
   res["peak_rss_mb"] = peak_rss_mb();
   std::cout << "RESULT " << res.dump() << std::endl;
   return 0;

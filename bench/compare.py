@@ -4,7 +4,12 @@
 Runs GlassLLM's `bench_train_step` and the twin's `bench.py` back to back, alternating
 (glass, twin, glass, twin, ...), `--reps` times for every thread count, and prints a table of
 the medians over repetitions (each repetition's number is itself the median over its steps),
-the min-max over repetitions, and the ratios. Optionally (--recipe) also runs the 2000-step
+the min-max over repetitions, and the ratios. Per thread count: both training shapes' step
+medians and their ratio to the twin, the machine's large-sgemm rate at that thread count and
+each step against it (step time / (step FLOPs / sgemm rate): 1.0x = every FLOP at sgemm speed),
+generation of 200 tokens (both programs) and of 2,000 tokens past a 64-token window (GlassLLM's
+rolling KV cache; the twin has none); then the N-vs-1-thread speed-up of both programs' steps.
+Optionally (--recipe) also runs the 2000-step
 tinyshakespeare recipe with both programs (`glass train` vs the twin's train.py) and compares
 wall time and final val loss.
 
@@ -43,6 +48,9 @@ def parse_args():
     p.add_argument("--warmup", type=int, default=10)
     p.add_argument("--steps", type=int, default=40)
     p.add_argument("--gen_reps", type=int, default=7)
+    p.add_argument("--long_tokens", type=int, default=2000,
+                   help="GlassLLM's long generation (window 64, rolling KV cache)")
+    p.add_argument("--long_reps", type=int, default=3)
     p.add_argument("--no_bench", action="store_true", help="skip the step/generation benchmark")
     p.add_argument("--recipe", action="store_true", help="also run the 2000-step recipe for both")
     p.add_argument("--recipe_iters", type=int, default=2000)
@@ -85,8 +93,11 @@ def result_json(out, what):
 
 def glass_bench(a, threads):
     exe = os.path.join(a.build, "bench", "bench_train_step")
+    if not os.path.exists(exe):
+        raise SystemExit(f"compare.py: {exe} not found (build the 'bench_train_step' target)")
     cmd = [exe, "--threads", str(threads), "--warmup", str(a.warmup), "--steps", str(a.steps),
-           "--gen_reps", str(a.gen_reps)]
+           "--gen_reps", str(a.gen_reps), "--long_tokens", str(a.long_tokens), "--long_reps",
+           str(a.long_reps)]
     out, _ = run(cmd)
     return result_json(out, "bench_train_step")
 
@@ -102,14 +113,16 @@ def twin_bench(a, threads):
     return result_json(out, "bench.py")
 
 
-# What the table shows: (label, getter, unit, lower_is_better)
+# What the table shows: (label, getter, unit, lower_is_better); a getter returns None when the
+# program does not measure it (the twin has no rolling KV cache for 2,000 tokens).
 METRICS = [
     ("train step 12x64", lambda r: r["train"]["12x64"]["step_s"]["median"] * 1e3, "ms", True),
     ("train step 8x256", lambda r: r["train"]["8x256"]["step_s"]["median"] * 1e3, "ms", True),
     ("generate 200, KV cache", lambda r: r["generate"]["kv_cache"]["tokens_per_s_median"], "tok/s", False),
     ("generate 200, no cache", lambda r: r["generate"]["no_cache"]["tokens_per_s_median"], "tok/s", False),
+    ("generate 2000, window 64, rolling KV cache",
+     lambda r: r.get("long_generate", {}).get("rolling", {}).get("tokens_per_s_median"), "tok/s", False),
 ]
-
 
 def summary(values):
     return statistics.median(values), min(values), max(values)
@@ -132,19 +145,44 @@ def bench_table(a, raw):
     for threads in a.thread_list:
         runs = raw[str(threads)]
         for label, get, unit, lower in METRICS:
-            g = summary([get(r) for r in runs["glass"]])
-            t = summary([get(r) for r in runs["twin"]])
-            ratio = g[0] / t[0]
-            if label.startswith("train step") and threads == 1:
+            gv = [get(r) for r in runs["glass"]]
+            tv = [get(r) for r in runs["twin"]]
+            if any(v is None for v in gv):
+                continue
+            g = summary(gv)
+            t = summary(tv) if all(v is not None for v in tv) else None
+            ratio = g[0] / t[0] if t else None
+            if label.startswith("generate 2000") and threads == 1:
+                target, met = "≥ 5000 tok/s", g[0] >= 5000
+            elif label.startswith("train step") and threads == 1 and ratio is not None:
                 target, met = "≤ 0.5x", ratio <= 0.5
-            elif label.startswith("generate 200, KV"):
+            elif label.startswith("generate 200, KV") and ratio is not None:
                 target, met = "≥ 10x", ratio >= 10
             else:
                 target, met = "", None
+            twin_cell = f"{fmt(t[0])} ({fmt(t[1])}–{fmt(t[2])})" if t else "(not measured)"
+            ratio_cell = f"{ratio:.2f}x" if ratio is not None else ""
             lines.append(f"| {threads} | {label} ({unit}) | {fmt(g[0])} ({fmt(g[1])}–{fmt(g[2])}) | "
-                         f"{fmt(t[0])} ({fmt(t[1])}–{fmt(t[2])}) | {ratio:.2f}x | {target} | "
+                         f"{twin_cell} | {ratio_cell} | {target} | "
                          f"{'' if met is None else ('yes' if met else 'no')} |")
-    # 2 threads faster than 1, GlassLLM's own step time
+        # The machine's limit at this thread count: a large sgemm, and each step against it.
+        peaks = [r["sgemm"]["gflops"] for r in runs["glass"] if "sgemm" in r]
+        if peaks:
+            p = summary(peaks)
+            lines.append(f"| {threads} | OpenBLAS sgemm n={runs['glass'][0]['sgemm']['n']} (GFLOP/s) | "
+                         f"{fmt(p[0])} ({fmt(p[1])}–{fmt(p[2])}) | | | | |")
+            for shape in ("12x64", "8x256"):
+                # step median / (FLOPs / this run's sgemm rate), per repetition
+                xs = summary([r["train"][shape]["times_limit"] for r in runs["glass"]])
+                gf = statistics.median(r["train"][shape]["flops"] for r in runs["glass"]) / 1e9
+                if threads == 1 and shape == "12x64":
+                    target, met = "≤ 1.1x", xs[0] <= 1.1
+                else:
+                    target, met = "", None
+                lines.append(f"| {threads} | GlassLLM step {shape} / sgemm limit ({gf:.2f} GFLOP at the sgemm rate) | "
+                             f"{xs[0]:.2f}x ({xs[1]:.2f}–{xs[2]:.2f}) | | | {target} | "
+                             f"{'' if met is None else ('yes' if met else 'no')} |")
+    # N threads against 1, GlassLLM's own step time
     if 1 in a.thread_list and len(a.thread_list) > 1:
         for shape in ("12x64", "8x256"):
             one = statistics.median(r["train"][shape]["step_s"]["median"] for r in raw["1"]["glass"]) * 1e3
@@ -152,8 +190,13 @@ def bench_table(a, raw):
                 if threads == 1:
                     continue
                 many = statistics.median(r["train"][shape]["step_s"]["median"] for r in raw[str(threads)]["glass"]) * 1e3
-                lines.append(f"| {threads} vs 1 | GlassLLM step {shape} (ms) | {fmt(many)} vs {fmt(one)} | | "
-                             f"{many / one:.2f}x | < 1x | {'yes' if many < one else 'no'} |")
+                twin_one = statistics.median(r["train"][shape]["step_s"]["median"] for r in raw["1"]["twin"]) * 1e3
+                twin_many = statistics.median(r["train"][shape]["step_s"]["median"] for r in raw[str(threads)]["twin"]) * 1e3
+                speedup = one / many
+                target = f"≥ {0.9 * threads:.1f}x"
+                lines.append(f"| {threads} vs 1 | step {shape} speed-up (ms) | {speedup:.2f}x ({fmt(many)} vs {fmt(one)}) | "
+                             f"{twin_one / twin_many:.2f}x ({fmt(twin_many)} vs {fmt(twin_one)}) | | {target} | "
+                             f"{'yes' if speedup >= 0.9 * threads else 'no'} |")
     # memory of the 12x64 run (GlassLLM; the bench runs 12x64 first, so the peak is that run's)
     mem = [r["train"]["12x64"] for t in a.thread_list for r in raw[str(t)]["glass"]]
     peak = max(m["peak_rss_mb"] for m in mem)

@@ -16,6 +16,7 @@
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 
 namespace glass {
 inline namespace GLASS_PRECISION {
@@ -74,6 +75,7 @@ Tensor Attention::forward_reference(const Tensor& x, LayerKVCache* cache, Tracer
   const std::size_t n = x.shape()[1];                    // new queries
   const std::size_t start = cache ? cache->length() : 0;  // positions already cached
   const std::size_t m = start + n;                       // keys attended to
+  const std::size_t position = cache ? cache->next_position() : 0;  // of the first new token
   const std::size_t n_rep = n_heads / n_kv_heads;        // query heads per KV head
   auto snapshot = [&](const char* step, const Array& value, bool has_batch_axis = true) {
     if (tracer) tracer->record(snapshot_name(step), value, has_batch_axis);
@@ -90,25 +92,19 @@ Tensor Attention::forward_reference(const Tensor& x, LayerKVCache* cache, Tracer
   }
 
   // 2. RoPE on Q and K: each pair of coordinates turns by an angle that grows with the absolute
-  //    position start .. start+n-1.
-  q = rope(q, start, static_cast<Scalar>(rope_base));
-  k = rope(k, start, static_cast<Scalar>(rope_base));
+  //    position position .. position+n-1 (= start .. start+n-1 unless a rolling cache dropped
+  //    its oldest positions: LayerKVCache::drop_oldest).
+  q = rope(q, position, static_cast<Scalar>(rope_base));
+  k = rope(k, position, static_cast<Scalar>(rope_base));
   if (tracer) {
     snapshot("rope_q", heads_first(q));
     snapshot("rope_k", heads_first(k));
   }
 
-  // 3. KV cache: the keys and values of positions 0 .. start-1 come from the cache (constants,
-  //    no gradient), the n new ones are stored there for the next call. Afterwards k and v hold
-  //    all m = start + n positions: (B, m, n_kv_heads, head_dim).
-  if (cache) {
-    const Tensor past_k(cache->cached_keys(start)), past_v(cache->cached_values(start));
-    cache->append(k.value(), v.value());
-    if (start > 0) {
-      k = concat({past_k, k}, 1);
-      v = concat({past_v, v}, 1);
-    }
-  }
+  // 3. KV cache: the keys and values of the start cached positions come from the cache
+  //    (constants, no gradient), the n new ones are stored there for the next call. Afterwards k
+  //    and v hold all m = start + n positions: (B, m, n_kv_heads, head_dim).
+  if (cache) std::tie(k, v) = cache->extend(k, v);
   // Heads first, one (positions, head_dim) matrix per head: (B, heads, positions, head_dim).
   q = transpose(q, 1, 2);
   k = transpose(k, 1, 2);

@@ -15,21 +15,23 @@
 #include "autograd/kernels/kernels.hpp"
 
 #include <cmath>
+#include <tuple>
 
 namespace glass {
 inline namespace GLASS_PRECISION {
 
 Tensor Attention::forward_fast(const Tensor& x, LayerKVCache* cache) const {
   const std::size_t B = x.shape()[0], n = x.shape()[1];
-  const std::size_t start = cache ? cache->length() : 0;
+  const std::size_t start = cache ? cache->length() : 0;                // slots already cached
+  const std::size_t position = cache ? cache->next_position() : 0;    // RoPE: absolute position
   const Scalar scale = 1 / std::sqrt(static_cast<Scalar>(head_dim));
 
   // 1-2. Projections and RoPE, in the (B, n, heads, head_dim) layout the kernels read in place.
   Tensor q = reshape(wq.forward(x), {B, n, n_heads, head_dim});
   Tensor k = reshape(wk.forward(x), {B, n, n_kv_heads, head_dim});
   Tensor v = reshape(wv.forward(x), {B, n, n_kv_heads, head_dim});
-  q = rope(q, start, static_cast<Scalar>(rope_base));
-  k = rope(k, start, static_cast<Scalar>(rope_base));
+  q = rope(q, position, static_cast<Scalar>(rope_base));
+  k = rope(k, position, static_cast<Scalar>(rope_base));
 
   // 3-8. Cache, GQA, scores, mask, softmax and mix in one kernel: (B, n, n_heads, head_dim).
   Tensor mix;
@@ -37,14 +39,7 @@ Tensor Attention::forward_fast(const Tensor& x, LayerKVCache* cache) const {
     cache->append(k.value(), v.value());
     mix = Tensor(attend_to_cache(cache->keys, cache->values, q.value(), scale, start));
   } else {
-    if (cache) {
-      const Tensor past_k(cache->cached_keys(start)), past_v(cache->cached_values(start));
-      cache->append(k.value(), v.value());
-      if (start > 0) {
-        k = concat({past_k, k}, 1);
-        v = concat({past_v, v}, 1);
-      }
-    }
+    if (cache) std::tie(k, v) = cache->extend(k, v);
     mix = causal_attention(q, k, v, scale);
   }
 

@@ -4,6 +4,7 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "autograd/ops.hpp"
@@ -47,29 +48,54 @@ class RMSNorm : public Module {
 /// One layer's post-RoPE keys and values, for incremental decoding (generation). keys and values
 /// are (B, capacity, n_kv_heads, head_dim), capacity = context_length, positions before heads
 /// (the projections' layout, so one position of a batch row, all heads, is contiguous);
-/// positions 0 .. length()-1 are filled. Plain values (no gradient flows into past positions),
-/// so it is meant for use under NoGradGuard. Each Attention reads and writes only its own.
+/// slots 0 .. length()-1 are filled, slot j holding the token at absolute position
+/// first_position() + j. Plain values (no gradient flows into past positions), so it is meant
+/// for use under NoGradGuard. Each Attention reads and writes only its own.
+///
+/// Rolling window: drop_oldest(n) forgets the n oldest slots and moves the rest to the front,
+/// so generation can go on past the capacity. The keys keep the RoPE rotation of their absolute
+/// position, and new tokens are rotated at their own absolute position (next_position()):
+/// RoPE's q . k depends only on the distance between the two positions (RoFormer, Su et al. 2021, section 3.2),
+/// so the cached keys stay valid when the window slides. llama.cpp shifts its cache the same way
+/// ("context shift").
 class LayerKVCache {
  public:
   LayerKVCache(std::size_t batch_size, std::size_t capacity, std::size_t n_kv_heads,
                std::size_t head_dim);
   std::size_t length() const { return length_; }  ///< positions already cached (= start)
   std::size_t capacity() const { return capacity_; }
+  /// Absolute position of slot 0: 0 until drop_oldest is called, then the number of positions
+  /// dropped so far.
+  std::size_t first_position() const { return first_position_; }
+  /// Absolute position of the next new token, first_position() + length(): the position RoPE
+  /// rotates it by.
+  std::size_t next_position() const { return first_position_ + length_; }
   /// Writes new keys and values (B, n, n_kv_heads, head_dim) at positions length() ..
   /// length()+n-1 without advancing length() (KVCache::advance does, once every layer wrote).
   /// Throws std::invalid_argument on a shape mismatch or when the positions do not fit.
   void append(const Array& new_keys, const Array& new_values);
+  /// Step 3 of attention, "KV cache", as both attention paths run it: stores the new keys and
+  /// values (B, n, n_kv_heads, head_dim) (append) and returns the keys and values of all
+  /// m = length() + n positions, (B, m, n_kv_heads, head_dim): the cached ones as constants (no
+  /// gradient), followed by the new ones as given (concat, so their gradient flows back).
+  /// Does not advance length(). Throws as append.
+  std::pair<Tensor, Tensor> extend(const Tensor& new_keys, const Tensor& new_values);
   /// Copies of the first `m` cached positions (m is capped at capacity()):
   /// (B, m, n_kv_heads, head_dim), one contiguous copy per batch row.
   Array cached_keys(std::size_t m) const;
   Array cached_values(std::size_t m) const;
   /// Marks n more positions as cached. Throws std::invalid_argument past capacity().
   void advance(std::size_t n);
-  void clear() { length_ = 0; }
+  /// Forgets the n oldest positions (n <= length(), else std::invalid_argument): slots
+  /// n .. length()-1 move to 0 .. length()-n-1 and first_position() grows by n.
+  void drop_oldest(std::size_t n);
+  /// Forgets every position: length() and first_position() become 0.
+  void clear() { length_ = 0, first_position_ = 0; }
   Array keys, values;  ///< (B, capacity, n_kv_heads, head_dim)
 
  private:
   std::size_t length_ = 0;
+  std::size_t first_position_ = 0;
   std::size_t capacity_ = 0;
   std::size_t batch_size_ = 0;
   std::size_t n_kv_heads_ = 0;
@@ -85,10 +111,15 @@ class KVCache {
   std::size_t length() const { return layers.empty() ? 0 : layers[0].length(); }
   std::size_t capacity() const { return capacity_; }
   std::size_t batch_size() const { return batch_size_; }
-  /// Forgets every cached position (length() becomes 0); the storage is kept.
+  /// Absolute position of the oldest cached token (see LayerKVCache::first_position).
+  std::size_t first_position() const { return layers.empty() ? 0 : layers[0].first_position(); }
+  /// Forgets every cached position (length() and first_position() become 0); the storage is kept.
   void clear();
   /// Marks n more positions as cached in every layer. Throws std::invalid_argument past capacity().
   void advance(std::size_t n);
+  /// Forgets the n oldest positions of every layer (LayerKVCache::drop_oldest): the rolling
+  /// window of generation. Throws std::invalid_argument when n > length().
+  void drop_oldest(std::size_t n);
   std::vector<LayerKVCache> layers;
 
  private:
@@ -104,9 +135,10 @@ class KVCache {
 class Attention : public Module {
  public:
   Attention(const ModelConfig& config, Rng& rng);
-  /// x (B, n, d_model) at absolute positions start .. start+n-1 (start = cache ? cache->length()
-  /// : 0) -> (B, n, d_model). With a cache, attends over the m = start + n keys and writes the new
-  /// ones into it (the caller advances it). Runs forward_fast when `fast` and no tracer is
+  /// x (B, n, d_model) -> (B, n, d_model). Without a cache the n positions are 0 .. n-1. With a
+  /// cache holding start = cache->length() positions, the new ones are rotated by RoPE at the
+  /// absolute positions cache->next_position() .. +n-1, attend over the m = start + n cached and
+  /// new keys, and are written into it (the caller advances it). Runs forward_fast when `fast` and no tracer is
   /// given, forward_reference otherwise. std::invalid_argument when x is not 3-D.
   Tensor forward(const Tensor& x, LayerKVCache* cache = nullptr, Tracer* tracer = nullptr) const;
   /// The nine steps on matmul, masked_fill, softmax and repeat_kv; the tracer (if any) records
@@ -160,8 +192,9 @@ class Decoder : public Module {
   /// every matrix N(0, init_std^2), wo and w2 N(0, (init_std / sqrt(2 n_layers))^2), RMSNorm
   /// gains 1. The same seed gives the same weights. Each parameter tensor gets its full name.
   Decoder(const ModelConfig& config, std::uint64_t seed);
-  /// tokens (B, T) -> logits (B, T, vocab_size). With a cache, tokens are the new ones at
-  /// positions cache->length() .., and the cache advances by T (use it under NoGradGuard).
+  /// tokens (B, T) -> logits (B, T, vocab_size). With a cache, tokens are the new ones after the
+  /// cached ones (absolute positions cache->first_position() + cache->length() ..), and the cache
+  /// advances by T (use it under NoGradGuard).
   /// A tracer records the snapshots listed in nn/tracer.hpp. Throws std::invalid_argument when
   /// tokens are not 2-D or empty, start + T exceeds context_length, an id is outside
   /// [0, vocab_size), the cache was made for another batch size or the tracer's batch element

@@ -1,5 +1,6 @@
 // The KV cache: each decoder block's post-RoPE keys and values (LayerKVCache), kept for
-// generation so that earlier positions are not recomputed.
+// generation so that earlier positions are not recomputed, and dropped from the front when
+// generation rolls past the window (drop_oldest; see nn/decoder.hpp for why RoPE allows it).
 
 #include "nn/decoder.hpp"
 
@@ -30,6 +31,31 @@ void LayerKVCache::advance(std::size_t n) {
   length_ += n;
 }
 
+void LayerKVCache::drop_oldest(std::size_t n) {
+  if (n > length_) {
+    throw std::invalid_argument("KVCache::drop_oldest: cannot drop " + std::to_string(n) +
+                                " of " + std::to_string(length_) + " cached positions");
+  }
+  // Per batch row, slots n .. length_-1 (contiguous: positions before heads) move to the front.
+  const std::size_t row = n_kv_heads_ * head_dim_;  // one position, all heads
+  for (std::size_t b = 0; b < batch_size_; ++b) {
+    Scalar* k = keys.data() + b * capacity_ * row;
+    Scalar* v = values.data() + b * capacity_ * row;
+    std::copy(k + n * row, k + length_ * row, k);
+    std::copy(v + n * row, v + length_ * row, v);
+  }
+  length_ -= n;
+  first_position_ += n;
+}
+
+std::pair<Tensor, Tensor> LayerKVCache::extend(const Tensor& new_keys, const Tensor& new_values) {
+  const std::size_t start = length_;
+  const Tensor past_keys(cached_keys(start)), past_values(cached_values(start));
+  append(new_keys.value(), new_values.value());
+  if (start == 0) return {new_keys, new_values};
+  return {concat({past_keys, new_keys}, 1), concat({past_values, new_values}, 1)};
+}
+
 KVCache::KVCache(const ModelConfig& config, std::size_t batch_size)
     : capacity_(config.context_length), batch_size_(batch_size) {
   if (batch_size == 0) throw std::invalid_argument("KVCache: batch_size must be at least 1");
@@ -39,6 +65,10 @@ KVCache::KVCache(const ModelConfig& config, std::size_t batch_size)
 
 void KVCache::clear() {
   for (auto& layer : layers) layer.clear();
+}
+
+void KVCache::drop_oldest(std::size_t n) {
+  for (auto& layer : layers) layer.drop_oldest(n);
 }
 
 void KVCache::advance(std::size_t n) {

@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "autograd/threads.hpp"
+
 namespace glass {
 inline namespace GLASS_PRECISION {
 
@@ -26,13 +28,17 @@ void AdamW::step(double lr) {
   const double step_size = lr / bias_correction1;
   const double sqrt_bc2 = std::sqrt(bias_correction2);
 
+  // With num_threads() > 1 each parameter's elements are split among the threads: every element
+  // is updated on its own, so the result is the same bits for any thread count.
+  const int threads = static_cast<int>(num_threads());
+#pragma omp parallel num_threads(threads) if (threads > 1)
   for (AdamWParam& entry : params_) {
     if (!entry.param.has_grad()) continue;
     Scalar* p = entry.param.value().data();
     const Scalar* g = entry.param.grad().data();
     Scalar* m = entry.m.data();
     Scalar* v = entry.v.data();
-    const std::size_t n = entry.param.size();
+    const long n = static_cast<long>(entry.param.size());
     // The per-step constants are computed in double above; the loop runs in Scalar, like
     // PyTorch's float tensors, so that the compiler can vectorize it.
     const Scalar decay = static_cast<Scalar>(entry.decay ? 1.0 - lr * config_.weight_decay : 1.0);
@@ -41,7 +47,8 @@ void AdamW::step(double lr) {
     const Scalar one_minus_beta2 = static_cast<Scalar>(1.0 - b2);
     const Scalar step = static_cast<Scalar>(step_size), root_bc2 = static_cast<Scalar>(sqrt_bc2);
     const Scalar eps = static_cast<Scalar>(config_.eps);
-    for (std::size_t i = 0; i < n; ++i) {
+#pragma omp for schedule(static) nowait
+    for (long i = 0; i < n; ++i) {
       p[i] *= decay;  // decoupled weight decay
       m[i] = beta1 * m[i] + one_minus_beta1 * g[i];
       v[i] = beta2 * v[i] + one_minus_beta2 * g[i] * g[i];

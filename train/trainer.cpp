@@ -20,6 +20,7 @@
 
 #include "autograd/ops.hpp"
 #include "autograd/tape.hpp"
+#include "autograd/threads.hpp"
 #include "data/text.hpp"
 #include "train/io/atomic_file.hpp"
 #include "train/io/checkpoint.hpp"
@@ -260,6 +261,7 @@ Trainer::Trainer(TrainOptions options, std::ostream& out)
   // ---- optimizer, schedule, batches -----------------------------------------------------------
   optimizer_ = std::make_unique<AdamW>(model_->named_parameters(),
                                        AdamWConfig{o.beta1, o.beta2, 1e-8, o.weight_decay});
+  parallel_ = std::make_unique<DataParallel>(*model_, num_threads());  // --threads (autograd/threads.hpp)
   schedule_ = LrSchedule{o.lr, o.min_lr, o.warmup, o.decay_iters};
   const std::size_t n_all = corpus_->size();
   train_batches_ = std::make_unique<BatchSampler>(corpus_, 0, n_train_, o.batch_size, o.context,
@@ -358,13 +360,12 @@ double Trainer::train_step(long it) {
   x = shard_rows(x, comm);                           // (B/N, T): this process's windows
   y = shard_rows(y, comm);
 
-  Tensor logits = model_->forward(x);                // (B/N, T, V)
-  Tensor loss = cross_entropy(logits, y);            // mean over the B/N*T predictions
-  optimizer_->zero_grad();
-  loss.backward();                                   // fills every parameter's grad
+  // zero_grad, forward (B/N, T, V), cross-entropy (the mean over the B/N*T predictions) and
+  // backward into every parameter's grad, on num_threads() threads (train/data_parallel.hpp).
+  const double shard_loss = parallel_->loss_and_grad(x, y);
   // The mean of the N shards' gradients is the gradient of the whole batch (and likewise the loss).
-  const double loss_value = average_gradients(model_->parameters(), loss.item(), comm);
-  if (!std::isfinite(loss_value))
+  const double loss_value = average_gradients(model_->parameters(), shard_loss, comm);
+  if (!std::isfinite(loss_value))  // (a shard with a non-finite loss ran no backward)
     throw NonFiniteError(fmt::format("the loss became {} at step {} (lr {:.3g})", non_finite_name(loss_value), it, lr));
   const double norm = clip_grad_norm(model_->parameters(), options_.grad_clip);
   last_grad_norm_ = norm;                            // before clipping
@@ -387,7 +388,7 @@ EvalResult Trainer::evaluate() {
     Ids x, y;
     for (long i = 0; i < options_.eval_iters; ++i) {
       batches.next(x, y);  // each process evaluates its B/N windows of the batch
-      total += cross_entropy(model_->forward(shard_rows(x, comm)), shard_rows(y, comm)).item();
+      total += parallel_->loss(shard_rows(x, comm), shard_rows(y, comm));  // checked after the sum
     }
     return total / static_cast<double>(options_.eval_iters);
   };

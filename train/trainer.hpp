@@ -18,6 +18,7 @@
 #include "nn/decoder.hpp"
 #include "train/adamw.hpp"
 #include "train/distributed.hpp"
+#include "train/data_parallel.hpp"
 #include "train/io/run_dir.hpp"
 #include "train/schedule.hpp"
 #include "train/train_state.hpp"
@@ -103,7 +104,8 @@ class Trainer {
 
   /// One optimizer step at step index `it` (0-based): forward, cross-entropy, backward,
   /// clip, AdamW. Returns the batch loss; last_grad_norm() is then the global gradient norm
-  /// before clipping. Throws NonFiniteError.
+  /// before clipping. Throws NonFiniteError. Runs on num_threads() threads
+  /// (autograd/threads.hpp), as set when the Trainer was made.
   double train_step(long it);
   double last_grad_norm() const { return last_grad_norm_; }
   /// Mean loss over eval_iters batches of each split, drawn from a generator re-seeded with
@@ -137,6 +139,7 @@ class Trainer {
   std::size_t n_train_ = 0;                 // corpus_[0, n_train_) trains, the rest validates
   std::unique_ptr<Decoder> model_;
   std::unique_ptr<AdamW> optimizer_;
+  std::unique_ptr<DataParallel> parallel_;  // forward + backward on num_threads() threads
   std::unique_ptr<BatchSampler> train_batches_;       // seed+1, saved for resume
   std::unique_ptr<BatchSampler> eval_train_batches_;  // seed+2, reset at every evaluation
   std::unique_ptr<BatchSampler> eval_val_batches_;    // continues the eval generator's stream

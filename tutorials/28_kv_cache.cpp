@@ -101,13 +101,17 @@ int main() {
   tut::texto(
       "Sem cache o custo cresce com o quadrado do tamanho do texto; com cache, cada\n"
       "passo calcula uma posição (a atenção dela ainda lê todas as chaves guardadas).\n"
-      "Quando o texto passa do contexto, a janela desliza e, com RoPE, as chaves\n"
-      "guardadas ficam em posições erradas; generate() então reconstrói o cache a partir\n"
-      "da janela nova, para continuar dando exatamente o mesmo texto.");
+      "Quando o texto passa do contexto, a janela desliza. Com RoPE, q·k só depende da\n"
+      "distância entre as posições: generate() descarta a chave mais antiga e gira o token\n"
+      "novo para a sua posição absoluta (modo rolling, o padrão). O modo exact recalcula a\n"
+      "janela do zero a cada caractere: mais lento, e o único que dá o mesmo texto que\n"
+      "sem cache depois da janela.");
 
   tut::experimente({
       "esqueça de passar o cache para forward no laço: cada caractere vira a posição 0, sem passado, e a diferença nos logits fica grande;",
-      "gere 300 caracteres: a janela desliza e os textos continuam iguais (generate reconstrói o cache);",
+      "gere 300 caracteres: a janela desliza; no modo rolling (o padrão) o cache descarta a posição\n"
+      "mais antiga e os textos podem passar a diferir depois da janela; com\n"
+      "com.window_mode = WindowMode::exact a janela é recalculada e eles voltam a ser iguais;",
       "imprima cache.length() antes e depois de cada forward.",
   });
   return 0;

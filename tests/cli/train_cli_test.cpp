@@ -16,6 +16,8 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_test_util.hpp"
+#include "data/text.hpp"
+#include "test_util.hpp"
 #include "train/io/safetensors.hpp"
 
 namespace fs = std::filesystem;
@@ -90,12 +92,24 @@ TEST_F(TrainCli, TrainWritesTheCheckpointAndSaysHowToSample) {
 
 TEST_F(TrainCli, SampleCachedAndUncachedAgreeAtTemperatureZeroAndSeedsReproduce) {
   const std::string base = "sample --checkpoint " + q(ckpt_.string()) + " --prompt 'Capitu ' --tokens 40";
-  const CliRun cached = glass(base + " --temperature 0");
+  // 7 + 40 characters run past the training context (16): the exact window mode recomputes the
+  // window as --no-kv-cache does; the rolling one (the default) keeps its cache and is
+  // reproducible; both flags at once are refused.
+  const CliRun cached = glass(base + " --temperature 0 --window-mode exact");
   const CliRun uncached = glass(base + " --temperature 0 --no-kv-cache");
   ASSERT_EQ(cached.exit_code, 0) << cached.err;
   ASSERT_EQ(uncached.exit_code, 0) << uncached.err;
   EXPECT_EQ(cached.out, uncached.out);
   EXPECT_EQ(cached.out.rfind("Capitu ", 0), 0u);  // the prompt comes first
+  const CliRun rolling = glass(base + " --temperature 0");
+  ASSERT_EQ(rolling.exit_code, 0) << rolling.err;
+  EXPECT_EQ(rolling.out, glass(base + " --temperature 0 --window-mode rolling").out);
+  // Within the window (the prompt's 7 characters and the next 10, predicted from at most 16)
+  // both modes compute the same thing.
+  const std::u32string rolled = glass::utf8_to_u32(rolling.out), exact = glass::utf8_to_u32(cached.out);
+  ASSERT_GE(exact.size(), 17u);
+  EXPECT_EQ(rolled.substr(0, 17), exact.substr(0, 17));
+  EXPECT_NE(glass(base + " --no-kv-cache --window-mode exact").exit_code, 0);
   const CliRun a = glass(base + " --temperature 1 --top-k 5 --top-p 0.9 --seed 7");
   const CliRun b = glass(base + " --temperature 1 --top-k 5 --top-p 0.9 --seed 7");
   ASSERT_EQ(a.exit_code, 0) << a.err;
@@ -119,9 +133,12 @@ TEST_F(TrainCli, EvalPrintsTheMeanLossOverTheFile) {
 TEST_F(TrainCli, ResumeThroughTheBinaryMatchesOneRun) {
   const std::string data = " --data " + q(text_.string()) + tiny() + " --eval-every 10";
   const fs::path one = dir_ / "one", two = dir_ / "two";
-  ASSERT_EQ(glass("train --out " + q(one.string()) + " --iters 40 --decay-iters 40 --threads 1" + data).exit_code, 0);
-  ASSERT_EQ(glass("train --out " + q(two.string()) + " --iters 20 --decay-iters 40" + data).exit_code, 0);
-  const CliRun resumed = glass("train --out " + q(two.string()) + " --iters 40 --decay-iters 40 --resume" + data);
+  // Two threads each (the data-parallel step; the bits depend on the thread count, not on the
+  // machine's cores).
+  const std::string threads = " --threads 2";
+  ASSERT_EQ(glass("train --out " + q(one.string()) + " --iters 40 --decay-iters 40" + threads + data).exit_code, 0);
+  ASSERT_EQ(glass("train --out " + q(two.string()) + " --iters 20 --decay-iters 40" + threads + data).exit_code, 0);
+  const CliRun resumed = glass("train --out " + q(two.string()) + " --iters 40 --decay-iters 40 --resume" + threads + data);
   ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
   auto losses = [](const std::string& csv) {  // columns step,lr,train_loss,val_loss
     std::istringstream in(csv);

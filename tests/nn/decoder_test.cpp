@@ -447,6 +447,78 @@ TEST(KVCache, AppendRejectsWrongShapesAndOverflow) {
   EXPECT_THROW(cache.layers.at(2), std::out_of_range);  // only layers 0 and 1
 }
 
+TEST(KVCache, DropOldestMovesTheRestToTheFrontAndCountsAbsolutePositions) {
+  const ModelConfig c = small_config();  // context 32, n_kv_heads 2, head_dim 4
+  KVCache cache(c, 2);
+  const Array k = random_tensor({2, 5, 2, 4}, 1.0, 51).value();
+  const Array v = random_tensor({2, 5, 2, 4}, 1.0, 52).value();
+  for (auto& layer : cache.layers) layer.append(k, v);
+  cache.advance(5);
+  EXPECT_EQ(cache.layers[0].next_position(), 5u);
+  cache.drop_oldest(2);  // positions 2, 3, 4 stay, now in slots 0, 1, 2
+  EXPECT_EQ(cache.length(), 3u);
+  EXPECT_EQ(cache.first_position(), 2u);
+  EXPECT_EQ(cache.layers[1].next_position(), 5u);  // the next token is still at position 5
+  const Array keys = cache.layers[1].cached_keys(3), values = cache.layers[1].cached_values(3);
+  for (std::size_t b = 0; b < 2; ++b)
+    for (std::size_t t = 0; t < 3; ++t)
+      for (std::size_t h = 0; h < 2; ++h)
+        for (std::size_t i = 0; i < 4; ++i) {
+          EXPECT_EQ(keys(b, t, h, i), k(b, t + 2, h, i));
+          EXPECT_EQ(values(b, t, h, i), v(b, t + 2, h, i));
+        }
+  try {
+    cache.drop_oldest(4);
+    ADD_FAILURE() << "no exception for dropping 4 of 3 positions";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot drop 4 of 3 cached positions"), std::string::npos) << e.what();
+  }
+  cache.clear();
+  EXPECT_EQ(cache.length(), 0u);
+  EXPECT_EQ(cache.first_position(), 0u);
+}
+
+TEST(KVCache, AfterDroppingTheNewTokensGetTheirAbsolutePositions) {
+  // A cache that held tokens 0 .. 9 and dropped the first 4 holds positions 4 .. 9 in slots
+  // 0 .. 5; the next two tokens are at positions 10 and 11 and Decoder::forward must rotate them
+  // there, not at their slots 6 and 7. With one layer a key depends only on its own token and
+  // position, so their logits must equal those of tokens 4 .. 11 run afresh at positions 0 .. 7
+  // (RoPE: only the distances between positions matter).
+  ModelConfig c = small_config();
+  c.n_layers = 1;
+  c.init_std = 0.5;  // attention far from uniform
+  Decoder model(c, 21);
+  NoGradGuard no_grad;
+  const Ids tokens = random_ids(1, 12, c.vocab_size, 22);
+  KVCache cache(c, 1);
+  Ids first = Ids::from_shape({1, 10});
+  std::copy(tokens.data(), tokens.data() + 10, first.data());
+  model.forward(first, &cache);
+  cache.drop_oldest(4);
+  Ids next = Ids::from_shape({1, 2});
+  std::copy(tokens.data() + 10, tokens.data() + 12, next.data());
+  const Array rolled = model.forward(next, &cache).value();  // (1, 2, V)
+  EXPECT_EQ(cache.length(), 8u);
+  EXPECT_EQ(cache.first_position(), 4u);
+
+  Ids window = Ids::from_shape({1, 8});
+  std::copy(tokens.data() + 4, tokens.data() + 12, window.data());
+  const Array fresh = model.forward(window).value();  // (1, 8, V)
+  double worst = 0, scale = 0;
+  for (std::size_t t = 0; t < 2; ++t)
+    for (std::size_t j = 0; j < c.vocab_size; ++j) {
+      worst = std::max(worst, double(std::abs(rolled(0, t, j) - fresh(0, 6 + t, j))));
+      scale = std::max(scale, double(std::abs(fresh(0, 6 + t, j))));
+    }
+  EXPECT_LE(worst, 1e-5 * std::max(1.0, scale));
+  // And the dropped keys are really gone: the full forward (which sees them) differs.
+  const Array full = model.forward(tokens).value();
+  double from_full = 0;
+  for (std::size_t j = 0; j < c.vocab_size; ++j)
+    from_full = std::max(from_full, double(std::abs(rolled(0, 1, j) - full(0, 11, j))));
+  EXPECT_GT(from_full, 1e-3);
+}
+
 // ---- errors --------------------------------------------------------------------------------
 
 template <class F>

@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include "autograd/threads.hpp"
 #include "data/text.hpp"
 #include "train/io/atomic_file.hpp"
 #include "train/io/checkpoint.hpp"
@@ -138,6 +139,46 @@ TEST(Trainer, ResumeGivesTheSameLossesAsOneRun) {
     return out;
   };
   EXPECT_EQ(loss_columns(read_file(dir.str("one/log.csv"))), loss_columns(read_file(dir.str("two/log.csv"))));
+}
+
+TEST(Trainer, TwoThreadsTrainLikeOneAndResumeExactly) {
+  // --threads 2: each step's batch is split between two threads (train/data_parallel.hpp). The
+  // losses are those of one thread to rounding (which grows a little over the steps), and a
+  // run resumed with the same thread count continues exactly.
+  TempDir dir("threads");
+  const std::string data = write_corpus_slice(dir, 8000);
+  TrainOptions o = tiny_options(data, dir.str("one"));
+  o.iters = 20;
+  o.decay_iters = 20;
+  std::ostringstream sink;
+  Trainer one_thread(o, sink);
+  one_thread.run();
+
+  set_num_threads(2);
+  TrainOptions two = tiny_options(data, dir.str("two"));
+  two.iters = 20;
+  two.decay_iters = 20;
+  Trainer two_threads(two, sink);
+  two_threads.run();
+  TrainOptions half = tiny_options(data, dir.str("half"));
+  half.iters = 10;
+  half.decay_iters = 20;
+  { Trainer t(half, sink); t.run(); }
+  half.iters = 20;
+  half.resume = true;
+  Trainer resumed(half, sink);
+  resumed.run();
+  set_num_threads(1);
+
+  ASSERT_EQ(two_threads.log().size(), 3u);  // steps 0, 10, 20
+  ASSERT_EQ(one_thread.log().size(), 3u);
+  ASSERT_EQ(resumed.log().size(), 3u);
+  for (std::size_t i = 0; i < 3; ++i) {
+    EXPECT_NEAR(two_threads.log()[i].train_loss, one_thread.log()[i].train_loss, 1e-3) << "row " << i;
+    EXPECT_NEAR(two_threads.log()[i].val_loss, one_thread.log()[i].val_loss, 1e-3) << "row " << i;
+    EXPECT_EQ(resumed.log()[i].train_loss, two_threads.log()[i].train_loss) << "row " << i;
+    EXPECT_EQ(resumed.log()[i].val_loss, two_threads.log()[i].val_loss) << "row " << i;
+  }
 }
 
 TEST(Trainer, StopFlagSavesACheckpointAndReturns) {

@@ -3,7 +3,8 @@
 //
 //   glass sample -m DIR [-p TEXT | -p - | --prompt-file FILE] [-n N] [--temp X] [--top-k K]
 //                [--top-p P] [-s S] [-t N] [--num-samples K] [--stop STRING] [--json]
-//                [--no-kv-cache] [--allow-unknown] [--best]
+//                [--window-mode rolling|exact] [--no-kv-cache] [--allow-unknown] [--best]
+//                [--attention fast|reference]
 
 #include <chrono>
 #include <cerrno>
@@ -39,6 +40,7 @@ struct SampleFlags {
   glass::SamplingOptions sampling;
   std::uint64_t seed = 1337;
   bool no_kv_cache = false;
+  std::string window_mode = "rolling";
   bool allow_unknown = false;
   bool best = false;
   std::string attention = "fast";
@@ -155,6 +157,7 @@ void run_sample(SampleFlags& f, bool prompt_given) {
     shown_prompt = tokenizer.decode_utf8(prompt);
   }
   f.sampling.use_kv_cache = !f.no_kv_cache;
+  f.sampling.window_mode = glass::parse_window_mode(f.window_mode);
   if (f.sampling.top_k > tokenizer.vocab_size()) f.sampling.top_k = tokenizer.vocab_size();
 
   auto write = [](const std::string& text) {
@@ -247,7 +250,17 @@ void add_sample_command(CLI::App& app) {
                 "print JSON instead of text: each sample's text and its tokens with their "
                 "probabilities (prob: as drawn; model_prob: at temperature 1)");
   glass::cli::add_threads_option(cmd, f->threads);
-  cmd->add_flag("--no-kv-cache", f->no_kv_cache, "recompute the whole window for every new character");
+  CLI::Option* window_mode =
+      cmd->add_option("--window-mode", f->window_mode,
+                      "past the window (the training context): rolling = keep the KV cache and drop "
+                      "its oldest position for each new character (fast; sliding-window attention), "
+                      "exact = recompute the last window of characters for each new one (slow; what "
+                      "the model saw in training)")
+          ->check(CLI::IsMember({"rolling", "exact"}))
+          ->capture_default_str();
+  cmd->add_flag("--no-kv-cache", f->no_kv_cache,
+                "recompute the whole window for every new character (the exact mode without a cache)")
+      ->excludes(window_mode);
   cmd->add_flag("--allow-unknown", f->allow_unknown,
                 "map prompt characters outside the vocabulary to the unknown token instead of failing");
   cmd->add_option("--attention", f->attention, "attention code: fast (fused kernels) or reference (the nine steps on the primitive ops)")

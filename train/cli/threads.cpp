@@ -5,9 +5,9 @@
 #include <algorithm>
 #include <thread>
 
-#include <cblas.h>
 #include <fmt/format.h>
 
+#include "autograd/threads.hpp"
 #include "train/cli/validators.hpp"
 
 namespace glass::cli {
@@ -15,13 +15,12 @@ namespace glass::cli {
 void add_threads_option(CLI::App* cmd, int& threads) {
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   cmd->add_option("-t,--threads", threads,
-                  fmt::format("threads of the matrix products (default: OpenBLAS's own choice; "
-                              "this machine has {} cores)", cores))
+                  fmt::format("threads to compute with (default: every core, {} here)", cores))
       ->check(integer_in(1, 4LL * cores, fmt::format("an integer from 1 to {} (4 per core)", 4 * cores)));
 }
 
 void apply_threads(int threads) {
-  if (threads > 0) openblas_set_num_threads(threads);
+  glass::set_num_threads(static_cast<std::size_t>(threads));  // 0: every core
 }
 
 }  // namespace glass::cli

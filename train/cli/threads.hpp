@@ -9,9 +9,8 @@ namespace glass::cli {
 /// this machine (more only makes threads wait for each other; beyond that it is a typo).
 void add_threads_option(CLI::App* cmd, int& threads);
 
-/// Applies the thread count of add_threads_option before the model runs: the number of threads
-/// OpenBLAS's matrix products use. 0 leaves OpenBLAS's own choice (all cores, or
-/// OPENBLAS_NUM_THREADS).
+/// Applies the thread count of add_threads_option before the model runs
+/// (glass::set_num_threads, autograd/threads.hpp): 0, the default, means every core.
 void apply_threads(int threads);
 
 }  // namespace glass::cli

@@ -22,6 +22,7 @@
 
 #include <fmt/format.h>
 
+#include "autograd/threads.hpp"
 #include "train/io/checkpoint.hpp"
 #include "train/cli/commands.hpp"
 #include "train/cli/threads.hpp"

@@ -106,6 +106,14 @@ std::int32_t draw(const std::vector<double>& probs, std::mt19937_64& rng) {
   return last_nonzero;  // rounding: u landed at the very end
 }
 
+const char* to_string(WindowMode mode) { return mode == WindowMode::rolling ? "rolling" : "exact"; }
+
+WindowMode parse_window_mode(const std::string& name) {
+  if (name == "rolling") return WindowMode::rolling;
+  if (name == "exact") return WindowMode::exact;
+  throw std::invalid_argument("the window mode must be 'rolling' or 'exact', got '" + name + "'");
+}
+
 namespace {
 
 /// Logits of the last position of `logits` (1, n, V) as doubles.
@@ -124,7 +132,60 @@ Ids to_ids(const std::vector<std::int32_t>& tokens, std::size_t begin, std::size
   return ids;
 }
 
+std::size_t checked_window(const Decoder& model, std::size_t window) {
+  if (window == 0 || window > model.config().context_length)
+    throw std::invalid_argument("generate: window must be in [1, context_length = " +
+                                std::to_string(model.config().context_length) + "], got " +
+                                std::to_string(window));
+  return window;
+}
+
 }  // namespace
+
+NextTokenLogits::NextTokenLogits(const Decoder& model, std::size_t window,
+                                 const SamplingOptions& options)
+    : model_(model),
+      window_(checked_window(model, window)),
+      use_kv_cache_(options.use_kv_cache),
+      window_mode_(options.window_mode),
+      cache_(model.config(), 1) {}
+
+std::vector<double> NextTokenLogits::operator()(const std::vector<std::int32_t>& text) {
+  const std::size_t len = text.size();
+  if (len <= seen_)
+    throw std::invalid_argument("NextTokenLogits: the text must grow by at least one token per "
+                                "call (it had " + std::to_string(seen_) + ", now " +
+                                std::to_string(len) + ")");
+  NoGradGuard no_grad;
+  const std::size_t window_start = len > window_ ? len - window_ : 0;  // what a prediction sees
+  if (seen_ == 0) cache_start_ = window_start;                       // a long first text is cropped
+  seen_ = len;
+  if (!use_kv_cache_) return last_row(model_.forward(to_ids(text, window_start, len)));
+
+  if (window_mode_ == WindowMode::exact) {
+    if (window_start != cache_start_) {  // the window slid: rebuild the cache for it
+      cache_.clear();
+      cache_start_ = window_start;
+    }
+    return last_row(model_.forward(to_ids(text, cache_start_ + cache_.length(), len), &cache_));
+  }
+
+  // Rolling: tokens [cache_start_, fed) are cached; feed the rest. While they fit in the window
+  // they go in one call; otherwise one at a time, each after the oldest position is dropped, so
+  // that every token attends to exactly the last `window` positions (itself included).
+  std::size_t fed = cache_start_ + cache_.length();
+  if (cache_.length() + (len - fed) <= window_)
+    return last_row(model_.forward(to_ids(text, fed, len), &cache_));
+  Tensor logits;
+  for (; fed < len; ++fed) {
+    if (cache_.length() == window_) {
+      cache_.drop_oldest(1);
+      ++cache_start_;
+    }
+    logits = model_.forward(to_ids(text, fed, fed + 1), &cache_);
+  }
+  return last_row(logits);
+}
 
 std::vector<std::int32_t> generate(const Decoder& model, std::vector<std::int32_t> prompt,
                                    std::size_t n_tokens, std::size_t window,
@@ -132,31 +193,14 @@ std::vector<std::int32_t> generate(const Decoder& model, std::vector<std::int32_
                                    const std::function<void(std::int32_t)>& on_token) {
   validate(options);
   if (prompt.empty()) throw std::invalid_argument("generate: the prompt must hold at least one token");
-  if (window == 0 || window > model.config().context_length)
-    throw std::invalid_argument("generate: window must be in [1, context_length = " +
-                                std::to_string(model.config().context_length) + "], got " +
-                                std::to_string(window));
-  NoGradGuard no_grad;
+  NextTokenLogits next_logits(model, window, options);
   std::vector<std::int32_t> tokens = prompt;
   if (tokens.size() > window) tokens.erase(tokens.begin(), tokens.end() - static_cast<long>(window));
   const std::size_t prompt_length = tokens.size();
+  tokens.reserve(prompt_length + n_tokens);
 
-  KVCache cache(model.config(), 1);
-  std::size_t cache_start = 0;  // tokens[cache_start, cache_start + cache.length()) are cached
   for (std::size_t produced = 0; produced < n_tokens; ++produced) {
-    const std::size_t len = tokens.size();
-    const std::size_t window_start = len > window ? len - window : 0;
-    Tensor logits;
-    if (options.use_kv_cache) {
-      if (window_start != cache_start) {  // the window slid: rebuild the cache for it
-        cache.clear();
-        cache_start = window_start;
-      }
-      logits = model.forward(to_ids(tokens, cache_start + cache.length(), len), &cache);
-    } else {
-      logits = model.forward(to_ids(tokens, window_start, len));
-    }
-    std::vector<double> row = last_row(logits);
+    std::vector<double> row = next_logits(tokens);
     if (row.size() > 1) row[0] = -std::numeric_limits<double>::infinity();  // never the unknown id
     const std::int32_t next = draw(next_token_probs(row, options), rng);
     tokens.push_back(next);

@@ -4,12 +4,36 @@
 #include <cstdint>
 #include <functional>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "nn/decoder.hpp"
 
 namespace glass {
 inline namespace GLASS_PRECISION {
+
+/// What generation computes once the text is longer than the window (the last `window` tokens
+/// a prediction may see). Both are the same while the text fits in the window.
+enum class WindowMode {
+  /// Rolling KV cache (the default): the oldest cached position is dropped
+  /// (KVCache::drop_oldest) and the new token, rotated by RoPE at its own absolute position,
+  /// attends to the keys and values the cache holds for the last `window` positions, as they
+  /// were computed when each of them was new. That is sliding-window attention of width
+  /// `window` over the whole text (Beltagy et al. 2020; Mistral 7B, Jiang et al. 2023): each
+  /// layer sees `window` positions back, and through the layers a position's keys still carry
+  /// some of the text before the window. One position per new token: as fast as inside the
+  /// window.
+  rolling,
+  /// The model applied afresh to the last `window` tokens for every new token (positions
+  /// 0 .. window-1, nothing before the window), as it saw windows in training. The KV cache is
+  /// rebuilt from them for each new token: `window` positions per token.
+  exact,
+};
+
+/// "rolling" or "exact".
+const char* to_string(WindowMode mode);
+/// The WindowMode named "rolling" or "exact"; std::invalid_argument for any other name.
+WindowMode parse_window_mode(const std::string& name);
 
 /// How the next character is chosen from the logits.
 struct SamplingOptions {
@@ -18,7 +42,8 @@ struct SamplingOptions {
                              ///< values above the vocabulary size are clamped
   double top_p = 1.0;        ///< nucleus: keep the most probable tokens whose cumulative probability
                              ///< first reaches top_p (Holtzman et al. 2020); 1 = off; in (0, 1]
-  bool use_kv_cache = true;  ///< false recomputes the whole window for every new token
+  bool use_kv_cache = true;  ///< false recomputes the whole window for every new token (exact)
+  WindowMode window_mode = WindowMode::rolling;  ///< past the window, with the KV cache
 };
 
 /// Throws std::invalid_argument when temperature < 0 (or not finite) or top_p is not in (0, 1].
@@ -49,14 +74,40 @@ double uniform01(std::mt19937_64& rng);
 /// 0 callers pass a one-hot vector and no randomness matters.
 std::int32_t draw(const std::vector<double>& probs, std::mt19937_64& rng);
 
-/// Autoregressive generation. `prompt` must hold at least one id. Every prediction sees the
-/// last `window` tokens at most (window <= model context length; the training context is the
-/// natural choice): a longer prompt is cropped to its last `window` ids.
+/// The logits of the token after a text that grows at its end, one call per new token, with
+/// the KV cache as `options` says (use_kv_cache, window_mode). Every prediction sees at most the
+/// last `window` tokens (window <= the model's context length; the training context is the
+/// natural choice). The first call's text is cropped to its last `window` tokens.
 ///
-/// With the KV cache, new tokens are fed one at a time while the text fits in the window; once
-/// it does not, the window slides and the cache is rebuilt from the last `window` tokens for each
-/// new token (with RoPE, keys cached for another window start cannot be reused exactly). Both
-/// paths therefore compute the same thing, and print the same text with temperature 0.
+/// Inside the window, each call runs the model over the new tokens only (with the cache) or
+/// over the whole text (without). Past it, WindowMode::rolling drops the oldest cached position
+/// for each new token, WindowMode::exact recomputes the last `window` tokens (see WindowMode);
+/// without the cache every call recomputes them, which is the exact mode.
+class NextTokenLogits {
+ public:
+  /// Throws std::invalid_argument when window is 0 or above the model's context length. The
+  /// model must outlive this object.
+  NextTokenLogits(const Decoder& model, std::size_t window, const SamplingOptions& options);
+  /// Logits (vocab_size) of the token after text.back(). `text` is the whole text so far: the
+  /// previous call's text with at least one token appended (std::invalid_argument when it is
+  /// not longer). Runs under NoGradGuard.
+  std::vector<double> operator()(const std::vector<std::int32_t>& text);
+
+ private:
+  const Decoder& model_;
+  std::size_t window_;
+  bool use_kv_cache_;
+  WindowMode window_mode_;
+  KVCache cache_;
+  std::size_t cache_start_ = 0;  // index in the text of the token in the cache's slot 0
+  std::size_t seen_ = 0;         // length of the previous call's text
+};
+
+/// Autoregressive generation. `prompt` must hold at least one id; a prompt longer than `window`
+/// is cropped to its last `window` ids. Each new token is drawn from NextTokenLogits (see it and
+/// WindowMode for what the KV cache and the window mode compute). Without the KV cache and with
+/// it in the exact mode the logits are the same to rounding, so temperature 0 prints the same
+/// text (tested); the rolling mode gives those logits too while the text fits in the window.
 ///
 /// The unknown token (id 0) is never generated: it stands for characters absent from the
 /// training text, so its logit is set to -inf before sampling.

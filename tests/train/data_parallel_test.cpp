@@ -1,0 +1,155 @@
+// The data-parallel training step (train/data_parallel.hpp) and the threaded AdamW update: the
+// same loss and gradients as one thread, to rounding; the same bits on every run; errors and
+// non-finite losses handled as with one thread.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <random>
+
+#include <gtest/gtest.h>
+
+#include "autograd/ops.hpp"
+#include "autograd/tape.hpp"
+#include "autograd/threads.hpp"
+#include "train/adamw.hpp"
+#include "train/data_parallel.hpp"
+
+#include "fixtures.hpp"
+
+using namespace glass;
+
+namespace {
+
+/// Restores the thread count of the tests (1) when a test ends.
+struct ThreadsFor {
+  explicit ThreadsFor(std::size_t n) { set_num_threads(n); }
+  ~ThreadsFor() { set_num_threads(1); }
+};
+
+Ids random_ids(std::size_t B, std::size_t T, std::size_t vocab, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  Ids ids = Ids::from_shape({B, T});
+  for (auto& id : ids) id = static_cast<std::int32_t>(rng() % vocab);
+  return ids;
+}
+
+/// Every parameter's gradient, concatenated in parameter order.
+std::vector<double> all_grads(const Decoder& model) {
+  std::vector<double> out;
+  for (const Tensor& p : model.parameters())
+    out.insert(out.end(), p.grad().data(), p.grad().data() + p.size());
+  return out;
+}
+
+/// The largest |a - b| over the largest |b|: a relative error of the whole gradient.
+double relative_diff(const std::vector<double>& a, const std::vector<double>& b) {
+  double worst = 0, scale = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    worst = std::max(worst, std::abs(a[i] - b[i]));
+    scale = std::max(scale, std::abs(b[i]));
+  }
+  return worst / scale;
+}
+
+}  // namespace
+
+TEST(DataParallel, GivesTheLossAndGradientsOfOneThread) {
+  const ModelConfig c = glass_test::small_config(11, 16);
+  for (const char* path : {"fast", "reference"}) {
+    for (std::size_t B : {4u, 3u, 7u}) {  // 3 and 7: parts of unequal size
+      Decoder model(c, 5);
+      model.set_attention(path);
+      const Ids x = random_ids(B, 9, 11, 6), y = random_ids(B, 9, 11, 7);
+
+      // One thread: zero_grad, forward, cross-entropy, backward, as the trainer did before.
+      for (Tensor& p : model.parameters()) p.zero_grad();
+      Tensor loss = cross_entropy(model.forward(x), y);
+      const double expected_loss = loss.item();
+      loss.backward();
+      const std::vector<double> expected = all_grads(model);
+
+      for (std::size_t threads : {2u, 3u}) {
+        DataParallel parallel(model, threads);
+        for (Tensor& p : model.parameters()) p.grad().fill(Scalar(7));  // stale: must be zeroed
+        const double got = parallel.loss_and_grad(x, y);
+        EXPECT_NEAR(got, expected_loss, 1e-6 * std::abs(expected_loss)) << path << " B " << B;
+        const std::vector<double> grads = all_grads(model);
+        EXPECT_LE(relative_diff(grads, expected), 1e-5) << path << " B " << B << " threads " << threads;
+        // The same bits on a second run, and the evaluation loss without a tape.
+        EXPECT_EQ(parallel.loss_and_grad(x, y), got);
+        EXPECT_EQ(all_grads(model), grads);
+        EXPECT_NEAR(parallel.loss(x, y), expected_loss, 1e-6 * std::abs(expected_loss));
+        EXPECT_EQ(tape().size(), 0u);
+      }
+    }
+  }
+}
+
+TEST(DataParallel, ReplicasFollowTheModelsWeights) {
+  // An optimizer step changes the model's weights; the next call must use them in every part.
+  ThreadsFor threads(2);
+  const ModelConfig c = glass_test::small_config(11, 16);
+  Decoder model(c, 8), alone(c, 8);
+  DataParallel parallel(model, 2);
+  AdamW optimizer(model.named_parameters()), optimizer_alone(alone.named_parameters());
+  const Ids x = random_ids(4, 8, 11, 9), y = random_ids(4, 8, 11, 10);
+  for (int step = 0; step < 3; ++step) {
+    const double loss = parallel.loss_and_grad(x, y);
+    optimizer.step(1e-2);
+    for (Tensor& p : alone.parameters()) p.zero_grad();
+    Tensor reference = cross_entropy(alone.forward(x), y);
+    EXPECT_NEAR(loss, reference.item(), 1e-5) << "step " << step;
+    reference.backward();
+    optimizer_alone.step(1e-2);
+  }
+}
+
+TEST(DataParallel, ANonFiniteLossRunsNoBackwardAndErrorsReachTheCaller) {
+  const ModelConfig c = glass_test::small_config(11, 16);
+  Decoder model(c, 11);
+  DataParallel parallel(model, 2);
+  // Weights of NaN: the loss is NaN, no backward is run, every tape is left empty.
+  Decoder broken(c, 11);
+  for (Tensor& p : broken.parameters()) p.value().fill(std::numeric_limits<Scalar>::quiet_NaN());
+  DataParallel parallel_broken(broken, 2);
+  const Ids x = random_ids(4, 8, 11, 12), y = random_ids(4, 8, 11, 13);
+  EXPECT_TRUE(std::isnan(parallel_broken.loss_and_grad(x, y)));
+  EXPECT_EQ(tape().size(), 0u);
+  // An id outside the vocabulary, in the second part only: the error of its thread is rethrown.
+  Ids bad = x;
+  bad(3, 0) = 11;
+  EXPECT_THROW(parallel.loss_and_grad(bad, y), std::invalid_argument);
+  EXPECT_EQ(tape().size(), 0u);
+  // And the object still works afterwards.
+  EXPECT_TRUE(std::isfinite(parallel.loss_and_grad(x, y)));
+}
+
+TEST(AdamW, AnyThreadCountGivesTheSameBits) {
+  const ModelConfig c = glass_test::small_config(11, 16);
+  std::vector<std::vector<double>> weights;
+  for (std::size_t threads : {1u, 2u, 3u}) {
+    ThreadsFor guard(threads);
+    Decoder model(c, 14);
+    AdamW optimizer(model.named_parameters());
+    std::mt19937_64 rng(15);  // the same gradients for every thread count
+    std::normal_distribution<double> normal(0.0, 0.1);
+    for (int step = 0; step < 2; ++step) {
+      for (Tensor& p : model.parameters())
+        for (Scalar& g : p.grad()) g = static_cast<Scalar>(normal(rng));
+      optimizer.step(1e-2);
+    }
+    std::vector<double> w;
+    for (const Tensor& p : model.parameters()) w.insert(w.end(), p.value().data(), p.value().data() + p.size());
+    weights.push_back(w);
+  }
+  EXPECT_EQ(weights[0], weights[1]);
+  EXPECT_EQ(weights[0], weights[2]);
+}
+
+TEST(Threads, SetNumThreadsTakesZeroAsEveryCore) {
+  {
+    ThreadsFor guard(0);
+    EXPECT_EQ(num_threads(), available_cores());
+  }
+  EXPECT_EQ(num_threads(), 1u);
+}

@@ -1,0 +1,165 @@
+// Data parallelism over threads for a training step. See train/data_parallel.hpp.
+
+#include "train/data_parallel.hpp"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <exception>
+#include <optional>
+#include <stdexcept>
+
+#include "autograd/ops.hpp"
+#include "autograd/tape.hpp"
+#include "autograd/threads.hpp"
+
+namespace glass {
+
+namespace {
+
+/// Rows [begin, end) of a (B, T) array of ids.
+Ids rows(const Ids& ids, std::size_t begin, std::size_t end) {
+  const std::size_t T = ids.shape()[1];
+  Ids part = Ids::from_shape({end - begin, T});
+  std::copy(ids.data() + begin * T, ids.data() + end * T, part.data());
+  return part;
+}
+
+/// Copies every parameter value of `from` into `to` (same config, same parameter order).
+void copy_weights(const Decoder& from, Decoder& to) {
+  if (to.config().attention != from.config().attention) to.set_attention(from.config().attention);
+  const std::vector<Tensor> src = from.parameters();
+  std::vector<Tensor> dst = to.parameters();
+  for (std::size_t p = 0; p < src.size(); ++p)
+    std::copy(src[p].value().data(), src[p].value().data() + src[p].size(), dst[p].value().data());
+}
+
+}  // namespace
+
+DataParallel::DataParallel(Decoder& model, std::size_t threads)
+    : model_(model), threads_(std::max<std::size_t>(threads, 1)) {
+  for (std::size_t i = 1; i < threads_; ++i) {
+    replicas_.push_back(std::make_unique<Decoder>(model.config(), 0));
+    copy_weights(model, *replicas_.back());
+  }
+  if (threads_ > 1) set_blas_threads(1);
+}
+
+DataParallel::~DataParallel() {
+  if (threads_ > 1) set_blas_threads(num_threads());
+}
+
+double DataParallel::loss_and_grad(const Ids& x, const Ids& y) { return run(x, y, true); }
+
+double DataParallel::loss(const Ids& x, const Ids& y) { return run(x, y, false); }
+
+double DataParallel::run(const Ids& x, const Ids& y, bool with_grad) {
+  const std::size_t B = x.dimension() == 2 ? x.shape()[0] : 1;
+  const std::size_t parts = std::min(threads_, B);
+  if (parts <= 1) {  // one thread: the model itself, as without this class
+    std::optional<NoGradGuard> no_grad;
+    if (!with_grad) no_grad.emplace();
+    if (with_grad)
+      for (Tensor& p : model_.parameters()) p.zero_grad();
+    Tensor loss = cross_entropy(model_.forward(x), y);
+    const double value = loss.item();
+    if (!with_grad) return value;
+    if (!std::isfinite(value)) {
+      tape().clear();
+      return value;
+    }
+    loss.backward();
+    return value;
+  }
+
+  // Part i: rows [B * i / parts, B * (i + 1) / parts), on replica i, in thread i.
+  std::vector<double> losses(parts, 0.0);
+  std::vector<std::exception_ptr> errors(parts);
+  bool go_on = true;          // every part's loss is known and the total is finite
+  bool team_complete = true;  // the runtime gave one thread per part
+#pragma omp parallel num_threads(static_cast<int>(parts))
+  {
+    // The team size is the same for every thread, so all take the same branch (and barriers).
+    if (static_cast<std::size_t>(omp_get_num_threads()) != parts) {
+#pragma omp single
+      team_complete = false;
+    } else {
+      const std::size_t i = static_cast<std::size_t>(omp_get_thread_num());
+      Decoder& replica = i == 0 ? model_ : *replicas_[i - 1];
+      const std::size_t begin = B * i / parts, end = B * (i + 1) / parts;
+      Tensor loss;
+      {
+        std::optional<NoGradGuard> no_grad;  // recording is per thread: each one says it
+        if (!with_grad) no_grad.emplace();
+        try {
+          if (i > 0) copy_weights(model_, replica);
+          if (with_grad)
+            for (Tensor& p : replica.parameters()) p.zero_grad();
+          const Scalar share = static_cast<Scalar>(end - begin) / static_cast<Scalar>(B);
+          loss = cross_entropy(replica.forward(rows(x, begin, end)), rows(y, begin, end)) * share;
+          losses[i] = loss.item();
+        } catch (...) {
+          errors[i] = std::current_exception();
+        }
+      }
+#pragma omp barrier
+#pragma omp single
+      {
+        double total = 0;
+        for (std::size_t j = 0; j < parts; ++j) {
+          total += losses[j];
+          if (errors[j]) go_on = false;
+        }
+        if (!std::isfinite(total)) go_on = false;
+      }  // (an implicit barrier: every thread sees go_on)
+      if (with_grad && go_on) {
+        try {
+          loss.backward();
+        } catch (...) {
+          errors[i] = std::current_exception();
+        }
+      } else if (with_grad) {
+        tape().clear();
+      }
+    }
+  }
+  if (!team_complete)
+    throw std::runtime_error("DataParallel: the OpenMP runtime gave fewer than " +
+                             std::to_string(parts) + " threads (is OMP_THREAD_LIMIT set?)");
+  for (const std::exception_ptr& e : errors)
+    if (e) std::rethrow_exception(e);
+  double total = 0;
+  for (double l : losses) total += l;
+  if (!with_grad || !go_on) return total;
+
+  // The replicas' gradients summed into the model's, each parameter split into one block of
+  // elements per thread (every element summed in replica order: the same bits on every run).
+  std::vector<Tensor> params = model_.parameters();
+  std::vector<std::vector<Tensor>> others;
+  for (std::size_t r = 0; r + 1 < parts; ++r) others.push_back(replicas_[r]->parameters());
+  std::vector<Scalar*> sums;                     // per parameter: the model's gradient
+  std::vector<std::vector<const Scalar*>> adds;  // per parameter: the replicas' gradients
+  std::vector<long> sizes;
+  for (std::size_t p = 0; p < params.size(); ++p) {
+    if (!params[p].has_grad()) continue;
+    sums.push_back(params[p].grad().data());
+    adds.emplace_back();
+    for (const std::vector<Tensor>& replica : others)
+      if (replica[p].has_grad()) adds.back().push_back(replica[p].grad().data());
+    sizes.push_back(static_cast<long>(params[p].size()));
+  }
+#pragma omp parallel num_threads(static_cast<int>(parts))
+  for (std::size_t p = 0; p < sums.size(); ++p) {
+    Scalar* g = sums[p];
+#pragma omp for schedule(static) nowait
+    for (long j = 0; j < sizes[p]; ++j) {
+      Scalar sum = g[j];
+      for (const Scalar* other : adds[p]) sum += other[j];
+      g[j] = sum;
+    }
+  }
+  return total;
+}
+
+}  // namespace glass

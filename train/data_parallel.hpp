@@ -1,0 +1,54 @@
+#pragma once
+// A training step on several cores: data parallelism over threads inside one process.
+
+#include <cstddef>
+#include <memory>
+#include <vector>
+
+#include "nn/decoder.hpp"
+
+namespace glass {
+
+/// Forward, cross-entropy and backward of one batch on `threads` threads, as data parallelism
+/// (the threads' counterpart of distributed data-parallel training, e.g. PyTorch's DDP): the
+/// batch's B rows are split into min(threads, B) parts of consecutive rows, as equal in size as
+/// possible. Thread i runs part i on replica i of the model (replica 0 is the model itself; the
+/// others are copies owned here, whose weights are copied from the model at the start of every
+/// call), recording on its own tape (the tape is per thread). Part i's mean loss is weighted by
+/// its share of the rows, B_i / B, so the parts add up to the mean over all B*T targets; the
+/// replicas' gradients are then summed into the model's. The loss and the gradients are those
+/// of one thread to rounding, and the same bits for the same thread count on every run (each
+/// part and the sum are computed in a fixed order).
+///
+/// Every thread runs the whole model on its part, small ops included, so all the work of a
+/// step is shared out, not only the matrix products. While a DataParallel with more than one
+/// thread exists, the BLAS library runs single-threaded (set_blas_threads(1), restored to
+/// num_threads() by the destructor), so that its own thread pool never competes with these
+/// threads. With one thread everything runs in the calling thread on the model itself, exactly
+/// as forward + backward without this class.
+class DataParallel {
+ public:
+  /// `model` must outlive this object; threads >= 1 (0 is taken as 1).
+  DataParallel(Decoder& model, std::size_t threads);
+  ~DataParallel();
+  DataParallel(const DataParallel&) = delete;
+  DataParallel& operator=(const DataParallel&) = delete;
+
+  /// Zeroes the model's gradients, then computes the mean cross-entropy of the model's logits
+  /// for x against y (both (B, T)) and, when it is finite, its gradients into the model's
+  /// parameters. Returns the loss. A non-finite loss is returned without a backward pass (every
+  /// tape is cleared). Errors of the forward pass (e.g. std::invalid_argument for bad ids) are
+  /// rethrown here, after every thread has stopped.
+  double loss_and_grad(const Ids& x, const Ids& y);
+  /// The same loss without gradients (evaluation): no tape is recorded in any thread.
+  double loss(const Ids& x, const Ids& y);
+  std::size_t threads() const { return threads_; }
+
+ private:
+  double run(const Ids& x, const Ids& y, bool with_grad);
+  Decoder& model_;
+  std::size_t threads_;
+  std::vector<std::unique_ptr<Decoder>> replicas_;  // replicas 1 .. threads-1
+};
+
+}  // namespace glass
