@@ -20,6 +20,7 @@
 
 #include "train/io/checkpoint.hpp"
 #include "train/cli/commands.hpp"
+#include "train/cli/serve.hpp"
 #include "train/cli/validators.hpp"
 #include "train/trainer.hpp"
 
@@ -100,6 +101,8 @@ std::string shell_quote(const std::string& s) {
 struct TrainFlags {
   glass::TrainOptions options;
   int threads = 0;
+  bool serve = false;  // --serve: glass serve on the run directory while training
+  int port = 8080;
 };
 
 void run_train(TrainFlags& flags, CLI::App* cmd) {
@@ -117,8 +120,10 @@ void run_train(TrainFlags& flags, CLI::App* cmd) {
   g_stop = 0;
   o.stop_flag = &g_stop;
   glass::TrainResult result;
+  std::unique_ptr<glass::Server> server;
   {
     glass::Trainer trainer(o, std::cout);
+    if (flags.serve) server = glass::cli::start_server({o.out_dir, "127.0.0.1", flags.port, "", o.data_path}, std::cout);
     std::signal(SIGINT, on_stop_signal);
     std::signal(SIGTERM, on_stop_signal);
     try {
@@ -147,6 +152,7 @@ void run_train(TrainFlags& flags, CLI::App* cmd) {
   std::cout << fmt::format("sample from it: {} sample --checkpoint {}{} --tokens 300\n",
                            program_name(), shell_quote(o.out_dir),
                            fs::path(o.data_path).filename() == kDefaultCorpus ? " --prompt \"Capitu \"" : "");
+  if (server) glass::cli::serve_until_signal(*server, std::cout);  // the page stays up after training
 }
 
 /// Step counts (--iters, --decay-iters, --eval-every): a billion steps is years of training on
@@ -202,6 +208,9 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--threads", flags->threads, "OpenBLAS threads (default: OpenBLAS's own choice)")
       ->check(glass::cli::integer_in(1, 4LL * cores,
                                      fmt::format("an integer from 1 to {} (4 per core)", 4 * cores)));
+  cmd->add_flag("--serve", flags->serve, "watch it learn in the browser (glass serve on --out; stays up until Ctrl-C)");
+  cmd->add_option("--port", flags->port, "port of --serve (0 = any free port)")
+      ->check(glass::cli::integer_in(0, 65535, "an integer from 0 to 65535"))->capture_default_str();
   cmd->add_flag("--resume", o.resume, "continue the checkpoint in --out exactly where it stopped");
   cmd->add_flag("--overwrite", o.overwrite,
                 "start a new run in an --out that already holds one (replaced at the first save)");
