@@ -608,6 +608,12 @@ int Server::start() {
   // a streamed sample and a few scripts at once.
   http_->new_task_queue = [] { return new httplib::ThreadPool(16); };
   http_->set_default_headers({{"X-Content-Type-Options", "nosniff"}, {"Cache-Control", "no-store"}});
+  // SO_REUSEADDR (a restarted server may bind at once) but not httplib's default SO_REUSEPORT,
+  // with which a second server on the same port would silently share its connections.
+  http_->set_socket_options([](socket_t sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+  });
   add_routes();
   const std::string& host = options_.host;
   errno = 0;

@@ -249,7 +249,7 @@ TEST_F(ServerTest, LogAnswersTheStepsSinceAStepAndTheEvaluations) {
   // The trainer finishes the line and writes another: the log grows.
   {
     std::ofstream out(steps, std::ios::app);
-    out << "01,1.2,1000,0.6\n7,3.3,0.001,1.1,1000,0.7\n";
+    out << "1,1.2,1000,0.6\n7,3.3,0.001,1.1,1000,0.7\n";
   }
   j = body_json(client_->Get("/api/log?since=5"));
   ASSERT_EQ(j["steps"].size(), 2u);
