@@ -75,7 +75,8 @@ class Server {
   Server& operator=(const Server&) = delete;
 
   /// Binds host:port and starts answering; returns the bound port (the free one chosen when
-  /// port is 0). Throws ServeError when the address cannot be bound.
+  /// port is 0). Throws ServeError when the address cannot be bound. Sets SIGPIPE to be
+  /// ignored in the whole process (a client that leaves mid-answer must not end it).
   int start();
   /// Stops answering and joins the threads; safe to call more than once.
   void stop();

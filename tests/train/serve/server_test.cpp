@@ -3,6 +3,11 @@
 // (inspect, generate), every kind of bad request, a run directory watched while saves arrive,
 // concurrent clients, a busy port and a clean stop. Servers listen on free ports (port 0).
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -326,6 +331,48 @@ TEST_F(ServerTest, BadRequestsAnswer400WithAMessageAndTheServerKeepsAnswering) {
   const auto r = post("/api/inspect", "{\"prompt\": \"to be\"}");
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 200);
+}
+
+/// A TCP connection to the server that sends `bytes` (raw HTTP) and is left open.
+int raw_connection(int port, const std::string& bytes) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<std::uint16_t>(port));
+  inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
+  if (fd < 0 || connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) return -1;
+  timeval tv{10, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  if (send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(bytes.size())) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+TEST_F(ServerTest, ClientsThatLeaveMidAnswerOrNeverFinishTheirRequestHoldNothing) {
+  // Clients that hang up while a long sample streams (the server's next write fails).
+  for (int k = 0; k < 3; ++k) {
+    const std::string body = json{{"n", 2000}, {"seed", k}}.dump();
+    const int fd = raw_connection(port_, "POST /api/sample HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                                         "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body);
+    ASSERT_GE(fd, 0);
+    char buf[64];
+    EXPECT_GT(recv(fd, buf, sizeof(buf), 0), 0) << "the answer began";
+    close(fd);
+  }
+  // A client that announces a body and never sends it, still connected.
+  const int slow = raw_connection(port_, "POST /api/inspect HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"pro");
+  ASSERT_GE(slow, 0);
+  // Everyone else is answered, and the model is free again.
+  const auto r = post("/api/sample", json{{"n", 20}}.dump());
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(glass::utf8_to_u32(r->body).size(), 20u);
+  const auto i = post("/api/inspect", "{\"prompt\": \"to be\"}");
+  ASSERT_TRUE(i);
+  EXPECT_EQ(i->status, 200);
+  close(slow);
 }
 
 TEST_F(ServerTest, EightClientsTimesFiftyRequestsAreAllAnswered) {

@@ -24,7 +24,7 @@ function linesElement(tag, attributes, text) {
 // width, onFocus(i or -1)}.
 function attentionLinesSvg(labels, heads, options) {
   const opt = options || {};
-  const n = labels.length, rowH = opt.rowHeight || 18, width = opt.width || 280, textW = 58;
+  const n = labels.length, rowH = opt.rowHeight || 18, width = opt.width || 380, textW = 58;
   const minWeight = opt.minWeight === undefined ? 0.01 : opt.minWeight;
   const height = n * rowH + 10;
   const svg = linesElement("svg", { class: "lines", width, height, viewBox: "0 0 " + width + " " + height });

@@ -116,7 +116,7 @@ function drawAttention() {
     $("attn-title").textContent = "Attention lines: all " + C.n_layers + " layers, all heads";
     for (let l = 0; l < C.n_layers; l++) {
       const cell = make("div");
-      cell.appendChild(attentionLinesSvg(labels, heads(l, allHeads), { id: "lines-svg-" + l, width: 220, rowHeight: 14 }));
+      cell.appendChild(attentionLinesSvg(labels, heads(l, allHeads), { id: "lines-svg-" + l, width: 260, rowHeight: 14 }));
       cell.appendChild(make("div", "legend", "layer " + l));
       grid.appendChild(cell);
     }
