@@ -87,7 +87,7 @@ void add_serve_command(CLI::App& app) {
   });
 }
 
-CommandRegistration registration(45, &add_serve_command);
+CommandRegistration registration(50, &add_serve_command);
 
 }  // namespace
 
