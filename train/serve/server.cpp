@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
-#include <csignal>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -600,10 +599,6 @@ void Server::add_routes() {
 }
 
 int Server::start() {
-  // A client that closes its connection while an answer is being written must not end the
-  // program: without this, the write raises SIGPIPE (cpp-httplib sends without MSG_NOSIGNAL),
-  // whose default action terminates the process. Writes to a closed socket then fail with EPIPE.
-  std::signal(SIGPIPE, SIG_IGN);
   http_ = std::make_unique<httplib::Server>();
   http_->set_payload_max_length(options_.max_body_bytes);
   http_->set_read_timeout(5, 0);

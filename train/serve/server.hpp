@@ -75,8 +75,9 @@ class Server {
   Server& operator=(const Server&) = delete;
 
   /// Binds host:port and starts answering; returns the bound port (the free one chosen when
-  /// port is 0). Throws ServeError when the address cannot be bound. Sets SIGPIPE to be
-  /// ignored in the whole process (a client that leaves mid-answer must not end it).
+  /// port is 0). Throws ServeError when the address cannot be bound. (cpp-httplib sets SIGPIPE
+  /// to be ignored in the whole process when it listens: a client that leaves mid-answer makes
+  /// a write fail, it does not end the program.)
   int start();
   /// Stops answering and joins the threads; safe to call more than once.
   void stop();
