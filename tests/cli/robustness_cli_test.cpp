@@ -203,7 +203,7 @@ TEST_F(RobustnessCli, EndlessDevicesStopAtTheFirstNulByte) {
 
 TEST_F(RobustnessCli, UnknownCommandsAndFileCheckpointsAreNamed) {
   expect_error(glass("frobnicate --tokens 5"),
-               "unknown command 'frobnicate'; the commands are: train, sample, eval, inspect, export, gradcheck");
+               "unknown command 'frobnicate'; the commands are: train, sample, eval, inspect, export, serve, gradcheck");
   expect_error(glass("sample --checkpoint " + q(text_.string()) + " --tokens 5"),
                "is a file; a checkpoint is the directory glass train wrote");
 }

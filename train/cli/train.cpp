@@ -25,6 +25,7 @@
 #include "autograd/threads.hpp"
 #include "train/io/checkpoint.hpp"
 #include "train/cli/commands.hpp"
+#include "train/cli/serve.hpp"
 #include "train/cli/threads.hpp"
 #include "train/cli/validators.hpp"
 #include "train/distributed.hpp"
@@ -107,6 +108,8 @@ std::string shell_quote(const std::string& s) {
 struct TrainFlags {
   glass::TrainOptions options;
   int threads = 0;
+  bool serve = false;  // --serve: glass serve on the run directory while training
+  int port = 8080;
 };
 
 /// The command that continues this run: the flags given now (as given, re-quoted), without
@@ -186,8 +189,10 @@ void run_train(TrainFlags& flags, CLI::App* cmd) {
   g_stop = 0;
   o.stop_flag = &g_stop;
   glass::TrainResult result;
+  std::unique_ptr<glass::Server> server;
   {
     glass::Trainer trainer(o, std::cout);
+    if (flags.serve && o.comm.is_root()) server = glass::cli::start_server({o.out_dir, "127.0.0.1", flags.port, "", o.data_path}, std::cout);
     std::signal(SIGINT, on_stop_signal);
     std::signal(SIGTERM, on_stop_signal);
     try {
@@ -215,6 +220,7 @@ void run_train(TrainFlags& flags, CLI::App* cmd) {
   std::cout << fmt::format("sample from it: {} sample --checkpoint {}{} --tokens 300\n",
                            program_name(), shell_quote(o.out_dir),
                            fs::path(o.data_path).filename() == kDefaultCorpus ? " --prompt \"Capitu \"" : "");
+  if (server) glass::cli::serve_until_signal(*server, std::cout);  // the page stays up after training
 }
 
 /// run_train in every process of `mpirun -np N glass train` (train/distributed.hpp), or in this
@@ -292,6 +298,9 @@ void add_train_command(CLI::App& app) {
                 "--lr, --min-lr, --warmup, --decay-iters, --batch-size and --grad-clip)");
   cmd->add_flag("--overfit-batch", o.overfit_batch,
                 "debugging check: train on one batch only; the training loss must fall towards 0");
+  cmd->add_flag("--serve", flags->serve, "watch it learn in the browser (glass serve on --out; stays up until Ctrl-C)");
+  cmd->add_option("--port", flags->port, "port of --serve (0 = any free port)")
+      ->check(glass::cli::integer_in(0, 65535, "an integer from 0 to 65535"))->capture_default_str();
   cmd->add_flag("--overwrite", o.overwrite,
                 "start a new run in an --out that already holds one (replaced at the first save)");
   cmd->add_option("--d-model", o.model.d_model, "width of the residual stream")

@@ -33,6 +33,7 @@ endfunction()
 
 inline_page(index.html inspector)
 inline_page(loss.html loss)
+inline_page(live.html live)
 file(WRITE "${OUTPUT}.tmp"
   "// Generated at build time by train/inspect/embed.cmake from train/inspect/web/: edit those files.\n"
   "#pragma once\n\n"
@@ -41,5 +42,7 @@ file(WRITE "${OUTPUT}.tmp"
   "inline constexpr const char kInspector[] = R\"${delimiter}(${inspector})${delimiter}\";\n\n"
   "/// web/loss.html with style.css and loss_chart.js inlined.\n"
   "inline constexpr const char kLoss[] = R\"${delimiter}(${loss})${delimiter}\";\n\n"
+  "/// web/live.html (glass serve) with style.css, live.css, loss_chart.js, lines.js and live.js inlined.\n"
+  "inline constexpr const char kLive[] = R\"${delimiter}(${live})${delimiter}\";\n\n"
   "}  // namespace glass::web_pages\n")
 file(RENAME "${OUTPUT}.tmp" "${OUTPUT}")

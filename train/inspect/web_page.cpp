@@ -12,6 +12,8 @@ const char* inspector_page() { return web_pages::kInspector; }
 
 const char* loss_page() { return web_pages::kLoss; }
 
+const char* live_page() { return web_pages::kLive; }
+
 std::string with_json(std::string page, const std::string& id, const std::string& json) {
   const std::string tag = "<script type=\"application/json\" id=\"" + id + "\">{}</script>";
   const std::size_t at = page.find(tag);

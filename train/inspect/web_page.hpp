@@ -1,5 +1,6 @@
 #pragma once
-// The web pages of train/inspect/web/ (index.html: the inspector; loss.html: the loss chart),
+// The web pages of train/inspect/web/ (index.html: the inspector; loss.html: the loss chart;
+// live.html: the page of `glass serve`),
 // embedded into the program at build time with their stylesheet and scripts inlined
 // (train/inspect/embed.cmake). The program only puts data into them: JSON in their
 // <script type="application/json" id="..."> tags.
@@ -13,6 +14,10 @@ const char* inspector_page();
 
 /// The loss chart page, with the JSON tag "glass-loss" still empty.
 const char* loss_page();
+
+/// The live page of `glass serve` (web/live.html): it needs no data inside, it asks the
+/// server's JSON API (train/serve/server.hpp).
+const char* live_page();
 
 /// `page` with the empty JSON tag `<script type="application/json" id="ID">{}</script>` filled
 /// with `json` ('<', '>' and '&' escaped as \u003c, \u003e, \u0026, which mean the same inside

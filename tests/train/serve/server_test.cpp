@@ -1,0 +1,500 @@
+// The server of `glass serve` (train/serve/server.hpp) through a real HTTP client
+// (cpp-httplib's): every endpoint, its answers checked against the library computed directly
+// (inspect, generate), every kind of bad request, a run directory watched while saves arrive,
+// concurrent clients, a busy port and a clean stop. Servers listen on free ports (port 0).
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+
+#include "data/text.hpp"
+#include "fixtures.hpp"
+#include "test_util.hpp"
+#include "train/inspect/inspect.hpp"
+#include "train/io/checkpoint.hpp"
+#include "train/io/run_dir.hpp"
+#include "train/sample/sampler.hpp"
+#include "train/serve/server.hpp"
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+namespace {
+
+constexpr std::size_t kContext = 32;
+
+/// A client with timeouts, so that no test can hang on a server that does not answer.
+std::unique_ptr<httplib::Client> client_for(int port) {
+  auto c = std::make_unique<httplib::Client>("127.0.0.1", port);
+  c->set_connection_timeout(5, 0);
+  c->set_read_timeout(30, 0);
+  c->set_write_timeout(5, 0);
+  return c;
+}
+
+json body_json(const httplib::Result& r) {
+  EXPECT_TRUE(r) << "no answer: " << httplib::to_string(r.error());
+  if (!r) return json();
+  return json::parse(r->body, nullptr, false);
+}
+
+/// Waits (up to 20 s) for `done`; returns whether it came true.
+template <class F>
+bool eventually(F done) {
+  for (int i = 0; i < 400; ++i) {
+    if (done()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return done();
+}
+
+/// A server on a small untrained checkpoint (the test vocabulary of fixtures.hpp), on a free port.
+class ServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = glass_test::temp_dir("serve_test");
+    checkpoint_ = (dir_ / "ckpt").string();
+    glass_test::write_small_checkpoint(checkpoint_, kContext, 11, 0.3);
+    glass::ServeOptions options;
+    options.checkpoint = checkpoint_;
+    options.port = 0;
+    options.probe = "to be";
+    options.poll_seconds = 0.05;
+    server_ = std::make_unique<glass::Server>(options);
+    port_ = server_->start();
+    ASSERT_GT(port_, 0);
+    client_ = client_for(port_);
+  }
+  void TearDown() override { server_.reset(); }
+
+  httplib::Result post(const std::string& path, const std::string& body) {
+    return client_->Post(path.c_str(), body, "application/json");
+  }
+  /// Expects `status` and a JSON {"error": message} containing `words`.
+  void expect_error(const httplib::Result& r, int status, const std::string& words) {
+    ASSERT_TRUE(r) << httplib::to_string(r.error());
+    EXPECT_EQ(r->status, status) << r->body;
+    const json j = json::parse(r->body, nullptr, false);
+    ASSERT_TRUE(j.is_object() && j.contains("error")) << r->body;
+    EXPECT_NE(j["error"].get<std::string>().find(words), std::string::npos) << j["error"];
+  }
+
+  fs::path dir_;
+  std::string checkpoint_;
+  std::unique_ptr<glass::Server> server_;
+  int port_ = 0;
+  std::unique_ptr<httplib::Client> client_;
+};
+
+TEST_F(ServerTest, ThePageIsTheEmbeddedLivePageWithItsScriptsInlined) {
+  const auto r = client_->Get("/");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  EXPECT_NE(r->get_header_value("Content-Type").find("text/html"), std::string::npos);
+  EXPECT_NE(r->body.find("<title>GlassLLM live</title>"), std::string::npos);
+  EXPECT_NE(r->body.find("function attentionLinesSvg"), std::string::npos) << "lines.js inlined";
+  EXPECT_NE(r->body.find("function samplingProbs"), std::string::npos) << "live.js inlined";
+  EXPECT_NE(r->body.find("function lossChartSvg"), std::string::npos) << "loss_chart.js inlined";
+  EXPECT_EQ(r->body.find("<script src="), std::string::npos) << "no file to fetch besides the page";
+  EXPECT_EQ(r->get_header_value("X-Content-Type-Options"), "nosniff");
+}
+
+TEST_F(ServerTest, InfoDescribesTheModel) {
+  const json j = body_json(client_->Get("/api/info"));
+  EXPECT_TRUE(j["loaded"].get<bool>());
+  EXPECT_EQ(j["config"]["n_layers"], 2);
+  EXPECT_EQ(j["config"]["n_heads"], 4);
+  EXPECT_EQ(j["config"]["n_kv_heads"], 2);
+  EXPECT_EQ(j["config"]["context_length"], kContext);
+  EXPECT_EQ(j["max_prompt_chars"], kContext);
+  const glass::Tokenizer tokenizer = glass::Tokenizer::from_text(glass_test::kSmallText);
+  ASSERT_EQ(j["vocab"].size(), tokenizer.vocab_size());
+  EXPECT_EQ(j["vocab"][0], "") << "id 0 is the unknown token";
+  EXPECT_EQ(j["vocab"][static_cast<std::size_t>(tokenizer.id_of(U'b'))], "b");
+  EXPECT_EQ(j["probe"], "to be");
+  EXPECT_EQ(j["status"], "");
+}
+
+TEST_F(ServerTest, InspectAnswersTheAttentionAndLogitsThatInspectComputes) {
+  const std::string prompt = "not to be";
+  const auto r = post("/api/inspect", json{{"prompt", prompt}, {"top_k", 3}}.dump());
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  const json j = json::parse(r->body);
+
+  // The same forward pass, computed here without the server.
+  const glass::LoadedModel loaded = glass::load_checkpoint(checkpoint_);
+  const glass::Inspection ins = glass::inspect(loaded, glass::utf8_to_u32(prompt));
+  const std::size_t n = prompt.size(), V = loaded.config.vocab_size;
+  EXPECT_EQ(j["prompt"], prompt);
+  EXPECT_EQ(j["tokens"].get<std::vector<std::int32_t>>(), ins.tokens);
+  ASSERT_EQ(j["attention"].size(), 2u);
+  for (std::size_t l = 0; l < 2; ++l) {
+    const glass::Array& a = ins.get("layers." + std::to_string(l) + ".attn.softmax");
+    ASSERT_EQ(j["attention"][l].size(), 4u);
+    for (std::size_t h = 0; h < 4; ++h) {
+      ASSERT_EQ(j["attention"][l][h].size(), n);
+      for (std::size_t i = 0; i < n; ++i) {
+        double row_sum = 0;
+        for (std::size_t k = 0; k < n; ++k) {
+          const double got = j["attention"][l][h][i][k].get<double>();
+          EXPECT_NEAR(got, a.data()[(h * n + i) * n + k], 5.1e-5) << l << "," << h << "," << i << "," << k;
+          if (k > i) {
+            EXPECT_EQ(got, 0.0) << "a future key";
+          }
+          row_sum += got;
+        }
+        EXPECT_NEAR(row_sum, 1.0, n * 5.1e-5);
+      }
+    }
+  }
+  ASSERT_EQ(j["logits"].size(), n);
+  ASSERT_EQ(j["logits"][n - 1].size(), V);
+  for (std::size_t v = 0; v < V; ++v)
+    EXPECT_NEAR(j["logits"][n - 1][v].get<double>(), ins.logits.data()[(n - 1) * V + v], 5.1e-5);
+  const std::vector<glass::TopToken> top = glass::top_k(ins, n - 1, 3);
+  ASSERT_EQ(j["top"][n - 1].size(), 3u);
+  for (std::size_t k = 0; k < 3; ++k) {
+    EXPECT_EQ(j["top"][n - 1][k]["id"], top[k].id);
+    EXPECT_NEAR(j["top"][n - 1][k]["p"].get<double>(), top[k].prob, 5.1e-5);
+  }
+  // Every snapshot's summary: 11 per layer, embeddings, the final output ones, logits, probs.
+  std::size_t softmax_rows = 0;
+  for (const json& s : j["snapshots"])
+    if (s["name"] == "layers.1.attn.softmax") {
+      EXPECT_EQ(s["shape"], json::array({4, n, n}));
+      ++softmax_rows;
+    }
+  EXPECT_EQ(softmax_rows, 1u);
+  EXPECT_EQ(j["snapshots"].size(), ins.snapshots.size() + 2);
+}
+
+TEST_F(ServerTest, SampleStreamsTheTextGenerateProduces) {
+  const std::string prompt = "to be";
+  const json request = {{"prompt", prompt}, {"temperature", 0.9}, {"top_k", 5}, {"top_p", 0.95}, {"seed", 7}, {"n", 60}};
+  const auto r = client_->Post("/api/sample", request.dump(), "application/json");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  EXPECT_EQ(r->get_header_value("Transfer-Encoding"), "chunked") << "sent as it is generated";
+  const std::string streamed = r->body;
+
+  // The same generation without the server.
+  const glass::LoadedModel loaded = glass::load_checkpoint(checkpoint_);
+  glass::SamplingOptions sampling;
+  sampling.temperature = 0.9;
+  sampling.top_k = 5;
+  sampling.top_p = 0.95;
+  std::mt19937_64 rng(7);
+  const std::vector<std::int32_t> ids = glass::generate(
+      *loaded.model, loaded.tokenizer.encode(glass::utf8_to_u32(prompt)), 60, kContext, sampling, rng);
+  EXPECT_EQ(streamed, loaded.tokenizer.decode_utf8(ids));
+  EXPECT_EQ(glass::utf8_to_u32(streamed).size(), 60u);
+
+  // Greedy (temperature 0) ignores the seed.
+  const auto a = post("/api/sample", json{{"prompt", "to"}, {"temperature", 0}, {"seed", 1}, {"n", 20}}.dump());
+  const auto b = post("/api/sample", json{{"prompt", "to"}, {"temperature", 0}, {"seed", 2}, {"n", 20}}.dump());
+  ASSERT_TRUE(a && b);
+  EXPECT_EQ(a->body, b->body);
+  // No prompt: starts at a new paragraph.
+  const auto c = post("/api/sample", json{{"n", 5}}.dump());
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->status, 200);
+  EXPECT_EQ(glass::utf8_to_u32(c->body).size(), 5u);
+}
+
+TEST_F(ServerTest, TheStaticInspectorPageIsServedForAPrompt) {
+  const auto r = client_->Get("/inspector?prompt=to%20be");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  EXPECT_NE(r->body.find("<title>GlassLLM inspector</title>"), std::string::npos);
+  EXPECT_NE(r->body.find("\"prompt\":\"to be\""), std::string::npos) << "the inspection is in the page";
+  expect_error(client_->Get("/inspector"), 400, "prompt");
+  expect_error(client_->Get("/inspector?prompt=xyz"), 400, "vocabulary");
+}
+
+TEST_F(ServerTest, LogAnswersTheStepsSinceAStepAndTheEvaluations) {
+  // The trainer's logs, written here: steps.csv (with a line still being written) and log.csv.
+  const fs::path steps = fs::path(checkpoint_) / "steps.csv";
+  {
+    std::ofstream out(steps);
+    out << "step,loss,lr,grad_norm,tokens_per_s,elapsed_s\n";
+    for (int s = 1; s <= 5; ++s) out << s << "," << 4.0 - 0.1 * s << ",0.001," << 1.5 << ",1000," << s * 0.1 << "\n";
+    out << "6,3.4,0.00";  // half a line
+  }
+  glass_test::write_file(fs::path(checkpoint_) / "log.csv",
+                         "step,lr,train_loss,val_loss,tokens_per_s,elapsed_s\n0,0.001,4.2,4.25,0,0\n5,0.001,3.5,,1000,0.5\n");
+  json j = body_json(client_->Get("/api/log"));
+  ASSERT_EQ(j["steps"].size(), 5u);
+  EXPECT_EQ(j["steps"][0]["step"], 1);
+  EXPECT_DOUBLE_EQ(j["steps"][4]["loss"].get<double>(), 3.5);
+  EXPECT_EQ(j["last_step"], 5);
+  ASSERT_EQ(j["evals"].size(), 2u);
+  EXPECT_DOUBLE_EQ(j["evals"][0]["val_loss"].get<double>(), 4.25);
+  EXPECT_TRUE(j["evals"][1]["val_loss"].is_null()) << "not measured: null";
+
+  j = body_json(client_->Get("/api/log?since=3"));
+  ASSERT_EQ(j["steps"].size(), 2u);
+  EXPECT_EQ(j["steps"][0]["step"], 4);
+
+  // The trainer finishes the line and writes another: the log grows.
+  {
+    std::ofstream out(steps, std::ios::app);
+    out << "1,1.2,1000,0.6\n7,3.3,0.001,1.1,1000,0.7\n";
+  }
+  j = body_json(client_->Get("/api/log?since=5"));
+  ASSERT_EQ(j["steps"].size(), 2u);
+  EXPECT_EQ(j["steps"][0]["step"], 6);
+  EXPECT_DOUBLE_EQ(j["steps"][0]["lr"].get<double>(), 0.001);
+  EXPECT_EQ(j["steps"][1]["step"], 7);
+  EXPECT_EQ(body_json(client_->Get("/api/log?since=7"))["steps"].size(), 0u);
+}
+
+TEST_F(ServerTest, EvalsHoldTheProbesAttentionAndASample) {
+  const json j = body_json(client_->Get("/api/evals"));
+  EXPECT_EQ(j["probe"], "to be");
+  EXPECT_EQ(j["chars"], json::array({"t", "o", " ", "b", "e"}));
+  ASSERT_EQ(j["evaluations"].size(), 1u);
+  const json& e = j["evaluations"][0];
+  EXPECT_EQ(e["index"], 0);
+  EXPECT_EQ(e["save"], "ckpt");
+  ASSERT_EQ(e["attention"].size(), 2u);
+  ASSERT_EQ(e["attention"][0].size(), 4u);
+  ASSERT_EQ(e["attention"][0][0].size(), 5u);
+  EXPECT_EQ(e["attention"][0][0][0][0], 1.0) << "the first position sees only itself";
+  EXPECT_EQ(glass::utf8_to_u32(e["sample"].get<std::string>()).size(), 120u);
+  EXPECT_EQ(body_json(client_->Get("/api/evals?since=1"))["evaluations"].size(), 0u);
+}
+
+TEST_F(ServerTest, BadRequestsAnswer400WithAMessageAndTheServerKeepsAnswering) {
+  expect_error(post("/api/inspect", "{\"prompt\": "), 400, "not valid JSON");
+  expect_error(post("/api/inspect", "[1, 2]"), 400, "JSON object");
+  expect_error(post("/api/inspect", "{\"prompt\": 5}"), 400, "'prompt' must be a string");
+  expect_error(post("/api/inspect", "{}"), 400, "give the prompt");
+  expect_error(post("/api/inspect", "{\"prompt\": \"to\", \"temp\": 1}"), 400, "unknown parameter 'temp'");
+  expect_error(post("/api/inspect", "{\"prompt\": \"\"}"), 400, "empty");
+  expect_error(post("/api/inspect", "{\"prompt\": \"to be?\"}"), 400, "'?'");  // not in the vocabulary
+  expect_error(post("/api/inspect", json{{"prompt", std::string(kContext + 1, 't')}}.dump()), 400, "context");
+  expect_error(post("/api/inspect", "{\"prompt\": \"to\", \"top_k\": 0}"), 400, "'top_k'");
+  expect_error(post("/api/inspect", "{\"prompt\": \"\xff\xfe\"}"), 400, "not valid JSON");  // bad UTF-8
+  expect_error(post("/api/sample", "{\"temperature\": -1}"), 400, "'temperature'");
+  expect_error(post("/api/sample", "{\"temperature\": \"hot\"}"), 400, "'temperature'");
+  expect_error(post("/api/sample", "{\"temperature\": 1e300}"), 400, "'temperature'");
+  expect_error(post("/api/sample", "{\"top_p\": 0}"), 400, "'top_p'");
+  expect_error(post("/api/sample", "{\"top_p\": 1.5}"), 400, "'top_p'");
+  expect_error(post("/api/sample", "{\"top_k\": 2.5}"), 400, "'top_k'");
+  expect_error(post("/api/sample", "{\"top_k\": 100000}"), 400, "'top_k'");
+  expect_error(post("/api/sample", "{\"n\": 0}"), 400, "'n'");
+  expect_error(post("/api/sample", "{\"n\": 1000000000}"), 400, "'n'");
+  expect_error(post("/api/sample", "{\"seed\": -3}"), 400, "'seed'");
+  expect_error(post("/api/sample", "{\"prompt\": \"to be!\"}"), 400, "never saw");
+  expect_error(post("/api/sample", json{{"prompt", std::string(kContext + 1, 't')}}.dump()), 400, "context length");
+  expect_error(client_->Get("/api/log?since=abc"), 400, "'since'");
+  expect_error(client_->Get("/api/log?since=-5"), 400, "'since'");
+  expect_error(client_->Get("/api/evals?since=1x"), 400, "'since'");
+
+  // Oversized body (the limit is 64 KiB): 413 with a message, the body is not read.
+  expect_error(post("/api/inspect", json{{"prompt", std::string(100 * 1024, 't')}}.dump()), 413, "too large");
+  // Unknown paths, and paths that try to leave: 404 (never a file of the machine).
+  expect_error(client_->Get("/nothing"), 404, "no such page");
+  expect_error(client_->Get("/api/inspect"), 404, "no such page");  // GET on a POST endpoint
+  for (const char* path : {"/../../../../etc/passwd", "/%2e%2e/%2e%2e/etc/passwd", "/live.js", "/index.html",
+                           "/..%2f..%2fetc%2fpasswd", "//etc/passwd"}) {
+    const auto r = client_->Get(path);
+    ASSERT_TRUE(r) << path;
+    EXPECT_TRUE(r->status == 404 || r->status == 400) << path << ": " << r->status;
+    EXPECT_EQ(r->body.find("root:"), std::string::npos) << path;
+  }
+  // A raw request that is not HTTP at all.
+  {
+    httplib::Client raw("127.0.0.1", port_);
+    raw.set_connection_timeout(5, 0);
+    raw.set_read_timeout(5, 0);
+    const auto r = raw.Get("/ /../x");
+    EXPECT_TRUE(!r || r->status == 400 || r->status == 404);
+  }
+  // Still answering.
+  const auto r = post("/api/inspect", "{\"prompt\": \"to be\"}");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+}
+
+/// A TCP connection to the server that sends `bytes` (raw HTTP) and is left open.
+int raw_connection(int port, const std::string& bytes) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<std::uint16_t>(port));
+  inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
+  if (fd < 0 || connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) return -1;
+  timeval tv{10, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  if (send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(bytes.size())) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+TEST_F(ServerTest, ClientsThatLeaveMidAnswerOrNeverFinishTheirRequestHoldNothing) {
+  // Clients that hang up while a long sample streams (the server's next write fails).
+  for (int k = 0; k < 3; ++k) {
+    const std::string body = json{{"n", 2000}, {"seed", k}}.dump();
+    const int fd = raw_connection(port_, "POST /api/sample HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                                         "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body);
+    ASSERT_GE(fd, 0);
+    char buf[64];
+    EXPECT_GT(recv(fd, buf, sizeof(buf), 0), 0) << "the answer began";
+    close(fd);
+  }
+  // A client that announces a body and never sends it, still connected.
+  const int slow = raw_connection(port_, "POST /api/inspect HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"pro");
+  ASSERT_GE(slow, 0);
+  // Everyone else is answered, and the model is free again.
+  const auto r = post("/api/sample", json{{"n", 20}}.dump());
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(glass::utf8_to_u32(r->body).size(), 20u);
+  const auto i = post("/api/inspect", "{\"prompt\": \"to be\"}");
+  ASSERT_TRUE(i);
+  EXPECT_EQ(i->status, 200);
+  close(slow);
+}
+
+TEST_F(ServerTest, EightClientsTimesFiftyRequestsAreAllAnswered) {
+  constexpr int kClients = 8, kRequests = 50;
+  const std::vector<std::string> prompts = {"to", "be", "or", "not", "that", "is", "the", "question"};
+  std::atomic<int> ok{0}, wrong{0};
+  std::vector<std::thread> threads;
+  for (int c = 0; c < kClients; ++c) {
+    threads.emplace_back([&, c] {
+      auto client = client_for(port_);
+      for (int k = 0; k < kRequests; ++k) {
+        bool good = false;
+        switch (k % 4) {
+          case 0: {  // inspect: the answer is for this client's prompt
+            const auto r = client->Post("/api/inspect", json{{"prompt", prompts[c]}}.dump(), "application/json");
+            good = r && r->status == 200 && json::parse(r->body)["prompt"] == prompts[c];
+            break;
+          }
+          case 1: {
+            const auto r = client->Get("/api/info");
+            good = r && r->status == 200 && json::parse(r->body)["loaded"] == true;
+            break;
+          }
+          case 2: {
+            const auto r = client->Post("/api/sample", json{{"prompt", prompts[c]}, {"n", 10}, {"seed", k}}.dump(), "application/json");
+            good = r && r->status == 200 && glass::utf8_to_u32(r->body).size() == 10;
+            break;
+          }
+          default: {
+            const auto r = client->Get("/api/log?since=-1");
+            good = r && r->status == 200 && json::parse(r->body).contains("steps");
+          }
+        }
+        (good ? ok : wrong)++;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(ok.load(), kClients * kRequests);
+  EXPECT_EQ(wrong.load(), 0);
+}
+
+TEST_F(ServerTest, ABusyPortIsAClearErrorAndStopIsClean) {
+  glass::ServeOptions options;
+  options.checkpoint = checkpoint_;
+  options.port = port_;  // taken by the fixture's server
+  glass::Server second(options);
+  try {
+    second.start();
+    FAIL() << "a second server on a busy port started";
+  } catch (const glass::ServeError& e) {
+    EXPECT_NE(std::string(e.what()).find("in use"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(std::to_string(port_)), std::string::npos) << e.what();
+  }
+  server_->stop();
+  server_->stop();  // twice is fine
+  auto c = client_for(port_);
+  c->set_connection_timeout(1, 0);
+  EXPECT_FALSE(c->Get("/api/info")) << "stopped: nothing answers";
+}
+
+TEST(Server, AMissingDirectoryOrABrokenCheckpointIsRefused) {
+  glass::ServeOptions options;
+  options.checkpoint = "/nonexistent/glass-serve-dir";
+  EXPECT_THROW(glass::Server{options}, glass::ServeError);
+  const fs::path dir = glass_test::temp_dir("serve_broken");
+  glass_test::write_small_checkpoint(dir.string(), kContext, 1);
+  glass_test::write_file(dir / "model.safetensors", "garbage");
+  options.checkpoint = dir.string();
+  EXPECT_THROW(glass::Server{options}, glass::CheckpointError);
+  options.checkpoint = glass_test::temp_dir("serve_port").string();
+  options.port = 70000;
+  EXPECT_THROW(glass::Server{options}, glass::ServeError);
+}
+
+TEST(Server, ARunDirectoryIsWatchedFromBeforeItsFirstSaveThroughEachNewSave) {
+  const fs::path run = glass_test::temp_dir("serve_run");
+  glass::ServeOptions options;
+  options.checkpoint = run.string();
+  options.port = 0;
+  options.probe = "to be or";
+  options.poll_seconds = 0.05;
+  glass::Server server(options);
+  EXPECT_NE(server.status().find("waiting for the trainer's first save"), std::string::npos) << server.status();
+  const int port = server.start();
+  auto client = client_for(port);
+  {
+    const auto r = client->Post("/api/inspect", "{\"prompt\": \"to\"}", "application/json");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 503) << "no model yet";
+    EXPECT_NE(r->body.find("waiting"), std::string::npos) << r->body;
+  }
+  EXPECT_FALSE(body_json(client->Get("/api/info"))["loaded"].get<bool>());
+
+  // Saves as the trainer makes them: a step directory, then one switch of `current`.
+  const glass::Tokenizer tokenizer = glass::Tokenizer::from_text(glass_test::kSmallText);
+  const glass::ModelConfig config = glass_test::small_config(tokenizer.vocab_size(), kContext);
+  auto save = [&](long step, std::uint64_t seed) {
+    const std::string step_dir = glass::begin_save(run.string(), step);
+    glass::save_model(step_dir, glass::Decoder(config, seed), tokenizer, "model.safetensors", "", step);
+    glass_test::write_file(fs::path(step_dir) / "log.csv",
+                           "step,lr,train_loss,val_loss,tokens_per_s,elapsed_s\n0,0.001,4.0,4.1,0,0\n" +
+                               (step > 0 ? std::to_string(step) + ",0.001,3.0,3.25,100,1\n" : std::string()));
+    glass::commit_save(run.string(), step_dir);
+  };
+  save(0, 1);
+  ASSERT_TRUE(eventually([&] { return body_json(client->Get("/api/info"))["loaded"] == true; }));
+  EXPECT_EQ(body_json(client->Get("/api/info"))["step"], "0");
+  save(10, 2);
+  ASSERT_TRUE(eventually([&] { return body_json(client->Get("/api/evals"))["evaluations"].size() == 2; }));
+  const json evals = body_json(client->Get("/api/evals"));
+  EXPECT_EQ(evals["evaluations"][0]["step"], 0);
+  EXPECT_EQ(evals["evaluations"][1]["step"], 10);
+  EXPECT_DOUBLE_EQ(evals["evaluations"][1]["val_loss"].get<double>(), 3.25);
+  EXPECT_EQ(evals["evaluations"][0]["attention"][0][0].size(), 8u) << "the probe's 8 characters";
+  // Different weights, different attention: the slider has something to show.
+  EXPECT_NE(evals["evaluations"][0]["attention"][1][0][7], evals["evaluations"][1]["attention"][1][0][7]);
+  const json info = body_json(client->Get("/api/info"));
+  EXPECT_EQ(info["step"], "10");
+  EXPECT_EQ(info["save"], "step-000010");
+  EXPECT_EQ(body_json(client->Get("/api/log"))["evals"].size(), 2u) << "the current save's log.csv";
+  server.stop();
+}
+
+}  // namespace
