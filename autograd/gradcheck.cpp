@@ -52,8 +52,8 @@ GradcheckReport gradcheck(const GradcheckFn& f, const std::vector<Tensor>& input
     R = Array::from_shape(out.value().shape());
     for (auto& r : R) r = static_cast<Scalar>(normal(rng));
     loss = sum(mul(out, Tensor(R)));
-  }  // `out` is now held by the tape only, as in training: its backward may reuse its gradient
-     // buffer (detail::take_grad), so that path is the one checked here
+  }  // `out` is now held by the tape only, as in training: a fast kernel's backward may reuse
+     // its gradient buffer (autograd/kernels/grad_buffers.hpp), so that path is the one checked here
   loss.backward();  // also clears the tape
 
   // 2. Numeric gradients, element by element, and the comparison.

@@ -176,6 +176,18 @@ std::vector<Case> make_cases() {
   binary("rms_norm", {2, 3, 6}, {6}, false, [](auto& x, auto& g) { return rms_norm(x, g, 1e-5); });
   unary("rope/start_5", {2, 3, 2, 4}, false, [](const Tensor& a) { return rope(a, 5, 10000.0); });
   unary("repeat_kv", {2, 2, 3, 4}, false, [](const Tensor& a) { return repeat_kv(a, 2); });
+  // the fast path's single ops (kernels.hpp); "twice" uses an input in two places, so that its
+  // second gradient is written into the first (the buffer-reuse paths)
+  binary("fast_linear", {2, 3, 4}, {5, 4}, false, [](auto& a, auto& b) { return fast_linear(a, b); });
+  binary("fast_linear/twice", {2, 3, 4}, {5, 4}, false,
+         [](auto& a, auto& b) { return fast_linear(a, b) * fast_linear(a * 2.0, b); });
+  binary("fast_rms_norm", {2, 3, 6}, {6}, false, [](auto& x, auto& g) { return fast_rms_norm(x, g, 1e-5); });
+  binary("fast_rms_norm/residual", {2, 3, 6}, {6}, false,
+         [](auto& x, auto& g) { return fast_add(x, fast_rms_norm(x, g, 1e-5)); });
+  unary("fast_rope/start_5", {2, 3, 2, 4}, false, [](const Tensor& a) { return fast_rope(a, 5, 10000.0); });
+  unary("fast_reshape", {2, 3, 4}, false, [](const Tensor& a) { return fast_reshape(a, {4, 6}); });
+  binary("fast_add", {3, 4}, {3, 4}, false, [](auto& a, auto& b) { return fast_add(a, b); });
+  binary("fast_add/same_tensor_twice", {3, 4}, {3, 4}, false, [](auto& a, auto&) { return fast_add(a, a); });
   return c;
 }
 

@@ -1,5 +1,5 @@
 // Elementwise ops: binary add/sub/mul/div with NumPy broadcasting, their scalar forms, and the
-// unary functions neg, pow, exp, log, sigmoid, silu; and the fused SwiGLU gate silu_mul.
+// unary functions neg, pow, exp, log, sigmoid, silu.
 //
 // Broadcasting (as NumPy): shapes are aligned at the right; each pair of extents must be equal
 // or one of them 1; the output takes the larger. In the backward pass every output element sends
@@ -182,41 +182,10 @@ using Pair = std::pair<Scalar, Scalar>;
 // ---- binary, broadcasting --------------------------------------------------------------------
 
 // z = x + y:  dz/dx = 1, dz/dy = 1
-// Without broadcasting (the residual stream's x + f(x)), both inputs receive g itself: one that
-// already has a gradient adds g to it, the other takes g's buffer when the tape frees it
-// (detail::take_grad) — no arithmetic and at most one copy.
+// (The fast path's residual stream uses fast_add, autograd/kernels/reshape_add.cpp.)
 Tensor add(const Tensor& a, const Tensor& b) {
-  if (a.shape() != b.shape()) {
-    return binary_op("add", a, b, [](Scalar x, Scalar y) { return x + y; },
-                     [](Scalar g, Scalar, Scalar) { return Pair{g, g}; });
-  }
-  Array out = detail::empty_array(a.shape());
-  {
-    const Scalar* x = a.value().data();
-    const Scalar* y = b.value().data();
-    Scalar* z = out.data();
-    const std::size_t n = out.size();
-    for (std::size_t i = 0; i < n; ++i) z[i] = x[i] + y[i];
-  }
-  const bool track = needs_grad({&a, &b});
-  Tensor result = detail::make_output(std::move(out), track);
-  if (track) {
-    tape().record("add", result, [a, b](Array& grad) {
-      const Array& g = grad;
-      const bool need_a = a.requires_grad(), need_b = b.requires_grad();
-      // The input served last may take the buffer: b, unless only a needs it or b already has
-      // a gradient to add to while a has none. (With a == b the second call adds to the first.)
-      const bool a_last = !need_b || (need_a && b.has_grad() && !a.has_grad());
-      if (a_last) {
-        if (need_b) accumulate_grad(b, g);
-        accumulate_grad(a, detail::take_grad(grad));
-      } else {
-        if (need_a) accumulate_grad(a, g);
-        accumulate_grad(b, detail::take_grad(grad));
-      }
-    });
-  }
-  return result;
+  return binary_op("add", a, b, [](Scalar x, Scalar y) { return x + y; },
+                   [](Scalar g, Scalar, Scalar) { return Pair{g, g}; });
 }
 
 // z = x - y:  dz/dx = 1, dz/dy = -1

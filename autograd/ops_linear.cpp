@@ -2,6 +2,9 @@
 // (a @ b^T) and linear (x @ W^T, every layer of the model on both paths). matmul itself is in
 // ops_matmul.cpp (xtensor-blas; its BLAS declarations cannot share a file with cblas.h).
 //
+// The model's fast path runs linear as fast_linear (autograd/kernels/linear.cpp), which writes
+// the gradients straight into existing ones; here each gradient is a fresh array.
+//
 // For Y = A @ B the backward pass is  dA = dY @ B^T  and  dB = A^T @ dY;
 // for Y = A @ B^T it is               dA = dY @ B    and  dB = dY^T @ A.
 // When B is one 2-D matrix shared by all the rows of A (linear layers, or a batched A times a
@@ -78,32 +81,29 @@ Tensor product(const char* name, const Tensor& a, const Tensor& b, bool trans_b,
         return;
       }
       const Scalar* g = grad.data();
-      // Each gradient is written by the gemm itself: with beta = 1 straight into the tensor's
-      // existing grad (a weight after zero_grad, an input used twice), which saves a temporary
-      // and the `+=` pass of accumulate_grad; with beta = 0 into a fresh array otherwise.
       if (a.requires_grad()) {
-        detail::GradTarget ga(a);
+        Array ga = detail::empty_array(sa);
         for (std::size_t i = 0; i < batch; ++i) {
           // dA (n, k) = alpha dY (n, m) @ op(B)^T
           blas::gemm(false, !trans_b, as_int(n), as_int(k), as_int(m), alpha, g + i * y_step,
-                     as_int(m), b.value().data() + i * b_step, ldb, ga.beta,
-                     ga.data + i * a_step, as_int(k));
+                     as_int(m), b.value().data() + i * b_step, ldb, Scalar(0),
+                     ga.data() + i * a_step, as_int(k));
         }
-        ga.finish();
+        accumulate_grad(a, std::move(ga));
       }
       if (b.requires_grad()) {
-        detail::GradTarget gb(b);
+        Array gb = detail::empty_array(sb);
         for (std::size_t i = 0; i < batch; ++i) {
           const Scalar* ai = a.value().data() + i * a_step;
           if (!trans_b) {  // dB (k, m) = alpha A^T (k, n) @ dY (n, m)
             blas::gemm(true, false, as_int(k), as_int(m), as_int(n), alpha, ai, as_int(k),
-                       g + i * y_step, as_int(m), gb.beta, gb.data + i * b_step, as_int(m));
+                       g + i * y_step, as_int(m), Scalar(0), gb.data() + i * b_step, as_int(m));
           } else {  // dB (m, k) = alpha dY^T (m, n) @ A (n, k)
             blas::gemm(true, false, as_int(m), as_int(k), as_int(n), alpha, g + i * y_step,
-                       as_int(m), ai, as_int(k), gb.beta, gb.data + i * b_step, as_int(k));
+                       as_int(m), ai, as_int(k), Scalar(0), gb.data() + i * b_step, as_int(k));
           }
         }
-        gb.finish();
+        accumulate_grad(b, std::move(gb));
       }
     });
   }

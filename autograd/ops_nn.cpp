@@ -2,20 +2,20 @@
 // fused cross-entropy, fused
 // RMSNorm, rotary position embedding (RoPE), the GQA head repeat (repeat_kv) and the causal mask.
 //
-// The row-wise ops (log_softmax, cross_entropy, rms_norm) see their input as `rows`
-// contiguous rows of length d = last extent and run plain loops over each row; their backward
-// formulas are derived once for the fused function (cheaper and more stable than chaining the
-// primitive ops) and each one is checked against the composed version in the tests.
+// log_softmax and cross_entropy see their input as `rows` contiguous rows of length d = last
+// extent and run plain loops over each row; their backward formulas are derived once for the
+// fused function (cheaper and more stable than chaining the primitive ops) and each one is
+// checked against the composed version in the tests.
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <memory>
 #include <vector>
 
 #include <xtensor/xmath.hpp>
 #include <xtensor/xoperation.hpp>
 #include <xtensor/xreducer.hpp>
+#include <xtensor/xview.hpp>
 
 #include "autograd/ops.hpp"
 #include "autograd/ops_util.hpp"
@@ -247,10 +247,13 @@ Tensor cross_entropy(const Tensor& logits, const Ids& targets, int ignore_index)
 }
 
 // ---- rms_norm ------------------------------------------------------------------------------------
-// y_j = x_j * r * gain_j with r = 1 / sqrt(mean_k x_k^2 + eps) (Zhang & Sennrich 2019).
+// y = x * r * gain with r = 1 / sqrt(mean(x^2, -1) + eps) per row (Zhang & Sennrich 2019), as NumPy:
+//   r = 1 / np.sqrt((x * x).mean(-1, keepdims=True) + eps); y = x * r * gain
 // Backward, with xh = x * r and dxh = g * gain:
-//   dgain_j = sum over rows of g_j xh_j
-//   dx_j    = r (dxh_j - xh_j * mean_k(dxh_k xh_k))
+//   dgain = sum over rows of g * xh
+//   dx    = r * (dxh - xh * mean(dxh * xh, -1, keepdims=True))
+// (The fast path's fast_rms_norm, autograd/kernels/rms_norm.cpp, adds dx straight into x's
+// gradient.)
 Tensor rms_norm(const Tensor& x, const Tensor& gain, Scalar eps) {
   const Shape sx = x.shape(), sg = gain.shape();
   if (sx.empty() || sg.size() != 1 || sg[0] != sx.back()) {
@@ -259,56 +262,22 @@ Tensor rms_norm(const Tensor& x, const Tensor& gain, Scalar eps) {
   }
   std::size_t rows, d;
   rows_of(sx, "rms_norm", rows, d);
-  std::vector<Scalar> inv_rms(rows);
-  Array out = detail::empty_array(sx);
-  const Scalar* w = gain.value().data();
-  for (std::size_t r = 0; r < rows; ++r) {
-    const Scalar* xr = x.value().data() + r * d;
-    const Scalar ss = detail::dot_n(xr, xr, d);  // sum of squares
-    const Scalar rr = 1 / std::sqrt(ss / static_cast<Scalar>(d) + eps);
-    inv_rms[r] = rr;
-    Scalar* y = out.data() + r * d;
-    for (std::size_t j = 0; j < d; ++j) y[j] = xr[j] * rr * w[j];
-  }
+  const std::size_t last = sx.size() - 1;
+  const Array& X = x.value();
+  const Array r = 1 / xt::sqrt(xt::mean(X * X, {last}, xt::keep_dims) + eps);  // (..., 1)
+  Array y = X * r * gain.value();
   const bool track = needs_grad({&x, &gain});
-  Tensor result = detail::make_output(std::move(out), track);
+  Tensor result = detail::make_output(std::move(y), track);
   if (track) {
-    tape().record("rms_norm", result,
-                  [x, gain, inv_rms = std::move(inv_rms), rows, d](const Array& grad) {
-                    // dx is added straight into x's gradient when there is one already (x is
-                    // the residual stream, whose add ran first in the backward pass): no
-                    // temporary array and no separate `+=` pass.
-                    detail::GradTarget gx(x);
-                    const bool add_into = gx.beta == 1;
-                    Scalar* dx_all = gx.data;
-                    Array gg(gain.shape(), Scalar(0));
-                    const Scalar* w = gain.value().data();
-                    std::vector<Scalar> dxh(d);  // d(loss)/d(x_hat) of one row: g * gain
-                    for (std::size_t r = 0; r < rows; ++r) {
-                      const Scalar* xr = x.value().data() + r * d;
-                      const Scalar* g = grad.data() + r * d;
-                      const Scalar rr = inv_rms[r];
-                      // Plain loops without a running sum, so that they vectorize; the one
-                      // reduction goes through the SIMD dot product.
-                      for (std::size_t j = 0; j < d; ++j) {
-                        dxh[j] = g[j] * w[j];
-                        gg.data()[j] += g[j] * xr[j] * rr;  // d/d(gain_j): g_j * x_hat_j
-                      }
-                      // (1/d) sum_k dxh_k x_hat_k, with x_hat = x * rr
-                      const Scalar mean_dot =
-                          rr * detail::dot_n(dxh.data(), xr, d) / static_cast<Scalar>(d);
-                      Scalar* dx = dx_all + r * d;
-                      if (add_into) {
-                        for (std::size_t j = 0; j < d; ++j)
-                          dx[j] += rr * (dxh[j] - xr[j] * rr * mean_dot);
-                      } else {
-                        for (std::size_t j = 0; j < d; ++j)
-                          dx[j] = rr * (dxh[j] - xr[j] * rr * mean_dot);
-                      }
-                    }
-                    gx.finish();
-                    accumulate_grad(gain, std::move(gg));
-                  });
+    tape().record("rms_norm", result, [x, gain, r, last, rows, d](const Array& g) {
+      const Array xh = x.value() * r;
+      const Array dxh = g * gain.value();
+      Array g_xh = g * xh;
+      g_xh.reshape({rows, d});
+      accumulate_grad(gain, Array(xt::sum(g_xh, {0})));
+      const Array mean_dxh_xh = xt::mean(dxh * xh, {last}, xt::keep_dims);  // (..., 1)
+      accumulate_grad(x, Array(r * (dxh - xh * mean_dxh_xh)));
+    });
   }
   return result;
 }
@@ -318,61 +287,26 @@ Tensor rms_norm(const Tensor& x, const Tensor& gain, Scalar eps) {
 //   y[2i]   = x[2i] cos - x[2i+1] sin
 //   y[2i+1] = x[2i] sin + x[2i+1] cos
 // A rotation is orthogonal, so the backward pass rotates the gradient by -angle.
+// (The fast path's fast_rope, autograd/kernels/rope.cpp, keeps the cos/sin in a table.)
 namespace {
 
-/// cos and sin of every angle p * base^(-2i/D) for positions p = first .. first+positions-1 and
-/// pairs i = 0 .. D/2-1, row p - first at [(p - first) * D/2]. Computed in double for accuracy
-/// at large positions.
-struct RopeTable {
-  double base = 0;
-  std::size_t head_dim = 0, first = 0, positions = 0;
-  std::vector<Scalar> cos, sin;
-};
-
-std::shared_ptr<RopeTable> make_rope_table(double base, std::size_t head_dim, std::size_t first,
-                                           std::size_t positions) {
-  auto table = std::make_shared<RopeTable>();
-  table->base = base;
-  table->head_dim = head_dim;
-  table->first = first;
-  table->positions = positions;
-  const std::size_t half = head_dim / 2;
-  std::vector<double> theta(half);  // pair i turns by base^(-2i/D) per position
-  for (std::size_t i = 0; i < half; ++i)
-    theta[i] = std::pow(base, -2.0 * static_cast<double>(i) / static_cast<double>(head_dim));
-  table->cos.resize(positions * half);
-  table->sin.resize(positions * half);
-  for (std::size_t r = 0; r < positions; ++r) {
-    for (std::size_t i = 0; i < half; ++i) {
-      const double angle = static_cast<double>(first + r) * theta[i];
-      table->cos[r * half + i] = static_cast<Scalar>(std::cos(angle));
-      table->sin[r * half + i] = static_cast<Scalar>(std::sin(angle));
-    }
-  }
-  return table;
-}
-
-/// A table covering positions start .. start+count-1 for (base, head_dim). The usual case,
-/// positions below kRopeCached, shares one table per thread that starts at position 0 and
-/// doubles when a later position is asked for, so a training step or a generated token does
-/// not recompute a pow and a sincos per pair. Positions beyond that get a table of just their
-/// own rows (what rope computed before the cache existed). A replaced table is a new object:
-/// backward closures keep the one they were recorded with.
-std::shared_ptr<const RopeTable> rope_table(Scalar base, std::size_t head_dim, std::size_t start,
-                                            std::size_t count) {
-  constexpr std::size_t kRopeCached = std::size_t(1) << 16;  // 64k positions
-  const std::size_t end = start + count;
-  if (end > kRopeCached) return make_rope_table(static_cast<double>(base), head_dim, start, count);
-  thread_local std::shared_ptr<const RopeTable> cached;
-  if (cached && cached->base == static_cast<double>(base) && cached->head_dim == head_dim &&
-      cached->positions >= end)
-    return cached;
-  std::size_t positions = 256;  // the default context_length; doubled as needed
-  if (cached && cached->base == static_cast<double>(base) && cached->head_dim == head_dim)
-    positions = std::max(positions, 2 * cached->positions);
-  while (positions < end) positions *= 2;
-  cached = make_rope_table(static_cast<double>(base), head_dim, 0, std::min(positions, kRopeCached));
-  return cached;
+/// Every pair (x[..., 2i], x[..., 2i+1]) of x (B, T, H, D) turned by the angle whose cos and sin
+/// are cos_t[t, i] and sin_t[t, i], both (T, D/2).
+Array rotate_pairs(const Array& x, const Array& cos_t, const Array& sin_t) {
+  const Shape s = shape_of(x);
+  const std::size_t half = s[3] / 2;
+  Array pairs = x;
+  pairs.reshape({s[0], s[1], s[2], half, 2});
+  const auto x0 = xt::view(pairs, xt::all(), xt::all(), xt::all(), xt::all(), 0);  // (B, T, H, D/2)
+  const auto x1 = xt::view(pairs, xt::all(), xt::all(), xt::all(), xt::all(), 1);
+  // (T, 1, D/2): one angle per position and pair, the same for every head.
+  const auto c = xt::view(cos_t, xt::all(), xt::newaxis(), xt::all());
+  const auto sn = xt::view(sin_t, xt::all(), xt::newaxis(), xt::all());
+  Array y = Array::from_shape(pairs.shape());
+  xt::view(y, xt::all(), xt::all(), xt::all(), xt::all(), 0) = x0 * c - x1 * sn;
+  xt::view(y, xt::all(), xt::all(), xt::all(), xt::all(), 1) = x0 * sn + x1 * c;
+  y.reshape(s);
+  return y;
 }
 
 }  // namespace
@@ -382,35 +316,27 @@ Tensor rope(const Tensor& x, std::size_t start, Scalar base) {
   if (s.size() != 4 || s[3] % 2 != 0) {
     throw std::invalid_argument("rope: x must be (B, T, H, D) with D even, got " + shape_str(s));
   }
-  const std::size_t B = s[0], T = s[1], H = s[2], D = s[3], half = D / 2;
-  // cos/sin of positions start .. start+T-1: rows (T, D/2) of the shared table.
-  const std::shared_ptr<const RopeTable> table = rope_table(base, D, start, T);
-  const Scalar* cos_t = table->cos.data() + (start - table->first) * half;
-  const Scalar* sin_t = table->sin.data() + (start - table->first) * half;
-  // Rotates every pair by the table's angle (sign = +1) or its negative (sign = -1).
-  // The closure owns a reference to the table, so the backward pass can still read it.
-  auto rotate = [table, cos_t, sin_t, B, T, H, D, half](const Scalar* in, Scalar* out, Scalar sign) {
-    for (std::size_t b = 0; b < B; ++b)
-      for (std::size_t t = 0; t < T; ++t)
-        for (std::size_t h = 0; h < H; ++h) {
-          const std::size_t base_index = ((b * T + t) * H + h) * D;
-          for (std::size_t i = 0; i < half; ++i) {
-            const Scalar c = cos_t[t * half + i], sn = sign * sin_t[t * half + i];
-            const Scalar x0 = in[base_index + 2 * i], x1 = in[base_index + 2 * i + 1];
-            out[base_index + 2 * i] = x0 * c - x1 * sn;
-            out[base_index + 2 * i + 1] = x0 * sn + x1 * c;
-          }
-        }
-  };
-  Array out = detail::empty_array(s);
-  rotate(x.value().data(), out.data(), Scalar(1));
+  const std::size_t T = s[1], D = s[3], half = D / 2;
+  // cos and sin of angle[t, i] = (start + t) * base^(-2i/D), in double for accuracy at large
+  // positions: (T, D/2).
+  std::vector<double> theta(half);  // pair i turns by base^(-2i/D) per position
+  for (std::size_t i = 0; i < half; ++i)
+    theta[i] = std::pow(static_cast<double>(base), -2.0 * static_cast<double>(i) / static_cast<double>(D));
+  Array cos_t = Array::from_shape({T, half}), sin_t = Array::from_shape({T, half});
+  for (std::size_t t = 0; t < T; ++t)
+    for (std::size_t i = 0; i < half; ++i) {
+      const double angle = static_cast<double>(start + t) * theta[i];
+      cos_t(t, i) = static_cast<Scalar>(std::cos(angle));
+      sin_t(t, i) = static_cast<Scalar>(std::sin(angle));
+    }
+  const bool empty = x.size() == 0;
+  Array y = empty ? x.value() : rotate_pairs(x.value(), cos_t, sin_t);
   const bool track = needs_grad({&x});
-  Tensor result = detail::make_output(std::move(out), track);
+  Tensor result = detail::make_output(std::move(y), track);
   if (track) {
-    tape().record("rope", result, [x, rotate](Array& grad) {
-      Array gx = detail::take_grad(grad);
-      rotate(gx.data(), gx.data(), Scalar(-1));  // in place: each pair is read, then written
-      accumulate_grad(x, std::move(gx));
+    tape().record("rope", result, [x, cos_t, sin_t, empty](const Array& g) {
+      if (empty) return accumulate_grad(x, g);
+      accumulate_grad(x, rotate_pairs(g, cos_t, Array(-sin_t)));  // turned back by -angle
     });
   }
   return result;

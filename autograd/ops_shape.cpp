@@ -71,10 +71,9 @@ Tensor reshape(const Tensor& a, const Shape& shape) {
   const bool track = needs_grad({&a});
   Tensor result = detail::make_output(std::move(out), track);
   if (track) {
-    tape().record("reshape", result, [a](Array& grad) {
-      // Row-major order is unchanged: the gradient just takes the input's shape back (the
-      // buffer itself under Tensor::backward, no copy).
-      Array ga = detail::take_grad(grad);
+    tape().record("reshape", result, [a](const Array& grad) {
+      // Row-major order is unchanged: the gradient just takes the input's shape back.
+      Array ga = grad;
       ga.reshape(a.shape());
       accumulate_grad(a, std::move(ga));
     });

@@ -1,5 +1,7 @@
 #pragma once
-// Internal helpers shared by the ops_*.cpp files and the kernels (not part of the public API).
+// Internal helpers shared by the ops_*.cpp files and the kernels (not part of the public API):
+// shapes, axes, masks. Nothing here is about speed; the kernels' own helpers are in
+// autograd/kernels/ (simd.hpp, grad_buffers.hpp).
 
 #include <algorithm>
 #include <cmath>
@@ -36,79 +38,12 @@ inline std::size_t normalize_axis(int axis, std::size_t ndim, const char* op, co
 /// An uninitialized array of the given shape (every element is written by the caller).
 inline Array empty_array(const Shape& shape) { return Array::from_shape(shape); }
 
-/// Plain row reductions of n contiguous values, written as their definitions (left-to-right
-/// sums; std::max, so a NaN compares false and is skipped here: the callers' formulas
-/// propagate it). The vectorised versions live in autograd/kernels/simd.hpp.
+/// max of n contiguous values (-inf for n = 0). std::max, so a NaN compares false and is
+/// skipped here: the callers' formulas propagate it.
 inline Scalar row_max(const Scalar* x, std::size_t n) {
   Scalar m = -std::numeric_limits<Scalar>::infinity();
   for (std::size_t i = 0; i < n; ++i) m = std::max(m, x[i]);
   return m;
-}
-
-inline Scalar row_sum(const Scalar* x, std::size_t n) {
-  Scalar total = 0;
-  for (std::size_t i = 0; i < n; ++i) total += x[i];
-  return total;
-}
-
-/// x . y over n values. Eight independent partial sums (the compiler keeps them in one SIMD
-/// register without -ffast-math), combined at the end.
-inline Scalar dot_n(const Scalar* x, const Scalar* y, std::size_t n) {
-  Scalar partial[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  std::size_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    for (std::size_t j = 0; j < 8; ++j) partial[j] += x[i + j] * y[i + j];
-  Scalar total = 0;
-  for (Scalar p : partial) total += p;
-  for (; i < n; ++i) total += x[i] * y[i];
-  return total;
-}
-
-/// True when some x[i] is NaN (softmax must then give NaN, as PyTorch does).
-inline bool any_nan(const Scalar* x, std::size_t n) {
-  for (std::size_t i = 0; i < n; ++i)
-    if (std::isnan(x[i])) return true;
-  return false;
-}
-
-/// Where an op's backward writes the gradient of input t: straight into t's existing grad
-/// (beta = 1: add to it, as a gemm with beta = 1 does) or, for the first contribution, into a
-/// fresh array (beta = 0: write it) that finish() hands to accumulate_grad. Saves a temporary
-/// and the `+=` pass of accumulate_grad whenever t already has a gradient (a weight after
-/// zero_grad, an input used twice, the residual stream). With `zeroed` the fresh array starts
-/// as zeros and beta is 1 either way (for a backward that adds several pieces and may leave some
-/// places untouched). A tensor that does not require grad always gets a fresh array, which
-/// finish() then drops.
-struct GradTarget {
-  explicit GradTarget(const Tensor& t, bool zeroed = false) : tensor(t) {
-    if (tensor.requires_grad() && tensor.has_grad()) {
-      data = tensor.grad().data();
-      beta = 1;
-    } else {
-      fresh = zeroed ? Array(tensor.shape(), Scalar(0)) : empty_array(tensor.shape());
-      data = fresh.data();
-      beta = zeroed ? 1 : 0;
-      accumulate_fresh = true;
-    }
-  }
-  void finish() {
-    if (accumulate_fresh) accumulate_grad(tensor, std::move(fresh));
-  }
-  Tensor tensor;
-  Array fresh;
-  Scalar* data;
-  Scalar beta;
-  bool accumulate_fresh = false;
-};
-
-/// For a backward closure that takes its argument as `Array& grad`: the output's gradient as an
-/// array the closure may keep (hand to accumulate_grad, or overwrite in place with an input's
-/// gradient of the same size). It is the buffer itself when the tape frees it right after the
-/// closure (Tape::grad_disposable, under Tensor::backward), otherwise a copy, so an
-/// intermediate gradient the caller can still read is never changed. Call it at most once.
-inline Array take_grad(Array& grad) {
-  if (tape().grad_disposable()) return std::move(grad);
-  return grad;
 }
 
 /// The mask's flags laid over a tensor of shape sa, as one period that repeats over a's flat

@@ -15,8 +15,9 @@ inline namespace GLASS_PRECISION {
 /// The backward half of an op: receives d(loss)/d(output) and accumulates into its inputs'
 /// grads (with accumulate_grad). It must not capture the output Tensor itself (the record
 /// holds it), only the inputs and whatever forward values it needs. It may take its argument
-/// as `const Array&`; one that takes `Array&` may move the buffer out, but only through
-/// detail::take_grad (which moves it only when nothing can read that gradient afterwards).
+/// as `const Array&` (every reference op does); one that takes `Array&` may move the buffer out,
+/// but only when grad_disposable() says nothing can read that gradient afterwards (the fast
+/// kernels do, through autograd/kernels/grad_buffers.hpp).
 using BackwardFn = std::function<void(Array& grad_output)>;
 
 /// One recorded op.
@@ -47,7 +48,7 @@ class Tape {
   /// calls). Each record is dropped as soon as its backward has run, together with the inputs
   /// its closure saved; an output that no handle outside the tape holds goes with it (value
   /// and gradient), and its gradient buffer may be reused by the closure for an input's
-  /// gradient (detail::take_grad). Like PyTorch's default `retain_graph=False`. Every gradient
+  /// gradient (see grad_disposable). Like PyTorch's default `retain_graph=False`. Every gradient
   /// the caller can still reach (parameters, leaves and intermediates it holds a handle to) is
   /// the same as after backward(root) and clear(): freed memory is handed to the next
   /// allocations while it is still in the cache, which makes a training step ~10 % faster.

@@ -48,6 +48,11 @@ Attention::Attention(const ModelConfig& config, Rng& rng)
   register_module("wk", wk);
   register_module("wv", wv);
   register_module("wo", wo);
+  set_fast(fast);
+}
+
+void Attention::set_fast(bool on) {
+  fast = wq.fast = wk.fast = wv.fast = wo.fast = on;
 }
 
 Tensor Attention::forward(const Tensor& x, LayerKVCache* cache, Tracer* tracer) const {

@@ -1,5 +1,6 @@
 // The fast path of Attention (ModelConfig::attention = "fast", the default of `glass train` and
-// `glass sample`). Steps 1-2 as in the reference path (nn/attention.cpp); steps 3-8 run in one
+// `glass sample`). Steps 1-2 as in the reference path (nn/attention.cpp), on the kernels
+// fast_linear, fast_reshape and fast_rope (same values, gradient buffers reused); steps 3-8 run in one
 // fused kernel of autograd/kernels/ (kernels.hpp names the reference ops each one replaces):
 // - training (recording, no cache): causal_attention, FlashAttention-style, never storing the
 //   (B, n_heads, n, m) scores and weights;
@@ -27,11 +28,11 @@ Tensor Attention::forward_fast(const Tensor& x, LayerKVCache* cache) const {
   const Scalar scale = 1 / std::sqrt(static_cast<Scalar>(head_dim));
 
   // 1-2. Projections and RoPE, in the (B, n, heads, head_dim) layout the kernels read in place.
-  Tensor q = reshape(wq.forward(x), {B, n, n_heads, head_dim});
-  Tensor k = reshape(wk.forward(x), {B, n, n_kv_heads, head_dim});
-  Tensor v = reshape(wv.forward(x), {B, n, n_kv_heads, head_dim});
-  q = rope(q, position, static_cast<Scalar>(rope_base));
-  k = rope(k, position, static_cast<Scalar>(rope_base));
+  Tensor q = fast_reshape(wq.forward(x), {B, n, n_heads, head_dim});
+  Tensor k = fast_reshape(wk.forward(x), {B, n, n_kv_heads, head_dim});
+  Tensor v = fast_reshape(wv.forward(x), {B, n, n_kv_heads, head_dim});
+  q = fast_rope(q, position, static_cast<Scalar>(rope_base));
+  k = fast_rope(k, position, static_cast<Scalar>(rope_base));
 
   // 3-8. Cache, GQA, scores, mask, softmax and mix in one kernel: (B, n, n_heads, head_dim).
   Tensor mix;
@@ -44,7 +45,7 @@ Tensor Attention::forward_fast(const Tensor& x, LayerKVCache* cache) const {
   }
 
   // 9. W_O over the concatenated heads.
-  return wo.forward(reshape(mix, {B, n, n_heads * head_dim}));
+  return wo.forward(fast_reshape(mix, {B, n, n_heads * head_dim}));
 }
 
 }  // namespace GLASS_PRECISION

@@ -20,9 +20,10 @@ struct ModelConfig {
   double rope_base = 10000.0;         ///< RoPE theta: pair i turns by pos * base^(-2i/head_dim)
   double norm_eps = 1e-5;             ///< RMSNorm epsilon
   double init_std = 0.02;             ///< N(0, init_std) init; wo and w2 use init_std / sqrt(2 n_layers)
-  /// Which code computes attention and the SwiGLU gate (like nanoGPT's `flash` switch):
-  /// "reference" = the nine steps on the primitive ops (matmul, masked_fill, softmax, repeat_kv;
-  /// Attention::forward_reference), "fast" = the fused kernels of autograd/kernels/ (the same
+  /// Which code computes the model (like nanoGPT's `flash` switch): "reference" = the nine
+  /// attention steps on the primitive ops (matmul, masked_fill, softmax, repeat_kv;
+  /// Attention::forward_reference) and the reference linear, rms_norm, rope, reshape and add;
+  /// "fast" = the fused kernels of autograd/kernels/ and their fast_* ops (the same
   /// numbers to rounding, proven by tests/nn/attention_paths_f64_test.cpp and
   /// tests/train/attention_paths_test.cpp). Not a size: it changes no weight. A tracer always runs the reference path (its snapshots are those steps).
   std::string attention = "fast";

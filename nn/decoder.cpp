@@ -3,6 +3,8 @@
 
 #include "nn/decoder.hpp"
 
+#include "autograd/kernels/kernels.hpp"
+
 #include <stdexcept>
 #include <string>
 
@@ -15,17 +17,27 @@ Block::Block(const ModelConfig& config, Rng& rng)
     : attention_norm(config.d_model, config.norm_eps),
       attention(config, rng),
       ffn_norm(config.d_model, config.norm_eps),
-      feed_forward(config, rng) {
+      feed_forward(config, rng),
+      fast(config.attention == "fast") {
   register_module("attention_norm", attention_norm);
   register_module("attention", attention);
   register_module("ffn_norm", ffn_norm);
   register_module("feed_forward", feed_forward);
+  set_fast(fast);
+}
+
+void Block::set_fast(bool on) {
+  fast = attention_norm.fast = ffn_norm.fast = on;
+  attention.set_fast(on);
+  feed_forward.set_fast(on);
 }
 
 Tensor Block::forward(const Tensor& x, LayerKVCache* cache, Tracer* tracer) const {
   // Pre-norm residual: each sub-layer reads a normalised copy and adds its result to the stream.
-  Tensor h = x + attention.forward(attention_norm.forward(x), cache, tracer);
-  return h + feed_forward.forward(ffn_norm.forward(h));
+  // (The fast path's fast_add hands the gradient buffer on instead of copying it.)
+  const auto residual = [this](const Tensor& a, const Tensor& b) { return fast ? fast_add(a, b) : a + b; };
+  Tensor h = residual(x, attention.forward(attention_norm.forward(x, tracer), cache, tracer));
+  return residual(h, feed_forward.forward(ffn_norm.forward(h, tracer)));
 }
 
 // ---- Decoder -------------------------------------------------------------------------------
@@ -58,6 +70,7 @@ Decoder::Decoder(const ModelConfig& config, std::uint64_t seed)
   }
   register_module("norm", norm);
   register_module("output", output);
+  norm.fast = output.fast = config_.attention == "fast";
   // Give every parameter its full name, so printed tensors say where they live.
   for (auto& [name, tensor] : named_parameters()) tensor.set_name(name);
 }
@@ -104,7 +117,7 @@ Tensor Decoder::forward(const Ids& tokens, KVCache* cache, Tracer* tracer) const
     x = layers[i]->forward(x, cache ? &cache->layers[i] : nullptr, tracer);
     if (tracer) tracer->record(layers[i]->path() + ".out", x.value());
   }
-  Tensor logits = output.forward(norm.forward(x));  // (B, T, vocab_size)
+  Tensor logits = output.forward(norm.forward(x, tracer));  // (B, T, vocab_size)
   if (tracer) {
     tracer->record("logits", logits.value());
     tracer->record("probs", softmax(Tensor(logits.value())).value());
@@ -118,10 +131,9 @@ void Decoder::set_attention(const std::string& path) {
   changed.attention = path;
   changed.validate();
   config_ = changed;
-  for (auto& block : layers) {
-    block->attention.fast = path == "fast";
-    block->feed_forward.fast = path == "fast";
-  }
+  const bool fast = path == "fast";
+  for (auto& block : layers) block->set_fast(fast);
+  norm.fast = output.fast = fast;
 }
 
 }  // namespace GLASS_PRECISION

@@ -21,9 +21,11 @@ class Linear : public Module {
  public:
   Linear(std::size_t in_features, std::size_t out_features, double init_std, Rng& rng);
   /// (..., in_features) -> (..., out_features); std::invalid_argument when the last axis of x
-  /// is not in_features.
+  /// is not in_features. linear, or fast_linear when `fast` (the same forward computation, call
+  /// for call; only the backward pass reuses gradient buffers).
   Tensor forward(const Tensor& x) const;
   Tensor weight;
+  bool fast = false;  ///< ModelConfig::attention == "fast" (set by the module that owns it)
 };
 
 /// Token embedding table, weight (vocab_size, d_model) drawn from N(0, init_std^2).
@@ -40,9 +42,12 @@ class Embedding : public Module {
 class RMSNorm : public Module {
  public:
   RMSNorm(std::size_t d, double eps);
-  Tensor forward(const Tensor& x) const;  ///< (..., d) -> (..., d)
+  /// (..., d) -> (..., d): rms_norm, or fast_rms_norm (the same values to rounding) when `fast`
+  /// and no tracer is given: a traced forward runs the reference path, as Attention's.
+  Tensor forward(const Tensor& x, const Tracer* tracer = nullptr) const;
   Tensor weight;
   double eps;
+  bool fast = false;  ///< ModelConfig::attention == "fast" (set by the module that owns it)
 };
 
 /// One layer's post-RoPE keys and values, for incremental decoding (generation). keys and values
@@ -149,6 +154,8 @@ class Attention : public Module {
   Tensor forward_fast(const Tensor& x, LayerKVCache* cache) const;
   /// The tracer's name of a step: path "layers.2.attention" -> "layers.2.attn.<step>".
   std::string snapshot_name(const std::string& step) const;
+  /// Chooses the path (`fast`) for this module and its projections.
+  void set_fast(bool on);
   Linear wq, wk, wv, wo;
   std::size_t n_heads, n_kv_heads, head_dim;
   double rope_base;
@@ -162,6 +169,8 @@ class SwiGLU : public Module {
   SwiGLU(const ModelConfig& config, Rng& rng);
   /// (..., d_model) -> (..., d_model): w2(silu(w1 x) * w3 x), the gate as silu_mul when `fast`.
   Tensor forward(const Tensor& x) const;
+  /// Chooses the path (`fast`) for this module and its projections.
+  void set_fast(bool on);
   Linear w1, w2, w3;
   bool fast;  ///< ModelConfig::attention == "fast"
 };
@@ -173,10 +182,13 @@ class Block : public Module {
   /// x (B, n, d_model) -> (B, n, d_model); cache (this block's part) and tracer as in
   /// Attention::forward.
   Tensor forward(const Tensor& x, LayerKVCache* cache = nullptr, Tracer* tracer = nullptr) const;
+  /// Chooses the path for the residual adds and every sub-module (ModelConfig::attention).
+  void set_fast(bool on);
   RMSNorm attention_norm;
   Attention attention;
   RMSNorm ffn_norm;
   SwiGLU feed_forward;
+  bool fast;  ///< ModelConfig::attention == "fast": the residual adds are fast_add
 };
 
 /// The whole model: tok_embeddings -> layers -> norm -> output (LM head, not tied).

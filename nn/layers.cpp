@@ -16,7 +16,8 @@ Linear::Linear(std::size_t in_features, std::size_t out_features, double init_st
       "weight", Tensor::randn({out_features, in_features}, static_cast<Scalar>(init_std), rng));
 }
 
-Tensor Linear::forward(const Tensor& x) const { return linear(x, weight); }
+// The fast path's fast_linear writes the gradients into existing ones (autograd/kernels/linear.cpp).
+Tensor Linear::forward(const Tensor& x) const { return fast ? fast_linear(x, weight) : linear(x, weight); }
 
 Embedding::Embedding(std::size_t vocab_size, std::size_t d_model, double init_std, Rng& rng) {
   weight = register_parameter(
@@ -29,8 +30,9 @@ RMSNorm::RMSNorm(std::size_t d, double eps) : eps(eps) {
   weight = register_parameter("weight", Tensor::ones({d}));  // gains start at 1
 }
 
-Tensor RMSNorm::forward(const Tensor& x) const {
-  return rms_norm(x, weight, static_cast<Scalar>(eps));
+Tensor RMSNorm::forward(const Tensor& x, const Tracer* tracer) const {
+  const Scalar e = static_cast<Scalar>(eps);
+  return fast && !tracer ? fast_rms_norm(x, weight, e) : rms_norm(x, weight, e);
 }
 
 // SwiGLU (Shazeer 2020, "GLU Variants Improve Transformer"): w1 is the gate, w3 the up
@@ -45,6 +47,11 @@ SwiGLU::SwiGLU(const ModelConfig& config, Rng& rng)
   register_module("w1", w1);
   register_module("w2", w2);
   register_module("w3", w3);
+  set_fast(fast);
+}
+
+void SwiGLU::set_fast(bool on) {
+  fast = w1.fast = w2.fast = w3.fast = on;
 }
 
 Tensor SwiGLU::forward(const Tensor& x) const {

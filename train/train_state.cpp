@@ -293,6 +293,20 @@ TrainState load_train_state(const std::string& run_dir, AdamW& optimizer,
     check_same_run(dir, "train_state.json", s.run_id, "config.json",
                    config_run_id(read_json(path_in(dir, "config.json"))));
     check_same_step(dir, s.step, weights_step);
+    // AdamW's second moment v is a running mean of squared gradients (Loshchilov & Hutter 2019,
+    // Algorithm 2): never negative. A negative entry means a corrupt file, and resuming would
+    // take sqrt(v_hat) of it: NaN updates from the first step. Checked for every parameter
+    // before any moment is copied, so a refused file leaves the optimizer as it was.
+    for (const AdamWParam& p : optimizer.params()) {
+      const NamedTensor* v = moments.find("v." + p.name);
+      if (v == nullptr || v->dtype != Dtype::F32) continue;  // copy_into names these errors
+      const auto negative = std::find_if(v->data.begin(), v->data.end(), [](float x) { return x < 0; });
+      if (negative != v->data.end())
+        throw CheckpointError(fmt::format(
+            "{}: tensor 'v.{}' holds a negative value ({}) at index {}: AdamW's second moment (a "
+            "running mean of squared gradients) is never negative, so the file is corrupt",
+            tensors_path, p.name, *negative, negative - v->data.begin()));
+    }
     for (AdamWParam& p : optimizer.params()) {
       copy_into(moments, tensors_path, "m." + p.name, p.m);
       copy_into(moments, tensors_path, "v." + p.name, p.v);

@@ -10,6 +10,7 @@
 #include "autograd/kernels/attention_util.hpp"
 #include "autograd/kernels/kernels.hpp"
 #include "autograd/ops.hpp"
+#include "autograd/kernels/grad_buffers.hpp"
 #include "autograd/ops_util.hpp"
 
 #include <algorithm>

@@ -39,6 +39,7 @@
 #include "autograd/kernels/attention_util.hpp"
 #include "autograd/kernels/kernels.hpp"
 #include "autograd/kernels/simd.hpp"
+#include "autograd/kernels/grad_buffers.hpp"
 #include "autograd/ops_util.hpp"
 
 #include <algorithm>

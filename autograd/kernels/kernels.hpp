@@ -12,6 +12,45 @@
 namespace glass {
 inline namespace GLASS_PRECISION {
 
+// ---- single reference ops with buffer reuse or cached tables ----------------------------------
+// Same forward pass as the reference op they are named after (same values), but their backward
+// writes the inputs' gradients straight into existing ones (a gemm with beta = 1, a loop that
+// adds) or hands the output's gradient buffer itself to an input when the tape frees it next
+// (Tensor::backward); see kernels/grad_buffers.hpp. The model's fast path uses them for every
+// linear layer, RMSNorm, RoPE, reshape and residual add. tests/autograd/fast_ops_f64_test.cpp
+// shows their values and gradients equal to the reference ops', in double precision, with and
+// without existing gradients and with the output held or not.
+
+/// Replaces: linear(x, weight) (ops.hpp). x (..., in_features), weight (out_features,
+/// in_features) -> (..., out_features). dX and dW are written by the gemm into x's and weight's
+/// gradients when they exist (beta = 1). Throws std::invalid_argument as linear.
+/// (kernels/linear.cpp)
+Tensor fast_linear(const Tensor& x, const Tensor& weight);
+/// Replaces: rms_norm(x, gain, eps) (ops.hpp). x (..., d), gain (d). Row loops that vectorize;
+/// dx is added into x's gradient when it exists (the residual stream's). Throws
+/// std::invalid_argument as rms_norm. (kernels/rms_norm.cpp)
+Tensor fast_rms_norm(const Tensor& x, const Tensor& gain, Scalar eps);
+/// Replaces: rope(x, start, base) (ops.hpp). x (B, T, H, D), D even. cos and sin come from a
+/// per-thread table of positions 0 .. 64k per (base, head_dim), grown by doubling (past 64k: rows
+/// computed for the call); the backward pass turns the gradient back in place when it may take
+/// the buffer. Throws std::invalid_argument as rope. (kernels/rope.cpp)
+Tensor fast_rope(const Tensor& x, std::size_t start, Scalar base = 10000);
+/// Replaces: reshape(a, shape) (ops.hpp). The backward pass hands the output's gradient buffer to
+/// a when it may. Throws std::invalid_argument as reshape. (kernels/reshape_add.cpp)
+Tensor fast_reshape(const Tensor& a, const Shape& shape);
+/// Replaces: add(a, b) (ops.hpp) of two tensors of the same shape (the residual stream): the
+/// backward pass gives one input the output's gradient buffer itself when it may, and adds it to
+/// the other. Tensors of different shapes go to the reference add (broadcasting).
+/// (kernels/reshape_add.cpp)
+Tensor fast_add(const Tensor& a, const Tensor& b);
+
+// ---- sum of squares (kernels/sum_squares.cpp). Replaces: sum(x * x) in double -----------------
+/// sum over every element of x of x^2, accumulated in double: SIMD partial sums of blocks of 1024
+/// squares in Scalar, added in double; a block whose Scalar sum would overflow or vanish is summed
+/// element by element in double, so the result is right for any finite x. For the global gradient
+/// norm (train/clip.cpp).
+double sum_of_squares(const Array& x);
+
 // ---- SwiGLU gate (kernels/silu_mul.cpp). Replaces: mul(silu(gate), up) -----------------------
 /// silu(gate) * up fused: SwiGLU's gate (Shazeer 2020, "GLU Variants Improve Transformer").
 /// gate and up must have the same shape (no broadcasting), which is the output's shape; throws

@@ -9,6 +9,7 @@
 
 #include "autograd/kernels/kernels.hpp"
 #include "autograd/kernels/simd.hpp"
+#include "autograd/kernels/grad_buffers.hpp"
 #include "autograd/ops_util.hpp"
 
 namespace glass {

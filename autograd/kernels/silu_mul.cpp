@@ -7,6 +7,7 @@
 #include <xsimd/xsimd.hpp>
 
 #include "autograd/kernels/kernels.hpp"
+#include "autograd/kernels/grad_buffers.hpp"
 #include "autograd/ops_util.hpp"
 
 namespace glass {

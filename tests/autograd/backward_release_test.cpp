@@ -1,6 +1,7 @@
 // Tensor::backward() frees the tape as it walks it (Tape::backward_and_clear): each record is
-// dropped once its backward has run, and an op whose output nobody else holds may reuse that
-// output's gradient buffer for an input's gradient (detail::take_grad). These tests check that
+// dropped once its backward has run, and a fast kernel whose output nobody else holds may reuse
+// that output's gradient buffer for an input's gradient (autograd/kernels/grad_buffers.hpp). These
+// tests check that
 // nothing a caller can still read changes: an intermediate tensor the caller holds keeps its
 // gradient intact, and every input gets the same gradient whether or not the intermediate
 // was held (i.e. whether the op reused the buffer or copied it).
@@ -58,11 +59,15 @@ void check_op(const std::string& what, const std::vector<Shape>& input_shapes,
 }
 
 TEST(BackwardRelease, OpsThatReuseTheGradientBufferLeaveHeldGradientsIntact) {
-  check_op("reshape", {{2, 3, 4}}, [](const std::vector<Tensor>& in) { return reshape(in[0], {6, 4}); });
-  check_op("add", {{3, 4}, {3, 4}}, [](const std::vector<Tensor>& in) { return in[0] + in[1]; });
+  check_op("fast_reshape", {{2, 3, 4}}, [](const std::vector<Tensor>& in) { return fast_reshape(in[0], {6, 4}); });
+  check_op("fast_add", {{3, 4}, {3, 4}}, [](const std::vector<Tensor>& in) { return fast_add(in[0], in[1]); });
+  check_op("fast_linear", {{2, 3, 4}, {5, 4}},
+           [](const std::vector<Tensor>& in) { return fast_linear(in[0], in[1]); });
+  check_op("fast_rms_norm", {{2, 3, 4}, {4}},
+           [](const std::vector<Tensor>& in) { return fast_rms_norm(in[0], in[1], 1e-5f); });
   check_op("silu_mul", {{3, 7}, {3, 7}},  // 21 elements: one SIMD batch and a tail
            [](const std::vector<Tensor>& in) { return silu_mul(in[0], in[1]); });
-  check_op("rope", {{1, 3, 2, 4}}, [](const std::vector<Tensor>& in) { return rope(in[0], 1, 10000); });
+  check_op("fast_rope", {{1, 3, 2, 4}}, [](const std::vector<Tensor>& in) { return fast_rope(in[0], 1, 10000); });
   check_op("masked_softmax", {{2, 3, 3}}, [](const std::vector<Tensor>& in) {
     return masked_softmax(in[0], causal_mask(3, 3, 0));
   });
@@ -71,10 +76,11 @@ TEST(BackwardRelease, OpsThatReuseTheGradientBufferLeaveHeldGradientsIntact) {
   // taken in turn), and masked_softmax's general rows (holes, a fully masked row).
   check_op("silu_mul, one tensor as gate and up", {{3, 7}},
            [](const std::vector<Tensor>& in) { return silu_mul(in[0], in[0]); });
-  check_op("add, one tensor twice", {{3, 7}}, [](const std::vector<Tensor>& in) { return in[0] + in[0]; });
-  check_op("rope of rope", {{1, 3, 2, 4}}, [](const std::vector<Tensor>& in) {
-    const Tensor r = rope(in[0], 2, 100);
-    return r + rope(r, 1, 100);
+  check_op("fast_add, one tensor twice", {{3, 7}},
+           [](const std::vector<Tensor>& in) { return fast_add(in[0], in[0]); });
+  check_op("fast_rope of fast_rope", {{1, 3, 2, 4}}, [](const std::vector<Tensor>& in) {
+    const Tensor r = fast_rope(in[0], 2, 100);
+    return fast_add(r, fast_rope(r, 1, 100));
   });
   check_op("masked_softmax, holes", {{2, 3, 5}}, [](const std::vector<Tensor>& in) {
     Mask m = Mask::from_shape({3, 5});
@@ -85,18 +91,18 @@ TEST(BackwardRelease, OpsThatReuseTheGradientBufferLeaveHeldGradientsIntact) {
   });
 }
 
-TEST(BackwardRelease, AddSendsTheGradientToBothInputsInEveryOrder) {
+TEST(BackwardRelease, FastAddSendsTheGradientToBothInputsInEveryOrder) {
   // z = a + b; loss = sum(z * w): dz/da = dz/db = w, plus whatever else reaches a or b.
   const Tensor w = Tensor::from_vector({1, 2, 3}, {3});
   {  // x + x: the same tensor twice gets 2w
     const Tensor x = Tensor::from_vector({5, 6, 7}, {3}, true);
-    sum((x + x) * w).backward();
+    sum(fast_add(x, x) * w).backward();
     EXPECT_EQ(x.grad(), (Array{2, 4, 6}));
   }
   {  // only b requires grad
     const Tensor a = Tensor::from_vector({5, 6, 7}, {3});
     const Tensor b = Tensor::from_vector({1, 1, 1}, {3}, true);
-    sum((a + b) * w).backward();
+    sum(fast_add(a, b) * w).backward();
     EXPECT_EQ(b.grad(), w.value());
     EXPECT_FALSE(a.has_grad());
   }
@@ -104,7 +110,7 @@ TEST(BackwardRelease, AddSendsTheGradientToBothInputsInEveryOrder) {
      // and b's own term is recorded after the add, so its backward runs first.
     const Tensor a = Tensor::from_vector({5, 6, 7}, {3}, true);
     const Tensor b = Tensor::from_vector({1, 1, 1}, {3}, true);
-    const Tensor z = a + b;
+    const Tensor z = fast_add(a, b);
     sum(z * w + b * Scalar(3)).backward();
     EXPECT_EQ(a.grad(), w.value());
     EXPECT_EQ(b.grad(), (Array{4, 5, 6}));

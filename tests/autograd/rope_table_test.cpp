@@ -1,26 +1,30 @@
-// RoPE's cos/sin come from a per-thread table (positions 0 .. 64k, grown by doubling) or, past
-// it, from rows computed for the call: the rotation must be the same at every position, and
-// gradients recorded before the table was rebuilt must still use their own angles.
+// The fast path's fast_rope reads its cos/sin from a per-thread table (positions 0 .. 64k, grown
+// by doubling) or, past it, from rows computed for the call: the rotation must be the same at
+// every position, and equal to the reference rope's, and gradients recorded before the table was
+// rebuilt must still use their own angles.
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 
+#include "autograd/kernels/kernels.hpp"
 #include "autograd/ops.hpp"
 
 namespace {
 
 using namespace glass;
 
-/// rope of x = (1, 0) in every pair, one head of dim 4, at `position`: pair i turns to
-/// (cos a_i, sin a_i) with a_i = position * 10000^(-2i/4), computed here in double.
+/// rope (fast or reference) of x = (1, 0) in every pair, one head of dim 4, at `position`: pair i
+/// turns to (cos a_i, sin a_i) with a_i = position * 10000^(-2i/4), computed here in double.
 void expect_rotation_at(std::size_t position) {
   const Tensor x = Tensor::from_vector({1, 0, 1, 0}, {1, 1, 1, 4});
-  const Array y = rope(x, position).value();
-  for (std::size_t i = 0; i < 2; ++i) {
-    const double angle = double(position) * std::pow(10000.0, -2.0 * double(i) / 4.0);
-    EXPECT_NEAR(y.data()[2 * i], std::cos(angle), 2e-6) << "position " << position << " pair " << i;
-    EXPECT_NEAR(y.data()[2 * i + 1], std::sin(angle), 2e-6) << "position " << position << " pair " << i;
+  for (const bool fast : {true, false}) {
+    const Array y = fast ? fast_rope(x, position).value() : rope(x, position).value();
+    for (std::size_t i = 0; i < 2; ++i) {
+      const double angle = double(position) * std::pow(10000.0, -2.0 * double(i) / 4.0);
+      EXPECT_NEAR(y.data()[2 * i], std::cos(angle), 2e-6) << "position " << position << " pair " << i << " fast " << fast;
+      EXPECT_NEAR(y.data()[2 * i + 1], std::sin(angle), 2e-6) << "position " << position << " pair " << i << " fast " << fast;
+    }
   }
 }
 
@@ -35,8 +39,8 @@ TEST(RopeTable, ABackwardRecordedBeforeTheTableGrewKeepsItsAngles) {
   // asking for position 3000, then run the backward pass.
   const Tensor x = Tensor::from_vector({0.3f, -0.7f, 1.1f, 0.2f}, {1, 1, 1, 4}, true);
   const Tensor c = Tensor::from_vector({1, 2, 3, 4}, {1, 1, 1, 4});
-  const Tensor loss = sum(rope(x, 10) * c);
-  (void)rope(Tensor::ones({1, 1, 1, 4}), 3000);  // rebuilds the per-thread table
+  const Tensor loss = sum(fast_rope(x, 10) * c);
+  (void)fast_rope(Tensor::ones({1, 1, 1, 4}), 3000);  // rebuilds the per-thread table
   loss.backward();
   // By hand: rotating c = (1, 2), (3, 4) by -a_i with a_0 = 10, a_1 = 10 * 10000^-0.5 = 0.1.
   const double a0 = 10.0, a1 = 0.1;

@@ -106,3 +106,41 @@ TEST(TrainState, TheRecipeIsRecordedAndReadBack) {
   EXPECT_FALSE(load_train_recipe((dir / "nothing-here").string()).has_value());
   fs::remove_all(dir);
 }
+
+// AdamW's second moment v is a running mean of squared gradients: a negative entry can only come
+// from a corrupt (or hand-edited) train_state.safetensors, and resuming would take its square
+// root. It is refused before any moment is copied.
+TEST(TrainState, ANegativeSecondMomentIsRefusedAndTheOptimizerIsLeftAsItWas) {
+  const fs::path dir = fs::temp_directory_path() / ("glass-train-state-v-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  const ModelConfig config = glass_test::write_small_checkpoint(dir.string(), 16, 3);
+  Decoder model(config, 3);
+  AdamW saved(model.named_parameters());
+  TrainState state;
+  state.step = 2;
+  state.context = 16;
+  for (AdamWParam& p : saved.params()) {
+    p.m.fill(0.25f);
+    p.v.fill(0.5f);
+  }
+  save_train_state(dir.string(), saved, state);
+  {  // all v >= 0: resumes, moments copied
+    AdamW resumed(model.named_parameters());
+    EXPECT_EQ(load_train_state(dir.string(), resumed).step, 2);
+    EXPECT_EQ(resumed.params().back().v(0), 0.5f);
+  }
+  AdamWParam& last = saved.params().back();  // the last parameter: every other one was fine
+  last.v(1) = -1e-6f;
+  save_train_state(dir.string(), saved, state);
+  AdamW resumed(model.named_parameters());
+  expect_refused(dir.string(), resumed, "tensor 'v." + last.name + "' holds a negative value");
+  expect_refused(dir.string(), resumed, "at index 1");
+  for (const AdamWParam& p : resumed.params()) {  // nothing was copied
+    EXPECT_EQ(p.m(0), 0.0f) << p.name;
+    EXPECT_EQ(p.v(0), 0.0f) << p.name;
+  }
+  last.v(1) = -0.0f;  // minus zero is zero: accepted
+  save_train_state(dir.string(), saved, state);
+  EXPECT_EQ(load_train_state(dir.string(), resumed).step, 2);
+  fs::remove_all(dir);
+}

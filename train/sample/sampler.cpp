@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "autograd/kernels/kernels.hpp"
 #include "autograd/tape.hpp"
 
 namespace glass {
@@ -47,16 +48,16 @@ void top_p_filter(std::vector<double>& probs, double p) {
   for (std::size_t i = 0; i < probs.size(); ++i) probs[i] = keep[i] ? probs[i] / kept_mass : 0.0;
 }
 
+// The library's one fast row softmax (softmax_rows, autograd/kernels/kernels.hpp), in Scalar:
+// the logits come out of the model in Scalar anyway, and a probability known to ~1e-7 relative
+// draws the same tokens (uniform01 resolves 2^-53, and a token whose probability underflows in
+// Scalar, below ~1e-38, would never be drawn in double either). The probabilities are handed
+// back as doubles, so top-p's cumulative sums and draw() add them up in double.
 std::vector<double> softmax_row(const std::vector<double>& logits) {
-  const double max = *std::max_element(logits.begin(), logits.end());
-  std::vector<double> probs(logits.size());
-  double total = 0.0;
-  for (std::size_t i = 0; i < logits.size(); ++i) {
-    probs[i] = std::isinf(logits[i]) && logits[i] < 0 ? 0.0 : std::exp(logits[i] - max);
-    total += probs[i];
-  }
-  for (double& q : probs) q /= total;
-  return probs;
+  Array row = Array::from_shape({logits.size()});
+  std::copy(logits.begin(), logits.end(), row.begin());  // -inf stays -inf
+  const Array probs = softmax_rows(row);
+  return std::vector<double>(probs.begin(), probs.end());
 }
 
 std::vector<double> next_token_probs(const std::vector<double>& logits,
