@@ -3,6 +3,7 @@
 #include "autograd/threads.hpp"
 
 #include <cblas.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <atomic>
@@ -16,6 +17,12 @@ std::atomic<std::size_t> g_threads{1};
 }  // namespace
 
 std::size_t available_cores() {
+  // The CPUs this process may run on: fewer than the machine's under mpirun (each process bound
+  // to its cores), taskset or a container's CPU set.
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
+    return static_cast<std::size_t>(CPU_COUNT(&set));
   return std::max<std::size_t>(1, std::thread::hardware_concurrency());
 }
 

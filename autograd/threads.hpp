@@ -8,8 +8,9 @@
 namespace glass {
 inline namespace GLASS_PRECISION {
 
-/// The cores of this machine (std::thread::hardware_concurrency, at least 1): the default of
-/// `glass train --threads`.
+/// The cores this process may run on (its CPU affinity: under `mpirun`, `taskset` or a container
+/// fewer than the machine's; else std::thread::hardware_concurrency, at least 1): the default of
+/// `--threads`.
 std::size_t available_cores();
 
 /// Sets the number of threads GlassLLM computes with (n >= 1; 0 means available_cores()), for

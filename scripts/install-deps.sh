@@ -14,9 +14,10 @@ PACKAGES=(
 )
 # The fuzz harnesses (tests/fuzz, scripts/fuzz.sh) need clang with its libFuzzer runtime
 # (-fsanitize=fuzzer: libclang-rt-14-dev, only a recommendation of clang) and llvm-symbolizer
-# (llvm-14) for readable crash reports. Only CI and scripts/fuzz.sh ask for them.
+# (llvm-14) for readable crash reports, and clang's OpenMP (libomp-dev: omp.h and libomp for
+# clang; GCC's comes with GCC). Only CI and scripts/fuzz.sh ask for them.
 if [ "${GLASS_WITH_FUZZ:-0}" = "1" ]; then
-  PACKAGES+=(clang libclang-rt-14-dev llvm-14)
+  PACKAGES+=(clang libclang-rt-14-dev llvm-14 libomp-dev)
 fi
 # The headless browser test of the inspector page (tests/inspect) needs Chromium.
 if [ "${GLASS_WITH_BROWSER:-1}" = "1" ]; then

@@ -45,8 +45,14 @@ Communicator Communicator::world() {
   int initialized = 0;
   MPI_Initialized(&initialized);
   if (!initialized) {
-    MPI_Init(nullptr, nullptr);
+    // Only the main thread calls MPI; the training threads (train/data_parallel.hpp) and the
+    // --serve thread never do: MPI_THREAD_FUNNELED.
+    int provided = 0;
+    MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
     std::atexit(finalize_mpi);
+    if (provided < MPI_THREAD_FUNNELED)
+      throw std::runtime_error("this MPI library cannot run alongside threads (MPI_THREAD_FUNNELED "
+                               "not provided); rebuild glass against OpenMPI or MPICH");
   }
   int rank = 0, size = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);

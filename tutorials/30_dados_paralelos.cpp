@@ -133,7 +133,7 @@ int main() {
       "MPI (Message Passing Interface) é o padrão de programas com vários processos que\n"
       "conversam; o OpenMPI é uma implementação (Debian: openmpi-bin, libopenmpi-dev). O\n"
       "comando\n"
-      "    mpirun -np 2 ./build/glass train --batch-size 16\n"
+      "    mpirun -np 2 ./build/glass train --batch-size 16 --threads 1\n"
       "começa 2 cópias do glass. Cada uma sabe seu número (rank 0 ou 1) e quantas são (2):\n"
       "  - as duas sorteiam o MESMO lote de 16 janelas (mesma semente) e cada uma fica com\n"
       "    8: o rank 0 com as janelas 0-7, o rank 1 com as 8-15;\n"

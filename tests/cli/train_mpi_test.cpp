@@ -186,7 +186,22 @@ TEST_F(TrainMpi, AKilledProcessEndsTheJobAndTheCheckpointSurvives) {
     for (int i = 0; i < 1200 && !done(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
     return done();
   };
-  ASSERT_TRUE(wait_for([&] { return fs::exists(out / "current") && fs::exists(pid_file); }))
+  // Whatever happens below (a failed assertion included), the background job does not outlive
+  // the test: mpirun gets SIGTERM (it ends its processes), then its children and it SIGKILL.
+  struct KillJob {
+    const fs::path& pid_file;
+    ~KillJob() {
+      const std::string text = read_file(pid_file);
+      const pid_t pid = text.empty() ? 0 : static_cast<pid_t>(std::atol(text.c_str()));
+      if (pid <= 0 || ::kill(pid, 0) != 0) return;
+      ::kill(pid, SIGTERM);
+      std::this_thread::sleep_for(std::chrono::seconds(1));
+      const std::string children = "pkill -KILL -P " + std::to_string(pid) + " >/dev/null 2>&1";
+      if (std::system(children.c_str()) < 0) {}
+      ::kill(pid, SIGKILL);
+    }
+  } kill_job{pid_file};
+  ASSERT_TRUE(wait_for([&] { return fs::exists(out / "current") && !read_file(pid_file).empty(); }))
       << read_file(dir_ / "killed.err");
   const pid_t mpirun_pid = std::stoi(read_file(pid_file));
   // Rank 1: the child of mpirun whose environment says OMPI_COMM_WORLD_RANK=1.

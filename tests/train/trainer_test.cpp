@@ -5,6 +5,7 @@
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <sstream>
 
 #include <gtest/gtest.h>
@@ -154,7 +155,11 @@ TEST(Trainer, TwoThreadsTrainLikeOneAndResumeExactly) {
   Trainer one_thread(o, sink);
   one_thread.run();
 
-  set_num_threads(2);
+  struct TwoThreads {  // back to one thread however the test ends
+    TwoThreads() { set_num_threads(2); }
+    ~TwoThreads() { set_num_threads(1); }
+  };
+  auto two_thread_setting = std::make_unique<TwoThreads>();
   TrainOptions two = tiny_options(data, dir.str("two"));
   two.iters = 20;
   two.decay_iters = 20;
@@ -168,7 +173,7 @@ TEST(Trainer, TwoThreadsTrainLikeOneAndResumeExactly) {
   half.resume = true;
   Trainer resumed(half, sink);
   resumed.run();
-  set_num_threads(1);
+  two_thread_setting.reset();
 
   ASSERT_EQ(two_threads.log().size(), 3u);  // steps 0, 10, 20
   ASSERT_EQ(one_thread.log().size(), 3u);

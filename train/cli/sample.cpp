@@ -74,35 +74,28 @@ std::string read_prompt(const SampleFlags& f, bool prompt_given) {
   return f.prompt;
 }
 
-/// For --json: each generated token's probability, re-computed from the model's logits at the
-/// position before it (over at most `window` tokens, as generation saw them): `prob` under the
-/// sampling settings (temperature, top-k, top-p: what the draw used), `model_prob` at
-/// temperature 1 with nothing cut. The unknown id 0 is excluded, as generation excludes it.
+/// For --json: each generated token's probability, re-computed from the logits generation drew
+/// it from (the same NextTokenLogits, so the same KV cache, window and window mode: replayed
+/// exactly): `prob` under the sampling settings (temperature, top-k, top-p: what the draw used),
+/// `model_prob` at temperature 1 with nothing cut. The unknown id 0 is excluded, as generation
+/// excludes it.
 nlohmann::json token_probabilities(const glass::Decoder& model, const glass::Tokenizer& tokenizer,
                                    const std::vector<std::int32_t>& prompt,
                                    const std::vector<std::int32_t>& generated, std::size_t window,
                                    const glass::SamplingOptions& sampling) {
-  glass::NoGradGuard no_grad;
-  std::vector<std::int32_t> all = prompt;
-  all.insert(all.end(), generated.begin(), generated.end());
+  glass::NextTokenLogits next_logits(model, window, sampling);
+  std::vector<std::int32_t> text = prompt;
   glass::SamplingOptions plain;
   plain.temperature = 1.0;
   nlohmann::json tokens = nlohmann::json::array();
-  for (std::size_t i = 0; i < generated.size(); ++i) {
-    const std::size_t at = prompt.size() + i;  // index of the token in `all`
-    const std::size_t from = at > window ? at - window : 0;
-    glass::Ids x = glass::Ids::from_shape({1, at - from});
-    for (std::size_t t = from; t < at; ++t) x.data()[t - from] = all[t];
-    const auto& logits = model.forward(x).value();  // (1, T, V)
-    const std::size_t V = logits.shape()[2];
-    const float* last = logits.data() + (at - from - 1) * V;
-    std::vector<double> row(last, last + V);
-    if (V > 1) row[0] = -std::numeric_limits<double>::infinity();
-    const std::int32_t id = generated[i];
+  for (const std::int32_t id : generated) {
+    std::vector<double> row = next_logits(text);  // (vocab_size) logits after text.back()
+    if (row.size() > 1) row[0] = -std::numeric_limits<double>::infinity();
     tokens.push_back({{"id", id},
                       {"text", tokenizer.decode_utf8({id})},
                       {"prob", glass::next_token_probs(row, sampling)[id]},
                       {"model_prob", glass::next_token_probs(row, plain)[id]}});
+    text.push_back(id);
   }
   return tokens;
 }

@@ -115,7 +115,9 @@ struct TrainFlags {
 /// The command that continues this run: the flags given now (as given, re-quoted), without
 /// --overwrite, with --data and --out spelled out and --resume added.
 std::string resume_command(const CLI::App* cmd, const glass::TrainOptions& o) {
-  std::string line = program_name() + " train --data " + shell_quote(o.data_path) + " --out " +
+  // Under mpirun the same number of processes (any other number resumes too).
+  std::string line = (o.comm.size() > 1 ? fmt::format("mpirun -np {} ", o.comm.size()) : std::string()) +
+                     program_name() + " train --data " + shell_quote(o.data_path) + " --out " +
                      shell_quote(o.out_dir);
   for (const CLI::Option* opt : cmd->get_options()) {
     const std::string name = opt->get_name();
@@ -189,14 +191,17 @@ void run_train(TrainFlags& flags, CLI::App* cmd) {
   g_stop = 0;
   o.stop_flag = &g_stop;
   glass::TrainResult result;
+  // With --serve the trainer outlives the server (declared first, destroyed last): its destructor
+  // resets the BLAS thread count, which must not happen while the server computes.
+  std::unique_ptr<glass::Trainer> trainer;
   std::unique_ptr<glass::Server> server;
   {
-    glass::Trainer trainer(o, std::cout);
+    trainer = std::make_unique<glass::Trainer>(o, std::cout);
     if (flags.serve && o.comm.is_root()) server = glass::cli::start_server({o.out_dir, "127.0.0.1", flags.port, "", o.data_path}, std::cout);
     std::signal(SIGINT, on_stop_signal);
     std::signal(SIGTERM, on_stop_signal);
     try {
-      result = trainer.run();
+      result = trainer->run();
     } catch (const glass::NonFiniteError& e) {
       std::signal(SIGINT, SIG_DFL);
       std::signal(SIGTERM, SIG_DFL);
@@ -208,6 +213,7 @@ void run_train(TrainFlags& flags, CLI::App* cmd) {
     std::signal(SIGINT, SIG_DFL);
     std::signal(SIGTERM, SIG_DFL);
   }
+  if (!server) trainer.reset();  // releases the run directory's lock now
   if (!o.comm.is_root()) return;  // with mpirun, rank 0 reports for all
   std::cout << fmt::format(
       "\ncheckpoint: {} (model.safetensors = step {}, best.safetensors = best val loss {:.4f}, "
