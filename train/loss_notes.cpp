@@ -28,6 +28,15 @@ std::string step_zero_note(double loss, std::size_t vocab_size) {
       loss, vocab_size, ln_v);
 }
 
+namespace {
+// Overfitting shows as a gap (val - train) that opened up since the best evaluation while the
+// training loss kept falling; a flat pair of curves is a plateau.
+bool widening_gap(const LogRow& best, const LogRow& last) {
+  return last.train_loss < best.train_loss - 0.02 &&
+         last.val_loss - last.train_loss > best.val_loss - best.train_loss + 0.02;
+}
+}  // namespace
+
 std::string evaluation_note(const std::vector<LogRow>& log) {
   if (log.size() < 2) return "";
   std::size_t best = 0;
@@ -36,6 +45,13 @@ std::string evaluation_note(const std::vector<LogRow>& log) {
   const std::size_t since_best = log.size() - 1 - best;
   const LogRow& last = log.back();
   const LogRow& before = log[log.size() - 2];
+  const bool gap_widened = widening_gap(log[best], last);
+  if (since_best > 0 && since_best % kPatienceEvals == 0 && !gap_widened)
+    return fmt::format(
+        "note: the validation loss has not improved for {} evaluations (best {:.4f} at step {}; "
+        "now {:.4f}, train {:.4f}), and the training loss has not pulled away from it: a "
+        "plateau, not overfitting. Try a larger model, a higher --lr, or stop here\n",
+        since_best, log[best].val_loss, log[best].step, last.val_loss, last.train_loss);
   if (since_best > 0 && since_best % kPatienceEvals == 0)
     return fmt::format(
         "note: the validation loss has not improved for {} evaluations (best {:.4f} at step {}; "
@@ -43,7 +59,8 @@ std::string evaluation_note(const std::vector<LogRow>& log) {
         "learning what generalises (overfitting). best.safetensors keeps the best weights; more "
         "steps will not help. Try more text, a smaller model, or stop here\n",
         since_best, log[best].val_loss, log[best].step, last.val_loss, last.train_loss);
-  if (last.val_loss > before.val_loss && last.train_loss < before.train_loss)
+  if (last.val_loss > before.val_loss && last.train_loss < before.train_loss &&
+      last.val_loss > last.train_loss)
     return fmt::format(
         "note: the validation loss rose ({:.4f} -> {:.4f}) while the training loss fell: the gap "
         "(val - train) is now {:.4f}. If it keeps rising, the model is overfitting\n",
@@ -71,6 +88,11 @@ std::string final_summary(const std::vector<LogRow>& log, std::size_t vocab_size
   else if (b.val_loss > ln_v - 0.1)
     text += "next: the model has learnt almost nothing; train longer (--iters), or check the "
             "learning rate (--lr) and the text\n";
+  else if (since_best >= static_cast<std::size_t>(kPatienceEvals) && !widening_gap(b, last))
+    text += fmt::format(
+        "next: the validation loss stopped improving {} evaluations before the end while the "
+        "training loss stayed close to it (a plateau): try a larger model or a higher --lr\n",
+        since_best);
   else if (since_best >= static_cast<std::size_t>(kPatienceEvals))
     text += fmt::format(
         "next: the validation loss stopped improving {} evaluations before the end (overfitting): "

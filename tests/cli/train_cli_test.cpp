@@ -262,10 +262,19 @@ TEST_F(TrainCli, FailedRunsLeaveAGoodCheckpointIntact) {
   write_file(copy / "train_state.json", state_before);
   // Already past --iters.
   expect_error(glass("train" + data + " --resume --iters 10"), "already at step 30");
-  // Another text whose characters the checkpoint's vocabulary lacks.
+  // Another text: refused by its name (config.json records the training text's file name), and
+  // leaving out --data does not silently continue on the bundled corpus.
   write_file(dir_ / "other.txt", std::string(2000, 'Z') + "\xe2\x98\x83");
   expect_error(glass("train --data " + q((dir_ / "other.txt").string()) + " --out " +
                      q(copy.string()) + tiny() + " --resume --iters 40"),
+               "was trained on a text named '" + text_.filename().string() + "', not on");
+  expect_error(glass("train --out " + q(copy.string()) + tiny() + " --resume --iters 40"),
+               "(the bundled corpus, used when --data is left out)");
+  // A text of the same name whose characters the checkpoint's vocabulary lacks.
+  fs::create_directories(dir_ / "elsewhere");
+  write_file(dir_ / "elsewhere" / text_.filename(), std::string(2000, 'Z') + "\xe2\x98\x83");
+  expect_error(glass("train --data " + q((dir_ / "elsewhere" / text_.filename()).string()) +
+                     " --out " + q(copy.string()) + tiny() + " --resume --iters 40"),
                "vocabulary");
   EXPECT_EQ(read_file(copy / "model.safetensors"), before);
   EXPECT_EQ(read_file(copy / "train_state.json"), state_before);

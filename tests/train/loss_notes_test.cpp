@@ -52,6 +52,14 @@ TEST(LossNotes, OverfittingIsNamedAfterThreeEvaluationsWithoutABestValLoss) {
   EXPECT_TRUE(has(overfit, "has not improved for 3 evaluations (best 1.9000 at step 500")) << overfit;
   EXPECT_TRUE(has(overfit, "overfitting")) << overfit;
   EXPECT_TRUE(has(overfit, "best.safetensors")) << overfit;
+  // Both curves flat since the best: a plateau, not overfitting; a val loss that rises but stays
+  // below the training loss (evaluation noise) is no sign of it either.
+  std::vector<LogRow> flat = {row(0, 4.4, 4.4), row(250, 1.60, 1.60), row(500, 1.60, 1.61),
+                              row(750, 1.59, 1.60), row(1000, 1.60, 1.61)};
+  const std::string plateau = evaluation_note(flat);
+  EXPECT_TRUE(has(plateau, "a plateau, not overfitting")) << plateau;
+  EXPECT_TRUE(has(final_summary(flat, 83, 1000), "(a plateau)"));
+  EXPECT_EQ(evaluation_note({row(0, 4.4, 4.4), row(250, 2.05, 1.95), row(500, 2.04, 1.96)}), "");
 }
 
 TEST(LossNotes, TheSummaryGivesBitsPerCharacterAndWhatToTryNext) {

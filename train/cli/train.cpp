@@ -122,7 +122,9 @@ std::string resume_command(const CLI::App* cmd, const glass::TrainOptions& o) {
   for (const CLI::Option* opt : cmd->get_options()) {
     const std::string name = opt->get_name();
     if (opt->count() == 0 || name == "--help" || name == "--data" || name == "--out" ||
-        name == "--overwrite" || name == "--resume")
+        name == "--overwrite" || name == "--resume" || name == "--d-model" || name == "--n-layers" ||
+        name == "--n-heads" || name == "--n-kv-heads" || name == "--ffn-hidden" ||
+        name == "--vocab-cap")  // the model's shape comes from the checkpoint on --resume
       continue;
     line += " " + name;
     if (opt->get_type_size() != 0)
@@ -186,8 +188,29 @@ void run_train(TrainFlags& flags, CLI::App* cmd) {
       throw glass::cli::CommandError("--overfit-batch is a check of the training loop, not a run to "
                                      "continue: leave out --resume, and use a fresh --out");
     take_recorded_recipe(o, cmd);
+    // The text is part of the run: resuming on another one (or on the bundled corpus because
+    // --data was left out) would not continue the same run. config.json records its file name.
+    std::string recorded_data;
+    try {
+      recorded_data = glass::training_data(o.out_dir);
+    } catch (const std::exception&) {
+      // no readable checkpoint in --out: the Trainer says so
+    }
+    if (!recorded_data.empty() && fs::path(o.data_path).filename().string() != recorded_data)
+      throw glass::cli::CommandError(fmt::format(
+          "the run in {} was trained on a text named '{}', not on '{}'{}: pass --data with the "
+          "path of '{}' to continue it, or start a new run with another --out (or --overwrite)",
+          o.out_dir, recorded_data, o.data_path,
+          default_data ? " (the bundled corpus, used when --data is left out)" : "", recorded_data));
   }
 
+  const long horizon = o.decay_iters > 0 ? o.decay_iters : o.iters;  // where the cosine ends
+  if (o.warmup >= horizon && o.comm.is_root())
+    std::cerr << fmt::format(
+        "warning: the warmup (--warmup {}) is not shorter than the schedule's {} steps (--iters, "
+        "or --decay-iters): the learning rate never reaches --lr and the cosine decay never "
+        "starts. Use a --warmup well below {} (e.g. {})\n",
+        o.warmup, horizon, horizon, std::max(1L, horizon / 10));
   g_stop = 0;
   o.stop_flag = &g_stop;
   glass::TrainResult result;
@@ -331,7 +354,7 @@ void add_train_command(CLI::App& app) {
       "Examples:\n"
       "  glass train                                        the bundled corpus, default recipe\n"
       "  glass train --data input.txt --out runs/mine --iters 3000 -t 2\n"
-      "  glass train --out runs/mine --iters 5000 --resume  continue a run to step 5000\n"
+      "  glass train --data input.txt --out runs/mine --iters 5000 --resume   continue it to step 5000\n"
       "  glass train --data input.txt --out /tmp/check --overfit-batch --iters 200 --lr 3e-3\n"
       "Is the loss normal? It starts near ln V (V = distinct characters) and falls; see README.");
   cmd->callback([flags, cmd] { run_train_on_all_ranks(*flags, cmd); });
