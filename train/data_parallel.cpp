@@ -73,11 +73,19 @@ double DataParallel::run(const Ids& x, const Ids& y, bool with_grad) {
     return value;
   }
 
-  // Part i: rows [B * i / parts, B * (i + 1) / parts), on replica i, in thread i.
+  // Part i: rows [B * i / parts, B * (i + 1) / parts), on replica i, in thread i. Each thread
+  // runs its backward as soon as its own loss is known and finite (no wait for the others); the
+  // one barrier of the step comes before the gradients are summed.
   std::vector<double> losses(parts, 0.0);
   std::vector<std::exception_ptr> errors(parts);
   bool go_on = true;          // every part's loss is known and the total is finite
   bool team_complete = true;  // the runtime gave one thread per part
+  std::vector<Tensor> params = model_.parameters();
+  std::vector<std::vector<Tensor>> others;  // the replicas' parameters, in the same order
+  for (std::size_t r = 0; r + 1 < parts; ++r) others.push_back(replicas_[r]->parameters());
+  std::vector<Scalar*> sums;                     // per parameter with a gradient: the model's
+  std::vector<std::vector<const Scalar*>> adds;  // ... and the replicas' gradients
+  std::vector<long> sizes;
 #pragma omp parallel num_threads(static_cast<int>(parts))
   {
     // The team size is the same for every thread, so all take the same branch (and barriers).
@@ -89,6 +97,7 @@ double DataParallel::run(const Ids& x, const Ids& y, bool with_grad) {
       Decoder& replica = i == 0 ? model_ : *replicas_[i - 1];
       const std::size_t begin = B * i / parts, end = B * (i + 1) / parts;
       Tensor loss;
+      bool finite = false;
       {
         std::optional<NoGradGuard> no_grad;  // recording is per thread: each one says it
         if (!with_grad) no_grad.emplace();
@@ -99,9 +108,19 @@ double DataParallel::run(const Ids& x, const Ids& y, bool with_grad) {
           const Scalar share = static_cast<Scalar>(end - begin) / static_cast<Scalar>(B);
           loss = cross_entropy(replica.forward(rows(x, begin, end)), rows(y, begin, end)) * share;
           losses[i] = loss.item();
+          finite = std::isfinite(losses[i]);
         } catch (...) {
           errors[i] = std::current_exception();
         }
+      }
+      if (with_grad && finite) {
+        try {
+          loss.backward();
+        } catch (...) {
+          errors[i] = std::current_exception();
+        }
+      } else if (with_grad) {
+        tape().clear();
       }
 #pragma omp barrier
 #pragma omp single
@@ -112,15 +131,31 @@ double DataParallel::run(const Ids& x, const Ids& y, bool with_grad) {
           if (errors[j]) go_on = false;
         }
         if (!std::isfinite(total)) go_on = false;
-      }  // (an implicit barrier: every thread sees go_on)
-      if (with_grad && go_on) {
-        try {
-          loss.backward();
-        } catch (...) {
-          errors[i] = std::current_exception();
+        // A non-finite loss leaves no gradient behind (the finite parts ran their backward).
+        if (with_grad && !go_on)
+          for (Tensor& p : params) p.zero_grad();
+        if (with_grad && go_on)
+          for (std::size_t p = 0; p < params.size(); ++p) {
+            if (!params[p].has_grad()) continue;
+            sums.push_back(params[p].grad().data());
+            adds.emplace_back();
+            for (const std::vector<Tensor>& replica : others)
+              if (replica[p].has_grad()) adds.back().push_back(replica[p].grad().data());
+            sizes.push_back(static_cast<long>(params[p].size()));
+          }
+      }  // (an implicit barrier: every thread sees go_on and the lists)
+
+      // The replicas' gradients summed into the model's, each parameter split into one block
+      // of elements per thread (every element summed in replica order: the same bits on every
+      // run).
+      for (std::size_t p = 0; p < sums.size(); ++p) {
+        Scalar* g = sums[p];
+#pragma omp for schedule(static) nowait
+        for (long j = 0; j < sizes[p]; ++j) {
+          Scalar sum = g[j];
+          for (const Scalar* other : adds[p]) sum += other[j];
+          g[j] = sum;
         }
-      } else if (with_grad) {
-        tape().clear();
       }
     }
   }
@@ -131,34 +166,6 @@ double DataParallel::run(const Ids& x, const Ids& y, bool with_grad) {
     if (e) std::rethrow_exception(e);
   double total = 0;
   for (double l : losses) total += l;
-  if (!with_grad || !go_on) return total;
-
-  // The replicas' gradients summed into the model's, each parameter split into one block of
-  // elements per thread (every element summed in replica order: the same bits on every run).
-  std::vector<Tensor> params = model_.parameters();
-  std::vector<std::vector<Tensor>> others;
-  for (std::size_t r = 0; r + 1 < parts; ++r) others.push_back(replicas_[r]->parameters());
-  std::vector<Scalar*> sums;                     // per parameter: the model's gradient
-  std::vector<std::vector<const Scalar*>> adds;  // per parameter: the replicas' gradients
-  std::vector<long> sizes;
-  for (std::size_t p = 0; p < params.size(); ++p) {
-    if (!params[p].has_grad()) continue;
-    sums.push_back(params[p].grad().data());
-    adds.emplace_back();
-    for (const std::vector<Tensor>& replica : others)
-      if (replica[p].has_grad()) adds.back().push_back(replica[p].grad().data());
-    sizes.push_back(static_cast<long>(params[p].size()));
-  }
-#pragma omp parallel num_threads(static_cast<int>(parts))
-  for (std::size_t p = 0; p < sums.size(); ++p) {
-    Scalar* g = sums[p];
-#pragma omp for schedule(static) nowait
-    for (long j = 0; j < sizes[p]; ++j) {
-      Scalar sum = g[j];
-      for (const Scalar* other : adds[p]) sum += other[j];
-      g[j] = sum;
-    }
-  }
   return total;
 }
 

@@ -36,9 +36,10 @@ class DataParallel {
 
   /// Zeroes the model's gradients, then computes the mean cross-entropy of the model's logits
   /// for x against y (both (B, T)) and, when it is finite, its gradients into the model's
-  /// parameters. Returns the loss. A non-finite loss is returned without a backward pass (every
-  /// tape is cleared). Errors of the forward pass (e.g. std::invalid_argument for bad ids) are
-  /// rethrown here, after every thread has stopped.
+  /// parameters. Returns the loss. A non-finite loss is returned with the model's gradients left
+  /// at zero (a part whose own loss is non-finite runs no backward and clears its tape; the
+  /// finite parts' gradients are dropped). Errors of the forward or backward pass (e.g.
+  /// std::invalid_argument for bad ids) are rethrown here, after every thread has stopped.
   double loss_and_grad(const Ids& x, const Ids& y);
   /// The same loss without gradients (evaluation): no tape is recorded in any thread.
   double loss(const Ids& x, const Ids& y);

@@ -104,6 +104,26 @@ TEST(DataParallel, ReplicasFollowTheModelsWeights) {
   }
 }
 
+TEST(DataParallel, ANonFiniteLossInOnePartLeavesEveryGradientAtZero) {
+  // The first part's loss is finite and its thread runs its backward at once; the second part
+  // meets a token whose embedding is NaN. The step's loss is NaN and no gradient is left.
+  const ModelConfig c = glass_test::small_config(11, 16);
+  Decoder model(c, 11);
+  DataParallel parallel(model, 2);
+  Ids x = random_ids(4, 8, 10, 12);  // ids 0..9: id 10 appears only where it is put below
+  const Ids y = random_ids(4, 8, 11, 13);
+  x(3, 5) = 10;                      // row 3: the second part (rows 2 and 3)
+  Tensor embedding = model.tok_embeddings.weight;
+  embedding.value()(10, 0) = std::numeric_limits<Scalar>::quiet_NaN();
+  EXPECT_TRUE(std::isnan(parallel.loss_and_grad(x, y)));
+  EXPECT_EQ(tape().size(), 0u);
+  for (const Tensor& p : model.parameters())
+    for (Scalar g : p.grad()) ASSERT_EQ(g, Scalar(0)) << p.name();
+  // With the NaN gone, the same object computes the step again.
+  embedding.value()(10, 0) = 0;
+  EXPECT_TRUE(std::isfinite(parallel.loss_and_grad(x, y)));
+}
+
 TEST(DataParallel, ANonFiniteLossRunsNoBackwardAndErrorsReachTheCaller) {
   const ModelConfig c = glass_test::small_config(11, 16);
   Decoder model(c, 11);
