@@ -35,6 +35,18 @@ void copy_weights(const Decoder& from, Decoder& to) {
     std::copy(src[p].value().data(), src[p].value().data() + src[p].size(), dst[p].value().data());
 }
 
+/// Part `part` of `parts` of the weight copy from the model into every replica: the elements
+/// [n * part / parts, n * (part + 1) / parts) of every parameter of n elements.
+void copy_weights_part(const std::vector<Tensor>& from, std::vector<std::vector<Tensor>>& to,
+                       std::size_t part, std::size_t parts) {
+  for (std::size_t p = 0; p < from.size(); ++p) {
+    const std::size_t n = from[p].size(), begin = n * part / parts, end = n * (part + 1) / parts;
+    const Scalar* src = from[p].value().data();
+    for (std::vector<Tensor>& replica : to)
+      std::copy(src + begin, src + end, replica[p].value().data() + begin);
+  }
+}
+
 }  // namespace
 
 DataParallel::DataParallel(Decoder& model, std::size_t threads)
@@ -82,7 +94,12 @@ double DataParallel::run(const Ids& x, const Ids& y, bool with_grad) {
   bool team_complete = true;  // the runtime gave one thread per part
   std::vector<Tensor> params = model_.parameters();
   std::vector<std::vector<Tensor>> others;  // the replicas' parameters, in the same order
-  for (std::size_t r = 0; r + 1 < parts; ++r) others.push_back(replicas_[r]->parameters());
+  for (std::size_t r = 0; r + 1 < parts; ++r) {
+    Decoder& replica = *replicas_[r];
+    if (replica.config().attention != model_.config().attention)
+      replica.set_attention(model_.config().attention);
+    others.push_back(replica.parameters());
+  }
   std::vector<Scalar*> sums;                     // per parameter with a gradient: the model's
   std::vector<std::vector<const Scalar*>> adds;  // ... and the replicas' gradients
   std::vector<long> sizes;
@@ -96,13 +113,15 @@ double DataParallel::run(const Ids& x, const Ids& y, bool with_grad) {
       const std::size_t i = static_cast<std::size_t>(omp_get_thread_num());
       Decoder& replica = i == 0 ? model_ : *replicas_[i - 1];
       const std::size_t begin = B * i / parts, end = B * (i + 1) / parts;
+      // The model's weights into the replicas, every thread a part of every parameter.
+      copy_weights_part(params, others, i, parts);
+#pragma omp barrier
       Tensor loss;
       bool finite = false;
       {
         std::optional<NoGradGuard> no_grad;  // recording is per thread: each one says it
         if (!with_grad) no_grad.emplace();
         try {
-          if (i > 0) copy_weights(model_, replica);
           if (with_grad)
             for (Tensor& p : replica.parameters()) p.zero_grad();
           const Scalar share = static_cast<Scalar>(end - begin) / static_cast<Scalar>(B);
