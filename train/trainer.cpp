@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -130,10 +131,18 @@ void check_text_fits_in_memory(const std::string& path) {
         path, format_bytes(static_cast<double>(size)), format_bytes(need), format_bytes(have)));
 }
 
+/// The threads of a data-parallel step: --threads, but no more than this process's rows of the
+/// batch (with mpirun each rank takes batch / ranks of them), so that no replica goes unused.
+std::size_t step_threads(const TrainOptions& o) {
+  const std::size_t rows = o.batch_size / static_cast<std::size_t>(std::max(o.comm.size(), 1));
+  return std::max<std::size_t>(1, std::min(num_threads(), rows));
+}
+
 /// Refuses a model or batch that cannot fit in this machine's memory (a typo such as
 /// --d-model 1000000000 or --batch-size 100000000), before allocating anything big.
 void check_fits_in_memory(const TrainOptions& o) {
-  const double need = training_memory_lower_bound(o.model, o.batch_size, o.context);
+  const double need = training_memory_lower_bound(o.model, o.batch_size, o.context,
+                                                  step_threads(o) - 1);
   const double have = available_memory_bytes();
   if (have > 0 && need > have)
     throw std::invalid_argument(fmt::format(
@@ -261,7 +270,7 @@ Trainer::Trainer(TrainOptions options, std::ostream& out)
   // ---- optimizer, schedule, batches -----------------------------------------------------------
   optimizer_ = std::make_unique<AdamW>(model_->named_parameters(),
                                        AdamWConfig{o.beta1, o.beta2, 1e-8, o.weight_decay});
-  parallel_ = std::make_unique<DataParallel>(*model_, num_threads());  // --threads (autograd/threads.hpp)
+  parallel_ = std::make_unique<DataParallel>(*model_, step_threads(o));  // --threads (autograd/threads.hpp)
   schedule_ = LrSchedule{o.lr, o.min_lr, o.warmup, o.decay_iters};
   const std::size_t n_all = corpus_->size();
   train_batches_ = std::make_unique<BatchSampler>(corpus_, 0, n_train_, o.batch_size, o.context,
@@ -361,7 +370,7 @@ double Trainer::train_step(long it) {
   y = shard_rows(y, comm);
 
   // zero_grad, forward (B/N, T, V), cross-entropy (the mean over the B/N*T predictions) and
-  // backward into every parameter's grad, on num_threads() threads (train/data_parallel.hpp).
+  // backward into every parameter's grad, on step_threads() threads (train/data_parallel.hpp).
   const double shard_loss = parallel_->loss_and_grad(x, y);
   // The mean of the N shards' gradients is the gradient of the whole batch (and likewise the loss).
   const double loss_value = average_gradients(model_->parameters(), shard_loss, comm);

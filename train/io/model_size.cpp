@@ -23,7 +23,8 @@ double parameter_count(const ModelConfig& c) {
          + static_cast<double>(c.n_layers) * per_layer + d;      // layers, norm
 }
 
-double training_memory_lower_bound(const ModelConfig& c, std::size_t batch, std::size_t context) {
+double training_memory_lower_bound(const ModelConfig& c, std::size_t batch, std::size_t context,
+                                   std::size_t replicas) {
   constexpr double kFloat = 4;  // bytes of a float32
   const double bt = static_cast<double>(batch) * static_cast<double>(context);
   const double per_layer = 10 * static_cast<double>(c.d_model) +
@@ -31,7 +32,7 @@ double training_memory_lower_bound(const ModelConfig& c, std::size_t batch, std:
                            4 * static_cast<double>(c.ffn_hidden);
   const double activations =
       bt * (3 * static_cast<double>(c.vocab_size) + static_cast<double>(c.n_layers) * per_layer);
-  return kFloat * (4 * parameter_count(c) + activations);
+  return kFloat * ((4 + 2 * static_cast<double>(replicas)) * parameter_count(c) + activations);
 }
 
 double physical_memory_bytes() {

@@ -22,8 +22,11 @@ double parameter_count(const ModelConfig& config);
 /// float32 weights, gradients and the two AdamW moments (4 per parameter), plus the activations
 /// kept for the backward pass that certainly exist: the logits, their softmax and gradient
 /// (3 x B*T*V), and per layer at least 10 (B, T, d_model) tensors, 3 attention maps
-/// (B, n_heads, T, T) and 4 (B, T, ffn_hidden) tensors. The real peak is higher.
-double training_memory_lower_bound(const ModelConfig& config, std::size_t batch, std::size_t context);
+/// (B, n_heads, T, T) and 4 (B, T, ffn_hidden) tensors. The real peak is higher. `replicas`
+/// adds the model copies of a data-parallel step on several threads (train/data_parallel.hpp):
+/// weights and gradients (2 per parameter) each; the activations are the same in total.
+double training_memory_lower_bound(const ModelConfig& config, std::size_t batch, std::size_t context,
+                                   std::size_t replicas = 0);
 
 /// This machine's physical memory in bytes (sysconf), or 0 when unknown.
 double physical_memory_bytes();

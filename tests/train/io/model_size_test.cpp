@@ -30,6 +30,8 @@ TEST(ModelSize, MemoryBoundGrowsWithTheBatchAndRefusesAbsurdSizes) {
   EXPECT_GT(one, 16 * parameter_count(c));  // weights, grads, two moments, plus activations
   EXPECT_GT(training_memory_lower_bound(c, 24, 64), one);
   EXPECT_LT(one, 1e9);  // the default recipe is small
+  // Each replica of a data-parallel step adds its weights and gradients: 2 x 4 bytes a parameter.
+  EXPECT_DOUBLE_EQ(training_memory_lower_bound(c, 12, 64, 3) - one, 3 * 8 * parameter_count(c));
   c.d_model = 1000000000;  // a typo: 10^18 parameters, far beyond any machine
   EXPECT_GT(training_memory_lower_bound(c, 12, 64), 1e18);
   EXPECT_GT(physical_memory_bytes(), 0.0);
