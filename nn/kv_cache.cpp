@@ -36,6 +36,7 @@ void LayerKVCache::drop_oldest(std::size_t n) {
     throw std::invalid_argument("KVCache::drop_oldest: cannot drop " + std::to_string(n) +
                                 " of " + std::to_string(length_) + " cached positions");
   }
+  if (n == 0) return;  // (std::copy onto its own range would be undefined)
   // Per batch row, slots n .. length_-1 (contiguous: positions before heads) move to the front.
   const std::size_t row = n_kv_heads_ * head_dim_;  // one position, all heads
   for (std::size_t b = 0; b < batch_size_; ++b) {

@@ -5,6 +5,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <exception>
 #include <optional>
@@ -17,6 +18,10 @@
 namespace glass {
 
 namespace {
+
+/// How many DataParallel objects with more than one thread exist (BLAS runs single-threaded
+/// while there is any).
+std::atomic<int> live_multi_threaded{0};
 
 /// Rows [begin, end) of a (B, T) array of ids.
 Ids rows(const Ids& ids, std::size_t begin, std::size_t end) {
@@ -55,11 +60,12 @@ DataParallel::DataParallel(Decoder& model, std::size_t threads)
     replicas_.push_back(std::make_unique<Decoder>(model.config(), 0));
     copy_weights(model, *replicas_.back());
   }
-  if (threads_ > 1) set_blas_threads(1);
+  if (threads_ > 1 && live_multi_threaded.fetch_add(1) == 0) set_blas_threads(1);
 }
 
 DataParallel::~DataParallel() {
-  if (threads_ > 1) set_blas_threads(num_threads());
+  // The last multi-threaded instance gives the BLAS library its threads back.
+  if (threads_ > 1 && live_multi_threaded.fetch_sub(1) == 1) set_blas_threads(num_threads());
 }
 
 double DataParallel::loss_and_grad(const Ids& x, const Ids& y) { return run(x, y, true); }
@@ -67,6 +73,9 @@ double DataParallel::loss_and_grad(const Ids& x, const Ids& y) { return run(x, y
 double DataParallel::loss(const Ids& x, const Ids& y) { return run(x, y, false); }
 
 double DataParallel::run(const Ids& x, const Ids& y, bool with_grad) {
+  if (shape_of(x) != shape_of(y))  // (the parts below are cut by x's rows)
+    throw std::invalid_argument("DataParallel: the inputs " + shape_str(shape_of(x)) +
+                                " and the targets " + shape_str(shape_of(y)) + " differ in shape");
   const std::size_t B = x.dimension() == 2 ? x.shape()[0] : 1;
   const std::size_t parts = std::min(threads_, B);
   if (parts <= 1) {  // one thread: the model itself, as without this class

@@ -23,8 +23,8 @@ namespace glass {
 /// Every thread runs the whole model on its part, small ops included, so all the work of a
 /// step is shared out, not only the matrix products. While a DataParallel with more than one
 /// thread exists, the BLAS library runs single-threaded (set_blas_threads(1), restored to
-/// num_threads() by the destructor), so that its own thread pool never competes with these
-/// threads. With one thread everything runs in the calling thread on the model itself, exactly
+/// num_threads() when the last such object is destroyed), so that its own thread pool never
+/// competes with these threads. With one thread everything runs in the calling thread on the model itself, exactly
 /// as forward + backward without this class.
 class DataParallel {
  public:

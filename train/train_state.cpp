@@ -295,17 +295,29 @@ TrainState load_train_state(const std::string& run_dir, AdamW& optimizer,
     check_same_step(dir, s.step, weights_step);
     // AdamW's second moment v is a running mean of squared gradients (Loshchilov & Hutter 2019,
     // Algorithm 2): never negative. A negative entry means a corrupt file, and resuming would
-    // take sqrt(v_hat) of it: NaN updates from the first step. Checked for every parameter
-    // before any moment is copied, so a refused file leaves the optimizer as it was.
+    // take sqrt(v_hat) of it: NaN updates from the first step. Neither moment can hold a NaN
+    // or an infinity after a finite step (the trainer stops at a non-finite loss or gradient
+    // norm before the update), and one would turn every weight it touches into NaN. Checked for
+    // every parameter before any moment is copied, so a refused file leaves the optimizer as it
+    // was.
     for (const AdamWParam& p : optimizer.params()) {
-      const NamedTensor* v = moments.find("v." + p.name);
-      if (v == nullptr || v->dtype != Dtype::F32) continue;  // copy_into names these errors
-      const auto negative = std::find_if(v->data.begin(), v->data.end(), [](float x) { return x < 0; });
-      if (negative != v->data.end())
-        throw CheckpointError(fmt::format(
-            "{}: tensor 'v.{}' holds a negative value ({}) at index {}: AdamW's second moment (a "
-            "running mean of squared gradients) is never negative, so the file is corrupt",
-            tensors_path, p.name, *negative, negative - v->data.begin()));
+      for (const char* moment : {"m", "v"}) {
+        const NamedTensor* t = moments.find(std::string(moment) + "." + p.name);
+        if (t == nullptr || t->dtype != Dtype::F32) continue;  // copy_into names these errors
+        const auto bad = std::find_if(t->data.begin(), t->data.end(), [](float x) { return !std::isfinite(x); });
+        if (bad != t->data.end())
+          throw CheckpointError(fmt::format(
+              "{}: tensor '{}.{}' holds {} at index {}: AdamW's moments are finite after every "
+              "step, so the file is corrupt",
+              tensors_path, moment, p.name, *bad, bad - t->data.begin()));
+        if (moment[0] != 'v') continue;
+        const auto negative = std::find_if(t->data.begin(), t->data.end(), [](float x) { return x < 0; });
+        if (negative != t->data.end())
+          throw CheckpointError(fmt::format(
+              "{}: tensor 'v.{}' holds a negative value ({}) at index {}: AdamW's second moment (a "
+              "running mean of squared gradients) is never negative, so the file is corrupt",
+              tensors_path, p.name, *negative, negative - t->data.begin()));
+      }
     }
     for (AdamWParam& p : optimizer.params()) {
       copy_into(moments, tensors_path, "m." + p.name, p.m);

@@ -191,6 +191,20 @@ TEST_F(LearnerCli, ResumeRefusesAnotherRecipeAndTakesTheRecordedOne) {
   EXPECT_NE(r.out.find("batch 4 x context 16"), std::string::npos) << r.out;
 }
 
+// The default --min-lr is --lr / 10, which for --lr 3e-3 is 0.00030000000000000003 in double
+// (Python: 3e-3 / 10); the recipe line prints it as 0.0003, so a learner types --min-lr 3e-4.
+TEST_F(LearnerCli, ResumeTakesARateThatDiffersOnlyInItsLastDecimalBits) {
+  const fs::path run = dir_ / "min-lr";
+  const std::string base = data() + " --out " + q(run.string()) + " --eval-every 10 --lr 3e-3" + tiny();
+  ASSERT_EQ(glass("train --iters 10" + base).exit_code, 0);
+  const CliRun r = glass("train --iters 20 --resume --min-lr 3e-4" + base);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("lr 0.003 -> 0.0003"), std::string::npos) << r.out;
+  // A rate that really differs is still refused, spelled out exactly.
+  expect_error(glass("train --iters 30 --resume --min-lr 3.001e-4" + base),
+               "--min-lr 0.0003001 (the run was trained with --min-lr 0.00030000000000000003)");
+}
+
 TEST_F(LearnerCli, TheResumeCommandCarriesTheRunsFlags) {
   const fs::path run = dir_ / "stopped";
   const std::string args = "train" + data() + " --out " + q(run.string()) + " --overwrite" +

@@ -4,8 +4,10 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <random>
 
+#include <cblas.h>
 #include <gtest/gtest.h>
 
 #include "autograd/ops.hpp"
@@ -31,6 +33,15 @@ Ids random_ids(std::size_t B, std::size_t T, std::size_t vocab, std::uint64_t se
   Ids ids = Ids::from_shape({B, T});
   for (auto& id : ids) id = static_cast<std::int32_t>(rng() % vocab);
   return ids;
+}
+
+/// The longest tape among the threads of a team of n (OpenMP keeps its threads between parallel
+/// regions, so these are the threads DataParallel ran on; each has a tape of its own).
+std::size_t longest_tape(int n) {
+  std::size_t longest = 0;
+#pragma omp parallel num_threads(n) reduction(max : longest)
+  longest = tape().size();
+  return longest;
 }
 
 /// Every parameter's gradient, concatenated in parameter order.
@@ -79,7 +90,7 @@ TEST(DataParallel, GivesTheLossAndGradientsOfOneThread) {
         EXPECT_EQ(parallel.loss_and_grad(x, y), got);
         EXPECT_EQ(all_grads(model), grads);
         EXPECT_NEAR(parallel.loss(x, y), expected_loss, 1e-6 * std::abs(expected_loss));
-        EXPECT_EQ(tape().size(), 0u);
+        EXPECT_EQ(longest_tape(static_cast<int>(threads)), 0u);
       }
     }
   }
@@ -116,7 +127,7 @@ TEST(DataParallel, ANonFiniteLossInOnePartLeavesEveryGradientAtZero) {
   Tensor embedding = model.tok_embeddings.weight;
   embedding.value()(10, 0) = std::numeric_limits<Scalar>::quiet_NaN();
   EXPECT_TRUE(std::isnan(parallel.loss_and_grad(x, y)));
-  EXPECT_EQ(tape().size(), 0u);
+  EXPECT_EQ(longest_tape(2), 0u);
   for (const Tensor& p : model.parameters())
     for (Scalar g : p.grad()) ASSERT_EQ(g, Scalar(0)) << p.name();
   // With the NaN gone, the same object computes the step again.
@@ -134,14 +145,33 @@ TEST(DataParallel, ANonFiniteLossRunsNoBackwardAndErrorsReachTheCaller) {
   DataParallel parallel_broken(broken, 2);
   const Ids x = random_ids(4, 8, 11, 12), y = random_ids(4, 8, 11, 13);
   EXPECT_TRUE(std::isnan(parallel_broken.loss_and_grad(x, y)));
-  EXPECT_EQ(tape().size(), 0u);
+  EXPECT_EQ(longest_tape(2), 0u);
   // An id outside the vocabulary, in the second part only: the error of its thread is rethrown.
   Ids bad = x;
   bad(3, 0) = 11;
   EXPECT_THROW(parallel.loss_and_grad(bad, y), std::invalid_argument);
-  EXPECT_EQ(tape().size(), 0u);
+  EXPECT_EQ(longest_tape(2), 0u);
+  // Targets of another shape than the inputs: refused before any thread reads them.
+  EXPECT_THROW(parallel.loss_and_grad(x, random_ids(2, 8, 11, 13)), std::invalid_argument);
+  EXPECT_THROW(parallel.loss(x, random_ids(4, 7, 11, 13)), std::invalid_argument);
   // And the object still works afterwards.
   EXPECT_TRUE(std::isfinite(parallel.loss_and_grad(x, y)));
+}
+
+TEST(DataParallel, BlasGetsItsThreadsBackWhenTheLastMultiThreadedInstanceEnds) {
+  ThreadsFor guard(2);
+  ASSERT_EQ(openblas_get_num_threads(), 2);
+  const ModelConfig c = glass_test::small_config(11, 16);
+  Decoder model(c, 11);
+  auto first = std::make_unique<DataParallel>(model, 2);
+  EXPECT_EQ(openblas_get_num_threads(), 1);
+  {
+    DataParallel second(model, 2);
+    EXPECT_EQ(openblas_get_num_threads(), 1);
+  }
+  EXPECT_EQ(openblas_get_num_threads(), 1);  // `first` still runs its threads
+  first.reset();
+  EXPECT_EQ(openblas_get_num_threads(), 2);
 }
 
 TEST(AdamW, AnyThreadCountGivesTheSameBits) {

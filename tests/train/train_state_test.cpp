@@ -2,6 +2,7 @@
 // way a file can be bad is a CheckpointError that names the file.
 
 #include <filesystem>
+#include <limits>
 #include <string>
 #include <unistd.h>
 
@@ -142,5 +143,43 @@ TEST(TrainState, ANegativeSecondMomentIsRefusedAndTheOptimizerIsLeftAsItWas) {
   last.v(1) = -0.0f;  // minus zero is zero: accepted
   save_train_state(dir.string(), saved, state);
   EXPECT_EQ(load_train_state(dir.string(), resumed).step, 2);
+  fs::remove_all(dir);
+}
+
+// A NaN or an infinity in either moment cannot come from a finite step (the trainer stops before
+// the update) and would turn the weights it touches into NaN: refused like a negative v.
+TEST(TrainState, ANonFiniteMomentIsRefusedAndTheOptimizerIsLeftAsItWas) {
+  const fs::path dir = fs::temp_directory_path() / ("glass-train-state-nan-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  const ModelConfig config = glass_test::write_small_checkpoint(dir.string(), 16, 3);
+  Decoder model(config, 3);
+  AdamW saved(model.named_parameters());
+  TrainState state;
+  state.step = 2;
+  state.context = 16;
+  for (AdamWParam& p : saved.params()) {
+    p.m.fill(0.25f);
+    p.v.fill(0.5f);
+  }
+  AdamWParam& last = saved.params().back();
+  const float bad_values[] = {std::numeric_limits<float>::quiet_NaN(),
+                              std::numeric_limits<float>::infinity(),
+                              -std::numeric_limits<float>::infinity()};
+  for (const char* moment : {"m", "v"}) {
+    for (float bad : bad_values) {
+      Array& target = moment[0] == 'm' ? last.m : last.v;
+      const float kept = target(2);
+      target(2) = bad;
+      save_train_state(dir.string(), saved, state);
+      AdamW resumed(model.named_parameters());
+      expect_refused(dir.string(), resumed, std::string("tensor '") + moment + "." + last.name + "' holds");
+      expect_refused(dir.string(), resumed, "at index 2");
+      for (const AdamWParam& p : resumed.params()) {  // nothing was copied
+        EXPECT_EQ(p.m(0), 0.0f) << p.name;
+        EXPECT_EQ(p.v(0), 0.0f) << p.name;
+      }
+      target(2) = kept;
+    }
+  }
   fs::remove_all(dir);
 }

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -142,16 +143,20 @@ void take_recorded_recipe(glass::TrainOptions& o, const CLI::App* cmd) {
   const std::optional<glass::TrainRecipe> recorded = glass::load_train_recipe(o.out_dir);
   if (!recorded) return;
   std::string differ;
-  auto shown = [](auto v) {
-    if constexpr (std::is_floating_point_v<decltype(v)>)
-      return fmt::format("{:g}", v);
+  auto shown = [](auto v) { return fmt::format("{}", v); };  // (the shortest exact spelling)
+  // A rate equal to the recorded one but for the last bits of its decimal spelling is the same
+  // rate (--min-lr 3e-4 against the recorded default 3e-3 / 10 = 0.00030000000000000003): it is
+  // taken as recorded, so the resumed run stays bit for bit the same run.
+  auto same = [](auto a, auto b) {
+    if constexpr (std::is_floating_point_v<decltype(a)>)
+      return std::abs(a - b) <= 1e-12 * std::max(std::abs(a), std::abs(b));
     else
-      return fmt::format("{}", v);
+      return a == b;
   };
   auto take = [&](const char* flag, auto& value, auto theirs) {
-    if (cmd->count(flag) == 0) {
+    if (cmd->count(flag) == 0 || same(value, theirs)) {
       value = theirs;
-    } else if (value != theirs) {
+    } else {
       differ += fmt::format("\n  {} {} (the run was trained with {} {})", flag, shown(value), flag,
                             shown(theirs));
     }
