@@ -8,13 +8,19 @@
 
 namespace glass {
 
+std::string vocabulary_words(std::size_t vocab_size) {
+  return fmt::format("vocabulary {} ({} characters + the unknown id 0)", vocab_size,
+                     vocab_size > 0 ? vocab_size - 1 : 0);
+}
+
 std::string step_zero_note(double loss, std::size_t vocab_size) {
   const double ln_v = std::log(static_cast<double>(vocab_size));
   const double off = loss - ln_v;
   if (std::abs(off) <= kStepZeroTolerance)
     return fmt::format("note: loss {:.4f} ≈ ln {} = {:.4f}: the model is guessing uniformly among "
-                       "the {} characters, as it should at the start\n",
-                       loss, vocab_size, ln_v, vocab_size);
+                       "the {} entries of its vocabulary ({} characters + the unknown id 0), as it "
+                       "should at the start\n",
+                       loss, vocab_size, ln_v, vocab_size, vocab_size > 0 ? vocab_size - 1 : 0);
   if (off > 0)
     return fmt::format(
         "warning: loss {:.4f} at step 0 is far above ln {} = {:.4f}, the loss of a uniform guess: "

@@ -24,8 +24,14 @@ inline constexpr double kStepZeroTolerance = 0.5;
 /// Evaluations without a new best validation loss after which the run is called overfitting.
 inline constexpr int kPatienceEvals = 3;
 
+/// How the size V of a vocabulary is said wherever the program shows it (`glass train`, the page
+/// of `glass serve`): "vocabulary 83 (82 characters + the unknown id 0)". V counts the unknown
+/// token, id 0, which is no character of the text; a uniform guess over the V entries has loss ln V.
+std::string vocabulary_words(std::size_t vocab_size);
+
 /// The line printed after the evaluation at step 0 of a fresh run, e.g.
-///   "note: 4.4550 ≈ ln 83 = 4.4188: the model is guessing uniformly, as it should at the start"
+///   "note: loss 4.4550 ≈ ln 83 = 4.4188: the model is guessing uniformly among the 83 entries of
+///   its vocabulary (82 characters + the unknown id 0), as it should at the start"
 /// or a "warning: ..." when |loss - ln V| > kStepZeroTolerance, saying what that points to.
 std::string step_zero_note(double loss, std::size_t vocab_size);
 

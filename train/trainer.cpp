@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <sstream>
@@ -108,6 +109,15 @@ void check_options(TrainOptions& o) {
         o.batch_size, o.comm.size(), o.comm.size(), o.comm.size()));
 }
 
+/// True when an MPI launcher (mpirun, mpiexec) started this process. OpenMPI gives each process
+/// a pseudo-terminal even when mpirun's own output goes to a file, so isatty() cannot tell
+/// whether a person watches the progress line there.
+bool launched_by_mpi() {
+  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"})
+    if (std::getenv(name) != nullptr) return true;
+  return false;
+}
+
 /// Where the processes other than rank 0 write: nowhere.
 std::ostream& silent() {
   static std::ostream nowhere(nullptr);
@@ -185,7 +195,9 @@ Trainer::Trainer(TrainOptions options, std::ostream& out)
   TrainOptions& o = options_;
   const bool root = o.comm.is_root();  // with mpirun, only rank 0 touches out_dir
   check_options(o);
-  is_tty_ = (&out_ == &std::cout) && ::isatty(fileno(stdout));
+  // The progress line is rewritten in place (CR, ESC[K) only on a terminal; a file, a pipe or
+  // mpirun's output gets plain lines.
+  is_tty_ = (&out_ == &std::cout) && ::isatty(fileno(stdout)) && o.comm.size() == 1 && !launched_by_mpi();
   // One trainer per run directory, and no silent replacement of a run: lock out_dir before
   // reading or judging what it holds (a new directory is locked when it is created, below).
   if (root && fs::is_directory(o.out_dir)) lock_out_dir();
@@ -309,6 +321,7 @@ Trainer::Trainer(TrainOptions options, std::ostream& out)
   }
 
   if (run_id_.empty()) run_id_ = new_run_id();
+  if (o.saved_step != nullptr) o.saved_step->store(last_saved_step_);
 
   // ---- the output directory must be writable before any training -----------------------------
   if (root) {
@@ -331,11 +344,11 @@ Trainer::Trainer(TrainOptions options, std::ostream& out)
   }
 
   out_ << fmt::format(
-      "data: {} ({} characters, vocabulary {}), train {} / val {} characters\n"
+      "data: {}, {} characters, {}; train {} / val {} characters\n"
       "model: d_model {}, {} layers, {} heads ({} kv), ffn {}, {} parameters\n"
       "recipe: {} steps, batch {} x context {}, lr {:g} -> {:g} (warmup {}, cosine to step {}), "
       "weight decay {:g}, clip {:g}, seed {}\n",
-      o.data_path, text_chars, tokenizer_.vocab_size(), n_train_, corpus_->size() - n_train_,
+      o.data_path, text_chars, vocabulary_words(tokenizer_.vocab_size()), n_train_, corpus_->size() - n_train_,
       o.model.d_model, o.model.n_layers, o.model.n_heads, o.model.n_kv_heads, o.model.ffn_hidden,
       model_->num_parameters(), o.iters, o.batch_size, o.context, o.lr, o.min_lr, o.warmup,
       o.decay_iters, o.weight_decay, o.grad_clip, o.seed);
@@ -346,7 +359,8 @@ Trainer::Trainer(TrainOptions options, std::ostream& out)
   if (o.overfit_batch)
     out_ << "--overfit-batch: every step trains on the same batch of " << o.batch_size << " x "
          << o.context << " characters; the training loss should fall towards 0 (the model "
-            "memorises it) while the validation loss does not. If it does not, the loop has a bug\n";
+            "memorises it) while the validation loss does not. If it does not, the loop has a bug. "
+            "The evaluations show the loss of that batch and the usual validation loss\n";
   out_.flush();
 }
 
@@ -361,7 +375,7 @@ double Trainer::train_step(long it) {
   if (!options_.overfit_batch) {
     train_batches_->next(x, y);                      // (B, T) inputs and next-char targets
   } else {                                           // the same batch at every step
-    if (overfit_x_.dimension() == 0) train_batches_->next(overfit_x_, overfit_y_);
+    draw_overfit_batch();
     x = overfit_x_;
     y = overfit_y_;
   }
@@ -382,6 +396,10 @@ double Trainer::train_step(long it) {
     throw NonFiniteError(fmt::format("the gradient norm became {} at step {} (lr {:.3g})", non_finite_name(norm), it, lr));
   optimizer_->step(lr);                              // AdamW update
   return loss_value;
+}
+
+void Trainer::draw_overfit_batch() {
+  if (overfit_x_.dimension() == 0) train_batches_->next(overfit_x_, overfit_y_);  // (B, T) each
 }
 
 EvalResult Trainer::evaluate() {
@@ -405,7 +423,14 @@ EvalResult Trainer::evaluate() {
   // validation windows (as the PyTorch twin): every evaluation sees the same batches.
   eval_train_batches_->set_state(eval_start_state_);
   std::vector<double> losses(2);
-  losses[0] = mean_loss(*eval_train_batches_);
+  if (!options_.overfit_batch) {
+    losses[0] = mean_loss(*eval_train_batches_);
+  } else {  // the train loss is that of the one batch being memorised
+    draw_overfit_batch();
+    losses[0] = parallel_->loss(shard_rows(overfit_x_, comm), shard_rows(overfit_y_, comm));
+    Ids x, y;
+    for (long i = 0; i < options_.eval_iters; ++i) eval_train_batches_->next(x, y);  // the usual
+  }                                                                  // validation windows below
   eval_val_batches_->set_state(eval_train_batches_->state());
   losses[1] = mean_loss(*eval_val_batches_);
   comm.all_reduce_sum(losses);  // the mean of the N processes' means
@@ -499,6 +524,7 @@ void Trainer::save(bool also_best) {
             : std::string("No checkpoint of this run was complete yet.")));
   }
   last_saved_step_ = step_;
+  if (options_.saved_step != nullptr) options_.saved_step->store(step_);
   const std::string previous_save =
       previous == fs::path(dir) ? std::string() : previous.filename().string();
   const std::string warning = finish_save(dir, previous_save);
@@ -545,7 +571,9 @@ void Trainer::append_step(const StepRow& row) {
 void Trainer::print_evaluation_notes(long it) {
   if (it == 0 && log_.size() == 1)
     out_ << step_zero_note(log_.front().train_loss, tokenizer_.vocab_size());
-  out_ << evaluation_note(log_);
+  // --overfit-batch: a validation loss rising while the batch is memorised is what the check
+  // expects (the header says so), not overfitting to warn about.
+  if (!options_.overfit_batch) out_ << evaluation_note(log_);
 }
 
 TrainResult Trainer::run() {
@@ -589,8 +617,9 @@ TrainResult Trainer::run() {
         has_best_ = true;
       }
       if (is_tty_) out_ << "\r\033[K";
-      out_ << fmt::format("step {}: train loss {:.4f}, val loss {:.4f} (gap {:+.4f}){} | {:.1f} s\n",
-                          it, e.train_loss, e.val_loss, e.val_loss - e.train_loss,
+      out_ << fmt::format("step {}: {} {:.4f}, val loss {:.4f} (gap {:+.4f}){} | {:.1f} s\n", it,
+                          o.overfit_batch ? "loss of the one batch" : "train loss", e.train_loss,
+                          e.val_loss, e.val_loss - e.train_loss,
                           best ? " (best so far)" : "", row.elapsed_s);
       print_evaluation_notes(it);
       if (stop_requested()) {

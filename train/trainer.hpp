@@ -2,6 +2,7 @@
 // The training loop: forward, cross-entropy, backward, clip, AdamW step; periodic evaluation,
 // progress line, samples, log.csv, checkpoints (with exact resume) and the loss plot.
 
+#include <atomic>
 #include <chrono>
 #include <csignal>
 #include <cstdint>
@@ -54,11 +55,16 @@ struct TrainOptions {
   bool overwrite = false;          ///< start over in an out_dir that holds a run (replaced at the first save)
   std::size_t sample_tokens = 120; ///< characters sampled at each evaluation (0 = none)
   bool overfit_batch = false;      ///< train on the first batch only, again and again (a check
-                                   ///< that the loop can learn: the loss should go to ~0)
+                                   ///< that the loop can learn: the loss should go to ~0); the
+                                   ///< evaluations' train loss is then that batch's
   ModelConfig model;               ///< vocab_size is set from the tokenizer
   /// Set (e.g. by a SIGINT or SIGTERM handler, to the signal's number) to stop: the loop saves
   /// a checkpoint and returns. During an evaluation it is honoured when the evaluation ends.
   const volatile std::sig_atomic_t* stop_flag = nullptr;
+  /// When set, receives the step of the last complete save in out_dir: -1 before the first save
+  /// of a new run, the checkpoint's step on resume, then each save's step. Lock-free, so a signal
+  /// handler may read it to say what a stop at once keeps.
+  std::atomic<long>* saved_step = nullptr;
   /// The processes training together (mpirun -np N, train/distributed.hpp): each takes
   /// batch_size / N windows of every batch; rank 0 alone prints, samples and writes out_dir.
   Communicator comm;
@@ -109,7 +115,8 @@ class Trainer {
   double train_step(long it);
   double last_grad_norm() const { return last_grad_norm_; }
   /// Mean loss over eval_iters batches of each split, drawn from a generator re-seeded with
-  /// seed+2 at every call (so every evaluation sees the same windows). No tape is recorded.
+  /// seed+2 at every call (so every evaluation sees the same windows). With overfit_batch the
+  /// train loss is the loss of the one batch trained on. No tape is recorded.
   EvalResult evaluate();
 
   const Decoder& model() const { return *model_; }
@@ -126,6 +133,7 @@ class Trainer {
   void lock_out_dir();
   void print_progress(long it, double loss, double lr, double tokens_per_s, double eta_s);
   void print_sample();
+  void draw_overfit_batch();  // --overfit-batch: the one batch, drawn once
   // The per-step log: out_dir/steps.csv, the live copy a reader can follow while training runs.
   void open_live_steps();
   void append_step(const StepRow& row);

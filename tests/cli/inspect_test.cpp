@@ -104,6 +104,37 @@ TEST_F(InspectCli, JsonAndHtmlFilesAreWritten) {
         << "temporary file left behind: " << entry.path();
 }
 
+TEST_F(InspectCli, ADashSendsTheJsonOrThePageToStandardOutputAndNoFileNamedDash) {
+  // Run in a directory of its own: a file named "-" would land there.
+  const fs::path cwd = dir_ / "dash";
+  fs::create_directories(cwd);
+  const std::string in_cwd = "cd " + quote(cwd.string()) + " && ";
+  const fs::path file = dir_ / "dash.json";
+  const CommandResult to_file = inspect(ckpt() + " --prompt 'that' --json " + quote(file.string()));
+  ASSERT_EQ(to_file.exit_code, 0) << to_file.err;
+
+  const CommandResult json = glass_test::run_glass("inspect " + ckpt() + " --prompt 'that' --json -", dir_, in_cwd);
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  EXPECT_EQ(json.out, read_file(file)) << "standard output holds exactly what the file holds, nothing else";
+  EXPECT_EQ(nlohmann::json::parse(json.out)["prompt"], "that");
+
+  const fs::path page = dir_ / "dash.html";
+  const CommandResult html = glass_test::run_glass(
+      "inspect " + ckpt() + " --prompt 'that' --html - --json " + quote(file.string()), dir_, in_cwd);
+  ASSERT_EQ(html.exit_code, 0) << html.err;
+  EXPECT_EQ(html.out.rfind("<!DOCTYPE html>", 0), 0u) << html.out.substr(0, 200);
+  EXPECT_EQ(html.out.find("Layer 0 snapshots"), std::string::npos) << "no overview mixed into the page";
+  EXPECT_NE(html.err.find("wrote " + file.string()), std::string::npos) << "the note on stderr" << html.err;
+
+  const CommandResult both = glass_test::run_glass("inspect " + ckpt() + " --prompt 'that' --json - --html -", dir_, in_cwd);
+  EXPECT_EQ(both.exit_code, 1);
+  EXPECT_NE(both.err.find("error: --json - and --html - both ask for standard output"), std::string::npos) << both.err;
+  EXPECT_TRUE(fs::is_empty(cwd)) << "a file named '-' was written";
+
+  const CommandResult help = inspect("--help");
+  EXPECT_NE(help.out.find("- prints it on standard output"), std::string::npos) << help.out;
+}
+
 /// Every error: exit code 1, "error: ..." naming the problem, and no output file.
 TEST_F(InspectCli, ErrorsAreClearAndExitNonZero) {
   const fs::path json = dir_ / "should-not-exist.json";

@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_test_util.hpp"
+#include "train/io/checkpoint.hpp"
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
@@ -105,6 +106,13 @@ TEST_F(LearnerCli, StepZeroIsComparedWithLnVAndTheEndSaysHowGoodItIs) {
   EXPECT_NE(out.find("note: loss "), std::string::npos) << out;
   EXPECT_NE(out.find(ln_v), std::string::npos) << out;
   EXPECT_NE(out.find("guessing uniformly"), std::string::npos) << out;
+  // V counts the unknown id 0: the data line and the note say so in the words the page of
+  // glass serve uses (tests/train/serve/serve_cli_test.cpp), not "V characters".
+  const int v = static_cast<int>(V);
+  const std::string words = "(" + std::to_string(v - 1) + " characters + the unknown id 0)";
+  EXPECT_NE(out.find("vocabulary " + std::to_string(v) + " " + words), std::string::npos) << out;
+  EXPECT_NE(out.find("among the " + std::to_string(v) + " entries of its vocabulary " + words),
+            std::string::npos) << out;
   EXPECT_NE(out.find("(gap "), std::string::npos) << "every evaluation shows val - train\n" << out;
   EXPECT_NE(out.find("best validation loss: "), std::string::npos) << out;
   EXPECT_NE(out.find("bits per character"), std::string::npos) << out;
@@ -247,8 +255,81 @@ TEST_F(LearnerCli, OverfitBatchDrivesTheLossOfOneBatchTowardsZero) {
   const auto rows = csv_rows(read_file(run / "steps.csv"));
   ASSERT_EQ(rows.size(), 150u);
   EXPECT_LT(rows.back()[1], 0.3) << "the memorised batch";
+  // The evaluations' train loss is that of the batch being memorised (labelled so), not of
+  // other windows: at step 0 it is the loss the first step computed on it (same weights, same
+  // batch; log.csv and steps.csv keep 6 decimals), at the end it is near 0 too, while the
+  // validation loss is not.
+  const auto evals = csv_rows(read_file(run / "log.csv"));  // step,lr,train_loss,val_loss,...
+  ASSERT_EQ(evals.size(), 2u);
+  EXPECT_NEAR(evals[0][2], rows[0][1], 2e-6) << "step 0";
+  EXPECT_LT(evals[1][2], 0.3) << "step 150";
+  EXPECT_GT(evals[1][3], 1.0) << "the validation windows are not memorised";
+  EXPECT_NE(r.out.find("step 150: loss of the one batch "), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("overfitting"), std::string::npos) << "memorising is the point here\n" << r.out;
+  EXPECT_NE(glass("train --help").out.find("the evaluations' train loss is that batch's"), std::string::npos);
   expect_error(glass("train" + data() + " --out " + q(run.string()) + " --overfit-batch --resume --iters 200" + tiny()),
                "--overfit-batch is a check of the training loop");
+}
+
+// ---- stops: a NaN, a second Ctrl-C --------------------------------------------------------------
+
+TEST_F(LearnerCli, ANonFiniteLossSaysWhichCheckpointWasKeptAndHowToGoOn) {
+  // lr 1e9: the loss is NaN within a few steps, after the save of step 0.
+  const fs::path run = dir_ / "nan";
+  const CliRun r = glass("train" + data() + " --out " + q(run.string()) +
+                         " --iters 50 --eval-every 1000 --lr 1e9" + tiny(0));
+  expect_error(r, "NaN");
+  EXPECT_NE(r.err.find("Training stopped: the last good checkpoint, of step 0, is kept in " + run.string()),
+            std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--resume would repeat the same steps"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("if any"), std::string::npos) << r.err;
+  // The command to train again: the same flags, half the learning rate, replacing this run.
+  EXPECT_NE(r.err.find(" train --data " + text_.string() + " --out " + run.string() + " --iters 50"),
+            std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(" --lr 5e+08 --overwrite\n"), std::string::npos) << r.err;
+  EXPECT_EQ(glass::load_checkpoint(run.string()).weights_step, "0") << "the checkpoint said kept";
+}
+
+TEST_F(LearnerCli, ASecondCtrlCStopsAtOnceAndSaysWhatIsKept) {
+  // Evaluations of 2000 batches of 16 x 16 per split take seconds: both signals arrive during
+  // one. `after` is what must exist before the first signal.
+  auto interrupted_twice = [&](const std::string& name, const std::string& after) {
+    const fs::path run = dir_ / name, out = dir_ / (name + "-out.txt"), err = dir_ / (name + "-err.txt");
+    const std::string line =
+        std::string(GLASS_BINARY_DIR "/glass train") + data() + " --out " + q(run.string()) +
+        " --context 16 --d-model 32 --n-layers 1 --n-heads 2 --n-kv-heads 1 --ffn-hidden 32 --warmup 5"
+        " --sample-tokens 0 --iters 10 --eval-every 5 --eval-iters 2000 --batch-size 16 --threads 1 >" +
+        q(out.string()) +
+        " 2>" + q(err.string()) + " & pid=$!; for i in $(seq 1 1200); do " + after +
+        " && break; sleep 0.05; done; sleep 0.3; kill -INT $pid; sleep 0.3; kill -INT $pid; wait $pid; "
+        "echo $?";
+    const CliRun sh = shell(line);
+    return CliRun{std::atoi(sh.out.c_str()), read_file(out), read_file(err)};
+  };
+  // During the evaluation at step 0 of a new run: no save yet.
+  const fs::path first = dir_ / "ctrl-c-0";
+  const CliRun a = interrupted_twice("ctrl-c-0", "grep -q '^recipe:' " + q((dir_ / "ctrl-c-0-out.txt").string()));
+  EXPECT_EQ(a.exit_code, 130) << a.out << a.err;
+  EXPECT_NE(a.err.find("Ctrl-C: stopping after the current step or evaluation, with a save first "
+                       "(Ctrl-C again stops at once, without it)"), std::string::npos) << a.err;
+  EXPECT_NE(a.err.find("Ctrl-C again: stopped at once, without the save the first one asked for. "
+                       "No checkpoint of this run had been saved yet"), std::string::npos) << a.err;
+  EXPECT_EQ(a.out.find("step 0: train loss"), std::string::npos) << "the evaluation was cut short\n" << a.out;
+  EXPECT_FALSE(fs::exists(first / "model.safetensors"));
+  // "run the same command again": the directory holds no run that would refuse it.
+  const CliRun again = glass("train" + data() + " --out " + q(first.string()) + tiny(0) + " --iters 2 --eval-every 2");
+  EXPECT_EQ(again.exit_code, 0) << again.err;
+
+  // During the evaluation at step 5, after the save of step 0: that save stays, and the command
+  // that continues it is printed.
+  const fs::path second = dir_ / "ctrl-c-5";
+  const CliRun b = interrupted_twice("ctrl-c-5", "[ -f " + q((second / "log.csv").string()) + " ]");
+  EXPECT_EQ(b.exit_code, 130) << b.out << b.err;
+  EXPECT_NE(b.err.find("Ctrl-C again: stopped at once, without the save the first one asked for. "
+                       "Nothing else is lost: the last complete save, of step 0, stays current in " +
+                       second.string() + "; continue it with:\n  "), std::string::npos) << b.err;
+  EXPECT_NE(b.err.find(" --resume\n"), std::string::npos) << b.err;
+  EXPECT_EQ(glass::load_checkpoint(second.string()).weights_step, "0");
 }
 
 // ---- conventions: help, version, short flags ----------------------------------------------------

@@ -144,6 +144,20 @@ TEST_F(TrainMpi, TwoProcessesLearnWhatOneLearnsWithTheSameGlobalBatch) {
   EXPECT_EQ(count(two.out, "---- sample"), 3u) << two.out;
   EXPECT_EQ(count(two.out, "checkpoint: "), 1u) << two.out;
   EXPECT_EQ(one.out.find("data parallel"), std::string::npos);
+  // OpenMPI gives each process a pseudo-terminal even though mpirun's output is a file here:
+  // the progress line must still come as plain lines, without CR or escape codes.
+  EXPECT_EQ(two.out.find('\r'), std::string::npos) << two.out;
+  EXPECT_EQ(two.out.find('\x1b'), std::string::npos) << two.out;
+  EXPECT_NE(two.out.find("step 40/80 | loss "), std::string::npos) << two.out;
+}
+
+TEST_F(TrainMpi, OneProcessUnderMpirunPrintsPlainLinesToo) {
+  const fs::path out = dir_ / "mpirun-one";
+  const GlassRun r = glass_test::run_glass("train --out " + q(out.string()) + " --iters 10" + tiny(4, 5), dir_, mpirun(1));
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(r.out.find('\r'), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find('\x1b'), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("step 10/10 | loss "), std::string::npos) << r.out;
 }
 
 TEST_F(TrainMpi, ABatchThatDoesNotSplitEvenlyIsRefused) {

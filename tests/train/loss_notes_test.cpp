@@ -28,6 +28,9 @@ TEST(LossNotes, StepZeroNearLnVIsANoteFarFromItAWarning) {
   // ln 83 = 4.418840607796598 (python3 -c 'import math; print(math.log(83))').
   const std::string near = step_zero_note(4.455, 83);
   EXPECT_TRUE(has(near, "note: loss 4.4550 ≈ ln 83 = 4.4188: the model is guessing uniformly")) << near;
+  // V = 83 counts the unknown id 0: 82 characters, said so (as the page of glass serve says it).
+  EXPECT_TRUE(has(near, "among the 83 entries of its vocabulary (82 characters + the unknown id 0)")) << near;
+  EXPECT_EQ(vocabulary_words(83), "vocabulary 83 (82 characters + the unknown id 0)");
   const std::string above = step_zero_note(4.4188 + 0.6, 83);
   EXPECT_TRUE(has(above, "warning: loss 5.0188 at step 0 is far above ln 83 = 4.4188")) << above;
   EXPECT_TRUE(has(above, "initial weights too large")) << above;

@@ -1,7 +1,7 @@
 // `glass inspect`: look inside a trained model on one prompt (train/inspect/inspect.hpp does the work).
 //
 //   glass inspect --checkpoint DIR --prompt TEXT [--layer L] [--head H] [--snapshot NAME]
-//                 [--top-k K] [--json FILE] [--html FILE]
+//                 [--top-k K] [--json FILE|-] [--html FILE|-]    (- = standard output)
 
 #include <cerrno>
 #include <cstdio>
@@ -76,8 +76,13 @@ void run_inspect(const InspectOptions& opt) {
   if (!std::filesystem::is_directory(opt.checkpoint))
     throw CommandError("checkpoint directory '" + opt.checkpoint +
                        "' does not exist (train one with: glass train --out DIR)");
-  if (!opt.json_path.empty()) check_output_path(opt.json_path, "--json");
-  if (!opt.html_path.empty()) check_output_path(opt.html_path, "--html");
+  // "-" is standard output (as `glass sample --prompt -` reads standard input): then it holds
+  // that document alone, so only one of the two can go there.
+  const bool json_to_stdout = opt.json_path == "-", html_to_stdout = opt.html_path == "-";
+  if (json_to_stdout && html_to_stdout)
+    throw CommandError("--json - and --html - both ask for standard output: send one of them to a file");
+  if (!opt.json_path.empty() && !json_to_stdout) check_output_path(opt.json_path, "--json");
+  if (!opt.html_path.empty() && !html_to_stdout) check_output_path(opt.html_path, "--html");
   glass::cli::apply_threads(opt.threads);
 
   std::u32string prompt;
@@ -125,7 +130,7 @@ void run_inspect(const InspectOptions& opt) {
 
   // The files first: a path that fails leaves nothing printed (the paths were checked above).
   std::string wrote;
-  if (!opt.json_path.empty()) {
+  if (!opt.json_path.empty() && !json_to_stdout) {
     glass::write_json(inspection, opt.json_path);
     wrote += "\nwrote " + opt.json_path + " (tokens, logits, probs and every snapshot; see README)\n";
   }
@@ -144,8 +149,17 @@ void run_inspect(const InspectOptions& opt) {
     } catch (const std::exception& e) {
       std::cerr << "warning: no loss curve on the page: " << e.what() << "\n";
     }
-    glass::write_html(inspection, opt.html_path, html);
-    wrote += "\nwrote " + opt.html_path + " (one self-contained page: open it in a browser)\n";
+    if (html_to_stdout) {
+      std::cout << glass::inspection_html(inspection, html);
+    } else {
+      glass::write_html(inspection, opt.html_path, html);
+      wrote += "\nwrote " + opt.html_path + " (one self-contained page: open it in a browser)\n";
+    }
+  }
+  if (json_to_stdout) std::cout << glass::inspection_json(inspection, -1) << "\n";  // as the file
+  if (json_to_stdout || html_to_stdout) {  // standard output holds the document alone
+    std::cerr << (wrote.empty() ? "" : wrote.substr(1));
+    return;
   }
 
   const glass::RenderOptions render = terminal_options();
@@ -174,8 +188,12 @@ void add_inspect_command(CLI::App& app) {
                   "show one snapshot's values: attn.q, attn.k, attn.v, attn.rope_q, attn.rope_k, "
                   "attn.scores, attn.mask, attn.softmax, attn.mix, attn.out, out, embeddings, logits, probs");
   cmd->add_option("--top-k", opt->top_k, "how many next-token probabilities to list")->capture_default_str();
-  cmd->add_option("--json", opt->json_path, "also write everything (tokens, logits, probs, all snapshots) as JSON");
-  cmd->add_option("--html", opt->html_path, "also write one self-contained HTML page (heatmaps, top-k bars, loss curve)");
+  cmd->add_option("--json", opt->json_path,
+                  "also write everything (tokens, logits, probs, all snapshots) as JSON to this file; "
+                  "- prints it on standard output instead of the overview");
+  cmd->add_option("--html", opt->html_path,
+                  "also write one self-contained HTML page (heatmaps, top-k bars, loss curve) to this "
+                  "file; - prints it on standard output instead of the overview");
   cmd->add_flag("--best", opt->best,
                 "use best.safetensors (best validation loss) instead of the latest weights");
   cmd->add_flag("--allow-unknown", opt->allow_unknown,
@@ -187,6 +205,7 @@ void add_inspect_command(CLI::App& app) {
       "  glass inspect --checkpoint runs/domcasmurro --prompt 'Capitu' --layer 1\n"
       "  glass inspect --checkpoint runs/domcasmurro --prompt 'Capitu' --layer 1 --head 2 --snapshot attn.softmax\n"
       "  glass inspect --checkpoint runs/domcasmurro --prompt $'Bentinho\\ne Capitu' --html inspect.html\n"
+      "  glass inspect --checkpoint runs/domcasmurro --prompt 'Capitu' --json - | python3 -m json.tool\n"
       "Spaces and newlines are shown as \u2423 and \u23ce in the labels; see README (glass inspect).");
   cmd->callback([opt] { run_inspect(*opt); });
 }

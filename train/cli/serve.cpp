@@ -1,6 +1,7 @@
 // `glass serve`: the model in the browser, live (train/serve/server.hpp does the work).
 //
-//   glass serve --checkpoint DIR [--port 8080] [--host 127.0.0.1] [--probe TEXT] [--data FILE]
+//   glass serve -m/--checkpoint DIR [--port 8080] [--host 127.0.0.1] [--probe TEXT] [--data FILE]
+//               [-t/--threads N]
 
 #include "train/cli/serve.hpp"
 
@@ -12,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "train/cli/commands.hpp"
+#include "train/cli/threads.hpp"
 #include "train/cli/validators.hpp"
 #include "train/io/checkpoint.hpp"
 
@@ -64,7 +66,7 @@ void add_serve_command(CLI::App& app) {
       "Show a model in the browser, live: type a prompt and see every layer's attention and the\n"
       "next-token probabilities, sample with a temperature, and, pointed at a run directory\n"
       "where glass train is running, watch the loss fall and the attention change at each save.");
-  cmd->add_option("--checkpoint", options->checkpoint,
+  cmd->add_option("-m,--checkpoint", options->checkpoint,
                   "checkpoint or run directory written by glass train (watched for new saves)")
       ->required();
   cmd->add_option("--port", options->port, "TCP port (0 = any free port)")
@@ -76,12 +78,16 @@ void add_serve_command(CLI::App& app) {
                   "prompt whose attention is kept at every save (default: the start of the training text)");
   cmd->add_option("--data", options->data_path, "the training text (its start is the default probe)")
       ->check(CLI::ExistingFile);
+  auto threads = std::make_shared<int>(0);
+  glass::cli::add_threads_option(cmd, *threads);
   cmd->footer(
       "Examples:\n"
       "  glass serve --checkpoint runs/domcasmurro          then open http://127.0.0.1:8080/\n"
+      "  glass serve -m runs/domcasmurro -t 1 --port 0      one thread, any free port\n"
       "  glass train --serve                                 train and watch it in the browser\n"
       "See README (Live in the browser: glass serve).");
-  cmd->callback([options] {
+  cmd->callback([options, threads] {
+    apply_threads(*threads);  // the forward passes of /api/inspect and /api/sample
     std::unique_ptr<Server> server = start_server(*options, std::cout);
     serve_until_signal(*server, std::cout);
   });

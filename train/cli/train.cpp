@@ -9,17 +9,20 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <iostream>
 #include <string>
 #include <optional>
 #include <thread>
 #include <type_traits>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -42,14 +45,55 @@ namespace fs = std::filesystem;
 constexpr const char* kDefaultCorpus = "domcasmurro.txt";
 
 volatile std::sig_atomic_t g_stop = 0;
+std::atomic<long> g_saved_step{-1};  // the step of the last complete save (TrainOptions::saved_step)
+// What the signal handler says, set before it is installed (a handler may only write(2)): whether
+// this process speaks (rank 0 under mpirun), and the end of the message of a second signal.
+bool g_say_signals = false;
+std::string g_after_saved_step;  // "N" follows "the last complete save, of step N"
+std::string g_when_nothing_saved;
+
+/// Writes `text` to standard error with write(2), which a signal handler may call.
+void say(const char* text, std::size_t n) {
+  while (n > 0) {
+    const ssize_t written = ::write(STDERR_FILENO, text, n);
+    if (written <= 0) return;
+    text += written;
+    n -= static_cast<std::size_t>(written);
+  }
+}
+void say(const char* text) { say(text, std::strlen(text)); }
+void say(const std::string& text) { say(text.data(), text.size()); }
 
 /// First Ctrl-C (SIGINT) or SIGTERM (what `timeout`, `docker stop` and SLURM send): ask the
-/// loop to save and stop; g_stop holds the signal's number. A second one ends the program at
-/// once (the last complete save stays current: saves are all-or-nothing).
+/// loop to save and stop after the current step or evaluation; g_stop holds the signal's
+/// number. A second one ends the program at once, saying what stays: the last complete save
+/// (saves are all-or-nothing, so none is ever half-written), or that none was made yet.
 extern "C" void on_stop_signal(int signo) {
-  g_stop = signo;
-  std::signal(SIGINT, SIG_DFL);
-  std::signal(SIGTERM, SIG_DFL);
+  const char* name = signo == SIGTERM ? "SIGTERM" : "Ctrl-C";
+  if (g_stop == 0) {
+    g_stop = signo;
+    if (g_say_signals) {
+      say("\n"), say(name);
+      say(": stopping after the current step or evaluation, with a save first (");
+      say(name), say(" again stops at once, without it)\n");
+    }
+    return;
+  }
+  if (g_say_signals) {
+    say("\n"), say(name), say(" again: stopped at once, without the save the first one asked for. ");
+    const long step = g_saved_step.load();
+    if (step >= 0) {
+      char digits[24];
+      std::size_t n = 0;
+      for (long v = step; n == 0 || v > 0; v /= 10) digits[n++] = static_cast<char>('0' + v % 10);
+      say("Nothing else is lost: the last complete save, of step ");
+      while (n > 0) say(&digits[--n], 1);
+      say(g_after_saved_step);
+    } else {
+      say(g_when_nothing_saved);
+    }
+  }
+  ::_exit(128 + signo);  // 130 after Ctrl-C, 143 after SIGTERM, as the first signal's exit
 }
 
 fs::path executable_dir() {
@@ -113,25 +157,58 @@ struct TrainFlags {
   int port = 8080;
 };
 
-/// The command that continues this run: the flags given now (as given, re-quoted), without
-/// --overwrite, with --data and --out spelled out and --resume added.
-std::string resume_command(const CLI::App* cmd, const glass::TrainOptions& o) {
-  // Under mpirun the same number of processes (any other number resumes too).
+/// `glass train --data FILE --out DIR` (under mpirun with the same number of processes; any
+/// other number works too) and the flags given now, as given (re-quoted), but --help, --data,
+/// --out and those of `left_out`.
+std::string train_command(const CLI::App* cmd, const glass::TrainOptions& o,
+                          const std::vector<std::string>& left_out) {
   std::string line = (o.comm.size() > 1 ? fmt::format("mpirun -np {} ", o.comm.size()) : std::string()) +
                      program_name() + " train --data " + shell_quote(o.data_path) + " --out " +
                      shell_quote(o.out_dir);
   for (const CLI::Option* opt : cmd->get_options()) {
     const std::string name = opt->get_name();
     if (opt->count() == 0 || name == "--help" || name == "--data" || name == "--out" ||
-        name == "--overwrite" || name == "--resume" || name == "--d-model" || name == "--n-layers" ||
-        name == "--n-heads" || name == "--n-kv-heads" || name == "--ffn-hidden" ||
-        name == "--vocab-cap")  // the model's shape comes from the checkpoint on --resume
+        std::find(left_out.begin(), left_out.end(), name) != left_out.end())
       continue;
     line += " " + name;
     if (opt->get_type_size() != 0)
       for (const std::string& value : opt->results()) line += " " + shell_quote(value);
   }
-  return line + " --resume";
+  return line;
+}
+
+/// The command that continues this run: the flags given now without --overwrite and the
+/// model's shape (it comes from the checkpoint on --resume), and --resume added.
+std::string resume_command(const CLI::App* cmd, const glass::TrainOptions& o) {
+  return train_command(cmd, o, {"--overwrite", "--resume", "--d-model", "--n-layers", "--n-heads",
+                                "--n-kv-heads", "--ffn-hidden", "--vocab-cap"}) +
+         " --resume";
+}
+
+/// The error of a run stopped by a non-finite loss or gradient norm (`what`, from the Trainer),
+/// saying what was kept in --out (`saved`: the step of the last complete save, -1 for none) and
+/// how to go on. Not --resume: it keeps the recipe and repeats the same steps exactly, so it
+/// would meet the same numbers; a new run with a smaller --lr does not.
+std::string non_finite_message(const std::string& what, const CLI::App* cmd,
+                               const glass::TrainOptions& o, long saved) {
+  std::string kept =
+      saved >= 0
+          ? fmt::format("the last good checkpoint, of step {}, is kept in {} (sample, eval and "
+                        "export can use it). --resume would repeat the same steps from there (it "
+                        "keeps the recipe) and meet the same numbers again",
+                        saved, o.out_dir)
+          : std::string("it stopped before its first save, so no checkpoint of this run was written");
+  const bool holds_run = glass::holds_checkpoint(o.out_dir);
+  if (saved < 0 && holds_run)
+    kept += fmt::format(" ({} still holds the run it held before)", o.out_dir);
+  std::string next = fmt::format("Train again with a smaller --lr (this run: {:g})", o.lr);
+  if (o.grad_clip == 0) next += " and with --grad-clip 1 (this run: 0, no clipping)";
+  if (o.resume)
+    next += ": a new run with this run's flags (--overwrite replaces it, or give another --out)";
+  else
+    next += ", e.g.:\n  " + train_command(cmd, o, {"--overwrite", "--lr"}) +
+            fmt::format(" --lr {:g}", o.lr / 2) + (holds_run ? " --overwrite" : "");
+  return fmt::format("{}. Training stopped: {}. {}", what, kept, next);
 }
 
 /// --resume continues the recipe the run was trained with (recorded in train_state.json): a
@@ -218,6 +295,14 @@ void run_train(TrainFlags& flags, CLI::App* cmd) {
         o.warmup, horizon, horizon, std::max(1L, horizon / 10));
   g_stop = 0;
   o.stop_flag = &g_stop;
+  g_saved_step = -1;
+  o.saved_step = &g_saved_step;
+  g_say_signals = o.comm.is_root();
+  g_after_saved_step = fmt::format(", stays current in {}; continue it with:\n  {}\n", o.out_dir,
+                                   resume_command(cmd, o));
+  g_when_nothing_saved =
+      "No checkpoint of this run had been saved yet (the first save follows the evaluation at step "
+      "0), so there is nothing to resume: run the same command again to start over\n";
   glass::TrainResult result;
   // With --serve the trainer outlives the server (declared first, destroyed last): its destructor
   // resets the BLAS thread count, which must not happen while the server computes.
@@ -233,10 +318,7 @@ void run_train(TrainFlags& flags, CLI::App* cmd) {
     } catch (const glass::NonFiniteError& e) {
       std::signal(SIGINT, SIG_DFL);
       std::signal(SIGTERM, SIG_DFL);
-      throw glass::cli::CommandError(fmt::format(
-          "{}. Training stopped; the last good checkpoint in {} was kept (if any). "
-          "Try a smaller --lr or --grad-clip.",
-          e.what(), o.out_dir));
+      throw glass::cli::CommandError(non_finite_message(e.what(), cmd, o, g_saved_step.load()));
     }
     std::signal(SIGINT, SIG_DFL);
     std::signal(SIGTERM, SIG_DFL);
@@ -331,7 +413,8 @@ void add_train_command(CLI::App& app) {
                 "continue the checkpoint in --out exactly where it stopped (with its recorded "
                 "--lr, --min-lr, --warmup, --decay-iters, --batch-size and --grad-clip)");
   cmd->add_flag("--overfit-batch", o.overfit_batch,
-                "debugging check: train on one batch only; the training loss must fall towards 0");
+                "debugging check: train on one batch only; the training loss must fall towards 0 "
+                "(the evaluations' train loss is that batch's; the validation loss stays high)");
   cmd->add_flag("--serve", flags->serve, "watch it learn in the browser (glass serve on --out; stays up until Ctrl-C)");
   cmd->add_option("--port", flags->port, "port of --serve (0 = any free port)")
       ->check(glass::cli::integer_in(0, 65535, "an integer from 0 to 65535"))->capture_default_str();
@@ -361,7 +444,8 @@ void add_train_command(CLI::App& app) {
       "  glass train --data input.txt --out runs/mine --iters 3000 -t 2\n"
       "  glass train --data input.txt --out runs/mine --iters 5000 --resume   continue it to step 5000\n"
       "  glass train --data input.txt --out /tmp/check --overfit-batch --iters 200 --lr 3e-3\n"
-      "Is the loss normal? It starts near ln V (V = distinct characters) and falls; see README.");
+      "Is the loss normal? It starts near ln V (V = the vocabulary: distinct characters + the "
+      "unknown id 0) and falls; see README.");
   cmd->callback([flags, cmd] { run_train_on_all_ranks(*flags, cmd); });
 }
 

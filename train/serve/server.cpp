@@ -131,6 +131,16 @@ std::u32string decode_prompt(const std::string& utf8) {
   }
 }
 
+/// The step a weights file records ("step" of its metadata, a decimal string) as a JSON integer,
+/// or null when it records none.
+json step_json(const std::string& weights_step) {
+  long long step = 0;
+  const char* end = weights_step.data() + weights_step.size();
+  const auto [ptr, ec] = std::from_chars(weights_step.data(), end, step);
+  if (weights_step.empty() || ec != std::errc() || ptr != end) return nullptr;
+  return step;
+}
+
 json config_json(const ModelConfig& c) {
   return {{"vocab_size", c.vocab_size}, {"d_model", c.d_model},   {"n_layers", c.n_layers},
           {"n_heads", c.n_heads},       {"n_kv_heads", c.n_kv_heads}, {"head_dim", c.head_dim()},
@@ -461,7 +471,7 @@ void Server::add_routes() {
     j["max_body_bytes"] = options_.max_body_bytes;
     j["max_sample_tokens"] = options_.max_sample_tokens;
     if (model_) {
-      j["step"] = model_->weights_step;
+      j["step"] = step_json(model_->weights_step);  // an integer (null: not recorded)
       j["run_id"] = model_->run_id;
       j["save"] = fs::path(served_dir_).filename().string();
       j["config"] = config_json(model_->config);
@@ -559,7 +569,7 @@ void Server::add_routes() {
     j["last_step"] = last;
     j["evals"] = rows_json(evals, -1);
     j["evaluations"] = evaluations_.size();
-    j["step"] = model_ ? model_->weights_step : std::string();
+    j["step"] = model_ ? step_json(model_->weights_step) : json(nullptr);  // as /api/info
     send_json(res, j);
   }));
 

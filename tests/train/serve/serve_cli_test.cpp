@@ -27,6 +27,7 @@
 
 #include "fixtures.hpp"
 #include "test_util.hpp"
+#include "train/io/checkpoint.hpp"
 #include "train/serve/server.hpp"
 
 namespace fs = std::filesystem;
@@ -139,7 +140,10 @@ TEST(ServeCli, ThePageInHeadlessChromiumAnswersATypedPrompt) {
   fs::remove_all(dir);
   fs::create_directories(dir);
   const fs::path checkpoint = dir / "ckpt";
-  glass_test::write_small_checkpoint(checkpoint.string(), 32, 11, 0.3);
+  const glass::ModelConfig config = glass_test::write_small_checkpoint(checkpoint.string(), 32, 11, 0.3);
+  // The same weights, recording step 0 (as the trainer's first save): the page must show it.
+  const glass::Tokenizer tokenizer = glass::Tokenizer::from_text(glass_test::kSmallText);
+  glass::save_model(checkpoint.string(), glass::Decoder(config, 11), tokenizer, "model.safetensors", "", 0);
   glass_test::write_file(checkpoint / "log.csv",
                          "step,lr,train_loss,val_loss,tokens_per_s,elapsed_s\n0,0.001,3.9,3.95,0,0\n"
                          "50,0.001,3.1,3.2,900,1\n100,0.0009,2.6,2.8,900,2\n");
@@ -175,8 +179,14 @@ TEST(ServeCli, ThePageInHeadlessChromiumAnswersATypedPrompt) {
   EXPECT_EQ(count(dom, "class=\"token\""), n) << "one token per character";
   EXPECT_EQ(count(dom, "class=\"next-bar\""), 1u) << "temperature 0: one character can be drawn";
   EXPECT_NE(dom.find("data-p=\"1.0000\""), std::string::npos);
-  const std::size_t known = glass::Tokenizer::from_text(glass_test::kSmallText).chars().size();
+  const std::size_t known = tokenizer.chars().size();
   EXPECT_NE(dom.find("1 of " + std::to_string(known) + " characters can be drawn"), std::string::npos);
+  // The vocabulary in the words of glass train (vocabulary_words), and the step of the save,
+  // 0 included (/api/info gives it as a number).
+  EXPECT_NE(dom.find("vocabulary " + std::to_string(known + 1) + " (" + std::to_string(known) +
+                     " characters + the unknown id 0)"),
+            std::string::npos);
+  EXPECT_NE(dom.find("(step 0)"), std::string::npos) << "the step of the save served";
   EXPECT_NE(dom.find("data-generated=\"1\""), std::string::npos) << "the streamed sample arrived";
   EXPECT_NE(dom.find("id=\"live-loss-svg\""), std::string::npos) << "the loss chart from log.csv";
   EXPECT_NE(dom.find("data-evaluations=\"1\""), std::string::npos) << "the probe's attention at the save";
@@ -297,10 +307,19 @@ TEST(ServeCli, CtrlCStopsCleanlyABusyPortIsAnErrorAndAnOpenHostIsWarnedAbout) {
                                               dir, "timeout 60 ");
   EXPECT_NE(bad_port.exit_code, 0);
 
+  // The short flags of the other commands: -m for the checkpoint, -t/--threads.
+  const auto help = glass_test::run_glass("serve --help", dir);
+  EXPECT_NE(help.out.find("-m,--checkpoint"), std::string::npos) << help.out;
+  EXPECT_NE(help.out.find("-t,--threads"), std::string::npos) << help.out;
+  const auto bad_threads = glass_test::run_glass("serve -m " + quote(checkpoint.string()) + " -t 0 --port 0",
+                                                 dir, "timeout 60 ");
+  EXPECT_NE(bad_threads.exit_code, 0);
+  EXPECT_NE(bad_threads.err.find("--threads"), std::string::npos) << bad_threads.err;
+
   // Any address: a warning; Ctrl-C: a clean stop with exit code 0.
   const fs::path logs = dir / "open";
   fs::create_directories(logs);
-  Background server({"serve", "--checkpoint", checkpoint.string(), "--port", "0", "--host", "0.0.0.0"}, logs);
+  Background server({"serve", "-m", checkpoint.string(), "-t", "1", "--port", "0", "--host", "0.0.0.0"}, logs);
   const int port = server.port();
   ASSERT_GT(port, 0) << server.err();
   EXPECT_NE(server.err().find("warning: serving on 0.0.0.0, not only this machine"), std::string::npos) << server.err();

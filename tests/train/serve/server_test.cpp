@@ -128,6 +128,8 @@ TEST_F(ServerTest, InfoDescribesTheModel) {
   EXPECT_EQ(j["vocab"][static_cast<std::size_t>(tokenizer.id_of(U'b'))], "b");
   EXPECT_EQ(j["probe"], "to be");
   EXPECT_EQ(j["status"], "");
+  EXPECT_TRUE(j["step"].is_null()) << "these weights record no step: null, not \"\" (" << j["step"] << ")";
+  EXPECT_TRUE(body_json(client_->Get("/api/log"))["step"].is_null());
 }
 
 TEST_F(ServerTest, InspectAnswersTheAttentionAndLogitsThatInspectComputes) {
@@ -480,7 +482,9 @@ TEST(Server, ARunDirectoryIsWatchedFromBeforeItsFirstSaveThroughEachNewSave) {
   };
   save(0, 1);
   ASSERT_TRUE(eventually([&] { return body_json(client->Get("/api/info"))["loaded"] == true; }));
-  EXPECT_EQ(body_json(client->Get("/api/info"))["step"], "0");
+  const json first = body_json(client->Get("/api/info"));
+  EXPECT_TRUE(first["step"].is_number_integer()) << "a number, not a string: " << first["step"];
+  EXPECT_EQ(first["step"], 0);
   save(10, 2);
   ASSERT_TRUE(eventually([&] { return body_json(client->Get("/api/evals"))["evaluations"].size() == 2; }));
   const json evals = body_json(client->Get("/api/evals"));
@@ -491,9 +495,12 @@ TEST(Server, ARunDirectoryIsWatchedFromBeforeItsFirstSaveThroughEachNewSave) {
   // Different weights, different attention: the slider has something to show.
   EXPECT_NE(evals["evaluations"][0]["attention"][1][0][7], evals["evaluations"][1]["attention"][1][0][7]);
   const json info = body_json(client->Get("/api/info"));
-  EXPECT_EQ(info["step"], "10");
+  EXPECT_TRUE(info["step"].is_number_integer()) << info["step"];
+  EXPECT_EQ(info["step"], 10);
   EXPECT_EQ(info["save"], "step-000010");
-  EXPECT_EQ(body_json(client->Get("/api/log"))["evals"].size(), 2u) << "the current save's log.csv";
+  const json log = body_json(client->Get("/api/log"));
+  EXPECT_EQ(log["evals"].size(), 2u) << "the current save's log.csv";
+  EXPECT_EQ(log["step"], info["step"]) << "the page compares the two to see a new save";
   server.stop();
 }
 

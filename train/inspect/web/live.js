@@ -422,8 +422,9 @@ async function refreshInfo() {
   $("status").textContent = info.status || "";
   if (!info.loaded) { $("meta").textContent = "checkpoint " + info.checkpoint + " · no model yet"; return; }
   const C = info.config;
-  $("meta").textContent = "checkpoint " + info.checkpoint + " · save " + info.save + (info.step ? " (step " + info.step + ")" : "") +
-      " · vocab " + C.vocab_size + " · d_model " + C.d_model + " · " + C.n_layers + " layers · " + C.n_heads +
+  // The vocabulary in glass train's words (train/loss_notes.hpp, vocabulary_words).
+  $("meta").textContent = "checkpoint " + info.checkpoint + " · save " + info.save + (info.step != null ? " (step " + info.step + ")" : "") +
+      " · vocabulary " + C.vocab_size + " (" + (C.vocab_size - 1) + " characters + the unknown id 0) · d_model " + C.d_model + " · " + C.n_layers + " layers · " + C.n_heads +
       " query heads, " + C.n_kv_heads + " KV heads of dim " + C.head_dim + " · prompts up to " + info.max_prompt_chars + " characters";
   if (first) {
     for (let l = 0; l < C.n_layers; l++) { const o = make("option", "", "layer " + l); o.value = String(l); $("layer-select").appendChild(o); }
