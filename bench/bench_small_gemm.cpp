@@ -419,7 +419,7 @@ int main(int argc, char** argv) {
 #endif
 
   // Hot: each distinct shape alone (the first product of each name and kind).
-  std::printf("\nhot (operands in the cache), median of %d, us per product:\n", reps);
+  std::printf("\nhot (operands in the cache), median of %d, alternating, us per product:\n", reps);
   std::printf("%-6s %-14s %5s %4s %4s", "weight", "product", "M", "N", "K");
   for (const Variant& v : variants) std::printf(" %12s", v.name);
   std::printf("\n");
@@ -432,15 +432,16 @@ int main(int argc, char** argv) {
     std::vector<float> c(static_cast<std::size_t>(out_rows(p)) * out_cols(p));
     const int K = p.kind == Product::kForward ? p.in : p.kind == Product::kGradX ? p.out : p.rows;
     std::printf("%-6s %-14s %5d %4d %4d", p.name, kind_name(p.kind), out_rows(p), out_cols(p), K);
-    for (std::size_t vi = 0; vi < variants.size(); ++vi) {
-      const Variant& v = variants[vi];
-      std::vector<double> t;
-      for (int r = 0; r < reps + 3; ++r) {
+    std::vector<std::vector<double>> t(variants.size());
+    for (int r = 0; r < reps + 3; ++r) {  // the variants alternate, repetition by repetition
+      for (std::size_t vi = 0; vi < variants.size(); ++vi) {
         const auto t0 = Clock::now();
-        v.run(p, c.data());
-        if (r >= 3) t.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+        variants[vi].run(p, c.data());
+        if (r >= 3) t[vi].push_back(std::chrono::duration<double>(Clock::now() - t0).count());
       }
-      const double s = median(t);
+    }
+    for (std::size_t vi = 0; vi < variants.size(); ++vi) {
+      const double s = median(t[vi]);
       hot_time[vi].push_back(s);
       std::printf(" %6.0f (%3.0fG)", s * 1e6, flops(p) / s * 1e-9);
     }
@@ -457,6 +458,33 @@ int main(int argc, char** argv) {
     std::printf(" %7.2f ms    ", total * 1e3);
   }
   std::printf("\n");
+
+  // own_avx2's packing alone, summed over the step's products: what packing each weight only
+  // once per step could at most save (forward W^T and dX W panels), and dW's activation packing.
+  {
+    double pack_fwd = 0, pack_dx = 0, pack_dw = 0;
+    for (const Product& p : step) {
+      const int R = p.rows, O = p.out, I = p.in;
+      float* buf = pack_buffer(static_cast<std::size_t>(R) * (I + kNr) +
+                               static_cast<std::size_t>(R) * (O + kMr));
+      std::vector<double> t;
+      for (int r = 0; r < reps + 3; ++r) {
+        const auto t0 = Clock::now();
+        if (p.kind == Product::kForward) pack_transposed(p.w.data(), I, O, buf);
+        else if (p.kind == Product::kGradX) pack_rows(p.w.data(), O, I, I, buf);
+        else {
+          pack_rows(p.x.data(), R, I, I, buf);
+          pack_a_transposed(p.dy.data(), R, O,
+                            buf + static_cast<std::size_t>(R) * ((I + kNr - 1) / kNr * kNr));
+        }
+        if (r >= 3) t.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+      }
+      (p.kind == Product::kForward ? pack_fwd : p.kind == Product::kGradX ? pack_dx : pack_dw) +=
+          median(t);
+    }
+    std::printf("own_avx2 packing per step (hot): forward W^T %.0f us, dX W %.0f us, "
+                "dW X and dY^T %.0f us\n", pack_fwd * 1e6, pack_dx * 1e6, pack_dw * 1e6);
+  }
 
   // As in the step: the 87 products in order, fresh output memory each.
   double total_flops = 0;
