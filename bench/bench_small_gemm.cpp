@@ -14,8 +14,8 @@
 // Two timings per variant, median of --reps repetitions:
 //   hot   each product alone, repeated on the same buffers (operands in the cache);
 //   step  the 87 products in the step's order (29 forward, then dX and dW from the last layer
-//         back), each on its own operands and its own output (~40 MB in all, so the caches
-//         hold what a step's caches would; outputs allocated once, so no page faults).
+//         back), each on its own operands and its own output (~110 MB in all, so no operand
+//         is in the cache when its product starts; outputs allocated once, no page faults).
 // Usage: bench_small_gemm [--rows 768] [--reps 15]
 
 #include <cblas.h>
