@@ -264,9 +264,9 @@ bool xsmm_nn(int M, int N, int K, const float* a, int lda, const float* b, int l
   return true;
 }
 
-void transpose(const float* src, int rows, int cols, float* dst) {  // dst (cols, rows)
-  for (int r = 0; r < rows; ++r)
-    for (int q = 0; q < cols; ++q) dst[static_cast<std::size_t>(q) * rows + r] = src[r * cols + q];
+// dst (cols, rows) = src (rows, cols)^T, both row-major, with libxsmm's own transposition.
+void transpose(const float* src, int rows, int cols, float* dst) {
+  libxsmm_otrans(dst, src, sizeof(float), cols, rows, cols, rows);
 }
 
 bool xsmm_ok = true;
