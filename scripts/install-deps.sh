@@ -19,6 +19,11 @@ PACKAGES=(
 if [ "${GLASS_WITH_FUZZ:-0}" = "1" ]; then
   PACKAGES+=(clang libclang-rt-14-dev llvm-14 libomp-dev)
 fi
+# bench_small_gemm's libxsmm column (JIT small-GEMM kernels, compared with OpenBLAS on the training
+# step's products); the build leaves the column out without it.
+if [ "${GLASS_WITH_LIBXSMM:-1}" = "1" ]; then
+  PACKAGES+=(libxsmm-dev)
+fi
 # The headless browser test of the inspector page (tests/inspect) needs Chromium.
 if [ "${GLASS_WITH_BROWSER:-1}" = "1" ]; then
   PACKAGES+=(chromium)
