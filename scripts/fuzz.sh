@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Fuzzes the readers with libFuzzer (clang, under AddressSanitizer + UndefinedBehaviorSanitizer):
-# builds the harnesses of tests/fuzz into ./build-fuzz and runs each for N seconds, one after
-# the other. Harnesses: text (UTF-8 reader and tokenizer), safetensors, config_json,
-# train_state.
+# builds the harnesses of tests/fuzz into ./build-fuzz and runs each for N seconds, as many at
+# a time as there are cores. Harnesses: text (UTF-8 reader and tokenizer), safetensors,
+# config_json, train_state.
 # Usage: scripts/fuzz.sh [--seconds N] [HARNESS ...]
 #   scripts/fuzz.sh --seconds 30              every harness for 30 s (what CI runs)
 #   scripts/fuzz.sh --seconds 14400 text      the text reader for 4 hours
@@ -41,19 +41,42 @@ cmake --build build-fuzz -j"$(nproc)" --target "${targets[@]}"
 
 export ASAN_OPTIONS="detect_leaks=1:${ASAN_OPTIONS:-}"
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:${UBSAN_OPTIONS:-}"
-mkdir -p build-fuzz/artifacts
-for h in "${harnesses[@]}"; do
+mkdir -p build-fuzz/artifacts build-fuzz/logs
+# fuzz_one HARNESS: runs it for $seconds; its output goes to build-fuzz/logs/HARNESS.log and its
+# exit code to build-fuzz/logs/HARNESS.rc.
+fuzz_one() {
+  local h="$1" rc
   mkdir -p "build-fuzz/corpus/$h"
-  echo "fuzz: $h for ${seconds} s"
   # -rss_limit_mb: the readers must refuse absurd sizes before allocating them. The progress
   # lines (new inputs, new functions) are left out; the final statistics and any report stay.
   set +e
   "build-fuzz/tests/fuzz/fuzz_$h" -max_total_time="$seconds" -rss_limit_mb=2048 \
     -timeout=10 -print_final_stats=1 -artifact_prefix="build-fuzz/artifacts/$h-" \
     "build-fuzz/corpus/$h" "tests/fuzz/corpus/$h" 2>&1 |
-    grep -v -E '^#[0-9]+[[:space:]]+(NEW|REDUCE|pulse)|^[[:space:]]+NEW_FUNC|# Uses: '
+    grep -v -E '^#[0-9]+[[:space:]]+(NEW|REDUCE|pulse)|^[[:space:]]+NEW_FUNC|# Uses: ' |
+    if [ "$parallel" -eq 1 ]; then tee "build-fuzz/logs/$h.log"; else cat >"build-fuzz/logs/$h.log"; fi
   rc=${PIPESTATUS[0]}
   set -e
-  [ "$rc" -eq 0 ] || { echo "fuzz: $h failed (exit $rc, see above)" >&2; exit 1; }
+  echo "$rc" >"build-fuzz/logs/$h.rc"
+}
+# A harness runs on one core: as many run at once as there are cores (each still gets its
+# full $seconds), so that CI's 2 cores fuzz two harnesses at a time. One at a time, the output
+# is shown as it comes.
+parallel="$(nproc)"
+[ "$parallel" -le "${#harnesses[@]}" ] || parallel=${#harnesses[@]}
+echo "fuzz: ${harnesses[*]}, ${seconds} s each, ${parallel} at a time"
+for h in "${harnesses[@]}"; do
+  rm -f "build-fuzz/logs/$h.rc"
+  while [ "$(jobs -rp | wc -l)" -ge "$parallel" ]; do wait -n || true; done
+  [ "$parallel" -eq 1 ] && echo "fuzz: $h for ${seconds} s"
+  fuzz_one "$h" &
 done
+wait
+failed=0
+for h in "${harnesses[@]}"; do
+  if [ "$parallel" -gt 1 ]; then echo "fuzz: $h for ${seconds} s"; cat "build-fuzz/logs/$h.log"; fi
+  rc="$(cat "build-fuzz/logs/$h.rc" 2>/dev/null || echo missing)"
+  [ "$rc" = 0 ] || { echo "fuzz: $h failed (exit $rc, see above)" >&2; failed=1; }
+done
+[ "$failed" -eq 0 ] || exit 1
 echo "fuzz: all harnesses passed"

@@ -6,6 +6,11 @@
 # started (every report is also written to build-asan/sanitizer-logs/ and checked at the end).
 # Usage: scripts/sanitize.sh [CTEST ARGS ...]   e.g. scripts/sanitize.sh -R Tokenizer
 # CI runs it after scripts/test.sh (.ci/run); ~20 CPU-minutes of build, ~5 of tests.
+# Two long tests do less here than in the normal build, which runs them in full (each says so
+# where it decides, through the compiler's __SANITIZE_ADDRESS__): the kill/full-disk sweep of
+# a save (RunDirCli.AKillOrAFullDisk...) faults each kind of file operation once instead of
+# every operation (GLASS_TEST_FULL_FAULT_SWEEP=1 faults every one here too), and
+# AttentionPaths.ThirtyTrainingSteps... compares 12 steps instead of 30.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh

@@ -52,13 +52,21 @@ std::vector<std::int32_t> greedy(const Decoder& model, const std::vector<std::in
 }  // namespace
 
 TEST(AttentionPaths, ThirtyTrainingStepsGiveTheSameLossesAndGreedySamples) {
+  // Under AddressSanitizer (scripts/sanitize.sh) a step of the default model is several times
+  // slower and the 30 steps took ~110 s: there the first 12 steps are compared (the loss has
+  // fallen ~0.5 by then: 4.45 -> 3.95 measured); the normal build runs all 30.
+#if defined(__SANITIZE_ADDRESS__)
+  const long steps = 12;
+#else
+  const long steps = 30;
+#endif
   std::ostringstream sink;
   auto reference = make_trainer("reference", sink);
   auto fast = make_trainer("fast", sink);
   ASSERT_EQ(reference->model().config().attention, "reference");
   ASSERT_EQ(fast->model().config().attention, "fast");
   double first = 0, last = 0;
-  for (long it = 0; it < 30; ++it) {
+  for (long it = 0; it < steps; ++it) {
     const double a = reference->train_step(it), b = fast->train_step(it);
     ASSERT_TRUE(std::isfinite(a) && std::isfinite(b));
     EXPECT_NEAR(a, b, 1e-4) << "step " << it;
