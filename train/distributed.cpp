@@ -92,6 +92,14 @@ bool Communicator::any(bool flag) const {
   return value != 0;
 }
 
+int Communicator::max(int value) const {
+  if (size_ == 1) return value;
+#if GLASS_MPI
+  MPI_Allreduce(MPI_IN_PLACE, &value, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+#endif
+  return value;
+}
+
 bool Communicator::same_on_all_ranks(std::uint64_t value) const {
   if (size_ == 1) return true;
   // Equal everywhere <=> the bitwise AND over the ranks equals the bitwise OR.

@@ -39,6 +39,8 @@ class Communicator {
   void all_reduce_sum(std::vector<double>& buffer) const;
   /// True when `flag` is set on at least one rank (the same answer on every rank).
   bool any(bool flag) const;
+  /// The largest `value` over the ranks (the same answer on every rank; one MPI_Allreduce, MAX).
+  int max(int value) const;
   /// True when every rank passed the same `value` (e.g. a checksum of its weights).
   bool same_on_all_ranks(std::uint64_t value) const;
   /// Ends every process of the run with exit code `code` (MPI_Abort); with one process, exits.

@@ -442,8 +442,10 @@ EvalResult Trainer::evaluate() {
   return r;
 }
 
-bool Trainer::stop_requested() const {
-  return options_.comm.any(options_.stop_flag && *options_.stop_flag);
+bool Trainer::stop_requested() {
+  const int mine = options_.stop_flag != nullptr ? static_cast<int>(*options_.stop_flag) : 0;
+  stop_signal_ = options_.comm.max(mine);  // every rank names the same signal
+  return stop_signal_ != 0;
 }
 
 void Trainer::print_sample() {
@@ -593,10 +595,11 @@ TrainResult Trainer::run() {
     step_ = it;
     if (stop_requested()) {
       if (is_tty_) out_ << "\n";
-      out_ << "interrupted at step " << it << " (" << stop_signal_name(*o.stop_flag)
+      out_ << "interrupted at step " << it << " (" << stop_signal_name(stop_signal_)
            << "): saving a checkpoint in " << o.out_dir << "\n";
       save(false);
       result.interrupted = true;
+      result.stop_signal = stop_signal_;
       break;
     }
     const bool eval_due = it % o.eval_every == 0 || it == o.iters;
@@ -623,10 +626,11 @@ TrainResult Trainer::run() {
                           best ? " (best so far)" : "", row.elapsed_s);
       print_evaluation_notes(it);
       if (stop_requested()) {
-        out_ << stop_signal_name(*o.stop_flag) << " arrived during the evaluation at step " << it
+        out_ << stop_signal_name(stop_signal_) << " arrived during the evaluation at step " << it
              << "; the evaluation was finished first. Saving a checkpoint in " << o.out_dir << "\n";
         save(best);
         result.interrupted = true;
+        result.stop_signal = stop_signal_;
         break;
       }
       print_sample();

@@ -81,6 +81,7 @@ struct TrainResult {
   EvalResult last_eval;      ///< the last evaluation
   double best_val = 0;       ///< best validation loss seen (its weights are best.safetensors)
   bool interrupted = false;  ///< stopped by the stop flag (Ctrl-C); a checkpoint was saved
+  int stop_signal = 0;       ///< then the flag's value (the largest over the ranks), e.g. SIGTERM
 };
 
 /// Raised when the loss or the gradient norm is not finite: training stops, and the last good
@@ -138,7 +139,7 @@ class Trainer {
   void open_live_steps();
   void append_step(const StepRow& row);
   void print_evaluation_notes(long it);
-  bool stop_requested() const;  // the stop flag is set (in any process)
+  bool stop_requested();  // the stop flag is set (in any process); sets stop_signal_
 
   TrainOptions options_;
   std::ostream& out_;
@@ -166,6 +167,7 @@ class Trainer {
   long last_saved_step_ = -1;      // the step of the last complete save (-1: none yet)
   std::vector<StepRow> steps_;     // one row per step; each save writes them all to steps.csv
   double last_grad_norm_ = 0;      // of the last train_step, before clipping
+  int stop_signal_ = 0;            // the stop flag's value, the largest over the ranks (0: none)
   int live_steps_fd_ = -1;         // out_dir/steps.csv, opened for appending by run()
   Ids overfit_x_, overfit_y_;      // the one batch of --overfit-batch
 };

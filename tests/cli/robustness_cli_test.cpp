@@ -7,7 +7,9 @@
 //   inspect hung drawing a bar of 2^63 blocks; now the checkpoint is refused);
 // - --temperature 1e-320 (logits / T overflowed; now it is greedy);
 // - --seed 18446744073709551615 (said "must be a non-negative integer");
-// - --data /dev/zero or /dev/urandom (read until the memory ran out; now the first NUL stops it).
+// - --data /dev/zero or /dev/urandom (read until the memory ran out; now the first NUL stops it);
+// - glass serve --probe with bytes that are not UTF-8 (was: "cannot load checkpoint ...: the
+//   prompt is empty", blaming the checkpoint; now --probe is named).
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -210,4 +212,14 @@ TEST_F(RobustnessCli, UnknownCommandsAndFileCheckpointsAreNamed) {
                "unknown command 'frobnicate'; the commands are: train, sample, eval, inspect, export, serve, gradcheck");
   expect_error(glass("sample --checkpoint " + q(text_.string()) + " --tokens 5"),
                "is a file; a checkpoint is the directory glass train wrote");
+}
+
+TEST_F(RobustnessCli, AServeProbeThatIsNotUtf8IsNamedNotBlamedOnTheCheckpoint) {
+  // No character at all (was: the checkpoint blamed); a bad byte after "to" (was: served "to").
+  for (const std::string probe : {"\xff\xfe", "to\xff\xfe"}) {
+    const CliRun r = glass("serve --checkpoint " + q(ckpt_.string()) + " --port 0 --probe " + q(probe));
+    expect_error(r, "--probe is not valid UTF-8");
+    EXPECT_EQ(r.err.find("cannot load checkpoint"), std::string::npos) << r.err;
+    EXPECT_EQ(r.out.find("serving"), std::string::npos) << "it did not start: " << r.out;
+  }
 }

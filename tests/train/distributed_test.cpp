@@ -1,14 +1,18 @@
 // Data parallelism (train/distributed.hpp): the single-process communicator changes nothing;
 // under `mpirun -np 2` (Distributed.TwoRanksUnderMpirun starts this same test program so) the
 // all-reduce sums the two ranks' buffers, each rank gets its half of a batch, and the mean of
-// the two half-batch gradients is the whole-batch gradient.
+// the two half-batch gradients is the whole-batch gradient, and a stop signal on one rank
+// stops the training on both, each naming that signal.
 
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmath>
+#include <csignal>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -16,9 +20,12 @@
 #include <xtensor/xview.hpp>
 
 #include "autograd/ops.hpp"
+#include "data/text.hpp"
+#include "fixtures.hpp"
 #include "nn/decoder.hpp"
 #include "test_util.hpp"
 #include "train/distributed.hpp"
+#include "train/trainer.hpp"
 
 using namespace glass;
 
@@ -59,6 +66,7 @@ TEST(Distributed, OneProcessLeavesBuffersAndGradientsAsTheyAre) {
   EXPECT_EQ(f, (std::vector<float>{1.5f, -2.0f}));
   EXPECT_TRUE(one.any(true));
   EXPECT_FALSE(one.any(false));
+  EXPECT_EQ(one.max(-3), -3);
   EXPECT_TRUE(one.same_on_all_ranks(7));
 
   Decoder model(tiny(), 3);
@@ -107,6 +115,41 @@ TEST_F(DistributedRanks, AnyAndSameOnAllRanksAgreeEverywhere) {
   EXPECT_FALSE(comm_.any(false));
   EXPECT_TRUE(comm_.same_on_all_ranks(0x5eed));
   EXPECT_FALSE(comm_.same_on_all_ranks(comm_.rank() == 0 ? 0x10 : 0x30));  // differ in one bit
+}
+
+TEST_F(DistributedRanks, MaxIsTheLargestValueOnEveryRank) {
+  EXPECT_EQ(comm_.max(comm_.rank() == 1 ? SIGTERM : 0), SIGTERM);
+  EXPECT_EQ(comm_.max(comm_.rank() == 0 ? 7 : -2), 7);
+}
+
+TEST_F(DistributedRanks, ASignalOnRankOneStopsBothRanksNamingIt) {
+  // Rank 1 got SIGTERM before the first step; rank 0 has no stop flag at all (library use).
+  const std::filesystem::path dir = glass_test::temp_dir("glass_distributed_stop");
+  const std::u32string text = load_text(GLASS_SOURCE_DIR "/data/corpora/domcasmurro.txt");
+  std::ofstream(dir / "text.txt", std::ios::binary) << u32_to_utf8(text.substr(0, 5000));
+  TrainOptions o;
+  o.data_path = (dir / "text.txt").string();
+  o.out_dir = (dir / "run").string();  // rank 0 writes its own; rank 1 writes nothing
+  o.batch_size = 4;
+  o.context = 16;
+  o.iters = 1000;
+  o.warmup = 1;
+  o.eval_iters = 2;
+  o.sample_tokens = 0;
+  o.model = glass_test::small_config(0, 16);
+  o.comm = comm_;
+  volatile std::sig_atomic_t flag = SIGTERM;
+  o.stop_flag = comm_.rank() == 1 ? &flag : nullptr;
+  std::ostringstream out;
+  Trainer trainer(o, out);
+  const TrainResult r = trainer.run();
+  EXPECT_TRUE(r.interrupted);
+  EXPECT_EQ(r.step, 0);
+  EXPECT_EQ(r.stop_signal, SIGTERM) << "rank " << comm_.rank();
+  if (comm_.rank() == 0) {  // rank 0 prints for both
+    EXPECT_NE(out.str().find("interrupted at step 0 (SIGTERM)"), std::string::npos) << out.str();
+    EXPECT_EQ(out.str().find("Ctrl-C"), std::string::npos) << out.str();
+  }
 }
 
 TEST_F(DistributedRanks, EachRankTakesItsHalfOfTheBatch) {
@@ -167,10 +210,10 @@ TEST(Distributed, TwoRanksUnderMpirun) {
   const int status = std::system(cmd.c_str());
   const std::string out = glass_test::read_file(dir / "out.txt");
   ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << cmd << "\n" << out;
-  // Both ranks ran all four tests, none skipped.
+  // Both ranks ran all six tests, none skipped.
   std::size_t passed = 0;
-  for (std::size_t at = out.find("[  PASSED  ] 4 tests."); at != std::string::npos;
-       at = out.find("[  PASSED  ] 4 tests.", at + 1))
+  for (std::size_t at = out.find("[  PASSED  ] 6 tests."); at != std::string::npos;
+       at = out.find("[  PASSED  ] 6 tests.", at + 1))
     ++passed;
   EXPECT_EQ(passed, 2u) << out;
   EXPECT_EQ(out.find("SKIPPED"), std::string::npos) << out;

@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "data/text.hpp"
 #include "train/cli/commands.hpp"
 #include "train/cli/threads.hpp"
 #include "train/cli/validators.hpp"
@@ -28,6 +29,11 @@ extern "C" void on_serve_signal(int signo) { g_serve_stop = signo; }
 }  // namespace
 
 std::unique_ptr<Server> start_server(const ServeOptions& options, std::ostream& out) {
+  try {
+    utf8_to_u32(options.probe);
+  } catch (const Utf8Error& e) {
+    throw CommandError(std::string("--probe is not valid UTF-8: ") + e.what());
+  }
   std::unique_ptr<Server> server;
   try {
     server = std::make_unique<Server>(options);

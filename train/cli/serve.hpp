@@ -12,7 +12,7 @@ namespace glass::cli {
 
 /// Starts a server on `options` and prints its address on `out` (and a warning on stderr when
 /// the host is not a loopback address). Throws CommandError when it cannot start (the port is
-/// in use, the directory does not exist, the checkpoint is broken).
+/// in use, the directory does not exist, the checkpoint is broken, the probe is not UTF-8).
 std::unique_ptr<Server> start_server(const ServeOptions& options, std::ostream& out);
 
 /// Serves until Ctrl-C (SIGINT) or SIGTERM, then stops the server cleanly and returns.

@@ -331,7 +331,7 @@ void run_train(TrainFlags& flags, CLI::App* cmd) {
       (fs::path(o.out_dir) / "").string(), result.step, result.best_val);  // one trailing '/'
   if (result.interrupted) {
     std::cout << "resume with: " << resume_command(cmd, o) << "\n";
-    throw CLI::RuntimeError(128 + static_cast<int>(g_stop));  // 130 after Ctrl-C, 143 after SIGTERM
+    throw CLI::RuntimeError(128 + result.stop_signal);  // 130 after Ctrl-C, 143 after SIGTERM (on any rank)
   }
   std::cout << fmt::format("sample from it: {} sample --checkpoint {}{} --tokens 300\n",
                            program_name(), shell_quote(o.out_dir),

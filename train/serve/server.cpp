@@ -246,12 +246,15 @@ std::string probe_from_text(const std::string& head, std::size_t count) {
   return u32_to_utf8(text.substr(0, count));
 }
 
-/// The probe prompt: --probe, else the start of the training text (the given file, or the one
-/// named in config.json when it is found from the current directory), else the vocabulary's
-/// first characters.
+/// The probe prompt: --probe (when it holds a character of valid UTF-8), else the start of the
+/// training text (the given file, or the one named in config.json when it is found from the
+/// current directory), else the vocabulary's first characters.
 std::string choose_probe(const ServeOptions& o, const LoadedModel& m, const std::string& files_dir) {
   const std::size_t context = m.config.context_length;
-  if (!o.probe.empty()) return probe_from_text(o.probe, context);  // the user's, whole
+  if (!o.probe.empty()) {
+    const std::string probe = probe_from_text(o.probe, context);  // the user's, whole
+    if (!probe.empty()) return probe;
+  }
   std::string data = o.data_path;
   if (data.empty()) {
     try {
@@ -310,6 +313,7 @@ bool is_loopback_host(const std::string& host) {
 
 /// One save seen by the server: its answer in /api/evals, as JSON text.
 struct Server::Evaluation {
+  std::size_t index;  // the how-manieth save the server evaluated (0 = the first)
   std::string json;
 };
 
@@ -362,12 +366,18 @@ bool Server::load_if_new(const std::string& files_dir, std::string* error) {
       probe = probe_.empty() ? choose_probe(options_, *loaded, files_dir) : probe_;
     }
     // The evaluation of this save: the probe's attention and a sample, as the trainer prints.
+    // Its forward passes wait for the requests' (one at a time, under compute_mutex_ alone).
     const std::u32string probe_text = utf8_to_u32(probe).substr(0, loaded->config.context_length);
-    const Inspection ins = inspect(*loaded, probe_text, /*allow_unknown=*/true);
-    SamplingOptions sampling;
-    std::mt19937_64 rng(1337);
-    const std::vector<std::int32_t> ids = generate(*loaded->model, {start_id(loaded->tokenizer)},
-                                                   options_.eval_sample_tokens, window, sampling, rng);
+    Inspection ins;
+    std::vector<std::int32_t> ids;
+    {
+      std::lock_guard compute(compute_mutex_);
+      ins = inspect(*loaded, probe_text, /*allow_unknown=*/true);
+      SamplingOptions sampling;
+      std::mt19937_64 rng(1337);
+      ids = generate(*loaded->model, {start_id(loaded->tokenizer)}, options_.eval_sample_tokens, window,
+                     sampling, rng);
+    }
     long step = -1;
     if (!loaded->weights_step.empty()) step = std::strtol(loaded->weights_step.c_str(), nullptr, 10);
     e["step"] = step;
@@ -393,8 +403,12 @@ bool Server::load_if_new(const std::string& files_dir, std::string* error) {
   }
   std::lock_guard lock(state_mutex_);
   probe_ = probe;
-  e["index"] = evaluations_.size();
-  evaluations_.push_back(std::make_shared<const Evaluation>(Evaluation{e.dump(-1, ' ', false, json::error_handler_t::replace)}));
+  const std::size_t index = evaluations_seen_++;
+  e["index"] = index;
+  evaluations_.push_back(std::make_shared<const Evaluation>(
+      Evaluation{index, e.dump(-1, ' ', false, json::error_handler_t::replace)}));
+  // Keep the first save's evaluation and the newest max_evaluations.
+  if (evaluations_.size() > options_.max_evaluations + 1) evaluations_.erase(evaluations_.begin() + 1);
   model_ = std::move(loaded);
   window_ = window;
   served_dir_ = files_dir;
@@ -568,7 +582,7 @@ void Server::add_routes() {
     if (step_col >= 0 && !steps.rows.empty()) last = steps.rows.back()[static_cast<std::size_t>(step_col)];
     j["last_step"] = last;
     j["evals"] = rows_json(evals, -1);
-    j["evaluations"] = evaluations_.size();
+    j["evaluations"] = evaluations_seen_;  // the index the next evaluation will have
     j["step"] = model_ ? step_json(model_->weights_step) : json(nullptr);  // as /api/info
     send_json(res, j);
   }));
@@ -581,12 +595,14 @@ void Server::add_routes() {
       std::lock_guard lock(state_mutex_);
       head["probe"] = probe_;
       head["chars"] = chars_json(utf8_to_u32(probe_));
-      head["count"] = evaluations_.size();
-      for (std::size_t i = static_cast<std::size_t>(since); i < evaluations_.size(); ++i)
-        list.push_back(evaluations_[i]);
+      head["count"] = evaluations_.size();      // kept: the first and the newest max_evaluations
+      head["seen"] = evaluations_seen_;         // evaluated so far: the next index
+      head["max_evaluations"] = options_.max_evaluations;
+      for (const auto& e : evaluations_)
+        if (e->index >= static_cast<std::size_t>(since)) list.push_back(e);
     }
-    // {"probe": ..., "chars": [...], "count": N, "evaluations": [...]}: each evaluation is kept
-    // as JSON text, so a poll costs no re-encoding.
+    // {"probe": ..., "chars": [...], "count": N, "seen": S, "max_evaluations": K,
+    // "evaluations": [...]}: each evaluation is kept as JSON text, so a poll costs no re-encoding.
     std::string text = head.dump(-1, ' ', false, json::error_handler_t::replace);
     text.pop_back();
     text += ",\"evaluations\":[";

@@ -11,8 +11,9 @@
 //                              generated characters, streamed as they are chosen (text/plain)
 //   GET  /api/log?since=S      the per-step log rows with step > S (RUN/steps.csv) and the
 //                              evaluations of the current save (log.csv)
-//   GET  /api/evals?since=K    the evaluations seen so far from the K-th on: their step, a sample
-//                              and the attention of the fixed probe prompt
+//   GET  /api/evals?since=K    the evaluations kept whose index is K or more: their step, a sample
+//                              and the attention of the fixed probe prompt (the first save's and
+//                              the last max_evaluations are kept)
 //
 // Safe by default: it binds 127.0.0.1 unless told otherwise; it serves only the pages built into
 // the program (no request path reaches the file system); bodies are at most 64 KiB and prompts
@@ -61,6 +62,9 @@ struct ServeOptions {
   std::size_t max_body_bytes = 64 * 1024;  ///< larger request bodies answer 413
   std::size_t max_sample_tokens = 2000;    ///< most characters one /api/sample may ask for
   std::size_t eval_sample_tokens = 120;    ///< characters sampled at each new save
+  /// Evaluations kept for /api/evals besides the first save's: the newest ones (older ones are
+  /// dropped, so the server's memory and the answer to since=0 stay bounded on a long run).
+  std::size_t max_evaluations = 200;
 };
 
 /// The server. Construction checks the options and loads the checkpoint if there is one
@@ -86,6 +90,9 @@ class Server {
   std::string url() const;
   /// "" or why no model is served yet (e.g. waiting for the first save).
   std::string status() const;
+  /// Holds back every forward pass of the server (requests, and the evaluation of a new save)
+  /// until the returned lock is released: they run one at a time, under this lock.
+  std::unique_lock<std::mutex> hold_compute() { return std::unique_lock(compute_mutex_); }
 
  private:
   struct Evaluation;
@@ -110,10 +117,11 @@ class Server {
   std::string served_dir_;                         // the directory it was loaded from
   std::string status_;
   std::string probe_;                              // UTF-8, fixed at the first load
-  std::vector<std::shared_ptr<const Evaluation>> evaluations_;
+  std::vector<std::shared_ptr<const Evaluation>> evaluations_;  // the first, then the newest
+  std::size_t evaluations_seen_ = 0;               // saves evaluated so far (the next index)
   StepLog step_log_;
 
-  std::mutex compute_mutex_;  // one forward pass at a time on the served model
+  std::mutex compute_mutex_;  // one forward pass at a time; never held with state_mutex_
 };
 
 }  // namespace glass

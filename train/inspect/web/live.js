@@ -393,18 +393,25 @@ async function pollLog() {
     }
     live.evalRows = j.evals;
     drawTraining();
-    if (j.evaluations > live.evals.length) await pollEvals();
+    if (j.evaluations > nextEvalIndex()) await pollEvals();
     if (live.info && j.step !== live.info.step) await refreshInfo();
   } catch (e) {
     $("status").textContent = "no answer from the server: " + e.message;
   }
 }
 
+// The index of the server's next evaluation after the ones received (the server keeps the
+// first and the newest max_evaluations, so indices can jump).
+function nextEvalIndex() {
+  return live.evals.length ? live.evals[live.evals.length - 1].index + 1 : 0;
+}
+
 async function pollEvals() {
-  const j = await getJson("api/evals?since=" + live.evals.length);
+  const j = await getJson("api/evals?since=" + nextEvalIndex());
   live.probeChars = j.chars;
   if (j.evaluations.length === 0) return;
   live.evals.push(...j.evaluations);
+  if (live.evals.length > j.max_evaluations + 1) live.evals.splice(1, live.evals.length - j.max_evaluations - 1);
   const slider = $("eval-slider");
   slider.disabled = false;
   slider.max = String(live.evals.length - 1);
