@@ -11,6 +11,8 @@ inline namespace GLASS_PRECISION {
 /// The L2 norm of all gradients taken together: sqrt(sum over parameters of sum(g^2)),
 /// accumulated in double (over SIMD partial sums of 1024 squares; blocks whose float sum would
 /// overflow or vanish are summed in double directly). Parameters without a gradient count as zero.
+/// The parameters are shared out among num_threads() threads; the sums are added in parameter
+/// order, so the result is the same for any thread count.
 double global_grad_norm(const std::vector<Tensor>& params);
 
 /// Scales every gradient by min(1, max_norm / (norm + 1e-6)) where norm = global_grad_norm,

@@ -175,15 +175,13 @@ double DataParallel::run(const Ids& x, const Ids& y, bool with_grad) {
 
       // The replicas' gradients summed into the model's, each parameter split into one block
       // of elements per thread (every element summed in replica order: the same bits on every
-      // run).
+      // run). One replica at a time over the block, so that the loop vectorizes.
       for (std::size_t p = 0; p < sums.size(); ++p) {
-        Scalar* g = sums[p];
-#pragma omp for schedule(static) nowait
-        for (long j = 0; j < sizes[p]; ++j) {
-          Scalar sum = g[j];
-          for (const Scalar* other : adds[p]) sum += other[j];
-          g[j] = sum;
-        }
+        const std::size_t n = static_cast<std::size_t>(sizes[p]);
+        const std::size_t begin = n * i / parts, end = n * (i + 1) / parts;
+        Scalar* __restrict g = sums[p];
+        for (const Scalar* __restrict other : adds[p])
+          for (std::size_t j = begin; j < end; ++j) g[j] += other[j];
       }
     }
   }

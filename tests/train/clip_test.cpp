@@ -1,8 +1,12 @@
 // Global-norm gradient clipping (train/clip.hpp), against torch.nn.utils.clip_grad_norm_.
+#include <algorithm>
 #include <cmath>
+#include <random>
+#include <vector>
 
 #include <gtest/gtest.h>
 
+#include "autograd/threads.hpp"
 #include "train/clip.hpp"
 
 using namespace glass;
@@ -46,4 +50,37 @@ TEST(Clip, SmallNormUntouchedAndNonFiniteReported) {
   a.grad()(1) = std::nanf("");
   EXPECT_TRUE(std::isnan(clip_grad_norm({a}, 1.0)));
   EXPECT_FLOAT_EQ(a.grad()(0), 0.3f);  // left alone for the caller to report
+}
+
+TEST(Clip, AnyThreadCountGivesTheSameBits) {
+  // 37 parameters of different sizes, shared out among the threads: the norm and the clipped
+  // gradients are the same bits with 1, 2 and 3 threads.
+  std::mt19937_64 rng(21);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<std::vector<float>> grads;
+  for (int k = 0; k < 37; ++k) {
+    grads.emplace_back(static_cast<std::size_t>(1 + 97 * k));
+    for (float& g : grads.back()) g = normal(rng);
+  }
+  std::vector<double> norms;
+  std::vector<std::vector<float>> clipped;
+  for (std::size_t threads : {1u, 2u, 3u}) {
+    set_num_threads(threads);
+    std::vector<Tensor> params;
+    for (const std::vector<float>& g : grads) {
+      Tensor p = Tensor::zeros({g.size()}, true);
+      std::copy(g.begin(), g.end(), p.grad().data());
+      params.push_back(p);
+    }
+    norms.push_back(clip_grad_norm(params, 1.0));
+    std::vector<float> all;
+    for (const Tensor& p : params) all.insert(all.end(), p.grad().data(), p.grad().data() + p.size());
+    clipped.push_back(all);
+  }
+  set_num_threads(1);
+  EXPECT_GT(norms[0], 1.0);  // so the gradients were scaled
+  EXPECT_EQ(norms[1], norms[0]);
+  EXPECT_EQ(norms[2], norms[0]);
+  EXPECT_EQ(clipped[1], clipped[0]);
+  EXPECT_EQ(clipped[2], clipped[0]);
 }
