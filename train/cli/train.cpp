@@ -220,7 +220,12 @@ void take_recorded_recipe(glass::TrainOptions& o, const CLI::App* cmd) {
   const std::optional<glass::TrainRecipe> recorded = glass::load_train_recipe(o.out_dir);
   if (!recorded) return;
   std::string differ;
-  auto shown = [](auto v) { return fmt::format("{}", v); };  // (the shortest exact spelling)
+  // Rates as the recipe line prints them ({:g}), or in full when that would print both alike.
+  auto shown = [](auto v, auto other) {
+    if constexpr (std::is_floating_point_v<decltype(v)>)
+      if (fmt::format("{:g}", v) != fmt::format("{:g}", other)) return fmt::format("{:g}", v);
+    return fmt::format("{}", v);
+  };
   // A rate equal to the recorded one but for the last bits of its decimal spelling is the same
   // rate (--min-lr 3e-4 against the recorded default 3e-3 / 10 = 0.00030000000000000003): it is
   // taken as recorded, so the resumed run stays bit for bit the same run.
@@ -234,8 +239,8 @@ void take_recorded_recipe(glass::TrainOptions& o, const CLI::App* cmd) {
     if (cmd->count(flag) == 0 || same(value, theirs)) {
       value = theirs;
     } else {
-      differ += fmt::format("\n  {} {} (the run was trained with {} {})", flag, shown(value), flag,
-                            shown(theirs));
+      differ += fmt::format("\n  {} {} (the run was trained with {} {})", flag, shown(value, theirs),
+                            flag, shown(theirs, value));
     }
   };
   take("--lr", o.lr, recorded->lr);

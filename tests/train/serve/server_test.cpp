@@ -545,7 +545,7 @@ TEST(Server, ANewSavesEvaluationWaitsWhileAnotherForwardPassRuns) {
   options.poll_seconds = 0.05;
   glass::Server server(options);
   auto client = client_for(server.start());
-  EXPECT_EQ(body_json(client->Get("/api/info"))["step"], "0");
+  EXPECT_EQ(body_json(client->Get("/api/info"))["step"], 0);
   {
     // As if a request's forward pass were running: the new save is found (every 0.05 s) and
     // read, but its evaluation (the probe's inspection and a sample) must wait for the model.
@@ -553,10 +553,10 @@ TEST(Server, ANewSavesEvaluationWaitsWhileAnotherForwardPassRuns) {
     commit_step_save(run, 10, 2);
     std::this_thread::sleep_for(std::chrono::seconds(1));  // 20 polls of the run directory
     const json info = body_json(client->Get("/api/info"));
-    EXPECT_EQ(info["step"], "0") << "evaluated during another forward pass";
+    EXPECT_EQ(info["step"], 0) << "evaluated during another forward pass";
     EXPECT_EQ(body_json(client->Get("/api/evals"))["evaluations"].size(), 1u);
   }
-  ASSERT_TRUE(eventually([&] { return body_json(client->Get("/api/info"))["step"] == "10"; }));
+  ASSERT_TRUE(eventually([&] { return body_json(client->Get("/api/info"))["step"] == 10; }));
   EXPECT_EQ(body_json(client->Get("/api/evals"))["evaluations"].size(), 2u);
   server.stop();
 }
