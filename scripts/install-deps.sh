@@ -20,8 +20,8 @@ if [ "${GLASS_WITH_FUZZ:-0}" = "1" ]; then
   PACKAGES+=(clang libclang-rt-14-dev llvm-14 libomp-dev)
 fi
 # bench_small_gemm's libxsmm column (JIT small-GEMM kernels, compared with OpenBLAS on the training
-# step's products); the build leaves the column out without it.
-if [ "${GLASS_WITH_LIBXSMM:-1}" = "1" ]; then
+# step's products); the build leaves the column out without it. Debian builds it for amd64 only.
+if [ "${GLASS_WITH_LIBXSMM:-1}" = "1" ] && [ "$(dpkg --print-architecture 2>/dev/null)" = "amd64" ]; then
   PACKAGES+=(libxsmm-dev)
 fi
 # The headless browser test of the inspector page (tests/inspect) needs Chromium.

@@ -112,6 +112,12 @@ double DataParallel::run(const Ids& x, const Ids& y, bool with_grad) {
   std::vector<Scalar*> sums;                     // per parameter with a gradient: the model's
   std::vector<std::vector<const Scalar*>> adds;  // ... and the replicas' gradients
   std::vector<long> sizes;
+  // Room for every list before the threads start: the single block below allocates nothing
+  // (an exception must not leave an OpenMP region).
+  sums.reserve(params.size());
+  sizes.reserve(params.size());
+  adds.resize(params.size());
+  for (std::vector<const Scalar*>& a : adds) a.reserve(others.size());
 #pragma omp parallel num_threads(static_cast<int>(parts))
   {
     // The team size is the same for every thread, so all take the same branch (and barriers).
@@ -165,10 +171,10 @@ double DataParallel::run(const Ids& x, const Ids& y, bool with_grad) {
         if (with_grad && go_on)
           for (std::size_t p = 0; p < params.size(); ++p) {
             if (!params[p].has_grad()) continue;
+            std::vector<const Scalar*>& add = adds[sums.size()];  // (room reserved above)
             sums.push_back(params[p].grad().data());
-            adds.emplace_back();
             for (const std::vector<Tensor>& replica : others)
-              if (replica[p].has_grad()) adds.back().push_back(replica[p].grad().data());
+              if (replica[p].has_grad()) add.push_back(replica[p].grad().data());
             sizes.push_back(static_cast<long>(params[p].size()));
           }
       }  // (an implicit barrier: every thread sees go_on and the lists)

@@ -288,6 +288,14 @@ TEST_F(LearnerCli, ANonFiniteLossSaysWhichCheckpointWasKeptAndHowToGoOn) {
             std::string::npos) << r.err;
   EXPECT_NE(r.err.find(" --lr 5e+08 --overwrite\n"), std::string::npos) << r.err;
   EXPECT_EQ(glass::load_checkpoint(run.string()).weights_step, "0") << "the checkpoint said kept";
+  // Without clipping (--grad-clip 0) the advice adds clipping, and so does the command.
+  const fs::path unclipped = dir_ / "nan-unclipped";
+  const CliRun u = glass("train" + data() + " --out " + q(unclipped.string()) +
+                         " --iters 50 --eval-every 1000 --lr 1e9 --grad-clip 0" + tiny(0));
+  expect_error(u, "NaN");
+  EXPECT_NE(u.err.find("and with --grad-clip 1 (this run: 0, no clipping)"), std::string::npos) << u.err;
+  EXPECT_NE(u.err.find(" --lr 5e+08 --grad-clip 1 --overwrite\n"), std::string::npos) << u.err;
+  EXPECT_EQ(u.err.find("--grad-clip 0"), std::string::npos) << u.err;
 }
 
 TEST_F(LearnerCli, ASecondCtrlCStopsAtOnceAndSaysWhatIsKept) {
@@ -301,7 +309,8 @@ TEST_F(LearnerCli, ASecondCtrlCStopsAtOnceAndSaysWhatIsKept) {
         " --sample-tokens 0 --iters 10 --eval-every 5 --eval-iters 2000 --batch-size 16 --threads 1 >" +
         q(out.string()) +
         " 2>" + q(err.string()) + " & pid=$!; for i in $(seq 1 1200); do " + after +
-        " && break; sleep 0.05; done; sleep 0.3; kill -INT $pid; sleep 0.3; kill -INT $pid; wait $pid; "
+        " && break; sleep 0.05; done; sleep 0.3; kill -INT $pid; for i in $(seq 1 600); do grep -q "
+        "'Ctrl-C: stopping' " + q(err.string()) + " && break; sleep 0.05; done; kill -INT $pid; wait $pid; "
         "echo $?";
     const CliRun sh = shell(line);
     return CliRun{std::atoi(sh.out.c_str()), read_file(out), read_file(err)};

@@ -206,8 +206,10 @@ std::string non_finite_message(const std::string& what, const CLI::App* cmd,
   if (o.resume)
     next += ": a new run with this run's flags (--overwrite replaces it, or give another --out)";
   else
-    next += ", e.g.:\n  " + train_command(cmd, o, {"--overwrite", "--lr"}) +
-            fmt::format(" --lr {:g}", o.lr / 2) + (holds_run ? " --overwrite" : "");
+    next += ", e.g.:\n  " + train_command(cmd, o, {"--overwrite", "--lr", "--grad-clip"}) +
+            fmt::format(" --lr {:g}", o.lr / 2) + (o.grad_clip == 0 ? " --grad-clip 1" : "") +
+            (o.grad_clip > 0 && cmd->count("--grad-clip") > 0 ? fmt::format(" --grad-clip {:g}", o.grad_clip) : "") +
+            (holds_run ? " --overwrite" : "");
   return fmt::format("{}. Training stopped: {}. {}", what, kept, next);
 }
 
@@ -303,8 +305,13 @@ void run_train(TrainFlags& flags, CLI::App* cmd) {
   g_saved_step = -1;
   o.saved_step = &g_saved_step;
   g_say_signals = o.comm.is_root();
-  g_after_saved_step = fmt::format(", stays current in {}; continue it with:\n  {}\n", o.out_dir,
-                                   resume_command(cmd, o));
+  // An --overfit-batch check is not resumable (--resume refuses it): it is run again instead.
+  g_after_saved_step =
+      o.overfit_batch
+          ? fmt::format(", stays current in {}; an --overfit-batch check is not resumed: run it "
+                        "again to check the loop\n", o.out_dir)
+          : fmt::format(", stays current in {}; continue it with:\n  {}\n", o.out_dir,
+                        resume_command(cmd, o));
   g_when_nothing_saved =
       "No checkpoint of this run had been saved yet (the first save follows the evaluation at step "
       "0), so there is nothing to resume: run the same command again to start over\n";
@@ -335,7 +342,10 @@ void run_train(TrainFlags& flags, CLI::App* cmd) {
       "config.json, log.csv, loss.html)\n",
       (fs::path(o.out_dir) / "").string(), result.step, result.best_val);  // one trailing '/'
   if (result.interrupted) {
-    std::cout << "resume with: " << resume_command(cmd, o) << "\n";
+    if (o.overfit_batch)
+      std::cout << "an --overfit-batch check is not resumed: run it again to check the loop\n";
+    else
+      std::cout << "resume with: " << resume_command(cmd, o) << "\n";
     throw CLI::RuntimeError(128 + result.stop_signal);  // 130 after Ctrl-C, 143 after SIGTERM (on any rank)
   }
   std::cout << fmt::format("sample from it: {} sample --checkpoint {}{} --tokens 300\n",

@@ -481,7 +481,7 @@ void Server::add_routes() {
     j["loaded"] = model_ != nullptr;
     j["status"] = status_;
     j["probe"] = probe_;
-    j["evaluations"] = evaluations_.size();
+    j["evaluations"] = evaluations_seen_;  // as /api/log: the index the next evaluation will have
     j["max_body_bytes"] = options_.max_body_bytes;
     j["max_sample_tokens"] = options_.max_sample_tokens;
     if (model_) {

@@ -582,6 +582,7 @@ TEST(Server, EvaluationsKeepTheFirstSaveAndTheNewestOnes) {
   EXPECT_EQ(all["count"], 4) << "capped: the first and the newest 3";
   EXPECT_EQ(all["seen"], 7);
   EXPECT_EQ(all["max_evaluations"], 3);
+  EXPECT_EQ(body_json(client->Get("/api/info"))["evaluations"], 7) << "as /api/log: evaluated so far";
   ASSERT_EQ(all["evaluations"].size(), 4u);
   const std::vector<std::pair<int, int>> kept = {{0, 0}, {4, 40}, {5, 50}, {6, 60}};  // index, step
   for (std::size_t i = 0; i < kept.size(); ++i) {
