@@ -108,22 +108,39 @@ TEST(TrainState, TheRecipeIsRecordedAndReadBack) {
   fs::remove_all(dir);
 }
 
+/// A small checkpoint in a fresh temporary directory, its model, and an AdamW over it whose
+/// moments are all m = 0.25 and v = 0.5 (not saved yet), with the state of step 2.
+struct Moments {
+  explicit Moments(const std::string& name)
+      : dir(fresh_dir(fs::temp_directory_path() / ("glass-train-state-" + name + "-" + std::to_string(::getpid())))),
+        model(glass_test::write_small_checkpoint(dir.string(), 16, 3), 3),
+        saved(model.named_parameters()) {
+    state.step = 2;
+    state.context = 16;
+    for (AdamWParam& p : saved.params()) {
+      p.m.fill(0.25f);
+      p.v.fill(0.5f);
+    }
+  }
+  static fs::path fresh_dir(const fs::path& d) {
+    fs::remove_all(d);
+    return d;
+  }
+  fs::path dir;
+  Decoder model;
+  AdamW saved;
+  TrainState state;
+};
+
 // AdamW's second moment v is a running mean of squared gradients: a negative entry can only come
 // from a corrupt (or hand-edited) train_state.safetensors, and resuming would take its square
 // root. It is refused before any moment is copied.
 TEST(TrainState, ANegativeSecondMomentIsRefusedAndTheOptimizerIsLeftAsItWas) {
-  const fs::path dir = fs::temp_directory_path() / ("glass-train-state-v-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  const ModelConfig config = glass_test::write_small_checkpoint(dir.string(), 16, 3);
-  Decoder model(config, 3);
-  AdamW saved(model.named_parameters());
-  TrainState state;
-  state.step = 2;
-  state.context = 16;
-  for (AdamWParam& p : saved.params()) {
-    p.m.fill(0.25f);
-    p.v.fill(0.5f);
-  }
+  Moments run("v");
+  const fs::path& dir = run.dir;
+  Decoder& model = run.model;
+  AdamW& saved = run.saved;
+  const TrainState& state = run.state;
   save_train_state(dir.string(), saved, state);
   {  // all v >= 0: resumes, moments copied
     AdamW resumed(model.named_parameters());
@@ -149,18 +166,11 @@ TEST(TrainState, ANegativeSecondMomentIsRefusedAndTheOptimizerIsLeftAsItWas) {
 // A NaN or an infinity in either moment cannot come from a finite step (the trainer stops before
 // the update) and would turn the weights it touches into NaN: refused like a negative v.
 TEST(TrainState, ANonFiniteMomentIsRefusedAndTheOptimizerIsLeftAsItWas) {
-  const fs::path dir = fs::temp_directory_path() / ("glass-train-state-nan-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  const ModelConfig config = glass_test::write_small_checkpoint(dir.string(), 16, 3);
-  Decoder model(config, 3);
-  AdamW saved(model.named_parameters());
-  TrainState state;
-  state.step = 2;
-  state.context = 16;
-  for (AdamWParam& p : saved.params()) {
-    p.m.fill(0.25f);
-    p.v.fill(0.5f);
-  }
+  Moments run("nan");
+  const fs::path& dir = run.dir;
+  Decoder& model = run.model;
+  AdamW& saved = run.saved;
+  const TrainState& state = run.state;
   AdamWParam& last = saved.params().back();
   const float bad_values[] = {std::numeric_limits<float>::quiet_NaN(),
                               std::numeric_limits<float>::infinity(),

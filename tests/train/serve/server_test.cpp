@@ -535,14 +535,20 @@ TEST(Server, ARunDirectoryIsWatchedFromBeforeItsFirstSaveThroughEachNewSave) {
   server.stop();
 }
 
-TEST(Server, ANewSavesEvaluationWaitsWhileAnotherForwardPassRuns) {
-  const fs::path run = glass_test::temp_dir("serve_compute");
-  commit_step_save(run, 0, 1);
+/// Options that serve `run` on a free port, probe "to be" and look for new saves every 0.05 s.
+glass::ServeOptions watching(const fs::path& run) {
   glass::ServeOptions options;
   options.checkpoint = run.string();
   options.port = 0;
   options.probe = "to be";
   options.poll_seconds = 0.05;
+  return options;
+}
+
+TEST(Server, ANewSavesEvaluationWaitsWhileAnotherForwardPassRuns) {
+  const fs::path run = glass_test::temp_dir("serve_compute");
+  commit_step_save(run, 0, 1);
+  glass::ServeOptions options = watching(run);
   glass::Server server(options);
   auto client = client_for(server.start());
   EXPECT_EQ(body_json(client->Get("/api/info"))["step"], 0);
@@ -564,11 +570,7 @@ TEST(Server, ANewSavesEvaluationWaitsWhileAnotherForwardPassRuns) {
 TEST(Server, EvaluationsKeepTheFirstSaveAndTheNewestOnes) {
   const fs::path run = glass_test::temp_dir("serve_cap");
   commit_step_save(run, 0, 1);
-  glass::ServeOptions options;
-  options.checkpoint = run.string();
-  options.port = 0;
-  options.probe = "to be";
-  options.poll_seconds = 0.05;
+  glass::ServeOptions options = watching(run);
   options.eval_sample_tokens = 5;
   options.max_evaluations = 3;  // the first and the newest 3
   glass::Server server(options);
