@@ -282,7 +282,7 @@ TEST_F(RunDirCli, AKillOrAFullDiskAtAnyFileOperationOfASaveLosesNothing) {
   // the operations next to each switch of `current` (46 of 86 operations); the later saves
   // repeat the first one's operations through the same code. GLASS_TEST_FULL_FAULT_SWEEP=1
   // (or 0) asks for every operation (or the sample) in any build.
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(GLASS_SANITIZE)
   bool full_sweep = false;
 #else
   bool full_sweep = true;
@@ -597,7 +597,7 @@ TEST_F(RunDirCli, CheckpointSizesAreComparedWithAvailableNotPhysicalMemory) {
 }
 
 TEST_F(RunDirCli, TheTextTakesAboutItsOwnSizeInMemory) {
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(GLASS_SANITIZE)
   GTEST_SKIP() << "AddressSanitizer's shadow memory and redzones inflate the resident set "
                   "(8.9 bytes per byte measured); the memory bound is checked in the normal build";
 #endif
