@@ -126,12 +126,12 @@ TEST(Sampling, RepetitionPenaltyLooksOnlyAtTheLastNTokensOfTheText) {
   o.repeat_last_n = 2;
   // Text 0, 2, 1: the last 2 are ids 2 and 1 (id 0 is outside the window, untouched).
   // Logits (ln 4, ln 2, 0) -> (ln 4, ln 2 / 2 = ln sqrt 2, 0 * 2 = 0); exp: (4, 1.41421356, 1),
-  // sum 6.41421356: p = (0.62360956, 0.22048035, 0.15591010).
+  // sum 6.41421356: p = (4, 1.41421356, 1) / 6.41421356 = (0.62361503, 0.22048121, 0.15590376).
   const std::vector<double> logits = {std::log(4.0), std::log(2.0), 0.0};
   auto p = next_token_probs(logits, o, {0, 2, 1});
-  EXPECT_NEAR(p[0], 0.62360956, 1e-6);
-  EXPECT_NEAR(p[1], 0.22048035, 1e-6);
-  EXPECT_NEAR(p[2], 0.15591010, 1e-6);
+  EXPECT_NEAR(p[0], 0.62361503, 1e-6);
+  EXPECT_NEAR(p[1], 0.22048121, 1e-6);
+  EXPECT_NEAR(p[2], 0.15590376, 1e-6);
   // Greedy sees the penalised logits: (1, 3, 2) with id 1 repeated -> (1, 1.5, 2): id 2.
   o.temperature = 0.0;
   EXPECT_EQ(next_token_probs({1.0, 3.0, 2.0}, o, {1}), (std::vector<double>{0.0, 0.0, 1.0}));
