@@ -3,6 +3,7 @@
 #include "train/loss_notes.hpp"
 
 #include <cmath>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -41,6 +42,19 @@ bool widening_gap(const LogRow& best, const LogRow& last) {
   return last.train_loss < best.train_loss - 0.02 &&
          last.val_loss - last.train_loss > best.val_loss - best.train_loss + 0.02;
 }
+
+/// The gap (val - train) widened at each of the last two evaluations (step 0, where both losses
+/// are ln V, not counted), by kGapGrowth in all, while the validation loss was still falling at
+/// each: the first sign of overfitting, before the validation loss turns up.
+constexpr double kGapGrowth = 0.1;
+bool gap_widening_while_val_falls(const std::vector<LogRow>& log) {
+  if (log.size() < 4) return false;
+  const LogRow& a = log[log.size() - 3];
+  const LogRow& b = log[log.size() - 2];
+  const LogRow& c = log.back();
+  const double ga = a.val_loss - a.train_loss, gb = b.val_loss - b.train_loss, gc = c.val_loss - c.train_loss;
+  return ga < gb && gb < gc && gc - ga >= kGapGrowth && b.val_loss < a.val_loss && c.val_loss < b.val_loss;
+}
 }  // namespace
 
 std::string evaluation_note(const std::vector<LogRow>& log) {
@@ -65,6 +79,19 @@ std::string evaluation_note(const std::vector<LogRow>& log) {
         "learning what generalises (overfitting). best.safetensors keeps the best weights; more "
         "steps will not help. Try more text, a smaller model, or stop here\n",
         since_best, log[best].val_loss, log[best].step, last.val_loss, last.train_loss);
+  if (gap_widening_while_val_falls(log) &&
+      !gap_widening_while_val_falls(std::vector<LogRow>(log.begin(), log.end() - 1))) {
+    const LogRow& first = log[log.size() - 3];
+    return fmt::format(
+        "note: the validation loss still falls ({:.4f} -> {:.4f}), but the gap (val - train) keeps "
+        "widening ({:+.2f} -> {:+.2f} -> {:+.2f}): the model learns the training text faster than "
+        "what carries over to new text, the first sign of overfitting. Nothing is lost yet "
+        "(best.safetensors keeps the best weights); if the gap goes on growing, the validation "
+        "loss will turn up: more text, a smaller model (--d-model, --n-layers) or a larger "
+        "--weight-decay narrow it\n",
+        first.val_loss, last.val_loss, first.val_loss - first.train_loss,
+        before.val_loss - before.train_loss, last.val_loss - last.train_loss);
+  }
   if (last.val_loss > before.val_loss && last.train_loss < before.train_loss &&
       last.val_loss > last.train_loss)
     return fmt::format(

@@ -37,8 +37,10 @@ std::string step_zero_note(double loss, std::size_t vocab_size);
 
 /// The note printed after an evaluation, given every evaluation so far (`log`, the last one just
 /// added): "" when there is nothing to say; a note when the validation loss has not improved for
-/// kPatienceEvals evaluations (overfitting: the best weights are kept in best.safetensors), or
-/// when it rose since the previous evaluation while the training loss fell.
+/// kPatienceEvals evaluations (overfitting: the best weights are kept in best.safetensors), when
+/// it rose since the previous evaluation while the training loss fell, or (once, when it starts)
+/// when the gap val - train widened at each of the last two evaluations, by 0.1 nats in all,
+/// while the validation loss still fell.
 std::string evaluation_note(const std::vector<LogRow>& log);
 
 /// The lines printed when a run ends: the best validation loss in nats, bits per character and

@@ -90,6 +90,30 @@ TEST_F(ExportCli, WritesBothFormats) {
   EXPECT_EQ(entries(out), (std::vector<std::string>{"l2c", "m.gguf"}));
 }
 
+// The suggested llama.cpp and llama2.c commands continue a prompt from the model's own training
+// text (its first line of three words or more, two words and a space), not always "Capitu ".
+TEST_F(ExportCli, TheSuggestedCommandUsesAPromptFromTheTrainingText) {
+  const fs::path out = glass_test::temp_dir("glass-export-cli-prompt");
+  GlassRun r = glass("export --checkpoint " + quote(ckpt_.string()) + " --format gguf --out " +
+                     quote((out / "m.gguf").string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // Dom Casmurro begins "I", "", "Do titulo.", "", "Uma noite destas, vindo da cidade ...".
+  EXPECT_NE(r.out.find("llama-completion -m " + (out / "m.gguf").string() + " -p 'Uma noite ' -n 50 --temp 0"),
+            std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("context 16 characters"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("Capitu"), std::string::npos) << r.out;
+
+  std::string verse;
+  for (int i = 0; i < 40; ++i) verse += "To be, or not to be, that is the question:\nWhether 'tis nobler in the mind\n";
+  glass_test::write_file(dir_ / "hamlet.txt", verse);
+  r = glass("train --data " + quote((dir_ / "hamlet.txt").string()) + " --out " + quote((dir_ / "hamlet").string()) +
+            " --iters 1 --eval-every 1" + glass_test::tiny(0));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = glass("export -m " + quote((dir_ / "hamlet").string()) + " --format llama2c --out " + quote((out / "l2c").string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find(" -t 0 -i 'To be, '\n"), std::string::npos) << r.out;
+}
+
 TEST_F(ExportCli, UnknownFormat) {
   const fs::path out = glass_test::temp_dir("glass-export-cli-format");
   const GlassRun r = glass("export --checkpoint " + quote(ckpt_.string()) + " --format onnx --out " +

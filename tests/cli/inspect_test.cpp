@@ -153,7 +153,7 @@ TEST_F(InspectCli, ErrorsAreClearAndExitNonZero) {
       // Many unknown characters: the first five and a count, not the whole vocabulary.
       {ckpt() + " --prompt 'XYZQWV'", "6 character(s) outside the model's vocabulary of"},
       {ckpt() + " --prompt 'XYZQWV'", "'Q' (U+0051) at position 3, 'W' (U+0057) at position 4, and 1 more"},
-      {ckpt() + " --prompt 'to be or not to'", "the prompt has 15 characters but the model's context holds at most 12"},
+      {ckpt() + " --prompt 'to be or not to'", "the prompt has 15 characters; the model's context is 12 characters"},
       {ckpt() + " --prompt ''", "the prompt is empty"},
       {"--checkpoint " + quote((dir_ / "no-such-dir").string()) + " --prompt 'to'", "does not exist"},
       {ckpt() + " --prompt 'to' --top-k 0", "--top-k must be at least 1"},

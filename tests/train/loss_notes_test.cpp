@@ -65,6 +65,23 @@ TEST(LossNotes, OverfittingIsNamedAfterThreeEvaluationsWithoutABestValLoss) {
   EXPECT_EQ(evaluation_note({row(0, 4.4, 4.4), row(250, 2.05, 1.95), row(500, 2.04, 1.96)}), "");
 }
 
+// The gap +0.13 -> +0.30 -> +0.49 while the validation loss still falls (2.20 -> 2.10 -> 2.05):
+// no note from the other rules (the last evaluation is the best), but a sign of overfitting.
+TEST(LossNotes, AGapThatKeepsWideningIsNotedWhileValidationStillFalls) {
+  std::vector<LogRow> log = {row(0, 4.4, 4.4), row(250, 2.07, 2.20), row(500, 1.80, 2.10)};
+  EXPECT_EQ(evaluation_note(log), "");  // two widenings need three evaluations after step 0
+  log.push_back(row(750, 1.56, 2.05));  // gaps 2.20-2.07 = 0.13, 2.10-1.80 = 0.30, 2.05-1.56 = 0.49
+  const std::string note = evaluation_note(log);
+  EXPECT_TRUE(has(note, "the validation loss still falls (2.2000 -> 2.0500), but the gap (val - train) "
+                        "keeps widening (+0.13 -> +0.30 -> +0.49)")) << note;
+  EXPECT_TRUE(has(note, "first sign of overfitting")) << note;
+  log.push_back(row(1000, 1.30, 2.01));  // still widening (+0.71): said once, when it starts
+  EXPECT_EQ(evaluation_note(log), "");
+  // A gap that widens by less than 0.1 nats in all is noise: no note.
+  EXPECT_EQ(evaluation_note({row(0, 4.4, 4.4), row(250, 2.00, 2.10), row(500, 1.90, 2.03),
+                             row(750, 1.80, 1.98)}), "");  // gaps 0.10, 0.13, 0.18: +0.08
+}
+
 TEST(LossNotes, TheSummaryGivesBitsPerCharacterAndWhatToTryNext) {
   // 1.5 nats / ln 2 = 2.164 bits; e^1.5 = 4.48 (python3: math.exp(1.5) = 4.4817).
   const std::vector<LogRow> falling = {row(0, 4.4, 4.4), row(1000, 1.6, 1.7), row(2000, 1.4, 1.5)};

@@ -20,6 +20,7 @@
 #include "data/text.hpp"
 #include "train/io/checkpoint.hpp"
 #include "train/cli/commands.hpp"
+#include "train/sample/sampler.hpp"
 #include "train/cli/threads.hpp"
 #include "train/inspect/inspect.hpp"
 
@@ -108,13 +109,13 @@ void run_inspect(const InspectOptions& opt) {
                                    opt.head, config.n_heads, config.n_heads - 1));
   const auto layer = static_cast<std::size_t>(opt.layer);
   const auto head = static_cast<std::size_t>(opt.head);
-  const std::size_t trained = glass::training_context(opt.checkpoint);  // 0: not recorded
-  if (trained > 0 && prompt.size() > trained)
-    std::cerr << fmt::format(
-        "note: the prompt has {} characters but the model was trained on windows of {}: positions "
-        "from {} on were never trained, so what the model does there says little about what it "
-        "learnt (glass sample keeps only the last {})\n",
-        prompt.size(), trained, trained, trained);
+  std::size_t window = glass::training_context(opt.checkpoint);  // 0: not recorded
+  if (window == 0 || window > config.context_length) window = config.context_length;
+  if (prompt.size() > window)
+    throw CommandError(fmt::format(
+        "the prompt has {} characters; {}. inspect shows one window, position by position: give "
+        "at most {} characters (glass sample continues longer texts)",
+        prompt.size(), glass::context_sentence(window), window));
 
   glass::Inspection inspection;
   try {

@@ -9,12 +9,14 @@
 #include <iostream>
 #include <exception>
 #include <new>
+#include <optional>
 #include <string>
 
 #include <CLI/CLI.hpp>
 
 #include "train/cli/commands.hpp"
 #include "train/cli/malloc_tuning.hpp"
+#include "train/cli/suggest.hpp"
 
 #ifndef GLASS_VERSION
 #define GLASS_VERSION "unknown"
@@ -51,7 +53,7 @@ int main(int argc, char** argv) {
       "Train it on a text file, sample from it, look inside it.",
       "glass"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "glass " GLASS_VERSION);
+  app.set_version_flag("-v,-V,--version", "glass " GLASS_VERSION);
   app.footer(
       "Examples:\n"
       "  glass train --data input.txt --out runs/mine     train on your own text\n"
@@ -69,23 +71,39 @@ int main(int argc, char** argv) {
     return stdout_error();
   }
 
+  // llama.cpp's GPU offload, before the parser (which would read -ngl as -n gl).
+  if (const std::string gpu = glass::cli::gpu_flag_message(argc, argv); !gpu.empty()) {
+    std::fprintf(stderr, "error: %s\n", gpu.c_str());
+    return 1;
+  }
+
   // An unknown first word would otherwise be reported by CLI11 as a missing subcommand.
+  CLI::App* command = nullptr;
   if (argc > 1 && argv[1][0] != '-') {
-    std::string names;
-    bool known = false;
-    for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
-      names += (names.empty() ? "" : ", ") + sub->get_name();
-      known = known || sub->get_name() == argv[1];
+    std::vector<std::string> names;
+    for (CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
+      names.push_back(sub->get_name());
+      if (sub->get_name() == argv[1]) command = sub;
     }
-    if (!known) {
-      std::fprintf(stderr, "error: unknown command '%s'; the commands are: %s (see glass --help)\n",
-                   argv[1], names.c_str());
+    if (command == nullptr) {
+      const std::optional<std::string> guess = glass::cli::nearest(argv[1], names);
+      std::string list;
+      for (const std::string& name : names) list += (list.empty() ? "" : ", ") + name;
+      const std::string hint = guess ? "; did you mean '" + *guess + "'? The commands are: " : "; the commands are: ";
+      std::fprintf(stderr, "error: unknown command '%s'%s%s\nRun glass --help for what each does.\n", argv[1],
+                   hint.c_str(), list.c_str());
       return 1;
     }
   }
 
   try {
     app.parse(argc, argv);
+  } catch (const CLI::ExtrasError& e) {
+    // A flag the command does not have (often a typo): name it, guess, show the usage.
+    const std::string flag = command ? glass::cli::unknown_flag(*command, argc, argv, 2) : "";
+    if (flag.empty()) return app.exit(e);
+    std::fprintf(stderr, "error: %s\n", glass::cli::unknown_flag_message(*command, flag).c_str());
+    return e.get_exit_code();
   } catch (const CLI::ParseError& e) {
     const int code = app.exit(e);
     return code != 0 ? code : stdout_error();

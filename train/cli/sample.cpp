@@ -1,10 +1,13 @@
 // `glass sample`: generate text from a checkpoint (train/sample/sampler.hpp). The flags follow
 // nanoGPT's sample.py, llama.cpp's llama-cli and llama2.c's run where they have one:
 //
-//   glass sample -m DIR [-p TEXT | -p - | --prompt-file FILE] [-n N] [--temp X] [--top-k K]
-//                [--top-p P] [-s S] [-t N] [--num-samples K] [--stop STRING] [--json]
-//                [--window-mode rolling|exact] [--no-kv-cache] [--allow-unknown] [--best]
-//                [--attention fast|reference]
+//   glass sample -m DIR [-p TEXT | -p - | -f/--prompt-file FILE] [-n N] [--temp X] [--top-k K]
+//                [--top-p P] [--min-p P] [--repeat-penalty X] [--repeat-last-n N] [-c N] [-s S]
+//                [-t N] [--num-samples K] [--stop STRING] [--json] [--window-mode rolling|exact]
+//                [--no-kv-cache] [--allow-unknown] [--best] [--attention fast|reference]
+//
+// Also under their llama.cpp names (--model, --file, --n-predict, --ctx-size) and nanoGPT's
+// (--start, --max_new_tokens, --num_samples, --top_k); llama.cpp's -ngl is refused in main.cpp.
 
 #include <chrono>
 #include <cerrno>
@@ -45,6 +48,8 @@ struct SampleFlags {
   bool best = false;
   std::string attention = "fast";
   std::string prompt_file;
+  std::string start;           // nanoGPT's --start: TEXT, or FILE:path
+  std::size_t ctx_size = 0;    // -c: the window; 0 = the training context
   long long num_samples = 1;
   std::string stop;
   bool json = false;
@@ -54,23 +59,47 @@ struct SampleFlags {
 /// Thrown by the token callback to end a sample early (--stop): not an error.
 struct StopSample {};
 
-/// The prompt text: --prompt-file FILE, or --prompt - (standard input), or --prompt TEXT.
-std::string read_prompt(const SampleFlags& f, bool prompt_given) {
-  if (!f.prompt_file.empty() && prompt_given)
-    throw CommandError("give the prompt once: --prompt or --prompt-file, not both");
-  auto read_all = [](std::istream& in) {
-    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  };
+/// The most a prompt may hold, in bytes, from -p -, --prompt-file or --start FILE:path. The
+/// model sees only its context (the last few hundred characters at most); the limit stops a
+/// mistaken /dev/zero or `yes` from filling the memory.
+constexpr std::size_t kMaxPromptBytes = 1 << 20;  // 1 MiB
+
+/// Reads `in` up to kMaxPromptBytes; past them an error naming `source` (e.g. "--prompt-file
+/// 'x'"), without reading further. One trailing newline is dropped, as the shell's $(...) does
+/// ("echo Bentinho | glass sample -p -" continues "Bentinho", not "Bentinho\n").
+std::string read_bounded(std::istream& in, const std::string& source) {
+  std::string text(kMaxPromptBytes + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  if (in.bad()) throw CommandError("cannot read the prompt from " + source);
+  text.resize(static_cast<std::size_t>(in.gcount()));
+  if (text.size() > kMaxPromptBytes)
+    throw CommandError(fmt::format(
+        "the prompt from {} is longer than {} bytes (1 MiB), the most glass reads; the model sees "
+        "only the last characters of its context anyway: pass the end of the text (e.g. tail -c 4096)",
+        source, kMaxPromptBytes));
+  if (!text.empty() && text.back() == '\n') {
+    text.pop_back();
+    if (!text.empty() && text.back() == '\r') text.pop_back();  // a CRLF line end
+  }
+  return text;
+}
+
+/// The prompt text: --prompt-file FILE, or --prompt - (standard input), or --prompt TEXT, or
+/// nanoGPT's --start TEXT / --start FILE:path.
+std::string read_prompt(SampleFlags& f, bool prompt_given) {
+  const int given = (prompt_given ? 1 : 0) + (f.prompt_file.empty() ? 0 : 1) + (f.start.empty() ? 0 : 1);
+  if (given > 1) throw CommandError("give the prompt once: --prompt, --prompt-file or --start, not two of them");
+  if (f.start.rfind("FILE:", 0) == 0) {
+    f.prompt_file = f.start.substr(5);
+  } else if (!f.start.empty()) {
+    return f.start;
+  }
   if (!f.prompt_file.empty()) {
     std::ifstream in(f.prompt_file, std::ios::binary);
     if (!in) throw CommandError("cannot read --prompt-file '" + f.prompt_file + "': " + std::strerror(errno));
-    return read_all(in);
+    return read_bounded(in, "--prompt-file '" + f.prompt_file + "'");
   }
-  if (f.prompt == "-") {
-    std::string text = read_all(std::cin);
-    if (std::cin.bad()) throw CommandError("cannot read the prompt from standard input");
-    return text;
-  }
+  if (f.prompt == "-") return read_bounded(std::cin, "standard input");
   return f.prompt;
 }
 
@@ -93,7 +122,7 @@ nlohmann::json token_probabilities(const glass::Decoder& model, const glass::Tok
     if (row.size() > 1) row[0] = -std::numeric_limits<double>::infinity();
     tokens.push_back({{"id", id},
                       {"text", tokenizer.decode_utf8({id})},
-                      {"prob", glass::next_token_probs(row, sampling)[id]},
+                      {"prob", glass::next_token_probs(row, sampling, text)[id]},
                       {"model_prob", glass::next_token_probs(row, plain)[id]}});
     text.push_back(id);
   }
@@ -138,14 +167,22 @@ void run_sample(SampleFlags& f, bool prompt_given) {
     throw CommandError(fmt::format("{}/config.json: training.context {} exceeds the model's "
                                    "context_length {}", f.checkpoint, window, loaded.config.context_length));
   }
+  if (f.ctx_size > loaded.config.context_length)
+    throw CommandError(fmt::format("--ctx-size {}: the model has positions for at most {} characters "
+                                   "(context_length; it trained on windows of {})",
+                                   f.ctx_size, loaded.config.context_length, window));
+  if (f.ctx_size > window)
+    std::cerr << fmt::format("note: --ctx-size {} is past the {} characters the model trained on: "
+                             "positions from {} on were never trained\n", f.ctx_size, window, window);
+  if (f.ctx_size > 0) window = f.ctx_size;
 
   std::vector<std::int32_t> prompt = encode_prompt(f, tokenizer);
   std::string shown_prompt = f.prompt;
   if (prompt.empty()) {  // start from a newline, as if at the start of a paragraph
     prompt = {tokenizer.contains(U'\n') ? tokenizer.id_of(U'\n') : 1};
   } else if (prompt.size() > window) {
-    std::cerr << fmt::format("note: the prompt has {} characters; the model sees only the last {} "
-                             "(its training context)\n", prompt.size(), window);
+    std::cerr << fmt::format("note: the prompt has {} characters; the model sees only its last {}: "
+                             "{}\n", prompt.size(), window, glass::context_sentence(window));
     prompt.erase(prompt.begin(), prompt.end() - static_cast<long>(window));
     shown_prompt = tokenizer.decode_utf8(prompt);
   }
@@ -200,10 +237,14 @@ void run_sample(SampleFlags& f, bool prompt_given) {
   if (f.json) {
     const nlohmann::json out = {{"checkpoint", f.checkpoint},
                                 {"prompt", shown_prompt},
+                                {"context", window},
                                 {"seed", f.seed},
                                 {"temperature", f.sampling.temperature},
                                 {"top_k", f.sampling.top_k},
                                 {"top_p", f.sampling.top_p},
+                                {"min_p", f.sampling.min_p},
+                                {"repeat_penalty", f.sampling.repeat_penalty},
+                                {"repeat_last_n", f.sampling.repeat_last_n},
                                 {"samples", samples}};
     write(out.dump(2) + "\n");
   }
@@ -218,25 +259,43 @@ constexpr long long kMaxTokens = 1'000'000;
 void add_sample_command(CLI::App& app) {
   auto f = std::make_shared<SampleFlags>();
   CLI::App* cmd = app.add_subcommand("sample", "Generate text from a trained checkpoint.");
-  cmd->add_option("-m,--checkpoint", f->checkpoint, "checkpoint directory written by glass train")->required();
+  cmd->add_option("-m,--checkpoint,--model", f->checkpoint, "checkpoint directory written by glass train")->required();
   CLI::Option* prompt = cmd->add_option(
-      "-p,--prompt", f->prompt, "text to continue (default: start of a paragraph); - reads it from standard input");
-  cmd->add_option("--prompt-file", f->prompt_file, "read the text to continue from this file")
+      "-p,--prompt", f->prompt,
+      "text to continue (default: start of a paragraph); - reads it from standard input (up to "
+      "1 MiB, one trailing newline dropped)");
+  cmd->add_option("-f,--prompt-file,--file", f->prompt_file,
+                  "read the text to continue from this file (up to 1 MiB, one trailing newline dropped)")
       ->check(CLI::ExistingFile);
-  cmd->add_option("-n,--tokens", f->tokens, "characters to generate (per sample)")
+  cmd->add_option("--start", f->start, "nanoGPT's spelling: the prompt TEXT, or FILE:path to read it from a file");
+  cmd->add_option("-n,--tokens,--n-predict,--max_new_tokens", f->tokens, "characters to generate (per sample)")
       ->check(glass::cli::integer_in(1, kMaxTokens, fmt::format("an integer from 1 to {}", kMaxTokens)))
       ->capture_default_str();
   cmd->add_option("--temperature,--temp", f->sampling.temperature,
                   "divide the logits by this; 0 = greedy (always the most likely character)")
       ->check(glass::cli::number_in(0.0, HUGE_VAL, false, "a number >= 0 (0 = greedy)"))->capture_default_str();
-  cmd->add_option("--top-k", f->sampling.top_k, "keep only the K most likely characters (0 = off)")
+  cmd->add_option("--top-k,--top_k", f->sampling.top_k, "keep only the K most likely characters (0 = off)")
       ->check(glass::cli::kNonNegativeInteger)->capture_default_str();
-  cmd->add_option("--top-p", f->sampling.top_p,
+  cmd->add_option("--top-p,--top_p", f->sampling.top_p,
                   "keep the most likely characters whose probabilities add up to P (1 = off)")
       ->check(glass::cli::number_in(0.0, 1.0, true, "a number in (0, 1]"))->capture_default_str();
+  cmd->add_option("--min-p", f->sampling.min_p,
+                  "keep the characters at least P times as likely as the most likely one (0 = off)")
+      ->check(glass::cli::number_in(0.0, 1.0, false, "a number in [0, 1]"))->capture_default_str();
+  cmd->add_option("--repeat-penalty", f->sampling.repeat_penalty,
+                  "divide the positive logits (multiply the negative ones) of the characters among "
+                  "the last --repeat-last-n by this, as llama.cpp does (1 = off)")
+      ->check(glass::cli::kPositiveNumber)->capture_default_str();
+  cmd->add_option("--repeat-last-n", f->sampling.repeat_last_n,
+                  "how many of the last characters (prompt included) the repetition penalty looks at")
+      ->check(glass::cli::integer_in(0, 1'000'000, "an integer from 0 to 1000000"))->capture_default_str();
+  cmd->add_option("-c,--ctx-size", f->ctx_size,
+                  "the window each prediction sees, in characters (default: the training context; "
+                  "at most the model's context_length)")
+      ->check(glass::cli::kPositiveInteger);
   cmd->add_option("-s,--seed", f->seed, "seed of the random draws (same seed, same text)")
       ->check(glass::cli::kNonNegativeInteger)->capture_default_str();
-  cmd->add_option("--num-samples", f->num_samples, "how many samples to draw, one after the other")
+  cmd->add_option("--num-samples,--num_samples", f->num_samples, "how many samples to draw, one after the other")
       ->check(glass::cli::integer_in(1, 10'000, "an integer from 1 to 10000"))->capture_default_str();
   cmd->add_option("--stop", f->stop, "end a sample as soon as its text ends with this string");
   cmd->add_flag("--json", f->json,

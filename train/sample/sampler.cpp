@@ -13,12 +13,46 @@
 namespace glass {
 inline namespace GLASS_PRECISION {
 
+std::string context_sentence(std::size_t window) {
+  const std::string t = std::to_string(window);
+  return "the model's context is " + t + " characters (the windows it trained on); past them, "
+         "generation rolls its window on: each new character sees the " + t + " before it";
+}
+
 void validate(const SamplingOptions& options) {
   if (!(options.temperature >= 0.0) || !std::isfinite(options.temperature))
     throw std::invalid_argument("temperature must be a finite number >= 0 (0 = greedy), got " +
                                 std::to_string(options.temperature));
   if (!(options.top_p > 0.0 && options.top_p <= 1.0))
     throw std::invalid_argument("top-p must be in (0, 1], got " + std::to_string(options.top_p));
+  if (!(options.repeat_penalty > 0.0) || !std::isfinite(options.repeat_penalty))
+    throw std::invalid_argument("the repetition penalty must be a finite number > 0 (1 = off), got " +
+                                std::to_string(options.repeat_penalty));
+  if (!(options.min_p >= 0.0 && options.min_p <= 1.0))
+    throw std::invalid_argument("min-p must be in [0, 1] (0 = off), got " + std::to_string(options.min_p));
+}
+
+void repetition_penalty(std::vector<double>& logits, const std::vector<std::int32_t>& recent,
+                        double penalty) {
+  if (penalty == 1.0) return;
+  std::vector<bool> seen(logits.size(), false);
+  for (const std::int32_t id : recent) {
+    if (id < 0 || static_cast<std::size_t>(id) >= logits.size() || seen[id]) continue;
+    seen[id] = true;
+    double& x = logits[id];
+    x = x <= 0.0 ? x * penalty : x / penalty;  // dividing a negative logit would favour it
+  }
+}
+
+void min_p_filter(std::vector<double>& probs, double min_p) {
+  if (min_p <= 0.0) return;
+  const double threshold = min_p * *std::max_element(probs.begin(), probs.end());
+  double kept_mass = 0.0;
+  for (double& p : probs) {
+    if (p < threshold) p = 0.0;
+    kept_mass += p;
+  }
+  for (double& p : probs) p /= kept_mass;
 }
 
 void top_k_filter(std::vector<double>& logits, std::size_t k) {
@@ -60,9 +94,16 @@ std::vector<double> softmax_row(const std::vector<double>& logits) {
   return std::vector<double>(probs.begin(), probs.end());
 }
 
-std::vector<double> next_token_probs(const std::vector<double>& logits,
-                                     const SamplingOptions& options) {
-  if (logits.empty()) throw std::invalid_argument("next_token_probs: empty logits");
+std::vector<double> next_token_probs(const std::vector<double>& raw_logits,
+                                     const SamplingOptions& options,
+                                     const std::vector<std::int32_t>& text) {
+  if (raw_logits.empty()) throw std::invalid_argument("next_token_probs: empty logits");
+  std::vector<double> logits = raw_logits;
+  if (options.repeat_penalty != 1.0) {
+    const std::size_t recent = std::min(options.repeat_last_n, text.size());
+    repetition_penalty(logits, std::vector<std::int32_t>(text.end() - static_cast<long>(recent), text.end()),
+                       options.repeat_penalty);
+  }
   for (double x : logits)
     if (std::isnan(x) || x == std::numeric_limits<double>::infinity())
       throw std::runtime_error(
@@ -86,6 +127,7 @@ std::vector<double> next_token_probs(const std::vector<double>& logits,
   top_k_filter(scaled, options.top_k);
   std::vector<double> probs = softmax_row(scaled);
   top_p_filter(probs, options.top_p);
+  min_p_filter(probs, options.min_p);
   return probs;
 }
 
@@ -203,7 +245,7 @@ std::vector<std::int32_t> generate(const Decoder& model, std::vector<std::int32_
   for (std::size_t produced = 0; produced < n_tokens; ++produced) {
     std::vector<double> row = next_logits(tokens);
     if (row.size() > 1) row[0] = -std::numeric_limits<double>::infinity();  // never the unknown id
-    const std::int32_t next = draw(next_token_probs(row, options), rng);
+    const std::int32_t next = draw(next_token_probs(row, options, tokens), rng);
     tokens.push_back(next);
     if (on_token) on_token(next);
   }

@@ -1,5 +1,6 @@
 #pragma once
-// Generating text from a trained decoder: temperature, top-k, top-p (nucleus), seeded.
+// Generating text from a trained decoder: repetition penalty, temperature, top-k, top-p
+// (nucleus), min-p, seeded.
 
 #include <cstdint>
 #include <functional>
@@ -35,18 +36,34 @@ const char* to_string(WindowMode mode);
 /// The WindowMode named "rolling" or "exact"; std::invalid_argument for any other name.
 WindowMode parse_window_mode(const std::string& name);
 
-/// How the next character is chosen from the logits.
+/// The one sentence every command uses to state the model's context (`window` characters: the
+/// training context recorded in config.json, else the model's context_length) and what happens
+/// past it, e.g. "the model's context is 64 characters (the windows it trained on); past them,
+/// generation rolls its window on: each new character sees the 64 before it".
+std::string context_sentence(std::size_t window);
+
+/// How the next character is chosen from the logits. The steps, in this order (next_token_probs):
+/// repetition penalty on the raw logits, temperature, top-k, softmax, top-p, min-p. llama.cpp's
+/// default chain applies the temperature last (penalties, top-k, top-p, min-p, temperature);
+/// here top-p and min-p see the probabilities after the temperature, as in Hugging Face
+/// transformers. At temperature 1 both orders give the same distribution.
 struct SamplingOptions {
   double temperature = 0.8;  ///< logits are divided by it; 0 = greedy (argmax), must be >= 0
   std::size_t top_k = 0;     ///< keep the k largest logits (ties at the k-th value all kept); 0 = off;
                              ///< values above the vocabulary size are clamped
   double top_p = 1.0;        ///< nucleus: keep the most probable tokens whose cumulative probability
                              ///< first reaches top_p (Holtzman et al. 2020); 1 = off; in (0, 1]
+  double repeat_penalty = 1.0;     ///< llama.cpp's --repeat-penalty (Keskar et al. 2019, CTRL, with
+                                   ///< its fix for negative logits): 1 = off; must be > 0
+  std::size_t repeat_last_n = 64;  ///< the penalty looks at the last n tokens of the text; 0 = off
+  double min_p = 0.0;        ///< keep tokens with probability >= min_p * the largest probability
+                             ///< (Nguyen et al. 2024); 0 = off; in [0, 1]
   bool use_kv_cache = true;  ///< false recomputes the whole window for every new token (exact)
   WindowMode window_mode = WindowMode::rolling;  ///< past the window, with the KV cache
 };
 
-/// Throws std::invalid_argument when temperature < 0 (or not finite) or top_p is not in (0, 1].
+/// Throws std::invalid_argument when temperature < 0 (or not finite), top_p is not in (0, 1],
+/// repeat_penalty is not a finite number > 0 or min_p is not in [0, 1].
 void validate(const SamplingOptions& options);
 
 /// Top-k filter in place on one row of logits: every logit strictly below the k-th largest value
@@ -58,14 +75,28 @@ void top_k_filter(std::vector<double>& logits, std::size_t k);
 /// p (at least one token), zeroes the rest and renormalises. p >= 1: no change.
 void top_p_filter(std::vector<double>& probs, double p);
 
+/// Repetition penalty in place on one row of logits, as llama.cpp defines it: each distinct id
+/// among `recent` (the last repeat_last_n tokens of the text) has its logit divided by `penalty`
+/// when it is positive and multiplied by it when it is <= 0, once however often it occurs.
+/// penalty 1: no change. Ids outside the row are ignored.
+void repetition_penalty(std::vector<double>& logits, const std::vector<std::int32_t>& recent,
+                        double penalty);
+
+/// Min-p filter in place on one row of probabilities (summing to 1): zeroes every probability
+/// below min_p times the largest and renormalises (the largest is always kept). min_p 0: no change.
+void min_p_filter(std::vector<double>& probs, double min_p);
+
 /// Softmax of one row (subtracting the max; -inf entries get probability 0).
 std::vector<double> softmax_row(const std::vector<double>& logits);
 
-/// The probabilities the sampler draws from for one row of logits: logits / temperature,
-/// top-k, softmax, top-p. With temperature 0 all mass is on the argmax (smallest id on ties).
-/// Throws std::runtime_error when a logit is NaN or +inf (corrupt weights) or all are -inf.
+/// The probabilities the sampler draws from for one row of logits: the repetition penalty over
+/// the last options.repeat_last_n ids of `text` (the text so far, prompt included), logits /
+/// temperature, top-k, softmax, top-p, min-p. With temperature 0 all mass is on the argmax of
+/// the penalised logits (smallest id on ties). Throws std::runtime_error when a logit is NaN or
+/// +inf (corrupt weights) or all are -inf.
 std::vector<double> next_token_probs(const std::vector<double>& logits,
-                                     const SamplingOptions& options);
+                                     const SamplingOptions& options,
+                                     const std::vector<std::int32_t>& text = {});
 
 /// A uniform number in [0, 1) from 53 random bits of `rng` (the same on every platform).
 double uniform01(std::mt19937_64& rng);

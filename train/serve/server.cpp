@@ -131,6 +131,28 @@ std::u32string decode_prompt(const std::string& utf8) {
   }
 }
 
+/// A 400 naming the prompt's characters outside the vocabulary, unless there are none; the fix
+/// is named in the API's words (the JSON field allow_unknown, not the command line's flag).
+void refuse_unknown(const std::u32string& prompt, const Tokenizer& tokenizer) {
+  std::set<char32_t> unknown;
+  for (char32_t c : prompt)
+    if (!tokenizer.contains(c)) unknown.insert(c);
+  if (unknown.empty()) return;
+  std::string names;
+  for (char32_t c : unknown) names += (names.empty() ? "" : ", ") + describe_char(c);
+  throw BadRequest(fmt::format("the prompt has {} character(s) the model never saw in training: {} "
+                               "(send \"allow_unknown\": true to map them to the unknown id 0)",
+                               unknown.size(), names));
+}
+
+/// A 400 when an inspected prompt is longer than the model's context (`window`): inspection
+/// shows one window, position by position, as glass inspect does.
+void refuse_past_context(const std::u32string& prompt, std::size_t window) {
+  if (prompt.size() > window)
+    throw BadRequest(fmt::format("the prompt has {} characters; {}. Inspection shows one window: "
+                                 "send at most {} characters", prompt.size(), context_sentence(window), window));
+}
+
 /// The step a weights file records ("step" of its metadata, a decimal string) as a JSON integer,
 /// or null when it records none.
 json step_json(const std::string& weights_step) {
@@ -367,7 +389,7 @@ bool Server::load_if_new(const std::string& files_dir, std::string* error) {
     }
     // The evaluation of this save: the probe's attention and a sample, as the trainer prints.
     // Its forward passes wait for the requests' (one at a time, under compute_mutex_ alone).
-    const std::u32string probe_text = utf8_to_u32(probe).substr(0, loaded->config.context_length);
+    const std::u32string probe_text = utf8_to_u32(probe).substr(0, window);
     Inspection ins;
     std::vector<std::int32_t> ids;
     {
@@ -458,7 +480,9 @@ void Server::add_routes() {
   s.Get("/inspector", guarded([this](const httplib::Request& req, httplib::Response& res) {
     if (!req.has_param("prompt")) throw BadRequest("give the prompt: /inspector?prompt=TEXT");
     const std::u32string prompt = decode_prompt(req.get_param_value("prompt"));
-    const auto m = model();
+    std::size_t window = 0;
+    const auto m = model(&window);
+    refuse_past_context(prompt, window);
     Inspection ins;
     {
       std::lock_guard lock(compute_mutex_);
@@ -490,7 +514,8 @@ void Server::add_routes() {
       j["save"] = fs::path(served_dir_).filename().string();
       j["config"] = config_json(model_->config);
       j["window"] = window_;
-      j["max_prompt_chars"] = model_->config.context_length;
+      j["max_prompt_chars"] = window_;  // inspection; a sample keeps a longer prompt's last window_
+      j["context_note"] = context_sentence(window_);
       json vocab = json::array({""});  // id 0: the unknown token
       for (char32_t c : model_->tokenizer.chars()) vocab.push_back(char_to_utf8(c));
       j["vocab"] = std::move(vocab);
@@ -504,7 +529,10 @@ void Server::add_routes() {
     const std::u32string prompt = decode_prompt(string_field(body, "prompt", ""));
     const auto k = static_cast<std::size_t>(integer_field(body, "top_k", 5, 1, kMaxTopK));
     const bool allow_unknown = bool_field(body, "allow_unknown", false);
-    const auto m = model();
+    std::size_t window = 0;
+    const auto m = model(&window);
+    refuse_past_context(prompt, window);
+    if (!allow_unknown) refuse_unknown(prompt, m->tokenizer);
     std::size_t unknown = 0;
     Inspection ins;
     {
@@ -515,7 +543,8 @@ void Server::add_routes() {
   }));
 
   s.Post("/api/sample", guarded([this](const httplib::Request& req, httplib::Response& res) {
-    const json body = parse_body(req, {"prompt", "temperature", "top_k", "top_p", "seed", "n", "allow_unknown"});
+    const json body = parse_body(req, {"prompt", "temperature", "top_k", "top_p", "min_p", "repeat_penalty",
+                                       "repeat_last_n", "seed", "n", "allow_unknown"});
     const std::u32string prompt = decode_prompt(string_field(body, "prompt", ""));
     std::size_t window = 0;
     const auto m = model(&window);
@@ -523,23 +552,15 @@ void Server::add_routes() {
     sampling.temperature = number_field(body, "temperature", sampling.temperature, 0, 100, false);
     sampling.top_k = static_cast<std::size_t>(integer_field(body, "top_k", 0, 0, m->config.vocab_size));
     sampling.top_p = number_field(body, "top_p", 1.0, 0, 1, /*lo_open=*/true);
+    sampling.min_p = number_field(body, "min_p", 0.0, 0, 1, false);
+    sampling.repeat_penalty = number_field(body, "repeat_penalty", 1.0, 0, 100, /*lo_open=*/true);
+    sampling.repeat_last_n = static_cast<std::size_t>(integer_field(body, "repeat_last_n", 64, 0, 1'000'000));
     validate(sampling);
     const std::uint64_t seed = integer_field(body, "seed", 1337, 0, UINT64_MAX);
     const auto n = static_cast<std::size_t>(integer_field(body, "n", 200, 1, options_.max_sample_tokens));
-    if (prompt.size() > m->config.context_length)
-      throw BadRequest(fmt::format("the prompt has {} characters; the model sees at most {} (its context length)",
-                                   prompt.size(), m->config.context_length));
-    if (!bool_field(body, "allow_unknown", false)) {
-      std::set<char32_t> unknown;
-      for (char32_t c : prompt)
-        if (!m->tokenizer.contains(c)) unknown.insert(c);
-      if (!unknown.empty()) {
-        std::string names;
-        for (char32_t c : unknown) names += (names.empty() ? "" : ", ") + describe_char(c);
-        throw BadRequest(fmt::format("the prompt has {} character(s) the model never saw in training: {}",
-                                     unknown.size(), names));
-      }
-    }
+    // A prompt longer than the context is cropped to its last `window` characters, as glass
+    // sample does (the body limit bounds it).
+    if (!bool_field(body, "allow_unknown", false)) refuse_unknown(prompt, m->tokenizer);
     std::vector<std::int32_t> ids = m->tokenizer.encode(prompt, /*map_unknown=*/true);
     if (ids.empty()) ids = {start_id(m->tokenizer)};
     if (ids.size() > window) ids.erase(ids.begin(), ids.end() - static_cast<long>(window));

@@ -1,4 +1,4 @@
-// Sampling: temperature, top-k, top-p on hand examples; generation with and without KV cache.
+// Sampling: repetition penalty, temperature, top-k, top-p, min-p on hand examples; generation with and without KV cache.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -106,6 +106,87 @@ TEST(Sampling, NonFiniteLogitsAreAnErrorNotAnArbitraryToken) {
   o.temperature = 1.0;
   const double inf = std::numeric_limits<double>::infinity();
   EXPECT_THROW(next_token_probs({-inf, -inf}, o), std::runtime_error);
+}
+
+// llama.cpp's repetition penalty: each distinct recent id once; a positive logit divided, a
+// logit <= 0 multiplied (dividing a negative one would make the repeat more likely).
+TEST(Sampling, RepetitionPenaltyDividesPositiveAndMultipliesNegativeLogitsOnce) {
+  std::vector<double> logits = {2.0, -1.0, 0.5, 3.0, 0.0};
+  repetition_penalty(logits, {0, 1, 0, 4, 99}, 2.0);  // 99: outside the row, ignored
+  // id 0 (twice): 2 / 2 = 1, not 2 / 4; id 1: -1 * 2 = -2; id 4: 0 * 2 = 0; ids 2, 3 untouched.
+  EXPECT_EQ(logits, (std::vector<double>{1.0, -2.0, 0.5, 3.0, 0.0}));
+  repetition_penalty(logits, {0, 1}, 1.0);  // 1 = off
+  EXPECT_EQ(logits, (std::vector<double>{1.0, -2.0, 0.5, 3.0, 0.0}));
+}
+
+TEST(Sampling, RepetitionPenaltyLooksOnlyAtTheLastNTokensOfTheText) {
+  SamplingOptions o;
+  o.temperature = 1.0;
+  o.repeat_penalty = 2.0;
+  o.repeat_last_n = 2;
+  // Text 0, 2, 1: the last 2 are ids 2 and 1 (id 0 is outside the window, untouched).
+  // Logits (ln 4, ln 2, 0) -> (ln 4, ln 2 / 2 = ln sqrt 2, 0 * 2 = 0); exp: (4, 1.41421356, 1),
+  // sum 6.41421356: p = (4, 1.41421356, 1) / 6.41421356 = (0.62361503, 0.22048121, 0.15590376).
+  const std::vector<double> logits = {std::log(4.0), std::log(2.0), 0.0};
+  auto p = next_token_probs(logits, o, {0, 2, 1});
+  EXPECT_NEAR(p[0], 0.62361503, 1e-6);
+  EXPECT_NEAR(p[1], 0.22048121, 1e-6);
+  EXPECT_NEAR(p[2], 0.15590376, 1e-6);
+  // Greedy sees the penalised logits: (1, 3, 2) with id 1 repeated -> (1, 1.5, 2): id 2.
+  o.temperature = 0.0;
+  EXPECT_EQ(next_token_probs({1.0, 3.0, 2.0}, o, {1}), (std::vector<double>{0.0, 0.0, 1.0}));
+  o.repeat_last_n = 0;  // 0 = off: id 1 stays the argmax
+  EXPECT_EQ(next_token_probs({1.0, 3.0, 2.0}, o, {1}), (std::vector<double>{0.0, 1.0, 0.0}));
+}
+
+TEST(Sampling, MinPKeepsTokensWithinAFractionOfTheMostLikely) {
+  std::vector<double> probs = {0.5, 0.3, 0.15, 0.05};
+  min_p_filter(probs, 0.25);  // threshold 0.25 * 0.5 = 0.125: 0.05 goes; the rest / 0.95
+  EXPECT_NEAR(probs[0], 0.5 / 0.95, 1e-15);
+  EXPECT_NEAR(probs[1], 0.3 / 0.95, 1e-15);
+  EXPECT_NEAR(probs[2], 0.15 / 0.95, 1e-15);
+  EXPECT_EQ(probs[3], 0.0);
+  std::vector<double> off = {0.5, 0.5};
+  min_p_filter(off, 0.0);
+  EXPECT_EQ(off, (std::vector<double>{0.5, 0.5}));
+}
+
+// Our order: temperature, then min-p (llama.cpp applies the temperature last; at temperature 1
+// the two agree).
+TEST(Sampling, MinPComesAfterTheTemperature) {
+  const std::vector<double> logits = {std::log(8.0), std::log(4.0), std::log(2.0), 0.0};
+  SamplingOptions o;
+  o.temperature = 1.0;
+  o.min_p = 0.2;
+  // T = 1: (8, 4, 2, 1) / 15; threshold 0.2 * 8/15 = 1.6/15: 1/15 goes -> (8, 4, 2) / 14.
+  auto p = next_token_probs(logits, o);
+  EXPECT_NEAR(p[0], 8.0 / 14.0, 1e-6);
+  EXPECT_NEAR(p[1], 4.0 / 14.0, 1e-6);
+  EXPECT_NEAR(p[2], 2.0 / 14.0, 1e-6);
+  EXPECT_EQ(p[3], 0.0);
+  // T = 0.5: logits doubled, (64, 16, 4, 1) / 85; threshold 0.2 * 64/85 = 12.8/85: keep 64, 16
+  // -> (0.8, 0.2, 0, 0).
+  o.temperature = 0.5;
+  p = next_token_probs(logits, o);
+  EXPECT_NEAR(p[0], 0.8, 1e-6);
+  EXPECT_NEAR(p[1], 0.2, 1e-6);
+  EXPECT_EQ(p[2], 0.0);
+  EXPECT_EQ(p[3], 0.0);
+}
+
+TEST(Sampling, PenaltyAndMinPValidated) {
+  SamplingOptions o;
+  for (double penalty : {0.0, -1.0, std::numeric_limits<double>::infinity()}) {
+    o.repeat_penalty = penalty;
+    EXPECT_THROW(validate(o), std::invalid_argument) << penalty;
+  }
+  o.repeat_penalty = 1.1;
+  for (double min_p : {-0.1, 1.5}) {
+    o.min_p = min_p;
+    EXPECT_THROW(validate(o), std::invalid_argument) << min_p;
+  }
+  o.min_p = 1.0;
+  EXPECT_NO_THROW(validate(o));
 }
 
 // ---- generation -------------------------------------------------------------------------------

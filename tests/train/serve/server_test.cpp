@@ -232,6 +232,48 @@ TEST_F(ServerTest, SampleStreamsTheTextGenerateProduces) {
   EXPECT_EQ(glass::utf8_to_u32(c->body).size(), 5u);
 }
 
+// The samplers of glass sample (min-p, llama.cpp's repetition penalty) in the API body, the
+// same text as generate() with them; one context for inspect and sample; errors in the API's
+// words (the JSON field "allow_unknown", not the command line's --allow-unknown).
+TEST_F(ServerTest, SampleTakesMinPAndTheRepetitionPenaltyAndErrorsNameJsonFields) {
+  const json request = {{"prompt", "to be"}, {"temperature", 0.9}, {"min_p", 0.1}, {"repeat_penalty", 1.5},
+                        {"repeat_last_n", 8}, {"seed", 7}, {"n", 60}};
+  const auto r = post("/api/sample", request.dump());
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  const glass::LoadedModel loaded = glass::load_checkpoint(checkpoint_);
+  glass::SamplingOptions sampling;
+  sampling.temperature = 0.9;
+  sampling.min_p = 0.1;
+  sampling.repeat_penalty = 1.5;
+  sampling.repeat_last_n = 8;
+  std::mt19937_64 rng(7);
+  const std::vector<std::int32_t> ids = glass::generate(
+      *loaded.model, loaded.tokenizer.encode(glass::utf8_to_u32("to be")), 60, kContext, sampling, rng);
+  EXPECT_EQ(r->body, loaded.tokenizer.decode_utf8(ids));
+
+  // A prompt longer than the context: a sample keeps its last kContext characters (as glass
+  // sample does), an inspection refuses it, both saying the context the same way.
+  const std::string prompt = std::string(kContext, 'b') + "to be";
+  const auto long_sample = post("/api/sample", json{{"prompt", prompt}, {"temperature", 0}, {"n", 10}}.dump());
+  const auto cropped = post("/api/sample", json{{"prompt", prompt.substr(5)}, {"temperature", 0}, {"n", 10}}.dump());
+  ASSERT_TRUE(long_sample && cropped);
+  EXPECT_EQ(long_sample->status, 200) << long_sample->body;
+  EXPECT_EQ(long_sample->body, cropped->body);
+  expect_error(post("/api/inspect", json{{"prompt", prompt}}.dump()), 400,
+               "the prompt has 37 characters; the model's context is 32 characters");
+  const json info = body_json(client_->Get("/api/info"));
+  EXPECT_EQ(info["max_prompt_chars"], kContext);
+  EXPECT_EQ(info["context_note"], glass::context_sentence(kContext));
+
+  for (const char* path : {"/api/inspect", "/api/sample"}) {
+    const auto bad = post(path, "{\"prompt\": \"to be?\"}");
+    expect_error(bad, 400, "send \"allow_unknown\": true");
+    ASSERT_TRUE(bad);
+    EXPECT_EQ(bad->body.find("--allow-unknown"), std::string::npos) << path << ": " << bad->body;
+  }
+}
+
 TEST_F(ServerTest, TheStaticInspectorPageIsServedForAPrompt) {
   const auto r = client_->Get("/inspector?prompt=to%20be");
   ASSERT_TRUE(r);
@@ -317,7 +359,9 @@ TEST_F(ServerTest, BadRequestsAnswer400WithAMessageAndTheServerKeepsAnswering) {
   expect_error(post("/api/sample", "{\"n\": 1000000000}"), 400, "'n'");
   expect_error(post("/api/sample", "{\"seed\": -3}"), 400, "'seed'");
   expect_error(post("/api/sample", "{\"prompt\": \"to be!\"}"), 400, "never saw");
-  expect_error(post("/api/sample", json{{"prompt", std::string(kContext + 1, 't')}}.dump()), 400, "context length");
+  expect_error(post("/api/sample", "{\"min_p\": 1.5}"), 400, "'min_p'");
+  expect_error(post("/api/sample", "{\"repeat_penalty\": 0}"), 400, "'repeat_penalty'");
+  expect_error(post("/api/sample", "{\"repeat_last_n\": -1}"), 400, "'repeat_last_n'");
   expect_error(client_->Get("/api/log?since=abc"), 400, "'since'");
   expect_error(client_->Get("/api/log?since=-5"), 400, "'since'");
   expect_error(client_->Get("/api/evals?since=1x"), 400, "'since'");

@@ -133,24 +133,33 @@ function drawAttention() {
 // ---- next token -----------------------------------------------------------------------------
 
 // The distribution the sampler draws from for one row of logits (train/sample/sampler.hpp,
-// next_token_probs): id 0 (unknown) excluded; logits / temperature (0 = all mass on the argmax,
-// smallest id on ties); top-k keeps every logit >= the k-th largest; softmax; top-p keeps the
-// shortest prefix (by probability, ties by smaller id) whose sum reaches p, renormalised.
-function samplingProbs(logits, temperature, k, p) {
+// next_token_probs): id 0 (unknown) excluded; the repetition penalty (llama.cpp's: each distinct
+// id among the last repeat_last_n of `text` has a positive logit divided by it, a negative one
+// multiplied); logits / temperature (0 = all mass on the argmax, smallest id on ties); top-k
+// keeps every logit >= the k-th largest; softmax; top-p keeps the shortest prefix (by
+// probability, ties by smaller id) whose sum reaches p, renormalised; min-p keeps every
+// probability >= min_p times the largest, renormalised.
+function samplingProbs(logits, s, text) {
+  const { temperature, top_k: k, top_p: p, min_p: minP, repeat_penalty: penalty, repeat_last_n: lastN } = s;
   const V = logits.length;
   const z = logits.map((v, id) => (id === 0 ? -Infinity : v));
+  if (penalty !== 1 && lastN > 0) {
+    for (const id of new Set(text.slice(-lastN))) {
+      if (id > 0 && id < V) z[id] = z[id] <= 0 ? z[id] * penalty : z[id] / penalty;
+    }
+  }
   if (temperature === 0) {
     let best = 1;
     for (let id = 1; id < V; id++) if (z[id] > z[best]) best = id;
     return z.map((_, id) => (id === best ? 1 : 0));
   }
-  let s = z.map((v) => v / temperature);
+  let s2 = z.map((v) => v / temperature);
   if (k > 0 && k < V) {
-    const kth = [...s].sort((a, b) => b - a)[k - 1];
-    s = s.map((v) => (v < kth ? -Infinity : v));
+    const kth = [...s2].sort((a, b) => b - a)[k - 1];
+    s2 = s2.map((v) => (v < kth ? -Infinity : v));
   }
-  const m = Math.max(...s);
-  let probs = s.map((v) => (v === -Infinity ? 0 : Math.exp(v - m)));
+  const m = Math.max(...s2);
+  let probs = s2.map((v) => (v === -Infinity ? 0 : Math.exp(v - m)));
   const total = probs.reduce((a, b) => a + b, 0);
   probs = probs.map((v) => v / total);
   if (p < 1) {
@@ -162,6 +171,12 @@ function samplingProbs(logits, temperature, k, p) {
     const t = kept.reduce((a, b) => a + b, 0);
     probs = kept.map((v) => v / t);
   }
+  if (minP > 0) {
+    const threshold = minP * Math.max(...probs);
+    const kept = probs.map((v) => (v >= threshold ? v : 0));
+    const t = kept.reduce((a, b) => a + b, 0);
+    probs = kept.map((v) => v / t);
+  }
   return probs;
 }
 
@@ -170,6 +185,9 @@ function samplingSettings() {
     temperature: Number($("temperature").value),
     top_k: Math.max(0, Math.floor(Number($("top-k").value) || 0)),
     top_p: Number($("top-p").value),
+    min_p: Number($("min-p").value),
+    repeat_penalty: Math.max(0.01, Number($("repeat-penalty").value) || 1),
+    repeat_last_n: Math.max(0, Math.floor(Number($("repeat-last-n").value) || 0)),
   };
 }
 
@@ -180,11 +198,12 @@ function drawNext() {
   const s = samplingSettings();
   $("temperature-value").textContent = s.temperature.toFixed(2) + (s.temperature === 0 ? " (greedy)" : "");
   $("top-p-value").textContent = s.top_p.toFixed(2);
+  $("min-p-value").textContent = s.min_p.toFixed(2) + (s.min_p === 0 ? " (off)" : "");
   if (!R) return;
   const n = R.chars.length;
   const pos = live.pos >= 0 && live.pos < n ? live.pos : n - 1;
   const labels = R.chars.map(visible);
-  const probs = samplingProbs(R.logits[pos], s.temperature, s.top_k, s.top_p);
+  const probs = samplingProbs(R.logits[pos], s, R.tokens.slice(0, pos + 1));
   const order = probs.map((_, id) => id).sort((a, b) => probs[b] - probs[a] || a - b);
   const kept = probs.filter((v) => v > 0).length;
   $("next-title").textContent = "Next token after position " + pos + " (…" + labels.slice(0, pos + 1).join("").slice(-24) + ")";
@@ -265,7 +284,8 @@ async function generate() {
   const s = samplingSettings();
   const body = {
     prompt: $("prompt").value, temperature: s.temperature, top_k: Math.min(s.top_k, live.info.config.vocab_size),
-    top_p: s.top_p > 0 ? s.top_p : 0.05, seed: Math.max(0, Math.floor(Number($("seed").value) || 0)),
+    top_p: s.top_p > 0 ? s.top_p : 0.05, min_p: s.min_p, repeat_penalty: s.repeat_penalty,
+    repeat_last_n: s.repeat_last_n, seed: Math.max(0, Math.floor(Number($("seed").value) || 0)),
     n: Math.max(1, Math.min(live.info.max_sample_tokens, Math.floor(Number($("n-chars").value) || 1))),
   };
   $("generate").disabled = true;
@@ -432,7 +452,7 @@ async function refreshInfo() {
   // The vocabulary in glass train's words (train/loss_notes.hpp, vocabulary_words).
   $("meta").textContent = "checkpoint " + info.checkpoint + " · save " + info.save + (info.step != null ? " (step " + info.step + ")" : "") +
       " · vocabulary " + C.vocab_size + " (" + (C.vocab_size - 1) + " characters + the unknown id 0) · d_model " + C.d_model + " · " + C.n_layers + " layers · " + C.n_heads +
-      " query heads, " + C.n_kv_heads + " KV heads of dim " + C.head_dim + " · prompts up to " + info.max_prompt_chars + " characters";
+      " query heads, " + C.n_kv_heads + " KV heads of dim " + C.head_dim + " · " + info.context_note;
   if (first) {
     for (let l = 0; l < C.n_layers; l++) { const o = make("option", "", "layer " + l); o.value = String(l); $("layer-select").appendChild(o); }
     for (let h = 0; h < C.n_heads; h++) { const o = make("option", "", "head " + h); o.value = String(h); $("head-select").appendChild(o); }
@@ -445,7 +465,7 @@ async function refreshInfo() {
   }
 }
 
-// #layer=1&head=2&view=lines-layer&temperature=0.5&top_k=5&top_p=0.9&prompt=TEXT&type=TEXT&generate=N
+// #layer=1&head=2&view=lines-layer&temperature=0.5&top_k=5&top_p=0.9&min_p=0.1&repeat_penalty=1.3&prompt=TEXT&type=TEXT&generate=N
 function readHash() {
   const o = {};
   for (const part of location.hash.replace(/^#/, "").split("&")) {
@@ -479,12 +499,14 @@ async function main() {
   if (hash.temperature !== undefined) $("temperature").value = hash.temperature;
   if (hash.top_k !== undefined) $("top-k").value = hash.top_k;
   if (hash.top_p !== undefined) $("top-p").value = hash.top_p;
+  if (hash.min_p !== undefined) $("min-p").value = hash.min_p;
+  if (hash.repeat_penalty !== undefined) $("repeat-penalty").value = hash.repeat_penalty;
   $("prompt").addEventListener("input", promptChanged);
   $("layer-select").addEventListener("change", (e) => { live.layer = Number(e.target.value); drawAttention(); drawEvaluation(); drawPrompt(); });
   $("head-select").addEventListener("change", (e) => { live.head = Number(e.target.value); drawAttention(); drawEvaluation(); drawPrompt(); });
   $("view-select").addEventListener("change", (e) => { live.view = e.target.value; drawAttention(); });
   $("pos-select").addEventListener("change", (e) => { live.pos = Number(e.target.value); drawNext(); });
-  for (const id of ["temperature", "top-k", "top-p"]) $(id).addEventListener("input", drawNext);
+  for (const id of ["temperature", "top-k", "top-p", "min-p", "repeat-penalty", "repeat-last-n"]) $(id).addEventListener("input", drawNext);
   $("generate").addEventListener("click", generate);
   $("eval-slider").addEventListener("input", () => {
     live.followEvals = Number($("eval-slider").value) === live.evals.length - 1;

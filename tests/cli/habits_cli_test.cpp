@@ -1,0 +1,210 @@
+// What users of other tools type, through the real `glass` binary:
+// - typos get "did you mean" (edit distance over the command's own flags or the command names),
+//   the usage line and a pointer to --help; -v, -V and --version print the version;
+// - llama.cpp's spellings (--model, -f/--file, --n-predict, -c/--ctx-size, --repeat-penalty,
+//   --repeat-last-n, --min-p) and nanoGPT's (--max_new_tokens, --num_samples, --start, also
+//   as --key=value) mean what they mean there; -ngl is refused with a sentence, not read as -n gl;
+// - the stdin prompt loses one trailing newline (as the shell's $(...)), and prompts from
+//   standard input or a file are read up to 1 MiB: /dev/zero and `yes` end in seconds.
+
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "cli_test_util.hpp"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+using glass_test::CliRun;
+using glass_test::q;
+using glass_test::read_file;
+using glass_test::write_file;
+
+class HabitsCli : public ::testing::Test {
+ protected:
+  static fs::path dir_;
+  static fs::path ckpt_;  // a tiny checkpoint trained once (training context 16)
+
+  static CliRun glass(const std::string& args) { return glass_test::run_glass(args, dir_, "timeout 60 "); }
+
+  /// A bash command line (for pipes), with stdout and stderr captured.
+  static CliRun shell(const std::string& line) {
+    const fs::path out = dir_ / "sh-out.txt", err = dir_ / "sh-err.txt";
+    const int status = std::system(("bash -c " + q(line) + " >" + q(out.string()) + " 2>" + q(err.string())).c_str());
+    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, read_file(out), read_file(err)};
+  }
+
+  static void SetUpTestSuite() {
+    dir_ = glass_test::temp_dir("glass-habits-cli");
+    write_file(dir_ / "text.txt", glass_test::corpus_start(6000));
+    ckpt_ = dir_ / "ckpt";
+    const CliRun r = glass("train --data " + q((dir_ / "text.txt").string()) + " --out " + q(ckpt_.string()) +
+                           " --iters 4 --eval-every 4" + glass_test::tiny(5));
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  }
+  static void TearDownTestSuite() { fs::remove_all(dir_); }
+
+  static std::string m() { return " -m " + q(ckpt_.string()); }
+
+  static void expect_error(const CliRun& r, const std::string& phrase) {
+    EXPECT_NE(r.exit_code, 0) << r.out << r.err;
+    EXPECT_NE(r.exit_code, 124) << "timed out (a hang)";
+    EXPECT_NE(r.err.find(phrase), std::string::npos) << "stderr was: " << r.err;
+    EXPECT_EQ(r.err.find("terminate called"), std::string::npos) << r.err;
+  }
+};
+
+fs::path HabitsCli::dir_, HabitsCli::ckpt_;
+
+}  // namespace
+
+// ---- mistakes -----------------------------------------------------------------------------------
+
+TEST_F(HabitsCli, AMisspeltFlagGetsDidYouMeanTheUsageAndHelp) {
+  // Was: "The following arguments were not expected: 10 --iter".
+  const CliRun r = glass("train --iter 10");
+  expect_error(r, "error: glass train: unknown flag --iter; did you mean --iters?\n"
+                  "usage: glass train [OPTIONS]\n"
+                  "Run glass train --help for every flag of train.");
+  expect_error(glass("sample" + m() + " --tempp 0.5"), "unknown flag --tempp; did you mean --temp?");
+  expect_error(glass("sample" + m() + " --top-pp=0.9"), "unknown flag --top-pp; did you mean --top-p?");
+  // A required option shows in the usage line; a flag far from every other gets no guess.
+  const CliRun far = glass("sample" + m() + " --frobnicate");
+  expect_error(far, "unknown flag --frobnicate\nusage: glass sample --checkpoint TEXT [OPTIONS]");
+  EXPECT_EQ(far.err.find("did you mean"), std::string::npos) << far.err;
+}
+
+TEST_F(HabitsCli, AMisspeltCommandGetsDidYouMean) {
+  expect_error(glass("trian --iters 5"), "unknown command 'trian'; did you mean 'train'?");
+  expect_error(glass("smaple" + m()), "unknown command 'smaple'; did you mean 'sample'?");
+  expect_error(glass("inpsect"), "did you mean 'inspect'?");
+}
+
+TEST_F(HabitsCli, DashVAndDashCapitalVPrintTheVersion) {
+  const CliRun version = glass("--version");
+  ASSERT_EQ(version.exit_code, 0) << version.err;
+  EXPECT_EQ(version.out.rfind("glass ", 0), 0u) << version.out;
+  for (const char* flag : {"-v", "-V"}) {
+    const CliRun r = glass(flag);
+    EXPECT_EQ(r.exit_code, 0) << flag << "\n" << r.err;
+    EXPECT_EQ(r.out, version.out) << flag;
+  }
+}
+
+// ---- llama.cpp and nanoGPT spellings ------------------------------------------------------------
+
+TEST_F(HabitsCli, LlamaCppAndNanoGptSpellingsMeanTheSame) {
+  const CliRun ours = glass("sample" + m() + " -p Capitu -n 20 --temp 0.7 -s 5 --num-samples 2");
+  ASSERT_EQ(ours.exit_code, 0) << ours.err;
+  EXPECT_EQ(ours.out.rfind("Capitu", 0), 0u) << ours.out;
+  const CliRun llama = glass("sample --model " + q(ckpt_.string()) + " -p Capitu --n-predict 20 --temp 0.7 --seed 5 --num-samples 2");
+  const CliRun nano = glass("sample" + m() + " --start=Capitu --max_new_tokens=20 --temperature=0.7 --seed=5 --num_samples=2");
+  ASSERT_EQ(llama.exit_code, 0) << llama.err;
+  ASSERT_EQ(nano.exit_code, 0) << nano.err;
+  EXPECT_EQ(llama.out, ours.out);
+  EXPECT_EQ(nano.out, ours.out);
+
+  write_file(dir_ / "prompt.txt", "Capitu");
+  const std::string file = q((dir_ / "prompt.txt").string());
+  for (const std::string& flag : {"-f " + file, "--file " + file, "--prompt-file " + file, "--start=FILE:" + file}) {
+    const CliRun r = glass("sample" + m() + " " + flag + " -n 20 --temp 0.7 -s 5 --num-samples 2");
+    EXPECT_EQ(r.exit_code, 0) << flag << "\n" << r.err;
+    EXPECT_EQ(r.out, ours.out) << flag;
+  }
+  expect_error(glass("sample" + m() + " -p x --start y"), "give the prompt once");
+}
+
+TEST_F(HabitsCli, GpuLayersAreRefusedWithASentenceNotReadAsDashN) {
+  // Was: "--tokens: must be an integer from 1 to 1000000 (got 'gl')".
+  for (const std::string flag : {"-ngl 0", "-ngl 99", "--n-gpu-layers 20", "--n-gpu-layers=20"}) {
+    const CliRun r = glass("sample" + m() + " -p Capitu " + flag);
+    expect_error(r, "GlassLLM runs on the CPU");
+    EXPECT_EQ(r.err.find("got 'gl'"), std::string::npos) << r.err;
+    EXPECT_EQ(r.out, "") << flag;
+  }
+}
+
+TEST_F(HabitsCli, CtxSizeIsTheWindowWithinWhatTheModelHas) {
+  // The tiny model trained on windows of 16; its positions go to context_length (256).
+  const CliRun small = glass("sample" + m() + " -p Capitu -n 20 --temp 0 -c 8");
+  ASSERT_EQ(small.exit_code, 0) << small.err;
+  const CliRun also = glass("sample" + m() + " -p Capitu -n 20 --temp 0 --ctx-size 8");
+  EXPECT_EQ(also.out, small.out);
+  const CliRun past = glass("sample" + m() + " -p Capitu -n 20 --temp 0 -c 20");
+  ASSERT_EQ(past.exit_code, 0) << past.err;
+  EXPECT_NE(past.err.find("note: --ctx-size 20 is past the 16 characters the model trained on"),
+            std::string::npos) << past.err;
+  expect_error(glass("sample" + m() + " -p Capitu -c 100000"),
+               "--ctx-size 100000: the model has positions for at most 256 characters");
+  expect_error(glass("sample" + m() + " -p Capitu -c 0"), "--ctx-size");
+}
+
+TEST_F(HabitsCli, MinPOneIsGreedyAndTheNewSamplersAreReproducible) {
+  // min-p 1 keeps only the tokens as likely as the most likely one: greedy (no ties in float
+  // logits of a trained model), whatever the temperature and the seed.
+  const CliRun greedy = glass("sample" + m() + " -p Capitu -n 30 --temp 0");
+  const CliRun min_p = glass("sample" + m() + " -p Capitu -n 30 --temp 1.5 --min-p 1 -s 3");
+  ASSERT_EQ(greedy.exit_code, 0) << greedy.err;
+  ASSERT_EQ(min_p.exit_code, 0) << min_p.err;
+  EXPECT_EQ(min_p.out, greedy.out);
+
+  const std::string args = " -p Capitu -n 40 --temp 0.9 --min-p 0.05 --repeat-penalty 1.3 --repeat-last-n 8 -s 11";
+  const CliRun a = glass("sample" + m() + args), b = glass("sample" + m() + args);
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  EXPECT_EQ(a.out, b.out) << "the same --seed, the same text";
+  // Greedy with a strong penalty over the last 4 characters cannot be plain greedy's text.
+  const CliRun penalised = glass("sample" + m() + " -p Capitu -n 30 --temp 0 --repeat-penalty 100 --repeat-last-n 4");
+  ASSERT_EQ(penalised.exit_code, 0) << penalised.err;
+  EXPECT_NE(penalised.out, greedy.out);
+
+  const CliRun json = glass("sample" + m() + args + " --json");
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  const nlohmann::json j = nlohmann::json::parse(json.out);
+  EXPECT_EQ(j["min_p"], 0.05);
+  EXPECT_EQ(j["repeat_penalty"], 1.3);
+  EXPECT_EQ(j["repeat_last_n"], 8);
+  EXPECT_EQ(j["context"], 16);
+  expect_error(glass("sample" + m() + " --min-p 1.5"), "--min-p: must be a number in [0, 1]");
+  expect_error(glass("sample" + m() + " --repeat-penalty 0"), "--repeat-penalty");
+}
+
+// ---- prompts from standard input and files ------------------------------------------------------
+
+TEST_F(HabitsCli, TheStdinPromptLosesOneTrailingNewline) {
+  const std::string glass_bin = GLASS_BINARY_DIR "/glass sample" + m() + " -n 15 --temp 0";
+  const CliRun direct = glass("sample" + m() + " -p Capitu -n 15 --temp 0");
+  ASSERT_EQ(direct.exit_code, 0) << direct.err;
+  const CliRun echoed = shell("echo Capitu | " + glass_bin + " -p -");
+  EXPECT_EQ(echoed.exit_code, 0) << echoed.err;
+  EXPECT_EQ(echoed.out, direct.out) << "echo's newline is not part of the prompt";
+  // Only one: a prompt that ends a paragraph keeps its first newline.
+  const CliRun one = shell(glass_bin + " -p $'Capitu\\n'");  // bash: $'...' is a newline
+  const CliRun two = shell("printf 'Capitu\\n\\n' | " + glass_bin + " -p -");
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  EXPECT_EQ(two.out, one.out);
+  EXPECT_EQ(two.out.rfind("Capitu\n", 0), 0u) << two.out;
+}
+
+TEST_F(HabitsCli, EndlessPromptsStopAtOneMebibyteWithAClearMessage) {
+  // Was: /dev/zero took the machine's 24 GB; `yes` grew without end.
+  const std::string limit = "is longer than 1048576 bytes (1 MiB), the most glass reads";
+  expect_error(glass("sample" + m() + " --prompt-file /dev/zero -n 5"), "the prompt from --prompt-file '/dev/zero' " + limit);
+  const CliRun yes = shell("yes abc | timeout 60 " GLASS_BINARY_DIR "/glass sample" + m() + " -p - -n 5");
+  expect_error(yes, "the prompt from standard input " + limit);
+  // 1 MiB exactly is read; the model sees its last 16 characters (a note says so).
+  write_file(dir_ / "big.txt", std::string((1 << 20) - 6, ' ') + "Capitu");
+  const CliRun big = glass("sample" + m() + " -f " + q((dir_ / "big.txt").string()) + " -n 5 --temp 0");
+  ASSERT_EQ(big.exit_code, 0) << big.err;
+  EXPECT_NE(big.err.find("note: the prompt has 1048576 characters; the model sees only its last 16: the "
+                         "model's context is 16 characters (the windows it trained on); past them, "
+                         "generation rolls its window on: each new character sees the 16 before it"),
+            std::string::npos) << big.err;
+  EXPECT_EQ(big.out.rfind("          Capitu", 0), 0u) << big.out.substr(0, 40);
+}

@@ -1,0 +1,39 @@
+#pragma once
+// Answers to mistakes on the command line: "did you mean ...?" for a misspelt command or flag
+// (by edit distance), the command's usage line, and the habits of other tools that mean
+// something else here (llama.cpp's -ngl).
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+namespace glass::cli {
+
+/// Edit distance between a and b: insertions, deletions, substitutions and swaps of two
+/// neighbours each cost 1 (optimal string alignment; "trian" is 1 from "train").
+std::size_t edit_distance(const std::string& a, const std::string& b);
+
+/// The candidate nearest to `word` when it is close enough to be a typo (distance <= 2, and
+/// less than half of the word's length), else nothing. Ties: the first candidate.
+std::optional<std::string> nearest(const std::string& word, const std::vector<std::string>& candidates);
+
+/// "usage: glass sample --checkpoint TEXT [OPTIONS]": the command's required options, then the rest.
+std::string usage_line(const CLI::App& cmd);
+
+/// The first flag in argv[first, argc) that `cmd` does not know ("--iter" of "--iter=10"), or
+/// "" if every flag is known. Tokens that are not flags (values, "-", negative numbers) and
+/// everything after "--" are skipped.
+std::string unknown_flag(const CLI::App& cmd, int argc, char** argv, int first);
+
+/// The message for an unknown flag: "glass train: unknown flag --iter; did you mean --iters?",
+/// the usage line and a pointer to --help (three lines, no trailing newline).
+std::string unknown_flag_message(const CLI::App& cmd, const std::string& flag);
+
+/// A GPU-offload flag of llama.cpp (-ngl, --n-gpu-layers, --gpu-layers, with or without
+/// =VALUE) anywhere in argv: a sentence saying that GlassLLM runs on the CPU, else "". Checked
+/// before the parser, which would read -ngl as -n gl.
+std::string gpu_flag_message(int argc, char** argv);
+
+}  // namespace glass::cli
