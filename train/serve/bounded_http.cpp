@@ -83,7 +83,8 @@ RequestScan parse_head(PartialRequest& r, std::size_t head_end, const RequestLim
   if (have_length && have_coding)
     return refused(400, "Content-Length and Transfer-Encoding: chunked together are ambiguous");
   if (have_length && length > limits.max_body_bytes)
-    return refused(413, fmt::format("the request body has {} bytes; the limit is {}", length, limits.max_body_bytes));
+    return refused(413, fmt::format("the request body is too large: {} bytes; the limit is {}", length,
+                                    limits.max_body_bytes));
   kept += "\r\n";
   r.bytes = kept + r.bytes.substr(head_end + 4);
   r.body_start = kept.size();
