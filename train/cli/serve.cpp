@@ -1,7 +1,7 @@
 // `glass serve`: the model in the browser, live (train/serve/server.hpp does the work).
 //
-//   glass serve -m/--checkpoint DIR [--port 8080] [--host 127.0.0.1] [--probe TEXT] [--data FILE]
-//               [-t/--threads N]
+//   glass serve -m/--checkpoint DIR [--port 8080] [--host 127.0.0.1] [--allow-host NAME]...
+//               [--probe TEXT] [--data FILE] [-t/--threads N]
 
 #include "train/cli/serve.hpp"
 
@@ -46,7 +46,9 @@ std::unique_ptr<Server> start_server(const ServeOptions& options, std::ostream& 
   if (!is_loopback_host(options.host))
     std::cerr << "warning: serving on " << options.host
               << ", not only this machine: anyone who can reach it can use the model and read its "
-                 "training log (the default --host 127.0.0.1 keeps it private)\n";
+                 "training log (the default --host 127.0.0.1 keeps it private). Browsers must name it "
+                 "as 127.0.0.1, localhost, [::1], "
+              << options.host << " or a name given with --allow-host\n";
   if (!server->status().empty()) std::cerr << "note: " << server->status() << "\n";
   out << "serving " << options.checkpoint << " at " << server->url() << " (Ctrl-C to stop)" << std::endl;
   return server;
@@ -80,6 +82,9 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--host", options->host,
                   "address to listen on; anything but 127.0.0.1 lets other machines in")
       ->capture_default_str();
+  cmd->add_option("--allow-host", options->allowed_hosts,
+                  "another name or address (repeatable) by which browsers may reach the server, e.g. "
+                  "this machine's name on the network; requests naming any other Host are refused (421)");
   cmd->add_option("--probe", options->probe,
                   "prompt whose attention is kept at every save (default: the start of the training text)");
   cmd->add_option("--data", options->data_path, "the training text (its start is the default probe)")

@@ -45,6 +45,9 @@ namespace fs = std::filesystem;
 constexpr const char* kDefaultCorpus = "domcasmurro.txt";
 
 volatile std::sig_atomic_t g_stop = 0;
+// Set when `train --serve` has finished training and only serves: a signal then stops the
+// server (g_stop), without the training's messages.
+volatile std::sig_atomic_t g_serving_only = 0;
 std::atomic<long> g_saved_step{-1};  // the step of the last complete save (TrainOptions::saved_step)
 // What the signal handler says, set before it is installed (a handler may only write(2)): whether
 // this process speaks (rank 0 under mpirun), and the end of the message of a second signal.
@@ -70,6 +73,11 @@ void say(const std::string& text) { say(text.data(), text.size()); }
 /// (saves are all-or-nothing, so none is ever half-written), or that none was made yet.
 extern "C" void on_stop_signal(int signo) {
   const char* name = signo == SIGTERM ? "SIGTERM" : "Ctrl-C";
+  if (g_serving_only != 0) {  // `train --serve` after training: stop serving; a second one at once
+    if (g_stop != 0) ::_exit(128 + signo);
+    g_stop = signo;
+    return;
+  }
   if (g_stop == 0) {
     g_stop = signo;
     if (g_say_signals) {
@@ -301,6 +309,7 @@ void run_train(TrainFlags& flags, CLI::App* cmd) {
         "starts. Use a --warmup well below {} (e.g. {})\n",
         o.warmup, horizon, horizon, std::max(1L, horizon / 10));
   g_stop = 0;
+  g_serving_only = 0;
   o.stop_flag = &g_stop;
   g_saved_step = -1;
   o.saved_step = &g_saved_step;
@@ -322,7 +331,13 @@ void run_train(TrainFlags& flags, CLI::App* cmd) {
   std::unique_ptr<glass::Server> server;
   {
     trainer = std::make_unique<glass::Trainer>(o, std::cout);
-    if (flags.serve && o.comm.is_root()) server = glass::cli::start_server({o.out_dir, "127.0.0.1", flags.port, "", o.data_path}, std::cout);
+    if (flags.serve && o.comm.is_root()) {
+      glass::ServeOptions serve;
+      serve.checkpoint = o.out_dir;
+      serve.port = flags.port;
+      serve.data_path = o.data_path;
+      server = glass::cli::start_server(serve, std::cout);
+    }
     std::signal(SIGINT, on_stop_signal);
     std::signal(SIGTERM, on_stop_signal);
     try {
@@ -332,8 +347,15 @@ void run_train(TrainFlags& flags, CLI::App* cmd) {
       std::signal(SIGTERM, SIG_DFL);
       throw glass::cli::CommandError(non_finite_message(e.what(), cmd, o, g_saved_step.load()));
     }
-    std::signal(SIGINT, SIG_DFL);
-    std::signal(SIGTERM, SIG_DFL);
+    if (server) {
+      // The handler stays: a signal that came during the last evaluation or save (after the
+      // loop's last look at g_stop) is in g_stop and stops the serving below at once; one that
+      // comes later stops it too. Swapping handlers here would lose the first or kill the program.
+      g_serving_only = 1;
+    } else {
+      std::signal(SIGINT, SIG_DFL);
+      std::signal(SIGTERM, SIG_DFL);
+    }
   }
   if (!server) trainer.reset();  // releases the run directory's lock now
   if (!o.comm.is_root()) return;  // with mpirun, rank 0 reports for all
@@ -351,7 +373,16 @@ void run_train(TrainFlags& flags, CLI::App* cmd) {
   std::cout << fmt::format("sample from it: {} sample --checkpoint {}{} --tokens 300\n",
                            program_name(), shell_quote(o.out_dir),
                            fs::path(o.data_path).filename() == kDefaultCorpus ? " --prompt \"Capitu \"" : "");
-  if (server) glass::cli::serve_until_signal(*server, std::cout);  // the page stays up after training
+  if (server) {  // the page stays up after training, until Ctrl-C
+    if (g_stop == 0)
+      std::cout << "training done; still serving " << o.out_dir << " at " << server->url() << " until Ctrl-C"
+                << std::endl;  // flushed: the summary above too, also when the output is a file or pipe
+    while (g_stop == 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    server->stop();
+    std::cout << "\nstopped serving (" << (g_stop == SIGTERM ? "SIGTERM" : "Ctrl-C") << ")" << std::endl;
+    std::signal(SIGINT, SIG_DFL);
+    std::signal(SIGTERM, SIG_DFL);
+  }
 }
 
 /// run_train in every process of `mpirun -np N glass train` (train/distributed.hpp), or in this

@@ -73,6 +73,7 @@ void StepLog::refresh() {
     offset_ = 0;
     inode_ = 0;
     have_header_ = false;
+    refused_ = 0;
     return;
   }
   const auto size = static_cast<std::uintmax_t>(st.st_size);
@@ -82,6 +83,7 @@ void StepLog::refresh() {
     offset_ = 0;
     inode_ = inode;
     have_header_ = false;
+    refused_ = 0;
   }
   if (size == offset_) return;
   std::ifstream in(path_, std::ios::binary);
@@ -92,8 +94,16 @@ void StepLog::refresh() {
   chunk.resize(static_cast<std::size_t>(in.gcount()));
   std::size_t start = 0;
   for (std::size_t end = chunk.find('\n'); end != std::string::npos; end = chunk.find('\n', start)) {
+    const std::size_t rows = table_.rows.size();
     add_line(table_, have_header_, chunk.substr(start, end - start));
     start = end + 1;
+    const int step = table_.column("step");
+    if (table_.rows.size() == rows || step < 0) continue;
+    const double v = table_.rows.back()[static_cast<std::size_t>(step)];
+    if (!(v >= 0 && v <= kMaxStep && v == std::floor(v))) {  // NaN fails every comparison
+      table_.rows.pop_back();
+      ++refused_;
+    }
   }
   offset_ += start;  // a line still being written is read again next time, whole
 }

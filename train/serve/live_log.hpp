@@ -35,14 +35,21 @@ class StepLog {
  public:
   explicit StepLog(std::string path) : path_(std::move(path)) {}
   /// Reads what was appended; never throws (an unreadable file leaves the table as it was).
+  /// A row whose step is not an integer from 0 to kMaxStep (a hand-edited or hostile file:
+  /// "1e+23", "-4", "2.5") is left out and counted in refused().
   void refresh();
   const CsvTable& table() const { return table_; }
+  /// Rows left out of the table since the file was last read from its start.
+  std::size_t refused() const { return refused_; }
+  /// The largest step kept: 2^53, the largest integer a double (and JavaScript) holds exactly.
+  static constexpr double kMaxStep = 9007199254740992.0;
 
  private:
   std::string path_;
   std::uintmax_t offset_ = 0;  // bytes of the file read so far (whole lines only)
   std::uintmax_t inode_ = 0;   // the file read so far (a new file means a new run)
   bool have_header_ = false;
+  std::size_t refused_ = 0;
   CsvTable table_;
 };
 

@@ -3,6 +3,7 @@
 #include "train/serve/server.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <charconv>
 #include <chrono>
@@ -10,6 +11,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <random>
 #include <set>
 #include <sstream>
@@ -24,7 +26,9 @@
 #include "train/inspect/loss_plot.hpp"
 #include "train/inspect/web_page.hpp"
 #include "train/io/checkpoint.hpp"
+#include "train/io/json_no_duplicates.hpp"
 #include "train/io/run_dir.hpp"
+#include "train/serve/bounded_http.hpp"
 #include "train/sample/sampler.hpp"
 
 namespace glass {
@@ -67,8 +71,14 @@ double rounded(double v) { return std::round(v * 1e4) / 1e4; }
 /// must not be ignored silently).
 json parse_body(const httplib::Request& req, const std::set<std::string>& allowed) {
   if (req.body.empty()) return json::object();
-  json j = json::parse(req.body, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) throw BadRequest("the request body is not valid JSON (UTF-8)");
+  json j;
+  try {
+    j = parse_json_no_duplicate_keys(req.body);
+  } catch (const DuplicateKeyError& e) {  // which of the two would count is not the client's to guess
+    throw BadRequest(std::string("the request body is ambiguous: ") + e.what());
+  } catch (const json::exception&) {
+    throw BadRequest("the request body is not valid JSON (UTF-8)");
+  }
   if (!j.is_object()) throw BadRequest("the request body must be a JSON object, e.g. {\"prompt\": \"Capitu\"}");
   for (const auto& [key, value] : j.items()) {
     if (allowed.count(key) != 0) continue;
@@ -121,6 +131,13 @@ long long query_integer(const httplib::Request& req, const char* name, long long
   if (ec != std::errc() || end != s.data() + s.size() || v < -1)
     throw BadRequest(fmt::format("'{}' must be an integer >= -1 (got '{}')", name, s));
   return v;
+}
+
+/// `text` with every `from` replaced by `to`.
+std::string replace_all(std::string text, const std::string& from, const std::string& to) {
+  for (std::size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size()))
+    text.replace(at, from.size(), to);
+  return text;
 }
 
 std::u32string decode_prompt(const std::string& utf8) {
@@ -323,6 +340,7 @@ std::string status_phrase(int status) {
     case 405: return "method not allowed";
     case 413: return "the request body is too large";
     case 414: return "the request line is too long";
+    case 421: return "this server does not answer for that Host";
     default: return fmt::format("HTTP status {}", status);
   }
 }
@@ -353,6 +371,58 @@ Server::Server(ServeOptions options) : options_(std::move(options)),
 }
 
 Server::~Server() { stop(); }
+
+namespace {
+
+std::string lower_case(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+}  // namespace
+
+std::string Server::refusal(const std::string& host, const std::string& method, const std::string& content_type,
+                            const std::string& origin, int& status) const {
+  // The Host header: a DNS-rebinding page sends its own name there, whatever address it reached.
+  std::vector<std::string> names = {"127.0.0.1", "localhost", "[::1]"};
+  auto add = [&](const std::string& name) {
+    if (name.empty()) return;
+    names.push_back(name.find(':') != std::string::npos && name.front() != '[' ? "[" + name + "]" : name);
+  };
+  add(options_.host);
+  for (const std::string& name : options_.allowed_hosts) add(name);
+  const std::string given = lower_case(host);
+  bool known = false;
+  std::string list;
+  for (const std::string& name : names) {
+    const std::string with_port = lower_case(name) + ":" + std::to_string(port_);
+    known = known || given == with_port || (port_ == 80 && given == lower_case(name));
+    if (list.find(name + ":") == std::string::npos) list += (list.empty() ? "" : ", ") + name + ":" + std::to_string(port_);
+  }
+  if (!known) {
+    status = 421;
+    return fmt::format(
+        "this server answers requests addressed to {} only, not to Host '{}' (a page of another site "
+        "reaching it by DNS rebinding sends its own name); to use another name, start it with "
+        "--allow-host NAME",
+        list, host);
+  }
+  if (method != "POST") return "";
+  // A POST computes: only this server's own page (same origin) or a program (no Origin) may ask.
+  if (!origin.empty() && lower_case(origin) != "http://" + given) {
+    status = 403;
+    return fmt::format("a POST is accepted from this server's own page (Origin http://{}) or from a "
+                       "program that sends no Origin, not from Origin '{}'",
+                       host, origin);
+  }
+  const std::string media = lower_case(content_type.substr(0, content_type.find(';')));
+  const std::size_t a = media.find_first_not_of(" \t"), b = media.find_last_not_of(" \t");
+  if (a == std::string::npos || media.substr(a, b - a + 1) != "application/json") {
+    status = 415;
+    return fmt::format("a POST body is JSON sent with Content-Type: application/json (got '{}')", content_type);
+  }
+  return "";
+}
 
 std::shared_ptr<const LoadedModel> Server::model(std::size_t* window) const {
   std::lock_guard lock(state_mutex_);
@@ -416,10 +486,28 @@ bool Server::load_if_new(const std::string& files_dir, std::string* error) {
   } catch (const std::exception& ex) {
     if (error != nullptr) *error = ex.what();
     const bool saved = holds_checkpoint(options_.checkpoint);
-    std::lock_guard lock(state_mutex_);
-    if (!model_) {
-      status_ = saved ? std::string("cannot load the checkpoint: ") + ex.what()
-                      : "no save yet in '" + options_.checkpoint + "': waiting for the trainer's first save";
+    std::string warning;
+    {
+      std::lock_guard lock(state_mutex_);
+      if (!model_) {
+        status_ = saved ? std::string("cannot load the checkpoint: ") + ex.what()
+                        : "no save yet in '" + options_.checkpoint + "': waiting for the trainer's first save";
+      } else if (files_dir == failed_dir_ && !failure_reported_) {
+        // The same save failed at two looks in a row: not a save replaced while it was read,
+        // but a broken one. Said once, on the status and to the warning stream.
+        status_ = fmt::format("the newest save, {}, cannot be loaded ({}); still serving the previous one, {}",
+                              files_dir, ex.what(), fs::path(served_dir_).filename().string());
+        warning = status_;
+        failure_reported_ = true;
+      }
+      if (files_dir != failed_dir_) failure_reported_ = false;
+      failed_dir_ = files_dir;
+    }
+    if (!warning.empty()) {
+      if (options_.warn)
+        options_.warn(warning);
+      else
+        std::cerr << "warning: " + warning + "\n" << std::flush;
     }
     return false;
   }
@@ -435,6 +523,8 @@ bool Server::load_if_new(const std::string& files_dir, std::string* error) {
   window_ = window;
   served_dir_ = files_dir;
   status_.clear();
+  failed_dir_.clear();
+  failure_reported_ = false;
   return true;
 }
 
@@ -473,6 +563,16 @@ void Server::add_routes() {
     };
   };
 
+  // Before any route: the Host, Origin and Content-Type rules (refusal()).
+  s.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    int status = 0;
+    const std::string why = refusal(req.get_header_value("Host"), req.method, req.get_header_value("Content-Type"),
+                                    req.get_header_value("Origin"), status);
+    if (why.empty()) return httplib::Server::HandlerResponse::Unhandled;
+    send_error(res, status, why);
+    return httplib::Server::HandlerResponse::Handled;
+  });
+
   s.Get("/", guarded([](const httplib::Request&, httplib::Response& res) {
     res.set_content(live_page(), "text/html; charset=utf-8");
   }));
@@ -484,9 +584,11 @@ void Server::add_routes() {
     const auto m = model(&window);
     refuse_past_context(prompt, window);
     Inspection ins;
-    {
+    try {
       std::lock_guard lock(compute_mutex_);
       ins = inspect(*m, prompt);
+    } catch (const InspectError& e) {  // no flag here: the page takes the prompt as it is
+      throw BadRequest(replace_all(e.what(), "\n(--allow-unknown maps them to the unknown id 0)", ""));
     }
     HtmlOptions html;
     html.checkpoint = options_.checkpoint;
@@ -535,9 +637,11 @@ void Server::add_routes() {
     if (!allow_unknown) refuse_unknown(prompt, m->tokenizer);
     std::size_t unknown = 0;
     Inspection ins;
-    {
+    try {
       std::lock_guard lock(compute_mutex_);
       ins = inspect(*m, prompt, allow_unknown, &unknown);
+    } catch (const InspectError& e) {  // its advice names the command line's flag; this is JSON
+      throw BadRequest(replace_all(e.what(), "--allow-unknown", "\"allow_unknown\": true"));
     }
     send_json(res, inspect_json(ins, k, unknown));
   }));
@@ -598,10 +702,14 @@ void Server::add_routes() {
     step_log_.refresh();
     const CsvTable& steps = step_log_.table();
     j["steps"] = rows_json(steps, since);
-    double last = -1;
+    // An integer, as `since` takes it: rows whose step is not one are left out (StepLog).
+    long long last = -1;
     const int step_col = steps.column("step");
-    if (step_col >= 0 && !steps.rows.empty()) last = steps.rows.back()[static_cast<std::size_t>(step_col)];
+    if (step_col >= 0 && !steps.rows.empty())
+      last = static_cast<long long>(steps.rows.back()[static_cast<std::size_t>(step_col)]);
     j["last_step"] = last;
+    j["refused_rows"] = step_log_.refused();
+    j["status"] = status_;
     j["evals"] = rows_json(evals, -1);
     j["evaluations"] = evaluations_seen_;  // the index the next evaluation will have
     j["step"] = model_ ? step_json(model_->weights_step) : json(nullptr);  // as /api/info
@@ -646,14 +754,18 @@ void Server::add_routes() {
 }
 
 int Server::start() {
-  http_ = std::make_unique<httplib::Server>();
+  // Requests are read whole, within a deadline and size limits, by one reception thread before
+  // one of 16 worker threads answers them (enough for a page's polling, a streamed sample and a
+  // few scripts at once): a slow or oversized request never holds a worker (bounded_http.hpp).
+  RequestLimits limits;
+  limits.max_body_bytes = options_.max_body_bytes;
+  limits.deadline_seconds = options_.request_seconds;
+  limits.max_reading = options_.max_reading;
+  limits.workers = 16;
+  http_ = std::make_unique<BoundedHttpServer>(limits);
   http_->set_payload_max_length(options_.max_body_bytes);
   http_->set_read_timeout(5, 0);
   http_->set_write_timeout(5, 0);
-  http_->set_keep_alive_timeout(2);
-  // Each open connection holds a thread while it is kept alive; enough for a page's polling,
-  // a streamed sample and a few scripts at once.
-  http_->new_task_queue = [] { return new httplib::ThreadPool(16); };
   http_->set_default_headers({{"X-Content-Type-Options", "nosniff"}, {"Cache-Control", "no-store"}});
   // SO_REUSEADDR (a restarted server may bind at once) but not httplib's default SO_REUSEPORT,
   // with which a second server on the same port would silently share its connections.
@@ -694,6 +806,7 @@ void Server::stop() {
   stop_cv_.notify_all();
   if (http_) http_->stop();
   if (listen_thread_.joinable()) listen_thread_.join();
+  if (http_) http_->shutdown();
   if (watch_thread_.joinable()) watch_thread_.join();
 }
 

@@ -24,6 +24,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <stdexcept>
@@ -33,11 +34,9 @@
 
 #include "train/serve/live_log.hpp"
 
-namespace httplib {
-class Server;
-}
-
 namespace glass {
+
+class BoundedHttpServer;  // train/serve/bounded_http.hpp
 
 struct LoadedModel;  // train/io/checkpoint.hpp
 
@@ -59,12 +58,21 @@ struct ServeOptions {
   std::string probe;               ///< prompt whose attention is kept at every save ("" = default)
   std::string data_path;           ///< the training text (its start is the default probe), or ""
   double poll_seconds = 0.5;       ///< how often the run directory is looked at
-  std::size_t max_body_bytes = 64 * 1024;  ///< larger request bodies answer 413
+  std::size_t max_body_bytes = 64 * 1024;  ///< larger request bodies answer 413 (chunked ones too)
+  double request_seconds = 10;  ///< to send a whole request (headers and body); slower ones get 408
+  std::size_t max_reading = 32;  ///< connections sending their request at once; the oldest gets 408
+  /// Names (or addresses) besides 127.0.0.1, localhost, [::1] and `host` that the Host header of
+  /// a request may give; any other answers 421 (a web page of another site reaching this server
+  /// through DNS rebinding sends its own name).
+  std::vector<std::string> allowed_hosts;
   std::size_t max_sample_tokens = 2000;    ///< most characters one /api/sample may ask for
   std::size_t eval_sample_tokens = 120;    ///< characters sampled at each new save
   /// Evaluations kept for /api/evals besides the first save's: the newest ones (older ones are
   /// dropped, so the server's memory and the answer to since=0 stay bounded on a long run).
   std::size_t max_evaluations = 200;
+  /// Where a warning goes (a new save that cannot be loaded while an older one is served);
+  /// empty: standard error, as "warning: MESSAGE". Called from the watching thread.
+  std::function<void(const std::string&)> warn;
 };
 
 /// The server. Construction checks the options and loads the checkpoint if there is one
@@ -88,7 +96,8 @@ class Server {
   int port() const { return port_; }
   /// "http://HOST:PORT/".
   std::string url() const;
-  /// "" or why no model is served yet (e.g. waiting for the first save).
+  /// "" or why no model is served yet (e.g. waiting for the first save), or why the newest save
+  /// is not the one served (it cannot be loaded: the older model answers meanwhile).
   std::string status() const;
   /// Holds back every forward pass of the server (requests, and the evaluation of a new save)
   /// until the returned lock is released: they run one at a time, under this lock.
@@ -97,6 +106,10 @@ class Server {
  private:
   struct Evaluation;
   void add_routes();
+  /// "" when the Host and, for a POST, Content-Type and Origin headers are acceptable; else
+  /// the status (421, 403, 415) through `status` and the reason.
+  std::string refusal(const std::string& host, const std::string& method, const std::string& content_type,
+                      const std::string& origin, int& status) const;
   void watch_loop();
   /// Loads the save `files_dir` unless it is the one served; returns false when it cannot be
   /// loaded (yet): the reason goes to `error` (if given) and, while no model is served, to status().
@@ -104,7 +117,7 @@ class Server {
   std::shared_ptr<const LoadedModel> model(std::size_t* window = nullptr) const;
 
   ServeOptions options_;
-  std::unique_ptr<httplib::Server> http_;
+  std::unique_ptr<BoundedHttpServer> http_;
   int port_ = 0;
   std::thread listen_thread_, watch_thread_;
   std::atomic<bool> stopping_{false};
@@ -116,6 +129,8 @@ class Server {
   std::size_t window_ = 0;                         // its sampling window
   std::string served_dir_;                         // the directory it was loaded from
   std::string status_;
+  std::string failed_dir_;      // a save that could not be loaded at the last look ("" = none)
+  bool failure_reported_ = false;
   std::string probe_;                              // UTF-8, fixed at the first load
   std::vector<std::shared_ptr<const Evaluation>> evaluations_;  // the first, then the newest
   std::size_t evaluations_seen_ = 0;               // saves evaluated so far (the next index)

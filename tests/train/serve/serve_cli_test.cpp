@@ -7,20 +7,26 @@
 // browser test FAILS. Set GLASS_SKIP_BROWSER=1 to skip it explicitly. GLASS_CHROMIUM=/path
 // overrides the browser binary. Every wait has a time limit, so no test can hang.
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <regex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <nlohmann/json.hpp>
@@ -69,7 +75,7 @@ class Background {
     int status = 0;
     if (waitpid(pid_, &status, WNOHANG) == pid_) {
       exited_ = true;
-      code_ = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+      code_ = WIFEXITED(status) ? WEXITSTATUS(status) : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : -1;
     }
     return !exited_;
   }
@@ -93,6 +99,7 @@ class Background {
     return 0;
   }
   std::string out() const { return read_file(out_); }
+  pid_t pid() const { return pid_; }
   std::string err() const { return read_file(err_); }
 
  private:
@@ -278,6 +285,145 @@ TEST(ServeCli, TrainWithServeShowsTheLogGrowingWhileItTrains) {
   EXPECT_EQ(evals["evaluations"][0]["attention"].size(), 2u);
   const int code = trainer.stop(SIGINT, 120);
   EXPECT_TRUE(code == 0 || code == 130) << code << "\n" << trainer.err();
+}
+
+/// The resident memory of process `pid` in KiB (VmRSS of /proc/PID/status), or -1.
+long resident_kib(pid_t pid) {
+  const std::string status = read_file("/proc/" + std::to_string(pid) + "/status");
+  const std::size_t at = status.find("VmRSS:");
+  return at == std::string::npos ? -1 : std::stol(status.substr(at + 6));
+}
+
+/// Sends `request` on a new connection to 127.0.0.1:`port` (as far as the server reads it) and
+/// returns the status line of the answer ("" if none came within 10 s).
+std::string send_and_read_status(int port, const std::string& request) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<std::uint16_t>(port));
+  inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
+  if (fd < 0 || connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) return "";
+  timeval tv{10, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+  for (std::size_t at = 0; at < request.size();) {  // until all is sent or the server closes
+    const ssize_t n = send(fd, request.data() + at, std::min<std::size_t>(4096, request.size() - at), MSG_NOSIGNAL);
+    if (n <= 0) break;
+    at += static_cast<std::size_t>(n);
+  }
+  std::string reply;
+  char buf[512];
+  for (ssize_t n; reply.find("\r\n") == std::string::npos && (n = recv(fd, buf, sizeof(buf), 0)) > 0;)
+    reply.append(buf, static_cast<std::size_t>(n));
+  close(fd);
+  return reply.substr(0, reply.find("\r\n"));
+}
+
+TEST(ServeCli, ChunkedBodiesOverTheLimitAnswer413WithoutTheServerGrowing) {
+  const fs::path dir = glass_test::temp_dir("serve_chunked");
+  glass_test::write_small_checkpoint((dir / "ckpt").string(), 16, 3);
+  Background server({"serve", "-m", (dir / "ckpt").string(), "-t", "1", "--port", "0"}, dir);
+  const int port = server.port();
+  ASSERT_GT(port, 0) << server.err();
+  const std::string head = "POST /api/inspect HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(port) +
+                           "\r\nContent-Type: application/json\r\n";
+  // Its normal size: after a few answered requests (each worker thread has run once).
+  const std::string small = "{\"prompt\": \"to\"}";
+  for (int i = 0; i < 32; ++i)
+    ASSERT_EQ(send_and_read_status(port, head + "Content-Length: " + std::to_string(small.size()) + "\r\n\r\n" + small)
+                  .rfind("HTTP/1.1 ", 0), 0u);
+  const long before = resident_kib(server.pid());
+  ASSERT_GT(before, 0);
+  // 16 clients at once, each a 1 MiB chunked body in 1 KiB chunks (the limit is 64 KiB).
+  std::string chunked = head + "Transfer-Encoding: chunked\r\n\r\n";
+  for (int i = 0; i < 1024; ++i) chunked += "400\r\n" + std::string(1024, ' ') + "\r\n";
+  chunked += "0\r\n\r\n";
+  std::vector<std::string> statuses(16);
+  std::vector<std::thread> clients;
+  for (std::size_t c = 0; c < statuses.size(); ++c)
+    clients.emplace_back([&, c] { statuses[c] = send_and_read_status(port, chunked); });
+  for (auto& t : clients) t.join();
+  for (const std::string& s : statuses) EXPECT_EQ(s.rfind("HTTP/1.1 413", 0), 0u) << s;
+  const long after = resident_kib(server.pid());
+  // Unbounded, each client's megabyte is read whole (16 MiB and their copies); bounded, at most
+  // 64 KiB each is held.
+  EXPECT_LT(after - before, 8 * 1024) << "resident memory grew from " << before << " KiB to " << after << " KiB";
+  EXPECT_EQ(server.stop(SIGINT), 0) << server.err();
+}
+
+TEST(ServeCli, TrainWithServeSaysWhenTrainingIsDoneAndItStillServesAlsoIntoAFile) {
+  const fs::path dir = glass_test::temp_dir("serve_train_done");
+  std::string text;
+  for (int i = 0; i < 100; ++i) text += "to be or not to be, that is the question. ";
+  glass_test::write_file(dir / "text.txt", text);
+  // Its standard output is a file (Background): not a terminal, so fully buffered unless flushed.
+  Background trainer({"train", "--data", (dir / "text.txt").string(), "--out", (dir / "run").string(), "--iters", "40",
+                      "--eval-every", "20", "--eval-iters", "2", "--batch-size", "4", "--context", "8", "--d-model",
+                      "16", "--n-layers", "1", "--n-heads", "2", "--n-kv-heads", "1", "--ffn-hidden", "32",
+                      "--threads", "1", "--serve", "--port", "0"},
+                     dir);
+  const int port = trainer.port();
+  ASSERT_GT(port, 0) << trainer.out() << trainer.err();
+  const std::string done = "training done; still serving " + (dir / "run").string() + " at http://127.0.0.1:" +
+                           std::to_string(port) + "/ until Ctrl-C";
+  for (int i = 0; i < 1200 && trainer.running() && trainer.out().find(done) == std::string::npos; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  const std::string out = trainer.out();
+  ASSERT_TRUE(trainer.running()) << out << trainer.err();
+  EXPECT_NE(out.find(done), std::string::npos) << out;
+  // Before it: the last evaluation, the summary and the checkpoint lines, all readable now.
+  EXPECT_LT(out.find("step 40: train loss"), out.find(done)) << out;
+  EXPECT_LT(out.find("\ncheckpoint: "), out.find(done)) << out;
+  EXPECT_LT(out.find("sample from it: "), out.find(done)) << out;
+  EXPECT_EQ(trainer.stop(SIGINT, 30), 0) << trainer.err();
+  EXPECT_NE(trainer.out().find("stopped serving (Ctrl-C)"), std::string::npos) << trainer.out();
+}
+
+TEST(ServeCli, TrainWithServeAlwaysStopsOnCtrlCWheneverItComes) {
+  // Short `train --serve` runs, each sent Ctrl-C at another moment: while it starts, trains,
+  // makes its last evaluation and save (after the training loop's last look at the signal), or
+  // serves after training; some get a second Ctrl-C 50 ms later. Every run must exit within
+  // 10 s with 0 (stopped serving) or 130 (stopped training, after a save).
+  const fs::path root = glass_test::temp_dir("serve_sigint");
+  std::string text;
+  for (int i = 0; i < 100; ++i) text += "to be or not to be, that is the question. ";
+  glass_test::write_file(root / "text.txt", text);
+  constexpr int kRuns = 12, kIters = 60;
+  std::mt19937 rng(2718);
+  for (int k = 0; k < kRuns; ++k) {
+    const fs::path dir = root / ("run" + std::to_string(k));
+    fs::create_directories(dir);
+    Background trainer({"train", "--data", (root / "text.txt").string(), "--out", (dir / "run").string(), "--iters",
+                        std::to_string(kIters), "--eval-every", "20", "--eval-iters", "4", "--batch-size", "4",
+                        "--context", "8", "--d-model", "16", "--n-layers", "1", "--n-heads", "2", "--n-kv-heads",
+                        "1", "--ffn-hidden", "32", "--sample-tokens", "300", "--threads", "1", "--serve", "--port",
+                        "0"},
+                       dir);
+    std::string moment;
+    if (k % 2 == 0) {  // any moment of the first 2 s
+      const int ms = std::uniform_int_distribution<int>(0, 2000)(rng);
+      moment = fmt::format("{} ms after the start", ms);
+      std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+    } else {  // just after the last step's row: during the last evaluation, sample and save
+      const std::string last_row = "\n" + std::to_string(kIters - 1) + ",";
+      for (int i = 0; i < 15000 && trainer.running(); ++i) {
+        if (read_file(dir / "run" / "steps.csv").find(last_row) != std::string::npos) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      }
+      const int ms = std::uniform_int_distribution<int>(0, 40)(rng);
+      moment = fmt::format("{} ms after the last step", ms);
+      std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+    }
+    if (k % 3 == 2) {
+      kill(trainer.pid(), SIGINT);
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      moment += ", twice";
+    }
+    const int code = trainer.stop(SIGINT, 10);
+    EXPECT_TRUE(code == 0 || code == 130) << "run " << k << " (Ctrl-C " << moment << "): exit code " << code
+                                          << (code == -2 ? " (still running after 10 s)" : "") << "\n"
+                                          << trainer.out() << trainer.err();
+  }
 }
 
 TEST(ServeCli, CtrlCStopsCleanlyABusyPortIsAnErrorAndAnOpenHostIsWarnedAbout) {

@@ -13,11 +13,13 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <random>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <nlohmann/json.hpp>
@@ -94,6 +96,8 @@ class ServerTest : public ::testing::Test {
     client_ = client_for(port_);
   }
   void TearDown() override { server_.reset(); }
+  /// The Host header line a client of this machine sends.
+  std::string host() const { return "Host: 127.0.0.1:" + std::to_string(port_) + "\r\n"; }
 
   httplib::Result post(const std::string& path, const std::string& body) {
     return client_->Post(path.c_str(), body, "application/json");
@@ -321,6 +325,38 @@ TEST_F(ServerTest, LogAnswersTheStepsSinceAStepAndTheEvaluations) {
   EXPECT_EQ(body_json(client_->Get("/api/log?since=7"))["steps"].size(), 0u);
 }
 
+TEST_F(ServerTest, HostileStepRowsAreLeftOutAndLastStepIsAnInteger) {
+  // A hand-edited or hostile steps.csv: steps that are not integers from 0 to 2^53.
+  glass_test::write_file(fs::path(checkpoint_) / "steps.csv",
+                         "step,loss,lr,grad_norm,tokens_per_s,elapsed_s\n"
+                         "1,4,0.001,1,1000,0.1\n2,3.9,0.001,1,1000,0.2\n"
+                         "1e+23,3,0.001,1,1000,0.3\n-4,3,0.001,1,1000,0.3\n2.5,3,0.001,1,1000,0.3\n"
+                         "nan,3,0.001,1,1000,0.3\n,3,0.001,1,1000,0.3\n9007199254740994,3,0.001,1,1000,0.3\n");
+  const json j = body_json(client_->Get("/api/log?since=-1"));
+  ASSERT_EQ(j["steps"].size(), 2u) << j.dump();
+  ASSERT_TRUE(j["last_step"].is_number_integer()) << j["last_step"];
+  EXPECT_EQ(j["last_step"].get<long long>(), 2);
+  EXPECT_EQ(j["refused_rows"], 6);
+  // The last step is one `since` takes.
+  EXPECT_EQ(client_->Get("/api/log?since=" + std::to_string(j["last_step"].get<long long>()))->status, 200);
+}
+
+TEST_F(ServerTest, DuplicateKeysAreRefusedAndErrorsNameTheJsonFields) {
+  expect_error(post("/api/inspect", "{\"prompt\": \"to\", \"prompt\": \"be\"}"), 400, "\"prompt\" appears twice");
+  expect_error(post("/api/sample", "{\"n\": 3, \"seed\": 1, \"n\": 2000}"), 400, "\"n\" appears twice");
+  // An API caller is told the JSON field, not the command line's --allow-unknown.
+  for (const auto& r : {post("/api/inspect", "{\"prompt\": \"to be?\"}"), post("/api/sample", "{\"prompt\": \"to be?\"}")}) {
+    expect_error(r, 400, "\"allow_unknown\": true");
+    EXPECT_EQ(r->body.find("--allow-unknown"), std::string::npos) << r->body;
+  }
+  const auto page = client_->Get("/inspector?prompt=to%20be%3F");
+  ASSERT_TRUE(page);
+  EXPECT_EQ(page->status, 400);
+  EXPECT_EQ(page->body.find("--allow-unknown"), std::string::npos) << page->body;
+  // Still answered when the field is given.
+  EXPECT_EQ(post("/api/inspect", "{\"prompt\": \"to be?\", \"allow_unknown\": true}")->status, 200);
+}
+
 TEST_F(ServerTest, EvalsHoldTheProbesAttentionAndASample) {
   const json j = body_json(client_->Get("/api/evals"));
   EXPECT_EQ(j["probe"], "to be");
@@ -420,7 +456,7 @@ TEST_F(ServerTest, RequestsThatAreNotHttpAnswer4xxAndTheServerKeepsAnswering) {
   // HTTP/1.0|1.1" (an unknown method or version) answers 400. It closes no connection unanswered.
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"GARBAGE\r\n\r\n", "HTTP/1.1 400"},
-      {"GET /" + std::string(10000, 'a') + " HTTP/1.1\r\nHost: x\r\n\r\n", "HTTP/1.1 414"},
+      {"GET /" + std::string(10000, 'a') + " HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", "HTTP/1.1 414"},
       {"GET / HTTP/9.9\r\n\r\n", "HTTP/1.1 400"},
       {std::string("\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03", 11) + "\r\n\r\n", "HTTP/1.1 400"},  // TLS hello
   };
@@ -440,7 +476,7 @@ TEST_F(ServerTest, ClientsThatLeaveMidAnswerOrNeverFinishTheirRequestHoldNothing
   // Clients that hang up while a long sample streams (the server's next write fails).
   for (int k = 0; k < 3; ++k) {
     const std::string body = json{{"n", 2000}, {"seed", k}}.dump();
-    const int fd = raw_connection(port_, "POST /api/sample HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+    const int fd = raw_connection(port_, "POST /api/sample HTTP/1.1\r\n" + host() + "Content-Type: application/json\r\n"
                                          "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body);
     ASSERT_GE(fd, 0);
     char buf[64];
@@ -448,7 +484,7 @@ TEST_F(ServerTest, ClientsThatLeaveMidAnswerOrNeverFinishTheirRequestHoldNothing
     close(fd);
   }
   // A client that announces a body and never sends it, still connected.
-  const int slow = raw_connection(port_, "POST /api/inspect HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"pro");
+  const int slow = raw_connection(port_, "POST /api/inspect HTTP/1.1\r\n" + host() + "Content-Length: 100\r\n\r\n{\"pro");
   ASSERT_GE(slow, 0);
   // Everyone else is answered, and the model is free again.
   const auto r = post("/api/sample", json{{"n", 20}}.dump());
@@ -459,6 +495,161 @@ TEST_F(ServerTest, ClientsThatLeaveMidAnswerOrNeverFinishTheirRequestHoldNothing
   ASSERT_TRUE(i);
   EXPECT_EQ(i->status, 200);
   close(slow);
+}
+
+/// The status line of the answer to one raw request (a new connection, closed after).
+std::string status_of(int port, const std::string& request) {
+  const int fd = raw_connection(port, request);
+  if (fd < 0) return "cannot connect";
+  const std::string line = status_line(fd);
+  close(fd);
+  return line;
+}
+
+/// A POST of `body` to /api/sample with the given extra header lines (each ending in CRLF).
+std::string sample_post(int port, const std::string& headers, const std::string& body = "{\"n\": 3}") {
+  return "POST /api/sample HTTP/1.1\r\n" + headers + "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+}
+
+TEST_F(ServerTest, OnlyThisMachinesNamesInHostAndOnlySameOriginJsonPostsAreAnswered) {
+  const std::string port = std::to_string(port_);
+  const std::string json_type = "Content-Type: application/json\r\n";
+  // A DNS-rebinding page reaches 127.0.0.1 under its own name: 421, for GET and POST alike.
+  EXPECT_EQ(status_of(port_, "GET /api/info HTTP/1.1\r\nHost: evil.example\r\n\r\n").rfind("HTTP/1.1 421", 0), 0u);
+  EXPECT_EQ(status_of(port_, "GET /api/info HTTP/1.1\r\nHost: evil.example:" + port + "\r\n\r\n").rfind("HTTP/1.1 421", 0), 0u);
+  EXPECT_EQ(status_of(port_, sample_post(port_, "Host: evil.example\r\n" + json_type)).rfind("HTTP/1.1 421", 0), 0u);
+  EXPECT_EQ(status_of(port_, "GET /api/info HTTP/1.1\r\nHost: 127.0.0.1:1\r\n\r\n").rfind("HTTP/1.1 421", 0), 0u);
+  EXPECT_EQ(status_of(port_, "GET /api/info HTTP/1.0\r\n\r\n").rfind("HTTP/1.1 421", 0), 0u);  // no Host
+  // This machine's names with the port: answered.
+  for (const std::string name : {"127.0.0.1", "localhost", "LocalHost", "[::1]"})
+    EXPECT_EQ(status_of(port_, "GET /api/info HTTP/1.1\r\nHost: " + name + ":" + port + "\r\n\r\n").rfind("HTTP/1.1 200", 0), 0u)
+        << name;
+  // A POST computes: only with Content-Type application/json (415 otherwise: a form or a
+  // text/plain fetch of another site needs no permission from the browser) and from this
+  // server's own page or no page (403 for another Origin).
+  EXPECT_EQ(status_of(port_, sample_post(port_, host() + "Content-Type: text/plain\r\n")).rfind("HTTP/1.1 415", 0), 0u);
+  EXPECT_EQ(status_of(port_, sample_post(port_, host())).rfind("HTTP/1.1 415", 0), 0u);
+  EXPECT_EQ(status_of(port_, sample_post(port_, host() + json_type + "Origin: http://evil.example\r\n")).rfind("HTTP/1.1 403", 0), 0u);
+  EXPECT_EQ(status_of(port_, sample_post(port_, host() + json_type + "Origin: null\r\n")).rfind("HTTP/1.1 403", 0), 0u);
+  EXPECT_EQ(status_of(port_, sample_post(port_, host() + "Content-Type: text/plain\r\nOrigin: http://evil.example\r\n")).rfind("HTTP/1.1 4", 0), 0u);
+  EXPECT_EQ(status_of(port_, sample_post(port_, host() + json_type + "Origin: http://127.0.0.1:" + port + "\r\n")).rfind("HTTP/1.1 200", 0), 0u);
+  EXPECT_EQ(status_of(port_, sample_post(port_, host() + "Content-Type: Application/JSON; charset=utf-8\r\n")).rfind("HTTP/1.1 200", 0), 0u);
+  // The refusal says why, as JSON.
+  const int fd = raw_connection(port_, "GET /api/info HTTP/1.1\r\nHost: evil.example\r\n\r\n");
+  ASSERT_GE(fd, 0);
+  std::string reply;
+  char buf[4096];
+  for (ssize_t n; (n = recv(fd, buf, sizeof(buf), 0)) > 0;) reply.append(buf, static_cast<std::size_t>(n));
+  close(fd);
+  EXPECT_NE(reply.find("not to Host 'evil.example'"), std::string::npos) << reply;
+  EXPECT_NE(reply.find("--allow-host"), std::string::npos) << reply;
+}
+
+TEST(Server, AnotherNameIsAnsweredWhenAllowed) {
+  const fs::path dir = glass_test::temp_dir("serve_allow");
+  glass_test::write_small_checkpoint((dir / "ckpt").string(), kContext, 11);
+  glass::ServeOptions options;
+  options.checkpoint = (dir / "ckpt").string();
+  options.port = 0;
+  options.allowed_hosts = {"glass.lan", "::2"};
+  glass::Server server(options);
+  const int port = server.start();
+  const std::string p = std::to_string(port);
+  EXPECT_EQ(status_of(port, "GET /api/info HTTP/1.1\r\nHost: glass.lan:" + p + "\r\n\r\n").rfind("HTTP/1.1 200", 0), 0u);
+  EXPECT_EQ(status_of(port, "GET /api/info HTTP/1.1\r\nHost: [::2]:" + p + "\r\n\r\n").rfind("HTTP/1.1 200", 0), 0u);
+  EXPECT_EQ(status_of(port, "GET /api/info HTTP/1.1\r\nHost: other.lan:" + p + "\r\n\r\n").rfind("HTTP/1.1 421", 0), 0u);
+}
+
+TEST_F(ServerTest, BodiesAreBoundedWhateverTheirFraming) {
+  // Chunked: refused (413) as soon as the chunks pass 64 KiB, whatever the total announced.
+  std::string chunked = "POST /api/inspect HTTP/1.1\r\n" + host() +
+                        "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n";
+  for (int i = 0; i < 100; ++i) chunked += "400\r\n" + std::string(1024, ' ') + "\r\n";  // 100 KiB
+  chunked += "0\r\n\r\n";
+  EXPECT_EQ(status_of(port_, chunked).rfind("HTTP/1.1 413", 0), 0u);
+  // A small chunked body is read and answered.
+  const std::string prompt = "{\"prompt\": \"to be\"}";
+  EXPECT_EQ(status_of(port_, "POST /api/inspect HTTP/1.1\r\n" + host() +
+                                 "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n5\r\n" +
+                                 prompt.substr(0, 5) + "\r\n" + fmt::format("{:x}", prompt.size() - 5) + "\r\n" +
+                                 prompt.substr(5) + "\r\n0\r\n\r\n")
+                .rfind("HTTP/1.1 200", 0),
+            0u);
+  // An announced length over the limit: 413 before the body is sent.
+  EXPECT_EQ(status_of(port_, "POST /api/inspect HTTP/1.1\r\n" + host() +
+                                 "Content-Type: application/json\r\nContent-Length: 1000000000\r\n\r\n")
+                .rfind("HTTP/1.1 413", 0),
+            0u);
+  // Framing that two readers could read differently (request smuggling), or that is not HTTP/1.1's.
+  for (const std::string& framing : {std::string("Content-Length: 5\r\nTransfer-Encoding: chunked\r\n"),
+                                     std::string("Content-Length: 5\r\nContent-Length: 6\r\n"),
+                                     std::string("Content-Length: -5\r\n"), std::string("Content-Length: 0x10\r\n")})
+    EXPECT_EQ(status_of(port_, "POST /api/inspect HTTP/1.1\r\n" + host() + framing + "\r\n{}").rfind("HTTP/1.1 400", 0), 0u)
+        << framing;
+  EXPECT_EQ(status_of(port_, "POST /api/inspect HTTP/1.1\r\n" + host() + "Transfer-Encoding: gzip\r\n\r\n").rfind("HTTP/1.1 501", 0), 0u);
+  EXPECT_EQ(status_of(port_, "POST /api/inspect HTTP/1.1\r\n" + host() + "Transfer-Encoding: chunked\r\n\r\nzz\r\n").rfind("HTTP/1.1 400", 0), 0u);
+  // Headers over 16 KiB: 431.
+  EXPECT_EQ(status_of(port_, "GET /api/info HTTP/1.1\r\n" + host() + "X-Big: " + std::string(20000, 'b') + "\r\n\r\n").rfind("HTTP/1.1 431", 0), 0u);
+  // A client that waits for "100 Continue" before its body gets it, then the answer.
+  const int fd = raw_connection(port_, "POST /api/inspect HTTP/1.1\r\n" + host() +
+                                           "Content-Type: application/json\r\nExpect: 100-continue\r\nContent-Length: " +
+                                           std::to_string(prompt.size()) + "\r\n\r\n");
+  ASSERT_GE(fd, 0);
+  EXPECT_EQ(status_line(fd), "HTTP/1.1 100 Continue");
+  ASSERT_EQ(send(fd, prompt.data(), prompt.size(), MSG_NOSIGNAL), static_cast<ssize_t>(prompt.size()));
+  std::string reply;
+  char buf[4096];
+  for (ssize_t n; (n = recv(fd, buf, sizeof(buf), 0)) > 0;) reply.append(buf, static_cast<std::size_t>(n));
+  close(fd);
+  EXPECT_EQ(reply.rfind("HTTP/1.1 200", 0), 0u) << reply.substr(0, 200);
+  EXPECT_EQ(reply.find("HTTP/1.1 100"), std::string::npos) << "one 100 Continue only";
+}
+
+TEST(Server, SlowClientsAreClosedAndNeverKeepANormalRequestWaiting) {
+  const fs::path dir = glass_test::temp_dir("serve_slow");
+  glass_test::write_small_checkpoint((dir / "ckpt").string(), kContext, 11);
+  glass::ServeOptions options;
+  options.checkpoint = (dir / "ckpt").string();
+  options.port = 0;
+  options.request_seconds = 3;  // the deadline of a whole request
+  glass::Server server(options);
+  const int port = server.start();
+  const std::string host = "Host: 127.0.0.1:" + std::to_string(port) + "\r\n";
+  // Slowloris: 40 connections that send one header line a second and never end their request
+  // (more than the 16 workers and the 32 connections that may be sending at once).
+  std::vector<int> slow;
+  for (int i = 0; i < 40; ++i) {
+    slow.push_back(raw_connection(port, "GET /api/info HTTP/1.1\r\n" + host));
+    ASSERT_GE(slow.back(), 0);
+  }
+  std::atomic<bool> done{false};
+  std::thread dripper([&] {
+    while (!done) {
+      for (int fd : slow) send(fd, "X-Slow: 1\r\n", 11, MSG_NOSIGNAL);
+      for (int i = 0; i < 20 && !done; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  });
+  // Meanwhile normal requests are answered at once (within 1 s each), again and again.
+  auto client = client_for(port);
+  for (int k = 0; k < 6; ++k) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const auto r = client->Get("/api/info");
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    ASSERT_TRUE(r) << httplib::to_string(r.error());
+    EXPECT_EQ(r->status, 200);
+    EXPECT_LT(seconds, 1.0) << "request " << k;
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
+  // Every slow one was answered 408 and closed: evicted to make room, or at its deadline.
+  int timed_out = 0;
+  for (int fd : slow) {
+    const std::string line = status_line(fd);  // up to 10 s (raw_connection's receive timeout)
+    timed_out += line.rfind("HTTP/1.1 408", 0) == 0 ? 1 : 0;
+    close(fd);
+  }
+  done = true;
+  dripper.join();
+  EXPECT_EQ(timed_out, 40);
 }
 
 TEST_F(ServerTest, EightClientsTimesFiftyRequestsAreAllAnswered) {
@@ -587,6 +778,54 @@ glass::ServeOptions watching(const fs::path& run) {
   options.probe = "to be";
   options.poll_seconds = 0.05;
   return options;
+}
+
+TEST(Server, ANewSaveThatCannotBeLoadedIsReportedAndTheOldModelAnswers) {
+  const fs::path run = glass_test::temp_dir("serve_corrupt");
+  commit_step_save(run, 0, 5);
+  glass::ServeOptions options;
+  options.checkpoint = run.string();
+  options.port = 0;
+  options.probe = "to be";
+  options.poll_seconds = 0.05;
+  std::mutex mutex;
+  std::vector<std::string> warnings;
+  options.warn = [&](const std::string& w) {
+    std::lock_guard lock(mutex);
+    warnings.push_back(w);
+  };
+  glass::Server server(options);
+  const int port = server.start();
+  auto client = client_for(port);
+  ASSERT_EQ(body_json(client->Get("/api/info"))["step"], 0);
+  // A save whose weights are broken (a bad disk, a hand edit) becomes current.
+  const glass::Tokenizer tokenizer = glass::Tokenizer::from_text(glass_test::kSmallText);
+  const std::string step_dir = glass::begin_save(run.string(), 10);
+  glass::save_model(step_dir, glass::Decoder(glass_test::small_config(tokenizer.vocab_size(), kContext), 6), tokenizer,
+                    "model.safetensors", "", 10);
+  glass_test::write_file(fs::path(step_dir) / "model.safetensors", "garbage");
+  glass::commit_save(run.string(), step_dir);
+  // Said on the status of /api/info and /api/log, and once as a warning; the old model answers.
+  ASSERT_TRUE(eventually([&] {
+    return body_json(client->Get("/api/info"))["status"].get<std::string>().find("cannot be loaded") != std::string::npos;
+  }));
+  const json info = body_json(client->Get("/api/info"));
+  EXPECT_EQ(info["step"], 0);
+  EXPECT_NE(info["status"].get<std::string>().find("step-000010"), std::string::npos) << info["status"];
+  EXPECT_NE(info["status"].get<std::string>().find("still serving the previous one, step-000000"), std::string::npos)
+      << info["status"];
+  EXPECT_EQ(body_json(client->Get("/api/log"))["status"], info["status"]);
+  EXPECT_EQ(client->Post("/api/inspect", "{\"prompt\": \"to\"}", "application/json")->status, 200);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // several more looks at it
+  {
+    std::lock_guard lock(mutex);
+    ASSERT_EQ(warnings.size(), 1u);
+    EXPECT_EQ(warnings[0], info["status"]);
+  }
+  // A good save after it: served, and the status is clear again.
+  commit_step_save(run, 20, 7);
+  ASSERT_TRUE(eventually([&] { return body_json(client->Get("/api/info"))["step"] == 20; }));
+  EXPECT_EQ(body_json(client->Get("/api/info"))["status"], "");
 }
 
 TEST(Server, ANewSavesEvaluationWaitsWhileAnotherForwardPassRuns) {
