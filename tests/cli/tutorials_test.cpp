@@ -771,7 +771,7 @@ TEST_F(Tutorials, Ch29TracerSnapshotsAreConsistent) {
 
 TEST_F(Tutorials, EveryExerciseHasASolutionThatPasses) {
   const std::vector<std::string> exercises = numbered_names("/exercicios");
-  ASSERT_GE(exercises.size(), 10u);
+  ASSERT_GE(exercises.size(), 16u);
   for (const std::string& name : exercises) {
     const ProgramRun& r = run_program("exercicios/solucao_" + name);
     EXPECT_EQ(r.exit_code, 0) << "solution of " << name << ":\n" << r.out;
@@ -803,6 +803,10 @@ TEST_F(Tutorials, APlausibleWrongAnswerFails) {
     const ProgramRun& r = run_program("exercicios/errada_" + name);
     EXPECT_EQ(r.exit_code, 1) << "the wrong answer " << name << " passed:\n" << r.out;
     EXPECT_TRUE(contains(r.out, "AINDA NÃO")) << name << ":\n" << r.out;
+  }
+  // A wrong backward is caught by the gradient check, not only by the hand values.
+  for (const char* name : {"errada_11_volta_do_softmax", "errada_12_ache_o_erro_na_volta"}) {
+    EXPECT_TRUE(contains(run_program(std::string("exercicios/") + name).out, ": FAIL")) << name;
   }
   // The two that the first checks alone let through: each still passes its first check (the
   // case where the mistake is invisible) and fails the one added for it.
@@ -844,6 +848,19 @@ TEST_F(Tutorials, ExerciseAnswers) {
   // [1, 2, -1, 1.5, 1.5] with k = 2 keeps 2 and both 1.5: [1, e^-0.5, e^-0.5] / (1 + 2 e^-0.5).
   expect(numbers_on(run_program("exercicios/solucao_10_top_k_a_mao").out, "resposta fora de ordem"),
          {0, 0.451863, 0, 0.274069, 0.274069}, 2e-6);
+  // Softmax backward, y_j (g_j - sum_i g_i y_i): rows y = [1/4, 1/2, 1/4], g = [1, 0, 0] and
+  // y = 1/3 each, g = [1, 2, 3] (by hand in the exercise).
+  expect(answer("11_volta_do_softmax"), {0.1875, -0.125, -0.0625, -1.0 / 3, 0, 1.0 / 3}, 1e-6);
+  // Centring backward, g - mean(g) per row.
+  expect(answer("12_ache_o_erro_na_volta"), {2.0 / 3, -1.0 / 3, -1.0 / 3, -1, 0, 1}, 1e-6);
+  // Two AdamW steps (Python, double; the last entry by hand: 3 * 0.99 - 0.1, then * 0.99 - 0.1).
+  expect(answer("13_adamw_a_mao"), {0.789488, -1.834530, 0.564296, 2.741300}, 2e-6);
+  // Global-norm clipping of [3, 4] and [0, 12] (norm 13) to 1.
+  expect(answer("14_clipping_a_mao"), {3.0 / 13, 4.0 / 13, 0, 12.0 / 13}, 2e-6);
+  // w - 3 halves each step from -3.
+  expect(answer("15_ache_o_erro_no_laco"), {1.5, 2.25, 2.625, 2.8125, 2.90625}, 1e-6);
+  // e^ln 83 = 83, log2 83 = 6.375039; e^2 = 7.389056, 2 / ln 2 = 2.885390 (Python math).
+  expect(answer("16_perplexidade_e_bits"), {83, 6.375039, 7.389056, 2.885390}, 2e-6);
 }
 
 }  // namespace
