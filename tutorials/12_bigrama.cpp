@@ -16,8 +16,8 @@ int main() {
   tut::texto(
       "O modelo mais simples de linguagem: o próximo caractere depende só do atual.\n"
       "Os parâmetros são uma tabela W (V, V): a linha do caractere atual são os logits\n"
-      "do próximo. Juntamos tudo o que vimos: tokenizador (09), embedding (10, aqui\n"
-      "a 'embedding' já são os logits), entropia cruzada (08), backward (03) e o passo\n"
+      "do próximo. Juntamos tudo o que vimos: tokenizador (10), embedding (11, aqui\n"
+      "a 'embedding' já são os logits), entropia cruzada (09), backward (03) e o passo\n"
       "mais simples de otimização, a descida do gradiente:  W <- W - lr * grad W.");
 
   // Um pedaço do livro, para o capítulo rodar em segundos.

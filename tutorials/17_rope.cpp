@@ -41,6 +41,16 @@ int main() {
   }
   tut::texto("Mesma distância, mesmo produto (até o arredondamento de float).");
 
+  tut::secao("E se só q girar?");
+  tut::texto(
+      "Gire q e deixe k parado: agora só q muda com a posição, e o produto passa a depender\n"
+      "da posição ABSOLUTA de q, não da distância. Os mesmos pares de posições de cima:");
+  for (auto [m, n] : {std::pair<int, int>{2, 0}, {5, 3}, {12, 10}}) {
+    const Scalar produto = sum(na_posicao(q, m) * k).item();
+    std::printf("só q girado, q na posição %2d, k na %2d: q·k = %.6f\n", m, n, produto);
+  }
+  tut::texto("Três distâncias iguais, três produtos diferentes: por isso o RoPE gira Q E K.");
+
   tut::secao("Girar não muda o tamanho");
   std::printf("|q| = %.6f   |q na posição 7| = %.6f\n", std::sqrt(sum(q * q).item()),
               std::sqrt(sum(na_posicao(q, 7) * na_posicao(q, 7)).item()));
@@ -64,7 +74,7 @@ int main() {
   tut::experimente({
       "na seção 'O start', use a base 100 nas duas chamadas (rope(seq, 0, 100) e rope(..., 3, 100)): o par 1 gira 0.1 rad por posição em vez de 0.01, os números mudam e a igualdade continua (o par 0 gira sempre 1 rad: base^0 = 1);",
       "confira à mão a posição 2: [cos 2, sin 2] = [-0.416147, 0.909297];",
-      "aplique rope só em q (não em k): a distância continua sendo o que importa?",
+      "aplique rope só em k (não em q): como na seção 'E se só q girar?', o produto passa a depender da posição absoluta de k, e a mesma distância deixa de dar o mesmo número.",
   });
   return 0;
 }

@@ -69,17 +69,22 @@ int main() {
               cfg.n_layers, 0.02 / std::sqrt(2.0 * double(cfg.n_layers)));
 
   tut::secao("O gradiente atravessa pelo atalho");
-  tut::texto("L = soma(saída). Com o atalho, a derivada de x + f(x) é 1 + f'(x):");
+  tut::texto(
+      "L = soma(saída). Com o atalho, a derivada de x + f(x) é 1 + f'(x). Medimos o tamanho\n"
+      "do gradiente pela norma |dL/dx| (raiz da soma dos quadrados), não pela média: numa\n"
+      "média, entradas de sinais opostos se cancelam e um gradiente grande pode parecer nulo.");
   sum(y2).backward();
-  std::printf("média de dL/dx com os atalhos: %.4f  (o atalho sozinho daria 1)\n", media(x.grad()));
+  std::printf("|dL/dx| com os atalhos: %.3f   (o atalho sozinho daria √(6·128) = %.3f)\n",
+              norma(x.grad()), std::sqrt(double(x.size())));
+  std::printf("média de dL/dx com os atalhos: %.4f\n", media(x.grad()));
   x.zero_grad();
   Tensor sem_atalho = bloco.feed_forward.forward(bloco.ffn_norm.forward(
       bloco.attention.forward(bloco.attention_norm.forward(x), nullptr, nullptr)));
   sum(sem_atalho).backward();
-  std::printf("média de dL/dx sem os atalhos: %.4f\n", media(x.grad()));
+  std::printf("|dL/dx| sem os atalhos: %.3f\n", norma(x.grad()));
   tut::texto(
       "Sem os atalhos, o gradiente precisa atravessar as subcamadas, que começam pequenas,\n"
-      "e chega quase nulo. Com os atalhos, cada bloco recebe o gradiente da perda por um\n"
+      "e chega quase 150 vezes menor. Com os atalhos, cada bloco recebe o gradiente da perda por um\n"
       "caminho direto, por mais blocos que haja. O próximo capítulo empilha os blocos num\n"
       "Decoder.");
 

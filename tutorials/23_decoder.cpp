@@ -20,7 +20,7 @@ int main() {
       "O RoPE não tem pesos: a posição entra dentro de cada atenção (capítulo 17). A cabeça de\n"
       "saída (output) é uma matriz própria, não a tabela de embeddings transposta.");
 
-  ModelConfig cfg;  // o modelo padrão, com vocabulário de 65 caracteres
+  ModelConfig cfg;  // o modelo padrão: vocab_size 65 (64 caracteres + o id 0 de "desconhecido")
   Decoder modelo(cfg, 23);
 
   tut::secao("Os parâmetros, com os nomes do LLaMA / llama2.c");

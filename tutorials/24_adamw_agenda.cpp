@@ -31,10 +31,12 @@ int main() {
   AdamWConfig sem_decaimento;
   sem_decaimento.weight_decay = 0;
   AdamW adam({{"w", w_adam}}, sem_decaimento);
+  std::vector<double> w0_sgd = {1.0};  // w0 da descida simples depois de cada passo
   for (int passo = 1; passo <= 60; ++passo) {
     w_sgd.zero_grad();
     perda(w_sgd).backward();
     w_sgd.value() -= Scalar(0.019) * w_sgd.grad();
+    w0_sgd.push_back(w_sgd.value()(0));
     adam.zero_grad();
     perda(w_adam).backward();
     adam.step(0.05);
@@ -44,9 +46,18 @@ int main() {
     }
   }
   tut::texto(
-      "A descida simples é rápida em w0 (1 -> 0.12 -> 0.015 -> 0.002) e lenta em w1\n"
-      "(1 -> 0.68 -> 0.46 -> 0.32): o único lr que não faz w0 explodir é pequeno demais para\n"
-      "w1. O AdamW anda nas duas direções no mesmo ritmo (w0 = w1 o tempo todo) e leva w1\n"
+      "De 20 em 20 passos, w0 da descida simples parece só encolher. Passo a passo, não:\n"
+      "cada passo multiplica w0 por 1 - 100·0.019 = -0.9, e w0 troca de sinal a cada passo,\n"
+      "pulando de uma parede do vale para a outra e encolhendo só 10% por pulo:");
+  tut::linha("w0 da descida simples, passos 0 a 8",
+             std::vector<double>(w0_sgd.begin(), w0_sgd.begin() + 9));
+  tut::texto(
+      "(Depois de um número par de passos o sinal volta a ser +: por isso a tabela acima,\n"
+      "de 20 em 20, esconde o zigue-zague.) Com lr acima de 0.02 o fator passa de -1 e\n"
+      "cada pulo fica MAIOR que o anterior: w0 explode.\n"
+      "A descida simples encolhe |w0| depressa (1 -> 0.12 -> 0.015 -> 0.002, em zigue-zague)\n"
+      "e w1 devagar (1 -> 0.68 -> 0.46 -> 0.32): o único lr que não faz w0 explodir é pequeno\n"
+      "demais para w1. O AdamW anda nas duas direções no mesmo ritmo (w0 = w1 o tempo todo) e leva w1\n"
       "para perto de 0 muito antes. Em w0, porém, a descida simples termina melhor: perto\n"
       "do mínimo o passo do AdamW continua com tamanho ~lr e ele oscila em volta do 0. É um\n"
       "dos motivos para reduzir o lr no fim (a agenda, abaixo).");
@@ -89,7 +100,7 @@ int main() {
   }
 
   tut::experimente({
-      "aumente o lr da descida simples para 0.021 e veja w0 explodir;",
+      "aumente o lr da descida simples para 0.021 e veja w0 explodir: o fator vira 1 - 2.1 = -1.1, e |w0| cresce 10% por passo (1.1^60 = 304.5 no passo 60);",
       "troque beta2 para 0.999 (o padrão do PyTorch) e compare a trajetória do AdamW;",
       "mude warmup para 0: o primeiro lr já é lr_max.",
   });

@@ -5,6 +5,7 @@
 #include <random>
 
 #include "common.hpp"
+#include "data/text.hpp"
 #include "train/sample/sampler.hpp"
 #include "treino_rapido.hpp"
 
@@ -100,18 +101,61 @@ int main() {
               cfg.context_length, sem_cache, cfg.context_length);
   tut::texto(
       "Sem cache o custo cresce com o quadrado do tamanho do texto; com cache, cada\n"
-      "passo calcula uma posição (a atenção dela ainda lê todas as chaves guardadas).\n"
+      "passo calcula uma posição (a atenção dela ainda lê todas as chaves guardadas).");
+
+  tut::secao("Depois da janela: rolling contra exact");
+  tut::texto(
       "Quando o texto passa do contexto, a janela desliza. Com RoPE, q·k só depende da\n"
       "distância entre as posições: generate() descarta a chave mais antiga e gira o token\n"
       "novo para a sua posição absoluta (modo rolling, o padrão). O modo exact recalcula a\n"
-      "janela do zero a cada caractere: mais lento, e o único que dá o mesmo texto que\n"
-      "sem cache depois da janela.");
+      "janela do zero a cada caractere, como sem cache: mais lento. Dentro da janela os dois\n"
+      "dão os mesmos logits; depois dela, não: no rolling, as chaves guardadas foram\n"
+      "calculadas quando o texto anterior à janela ainda era visível, e o carregam.");
+  const std::u32string livro = load_text(GLASS_SOURCE_DIR "/data/corpora/domcasmurro.txt");
+  const std::vector<std::int32_t> trecho = m.tokenizer.encode(livro.substr(0, 3 * cfg.context_length));
+  SamplingOptions rolando, exato;
+  exato.window_mode = WindowMode::exact;
+  NextTokenLogits logits_rolando(modelo, cfg.context_length, rolando);
+  NextTokenLogits logits_exato(modelo, cfg.context_length, exato);
+  double dentro = 0, depois = 0;  // a maior diferença dentro da janela e depois dela
+  for (std::size_t t = 1; t <= trecho.size(); ++t) {
+    const std::vector<std::int32_t> texto(trecho.begin(), trecho.begin() + long(t));
+    const std::vector<double> a = logits_rolando(texto), b = logits_exato(texto);
+    double d = 0;
+    for (std::size_t v = 0; v < a.size(); ++v) d = std::max(d, std::fabs(a[v] - b[v]));
+    if (t <= cfg.context_length) {
+      dentro = std::max(dentro, d);
+    } else {
+      depois = std::max(depois, d);
+    }
+  }
+  std::printf("janela: %zu   texto: %zu caracteres do livro\n", cfg.context_length, trecho.size());
+  std::printf("diferença máxima nos logits, rolling e exact, dentro da janela: %.6f\n", dentro);
+  std::printf("diferença máxima nos logits, rolling e exact, depois da janela: %.6f\n", depois);
+  SamplingOptions guloso_rolando, guloso_exato;
+  guloso_rolando.temperature = guloso_exato.temperature = 0;
+  guloso_exato.window_mode = WindowMode::exact;
+  std::mt19937_64 rng3(23), rng4(23);
+  const auto longo_rolando = generate(modelo, prompt, 300, cfg.context_length, guloso_rolando, rng3);
+  const auto longo_exato = generate(modelo, prompt, 300, cfg.context_length, guloso_exato, rng4);
+  std::size_t primeira_diferenca = 0;
+  while (primeira_diferenca < longo_rolando.size() &&
+         longo_rolando[primeira_diferenca] == longo_exato[primeira_diferenca]) {
+    ++primeira_diferenca;
+  }
+  std::printf("300 caracteres gulosos, rolling e exact: %s\n",
+              primeira_diferenca == longo_rolando.size()
+                  ? "textos iguais"
+                  : ("diferem a partir do caractere " + std::to_string(primeira_diferenca)).c_str());
+  tut::texto(
+      "Os logits mudam depois da janela, mas o texto guloso só muda quando a diferença\n"
+      "troca o maior logit de lugar: com um modelo tão pequeno, que pouco usa o passado\n"
+      "distante, isso pode não acontecer. Amostrando (temperatura > 0), qualquer mudança\n"
+      "nas probabilidades pode mudar o sorteio.");
 
   tut::experimente({
       "esqueça de passar o cache para forward no laço: cada caractere vira a posição 0, sem passado, e a diferença nos logits fica grande;",
-      "gere 300 caracteres: a janela desliza; no modo rolling (o padrão) o cache descarta a posição\n"
-      "mais antiga e os textos podem passar a diferir depois da janela; com\n"
-      "com.window_mode = WindowMode::exact a janela é recalculada e eles voltam a ser iguais;",
+      "troque WindowMode::exact por use_kv_cache = false em exato: os logits não mudam (até o arredondamento), porque sem cache a janela é sempre recalculada, como no exact;",
       "imprima cache.length() antes e depois de cada forward.",
   });
   return 0;

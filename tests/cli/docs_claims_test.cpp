@@ -30,6 +30,8 @@
 #include <string>
 #include <vector>
 
+#include "data/text.hpp"
+#include "data/tokenizer.hpp"
 #include "nn/decoder.hpp"
 #include "train/schedule.hpp"
 #include "train/trainer.hpp"
@@ -135,6 +137,19 @@ void expect_claim(const std::string& pt_name, const std::string& literal, const 
   expect_stated(pt_name, literal);
   EXPECT_EQ(computed, literal) << "docs/" << pt_name << " says " << literal << ", the code gives "
                                << computed;
+}
+
+/// The vocabulary size of a bundled corpus (data/corpora/<file>): its distinct characters plus id 0.
+std::size_t corpus_vocab_size(const std::string& file) {
+  const std::u32string text = glass::load_text(GLASS_SOURCE_DIR "/data/corpora/" + file);
+  return glass::Tokenizer::from_text(text).vocab_size();
+}
+
+/// The parameter count of the default model with a vocabulary of `vocab_size` ids.
+std::size_t default_model_parameters(std::size_t vocab_size) {
+  glass::ModelConfig config;
+  config.vocab_size = vocab_size;
+  return glass::Decoder(config, 1).num_parameters();
 }
 
 // ---- the tutorial programs -----------------------------------------------------------------------
@@ -382,9 +397,14 @@ TEST(DocsModelSizes, AreModelConfigsDefaults) {
 // ---- autograd.md ---------------------------------------------------------------------------------
 
 TEST_F(DocsClaims, Autograd) {
-  // The parameter count of the default model (vocabulary 65).
-  const glass::Decoder model(glass::ModelConfig{}, 1);
-  expect_claim("autograd.md", "742784", std::to_string(model.num_parameters()));
+  // The default model on tinyshakespeare: 65 distinct characters + id 0 = 66 ids, so
+  // 4 * 181504 + 2 * 66 * 128 + 128 = 743040 parameters (by hand); Dom Casmurro: 82 + 1 = 83 ids,
+  // 4 * 181504 + 2 * 83 * 128 + 128 = 747392.
+  const std::size_t shakespeare = corpus_vocab_size("tinyshakespeare.txt");
+  EXPECT_EQ(shakespeare, 66u);
+  expect_claim("autograd.md", "V = 66", "V = " + std::to_string(shakespeare));
+  expect_claim("autograd.md", "743040", std::to_string(default_model_parameters(shakespeare)));
+  expect_claim("autograd.md", "747392", std::to_string(default_model_parameters(83)));
 
   const std::string ch02 = chapter_output("diferencas_finitas");
   expect_printed("autograd.md", "4.75", ch02, "derivada exata");
@@ -445,10 +465,14 @@ TEST_F(DocsClaims, TokensAndEmbeddings) {
   expect_claim("treino.md", "133196", fixed(book[1], 0));
   expect_claim("treino.md", "V = 83", "V = " + fixed(book[2], 0));
 
-  // The embedding table of the default model: vocabulary x d_model.
+  // The embedding table of the default model: vocabulary x d_model. tinyshakespeare has 65
+  // distinct characters, so V = 66 and 66 * 128 = 8448 (by hand); Dom Casmurro 83 * 128 = 10624.
   glass::ModelConfig config;
-  expect_claim("tokens-e-embeddings.md", "8320", std::to_string(config.vocab_size * config.d_model));
-  expect_claim("tokens-e-embeddings.md", "10624", std::to_string(83 * config.d_model));
+  const std::size_t shakespeare = corpus_vocab_size("tinyshakespeare.txt");
+  expect_claim("tokens-e-embeddings.md", "V = 66", "V = " + std::to_string(shakespeare));
+  expect_claim("tokens-e-embeddings.md", "8448", std::to_string(shakespeare * config.d_model));
+  expect_claim("tokens-e-embeddings.md", "10624",
+               std::to_string(corpus_vocab_size("domcasmurro.txt") * config.d_model));
   expect_claim("tokens-e-embeddings.md", "1024", std::to_string(config.vocab_cap));
 }
 
@@ -583,6 +607,10 @@ TEST_F(DocsClaims, RMSNorm) {
 TEST_F(DocsClaims, BlockAndResiduals) {
   const std::string ch22 = chapter_output("bloco_residuos");
   expect_printed("bloco-e-residuos.md", "0.9999", ch22, "média de dL/dx");
+  // The gradient's norm with and without the shortcuts; sqrt(6 * 128) = 27.713 by hand.
+  expect_printed("bloco-e-residuos.md", "27.716", ch22, "|dL/dx| com os atalhos");
+  expect_printed("bloco-e-residuos.md", "0.188", ch22, "|dL/dx| sem os atalhos");
+  expect_claim("bloco-e-residuos.md", "27.713", fixed(std::sqrt(768.0), 3));
   // "A new block changes the stream by about 1 % of its size": |block(x) - x| / |x| rounds to 1 %.
   expect_stated("bloco-e-residuos.md", "1 %");
   const std::vector<double> norms = numbers_in(line_with(ch22, "|bloco(x) - x|"));
@@ -613,9 +641,11 @@ TEST_F(DocsClaims, BlockAndResiduals) {
   expect_claim("bloco-e-residuos.md", "132096", std::to_string(ffn));
   expect_claim("bloco-e-residuos.md", "726016", std::to_string(config.n_layers * block));
   expect_claim("bloco-e-residuos.md", "742784", std::to_string(model.num_parameters()));
-  glass::ModelConfig casmurro = config;
-  casmurro.vocab_size = 83;
-  expect_claim("bloco-e-residuos.md", "747392", std::to_string(glass::Decoder(casmurro, 1).num_parameters()));
+  // A text's vocabulary: its distinct characters + id 0 (tinyshakespeare 66, Dom Casmurro 83).
+  expect_claim("bloco-e-residuos.md", "743040",
+               std::to_string(default_model_parameters(corpus_vocab_size("tinyshakespeare.txt"))));
+  expect_claim("bloco-e-residuos.md", "747392",
+               std::to_string(default_model_parameters(corpus_vocab_size("domcasmurro.txt"))));
 }
 
 // ---- treino.md -----------------------------------------------------------------------------------

@@ -26,7 +26,8 @@
 //   [1.420512, 1.575210], [3.081481, 0.560910] (Python math).
 // - Chapter 17: RoPE of [1, 0] with head_dim 2 at position p is [cos p, sin p]; q = [0.5, -1,
 //   2, 0.3], k = [1, 0.4, -0.7, 1.5] at distance 2 give q.k = 0.163928, at distance 3
-//   -0.782942 (Python math; docs/rope.md quotes 0.163928).
+//   -0.782942 (Python math; docs/rope.md quotes 0.163928). With only q rotated (k at rest),
+//   q at positions 2, 5, 12 gives q.k = 0.163928, -1.910723, -1.118394 (Python math).
 // - Chapters 18, 19, 20, 23: parameter and cache counts of the default ModelConfig (d_model
 //   128, 4 heads of 32, 2 KV heads, SwiGLU 344, 4 layers, context 256, vocabulary 65), by hand:
 //   attention 2*128*128 + 2*64*128 = 49152 per layer (65536 with 4 KV heads), SwiGLU
@@ -36,7 +37,8 @@
 //   [10,20,30,40] / sqrt(750 + 1e-5) = [0.365148, 0.730297, 1.095445, 1.460593] (Python math).
 // - Chapter 24: plain descent with lr 0.019 on 50 w0^2 + 0.5 w1^2 multiplies w0 by
 //   (1 - 1.9) and w1 by (1 - 0.019) per step: w1 = 0.681366, 0.464259, 0.316330 and
-//   w0 = 0.121577, 0.014781, 0.001797 after 20, 40, 60 steps. nanoGPT's schedule formula by
+//   w0 = 0.121577, 0.014781, 0.001797 after 20, 40, 60 steps; step by step w0 = (-0.9)^t =
+//   1, -0.9, 0.81, -0.729, 0.6561, -0.59049, 0.531441, -0.478297, 0.430467 (t = 0..8). nanoGPT's schedule formula by
 //   hand (lr_max 1e-3, min_lr 1e-4, warmup 10, decay_iters 100): lr(0) = 1e-3/11 = 0.000091,
 //   lr(55) = 0.00055. One AdamW step from zero state moves by lr whatever the gradient;
 //   decay 1 - 0.1*0.1 = 0.99.
@@ -612,6 +614,14 @@ TEST_F(Tutorials, Ch17RopeRotatesAndKeepsRelativePosition) {
   ASSERT_EQ(a.size(), 4u);
   ASSERT_EQ(b.size(), 4u);
   for (int i = 0; i < 4; ++i) EXPECT_NEAR(a[i], b[i], 1e-5);
+  // "E se só q girar?": the same distances now give different products (the Experimente's answer).
+  const std::vector<std::string> only_q = lines_with(out, "só q girado");
+  ASSERT_EQ(only_q.size(), 3u);
+  const double only_q_expected[] = {0.163928, -1.910723, -1.118394};
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_NEAR(std::strtod(only_q[i].c_str() + only_q[i].rfind("= ") + 2, nullptr), only_q_expected[i], 1e-5)
+        << only_q[i];
+  }
 }
 
 TEST_F(Tutorials, Ch18SharedKvHeadGetsSummedGradientAndTheCounts) {
@@ -663,9 +673,14 @@ TEST_F(Tutorials, Ch22BlockResidualsAndInit) {
   const std::string init = lines_with(out, "desvio de wq")[0];
   EXPECT_NEAR(numbers_after(init, "desvio de wq:")[0], 0.02, 0.002);
   EXPECT_NEAR(numbers_after(init, "desvio de wo:")[0], 0.00707, 0.0007);
-  // With the shortcuts the mean gradient is about 1; without them it nearly vanishes.
+  // With the shortcuts every entry of dL/dx is about 1, so |dL/dx| is about sqrt(6 * 128) =
+  // 27.7128 (by hand); without them the gradient shrinks by more than a hundred times. Norms, not
+  // means: a mean of entries with both signs can be small while the gradient is not.
+  const std::string with = lines_with(out, "|dL/dx| com os atalhos")[0];
+  EXPECT_NEAR(numbers_after(with, "com os atalhos:")[0], 27.7128, 0.5);
+  EXPECT_NEAR(numbers_after(with, "= ")[0], 27.7128, 1e-3);
   EXPECT_NEAR(number_on(out, "média de dL/dx com os atalhos"), 1, 0.05);
-  EXPECT_LT(std::fabs(number_on(out, "média de dL/dx sem os atalhos")), 0.05);
+  EXPECT_LT(number_on(out, "|dL/dx| sem os atalhos"), numbers_after(with, "com os atalhos:")[0] / 100);
 }
 
 TEST_F(Tutorials, Ch23DecoderParameterCount) {
@@ -701,6 +716,10 @@ TEST_F(Tutorials, Ch24AdamWAndSchedule) {
       EXPECT_LT(std::fabs(sgd[0]), std::fabs(adam[0]));
     }
   }
+  // Every step of the zig-zag that the rows of 20 steps hide: w0 = (-0.9)^t.
+  expect_numbers(out, "w0 da descida simples, passos 0 a 8",
+                 {1, -0.9, 0.81, -0.729, 0.6561, -0.59049, 0.531441, -0.478297, 0.430467}, 2e-6);
+  EXPECT_TRUE(contains(out, "1.1^60 = 304.5"));  // 1.1^60 = 304.48 (Python math)
   // The first step has size lr = 0.01 whatever the gradient.
   const std::vector<std::string> steps = lines_with(out, "-> passo");
   ASSERT_EQ(steps.size(), 3u);
@@ -753,6 +772,27 @@ TEST_F(Tutorials, Ch26DecoderLossFallsBelowTheBigram) {
   EXPECT_NEAR(optimum, number_on(output_of(25), "bigrama, perda mínima no treino (a conta do capítulo 12)"), 1e-4);
   EXPECT_LT(val, optimum);  // the text claims the decoder beats the best bigram
   EXPECT_TRUE(contains(out, "abaixo do melhor bigrama no treino"));
+  // The answer to "tire o clip_grad_norm": how often the clipping acted, and the largest norm after
+  // step 0. A norm at most 1 after step 0 means the clipping acted at step 0 at most.
+  const std::string clipped = lines_with(out, "passos em que o corte agiu")[0];
+  const std::vector<double> counts = numbers_after(clipped, "(norma > 1):");
+  ASSERT_EQ(counts.size(), 1u) << clipped;
+  EXPECT_LE(counts[0], 200);
+  EXPECT_GE(counts[0], 20) << clipped;  // the text: "a norma passou de 1 em muitos passos"
+  const double largest = numbers_after(clipped, "depois do passo 0:")[0];
+  if (largest <= 1) {
+    EXPECT_LE(counts[0], 1) << clipped;
+  } else {
+    EXPECT_GE(counts[0], 1) << clipped;
+  }
+  // The same training without clipping (same seeds): "muda pouco", and it still beats the bigram.
+  const std::vector<double> with_clip = numbers_after(lines_with(out, "com o corte: perda final")[0], "validação");
+  const std::vector<double> without = numbers_after(lines_with(out, "sem o corte: perda final")[0], "validação");
+  ASSERT_FALSE(with_clip.empty());
+  ASSERT_FALSE(without.empty());
+  EXPECT_NEAR(with_clip[0], val, 1e-9);
+  EXPECT_LT(std::fabs(without[0] - with_clip[0]), 0.15);
+  EXPECT_LT(without[0], val_before - 0.8);
 }
 
 TEST_F(Tutorials, Ch27SamplingFilters) {
@@ -771,6 +811,11 @@ TEST_F(Tutorials, Ch28TheCacheGivesTheSameText) {
   EXPECT_LT(number_on(out, "diferença máxima entre os caminhos (rápido e referência)"), 1e-4);
   EXPECT_TRUE(contains(out, "textos iguais: sim"));
   EXPECT_TRUE(contains(out, "sem cache 528 posições calculadas, com cache 32"));  // 1 + ... + 32
+  // Past the window the rolling cache's logits differ from the exact window's; inside it they
+  // agree to rounding (the Experimente's answer, shown by the chapter).
+  EXPECT_LT(number_on(out, "diferença máxima nos logits, rolling e exact, dentro da janela"), 1e-4);
+  EXPECT_GT(number_on(out, "diferença máxima nos logits, rolling e exact, depois da janela"), 1e-2);
+  EXPECT_TRUE(contains(out, "300 caracteres gulosos, rolling e exact: "));
 }
 
 TEST_F(Tutorials, Ch29TracerSnapshotsAreConsistent) {
@@ -785,7 +830,7 @@ TEST_F(Tutorials, Ch29TracerSnapshotsAreConsistent) {
 
 TEST_F(Tutorials, EveryExerciseHasASolutionThatPasses) {
   const std::vector<std::string> exercises = numbered_names("/exercicios");
-  ASSERT_GE(exercises.size(), 10u);
+  ASSERT_GE(exercises.size(), 16u);
   for (const std::string& name : exercises) {
     const ProgramRun& r = run_program("exercicios/solucao_" + name);
     EXPECT_EQ(r.exit_code, 0) << "solution of " << name << ":\n" << r.out;
@@ -803,6 +848,37 @@ TEST_F(Tutorials, AnUnfinishedExerciseSaysSo) {
   }
 }
 
+TEST_F(Tutorials, APlausibleWrongAnswerFails) {
+  // exercicios/erradas/NN_topic[_what].cpp: a wrong answer a learner could write (Q and K swapped,
+  // the first k logits instead of the k largest, ...). The exercise's own check must fail it.
+  const std::vector<std::string> exercises = numbered_names("/exercicios");
+  const std::vector<std::string> wrong = numbered_names("/exercicios/erradas");
+  ASSERT_GE(wrong.size(), 2u);
+  for (const std::string& name : wrong) {
+    const bool of_an_exercise = std::any_of(exercises.begin(), exercises.end(), [&](const std::string& e) {
+      return name.rfind(e, 0) == 0;
+    });
+    EXPECT_TRUE(of_an_exercise) << "exercicios/erradas/" << name << ".cpp names no exercise";
+    const ProgramRun& r = run_program("exercicios/errada_" + name);
+    EXPECT_EQ(r.exit_code, 1) << "the wrong answer " << name << " passed:\n" << r.out;
+    EXPECT_TRUE(contains(r.out, "AINDA NÃO")) << name << ":\n" << r.out;
+  }
+  // A wrong backward is caught by the gradient check, not only by the hand values.
+  for (const char* name : {"errada_11_volta_do_softmax", "errada_12_ache_o_erro_na_volta"}) {
+    EXPECT_TRUE(contains(run_program(std::string("exercicios/") + name).out, ": FAIL")) << name;
+  }
+  // The two that the first checks alone let through: each still passes its first check (the
+  // case where the mistake is invisible) and fails the one added for it.
+  const std::string& swapped = run_program("exercicios/errada_05_atencao_de_uma_cabeca").out;
+  EXPECT_TRUE(contains(swapped, "resposta: 2.000000 0.000000 0.660477 1.339523 1.197776 1.604448\n"))
+      << swapped;
+  EXPECT_TRUE(contains(swapped, "  esperado: 2.000000 0.000000 0.660477 1.339523 1.604448 1.197776"))
+      << swapped;
+  const std::string& first_k = run_program("exercicios/errada_10_top_k_a_mao").out;
+  EXPECT_TRUE(contains(first_k, "resposta: 0.622459 0.377541 0.000000 0.000000 0.000000\n")) << first_k;
+  EXPECT_TRUE(contains(first_k, "  esperado: 0.000000 0.451863 0.000000 0.274069 0.274069")) << first_k;
+}
+
 TEST_F(Tutorials, ExerciseAnswers) {
   // The answers, checked here too (independently of the programs' own checks).
   auto answer = [](const std::string& name) {
@@ -818,6 +894,9 @@ TEST_F(Tutorials, ExerciseAnswers) {
   expect(answer("03_contar_bigramas"), {563, 542, 498, 211}, 0);
   expect(answer("04_media_dos_dois_ultimos"), {1, 0, 0.5, 0.5, 1, 1.5, 3, 1}, 1e-6);
   expect(answer("05_atencao_de_uma_cabeca"), {2, 0, 0.660477, 1.339523, 1.197776, 1.604448}, 2e-6);
+  // K = [[0,1],[2,0],[1,1]] != Q (by hand in the exercise): the last row comes out reversed.
+  expect(numbers_on(run_program("exercicios/solucao_05_atencao_de_uma_cabeca").out, "resposta com K ≠ Q"),
+         {2, 0, 0.660477, 1.339523, 1.604448, 1.197776}, 2e-6);
   // [1,2,3,4] at position 3: pair 0 turns 3 rad, pair 1 turns 0.03 rad (Python math).
   expect(answer("06_rope_a_mao"), {-1.272233, -1.838865, 2.878668, 4.088187}, 2e-6);
   expect(answer("07_contar_parametros"), {101440}, 0);
@@ -825,6 +904,22 @@ TEST_F(Tutorials, ExerciseAnswers) {
                                         -0.390360, 0, 0.390360}, 2e-6);
   expect(answer("09_agenda_cosseno"), {0.000091, 0.000545, 0.001, 0.00055, 0.0001, 0.0001}, 1e-6);
   expect(answer("10_top_k_a_mao"), {0.622459, 0.377541, 0, 0, 0}, 2e-6);
+  // [1, 2, -1, 1.5, 1.5] with k = 2 keeps 2 and both 1.5: [1, e^-0.5, e^-0.5] / (1 + 2 e^-0.5).
+  expect(numbers_on(run_program("exercicios/solucao_10_top_k_a_mao").out, "resposta fora de ordem"),
+         {0, 0.451863, 0, 0.274069, 0.274069}, 2e-6);
+  // Softmax backward, y_j (g_j - sum_i g_i y_i): rows y = [1/4, 1/2, 1/4], g = [1, 0, 0] and
+  // y = 1/3 each, g = [1, 2, 3] (by hand in the exercise).
+  expect(answer("11_volta_do_softmax"), {0.1875, -0.125, -0.0625, -1.0 / 3, 0, 1.0 / 3}, 1e-6);
+  // Centring backward, g - mean(g) per row.
+  expect(answer("12_ache_o_erro_na_volta"), {2.0 / 3, -1.0 / 3, -1.0 / 3, -1, 0, 1}, 1e-6);
+  // Two AdamW steps (Python, double; the last entry by hand: 3 * 0.99 - 0.1, then * 0.99 - 0.1).
+  expect(answer("13_adamw_a_mao"), {0.789488, -1.834530, 0.564296, 2.741300}, 2e-6);
+  // Global-norm clipping of [3, 4] and [0, 12] (norm 13) to 1.
+  expect(answer("14_clipping_a_mao"), {3.0 / 13, 4.0 / 13, 0, 12.0 / 13}, 2e-6);
+  // w - 3 halves each step from -3.
+  expect(answer("15_ache_o_erro_no_laco"), {1.5, 2.25, 2.625, 2.8125, 2.90625}, 1e-6);
+  // e^ln 83 = 83, log2 83 = 6.375039; e^2 = 7.389056, 2 / ln 2 = 2.885390 (Python math).
+  expect(answer("16_perplexidade_e_bits"), {83, 6.375039, 7.389056, 2.885390}, 2e-6);
 }
 
 }  // namespace

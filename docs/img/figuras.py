@@ -1,0 +1,154 @@
+#!/usr/bin/env python3
+"""Draws the concept pages' diagrams as SVG files next to this script (docs/img/).
+
+Run it again after changing a figure: python3 docs/img/figuras.py
+Plain Python, no packages: each figure is a function that returns the SVG text. The labels are
+symbols and short words shared by the Portuguese and English pages.
+"""
+import math
+import os
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+FONT = 'font-family="DejaVu Sans, Arial, sans-serif"'
+INK, SOFT, BLUE, ORANGE, GREEN, GREY = "#222", "#666", "#2b6cb0", "#dd6b20", "#2f855a", "#cbd5e0"
+
+
+def svg(width, height, body):
+    return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+            f'viewBox="0 0 {width} {height}" {FONT} font-size="14">\n'
+            '<defs><marker id="seta" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" '
+            f'markerHeight="7" orient="auto"><path d="M0,0 L10,5 L0,10 z" fill="{INK}"/></marker></defs>\n'
+            f'<rect width="{width}" height="{height}" fill="white"/>\n' + "\n".join(body) + "\n</svg>\n")
+
+
+def box(x, y, w, h, label, color=BLUE, sub=None):
+    out = [f'<rect x="{x}" y="{y}" width="{w}" height="{h}" rx="6" fill="white" stroke="{color}" stroke-width="2"/>',
+           f'<text x="{x + w / 2}" y="{y + h / 2 + (0 if sub else 5)}" text-anchor="middle" fill="{INK}">{label}</text>']
+    if sub:
+        out.append(f'<text x="{x + w / 2}" y="{y + h / 2 + 18}" text-anchor="middle" fill="{SOFT}" '
+                   f'font-size="11">{sub}</text>')
+    return out
+
+
+def arrow(x1, y1, x2, y2, color=INK):
+    return [f'<line x1="{x1}" y1="{y1}" x2="{x2}" y2="{y2}" stroke="{color}" stroke-width="1.6" '
+            'marker-end="url(#seta)"/>']
+
+
+def text(x, y, s, anchor="middle", color=INK, size=14):
+    return [f'<text x="{x}" y="{y}" text-anchor="{anchor}" fill="{color}" font-size="{size}">{s}</text>']
+
+
+def atencao_passos():
+    """The nine steps of nn/attention.cpp, one box each."""
+    steps = [("X", "(B, n, d)"), ("Q K V", "Linear"), ("RoPE", "Q, K"), ("cache", "K, V"),
+             ("GQA", "repeat_kv"), ("Q Kᵀ/√d", "(H, n, m)"), ("máscara", "j &gt; start+i"),
+             ("softmax", "linhas"), ("· V", "(H, n, d_h)"), ("W_O", "(B, n, d)")]
+    body, x = [], 10
+    for i, (label, sub) in enumerate(steps):
+        body += box(x, 30, 84, 56, label, ORANGE if label in ("Q Kᵀ/√d", "máscara", "softmax") else BLUE, sub)
+        if i:
+            body += text(x + 42, 22, str(i), size=11, color=SOFT)
+        if i + 1 < len(steps):
+            body += arrow(x + 84, 58, x + 98, 58)
+        x += 98
+    return svg(x, 100, body)
+
+
+def mascara_causal(n=6):
+    """The causal mask of n positions: allowed (j <= i) filled, forbidden (j > i) grey with -inf."""
+    c, x0, y0 = 40, 70, 50
+    body = text(x0 + n * c / 2, 20, "j (chave / key)") + [
+        f'<text x="20" y="{y0 + n * c / 2}" text-anchor="middle" fill="{INK}" '
+        f'transform="rotate(-90 20 {y0 + n * c / 2})">i (consulta / query)</text>']
+    for i in range(n):
+        body += text(x0 - 12, y0 + i * c + c / 2 + 5, str(i), color=SOFT)
+        body += text(x0 + i * c + c / 2, y0 - 8, str(i), color=SOFT)
+        for j in range(n):
+            allowed = j <= i
+            body.append(f'<rect x="{x0 + j * c}" y="{y0 + i * c}" width="{c}" height="{c}" '
+                        f'fill="{"#bee3f8" if allowed else GREY}" stroke="white" stroke-width="2"/>')
+            if not allowed:
+                body += text(x0 + j * c + c / 2, y0 + i * c + c / 2 + 5, "−∞", color=SOFT, size=12)
+    return svg(x0 + n * c + 20, y0 + n * c + 20, body)
+
+
+def rope_pares():
+    """RoPE turns each pair (x[2i], x[2i+1]) by p·θ_i: a fast pair and a slow pair, positions 0..4."""
+    body = []
+    for k, (theta, title) in enumerate([(1.0, "par 0: θ = 1"), (0.25, "par i: θ = base^(−2i/D)")]):
+        cx, cy, r = 120 + k * 260, 140, 90
+        body.append(f'<circle cx="{cx}" cy="{cy}" r="{r}" fill="none" stroke="{GREY}" stroke-width="2"/>')
+        body += text(cx, 30, title)
+        for p in range(5):
+            a = p * theta
+            x, y = cx + r * math.cos(a), cy - r * math.sin(a)
+            body += arrow(cx, cy, round(x, 1), round(y, 1), ORANGE if p else BLUE)
+            body += text(round(cx + (r + 16) * math.cos(a), 1), round(cy - (r + 16) * math.sin(a) + 5, 1),
+                         f"p={p}", size=11, color=SOFT)
+    body += text(250, 262, "q·k depende só de p_q − p_k", color=INK)
+    return svg(500, 280, body)
+
+
+def gqa():
+    """Grouped-query attention: 4 query heads share 2 K/V heads (head h uses K/V head h // 2)."""
+    body = []
+    for h in range(4):
+        body += box(20 + h * 110, 20, 90, 44, f"Q{h}")
+    for g in range(2):
+        body += box(75 + g * 220, 150, 90, 44, f"K{g} V{g}", GREEN)
+    for h in range(4):
+        g = h // 2
+        body += arrow(65 + h * 110, 64, 120 + g * 220, 148, SOFT)
+    body += text(240, 230, "cabeça h usa K/V h / 2   (n_rep = 4 / 2 = 2)", color=SOFT, size=12)
+    return svg(470, 245, body)
+
+
+def residuos():
+    """The residual stream: each sub-layer reads a normalised copy and adds its result back."""
+    body = [f'<line x1="80" y1="20" x2="80" y2="380" stroke="{BLUE}" stroke-width="6"/>']
+    body += text(80, 16, "x") + text(80, 396, "x final")
+    for y, name in [(60, "atenção"), (150, "SwiGLU"), (240, "atenção")]:
+        body += arrow(80, y, 140, y)
+        body += box(140, y - 18, 90, 36, "RMSNorm", GREEN)
+        body += arrow(230, y, 260, y)
+        body += box(260, y - 18, 90, 36, name, ORANGE)
+        body.append(f'<path d="M305,{y + 18} L305,{y + 50} L92,{y + 50}" fill="none" stroke="{INK}" '
+                    'stroke-width="1.6" marker-end="url(#seta)"/>')
+        body.append(f'<circle cx="80" cy="{y + 50}" r="11" fill="white" stroke="{INK}" stroke-width="1.6"/>')
+        body += text(80, y + 55, "+")
+    body += text(200, 345, "⋮   n_layers × (atenção, SwiGLU)", color=SOFT, size=12)
+    return svg(380, 405, body)
+
+
+def kv_cache():
+    """Generation with a K/V cache: the new position computes its q, k, v once; k and v join the cache."""
+    body, c = [], 46
+    for p in range(6):
+        new = p == 5
+        color = ORANGE if new else GREEN
+        body += box(20 + p * (c + 8), 40, c, 40, f"k{p}", color)
+        body += box(20 + p * (c + 8), 90, c, 40, f"v{p}", color)
+        body += text(20 + p * (c + 8) + c / 2, 30, str(p), color=SOFT, size=11)
+    body += box(20 + 5 * (c + 8), 170, c, 40, "q5", ORANGE)
+    for p in range(6):
+        body += arrow(20 + 5 * (c + 8) + c / 2, 170, 20 + p * (c + 8) + c / 2, 133, SOFT)
+    body += text(140, 235, "cache: posições 0..4, calculadas uma vez", color=GREEN, size=12)
+    body += text(140, 252, "novo: só a posição 5 (start = 5)", color=ORANGE, size=12)
+    return svg(350, 265, body)
+
+
+FIGURES = {
+    "atencao-passos.svg": atencao_passos,
+    "mascara-causal.svg": mascara_causal,
+    "rope-pares.svg": rope_pares,
+    "gqa.svg": gqa,
+    "residuos.svg": residuos,
+    "kv-cache.svg": kv_cache,
+}
+
+if __name__ == "__main__":
+    for name, draw in FIGURES.items():
+        with open(os.path.join(HERE, name), "w", encoding="utf-8") as f:
+            f.write(draw())
+        print("wrote docs/img/" + name)

@@ -1,0 +1,48 @@
+// Uma resposta ERRADA do exercício 10 — O top-k à mão: fica com os k PRIMEIROS logits, não
+// com os k maiores. Parece certa com os logits do capítulo 27, que já vêm ordenados; o
+// exercício tem de reprová-la, e tests/cli/tutorials_test.cpp confere que reprova.
+//
+// Com os logits do capítulo 27, fique só com os k maiores (os outros viram probabilidade 0)
+// e faça o softmax deles. Compare com next_token_probs da biblioteca. Cuidado: os logits não
+// vêm ordenados, e quem empata com o k-ésimo maior também fica (como na biblioteca).
+#include <algorithm>
+#include <cmath>
+
+#include "exercicios/conferir.hpp"
+#include "train/sample/sampler.hpp"
+
+using namespace glass;
+
+static std::vector<double> top_k(const std::vector<double>& logits, std::size_t k) {
+  std::vector<double> p(logits.size(), 0.0);
+  // --- a sua parte ---
+  double maximo = logits[0];
+  for (std::size_t i = 0; i < k; ++i) maximo = std::max(maximo, logits[i]);
+  double soma = 0;
+  for (std::size_t i = 0; i < k; ++i) {  // o erro: os k primeiros, não os k maiores
+    p[i] = std::exp(logits[i] - maximo);
+    soma += p[i];
+  }
+  for (double& pi : p) pi /= soma;
+  // --- fim ---
+  return p;
+}
+
+int main() {
+  exercicio::titulo(10, "O top-k à mão", "24 a 29");
+  const std::vector<double> logits = {2.0, 1.5, 1.0, 0.0, -1.0};
+  SamplingOptions o;
+  o.temperature = 1;
+  o.top_k = 2;
+  tut::linha("next_token_probs, top-k 2", next_token_probs(logits, o));
+  // softmax([2, 1.5]) = [0.622459, 0.377541] (Python math, double).
+  bool certo = exercicio::conferir("resposta", top_k(logits, 2), {0.622459, 0.377541, 0, 0, 0}, 2e-6);
+  // Fora de ordem e com empate: o 2º maior é 1.5, e há dois 1.5, então ficam três logits,
+  // 2, 1.5 e 1.5: softmax = [1, e^-0.5, e^-0.5] / (1 + 2 e^-0.5) = [0.451863, 0.274069, 0.274069]
+  // (Python math, double).
+  const std::vector<double> embaralhados = {1.0, 2.0, -1.0, 1.5, 1.5};
+  tut::linha("next_token_probs, top-k 2, fora de ordem", next_token_probs(embaralhados, o));
+  certo = exercicio::conferir("resposta fora de ordem", top_k(embaralhados, 2),
+                              {0, 0.451863, 0, 0.274069, 0.274069}, 2e-6) && certo;
+  return exercicio::resultado(certo);
+}

@@ -1,0 +1,38 @@
+// Uma resposta ERRADA do exercício 16 — Perplexidade e bits por caractere: multiplica por
+// ln 2 em vez de dividir. O exercício a reprova (tests/cli/tutorials_test.cpp confere).
+//
+// A entropia cruzada do capítulo 09 é medida em nats (logaritmo natural). Dois jeitos de
+// dizê-la que você vai encontrar em artigos:
+//   - a perplexidade: o número de caracteres igualmente prováveis entre os quais um modelo
+//     teria a mesma perda (um modelo que sorteia entre 4 letras por igual tem perplexidade 4);
+//   - bits por caractere: a mesma perda com o logaritmo na base 2.
+// Deduza as duas a partir da perda L (em nats) e confira com o modelo uniforme de Dom
+// Casmurro (V = 83, a perda log(V) do capítulo 12).
+#include <cmath>
+
+#include "exercicios/conferir.hpp"
+
+struct Medidas {
+  double perplexidade = 0, bits_por_caractere = 0;
+};
+
+// A perda média L, em nats, nas duas outras medidas.
+static Medidas medidas(double L) {
+  Medidas r;
+  // --- a sua parte ---
+  r.perplexidade = std::exp(L);
+  r.bits_por_caractere = L * std::log(2.0);  // o erro: multiplica por ln 2 em vez de dividir
+  // --- fim ---
+  return r;
+}
+
+int main() {
+  exercicio::titulo(16, "Perplexidade e bits por caractere", "10 a 13");
+  // O modelo uniforme com V = 83: L = ln 83 = 4.418841; perplexidade 83; log2(83) = 6.375039
+  // bits. Uma perda de 2 nats: e² = 7.389056; 2 / ln 2 = 2.885390 bits (Python math).
+  const Medidas uniforme = medidas(std::log(83.0)), duas = medidas(2.0);
+  const bool certo = exercicio::conferir("resposta", {uniforme.perplexidade, uniforme.bits_por_caractere,
+                                                      duas.perplexidade, duas.bits_por_caractere},
+                                         {83, 6.375039, 7.389056, 2.885390}, 2e-6);
+  return exercicio::resultado(certo);
+}
