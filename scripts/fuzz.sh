@@ -2,7 +2,7 @@
 # Fuzzes the readers with libFuzzer (clang, under AddressSanitizer + UndefinedBehaviorSanitizer):
 # builds the harnesses of tests/fuzz into ./build-fuzz and runs each for N seconds, as many at
 # a time as there are cores. Harnesses: text (UTF-8 reader and tokenizer), safetensors,
-# config_json, train_state.
+# config_json, train_state, http_request (the request reader of glass serve).
 # Usage: scripts/fuzz.sh [--seconds N] [HARNESS ...]
 #   scripts/fuzz.sh --seconds 30              every harness for 30 s (what CI runs)
 #   scripts/fuzz.sh --seconds 14400 text      the text reader for 4 hours
@@ -25,7 +25,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 case "$seconds" in ''|*[!0-9]*) echo "fuzz: --seconds needs a whole number, got '$seconds'" >&2; exit 2 ;; esac
-all=(text safetensors config_json train_state)
+all=(text safetensors config_json train_state http_request)
 [ ${#harnesses[@]} -eq 0 ] && harnesses=("${all[@]}")
 for h in "${harnesses[@]}"; do
   [ -d "tests/fuzz/corpus/$h" ] || { echo "fuzz: unknown harness '$h' (harnesses: ${all[*]})" >&2; exit 2; }
