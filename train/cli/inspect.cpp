@@ -99,6 +99,7 @@ void run_inspect(const InspectOptions& opt) {
   } catch (const glass::CheckpointError& e) {
     throw CommandError("cannot load checkpoint '" + opt.checkpoint + "': " + e.what());
   }
+  if (!loaded.warning.empty()) std::cerr << "warning: " << loaded.warning << "\n";
   const glass::ModelConfig& config = loaded.model->config();
   if (opt.layer < 0 || static_cast<std::size_t>(opt.layer) >= config.n_layers)
     throw CommandError(fmt::format("--layer {} is out of range: the model has {} layers (0..{})",
@@ -108,7 +109,7 @@ void run_inspect(const InspectOptions& opt) {
                                    opt.head, config.n_heads, config.n_heads - 1));
   const auto layer = static_cast<std::size_t>(opt.layer);
   const auto head = static_cast<std::size_t>(opt.head);
-  const std::size_t trained = glass::training_context(opt.checkpoint);  // 0: not recorded
+  const std::size_t trained = glass::training_context(loaded.files_dir);  // 0: not recorded
   if (trained > 0 && prompt.size() > trained)
     std::cerr << fmt::format(
         "note: the prompt has {} characters but the model was trained on windows of {}: positions "
@@ -145,7 +146,7 @@ void run_inspect(const InspectOptions& opt) {
     if (prompt.size() > 60) shown += "…";
     html.title = "GlassLLM inspector: \"" + shown + "\"";
     try {
-      html.loss = glass::read_loss_log((std::filesystem::path(opt.checkpoint) / "log.csv").string());
+      html.loss = glass::read_loss_log((std::filesystem::path(loaded.files_dir) / "log.csv").string());
     } catch (const std::exception& e) {
       std::cerr << "warning: no loss curve on the page: " << e.what() << "\n";
     }
