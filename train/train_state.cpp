@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "train/io/checkpoint_files.hpp"
+#include "train/io/manifest.hpp"
 #include "train/io/run_dir.hpp"
 
 namespace glass {
@@ -248,6 +249,9 @@ TrainState load_train_state(const std::string& run_dir, AdamW& optimizer,
   const std::string dir = checkpoint_files_dir(run_dir);
   const std::string json_path = path_in(dir, "train_state.json");
   const std::string tensors_path = path_in(dir, "train_state.safetensors");
+  // Every file of the save, best weights and logs included, against its manifest: a resumed run
+  // carries them into its own saves, whose new manifest would otherwise vouch for a corrupt file.
+  verify_save(dir);
   const json j = read_json(json_path);
   return as_checkpoint_error([&] {
     TrainState s;
@@ -293,6 +297,13 @@ TrainState load_train_state(const std::string& run_dir, AdamW& optimizer,
     check_same_run(dir, "train_state.json", s.run_id, "config.json",
                    config_run_id(read_json(path_in(dir, "config.json"))));
     check_same_step(dir, s.step, weights_step);
+    const json config = read_json(path_in(dir, "config.json"));
+    if (config.contains("training") && config["training"].is_object() &&
+        config["training"].contains("context") && config["training"]["context"] != json(s.context))
+      throw CheckpointError(fmt::format(
+          "{}: config.json's training.context is {} but the training state's context {}: "
+          "config.json was edited or comes from another save",
+          dir, config["training"]["context"].dump(), s.context));
     // AdamW's second moment v is a running mean of squared gradients (Loshchilov & Hutter 2019,
     // Algorithm 2): never negative. A negative entry means a corrupt file, and resuming would
     // take sqrt(v_hat) of it: NaN updates from the first step. Neither moment can hold a NaN

@@ -21,7 +21,9 @@ struct LogRow {
 };
 
 /// One row of steps.csv, one per optimizer step: step,loss,lr,grad_norm,tokens_per_s,elapsed_s.
-/// `step` is the 0-based index of the step, `loss` its batch loss (before the update),
+/// `step` counts the steps done once this one is (1 for the first), as the progress line, the
+/// evaluations ("step 2000: ...", after 2000 updates) and the saves (step-002000) do, so a run of
+/// 2000 steps ends at row 2000; `loss` is its batch loss (before the update),
 /// `grad_norm` the global gradient norm before clipping, `tokens_per_s` that step's speed and
 /// `elapsed_s` the training time when it ended.
 struct StepRow {

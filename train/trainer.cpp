@@ -26,6 +26,8 @@
 #include "data/text.hpp"
 #include "train/io/atomic_file.hpp"
 #include "train/io/checkpoint.hpp"
+#include "train/io/manifest.hpp"
+#include "train/io/run_dir.hpp"
 #include "train/clip.hpp"
 #include "train/distributed.hpp"
 #include "train/inspect/loss_plot.hpp"
@@ -227,13 +229,29 @@ Trainer::Trainer(TrainOptions options, std::ostream& out)
   std::string weights_step;  // the step model.safetensors records, checked against the state's
   std::string weights_run_id;  // the run model.safetensors belongs to, checked likewise
   const bool resuming = o.resume;
+  // The save to resume from: the one DIR/current points to, or the newest complete one when
+  // the link was lost (restored below, before any cleanup).
+  std::string resume_dir = o.out_dir;
+  std::string relink;
+  std::error_code no_link;
+  if (resuming && fs::is_directory(o.out_dir) && !has_train_state(o.out_dir) &&
+      !fs::exists(fs::symlink_status(fs::path(o.out_dir) / kCurrentLink, no_link))) {
+    relink = newest_complete_save(o.out_dir);
+    if (!relink.empty()) {
+      resume_dir = (fs::path(o.out_dir) / relink).string();
+      out_ << "note: " << o.out_dir << "/" << kCurrentLink << " (the link to the last complete "
+           << "save) is missing; resuming from the newest complete save, " << relink
+           << ", and restoring the link\n";
+    }
+  }
   if (resuming) {
-    if (!has_train_state(o.out_dir))
+    if (!has_train_state(resume_dir))
       throw std::runtime_error(fmt::format(
           "--resume: {} holds no checkpoint with a training state (config.json, model.safetensors, "
           "train_state.json, train_state.safetensors); run without --resume first",
           o.out_dir));
-    LoadedModel loaded = load_checkpoint(o.out_dir);
+    LoadedModel loaded = load_checkpoint(resume_dir);
+    if (!loaded.warning.empty()) out_ << "warning: " << loaded.warning << "\n";
     weights_step = loaded.weights_step;
     weights_run_id = loaded.run_id;
     tokenizer_ = std::move(loaded.tokenizer);
@@ -295,7 +313,7 @@ Trainer::Trainer(TrainOptions options, std::ostream& out)
   sample_rng_.seed(o.seed + 3);
 
   if (resuming) {
-    state = load_train_state(o.out_dir, *optimizer_, weights_step, weights_run_id);
+    state = load_train_state(resume_dir, *optimizer_, weights_step, weights_run_id);
     if (state.step >= o.iters)
       throw std::invalid_argument(fmt::format(
           "--resume: the checkpoint in {} is already at step {}; pass --iters larger than that",
@@ -312,9 +330,16 @@ Trainer::Trainer(TrainOptions options, std::ostream& out)
     run_id_ = state.run_id;  // the same run goes on
     last_saved_step_ = state.step;
     // The per-step rows of the resumed save (none in a checkpoint written before steps.csv).
-    for (const StepRow& r : read_steps_csv(
-             (fs::path(checkpoint_files_dir(o.out_dir)) / "steps.csv").string()))
-      if (r.step < step_) steps_.push_back(r);
+    // Rows numbered from 0 (older saves numbered a step by its index, not by the steps done
+    // once it is) are renumbered.
+    std::vector<StepRow> saved_rows =
+        read_steps_csv((fs::path(checkpoint_files_dir(resume_dir)) / "steps.csv").string());
+    const bool from_zero = std::any_of(saved_rows.begin(), saved_rows.end(),
+                                       [](const StepRow& r) { return r.step == 0; });
+    for (StepRow& r : saved_rows) {
+      if (from_zero) ++r.step;
+      if (r.step <= step_) steps_.push_back(r);
+    }
     if (state.context != 0 && state.context != o.context)
       out_ << "warning: resuming with --context " << o.context << " but the checkpoint was trained with "
            << state.context << "\n";
@@ -327,6 +352,11 @@ Trainer::Trainer(TrainOptions options, std::ostream& out)
   if (root) {
     ensure_writable_directory(o.out_dir);  // FileError naming the directory and the reason
     if (!lock_) lock_out_dir();
+    if (!relink.empty()) {
+      commit_save(o.out_dir, resume_dir);
+      const std::string warning = finish_save(o.out_dir);
+      if (!warning.empty()) out_ << "warning: " << warning << "\n";
+    }
     // A run killed during a save leaves a step directory that never became current (and, in a
     // checkpoint of the flat layout, temporary files); the current save itself is whole.
     check_run_layout(o.out_dir);
@@ -338,6 +368,11 @@ Trainer::Trainer(TrainOptions options, std::ostream& out)
     if (stale > 0)
       out_ << "note: removed " << stale << " incomplete save(s) or temporary file(s) left in "
            << o.out_dir << " by an interrupted run\n";
+    // Complete saves of this run that are not current: a kill between a save's switch of
+    // `current` and the removal of the save before it, or a save a kill kept from its switch.
+    if (const std::size_t unused = remove_unused_saves(o.out_dir, run_id_); unused > 0)
+      out_ << "note: removed " << unused << " complete save(s) of this run that were no longer "
+           << "current, left in " << o.out_dir << " by an interrupted run\n";
     if (o.overwrite && holds_checkpoint(o.out_dir))
       out_ << "note: --overwrite: the run in " << o.out_dir << " will be replaced by this one at its "
            << "first save\n";
@@ -486,7 +521,8 @@ void Trainer::save(bool also_best) {
     const nlohmann::json training = {{"context", options_.context},
                                      {"step", step_},
                                      {"run_id", run_id_},
-                                     {"data", fs::path(options_.data_path).filename().string()}};
+                                     {"data", fs::path(options_.data_path).filename().string()},
+                                     {"manifest", kManifestFile}};
     const std::string extra = nlohmann::json{{"training", training}}.dump();
     save_model(step_dir, *model_, tokenizer_, "model.safetensors", extra, step_, run_id_);
     if (also_best)
@@ -511,6 +547,9 @@ void Trainer::save(bool also_best) {
     save_train_state(step_dir, *optimizer_, state);
     write_file_atomic((files / "log.csv").string(), log_csv(log_));
     write_file_atomic((files / "steps.csv").string(), steps_csv(steps_));
+    // Last: the checksums of every file above (train/io/manifest.hpp); a save without them
+    // never becomes current.
+    write_manifest(step_dir, run_id_, step_);
     commit_save(dir, step_dir);
   } catch (const std::exception& e) {
     if (!step_dir.empty()) {
@@ -531,6 +570,8 @@ void Trainer::save(bool also_best) {
       previous == fs::path(dir) ? std::string() : previous.filename().string();
   const std::string warning = finish_save(dir, previous_save);
   if (!warning.empty()) out_ << "warning: " << warning << "\n";
+  // Earlier saves a reader was still using when they were replaced, now released.
+  remove_unused_saves(dir, run_id_);
 }
 
 void Trainer::print_progress(long it, double loss, double lr, double tokens_per_s, double eta_s) {
@@ -561,10 +602,19 @@ void Trainer::append_step(const StepRow& row) {
   steps_.push_back(row);
   if (live_steps_fd_ < 0) return;
   const std::string line = step_csv_line(row);
-  if (::write(live_steps_fd_, line.data(), line.size()) != static_cast<ssize_t>(line.size())) {
+  // A full disk may take part of the line (a short write, errno untouched): the rest is written
+  // again, and that write's errno (ENOSPC) is the one reported.
+  int err = file_op_fault("append", options_.out_dir + "/" + kStepsFile);
+  for (std::size_t done = 0; err == 0 && done < line.size();) {
+    const ssize_t n = ::write(live_steps_fd_, line.data() + done, line.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) err = n < 0 ? errno : EIO;
+    else done += static_cast<std::size_t>(n);
+  }
+  if (err != 0) {
     // The live copy is for watching; the saves keep the complete log. Say so once and go on.
     out_ << "\nwarning: cannot append to " << options_.out_dir << "/steps.csv ("
-         << std::strerror(errno) << "); the per-step log is still written at every save\n";
+         << std::strerror(err) << "); the per-step log is still written at every save\n";
     ::close(live_steps_fd_);
     live_steps_fd_ = -1;
   }
@@ -643,7 +693,7 @@ TrainResult Trainer::run() {
     const auto t0 = Clock::now();
     const double loss = train_step(it);
     const double dt = seconds_since(t0);
-    append_step({it, loss, schedule_.at(it), last_grad_norm_, dt > 0 ? tokens_per_step / dt : 0,
+    append_step({it + 1, loss, schedule_.at(it), last_grad_norm_, dt > 0 ? tokens_per_step / dt : 0,
                  elapsed_before_ + seconds_since(run_start_)});
     train_seconds += dt;
     ++steps_since_eval;

@@ -132,7 +132,7 @@ TEST_F(LearnerCli, EveryStepIsLoggedLiveAndInTheSave) {
   const double V = vocab_of(first_run_.out);
   for (std::size_t i = 0; i < rows.size(); ++i) {
     ASSERT_EQ(rows[i].size(), 6u);
-    EXPECT_EQ(rows[i][0], static_cast<double>(i));
+    EXPECT_EQ(rows[i][0], static_cast<double>(i + 1)) << "the steps done, as the progress line counts";
     EXPECT_GT(rows[i][3], 0) << "grad_norm";
     EXPECT_GT(rows[i][4], 0) << "tokens_per_s";
     if (i > 0) {
@@ -152,7 +152,7 @@ TEST_F(LearnerCli, EveryStepIsLoggedLiveAndInTheSave) {
   EXPECT_EQ(count(log, "\n"), 5u);  // header + steps 0, 10, 20, 30
   // The loss page carries the per-step rows and V.
   const std::string page = read_file(run_ / "loss.html");
-  EXPECT_NE(page.find("\"steps\":{\"step\":[0.0,1.0,2.0"), std::string::npos);
+  EXPECT_NE(page.find("\"steps\":{\"step\":[1.0,2.0,3.0"), std::string::npos);
   EXPECT_NE(page.find("\"vocab_size\":" + std::to_string(static_cast<int>(V))), std::string::npos);
 }
 
@@ -163,15 +163,18 @@ TEST_F(LearnerCli, ResumeRewritesTheLiveLogFromTheSave) {
   const std::string saved = read_file(run / "steps.csv");
   ASSERT_EQ(csv_rows(saved).size(), 20u);
   // A run that died after its last save left rows of steps that were never saved.
-  write_file(run / "steps.csv", saved + "20,9.0,1e-3,1.0,100.0,9.0\n21,9.0,1e-3,1.0,100.0,9.5\n");
+  write_file(run / "steps.csv", saved + "21,9.0,1e-3,1.0,100.0,9.0\n22,9.0,1e-3,1.0,100.0,9.5\n");
   const CliRun r = glass("train --iters 40 --resume" + recipe);
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   const std::string live = read_file(run / "steps.csv");
   EXPECT_EQ(live.substr(0, saved.size()), saved) << "the saved steps are kept as they were";
   const auto rows = csv_rows(live);
   ASSERT_EQ(rows.size(), 40u);
-  for (std::size_t i = 0; i < rows.size(); ++i) EXPECT_EQ(rows[i][0], static_cast<double>(i));
+  for (std::size_t i = 0; i < rows.size(); ++i) EXPECT_EQ(rows[i][0], static_cast<double>(i + 1));
   EXPECT_NE(rows[20][1], 9.0) << "the unsaved row was dropped";
+  // The last row is the step the run ended at, as the last evaluation ("step 40: ...").
+  EXPECT_EQ(rows.back()[0], 40.0);
+  EXPECT_NE(r.out.find("step 40: train loss"), std::string::npos) << r.out;
   EXPECT_EQ(read_file(run / "step-000040" / "steps.csv"), live);
 }
 

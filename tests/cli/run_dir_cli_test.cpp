@@ -86,6 +86,20 @@ class RunDirCli : public ::testing::Test {
     return to;
   }
 
+  /// copy_run, then the copy's save made one written before saves carried a manifest (no
+  /// manifest.json, and config.json does not mention one), so that the checks a changed file
+  /// meets after the manifest's are reached (train/io/manifest.hpp refuses any change first).
+  static fs::path copy_run_unverified(const fs::path& from, const std::string& name) {
+    const fs::path to = copy_run(from, name);
+    const fs::path save = glass::checkpoint_files_dir(to.string());
+    fs::remove(save / "manifest.json");
+    json config = json::parse(read_file(save / "config.json"));
+    config["training"].erase("manifest");
+    fs::remove(save / "config.json");
+    write_file(save / "config.json", config.dump(2));
+    return to;
+  }
+
   /// The directory of the last complete save of a run directory.
   static fs::path files_of(const fs::path& run) { return glass::checkpoint_files_dir(run.string()); }
 
@@ -199,6 +213,7 @@ TEST_F(RunDirCli, ACheckpointWrittenBeforeRunIdsResumesAndItsBestWeightsStayRead
   }
   json config = json::parse(read_file(old / "config.json"));
   config["training"].erase("run_id");
+  config["training"].erase("manifest");  // nor manifests
   write_file(old / "config.json", config.dump());
   json state = json::parse(read_file(old / "train_state.json"));
   state.erase("run_id");
@@ -254,6 +269,7 @@ TEST_F(RunDirCli, AKillOrAFullDiskAtAnyFileOperationOfASaveLosesNothing) {
   const CliRun reference = glass("train --out " + q(ref.string()) + recipe, "GLASS_FAULT_TRACE=1 ");
   ASSERT_EQ(reference.exit_code, 0) << reference.err;
   std::map<long, long> switch_op_to_step;  // file op number of each switch -> the step it completes
+  long first_manifest_op = -1;  // the rename that completes the first save's files, before its switch
   std::vector<std::string> op_kinds;       // op n - 1 -> its verb and file, step and temp suffix aside
   long total_ops = 0;
   {
@@ -267,11 +283,14 @@ TEST_F(RunDirCli, AKillOrAFullDiskAtAnyFileOperationOfASaveLosesNothing) {
       total_ops = std::max(total_ops, std::stol(m[1]));
       const std::string path = m[3];
       if (m[2] == "switch" && std::regex_search(path, s, step)) switch_op_to_step[std::stol(m[1])] = std::stol(s[1]);
+      if (m[2] == "rename" && first_manifest_op < 0 && path.find("/manifest.json") != std::string::npos)
+        first_manifest_op = std::stol(m[1]);
       op_kinds.resize(static_cast<std::size_t>(total_ops));
       op_kinds[static_cast<std::size_t>(std::stol(m[1]) - 1)] = m[2].str() + " " + std::regex_replace(path, numbers, "#");
     }
   }
   ASSERT_EQ(switch_op_to_step.size(), 3u) << reference.err;
+  ASSERT_GT(first_manifest_op, 0) << reference.err;
   ASSERT_GT(total_ops, 20);
   ASSERT_EQ(op_kinds.size(), static_cast<std::size_t>(total_ops));
 
@@ -337,6 +356,17 @@ TEST_F(RunDirCli, AKillOrAFullDiskAtAnyFileOperationOfASaveLosesNothing) {
     // SIGKILL: -1 when the shell exec'ed glass, 128 + 9 when the shell reports its child's death.
     ASSERT_TRUE(killed.exit_code == -1 || killed.exit_code == 137)
         << "k=" << k << " was not killed (exit " << killed.exit_code << "): " << killed.err;
+    if (last_switch_before(k) < 0 && k >= first_manifest_op) {
+      // The first save is complete but its switch never happened: --resume finds it and says so.
+      SCOPED_TRACE("kill -9 after " + std::to_string(k) + " file ops, before the first switch");
+      const CliRun resumed = glass("train --out " + q(run.string()) + recipe + " --resume");
+      ASSERT_EQ(resumed.exit_code, 0) << resumed.out << resumed.err;
+      EXPECT_NE(resumed.out.find("resuming from the newest complete save, step-000000"), std::string::npos)
+          << resumed.out;
+      EXPECT_EQ(tensors(run / "model.safetensors"), final_weights);
+      if (HasFailure()) return;
+      continue;
+    }
     check_recovery(run, last_switch_before(k), "kill -9 after " + std::to_string(k) + " file ops");
     if (HasFailure()) return;
   }
@@ -452,7 +482,7 @@ TEST_F(RunDirCli, OutputFilesNeverReplaceLinksOrDevicesAndAFullStdoutFails) {
 TEST_F(RunDirCli, EveryCommandRefusesNonFiniteLogits) {
   // Finite weights whose logits overflow: the final norm's gains at 1e30 and the LM head at 3e38
   // (both load fine: only NaN and inf in a file are refused as corrupt).
-  const fs::path run = copy_run(ckpt_, "huge");
+  const fs::path run = copy_run_unverified(ckpt_, "huge");
   const fs::path weights = files_of(run) / "model.safetensors";
   glass::SafetensorsContents c = glass::load_safetensors(weights.string());
   for (auto& t : c.tensors) {
@@ -469,7 +499,7 @@ TEST_F(RunDirCli, EveryCommandRefusesNonFiniteLogits) {
   EXPECT_EQ(train.err.find("-nan"), std::string::npos) << train.err;
 
   // NaN inside the weights (wq): refused when the file is read.
-  const fs::path nan_run = copy_run(ckpt_, "nan");
+  const fs::path nan_run = copy_run_unverified(ckpt_, "nan");
   const fs::path nan_weights = files_of(nan_run) / "model.safetensors";
   c = glass::load_safetensors(nan_weights.string());
   for (auto& t : c.tensors)
@@ -486,7 +516,7 @@ TEST_F(RunDirCli, EveryCommandRefusesNonFiniteLogits) {
 TEST_F(RunDirCli, ResumeRefusesACorruptedTrainingState) {
   const std::string resume = tiny() + data() + " --resume --iters 40";
   auto with_state = [&](const std::string& name, const std::function<void(json&)>& edit) {
-    const fs::path run = copy_run(ckpt_, name);
+    const fs::path run = copy_run_unverified(ckpt_, name);
     const fs::path state = files_of(run) / "train_state.json";
     json j = json::parse(read_file(state));
     edit(j);
@@ -501,13 +531,13 @@ TEST_F(RunDirCli, ResumeRefusesACorruptedTrainingState) {
   expect_error(resume_in(with_state("eps", [](json& j) { j["adamw"]["eps"] = "x"; })), "adamw.eps must be a number");
   expect_error(resume_in(with_state("beta2", [](json& j) { j["adamw"]["beta2"] = 0.95; })), "beta2 = 0.95");
   // A weight decay that differs from the one given now: say which flag restores it.
-  expect_error(resume_in(copy_run(ckpt_, "wd"), " --weight-decay 0.2"), "pass --weight-decay 0.1");
+  expect_error(resume_in(copy_run_unverified(ckpt_, "wd"), " --weight-decay 0.2"), "pass --weight-decay 0.1");
   expect_error(resume_in(with_state("best", [](json& j) { j["best_val"] = 0.001; })),
                "best_val is 0.001 but the smallest val_loss in the log is");
   expect_error(resume_in(with_state("best-nan", [](json& j) { j["has_best"] = false; })), "has_best is false");
   expect_error(resume_in(with_state("log", [](json& j) { j["log"][1][0] = 0; })), "log row 1 has step 0");
   // The untouched copy resumes: the checks above refuse the edits, not the copy.
-  EXPECT_EQ(resume_in(copy_run(ckpt_, "untouched")).exit_code, 0);
+  EXPECT_EQ(resume_in(copy_run_unverified(ckpt_, "untouched")).exit_code, 0);
 }
 
 TEST_F(RunDirCli, MixedRunsReorderedTokenizersAndDuplicateKeysAreRefused) {
@@ -517,14 +547,14 @@ TEST_F(RunDirCli, MixedRunsReorderedTokenizersAndDuplicateKeysAreRefused) {
   ASSERT_EQ(glass("train" + data() + " --out " + q(other.string()) + " --iters 30 --eval-every 15" + tiny()).exit_code, 0);
   for (const char* file : {"train_state.json", "train_state.safetensors", "model.safetensors", "config.json"}) {
     SCOPED_TRACE(file);
-    const fs::path mixed = copy_run(ckpt_, std::string("mixed-") + file);
+    const fs::path mixed = copy_run_unverified(ckpt_, std::string("mixed-") + file);
     fs::remove(files_of(mixed) / file);  // hard links: replace the entry, not the shared file
     fs::copy_file(files_of(other) / file, files_of(mixed) / file);
     expect_error(glass("train --out " + q(mixed.string()) + tiny() + data() + " --resume --iters 40"),
                  "mixes files of two runs");
   }
   // config.json whose tokenizer lists the same characters in another order.
-  const fs::path swapped = copy_run(ckpt_, "swapped");
+  const fs::path swapped = copy_run_unverified(ckpt_, "swapped");
   const fs::path config_path = files_of(swapped) / "config.json";
   json config = json::parse(read_file(config_path));
   auto& chars = config["tokenizer"]["chars"];
@@ -535,18 +565,18 @@ TEST_F(RunDirCli, MixedRunsReorderedTokenizersAndDuplicateKeysAreRefused) {
   expect_error(glass("train --out " + q(swapped.string()) + tiny() + data() + " --resume --iters 40"),
                "the tokenizer does not match");
   // Duplicate keys: in config.json, in train_state.json and in a safetensors header.
-  const fs::path dup = copy_run(ckpt_, "dup-keys");
+  const fs::path dup = copy_run_unverified(ckpt_, "dup-keys");
   std::string text = read_file(files_of(ckpt_) / "config.json");
   text.insert(text.find('{') + 1, "\"model\": {},");
   write_file(files_of(dup) / "config.json", text);
   expect_error(glass("sample --checkpoint " + q(dup.string())), "the key \"model\" appears twice");
-  const fs::path dup_state = copy_run(ckpt_, "dup-state");
+  const fs::path dup_state = copy_run_unverified(ckpt_, "dup-state");
   text = read_file(files_of(ckpt_) / "train_state.json");
   text.insert(text.find('{') + 1, "\"step\": 0,");
   write_file(files_of(dup_state) / "train_state.json", text);
   expect_error(glass("train --out " + q(dup_state.string()) + tiny() + data() + " --resume --iters 40"),
                "the key \"step\" appears twice");
-  const fs::path dup_header = copy_run(ckpt_, "dup-header");
+  const fs::path dup_header = copy_run_unverified(ckpt_, "dup-header");
   const std::string bytes = read_file(files_of(ckpt_) / "model.safetensors");
   std::uint64_t n = 0;
   for (int i = 0; i < 8; ++i) n |= static_cast<std::uint64_t>(static_cast<unsigned char>(bytes[i])) << (8 * i);
@@ -585,7 +615,7 @@ TEST_F(RunDirCli, CheckpointSizesAreComparedWithAvailableNotPhysicalMemory) {
   ASSERT_GT(available, 0);
   ASSERT_LE(available, physical);
   if (physical - available < 2e9) GTEST_SKIP() << "less than 2 GB of the memory is in use";
-  const fs::path run = copy_run(ckpt_, "big-context");
+  const fs::path run = copy_run_unverified(ckpt_, "big-context");
   const fs::path config_path = files_of(run) / "config.json";
   json config = json::parse(read_file(config_path));
   // Per position: RoPE tables + one-sequence KV cache = head_dim * (1 + 2 * n_layers * n_kv_heads) floats.

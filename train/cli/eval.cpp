@@ -32,8 +32,8 @@ struct EvalFlags {
 /// A warning when the evaluated file is the text the checkpoint was trained on (config.json
 /// records its file name as training.data): 90% of it is the training split the model has
 /// learnt, so its loss is lower than the loss on text the model never saw.
-void warn_if_training_text(const EvalFlags& f) {
-  const std::string trained_on = glass::training_data(f.checkpoint);  // "": not recorded
+void warn_if_training_text(const EvalFlags& f, const glass::LoadedModel& loaded) {
+  const std::string trained_on = glass::training_data(loaded.files_dir);  // "": not recorded
   if (trained_on.empty() || std::filesystem::path(f.data).filename().string() != trained_on) return;
   std::cerr << "warning: " << f.data << " looks like the text this checkpoint was trained on "
             << "(config.json: training.data = " << trained_on << "). 90% of it is the training "
@@ -45,7 +45,8 @@ void warn_if_training_text(const EvalFlags& f) {
 void run_eval(const EvalFlags& f) {
   glass::cli::apply_threads(f.threads);
   glass::LoadedModel loaded = glass::load_checkpoint(f.checkpoint, f.best);
-  warn_if_training_text(f);
+  if (!loaded.warning.empty()) std::cerr << "warning: " << loaded.warning << "\n";
+  warn_if_training_text(f, loaded);
   std::u32string text = glass::load_text(f.data);
   std::size_t unknown = 0;
   glass::TokenIds ids;  // 1 or 2 bytes per character
@@ -62,7 +63,7 @@ void run_eval(const EvalFlags& f) {
   if (unknown > 0) std::cerr << "warning: " << unknown << " characters outside the vocabulary were mapped to id 0\n";
   if (ids.size() < 2) throw CommandError(f.data + " must hold at least 2 characters to predict one");
 
-  std::size_t T = glass::training_context(f.checkpoint);  // 0: not recorded
+  std::size_t T = glass::training_context(loaded.files_dir);  // 0: not recorded
   if (T == 0) T = loaded.config.context_length;
   if (T > loaded.config.context_length) {
     throw CommandError(fmt::format("{}/config.json: training.context {} exceeds the model's "

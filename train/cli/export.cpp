@@ -90,12 +90,13 @@ void run_export(const ExportFlags& f) {
     throw CommandError(fmt::format("--out '{}' is a directory; the gguf format writes one file, "
                                    "e.g. --out {}/model.gguf", f.out, f.out));
   const glass::LoadedModel loaded = glass::load_checkpoint(f.checkpoint, f.best);
+  if (!loaded.warning.empty()) std::cerr << "warning: " << loaded.warning << "\n";
 
   glass::ExportInfo info;
   info.name = fs::canonical(f.checkpoint).filename().string();  // the directory exists: it loaded
   info.step = loaded.weights_step;
-  info.data = glass::training_data(f.checkpoint);  // "": not recorded
-  info.context = glass::training_context(f.checkpoint);  // 0: not recorded
+  info.data = glass::training_data(loaded.files_dir);  // "": not recorded
+  info.context = glass::training_context(loaded.files_dir);  // 0: not recorded
   if (info.context == 0) info.context = loaded.config.context_length;
 
   const std::string prompt = shell_quote(prompt_from_training_text(info.data, f.checkpoint, loaded.tokenizer));

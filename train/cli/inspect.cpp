@@ -100,6 +100,7 @@ void run_inspect(const InspectOptions& opt) {
   } catch (const glass::CheckpointError& e) {
     throw CommandError("cannot load checkpoint '" + opt.checkpoint + "': " + e.what());
   }
+  if (!loaded.warning.empty()) std::cerr << "warning: " << loaded.warning << "\n";
   const glass::ModelConfig& config = loaded.model->config();
   if (opt.layer < 0 || static_cast<std::size_t>(opt.layer) >= config.n_layers)
     throw CommandError(fmt::format("--layer {} is out of range: the model has {} layers (0..{})",
@@ -109,7 +110,7 @@ void run_inspect(const InspectOptions& opt) {
                                    opt.head, config.n_heads, config.n_heads - 1));
   const auto layer = static_cast<std::size_t>(opt.layer);
   const auto head = static_cast<std::size_t>(opt.head);
-  std::size_t window = glass::training_context(opt.checkpoint);  // 0: not recorded
+  std::size_t window = glass::training_context(loaded.files_dir);  // 0: not recorded
   if (window == 0 || window > config.context_length) window = config.context_length;
   if (prompt.size() > window)
     throw CommandError(fmt::format(
@@ -146,7 +147,7 @@ void run_inspect(const InspectOptions& opt) {
     if (prompt.size() > 60) shown += "…";
     html.title = "GlassLLM inspector: \"" + shown + "\"";
     try {
-      html.loss = glass::read_loss_log((std::filesystem::path(opt.checkpoint) / "log.csv").string());
+      html.loss = glass::read_loss_log((std::filesystem::path(loaded.files_dir) / "log.csv").string());
     } catch (const std::exception& e) {
       std::cerr << "warning: no loss curve on the page: " << e.what() << "\n";
     }

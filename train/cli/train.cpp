@@ -53,6 +53,11 @@ std::atomic<long> g_saved_step{-1};  // the step of the last complete save (Trai
 // this process speaks (rank 0 under mpirun), and the end of the message of a second signal.
 bool g_say_signals = false;
 std::string g_after_saved_step;  // "N" follows "the last complete save, of step N"
+// DIR/current and its target when the handlers were installed: a second signal reads the link
+// again (readlink(2) may be called in a handler), so that it names the save that is current even
+// when a save switched the link an instant before g_saved_step was updated.
+std::string g_current_link;
+std::string g_initial_target;
 std::string g_when_nothing_saved;
 
 /// Writes `text` to standard error with write(2), which a signal handler may call.
@@ -89,7 +94,17 @@ extern "C" void on_stop_signal(int signo) {
   }
   if (g_say_signals) {
     say("\n"), say(name), say(" again: stopped at once, without the save the first one asked for. ");
-    const long step = g_saved_step.load();
+    long step = g_saved_step.load();
+    char target[256];
+    const ssize_t n = g_current_link.empty()
+                          ? -1
+                          : ::readlink(g_current_link.c_str(), target, sizeof target - 1);
+    const bool moved = n > 5 && (static_cast<std::size_t>(n) != g_initial_target.size() ||
+                                 std::memcmp(target, g_initial_target.data(), static_cast<std::size_t>(n)) != 0);
+    if (moved && std::memcmp(target, "step-", 5) == 0 && target[5] >= '0' && target[5] <= '9') {
+      step = 0;  // "step-000049" or "step-000049.1": a save of this run switched to it
+      for (ssize_t i = 5; i < n && target[i] >= '0' && target[i] <= '9'; ++i) step = 10 * step + (target[i] - '0');
+    }
     if (step >= 0) {
       char digits[24];
       std::size_t n = 0;
@@ -279,7 +294,7 @@ void run_train(TrainFlags& flags, CLI::App* cmd) {
   o.attention_given = cmd->count("--attention") > 0;
   if (o.resume) {
     for (const char* flag : {"--d-model", "--n-layers", "--n-heads", "--n-kv-heads", "--ffn-hidden", "--vocab-cap"})
-      if (cmd->count(flag) > 0)
+      if (cmd->count(flag) > 0 && o.comm.is_root())  // under mpirun, rank 0 speaks for all
         std::cerr << "warning: " << flag << " is ignored with --resume (the checkpoint's model is used)\n";
     if (o.overfit_batch)
       throw glass::cli::CommandError("--overfit-batch is a check of the training loop, not a run to "
@@ -338,6 +353,9 @@ void run_train(TrainFlags& flags, CLI::App* cmd) {
       serve.data_path = o.data_path;
       server = glass::cli::start_server(serve, std::cout);
     }
+    g_current_link = (fs::path(o.out_dir) / glass::kCurrentLink).string();
+    std::error_code no_link;
+    g_initial_target = fs::read_symlink(g_current_link, no_link).string();
     std::signal(SIGINT, on_stop_signal);
     std::signal(SIGTERM, on_stop_signal);
     try {

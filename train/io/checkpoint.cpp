@@ -15,6 +15,7 @@
 #include "train/io/checkpoint_files.hpp"
 #include "train/io/config_json.hpp"
 #include "train/io/json_no_duplicates.hpp"
+#include "train/io/manifest.hpp"
 #include "train/io/model_size.hpp"
 #include "train/io/run_dir.hpp"
 #include "train/io/safetensors.hpp"
@@ -106,6 +107,47 @@ void check_same_run(const std::string& dir, const std::string& file_a, const std
       id_b.empty() ? "(none recorded)" : id_b));
 }
 
+void check_save_consistency(const std::string& dir, const Manifest& manifest,
+                            const json& training, const std::string& weights_run_id,
+                            const std::string& weights_step, const ModelConfig& model) {
+  const std::string config_path = path_in(dir, "config.json");
+  if (!training.is_object())
+    throw CheckpointError(config_path + ": \"training\" must be an object");
+  // A save of a run (a step directory) written with a manifest must still have it; files copied
+  // out of a save (a flat directory) are read without, with a warning (load_checkpoint).
+  fs::path named = fs::path(dir).lexically_normal();
+  if (named.filename().empty()) named = named.parent_path();
+  if (!manifest.present && training.contains("manifest") && is_step_dir_name(named.filename().string()))
+    throw CheckpointError(fmt::format(
+        "{}: the save has no {} although its config.json says it was written with one: its files "
+        "cannot be verified. Restore the file, or use another save of the run",
+        dir, kManifestFile));
+  if (manifest.present) {
+    check_same_run(dir, kManifestFile, manifest.run_id, "the weights", weights_run_id);
+    if (weights_step != std::to_string(manifest.step))
+      throw CheckpointError(fmt::format("{}: the weights record step {} but the save's {} step {} "
+                                        "(files of two saves mixed?)",
+                                        dir, weights_step.empty() ? "(none)" : weights_step,
+                                        kManifestFile, manifest.step));
+  }
+  if (training.contains("step") && !weights_step.empty() &&
+      training["step"].dump() != weights_step)
+    throw CheckpointError(fmt::format(
+        "{}: training.step is {} but the weights record step {} (files of two saves mixed, or "
+        "config.json edited?)",
+        config_path, training["step"].dump(), weights_step));
+  if (training.contains("context")) {
+    const json& c = training["context"];
+    if (!c.is_number_unsigned() || c.get<std::size_t>() == 0)
+      throw CheckpointError(fmt::format("{}: training.context must be a positive integer (got {})",
+                                        config_path, c.dump()));
+    if (c.get<std::size_t>() > model.context_length)
+      throw CheckpointError(fmt::format(
+          "{}: training.context {} exceeds the model's context_length {}: the file is corrupt",
+          config_path, c.dump(), model.context_length));
+  }
+}
+
 }  // namespace checkpoint_files
 
 using namespace checkpoint_files;
@@ -135,7 +177,9 @@ LoadedModel load_checkpoint(const std::string& run_dir, bool best) {
   if (fs::exists(run_dir) && !fs::is_directory(run_dir))
     throw CheckpointError(fmt::format("'{}' is a file; a checkpoint is the directory glass train "
                                       "wrote (its --out)", run_dir));
-  const std::string dir = checkpoint_files_dir(run_dir);  // the last complete save of a run
+  // The last complete save of a run, kept from the trainer's cleanup until the model is dropped.
+  auto pin = std::make_shared<SavePin>(run_dir);
+  const std::string dir = pin->dir();
   if (fs::exists(dir) && !fs::is_directory(dir))
     throw CheckpointError(fmt::format("'{}' is a file; a checkpoint is the directory glass train "
                                       "wrote (its --out)", dir));
@@ -149,16 +193,29 @@ LoadedModel load_checkpoint(const std::string& run_dir, bool best) {
     throw CheckpointError(fmt::format("'{}' is not a complete checkpoint: {} is missing", dir,
                                       fs::path(weights_path).filename().string()));
   return as_checkpoint_error([&] {
-    const std::string config_text = read_file(config_path);
-    CheckpointConfig config = config_from_json(config_text, config_path);
-    SafetensorsContents weights = load_safetensors(weights_path);
     const std::string weights_name = fs::path(weights_path).filename().string();
+    // Each file is checked against the manifest as read, before it is parsed.
+    const Manifest manifest = read_manifest(dir);
+    const std::string config_text = read_file(config_path);
+    check_against_manifest(manifest, dir, "config.json", config_text);
+    const std::string weights_bytes = read_file(weights_path);
+    check_against_manifest(manifest, dir, weights_name, weights_bytes);
+    CheckpointConfig config = config_from_json(config_text, config_path);
+    SafetensorsContents weights = safetensors_parse(weights_bytes, weights_path);
     const auto meta = [&](const char* key) {
       const auto it = weights.metadata.find(key);
       return it == weights.metadata.end() ? std::string() : it->second;
     };
-    check_same_run(dir, "config.json", config_run_id(json::parse(config_text)), weights_name,
-                   meta("run_id"));
+    const json config_json = json::parse(config_text);
+    const json training = config_json.value("training", json::object());
+    check_same_run(dir, "config.json", config_run_id(config_json), weights_name, meta("run_id"));
+    check_save_consistency(dir, manifest, training, meta("run_id"), meta("step"), config.model);
+    std::string unverified;
+    if (!manifest.present && training.is_object() && !training.empty())
+      unverified = fmt::format(
+          "{} has no {} (a save written before saves carried one, or files copied without it): "
+          "its files cannot be verified. A --resume of the run writes one at its next save",
+          dir, kManifestFile);
     if (weights.metadata.count("tokenizer_chars") != 0 &&
         meta("tokenizer_chars") != tokenizer_fingerprint(config.tokenizer)) {
       std::u32string trained;
@@ -200,6 +257,9 @@ LoadedModel load_checkpoint(const std::string& run_dir, bool best) {
     loaded.tokenizer = std::move(config.tokenizer);
     loaded.weights_step = meta("step");
     loaded.run_id = meta("run_id");
+    loaded.files_dir = dir;
+    loaded.warning = unverified;
+    loaded.pin = pin;
     try {
       loaded.model = std::make_unique<Decoder>(config.model, 0);
     } catch (const std::invalid_argument& e) {
@@ -219,7 +279,7 @@ LoadedModel load_checkpoint(const std::string& run_dir, bool best) {
 }
 
 std::size_t training_context(const std::string& run_dir) {
-  const std::string dir = checkpoint_files_dir(run_dir);
+  const std::string dir = SavePin(run_dir).dir();
   const json j = read_json(path_in(dir, "config.json"));
   if (!j.contains("training") || !j["training"].is_object() || !j["training"].contains("context"))
     return 0;

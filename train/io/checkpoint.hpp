@@ -21,6 +21,8 @@
 
 namespace glass {
 
+class SavePin;
+
 /// A checkpoint that cannot be used: missing directory or file, bad JSON, truncated or corrupt
 /// safetensors, a tensor with the wrong shape or a missing tensor. The message says which file
 /// and what is wrong.
@@ -40,13 +42,28 @@ struct LoadedModel {
   /// The "run_id" entry of the weights file's metadata (the run that wrote it); empty when the
   /// file has none. load_checkpoint has checked that config.json records the same.
   std::string run_id;
+  /// The directory the files were read from: the save DIR/current pointed to, or DIR itself.
+  /// Read anything else of the checkpoint (training_context, log.csv) from here, not from DIR,
+  /// whose `current` may have moved on to a newer save since.
+  std::string files_dir;
+  /// Keeps that save from being removed by a trainer's cleanup while this model lives
+  /// (train/io/run_dir.hpp).
+  std::shared_ptr<SavePin> pin;
+  /// "" or a warning for the user: the files could not be verified (a save of glass train
+  /// written before saves carried a manifest). Commands print it on stderr.
+  std::string warning;
 };
 
 /// Loads DIR/config.json and DIR/model.safetensors (or DIR/best.safetensors when `best`); for a
-/// run directory, those of its last complete save (DIR/current). Throws CheckpointError, also
-/// when config.json and the weights record different run ids, or when the weights record the
-/// tokenizer they were trained with ("tokenizer_chars") and config.json lists other characters
-/// or the same ones in another order.
+/// run directory, those of its last complete save (DIR/current), pinned against the trainer's
+/// cleanup (SavePin). Both files are checked against the save's manifest (train/io/manifest.hpp)
+/// before use. Throws CheckpointError, also when a file differs from the manifest, when the
+/// manifest is missing from a save whose config.json says it has one, when config.json, the
+/// weights and the manifest record different run ids or steps, when training.context is larger
+/// than the model's context_length, or when the weights record the tokenizer they were trained
+/// with ("tokenizer_chars") and config.json lists other characters or the same ones in another
+/// order. A save of glass train written before saves carried a manifest is read, with
+/// LoadedModel::warning saying that its files cannot be verified.
 LoadedModel load_checkpoint(const std::string& dir, bool best = false);
 
 /// Writes DIR/config.json and DIR/<weights_file> (default model.safetensors) atomically,

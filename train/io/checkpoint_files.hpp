@@ -12,6 +12,7 @@
 #include "train/io/atomic_file.hpp"
 #include "train/io/checkpoint.hpp"
 #include "train/io/config_json.hpp"
+#include "train/io/manifest.hpp"
 #include "train/io/safetensors.hpp"
 
 namespace glass::checkpoint_files {
@@ -60,5 +61,13 @@ std::string config_run_id(const nlohmann::json& config);
 /// copied by hand). Throws CheckpointError naming both files.
 void check_same_run(const std::string& dir, const std::string& file_a, const std::string& id_a,
                     const std::string& file_b, const std::string& id_b);
+
+/// Checks that the files of one save agree: the manifest (when present) and the weights record
+/// the same run and step, config.json's "training" block (`training`) records the weights'
+/// step and a context no larger than the model's context_length, and a save whose config.json
+/// says it has a manifest has one. Throws CheckpointError naming the file.
+void check_save_consistency(const std::string& dir, const Manifest& manifest,
+                            const nlohmann::json& training, const std::string& weights_run_id,
+                            const std::string& weights_step, const ModelConfig& model);
 
 }  // namespace glass::checkpoint_files

@@ -15,12 +15,19 @@
 #include <regex>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "train/io/atomic_file.hpp"
+#include "train/io/manifest.hpp"
 
 namespace glass {
 
 namespace fs = std::filesystem;
+
+bool is_step_dir_name(const std::string& name) {
+  static const std::regex pattern(R"(step-[0-9]{6,}(\.[0-9]+)?)");
+  return std::regex_match(name, pattern);
+}
 
 namespace {
 
@@ -38,12 +45,6 @@ std::string current_target(const std::string& dir) {
   return ec ? "" : target.string();
 }
 
-/// True for the names begin_save gives: "step-" and at least six digits, optionally ".k".
-bool is_step_dir_name(const std::string& name) {
-  static const std::regex pattern(R"(step-[0-9]{6,}(\.[0-9]+)?)");
-  return std::regex_match(name, pattern);
-}
-
 /// True when `dir` can only be a save of a run: a step directory by name, holding nothing but
 /// checkpoint files and their temporary files (FILE.tmp.PID.N). A directory of the user's that
 /// happens to be called "step-..." inside --out is never taken for one, so never removed.
@@ -59,21 +60,36 @@ bool is_save_dir(const fs::path& dir) {
       if (name == file || name.rfind(file + ".tmp.", 0) == 0) known = true;
     // The per-step log is saved too, but not linked from DIR: DIR/steps.csv is the trainer's
     // live copy (train/trainer.hpp).
-    if (name == kStepsFile || name.rfind(std::string(kStepsFile) + ".tmp.", 0) == 0) known = true;
+    for (const char* extra : {kStepsFile, kManifestFile})
+      if (name == extra || name.rfind(std::string(extra) + ".tmp.", 0) == 0) known = true;
     if (!known) return false;
   }
   return !ec;
 }
 
-/// A save dir holding every file a save writes (best.safetensors is optional): complete, so
-/// never removed as the remains of a save cut short.
+/// True when the save's config.json says the save has a manifest (glass train writes
+/// "training": {"manifest": "manifest.json"} since saves carry one). An unreadable config.json
+/// counts as saying so.
+bool expects_manifest(const fs::path& dir) {
+  try {
+    const nlohmann::json config = nlohmann::json::parse(read_file((dir / "config.json").string()));
+    const nlohmann::json training = config.value("training", nlohmann::json::object());
+    return !training.is_object() || training.contains("manifest");
+  } catch (const std::exception&) {
+    return true;
+  }
+}
+
+/// A save dir holding every file a save writes (best.safetensors is optional) and, last, its
+/// manifest (none in a save written before saves carried one): complete, so never removed as
+/// the remains of a save cut short.
 bool is_complete_save(const fs::path& dir) {
   if (!is_save_dir(dir)) return false;
   std::error_code ec;
   for (const char* file : {"model.safetensors", "config.json", "train_state.json",
                            "train_state.safetensors", "log.csv"})
     if (!fs::is_regular_file(dir / file, ec)) return false;
-  return true;
+  return fs::is_regular_file(dir / kManifestFile, ec) || !expects_manifest(dir);
 }
 
 void sync_directory(const std::string& dir) {
@@ -137,28 +153,58 @@ void check_run_layout(const std::string& dir) {
 
 // ---- lock -------------------------------------------------------------------------------------
 
+namespace {
+
+/// The pid a trainer wrote into `lock_path`, "" when unknown.
+std::string lock_holder_pid(const std::string& lock_path) {
+  const int fd = ::open(lock_path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return "";
+  char buf[32] = {};
+  const ssize_t n = ::pread(fd, buf, sizeof buf - 1, 0);
+  ::close(fd);
+  std::string pid = n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : "";
+  while (!pid.empty() && (pid.back() == '\n' || pid.back() == ' ')) pid.pop_back();
+  return pid;
+}
+
+}  // namespace
+
 RunLock::RunLock(const std::string& dir) {
   const std::string path = (fs::path(dir) / kLockFile).string();
+  auto busy = [&] {
+    const std::string pid = lock_holder_pid(path);
+    return FileError(fmt::format(
+        "another glass train ({}) is using '{}' (it holds {}); wait for it to end or stop it{}, "
+        "or train into another --out directory",
+        pid.empty() ? "pid unknown" : "pid " + pid, dir, path, pid.empty() ? "" : " (kill " + pid + ")"));
+  };
+  // The lock is on the directory itself, which no one deletes while a run uses it (a deleted
+  // run.lock let a second trainer in); run.lock holds the pid to name, and is locked too for
+  // older versions of glass that lock only it.
+  const int dir_fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir_fd < 0) {
+    const int err = errno;
+    throw FileError(fmt::format("cannot open the run directory '{}': {}", dir, std::strerror(err)));
+  }
+  if (::flock(dir_fd, LOCK_EX | LOCK_NB) != 0) {
+    const int err = errno;
+    ::close(dir_fd);
+    if (err == EWOULDBLOCK) throw busy();
+    warning_ = fmt::format("cannot lock '{}' ({}); nothing stops a second trainer from using it",
+                           dir, std::strerror(err));
+    return;
+  }
   const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (fd < 0) {
     const int err = errno;
+    ::close(dir_fd);
     throw FileError(fmt::format("cannot open the lock file '{}': {}", path, std::strerror(err)));
   }
   if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
     const int err = errno;
-    if (err == EWOULDBLOCK) {
-      char buf[32] = {};
-      const ssize_t n = ::pread(fd, buf, sizeof buf - 1, 0);
-      ::close(fd);
-      std::string pid = n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : "";
-      while (!pid.empty() && (pid.back() == '\n' || pid.back() == ' ')) pid.pop_back();
-      throw FileError(fmt::format(
-          "another glass train ({}) is using '{}' (it holds {}); wait for it to end or stop it{}, "
-          "or train into another --out directory",
-          pid.empty() ? "pid unknown" : "pid " + pid, dir, path,
-          pid.empty() ? "" : " (kill " + pid + ")"));
-    }
     ::close(fd);
+    ::close(dir_fd);
+    if (err == EWOULDBLOCK) throw busy();
     warning_ = fmt::format("cannot lock '{}' ({}); nothing stops a second trainer from using '{}'",
                            path, std::strerror(err), dir);
     return;
@@ -168,10 +214,12 @@ RunLock::RunLock(const std::string& dir) {
     // The lock holds anyway; only the pid shown to a second trainer is missing.
   }
   fd_ = fd;
+  dir_fd_ = dir_fd;
 }
 
 RunLock::~RunLock() {
   if (fd_ >= 0) ::close(fd_);  // closing releases the flock
+  if (dir_fd_ >= 0) ::close(dir_fd_);
 }
 
 std::string new_run_id() {
@@ -234,12 +282,95 @@ std::string finish_save(const std::string& dir, const std::string& previous_save
   const fs::path previous = fs::path(dir) / previous_save;
   if (previous_save.empty() || previous_save == current_target(dir) || !is_save_dir(previous))
     return warning;
-  std::error_code ec;
-  if (int err = file_op_fault("remove", previous.string()); err != 0 || (fs::remove_all(previous, ec), ec))
-    warning += (warning.empty() ? "" : "; ") +
-               fmt::format("cannot remove the previous save '{}': {}", previous.string(),
-                           err != 0 ? std::strerror(err) : ec.message());
+  try {
+    // A save a reader still uses stays until a later save (remove_unused_saves).
+    remove_save_unless_pinned(previous.string());
+  } catch (const FileError& e) {
+    warning += (warning.empty() ? "" : "; ") + std::string(e.what());
+  }
   return warning;
+}
+
+// ---- readers' pins ----------------------------------------------------------------------------
+
+SavePin::SavePin(const std::string& run_dir) {
+  // The trainer removes a save only while it holds the exclusive lock, so once the shared lock
+  // is ours the directory either still holds the whole save or was removed before (its link
+  // count is then 0): in that case `current` has moved on, and is read again.
+  for (int attempt = 0; attempt < 1000; ++attempt) {
+    dir_ = checkpoint_files_dir(run_dir);
+    // Only a save is pinned: a checkpoint directory without `current` is never removed (and a
+    // run directory is what a trainer locks for itself, RunLock).
+    fs::path named = fs::path(run_dir).lexically_normal();
+    if (named.filename().empty()) named = named.parent_path();  // "run/step-000030/"
+    if (dir_ == run_dir && !is_step_dir_name(named.filename().string())) return;
+    const int fd = ::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) {
+      if (errno == ENOENT && dir_ != run_dir) continue;  // removed after `current` was read
+      return;
+    }
+    struct stat st {};
+    if (::flock(fd, LOCK_SH) != 0) {  // no flock here (some network file systems): unpinned
+      fd_ = fd;
+      return;
+    }
+    if (::fstat(fd, &st) == 0 && st.st_nlink == 0) {
+      ::close(fd);
+      continue;
+    }
+    fd_ = fd;
+    return;
+  }
+}
+
+SavePin::~SavePin() {
+  if (fd_ >= 0) ::close(fd_);  // closing releases the flock
+}
+
+bool remove_save_unless_pinned(const std::string& save) {
+  const int fd = ::open(save.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd >= 0 && ::flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK) {
+    ::close(fd);
+    return false;
+  }
+  std::error_code ec;
+  const int err = file_op_fault("remove", save);
+  if (err == 0) fs::remove_all(save, ec);
+  if (fd >= 0) ::close(fd);
+  if (err != 0 || ec)
+    throw FileError(fmt::format("cannot remove the previous save '{}': {}", save,
+                                err != 0 ? std::strerror(err) : ec.message()));
+  return true;
+}
+
+std::size_t remove_unused_saves(const std::string& dir, const std::string& run_id) {
+  const std::string current = current_target(dir);
+  if (current.empty() || run_id.empty()) return 0;
+  static const std::regex name_pattern(R"(step-([0-9]{6,})(\.[0-9]+)?)");
+  std::vector<fs::path> unused;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    std::smatch m;
+    if (name == current || !std::regex_match(name, m, name_pattern) || !is_complete_save(entry.path()))
+      continue;
+    try {
+      const Manifest manifest = read_manifest(entry.path().string());
+      if (manifest.present && manifest.run_id == run_id && std::stol(m[1].str()) == manifest.step)
+        unused.push_back(entry.path());
+    } catch (const std::exception&) {
+      // Not a manifest this run wrote: never taken for one of its saves.
+    }
+  }
+  std::size_t removed = 0;
+  for (const fs::path& p : unused) {
+    try {
+      if (remove_save_unless_pinned(p.string())) ++removed;
+    } catch (const FileError&) {
+      // Tried again at the next save.
+    }
+  }
+  return removed;
 }
 
 std::size_t remove_stale_saves(const std::string& dir) {
@@ -267,6 +398,29 @@ std::size_t remove_stale_saves(const std::string& dir) {
     }
   }
   return removed;
+}
+
+std::string newest_complete_save(const std::string& dir) {
+  static const std::regex name_pattern(R"(step-([0-9]{6,})(\.([0-9]+))?)");
+  std::string best;
+  std::pair<long, long> best_key{-1, -1};  // (step, copy number k of "step-N.k")
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    std::smatch m;
+    if (!std::regex_match(name, m, name_pattern) || !is_complete_save(entry.path())) continue;
+    long step = -1;
+    try {
+      step = std::stol(m[1].str());
+      const Manifest manifest = read_manifest(entry.path().string());
+      if (manifest.present) step = manifest.step;
+    } catch (const std::exception&) {
+      continue;  // a save whose manifest is unreadable is not one to resume from
+    }
+    const std::pair<long, long> key{step, m[3].matched ? std::stol(m[3].str()) : 0};
+    if (key > best_key) best_key = key, best = name;
+  }
+  return best;
 }
 
 void link_or_copy(const std::string& from, const std::string& to) {

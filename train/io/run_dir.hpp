@@ -28,6 +28,10 @@ inline constexpr const char* kLockFile = "run.lock";
 /// appends to after every step (not a link to the save's).
 inline constexpr const char* kStepsFile = "steps.csv";
 
+/// True for the names begin_save gives a save's directory: "step-" and at least six digits,
+/// optionally ".k" ("step-000250", "step-000250.1").
+bool is_step_dir_name(const std::string& name);
+
 /// The files one save writes into its step directory (and links from the run directory).
 const std::vector<std::string>& checkpoint_file_names();
 
@@ -47,8 +51,9 @@ bool holds_checkpoint(const std::string& dir);
 /// (copied with cp -L, or to a file system without links): its next save could not switch it.
 void check_run_layout(const std::string& dir);
 
-/// An exclusive lock (flock) on DIR/run.lock, held until destruction, so that one trainer at a
-/// time uses a run directory. DIR must exist. Throws FileError when another process holds it,
+/// An exclusive lock (flock) on the directory DIR itself and on DIR/run.lock, held until
+/// destruction, so that one trainer at a time uses a run directory, even when run.lock is
+/// deleted meanwhile. DIR must exist. Throws FileError when another process holds it,
 /// naming that process's pid: "another glass train (pid 1234) is using 'runs/x' ...".
 /// On a file system without flock (some network file systems) `held()` is false and
 /// `warning()` says why; the run goes on unprotected.
@@ -62,7 +67,8 @@ class RunLock {
   const std::string& warning() const { return warning_; }
 
  private:
-  int fd_ = -1;
+  int fd_ = -1;      // run.lock
+  int dir_fd_ = -1;  // DIR
   std::string warning_;
 };
 
@@ -92,6 +98,43 @@ std::string finish_save(const std::string& dir, const std::string& previous_save
 /// before its last file); complete ones, current or not, are kept. Returns how many were
 /// removed. Best effort.
 std::size_t remove_stale_saves(const std::string& dir);
+
+/// A shared lock (flock LOCK_SH) on the save a reader uses, held until destruction, so that the
+/// trainer's cleanup never removes it under the reader: the trainer skips a pinned save and
+/// removes it at a later save (remove_unused_saves). Resolves DIR/current once
+/// (checkpoint_files_dir), opens and locks that directory, and checks that it was not removed
+/// in between (then resolves `current` again). dir() is the pinned directory: the save's, or
+/// DIR itself for a checkpoint without a `current` link. Never throws: a directory that cannot
+/// be opened is left to the reader's own error message.
+class SavePin {
+ public:
+  explicit SavePin(const std::string& run_dir);
+  ~SavePin();
+  SavePin(const SavePin&) = delete;
+  SavePin& operator=(const SavePin&) = delete;
+  const std::string& dir() const { return dir_; }
+
+ private:
+  int fd_ = -1;
+  std::string dir_;
+};
+
+/// Removes the save directory `save` unless a reader pins it (SavePin): takes an exclusive
+/// flock without waiting, and returns false at once (nothing removed) when a reader holds it.
+/// Throws FileError when the removal itself fails.
+bool remove_save_unless_pinned(const std::string& save);
+
+/// Removes the complete saves of run `run_id` in DIR that are not current and that no reader
+/// pins: the previous saves a reader pinned at the time they were replaced, and a save a kill
+/// left complete but never switched to. Only a step directory whose name matches the step its
+/// manifest records is taken for one (a copy the user made under another name is kept), and only
+/// when its manifest records `run_id`. Returns how many were removed. Best effort.
+std::size_t remove_unused_saves(const std::string& dir, const std::string& run_id);
+
+/// The name of the newest complete save in DIR ("step-000060"), for a run directory whose
+/// `current` link was lost: the complete step directory with the highest step (its manifest's,
+/// or its name's for a save written before manifests), or "" when there is none.
+std::string newest_complete_save(const std::string& dir);
 
 /// Makes `to` a hard link of `from` (both in the run directory's file system), or a copy when
 /// the file system has no hard links. Throws FileError.
