@@ -39,7 +39,7 @@ class SaveIntegrityCli : public ::testing::Test {
   static CliRun first_run_;
 
   static std::string recipe() {
-    return " --data " + q(text_.string()) + glass_test::tiny() + " --context 16 --threads 1";
+    return " --data " + q(text_.string()) + glass_test::tiny() + " --threads 1";
   }
   static CliRun glass(const std::string& args, const std::string& prefix = "") {
     return glass_test::run_glass(args, dir_, prefix);
@@ -230,7 +230,8 @@ TEST_F(SaveIntegrityCli, ReadersNeverLoseTheSaveTheyReadWhileATrainerSavesEveryS
       "$i.gguf; else echo \"FAILED $a: $err\" | tr '\\n' ' '; echo; fi";
   write_file(dir_ / "reader.sh", reader);
   const std::string script =
-      q(bin) + " train --out " + q(run.string()) + recipe() + " --iters 1000000 --eval-every 1 --sample-tokens 0 >" +
+      q(bin) + " train --out " + q(run.string()) + " --data " + q(text_.string()) + glass_test::tiny(0) +
+      " --threads 1 --iters 1000000 --eval-every 1 >" +
       q(train_out.string()) + " 2>&1 & pid=$!; "
       // Wait for the first complete save (the link appears with it).
       "for i in $(seq 1 1200); do [ -L " + q((run / "current").string()) + " ] && break; sleep 0.05; done; "

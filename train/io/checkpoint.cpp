@@ -124,7 +124,7 @@ void check_save_consistency(const std::string& dir, const Manifest& manifest,
         dir, kManifestFile));
   if (manifest.present) {
     check_same_run(dir, kManifestFile, manifest.run_id, "the weights", weights_run_id);
-    if (weights_step != std::to_string(manifest.step))
+    if (!weights_step.empty() && weights_step != std::to_string(manifest.step))
       throw CheckpointError(fmt::format("{}: the weights record step {} but the save's {} step {} "
                                         "(files of two saves mixed?)",
                                         dir, weights_step.empty() ? "(none)" : weights_step,
@@ -209,7 +209,11 @@ LoadedModel load_checkpoint(const std::string& run_dir, bool best) {
     const json config_json = json::parse(config_text);
     const json training = config_json.value("training", json::object());
     check_same_run(dir, "config.json", config_run_id(config_json), weights_name, meta("run_id"));
-    check_save_consistency(dir, manifest, training, meta("run_id"), meta("step"), config.model);
+    // The best weights record the step of the best evaluation, older than the save's: only the
+    // current weights are held to the save's step (the manifest's checksum covers both; the
+    // trainer always records the step of the current weights).
+    check_save_consistency(dir, manifest, training, meta("run_id"), best ? "" : meta("step"),
+                           config.model);
     std::string unverified;
     if (!manifest.present && training.is_object() && !training.empty())
       unverified = fmt::format(
