@@ -4,7 +4,7 @@
 set -euo pipefail
 
 PACKAGES=(
-  build-essential cmake pkg-config ccache
+  build-essential cmake pkg-config ccache clang-format
   libxtensor-dev libxtensor-blas-dev libxsimd-dev xtl-dev
   libopenblas-dev libgoogle-perftools-dev
   libgtest-dev libgmock-dev libbenchmark-dev
