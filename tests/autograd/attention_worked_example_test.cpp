@@ -17,7 +17,7 @@ namespace {
 using glass::Scalar;
 using glass::Tensor;
 
-TEST(SeedAttention, ReproducesPrintedWeightsAndOutputs) {
+TEST(AttentionWorkedExample, ReproducesThePrintedWeightsAndOutputs) {
   const Tensor q = Tensor::from_vector({1, 0, 1, 1, 0, 1}, {3, 2}, true);
   const Tensor k = Tensor::from_vector({1, 0, 1, 1, 0, 1}, {3, 2}, true);
   const Tensor v = Tensor::from_vector({2, 0, 0, 2, 2, 2}, {3, 2}, true);

@@ -210,7 +210,7 @@ TEST(InspectBrowser, HeadlessChromiumRendersTheHeatmapsAndTakesAScreenshot) {
   EXPECT_NE(dom2.find("class=\"thumb selected\""), std::string::npos);
   fs::remove_all(dir / "profile-dom2");
 
-  // 3. A screenshot, for a human (or an image-reading reviewer) to judge the page.
+  // 3. A screenshot of the page, to look at.
   const fs::path png = dir / "inspect.png";
   const int shot_rc = run("timeout 120 " + chromium + flags + quote((dir / "profile-shot").string()) +
                           " --screenshot=" + quote(png.string()) + " --window-size=1200,900 --hide-scrollbars " +

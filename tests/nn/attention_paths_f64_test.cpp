@@ -1,5 +1,5 @@
 // The model's two attention paths (ModelConfig::attention) in double precision:
-// - the spec's worked example (3 positions, head dim 2) through the reference Attention steps,
+// - the worked example of docs/atencao.md (3 positions, head dim 2) through the reference Attention steps,
 //   weights and outputs to 6 decimals;
 // - reference and fast give the same logits and parameter gradients, and the same logits when
 //   generating through the KV cache;
