@@ -3,6 +3,7 @@
 
 #include "autograd/ops.hpp"
 #include "common.hpp"
+#include "gradcheck_da_biblioteca.hpp"
 
 using namespace glass;
 
@@ -49,6 +50,15 @@ int main() {
   tut::texto(
       "Guarde isto: com um vocabulário de V caracteres, um modelo recém-criado começa\n"
       "perto de log(V). Os capítulos 12 e 26 partem daí.");
+
+  tut::secao("A verificação de gradientes (capítulo 07) de softmax, log_softmax e cross_entropy");
+  tut::texto(
+      "A volta da softmax mistura a linha inteira (o exercício 11 a deduz); a da entropia\ncruzada é p - one_hot. As duas passam pelo juiz do capítulo 07:\n"
+      "(em double: o programa é float, mas o juiz roda nas bibliotecas em double, como o\n"
+      "comando glass gradcheck --op softmax)");
+  tut::gradcheck_da_biblioteca("softmax");
+  tut::gradcheck_da_biblioteca("log_softmax");
+  tut::gradcheck_da_biblioteca("cross_entropy");
 
   tut::experimente({
       "troque o alvo para 2 e veja a perda subir para -log(0.098566);",

@@ -7,6 +7,7 @@
 
 #include "autograd/ops.hpp"
 #include "common.hpp"
+#include "gradcheck_da_biblioteca.hpp"
 
 using namespace glass;
 
@@ -105,6 +106,14 @@ int main() {
       "  mix     = matmul(weights, v);                                   // 8. mistura com V\n"
       "O teste tests/nn/attention_paths_f64_test.cpp passa este mesmo triângulo pelo\n"
       "módulo Attention do modelo e confere os pesos e as saídas com 6 casas.");
+
+  tut::secao("A verificação de gradientes (capítulo 07) de a atenção com máscara");
+  tut::texto(
+      "A softmax com máscara e a atenção causal inteira (as notas, a máscara, os pesos, a média)\npassam pelo juiz do capítulo 07:\n"
+      "(em double: o programa é float, mas o juiz roda nas bibliotecas em double, como o\n"
+      "comando glass gradcheck --op masked_softmax)");
+  tut::gradcheck_da_biblioteca("masked_softmax");
+  tut::gradcheck_da_biblioteca("causal_attention");
 
   tut::experimente({
       "troque o Q de 'a' por [4, 0]: os pesos ficam mais concentrados (0.982, 0.018);",

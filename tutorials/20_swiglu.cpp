@@ -4,6 +4,7 @@
 
 #include "autograd/ops.hpp"
 #include "common.hpp"
+#include "gradcheck_da_biblioteca.hpp"
 #include "nn/decoder.hpp"
 
 using namespace glass;
@@ -62,6 +63,14 @@ int main() {
   std::printf("parâmetros da SwiGLU por camada: 3 × %zu × %zu = %zu\n", padrao.ffn_hidden,
               padrao.d_model, 3 * padrao.ffn_hidden * padrao.d_model);
   tut::texto("Três matrizes em vez de duas; o 2/3 mantém o total parecido com uma MLP de largura 4·d_model.");
+
+  tut::secao("A verificação de gradientes (capítulo 07) de silu e a SwiGLU");
+  tut::texto(
+      "silu e o caminho rápido silu(a) * b (autograd/kernels/silu_mul.cpp) passam pelo juiz\ndo capítulo 07:\n"
+      "(em double: o programa é float, mas o juiz roda nas bibliotecas em double, como o\n"
+      "comando glass gradcheck --op silu)");
+  tut::gradcheck_da_biblioteca("silu");
+  tut::gradcheck_da_biblioteca("silu_mul");
 
   tut::experimente({
       "troque silu por sigmoid no cálculo à mão: a diferença deixa de ser zero;",

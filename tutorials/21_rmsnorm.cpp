@@ -3,6 +3,7 @@
 
 #include "autograd/ops.hpp"
 #include "common.hpp"
+#include "gradcheck_da_biblioteca.hpp"
 
 using namespace glass;
 
@@ -47,6 +48,13 @@ int main() {
   tut::texto(
       "Aumentar x[0] aumenta y[0], mas aumentar os outros DIMINUI y[0] (eles aumentam\n"
       "o rms que divide tudo). A fórmula foi conferida no capítulo 07.");
+
+  tut::secao("A verificação de gradientes (capítulo 07) de a RMSNorm");
+  tut::texto(
+      "A volta da RMSNorm mistura a linha inteira (cada y depende do rms de todos os x).\nEla passa pelo juiz do capítulo 07:\n"
+      "(em double: o programa é float, mas o juiz roda nas bibliotecas em double, como o\n"
+      "comando glass gradcheck --op rms_norm)");
+  tut::gradcheck_da_biblioteca("rms_norm");
 
   tut::experimente({
       "troque x por [0, 0, 0, 0]: y sai [0, 0, 0, 0], e quem salva a conta é o eps (sem ele seria 0/0 = nan);",
