@@ -129,6 +129,10 @@ int main() {
         "com h = 1e-6 as diferenças finitas em float são ruído (capítulo 02), e o juiz\n"
         "reprova contas certas. Por isso os testes do projeto verificam em double.");
   }
+  tut::texto(
+      "O GlassLLM treina em float e confere em double; os LLMs grandes treinam com números\n"
+      "de 16 bits (fp16, bf16) e precisam de truques para não perder gradientes pequenos:\n"
+      "docs/precisao-mista.md.");
 
   tut::experimente({
       "troque h (o padrão 1e-6 de maior_erro_relativo) por 1e-3 e por 1e-10 e veja o erro crescer dos dois lados;",

@@ -56,7 +56,9 @@ int main() {
               double(cfg.context_length * cfg.n_layers * 2 * d * 4) / 1024);
   tut::texto(
       "O cache guarda K e V (por isso o 2) de cada posição e camada; com GQA ele tem a\n"
-      "metade do tamanho. O próximo capítulo junta tudo no módulo nn::Attention.");
+      "metade do tamanho. Num modelo de verdade a mesma conta dá gigabytes (o Llama 2 70B\n"
+      "guarda 1.25 GiB por conversa de 4096 tokens, e seriam 10 GiB sem GQA): docs/escala.md.\n"
+      "O próximo capítulo junta tudo no módulo nn::Attention.");
 
   tut::experimente({
       "troque n_rep = 2 por 4: 8 cabeças de consulta, e as cabeças 0 a 3 leem a K/V 0;",

@@ -64,7 +64,7 @@ int main() {
               padrao.d_model, 3 * padrao.ffn_hidden * padrao.d_model);
   tut::texto("Três matrizes em vez de duas; o 2/3 mantém o total parecido com uma MLP de largura 4·d_model.");
 
-  tut::secao("A verificação de gradientes (capítulo 07) de silu e a SwiGLU");
+  tut::secao("A verificação de gradientes (capítulo 07) de silu e da SwiGLU");
   tut::texto(
       "silu e o caminho rápido silu(a) * b (autograd/kernels/silu_mul.cpp) passam pelo juiz\ndo capítulo 07:\n"
       "(em double: o programa é float, mas o juiz roda nas bibliotecas em double, como o\n"

@@ -49,7 +49,7 @@ int main() {
       "Aumentar x[0] aumenta y[0], mas aumentar os outros DIMINUI y[0] (eles aumentam\n"
       "o rms que divide tudo). A fórmula foi conferida no capítulo 07.");
 
-  tut::secao("A verificação de gradientes (capítulo 07) de a RMSNorm");
+  tut::secao("A verificação de gradientes (capítulo 07) da RMSNorm");
   tut::texto(
       "A volta da RMSNorm mistura a linha inteira (cada y depende do rms de todos os x).\nEla passa pelo juiz do capítulo 07:\n"
       "(em double: o programa é float, mas o juiz roda nas bibliotecas em double, como o\n"
