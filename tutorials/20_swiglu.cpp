@@ -2,6 +2,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include <xtensor/xmath.hpp>
+
 #include "autograd/ops.hpp"
 #include "common.hpp"
 #include "gradcheck_da_biblioteca.hpp"
@@ -77,5 +79,15 @@ int main() {
       "zere ffn.w3.weight.value() (ffn.w3.weight.value().fill(0)): y vira zero, o portão multiplica zero;",
       "imprima silu(-20) e silu(20): -0.000000 (tende a 0 por baixo) e 20.000000 (tende a z).",
   });
+  tut::respostas();
+  {
+    NoGradGuard sem_fita;
+    Tensor y_sigmoid = linear(sigmoid(linear(x, ffn.w1.weight)) * cima, ffn.w2.weight);
+    std::printf("com sigmoid no lugar de silu: diferença máxima %.6f\n",
+                static_cast<double>(xt::amax(xt::abs(y_sigmoid.value() - y.value()))()));
+    ffn.w3.weight.value().fill(0);
+    tut::linha("y com w3 = 0", ffn.forward(x).value());
+    tut::linha("silu(-20) e silu(20)", silu(Tensor::from_vector({-20, 20}, {2})).value());
+  }
   return 0;
 }
