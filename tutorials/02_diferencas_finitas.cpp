@@ -57,17 +57,18 @@ int main() {
   });
   tut::respostas();
   {
-    // Para frente, h = 1e-3: o erro é cerca de f''(x)/2 · h = 3x · h (f'' = 6x).
-    const Scalar h = 1e-3f;
+    // Para frente, h = 1e-2: o erro é cerca de f''(x)/2 · h = 3x · h (f'' = 6x).
+    const Scalar h = 1e-2f;
     for (Scalar x0 : {0.0f, 10.0f}) {
       const double frente = (f(x0 + h) - f(x0)) / h;
       const double exata0 = 3.0 * x0 * x0 - 2.0;
-      std::printf("x = %4.1f, h = 1e-3: para frente %.4f, exata %.4f, erro %.4f (3x·h = %.4f)\n",
-                  static_cast<double>(x0), frente, exata0, std::fabs(frente - exata0), 3.0 * x0 * 1e-3);
+      std::printf("x = %4.1f, h = 1e-2: para frente %.4f, exata %.4f, erro %.4f (3x·h = %.4f)\n",
+                  static_cast<double>(x0), frente, exata0, std::fabs(frente - exata0), 3.0 * x0 * 1e-2);
     }
-    std::printf("  (em x = 0 o termo 3x·h some e sobra o erro de arredondamento do float)\n");
+    std::printf("  (o erro cresce com x, como 3x·h; em x = 0 esse termo some e sobra h² = 0.0001)\n");
     const auto g = [](Scalar v) { return exp(Tensor::scalar(v)).item(); };
-    const double central_exp = (g(x + h) - g(x - h)) / (2 * 1e-3);
+    const Scalar h3 = 1e-3f;
+    const double central_exp = (g(x + h3) - g(x - h3)) / (2 * 1e-3);
     std::printf("exp em 1.5, central com h = 1e-3: %.4f; exata exp(1.5) = %.4f\n", central_exp, std::exp(1.5));
     const Scalar h7 = 1e-7f;
     const double central7 = (f(x + h7) - f(x - h7)) / (2 * 1e-7);

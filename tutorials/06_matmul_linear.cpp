@@ -1,4 +1,6 @@
 // Capítulo 06 — Multiplicação de matrizes e a camada linear.
+#include <algorithm>
+
 #include <xtensor/xmath.hpp>
 
 #include "autograd/ops.hpp"

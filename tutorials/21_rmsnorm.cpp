@@ -60,7 +60,7 @@ int main() {
 
   tut::experimente({
       "troque x por [0, 0, 0, 0]: y sai [0, 0, 0, 0], e quem salva a conta é o eps (sem ele seria 0/0 = nan);",
-      "troque x por [1, 1, 1, 1] e por [-1, -1, -1, -1]: sai [1, 1, 1, 1] e [-1, -1, -1, -1] (rms = 1, o sinal fica);",
+      "troque x por [1, 1, 1, 1] e por [-1, -1, -1, -1]: sai quase [1, 1, 1, 1] e [-1, -1, -1, -1] (rms ≈ 1, o sinal fica; o eps tira um pouco da sexta casa);",
       "implemente a conta com mean, pow e div e compare com rms_norm.",
   });
   tut::respostas();

@@ -167,9 +167,9 @@ int main() {
                 simples, pesada);
     tut::texto(
         "  (mpirun e a mensagem de --batch-size 15 com -np 2 são conferidos pelo teste\n"
-        "  tests/cli/train_mpi_test.cpp, que roda glass train com mpirun quando o build tem MPI:\n"
-        "  dois processos aprendem o mesmo que um com o mesmo lote, e um lote que não se divide entre os processos é recusado\n"
-        "  com uma mensagem que diz por quê)");
+        "  tests/cli/train_mpi_test.cpp, que roda glass train com mpirun quando o build tem\n"
+        "  MPI: dois processos aprendem o mesmo que um com o mesmo lote, e um lote que não se\n"
+        "  divide entre os processos é recusado com uma mensagem que diz por quê)");
   }
   return 0;
 }

@@ -783,9 +783,10 @@ TEST(DocsScale, ParametersTokensFlopsAndTheCache) {
 
 // ---- perplexidade.md -----------------------------------------------------------------------------
 
-/// Column `column` of the row of docs/img/tinyshakespeare-log.csv whose step is `step`.
-std::string log_value(long step, const std::string& column) {
-  const std::vector<std::string> rows = lines_of(read_file(kDocs / "img" / "tinyshakespeare-log.csv"));
+/// Column `column` of the row of the training log docs/img/<file> (a glass train log.csv) whose
+/// step is `step`.
+std::string log_value(long step, const std::string& column, const std::string& file = "tinyshakespeare-log.csv") {
+  const std::vector<std::string> rows = lines_of(read_file(kDocs / "img" / file));
   const auto split = [](const std::string& row) {
     std::vector<std::string> cells;
     std::istringstream in(row);
@@ -794,7 +795,7 @@ std::string log_value(long step, const std::string& column) {
     return cells;
   };
   if (rows.empty()) {
-    ADD_FAILURE() << "no docs/img/tinyshakespeare-log.csv";
+    ADD_FAILURE() << "no docs/img/" << file;
     return "";
   }
   const std::vector<std::string> header = split(rows[0]);
@@ -803,7 +804,7 @@ std::string log_value(long step, const std::string& column) {
     const std::vector<std::string> cells = split(rows[i]);
     if (!cells.empty() && cells[0] == std::to_string(step) && col < static_cast<long>(cells.size())) return cells[col];
   }
-  ADD_FAILURE() << "no step " << step << " with a column " << column << " in tinyshakespeare-log.csv";
+  ADD_FAILURE() << "no step " << step << " with a column " << column << " in " << file;
   return "";
 }
 
@@ -906,6 +907,44 @@ TEST(DocsMixedPrecision, TheFormatsLimitsAndTheMemory) {
   const std::size_t n = default_model_parameters(corpus_vocab_size("tinyshakespeare.txt"));
   expect_claim("precisao-mista.md", "11888640", std::to_string(16 * n));
   expect_claim("precisao-mista.md", "11.3 MiB", fixed(16.0 * n / (1024 * 1024), 1) + " MiB");
+}
+
+// ---- sobreajuste-e-dropout.md --------------------------------------------------------------------
+
+TEST(DocsOverfitting, TheTableIsTheSavedRunsLog) {
+  const std::string log = "domcasmurro-3000-log.csv";
+  for (long step : {500L, 1000L, 1500L, 2000L, 2500L, 3000L}) {
+    const std::string train = log_value(step, "train_loss", log), val = log_value(step, "val_loss", log);
+    const double gap = std::stod(val) - std::stod(train);
+    const std::string gap_text = gap < 0 ? "−" + fixed(-gap, 6) : fixed(gap, 6);
+    expect_stated("sobreajuste-e-dropout.md",
+                  "| " + std::to_string(step) + " | " + train + " | " + val + " | " + gap_text + " |");
+  }
+  // Validation rises after its best (step 2000) while training keeps falling.
+  const double best = std::stod(log_value(2000, "val_loss", log));
+  for (long step = 0; step <= 3000; step += 250) EXPECT_GE(std::stod(log_value(step, "val_loss", log)), best) << step;
+  EXPECT_GT(std::stod(log_value(3000, "val_loss", log)), best);
+  EXPECT_LT(std::stod(log_value(3000, "train_loss", log)), std::stod(log_value(2000, "train_loss", log)));
+  expect_stated("sobreajuste-e-dropout.md", "(1.566202 → 1.615765)");
+  expect_stated("sobreajuste-e-dropout.md", "(1.320620 → 1.135083)");
+  // The corpus and the passes over the training text: 90% of the characters, floor (as split_train_val).
+  const glass::TrainOptions options;
+  const double per_step = static_cast<double>(options.batch_size * options.context);
+  const std::size_t book = glass::load_text(GLASS_SOURCE_DIR "/data/corpora/domcasmurro.txt").size();
+  const std::size_t book_train = static_cast<std::size_t>(std::floor(0.9 * static_cast<double>(book)));
+  expect_claim("sobreajuste-e-dropout.md", "133196", std::to_string(book));
+  expect_claim("sobreajuste-e-dropout.md", "119876", std::to_string(book_train));
+  expect_claim("sobreajuste-e-dropout.md", "12.8", fixed(2000 * per_step / static_cast<double>(book_train), 1));
+  expect_claim("sobreajuste-e-dropout.md", "19.2", fixed(3000 * per_step / static_cast<double>(book_train), 1));
+  const std::size_t plays = glass::load_text(GLASS_SOURCE_DIR "/data/corpora/tinyshakespeare.txt").size();
+  const std::size_t plays_train = static_cast<std::size_t>(std::floor(0.9 * static_cast<double>(plays)));
+  expect_claim("sobreajuste-e-dropout.md", "1003854", std::to_string(plays_train));
+  expect_claim("sobreajuste-e-dropout.md", "1.53", fixed(2000 * per_step / static_cast<double>(plays_train), 2));
+  expect_claim("sobreajuste-e-dropout.md", "0.195",
+               fixed(std::stod(log_value(2000, "val_loss")) - std::stod(log_value(2000, "train_loss")), 3));
+  EXPECT_EQ(fixed(static_cast<double>(plays) / static_cast<double>(book), 0), "8");  // "eight times larger"
+  expect_stated("sobreajuste-e-dropout.md", "`--weight-decay`, 0.1");
+  EXPECT_EQ(options.weight_decay, 0.1);
 }
 
 }  // namespace
