@@ -728,10 +728,7 @@ std::string short_e(double value) {
   std::snprintf(buf, sizeof buf, "%.2e", value);
   std::string s = buf;
   const std::size_t e = s.find('e');
-  std::string exponent = s.substr(e + 1);
-  if (exponent[0] == '+') exponent.erase(0, 1);
-  while (exponent.size() > 1 && exponent[0] == '0') exponent.erase(0, 1);
-  return s.substr(0, e) + "e" + exponent;
+  return s.substr(0, e) + "e" + std::to_string(std::stoi(s.substr(e + 1)));
 }
 
 /// The bytes of a K/V cache: K and V, per layer, per K/V head, head_dim numbers per token.
