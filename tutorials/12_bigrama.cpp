@@ -40,11 +40,12 @@ int main() {
   std::printf("log(V): %.6f   (perda esperada no início, capítulo 09)\n", std::log(double(V)));
   const int passos = 150;
   const Scalar lr = 50;
-  double perda_inicial = 0, perda_final = 0;
+  double perda_inicial = 0, perda_final = 0, perda_50 = 0;
   for (int passo = 0; passo <= passos; ++passo) {
     Tensor logits = embedding(W, entradas);     // (N, V)
     Tensor perda = cross_entropy(logits, alvos);  // escalar
     if (passo == 0) perda_inicial = perda.item();
+    if (passo == 50) perda_50 = perda.item();
     perda_final = perda.item();
     if (passo % 25 == 0) std::printf("passo %3d: perda %.4f\n", passo, perda.item());
     if (passo == passos) {
@@ -103,14 +104,14 @@ int main() {
   });
   tut::respostas();
   {
-    // O mesmo laço, com outro lr: a perda depois de 150 passos.
-    const auto treinar = [&](Scalar lr_teste) {
+    // O mesmo laço, com outro lr: a perda depois de 50 passos.
+    const auto treinar = [&](Scalar lr_teste, int n_passos) {
       Tensor Wt = Tensor::zeros({V, V}, true);
       double ultima = 0;
-      for (int passo = 0; passo <= passos; ++passo) {
+      for (int passo = 0; passo <= n_passos; ++passo) {
         Tensor perda = cross_entropy(embedding(Wt, entradas), alvos);
         ultima = perda.item();
-        if (passo == passos) break;
+        if (passo == n_passos) break;
         Wt.zero_grad();
         perda.backward();
         Wt.value() -= lr_teste * Wt.grad();
@@ -119,8 +120,8 @@ int main() {
       return ultima;
     };
     for (Scalar lr_teste : {5.0f, 500.0f}) {
-      std::printf("lr = %3.0f: perda depois de %d passos %.4f (com lr = 50: %.4f)\n",
-                  static_cast<double>(lr_teste), passos, treinar(lr_teste), perda_final);
+      std::printf("lr = %3.0f: perda depois de 50 passos %.4f (com lr = 50: %.4f)\n",
+                  static_cast<double>(lr_teste), treinar(lr_teste, 50), perda_50);
     }
     std::printf("  (lr = 5 anda devagar demais; lr = 500 salta por cima do vale e oscila)\n");
     // 100000 caracteres: a perda mínima (a contagem de pares) desse pedaço maior.
