@@ -55,5 +55,13 @@ int main() {
       "some no eixo -1 (o último) e compare com o eixo 1;",
       "crie um tensor (2, 3, 4) com Tensor::zeros e olhe dim() e size().",
   });
+  tut::respostas();
+  tut::matriz("a como (3, 2)", reshape(a, {3, 2}).value(), 1);
+  tut::linha("a como (6,)", reshape(a, {6}).value(), 1);
+  std::printf("  (a fila é a mesma nas duas: 1 2 3 4 5 6)\n");
+  tut::linha("soma no eixo -1", sum(a, -1).value(), 1);
+  std::printf("  (o eixo -1 de uma matriz é o eixo 1: o mesmo resultado)\n");
+  const Tensor cubo = Tensor::zeros({2, 3, 4});
+  std::printf("zeros (2, 3, 4): dim() = %zu, size() = %zu (2 * 3 * 4)\n", cubo.dim(), cubo.size());
   return 0;
 }

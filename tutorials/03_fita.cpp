@@ -60,5 +60,28 @@ int main() {
       "imprima tape().size() depois de cada linha da ida;",
       "crie y com requires_grad = false: o que muda na fita e em grad y?",
   });
+  tut::respostas();
+  {
+    // L = exp(b) / 1000, b = x y + x: dL/db = exp(b) / 1000, dL/dx = dL/db · (y + 1).
+    Tensor x2 = Tensor::scalar(2, true);
+    Tensor y2 = Tensor::scalar(3, true);
+    Tensor b2 = x2 * y2 + x2;
+    Tensor L2 = exp(b2) / 1000;
+    L2.backward();
+    std::printf("L = exp(b)/1000: grad x = %.6f; à mão, exp(8)/1000 · (y + 1) = %.6f\n",
+                static_cast<double>(x2.grad().data()[0]), std::exp(8.0) / 1000 * 4);
+    Tensor x3 = Tensor::scalar(2, true);
+    Tensor y3 = Tensor::scalar(3);  // requires_grad = false
+    Tensor a3 = x3 * y3;
+    std::printf("tamanho da fita depois de a = x * y: %zu\n", tape().size());
+    Tensor b3 = a3 + x3;
+    std::printf("tamanho da fita depois de b = a + x: %zu\n", tape().size());
+    Tensor L3 = b3 * b3;
+    std::printf("tamanho da fita depois de L = b * b: %zu\n", tape().size());
+    L3.backward();
+    std::printf("com y sem requires_grad: grad x = %.6f (o mesmo 64), y tem gradiente? %s\n",
+                static_cast<double>(x3.grad().data()[0]), y3.has_grad() ? "sim" : "não");
+    std::printf("  (a fita grava as mesmas 3 operações, porque x participa de todas; só y fica sem grad)\n");
+  }
   return 0;
 }

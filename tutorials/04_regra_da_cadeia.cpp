@@ -53,5 +53,24 @@ int main() {
       "use z três vezes (z*z*z) e confira 3z² = 12;",
       "chame backward() numa conta com dois elementos: leia a mensagem de erro.",
   });
+  tut::respostas();
+  {
+    Tensor x2 = Tensor::scalar(1, true);
+    Tensor s2 = sigmoid(2 * x2);
+    s2.backward();
+    const double sg = 1 / (1 + std::exp(-2.0));
+    std::printf("sigmoid(2x) em x = 1: grad x = %.6f; à mão sigmoid(2)(1 - sigmoid(2)) · 2 = %.6f\n",
+                static_cast<double>(x2.grad().data()[0]), sg * (1 - sg) * 2);
+    Tensor z2 = Tensor::scalar(2, true);
+    (z2 * z2 * z2).backward();
+    std::printf("z*z*z em z = 2: grad z = %.6f (3z² = 12)\n", static_cast<double>(z2.grad().data()[0]));
+    try {
+      Tensor dois = Tensor::from_vector({1, 2}, {2}, true);
+      Tensor d2 = dois * dois;
+      d2.backward();
+    } catch (const std::exception& e) {
+      std::printf("backward() em 2 elementos: erro: %s\n", e.what());
+    }
+  }
   return 0;
 }

@@ -51,5 +51,20 @@ int main() {
       "troque c por uma forma (1, 3) e preveja grad c antes de rodar;",
       "multiplique (2, 1) por (1, 3): que forma sai?",
   });
+  tut::respostas();
+  {
+    a.zero_grad();
+    Tensor um = Tensor::scalar(1, true);
+    sum(a + um).backward();
+    tut::linha("grad do escalar somado", um.grad(), 1);
+    a.zero_grad();
+    Tensor c13 = Tensor::from_vector({100, 200, 300}, {1, 3}, true);
+    sum(a * c13).backward();
+    tut::linha("grad c de forma (1, 3)", c13.grad(), 1);
+    std::printf("  (agora somam as linhas: 1+4, 2+5, 3+6)\n");
+    Tensor p = Tensor::from_vector({1, 2}, {2, 1}) * Tensor::from_vector({10, 20, 30}, {1, 3});
+    tut::forma("(2, 1) * (1, 3)", p.value());
+    tut::matriz("(2, 1) * (1, 3)", p.value(), 1);
+  }
   return 0;
 }

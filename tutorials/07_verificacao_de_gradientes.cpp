@@ -76,22 +76,16 @@ int main() {
   Tensor W = Tensor::randn({5, 4}, 0.5, rng, true);
   Tensor c = Tensor::randn({3, 5}, 1.0, rng);  // pesos fixos para misturar a saída num escalar
   Tensor g = Tensor::randn({4}, 1.0, rng, true);
-  Tensor q = Tensor::randn({3, 2}, 1.0, rng, true);
-  Tensor k = Tensor::randn({3, 2}, 1.0, rng, true);
-  Tensor v = Tensor::randn({3, 2}, 1.0, rng, true);
-  Tensor c2 = Tensor::randn({3, 2}, 1.0, rng);
-  Ids alvos = {1, 4, 0};
 
-  tut::secao("Conferindo as peças que o modelo vai usar");
-  verificar("linear + softmax", {x, W}, [&] { return sum(softmax(linear(x, W)) * c); });
-  verificar("cross_entropy(linear)", {x, W}, [&] { return cross_entropy(linear(x, W), alvos); });
-  verificar("rms_norm com ganho", {x, g}, [&] { return sum(rms_norm(x, g, 1e-5) * x); });
-  verificar("silu * exp", {x}, [&] { return sum(silu(x) * exp(x * 0.1)); });
-  verificar("atenção com máscara causal", {q, k, v}, [&] {
-    Tensor notas = matmul(q, transpose(k, 0, 1)) / std::sqrt(2.0);
-    Tensor pesos = softmax(masked_fill(notas, causal_mask(3, 3, 0), -std::numeric_limits<Scalar>::infinity()));
-    return sum(matmul(pesos, v) * c2);
-  });
+  tut::secao("Conferindo as operações dos capítulos 01 a 06");
+  verificar("linear (capítulo 06)", {x, W}, [&] { return sum(linear(x, W) * c); });
+  verificar("matmul com a transposta", {x, W}, [&] { return sum(matmul(x, transpose(W, 0, 1)) * c); });
+  verificar("exp e log (capítulo 04)", {x}, [&] { return sum(log(exp(x * 0.5) + 1)); });
+  verificar("broadcasting (3, 4) + (4,) (capítulo 05)", {x, g}, [&] { return sum((x + g) * (x + g) * x); });
+  verificar("média de sigmoid(linear) * c", {x, W}, [&] { return mean(sigmoid(linear(x, W)) * c); });
+  tut::texto(
+      "As operações dos próximos capítulos passam pelo mesmo juiz no capítulo que as ensina:\n"
+      "softmax e entropia cruzada no 09, a atenção com máscara no 15, silu no 20, a RMSNorm no 21.");
 
   tut::secao("E quando o gradiente está errado?");
   tut::texto(
@@ -119,8 +113,8 @@ int main() {
       "Ela foi feita para double: em float as diferenças finitas têm ruído demais para\n"
       "essas tolerâncias.");
   const GradcheckReport relatorio = gradcheck(
-      [](const std::vector<Tensor>& in) { return softmax(linear(in[0], in[1])); }, {x, W});
-  std::printf("gradcheck da biblioteca, softmax(linear): erro absoluto máximo %.2e -> %s\n",
+      [](const std::vector<Tensor>& in) { return sigmoid(linear(in[0], in[1])); }, {x, W});
+  std::printf("gradcheck da biblioteca, sigmoid(linear): erro absoluto máximo %.2e -> %s\n",
               relatorio.max_abs_error, relatorio.passed ? "PASS" : "FAIL");
 
   tut::secao("Em float");
@@ -135,11 +129,28 @@ int main() {
         "com h = 1e-6 as diferenças finitas em float são ruído (capítulo 02), e o juiz\n"
         "reprova contas certas. Por isso os testes do projeto verificam em double.");
   }
+  tut::texto(
+      "O GlassLLM treina em float e confere em double; os LLMs grandes treinam com números\n"
+      "de 16 bits (fp16, bf16) e precisam de truques para não perder gradientes pequenos:\n"
+      "docs/precisao-mista.md.");
 
   tut::experimente({
       "troque h (o padrão 1e-6 de maior_erro_relativo) por 1e-3 e por 1e-10 e veja o erro crescer dos dois lados;",
       "na versão float, troque h por 1e-2 e compare os erros com os de h = 1e-6 (a tabela do capítulo 02 explica a diferença);",
       "verifique uma conta sua, por exemplo sum(log(sigmoid(x))).",
   });
+  tut::respostas();
+  const Funcao exp_log = [&] { return sum(log(exp(x * 0.5) + 1)); };
+  for (double h_teste : {1e-2, 1e-3, 1e-6, 1e-10}) {
+    std::printf("exp e log com h = %.0e: erro relativo máximo %.2e\n", h_teste,
+                maior_erro_relativo({x}, exp_log, h_teste));
+  }
+  if (sizeof(Scalar) == 8) {
+    std::printf("  (em double: h grande erra pelo termo h² da diferença central, h = 1e-10 pelo\n"
+                "  arredondamento; o meio, 1e-6, é o melhor dos dois)\n");
+  } else {
+    std::printf("  (em float: h = 1e-2 fica perto do melhor possível; h = 1e-6 já é ruído)\n");
+  }
+  verificar("sum(log(sigmoid(x)))", {x}, [&] { return sum(log(sigmoid(x))); });
   return 0;
 }

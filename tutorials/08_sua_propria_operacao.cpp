@@ -120,5 +120,16 @@ int main() {
       "aproxime a GELU com as ops prontas, x * sigmoid(1.702 * x), e compare com gelu(x) em x = 1 (0.845796 contra 0.841345);",
       "escreva a operação softplus(x) = log(1 + e^x) do mesmo jeito: é o exercício 02 (tutorials/exercicios/).",
   });
+  tut::respostas();
+  {
+    for (double xv : {-1.0, 1.0, 2.0}) {
+      std::printf("x = %4.1f: volta certa Phi + x·phi = %.6f, trocada Phi + phi = %.6f\n", xv, Phi(xv) + xv * phi(xv),
+                  Phi(xv) + phi(xv));
+    }
+    std::printf("  (iguais só em x = 1: o gradcheck, que sorteia x, reprova a trocada)\n");
+    Tensor um = Tensor::from_vector({1}, {1});
+    std::printf("em x = 1: x * sigmoid(1.702 x) = %.6f, gelu(x) = %.6f\n",
+                double(mul(um, sigmoid(um * Scalar(1.702))).item()), double(gelu(um).item()));
+  }
   return 0;
 }

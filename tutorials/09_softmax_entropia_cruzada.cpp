@@ -3,6 +3,7 @@
 
 #include "autograd/ops.hpp"
 #include "common.hpp"
+#include "gradcheck_da_biblioteca.hpp"
 
 using namespace glass;
 
@@ -48,12 +49,32 @@ int main() {
               cross_entropy(iguais, alvo).item(), std::log(3.0));
   tut::texto(
       "Guarde isto: com um vocabulário de V caracteres, um modelo recém-criado começa\n"
-      "perto de log(V). Os capítulos 12 e 26 partem daí.");
+      "perto de log(V). Os capítulos 12 e 26 partem daí. A mesma perda em bits por caractere\n"
+      "(perda / ln 2) e em perplexidade (e^perda, aqui 3: a dúvida de um sorteio entre 3):\n"
+      "docs/perplexidade.md.");
+
+  tut::secao("A verificação de gradientes (capítulo 07) de softmax, log_softmax e cross_entropy");
+  tut::texto(
+      "A volta da softmax mistura a linha inteira (o exercício 11 a deduz); a da entropia\ncruzada é p - one_hot. As duas passam pelo juiz do capítulo 07:\n"
+      "(em double: o programa é float, mas o juiz roda nas bibliotecas em double, como o\n"
+      "comando glass gradcheck --op softmax)");
+  tut::gradcheck_da_biblioteca("softmax");
+  tut::gradcheck_da_biblioteca("log_softmax");
+  tut::gradcheck_da_biblioteca("cross_entropy");
 
   tut::experimente({
       "troque o alvo para 2 e veja a perda subir para -log(0.098566);",
       "multiplique os logits por 10: as probabilidades ficam mais 'certas' (capítulo 27);",
       "use ignore_index: cross_entropy(logits, alvo, 0) ignora o alvo 0 e a perda vira 0.",
   });
+  tut::respostas();
+  {
+    NoGradGuard sem_fita;
+    std::printf("perda com o alvo 2: %.6f   (-log(0.098566) = %.6f)\n",
+                cross_entropy(logits, Ids{2}).item(), -std::log(0.098566));
+    tut::linha("probabilidades dos logits * 10", softmax(logits * 10).value());
+    std::printf("  (os logits viram [20, 10, 1]: o maior fica com 1 / (1 + e^-10 + e^-19))\n");
+    std::printf("perda com ignore_index = 0 e o alvo 0: %.6f\n", cross_entropy(logits, alvo, 0).item());
+  }
   return 0;
 }

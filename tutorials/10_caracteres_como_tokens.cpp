@@ -79,5 +79,18 @@ int main() {
       "carregue data/corpora/tinyshakespeare.txt e compare o vocabulário;",
       "passe vocab_cap = 20 para from_text: o que acontece com os caracteres raros?",
   });
+  tut::respostas();
+  {
+    const std::string emoji = "\xF0\x9F\x99\x82";  // U+1F642, o rosto sorrindo
+    std::printf("um emoji (U+1F642): %zu bytes, %zu caractere\n", emoji.size(), utf8_to_u32(emoji).size());
+    const std::u32string shakespeare = load_text(GLASS_SOURCE_DIR "/data/corpora/tinyshakespeare.txt");
+    std::printf("vocabulário do tinyshakespeare: %zu (sem acentos: só ASCII)\n",
+                Tokenizer::from_text(shakespeare).vocab_size());
+    const Tokenizer curto = Tokenizer::from_text(livro, 20);
+    std::size_t raros = 0;
+    const auto ids_curto = curto.encode(livro, /*map_unknown=*/true, &raros);
+    std::printf("vocab_cap = 20: vocabulário %zu; %zu dos %zu caracteres do livro viram o id 0\n",
+                curto.vocab_size(), raros, ids_curto.size());
+  }
   return 0;
 }

@@ -1,4 +1,6 @@
 // Capítulo 11 — Embeddings: de id para vetor.
+#include <xtensor/xview.hpp>
+
 #include "autograd/ops.hpp"
 #include "common.hpp"
 
@@ -56,5 +58,19 @@ int main() {
       "use L = soma(saída * saída): agora o gradiente da linha r é 2 · (número de usos de r) · tabela[r]; a linha 1, usada 2 vezes, recebe 4 · tabela[1];",
       "no modelo padrão a tabela é (vocab_size, 128): quantos parâmetros para 83 caracteres?",
   });
+  tut::respostas();
+  {
+    Rng rng8(11);
+    Tensor tabela8 = Tensor::randn({5, 8}, 1.0, rng8);
+    tut::forma("saída com d_model = 8", embedding(tabela8, ids).value());
+    tabela.zero_grad();
+    Tensor saida2 = embedding(tabela, ids);
+    sum(saida2 * saida2).backward();
+    const Array esperado = Scalar(4) * xt::view(tabela.value(), 1, xt::all());
+    const Array grad_linha1 = xt::view(tabela.grad(), 1, xt::all());
+    tut::linha("grad tabela[1] com L = soma(saída²)", grad_linha1);
+    tut::linha("4 · tabela[1]", esperado);
+    std::printf("parâmetros da tabela para 83 caracteres: 83 * 128 = %d\n", 83 * 128);
+  }
   return 0;
 }

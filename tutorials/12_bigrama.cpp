@@ -40,11 +40,12 @@ int main() {
   std::printf("log(V): %.6f   (perda esperada no início, capítulo 09)\n", std::log(double(V)));
   const int passos = 150;
   const Scalar lr = 50;
-  double perda_inicial = 0, perda_final = 0;
+  double perda_inicial = 0, perda_final = 0, perda_50 = 0;
   for (int passo = 0; passo <= passos; ++passo) {
     Tensor logits = embedding(W, entradas);     // (N, V)
     Tensor perda = cross_entropy(logits, alvos);  // escalar
     if (passo == 0) perda_inicial = perda.item();
+    if (passo == 50) perda_50 = perda.item();
     perda_final = perda.item();
     if (passo % 25 == 0) std::printf("passo %3d: perda %.4f\n", passo, perda.item());
     if (passo == passos) {
@@ -101,5 +102,50 @@ int main() {
       "aumente o pedaço do livro para 100000 caracteres;",
       "troque Tensor::zeros({V, V}, true) por Tensor::randn({V, V}, 1.0, rng_w, true), com Rng rng_w(12) antes: a perda inicial fica acima de log(V) (logits aleatórios erram com confiança).",
   });
+  tut::respostas();
+  {
+    // O mesmo laço, com outro lr: a perda depois de 50 passos.
+    const auto treinar = [&](Scalar lr_teste, int n_passos) {
+      Tensor Wt = Tensor::zeros({V, V}, true);
+      double ultima = 0;
+      for (int passo = 0; passo <= n_passos; ++passo) {
+        Tensor perda = cross_entropy(embedding(Wt, entradas), alvos);
+        ultima = perda.item();
+        if (passo == n_passos) break;
+        Wt.zero_grad();
+        perda.backward();
+        Wt.value() -= lr_teste * Wt.grad();
+      }
+      tape().clear();
+      return ultima;
+    };
+    for (Scalar lr_teste : {5.0f, 500.0f}) {
+      std::printf("lr = %3.0f: perda depois de 50 passos %.4f (com lr = 50: %.4f)\n",
+                  static_cast<double>(lr_teste), treinar(lr_teste, 50), perda_50);
+    }
+    std::printf("  (lr = 5 anda devagar demais; lr = 500 salta por cima do vale e oscila)\n");
+    // 100000 caracteres: a perda mínima (a contagem de pares) desse pedaço maior.
+    const std::u32string maior = livro.substr(0, 100000);
+    const Tokenizer tok_maior = Tokenizer::from_text(maior);
+    const std::vector<std::int32_t> ids_maior = tok_maior.encode(maior);
+    const std::size_t Vm = tok_maior.vocab_size();
+    std::vector<double> cont(Vm * Vm, 0.0), tot(Vm, 0.0);
+    for (std::size_t t = 0; t + 1 < ids_maior.size(); ++t) {
+      cont[ids_maior[t] * Vm + ids_maior[t + 1]] += 1;
+      tot[ids_maior[t]] += 1;
+    }
+    double minima_maior = 0;
+    for (std::size_t t = 0; t + 1 < ids_maior.size(); ++t) {
+      minima_maior -= std::log(cont[ids_maior[t] * Vm + ids_maior[t + 1]] / tot[ids_maior[t]]);
+    }
+    minima_maior /= double(ids_maior.size() - 1);
+    std::printf("100000 caracteres: vocabulário %zu, perda mínima possível %.4f (com 20000: %.4f)\n", Vm,
+                minima_maior, minima);
+    std::printf("  (mais texto, mais pares raros contados de verdade: a tabela exata decora menos)\n");
+    Rng rng_w(12);
+    Tensor Wr = Tensor::randn({V, V}, 1.0, rng_w);
+    std::printf("com W = randn(1.0): perda inicial %.4f, acima de log(V) = %.4f\n",
+                cross_entropy(embedding(Wr, entradas), alvos).item(), std::log(double(V)));
+  }
   return 0;
 }

@@ -84,5 +84,14 @@ int main() {
       "troque as notas por -j: agora a posição 0 pesa mais, e a linha 3 dá pesos [0.643914, 0.236883, 0.087144, 0.032059] e média [0.946437, 0.411171];",
       "calcule matmul(P, media_matriz): a média das médias; a linha 3 dá [1.0625, 0.5625] (confira à mão).",
   });
+  tut::respostas();
+  {
+    Tensor pesos_10j = softmax(masked_fill(notas_j * Scalar(10), futuro, menos_infinito));
+    tut::matriz("pesos com nota 10 · j", pesos_10j.value());
+    Tensor pesos_menos_j = softmax(masked_fill(-notas_j, futuro, menos_infinito));
+    tut::linha("pesos com nota -j, linha 3", slice(pesos_menos_j, 0, 3, 4).value());
+    tut::linha("média com nota -j, linha 3", slice(matmul(pesos_menos_j, x), 0, 3, 4).value());
+    tut::matriz("P · (P · x)", matmul(P, media_matriz).value());
+  }
   return 0;
 }

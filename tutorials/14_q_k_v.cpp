@@ -73,5 +73,23 @@ int main() {
       "faça Wq = Wk copiando wk.weight.value() para wq.weight.value(): o que acontece com Q e K?",
       "aumente head_dim para 8 e confira as formas.",
   });
+  tut::respostas();
+  {
+    Rng outro(14);
+    Linear wq2(d_model, head_dim, 0.5, outro);
+    tut::matriz("Q com pesos de Rng(14)", wq2.forward(x).value(), 4);
+    std::printf("  (o mesmo x, outros pesos: outro Q)\n");
+    wq2.weight.value() = wk.weight.value();
+    Tensor Q_igual = wq2.forward(x);
+    double dif_qk = 0;
+    for (std::size_t i = 0; i < Q_igual.size(); ++i) {
+      dif_qk = std::max(dif_qk, double(std::abs(Q_igual.value().data()[i] - K.value().data()[i])));
+    }
+    std::printf("com Wq = Wk: diferença máxima entre Q e K %.6f (Q = K: cada posição procura o que ela mesma oferece)\n",
+                dif_qk);
+    Linear wq8(d_model, 8, 0.5, outro);
+    tut::forma("Wq com head_dim = 8", wq8.weight.value());
+    tut::forma("Q com head_dim = 8", wq8.forward(x).value());
+  }
   return 0;
 }

@@ -7,6 +7,7 @@
 
 #include "autograd/ops.hpp"
 #include "common.hpp"
+#include "gradcheck_da_biblioteca.hpp"
 
 using namespace glass;
 
@@ -106,10 +107,29 @@ int main() {
       "O teste tests/nn/attention_paths_f64_test.cpp passa este mesmo triângulo pelo\n"
       "módulo Attention do modelo e confere os pesos e as saídas com 6 casas.");
 
+  tut::secao("A verificação de gradientes (capítulo 07) da atenção com máscara");
+  tut::texto(
+      "A softmax com máscara e a atenção causal inteira (as notas, a máscara, os pesos, a média)\npassam pelo juiz do capítulo 07:\n"
+      "(em double: o programa é float, mas o juiz roda nas bibliotecas em double, como o\n"
+      "comando glass gradcheck --op masked_softmax)");
+  tut::gradcheck_da_biblioteca("masked_softmax");
+  tut::gradcheck_da_biblioteca("causal_attention");
+
   tut::experimente({
       "troque o Q de 'a' por [4, 0]: os pesos ficam mais concentrados (0.982, 0.018);",
       "troque o Q de 'a' por [0, 0]: notas iguais, pesos meio a meio;",
       "tire a escala e refaça o triângulo: quais pesos mudam?",
   });
+  tut::respostas();
+  {
+    for (const auto& [rotulo, qa] : {std::pair<const char*, std::vector<Scalar>>{"Q de a = [4, 0]", {4, 0}},
+                                     {"Q de a = [0, 0]", {0, 0}}}) {
+      Tensor q_a = Tensor::from_vector(qa, {1, 2});
+      tut::linha(std::string("pesos de a com ") + rotulo, softmax(matmul(q_a, transpose(K, 0, 1))).value());
+    }
+    Tensor pesos_sem_escala = softmax(masked_fill(matmul(Q3, transpose(Q3, 0, 1)), causal_mask(3, 3), menos_infinito));
+    tut::matriz("triângulo de pesos sem escala", pesos_sem_escala.value());
+    std::printf("  (a linha 0 não muda: só há um peso; as linhas 1 e 2 ficam mais concentradas)\n");
+  }
   return 0;
 }

@@ -87,5 +87,17 @@ int main() {
       "imprima causal_mask(2, 5, 3): a consulta 0 (posição 3) vê 4 chaves, a consulta 1 (posição 4) vê as 5;",
       "com start = m não há consulta nova (n = 0): causal_mask(0, m, m) é uma máscara vazia, de forma (0, m).",
   });
+  tut::respostas();
+  {
+    for (std::size_t p = 0; p < 3; ++p) {
+      Tensor pesos_p;
+      atencao(slice(Q, 0, p, p + 1), slice(K, 0, 0, p + 1), slice(V, 0, 0, p + 1), p, &pesos_p);
+      tut::linha("uma por uma, start = " + std::to_string(p) + ", pesos", pesos_p.value());
+    }
+    std::printf("  (as três linhas do triângulo, uma por vez)\n");
+    tut::matriz("causal_mask(2, 5, 3)", como_numeros(causal_mask(2, 5, 3)), 0);
+    std::printf("  (0 = pode ver: a consulta 0 vê 4 chaves, a consulta 1 vê as 5)\n");
+    std::printf("causal_mask(0, 3, 3): forma %s\n", shape_str(shape_of(causal_mask(0, 3, 3))).c_str());
+  }
   return 0;
 }

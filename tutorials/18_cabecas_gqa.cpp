@@ -56,12 +56,31 @@ int main() {
               double(cfg.context_length * cfg.n_layers * 2 * d * 4) / 1024);
   tut::texto(
       "O cache guarda K e V (por isso o 2) de cada posição e camada; com GQA ele tem a\n"
-      "metade do tamanho. O próximo capítulo junta tudo no módulo nn::Attention.");
+      "metade do tamanho. Num modelo de verdade a mesma conta dá gigabytes (o Llama 2 70B\n"
+      "guarda 1.25 GiB por conversa de 4096 tokens, e seriam 10 GiB sem GQA): docs/escala.md.\n"
+      "O próximo capítulo junta tudo no módulo nn::Attention.");
 
   tut::experimente({
       "troque n_rep = 2 por 4: 8 cabeças de consulta, e as cabeças 0 a 3 leem a K/V 0;",
       "com cfg.n_kv_heads = 1 (MQA: 40960 parâmetros e cache de 256 KiB) ou 4 (multi-cabeça comum: 65536 e 1024 KiB) e reconte;",
       "troque os pesos por cabeça para {1, 1, 1, 1}: cada cabeça K/V recebe 2 (duas consultas a usam).",
   });
+  tut::respostas();
+  {
+    Tensor K_rep4 = repeat_kv(K, 4);
+    tut::forma("repeat_kv(K, 4)", K_rep4.value());
+    for (std::size_t h = 0; h < K_rep4.shape()[1]; ++h) {
+      std::printf("n_rep = 4: cabeça de consulta %zu usa K/V %zu: %s\n", h, h / 4,
+                  tut::numeros(K_rep4.value().data() + h * 6, 6, 1).c_str());
+    }
+    for (std::size_t n_kv : {std::size_t{1}, std::size_t{4}}) {
+      const std::size_t kv_n = n_kv * cfg.head_dim();
+      std::printf("n_kv_heads = %zu: parâmetros da atenção %zu, cache completo %.0f KiB\n", n_kv,
+                  2 * d * d + 2 * kv_n * d, double(cfg.context_length * cfg.n_layers * 2 * kv_n * 4) / 1024);
+    }
+    Tensor Kg1 = Tensor::from_vector({1, 1, 2, 2, 3, 3, 10, 10, 20, 20, 30, 30}, {1, 2, 3, 2}, true);
+    sum(repeat_kv(Kg1, 2) * Tensor::ones({1, 4, 1, 1})).backward();
+    tut::matriz("grad K com pesos {1, 1, 1, 1}", reshape(Tensor(Kg1.grad()), {2, 6}).value(), 1);
+  }
   return 0;
 }

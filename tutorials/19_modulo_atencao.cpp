@@ -95,5 +95,42 @@ int main() {
       "troque causal_mask(n, n, 0) por causal_mask(n, n, 1) (start errado): cada posição passa a ver uma chave do futuro e a diferença deixa de ser zero (menos na última posição, que já via tudo);",
       "com cfg.n_kv_heads = 4 (antes de criar o módulo), repeat_kv(k, 1) não repete nada; reconte os parâmetros (65536).",
   });
+  tut::respostas();
+  {
+    // Os nove passos de novo, com o RoPE ligado ou não e um start da máscara à escolha.
+    const auto a_mao = [&](bool com_rope, std::size_t start_mascara) {
+      Tensor q2 = reshape(linear(x, atencao.wq.weight), {B, n, H, D});
+      Tensor k2 = reshape(linear(x, atencao.wk.weight), {B, n, KV, D});
+      Tensor v2 = reshape(linear(x, atencao.wv.weight), {B, n, KV, D});
+      if (com_rope) {
+        q2 = rope(q2, 0, Scalar(cfg.rope_base));
+        k2 = rope(k2, 0, Scalar(cfg.rope_base));
+      }
+      q2 = transpose(q2, 1, 2);
+      k2 = repeat_kv(transpose(k2, 1, 2), H / KV);
+      v2 = repeat_kv(transpose(v2, 1, 2), H / KV);
+      Tensor notas2 = matmul(q2, transpose(k2, -2, -1)) / std::sqrt(Scalar(D));
+      Tensor pesos2 = softmax(masked_fill(notas2, causal_mask(n, n, start_mascara),
+                                          -std::numeric_limits<Scalar>::infinity()));
+      return linear(reshape(transpose(matmul(pesos2, v2), 1, 2), {B, n, H * D}), atencao.wo.weight);
+    };
+    std::printf("sem o passo 2 (sem RoPE): diferença máxima %.2e\n",
+                diferenca_maxima(a_mao(false, 0).value(), saida.value()));
+    const Tensor errada = a_mao(true, 1);
+    std::printf("com causal_mask(n, n, 1), diferença por posição:");
+    for (std::size_t t = 0; t < n; ++t) {
+      double d_t = 0;
+      for (std::size_t c = 0; c < cfg.d_model; ++c) {
+        const std::size_t i_t = t * cfg.d_model + c;
+        d_t = std::max(d_t, double(std::fabs(errada.value().data()[i_t] - saida.value().data()[i_t])));
+      }
+      std::printf(" %.2e", d_t);
+    }
+    std::printf("\n  (só a última posição, que já via todas as chaves, fica igual)\n");
+    ModelConfig quatro = cfg;
+    quatro.n_kv_heads = 4;
+    Rng rng4(19);
+    std::printf("parâmetros com n_kv_heads = 4: %zu\n", Attention(quatro, rng4).num_parameters());
+  }
   return 0;
 }

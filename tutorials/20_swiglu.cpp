@@ -2,8 +2,11 @@
 #include <algorithm>
 #include <cmath>
 
+#include <xtensor/xmath.hpp>
+
 #include "autograd/ops.hpp"
 #include "common.hpp"
+#include "gradcheck_da_biblioteca.hpp"
 #include "nn/decoder.hpp"
 
 using namespace glass;
@@ -63,10 +66,28 @@ int main() {
               padrao.d_model, 3 * padrao.ffn_hidden * padrao.d_model);
   tut::texto("Três matrizes em vez de duas; o 2/3 mantém o total parecido com uma MLP de largura 4·d_model.");
 
+  tut::secao("A verificação de gradientes (capítulo 07) de silu e da SwiGLU");
+  tut::texto(
+      "silu e o caminho rápido silu(a) * b (autograd/kernels/silu_mul.cpp) passam pelo juiz\ndo capítulo 07:\n"
+      "(em double: o programa é float, mas o juiz roda nas bibliotecas em double, como o\n"
+      "comando glass gradcheck --op silu)");
+  tut::gradcheck_da_biblioteca("silu");
+  tut::gradcheck_da_biblioteca("silu_mul");
+
   tut::experimente({
       "troque silu por sigmoid no cálculo à mão: a diferença deixa de ser zero;",
       "zere ffn.w3.weight.value() (ffn.w3.weight.value().fill(0)): y vira zero, o portão multiplica zero;",
       "imprima silu(-20) e silu(20): -0.000000 (tende a 0 por baixo) e 20.000000 (tende a z).",
   });
+  tut::respostas();
+  {
+    NoGradGuard sem_fita;
+    Tensor y_sigmoid = linear(sigmoid(linear(x, ffn.w1.weight)) * cima, ffn.w2.weight);
+    std::printf("com sigmoid no lugar de silu: diferença máxima %.6f\n",
+                static_cast<double>(xt::amax(xt::abs(y_sigmoid.value() - y.value()))()));
+    ffn.w3.weight.value().fill(0);
+    tut::linha("y com w3 = 0", ffn.forward(x).value());
+    tut::linha("silu(-20) e silu(20)", silu(Tensor::from_vector({-20, 20}, {2})).value());
+  }
   return 0;
 }

@@ -1,8 +1,11 @@
 // Capítulo 21 — RMSNorm.
 #include <cmath>
 
+#include <xtensor/xmath.hpp>
+
 #include "autograd/ops.hpp"
 #include "common.hpp"
+#include "gradcheck_da_biblioteca.hpp"
 
 using namespace glass;
 
@@ -46,12 +49,33 @@ int main() {
   tut::linha("grad g (de y[0])", g.grad());
   tut::texto(
       "Aumentar x[0] aumenta y[0], mas aumentar os outros DIMINUI y[0] (eles aumentam\n"
-      "o rms que divide tudo). A fórmula foi conferida no capítulo 07.");
+      "o rms que divide tudo). A fórmula é conferida logo abaixo, pelo juiz do capítulo 07.");
+
+  tut::secao("A verificação de gradientes (capítulo 07) da RMSNorm");
+  tut::texto(
+      "A volta da RMSNorm mistura a linha inteira (cada y depende do rms de todos os x).\nEla passa pelo juiz do capítulo 07:\n"
+      "(em double: o programa é float, mas o juiz roda nas bibliotecas em double, como o\n"
+      "comando glass gradcheck --op rms_norm)");
+  tut::gradcheck_da_biblioteca("rms_norm");
 
   tut::experimente({
       "troque x por [0, 0, 0, 0]: y sai [0, 0, 0, 0], e quem salva a conta é o eps (sem ele seria 0/0 = nan);",
-      "troque x por [1, 1, 1, 1] e por [-1, -1, -1, -1]: sai [1, 1, 1, 1] e [-1, -1, -1, -1] (rms = 1, o sinal fica);",
+      "troque x por [1, 1, 1, 1] e por [-1, -1, -1, -1]: sai quase [1, 1, 1, 1] e [-1, -1, -1, -1] (rms ≈ 1, o sinal fica; o eps tira um pouco da sexta casa);",
       "implemente a conta com mean, pow e div e compare com rms_norm.",
   });
+  tut::respostas();
+  {
+    NoGradGuard sem_fita;
+    for (const auto& [rotulo, v] : {std::pair<const char*, Scalar>{"y de [0, 0, 0, 0]", 0},
+                                    {"y de [1, 1, 1, 1]", 1}, {"y de [-1, -1, -1, -1]", -1}}) {
+      tut::linha(rotulo, rms_norm(Tensor::full({1, 4}, v), g, eps).value());
+    }
+    // A conta com as ops: x / sqrt(média(x²) + eps) * g.
+    Tensor xs(x.value());
+    Tensor com_ops = div(xs, pow(mean(xs * xs, -1, true) + Scalar(eps), 0.5)) * g;
+    tut::linha("y com mean, pow e div", com_ops.value());
+    std::printf("diferença máxima para rms_norm: %.6f\n",
+                static_cast<double>(xt::amax(xt::abs(com_ops.value() - y.value()))()));
+  }
   return 0;
 }

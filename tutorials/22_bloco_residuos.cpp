@@ -2,6 +2,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include <xtensor/xmath.hpp>
+
 #include "autograd/ops.hpp"
 #include "common.hpp"
 #include "nn/decoder.hpp"
@@ -93,5 +95,24 @@ int main() {
       "multiplique bloco.attention.wo.weight.value() por 10 e veja |bloco(x) - x| crescer;",
       "troque cfg.n_layers por 16 antes de criar o bloco: o desvio de wo cai para 0.02/√32 = 0.00354.",
   });
+  tut::respostas();
+  {
+    NoGradGuard sem_fita;
+    Tensor h_sem = bloco.attention.forward(bloco.attention_norm.forward(x), nullptr, nullptr);
+    Tensor y_sem = h_sem + bloco.feed_forward.forward(bloco.ffn_norm.forward(h_sem));
+    std::printf("h = atenção(...) sem o x: diferença máxima para bloco.forward %.4f\n",
+                static_cast<double>(xt::amax(xt::abs(y_sem.value() - y2.value()))()));
+    const Array wo_original = bloco.attention.wo.weight.value();
+    bloco.attention.wo.weight.value() *= Scalar(10);
+    std::printf("wo × 10: |bloco(x) - x| = %.4f (antes %.4f)\n",
+                norma((bloco.forward(x, nullptr, nullptr) - x).value()), norma((y2 - x).value()));
+    bloco.attention.wo.weight.value() = wo_original;
+    ModelConfig dezesseis = cfg;
+    dezesseis.n_layers = 16;
+    Rng rng16(19);
+    Block bloco16(dezesseis, rng16);
+    std::printf("com 16 camadas: desvio de wo %.5f (0.02/√32 = %.5f)\n",
+                desvio(bloco16.attention.wo.weight.value()), 0.02 / std::sqrt(32.0));
+  }
   return 0;
 }

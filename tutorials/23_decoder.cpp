@@ -66,5 +66,14 @@ int main() {
       "mude cfg.vocab_size para 83 (o vocabulário de Dom Casmurro, capítulo 10): embeddings e saída crescem 18 × 128 = 2304 cada (747392 no total);",
       "compare os nomes com os do llama2.c: tok_embeddings, attention.wq, feed_forward.w1...",
   });
+  tut::respostas();
+  {
+    ModelConfig duas = cfg;
+    duas.n_layers = 2;
+    std::printf("parâmetros com n_layers = 2: %zu\n", Decoder(duas, 23).num_parameters());
+    ModelConfig livro = cfg;
+    livro.vocab_size = 83;
+    std::printf("parâmetros com vocab_size = 83: %zu\n", Decoder(livro, 23).num_parameters());
+  }
   return 0;
 }

@@ -84,7 +84,11 @@ int main() {
     std::printf("%-7s decai: %-3s  valor depois de 1 passo: %.6f\n", p.name.c_str(),
                 p.decay ? "sim" : "não", double(p.param.value().data()[0]));
   }
-  tut::texto("1 - lr·wd = 1 - 0.1·0.1 = 0.99. Os ganhos da RMSNorm (1-D) não decaem.");
+  tut::texto(
+      "1 - lr·wd = 1 - 0.1·0.1 = 0.99. Os ganhos da RMSNorm (1-D) não decaem.\n"
+      "Por que decair à parte (AdamW) e não somar wd·p ao gradiente (Adam com L2): o Adam\n"
+      "dividiria esse termo por √v, e o decaimento passaria a depender do tamanho dos\n"
+      "gradientes de cada peso. Os números estão em docs/adamw.md.");
 
   tut::secao("A agenda: aquecimento linear e depois cosseno");
   LrSchedule agenda;

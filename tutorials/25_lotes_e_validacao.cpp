@@ -77,5 +77,28 @@ int main() {
       "sorteie outro lote chamando lotes.next(x, y) de novo: as janelas mudam, y continua sendo x deslocado;",
       "calcule o bigrama com o livro inteiro (livro em vez de texto): as perdas mudam pouco ou muito?",
   });
+  tut::respostas();
+  {
+    const Split metade = split_train_val(tok.encode(texto), 0.5);
+    std::printf("fração 0.5: treino %zu, validação %zu\n", metade.train.size(), metade.val.size());
+    Ids x2, y2;
+    lotes.next(x2, y2);
+    bool deslocado = true;
+    for (std::size_t b = 0; b < 2; ++b)
+      for (std::size_t t = 0; t + 1 < 12; ++t) deslocado = deslocado && y2(b, t) == x2(b, t + 1);
+    std::vector<std::int32_t> outra(x2.data(), x2.data() + 12);
+    std::string to = tok.decode_utf8(outra);
+    for (char& c : to)
+      if (c == '\n') c = '|';
+    std::printf("outro lote, janela 0: \"%s\"; y é x deslocado de um: %s\n", to.c_str(), deslocado ? "sim" : "não");
+    const Tokenizer tok_livro = Tokenizer::from_text(livro);
+    const Split partes_livro = split_train_val(tok_livro.encode(livro), 0.9);
+    const tut::PerdasBigrama livro_todo =
+        tut::perdas_bigrama(partes_livro.train, partes_livro.val, tok_livro.vocab_size());
+    std::printf("livro inteiro (V = %zu): bigrama, mínima no treino %.4f, validação %.4f\n", tok_livro.vocab_size(),
+                livro_todo.otimo_treino, livro_todo.validacao);
+    std::printf("  (com 30000 caracteres: %.4f e %.4f; mais texto aproxima as duas)\n", bigrama.otimo_treino,
+                bigrama.validacao);
+  }
   return 0;
 }

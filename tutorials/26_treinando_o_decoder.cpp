@@ -144,7 +144,9 @@ int main() {
       "Com o AdamW e um lr pequeno, o corte muda pouco o resultado: o AdamW já divide cada\n"
       "passo por √v, e um gradiente grande num passo só não empurra muito. O corte é um seguro\n"
       "contra o lote ruim que faz a norma saltar, num treino longo e com lr maior; aqui ele\n"
-      "age, mas muda pouco.");
+      "age, mas muda pouco.\n"
+      "Treino contra validação num treino longo (quando a validação para de cair e a distância\n"
+      "cresce: o sobreajuste), e por que o GlassLLM não usa dropout: docs/sobreajuste-e-dropout.md.");
 
   tut::experimente({
       "aumente passos para 1000 e compare a validação (cuidado: treino e validação podem se afastar);",

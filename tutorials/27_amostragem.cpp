@@ -95,5 +95,23 @@ int main() {
       "use top_k = 1 com temperatura 1: o texto fica igual ao guloso (só sobra o maior logit);",
       "no programa: glass sample --checkpoint DIR --temperature 0.5 --top-k 10 (DIR de um glass train).",
   });
+  tut::respostas();
+  {
+    const auto texto_de = [&](SamplingOptions opcoes, unsigned semente) {
+      std::mt19937_64 rng(semente);
+      return m.tokenizer.decode_utf8(
+          generate(*m.modelo, prompt, 80, m.modelo->config().context_length, opcoes, rng));
+    };
+    SamplingOptions guloso, t1, k1;
+    guloso.temperature = 0;
+    t1.temperature = 1.0;
+    k1.temperature = 1.0;
+    k1.top_k = 1;
+    std::printf("semente 22 contra 99, guloso: textos iguais? %s\n",
+                texto_de(guloso, 22) == texto_de(guloso, 99) ? "sim" : "não");
+    std::printf("semente 22 contra 99, T = 1: textos iguais? %s\n",
+                texto_de(t1, 22) == texto_de(t1, 99) ? "sim" : "não");
+    std::printf("top-k 1 com T = 1 igual ao guloso? %s\n", texto_de(k1, 22) == texto_de(guloso, 22) ? "sim" : "não");
+  }
   return 0;
 }

@@ -151,7 +151,9 @@ int main() {
       "Os logits mudam depois da janela, mas o texto guloso só muda quando a diferença\n"
       "troca o maior logit de lugar: com um modelo tão pequeno, que pouco usa o passado\n"
       "distante, isso pode não acontecer. Amostrando (temperatura > 0), qualquer mudança\n"
-      "nas probabilidades pode mudar o sorteio.");
+      "nas probabilidades pode mudar o sorteio.\n"
+      "O cache de um modelo de verdade em bytes, e por que gerar um token de cada vez é\n"
+      "limitado pela leitura da memória e não pelas contas: docs/escala.md.");
 
   tut::experimente({
       "esqueça de passar o cache para forward no laço: cada caractere vira a posição 0, sem passado, e a diferença nos logits fica grande;",

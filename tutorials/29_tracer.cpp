@@ -111,5 +111,40 @@ int main() {
       "compare attn.rope_k com attn.k na posição 0: o RoPE não gira a posição 0;",
       "com um checkpoint: glass inspect --checkpoint DIR --prompt \"Capitu\" --layer 0 --head 0 --snapshot attn.softmax (ou --html pagina.html).",
   });
+  tut::respostas();
+  {
+    tut::texto(
+        "O padrão de cada cabeça, em números: o peso médio que uma posição dá a si mesma, à\n"
+        "anterior e à posição 0 (médias sobre as posições 1 a n-1).");
+    for (const char* camada : {"layers.0", "layers.1"}) {
+      const Array& p = tracer.get(std::string(camada) + ".attn.softmax");  // (cabeças, n, n)
+      const std::size_t cabecas = p.shape()[0];
+      for (std::size_t h = 0; h < cabecas; ++h) {
+        double propria = 0, anterior = 0, primeira = 0;
+        for (std::size_t i = 1; i < n; ++i) {
+          const Scalar* linha = p.data() + h * n * n + i * n;
+          propria += linha[i];
+          anterior += linha[i - 1];
+          primeira += linha[0];
+        }
+        const double k = double(n - 1);
+        std::printf("%s cabeça %zu: em si mesma %.2f, na anterior %.2f, na posição 0 %.2f\n", camada, h,
+                    propria / k, anterior / k, primeira / k);
+      }
+    }
+    std::printf("  (as cabeças diferem: cada uma aprendeu o seu jeito de olhar o passado)\n");
+    const Array& k_antes = tracer.get("layers.0.attn.k");      // (cabeças K/V, n, head_dim)
+    const Array& k_depois = tracer.get("layers.0.attn.rope_k");
+    const std::size_t hd = k_antes.shape()[2];
+    double dif0 = 0, dif1 = 0;
+    for (std::size_t h = 0; h < k_antes.shape()[0]; ++h) {
+      for (std::size_t d = 0; d < hd; ++d) {
+        const std::size_t pos0 = h * n * hd + d, pos1 = pos0 + hd;
+        dif0 = std::max(dif0, double(std::fabs(k_antes.data()[pos0] - k_depois.data()[pos0])));
+        dif1 = std::max(dif1, double(std::fabs(k_antes.data()[pos1] - k_depois.data()[pos1])));
+      }
+    }
+    std::printf("|rope_k - k| máximo: posição 0 %.6f, posição 1 %.6f (a posição 0 gira de ângulo 0)\n", dif0, dif1);
+  }
   return 0;
 }

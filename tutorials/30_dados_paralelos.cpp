@@ -151,5 +151,25 @@ int main() {
       "rode `mpirun -np 2 --oversubscribe ./build/glass train --iters 80 --batch-size 16` e o mesmo sem mpirun: compare o log.csv",
       "rode com --batch-size 15 e -np 2: leia a mensagem",
   });
+  tut::respostas();
+  {
+    // A divisão 3 + 1 com as janelas da seção 3: a média simples erra, a pesada (3 e 1) acerta.
+    double q3 = 0, q1 = 0;
+    const std::vector<Array> d3 = gradientes(0, 3, &q3);
+    const std::vector<Array> d1 = gradientes(3, 4, &q1);
+    double simples = 0, pesada = 0;
+    for (std::size_t i = 0; i < d_todo.size(); ++i) {
+      const double escala = std::max(1e-30, static_cast<double>(xt::amax(xt::abs(d_todo[i]))()));
+      simples = std::max(simples, maior_diferenca((d3[i] + d1[i]) / 2, d_todo[i]) / escala);
+      pesada = std::max(pesada, maior_diferenca((3 * d3[i] + d1[i]) / 4, d_todo[i]) / escala);
+    }
+    std::printf("3 + 1 janelas: diferença relativa da média simples %.2f, da média pesada (3 e 1) %.1e\n",
+                simples, pesada);
+    tut::texto(
+        "  (mpirun e a mensagem de --batch-size 15 com -np 2 são conferidos pelo teste\n"
+        "  tests/cli/train_mpi_test.cpp, que roda glass train com mpirun quando o build tem\n"
+        "  MPI: dois processos aprendem o mesmo que um com o mesmo lote, e um lote que não se\n"
+        "  divide entre os processos é recusado com uma mensagem que diz por quê)");
+  }
   return 0;
 }

@@ -37,6 +37,12 @@ inline void experimente(std::initializer_list<const char*> ideias) {
   for (const char* ideia : ideias) std::printf("  - %s\n", ideia);
 }
 
+/// The heading of the answers to the chapter's "Experimente", which the program computes after
+/// the list (read the suggestion, predict, then compare).
+inline void respostas() {
+  std::printf("\nRespostas do Experimente (calculadas por este programa; preveja antes de ler):\n");
+}
+
 /// Numbers separated by spaces, `casas` decimals each.
 inline std::string numeros(const Scalar* p, std::size_t n, int casas = 6) {
   std::string s;

@@ -33,6 +33,7 @@
 #include "data/text.hpp"
 #include "data/tokenizer.hpp"
 #include "nn/decoder.hpp"
+#include "train/adamw.hpp"
 #include "train/schedule.hpp"
 #include "train/trainer.hpp"
 
@@ -717,6 +718,230 @@ TEST_F(DocsClaims, Training) {
       EXPECT_NE(row.find("| " + value + " |"), std::string::npos) << row;
     }
   }
+}
+
+// ---- escala.md -----------------------------------------------------------------------------------
+
+/// `value` as the pages write a large number: "6.85e12" (three significant digits, no "+").
+std::string short_e(double value) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.2e", value);
+  std::string s = buf;
+  const std::size_t e = s.find('e');
+  return s.substr(0, e) + "e" + std::to_string(std::stoi(s.substr(e + 1)));
+}
+
+/// The bytes of a K/V cache: K and V, per layer, per K/V head, head_dim numbers per token.
+double kv_cache_bytes(double n_layers, double n_kv_heads, double head_dim, double bytes, double tokens) {
+  return 2 * n_layers * n_kv_heads * head_dim * bytes * tokens;
+}
+
+TEST(DocsScale, ParametersTokensFlopsAndTheCache) {
+  // GlassLLM's side: the default model on tinyshakespeare (V = 66) and glass train's defaults.
+  const std::size_t n = default_model_parameters(corpus_vocab_size("tinyshakespeare.txt"));
+  const glass::TrainOptions options;
+  const double tokens = static_cast<double>(options.iters * options.batch_size * options.context);
+  expect_claim("escala.md", "743040", std::to_string(n));
+  expect_claim("escala.md", "1536000", fixed(tokens, 0));
+  expect_claim("escala.md", "2.07", fixed(tokens / n, 2));
+  expect_claim("escala.md", "6.85e12", short_e(6 * n * tokens));
+  // Llama 2 7B (Touvron et al. 2023, table 1 and the released config): 6.74e9 parameters, 2e12
+  // tokens; Chinchilla (Hoffmann et al. 2022): 70e9 parameters, 1.4e12 tokens.
+  const double n7 = 6.74e9, d7 = 2e12;
+  expect_claim("escala.md", "| 297 |", "| " + fixed(d7 / n7, 0) + " |");
+  expect_claim("escala.md", "8.09e22", short_e(6 * n7 * d7));
+  expect_claim("escala.md", "5.88e23", short_e(6 * 70e9 * 1.4e12));
+  expect_claim("escala.md", "1.18e10", short_e((6 * n7 * d7) / (6 * n * tokens)));
+  // The K/V cache: Llama 2 7B (32 layers, 32 K/V heads, head_dim 128) in fp16 at 4096 tokens;
+  // Llama 2 70B (80 layers, 8 K/V heads); GlassLLM's default model in float32 over its context.
+  const double gib = 1024.0 * 1024 * 1024;
+  const double llama7 = kv_cache_bytes(32, 32, 128, 2, 4096);
+  expect_claim("escala.md", "2 · 32 · 32 · 128 · 2 · 4096 = 2147483648", "2 · 32 · 32 · 128 · 2 · 4096 = " + fixed(llama7, 0));
+  expect_claim("escala.md", "**2 GiB** (2.15 GB)", "**" + fixed(llama7 / gib, 0) + " GiB** (" + fixed(llama7 / 1e9, 2) + " GB)");
+  expect_claim("escala.md", "524288 bytes = 512 KiB", fixed(kv_cache_bytes(32, 32, 128, 2, 1), 0) + " bytes = 512 KiB");
+  const double llama70 = kv_cache_bytes(80, 8, 128, 2, 4096);
+  expect_claim("escala.md", "1342177280 bytes = 1.25 GiB", fixed(llama70, 0) + " bytes = " + fixed(llama70 / gib, 2) + " GiB");
+  expect_claim("escala.md", "10 GiB", fixed(kv_cache_bytes(80, 64, 128, 2, 4096) / gib, 0) + " GiB");
+  const glass::ModelConfig c;
+  const double glass_cache = kv_cache_bytes(c.n_layers, c.n_kv_heads, c.head_dim(), 4, c.context_length);
+  expect_claim("escala.md", "2 · 4 · 2 · 32 · 4 · 256 = 524288",
+               "2 · " + std::to_string(c.n_layers) + " · " + std::to_string(c.n_kv_heads) + " · " +
+                   std::to_string(c.head_dim()) + " · 4 · " + std::to_string(c.context_length) + " = " +
+                   fixed(glass_cache, 0));
+  // Decoding: 2 bytes and 2 FLOPs per weight per token; A100 80 GB SXM (NVIDIA's datasheet):
+  // 312e12 FLOP/s in bf16 (dense), 2.039e12 bytes/s.
+  expect_claim("escala.md", "13.48 GB", fixed(2 * n7 / 1e9, 2) + " GB");
+  expect_claim("escala.md", "153 FLOPs", fixed(312e12 / 2.039e12, 0) + " FLOPs");
+  expect_claim("escala.md", "151 tokens", fixed(2.039e12 / (2 * n7), 0) + " tokens");
+  expect_claim("escala.md", "23145", fixed(312e12 / (2 * n7), 0));
+  expect_claim("escala.md", "2972160 bytes (2.83 MiB)",
+               fixed(4.0 * n, 0) + " bytes (" + fixed(4.0 * n / (1024 * 1024), 2) + " MiB)");
+}
+
+// ---- perplexidade.md -----------------------------------------------------------------------------
+
+/// Column `column` of the row of the training log docs/img/<file> (a glass train log.csv) whose
+/// step is `step`.
+std::string log_value(long step, const std::string& column, const std::string& file = "tinyshakespeare-log.csv") {
+  const std::vector<std::string> rows = lines_of(read_file(kDocs / "img" / file));
+  const auto split = [](const std::string& row) {
+    std::vector<std::string> cells;
+    std::istringstream in(row);
+    std::string cell;
+    while (std::getline(in, cell, ',')) cells.push_back(cell);
+    return cells;
+  };
+  if (rows.empty()) {
+    ADD_FAILURE() << "no docs/img/" << file;
+    return "";
+  }
+  const std::vector<std::string> header = split(rows[0]);
+  const auto col = std::find(header.begin(), header.end(), column) - header.begin();
+  for (std::size_t i = 1; i < rows.size(); ++i) {
+    const std::vector<std::string> cells = split(rows[i]);
+    if (!cells.empty() && cells[0] == std::to_string(step) && col < static_cast<long>(cells.size())) return cells[col];
+  }
+  ADD_FAILURE() << "no step " << step << " with a column " << column << " in " << file;
+  return "";
+}
+
+TEST(DocsPerplexity, TheUniformModelAndARealRun) {
+  const std::size_t v = corpus_vocab_size("tinyshakespeare.txt");
+  expect_claim("perplexidade.md", "V = 66", "V = " + std::to_string(v));
+  expect_claim("perplexidade.md", "ln 66 = 4.190", "ln 66 = " + fixed(std::log(66.0), 3));
+  expect_claim("perplexidade.md", "(4.189655)", "(" + fixed(std::log(static_cast<double>(v)), 6) + ")");
+  expect_claim("perplexidade.md", "6.044", fixed(std::log2(static_cast<double>(v)), 3));
+  expect_claim("perplexidade.md", "ln 83 = 4.419", "ln 83 = " + fixed(std::log(83.0), 3));
+  expect_claim("perplexidade.md", "6.375", fixed(std::log2(83.0), 3));
+  expect_claim("perplexidade.md", "V = 83", "V = " + std::to_string(corpus_vocab_size("domcasmurro.txt")));
+  // The rows of the saved run: loss, loss / ln 2, e^loss.
+  for (long step : {0L, 2000L}) {
+    const std::string val = log_value(step, "val_loss");
+    const double loss = std::stod(val);
+    expect_stated("perplexidade.md",
+                  "| " + std::to_string(step) + " | " + val + " | " + fixed(loss / std::log(2.0), 3) + " |");
+    const std::string perplexity = fixed(std::exp(loss), step == 0 ? 2 : 3);
+    expect_stated("perplexidade.md", fixed(loss / std::log(2.0), 3) + " | " + perplexity + " |");
+  }
+  const std::string train = log_value(2000, "train_loss");
+  expect_stated("perplexidade.md", train);
+  expect_claim("perplexidade.md", "4.413", fixed(std::exp(std::stod(train)), 3));
+  expect_claim("perplexidade.md", "5.4", fixed(std::exp(std::stod(log_value(2000, "val_loss"))), 1));
+}
+
+// ---- adamw.md ------------------------------------------------------------------------------------
+
+/// w after `steps` steps from w = 1, lr 1e-3, GlassLLM's betas and eps, with the loss gradient
+/// `loss_grad(t)`: by the library's AdamW (decoupled decay) or by Adam with `lambda * w` added to
+/// the gradient (L2), written out here from the equations of train/adamw.hpp.
+double decayed_weight(bool decoupled, double lambda, double (*loss_grad)(long), long steps = 1000) {
+  const double lr = 1e-3;
+  glass::AdamWConfig config;
+  config.weight_decay = decoupled ? lambda : 0.0;
+  EXPECT_EQ(config.beta1, 0.9);
+  EXPECT_EQ(config.beta2, 0.99);
+  EXPECT_EQ(config.eps, 1e-8);
+  if (decoupled) {
+    glass::Tensor w = glass::Tensor::from_vector({1}, {1, 1}, true);  // a matrix: decayed
+    glass::AdamW opt({{"w", w}}, config);
+    for (long t = 1; t <= steps; ++t) {
+      w.grad() = glass::Tensor::from_vector({static_cast<glass::Scalar>(loss_grad(t))}, {1, 1}).value();
+      opt.step(lr);
+    }
+    return w.value()(0, 0);
+  }
+  double w = 1, m = 0, v = 0;
+  for (long t = 1; t <= steps; ++t) {
+    const double g = loss_grad(t) + lambda * w;
+    m = config.beta1 * m + (1 - config.beta1) * g;
+    v = config.beta2 * v + (1 - config.beta2) * g * g;
+    w -= lr / (1 - std::pow(config.beta1, t)) * m /
+         (std::sqrt(v) / std::sqrt(1 - std::pow(config.beta2, t)) + config.eps);
+  }
+  return w;
+}
+
+TEST(DocsAdamW, AdamWithL2DecaysByTheGradientsSizeAdamWDoesNot) {
+  double (*const zero)(long) = [](long) { return 0.0; };
+  double (*const noisy)(long) = [](long t) { return t % 2 ? 10.0 : -10.0; };
+  const auto row = [](const char* grad, const char* lambda, double l2, double w) {
+    return std::string("| ") + grad + " | " + lambda + " | " + fixed(l2, 3) + " | " + fixed(w, 3) + " |";
+  };
+  expect_claim("adamw.md", "| zero | 0.1 | 0.142 | 0.905 |",
+               row("zero", "0.1", decayed_weight(false, 0.1, zero), decayed_weight(true, 0.1, zero)));
+  expect_claim("adamw.md", "| zero | 0.01 | 0.142 | 0.990 |",
+               row("zero", "0.01", decayed_weight(false, 0.01, zero), decayed_weight(true, 0.01, zero)));
+  expect_claim("adamw.md", "| ±10 | 0.1 | 0.988 | 0.903 |",
+               row("±10", "0.1", decayed_weight(false, 0.1, noisy), decayed_weight(true, 0.1, noisy)));
+  // (1 - lr λ)^1000 for λ = 0.1 and 0.01.
+  expect_claim("adamw.md", "(1 − lr·λ)¹⁰⁰⁰", "(1 − lr·λ)¹⁰⁰⁰");
+  EXPECT_EQ(fixed(std::pow(1 - 1e-4, 1000), 3), "0.905");
+  EXPECT_EQ(fixed(std::pow(1 - 1e-5, 1000), 3), "0.990");
+  const glass::TrainOptions options;
+  expect_claim("adamw.md", "wd = 0.1", "wd = " + fixed(options.weight_decay, 1));
+}
+
+// ---- precisao-mista.md ---------------------------------------------------------------------------
+
+TEST(DocsMixedPrecision, TheFormatsLimitsAndTheMemory) {
+  // IEEE binary16: 10 mantissa bits, exponents -14..15; bf16: 7 mantissa bits, fp32's exponents.
+  expect_claim("precisao-mista.md", "| 65504 |", "| " + fixed(std::ldexp(2 - std::ldexp(1, -10), 15), 0) + " |");
+  expect_claim("precisao-mista.md", "2⁻¹⁴ ≈ 6.10e-5", "2⁻¹⁴ ≈ " + short_e(std::ldexp(1, -14)));
+  expect_claim("precisao-mista.md", "2⁻²⁴ ≈ 5.96e-8", "2⁻²⁴ ≈ " + short_e(std::ldexp(1, -24)));
+  expect_claim("precisao-mista.md", "2⁻¹⁰ ≈ 0.000977", "2⁻¹⁰ ≈ " + fixed(std::ldexp(1, -10), 6));
+  expect_claim("precisao-mista.md", "2⁻⁷ = 0.0078125", "2⁻⁷ = " + fixed(std::ldexp(1, -7), 7));
+  expect_claim("precisao-mista.md", "2⁻²³ ≈ 1.19e-7", "2⁻²³ ≈ " + short_e(std::ldexp(1, -23)));
+  expect_claim("precisao-mista.md", "≈ 3.39e38", "≈ " + short_e(std::ldexp(2 - std::ldexp(1, -7), 127)));
+  expect_claim("precisao-mista.md", "≈ 1.18e-38", "≈ " + short_e(std::ldexp(1, -126)));
+  // 1 + 1e-4 rounds to 1 in fp16 (the gap above 1 is 2^-10); 1e-8 < 2^-25 rounds to 0; times
+  // 1024 it is 1.024e-5, a subnormal of fp16 (multiple of 2^-24): 172 * 2^-24 = 1.0252e-5.
+  EXPECT_LT(1e-4, std::ldexp(1, -10) / 2);
+  EXPECT_LT(1e-3, std::ldexp(1, -7) / 2);
+  EXPECT_LT(1e-8, std::ldexp(1, -25));
+  expect_claim("precisao-mista.md", "≈ 1.03e-5", "≈ " + short_e(std::round(1e-8 * 1024 / std::ldexp(1, -24)) * std::ldexp(1, -24)));
+  // 16 bytes per parameter.
+  expect_claim("precisao-mista.md", "107.8 GB", fixed(16 * 6.74e9 / 1e9, 1) + " GB");
+  const std::size_t n = default_model_parameters(corpus_vocab_size("tinyshakespeare.txt"));
+  expect_claim("precisao-mista.md", "11888640", std::to_string(16 * n));
+  expect_claim("precisao-mista.md", "11.3 MiB", fixed(16.0 * n / (1024 * 1024), 1) + " MiB");
+}
+
+// ---- sobreajuste-e-dropout.md --------------------------------------------------------------------
+
+TEST(DocsOverfitting, TheTableIsTheSavedRunsLog) {
+  const std::string log = "domcasmurro-3000-log.csv";
+  for (long step : {500L, 1000L, 1500L, 2000L, 2500L, 3000L}) {
+    const std::string train = log_value(step, "train_loss", log), val = log_value(step, "val_loss", log);
+    const double gap = std::stod(val) - std::stod(train);
+    const std::string gap_text = gap < 0 ? "−" + fixed(-gap, 6) : fixed(gap, 6);
+    expect_stated("sobreajuste-e-dropout.md",
+                  "| " + std::to_string(step) + " | " + train + " | " + val + " | " + gap_text + " |");
+  }
+  // Validation rises after its best (step 2000) while training keeps falling.
+  const double best = std::stod(log_value(2000, "val_loss", log));
+  for (long step = 0; step <= 3000; step += 250) EXPECT_GE(std::stod(log_value(step, "val_loss", log)), best) << step;
+  EXPECT_GT(std::stod(log_value(3000, "val_loss", log)), best);
+  EXPECT_LT(std::stod(log_value(3000, "train_loss", log)), std::stod(log_value(2000, "train_loss", log)));
+  expect_stated("sobreajuste-e-dropout.md", "(1.566202 → 1.615765)");
+  expect_stated("sobreajuste-e-dropout.md", "(1.320620 → 1.135083)");
+  // The corpus and the passes over the training text: 90% of the characters, floor (as split_train_val).
+  const glass::TrainOptions options;
+  const double per_step = static_cast<double>(options.batch_size * options.context);
+  const std::size_t book = glass::load_text(GLASS_SOURCE_DIR "/data/corpora/domcasmurro.txt").size();
+  const std::size_t book_train = static_cast<std::size_t>(std::floor(0.9 * static_cast<double>(book)));
+  expect_claim("sobreajuste-e-dropout.md", "133196", std::to_string(book));
+  expect_claim("sobreajuste-e-dropout.md", "119876", std::to_string(book_train));
+  expect_claim("sobreajuste-e-dropout.md", "12.8", fixed(2000 * per_step / static_cast<double>(book_train), 1));
+  expect_claim("sobreajuste-e-dropout.md", "19.2", fixed(3000 * per_step / static_cast<double>(book_train), 1));
+  const std::size_t plays = glass::load_text(GLASS_SOURCE_DIR "/data/corpora/tinyshakespeare.txt").size();
+  const std::size_t plays_train = static_cast<std::size_t>(std::floor(0.9 * static_cast<double>(plays)));
+  expect_claim("sobreajuste-e-dropout.md", "1003854", std::to_string(plays_train));
+  expect_claim("sobreajuste-e-dropout.md", "1.53", fixed(2000 * per_step / static_cast<double>(plays_train), 2));
+  expect_claim("sobreajuste-e-dropout.md", "0.195",
+               fixed(std::stod(log_value(2000, "val_loss")) - std::stod(log_value(2000, "train_loss")), 3));
+  EXPECT_EQ(fixed(static_cast<double>(plays) / static_cast<double>(book), 0), "8");  // "eight times larger"
+  expect_stated("sobreajuste-e-dropout.md", "`--weight-decay`, 0.1");
+  EXPECT_EQ(options.weight_decay, 0.1);
 }
 
 }  // namespace

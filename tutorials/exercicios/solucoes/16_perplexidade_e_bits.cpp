@@ -1,5 +1,8 @@
 // Solução do exercício 16 — Perplexidade e bits por caractere (parte 2: capítulos 10 a 13).
 //
+// Para ir além: docs/perplexidade.md põe as mesmas medidas num treino do GlassLLM (ln 66 do
+// modelo uniforme do tinyshakespeare, a perplexidade 5.364 depois de 2000 passos).
+//
 // A entropia cruzada do capítulo 09 é medida em nats (logaritmo natural). Dois jeitos de
 // dizê-la que você vai encontrar em artigos:
 //   - a perplexidade: o número de caracteres igualmente prováveis entre os quais um modelo
