@@ -196,6 +196,12 @@ class Reader {
           fail(fmt::format("merge {} (\"{} {}\") refers to \"{}\", which is not in the vocabulary",
                            r, left, right, *part));
         *id = it->second;
+        if (*id < BpeTokenizer::kFirstCharId)
+          fail(fmt::format("merge {} (\"{} {}\") refers to \"{}\", a special or byte token, "
+                           "which never merges", r, left, right, *part));
+        if (static_cast<std::size_t>(*id) >= made)
+          fail(fmt::format("merge {} (\"{} {}\") refers to \"{}\" (id {}), which is not "
+                           "made before it (id {})", r, left, right, *part, *id, made));
       }
       if (texts[made] != to_u32(left + right))
         fail(fmt::format("merge {} (\"{} {}\") should make token {}, but that token is \"{}\" "
