@@ -133,6 +133,10 @@ BpeTokenizer::BpeTokenizer(std::vector<char32_t> chars, std::vector<BpeMerge> me
     texts_.push_back(std::move(text));
   }
 
+  low_char_ids_.assign(0x3000, -1);
+  for (const auto& [c, id] : char_ids_)
+    if (c < low_char_ids_.size()) low_char_ids_[c] = id;
+
   // Every way two encodable tokens (characters or merged) concatenate to a merged token: the
   // pairs the encoder may merge. The specials and bytes are never a concatenation (the rule
   // of clashes_with_reserved), so this is exactly "the concatenation is in the vocabulary".
@@ -358,21 +362,44 @@ std::int32_t BpeTokenizer::id_of_text(const std::u32string& text) const {
 
 // ---- encoding ---------------------------------------------------------------------------------
 
-void BpeTokenizer::encode_word(const char32_t* word, std::size_t length,
-                               std::vector<std::int32_t>& ids) const {
-  // The symbols, a linked list over their starting order; a merge keeps the left symbol (with
-  // the merged id) and unlinks the right one.
-  struct Symbol {
-    std::int32_t id;
-    std::int32_t prev;
-    std::int32_t next;
-  };
+namespace {
+
+/// A symbol of a word being encoded: a linked list over the symbols' starting order; a merge
+/// keeps the left symbol (with the merged id) and unlinks the right one.
+struct Symbol {
+  std::int32_t id;
+  std::int32_t prev;
+  std::int32_t next;
+};
+
+/// An adjacent pair whose concatenation is a token, with the ids both symbols had when queued.
+struct Candidate {
+  std::int32_t token, left, right, left_id, right_id;
+};
+
+/// The heap order: the best candidate is the one with the best score (the smallest merged id:
+/// scores fall with the merge rank), then the leftmost.
+bool worse(const Candidate& a, const Candidate& b) {
+  return a.token != b.token ? a.token > b.token : a.left > b.left;
+}
+
+}  // namespace
+
+struct BpeTokenizer::Scratch {
   std::vector<Symbol> sym;
-  sym.reserve(length);
+  std::vector<Candidate> queue;  // a heap (std::push_heap with `worse`)
+};
+
+void BpeTokenizer::encode_word(const char32_t* word, std::size_t length,
+                               std::vector<std::int32_t>& ids, Scratch& scratch) const {
+  std::vector<Symbol>& sym = scratch.sym;
+  std::vector<Candidate>& queue = scratch.queue;
+  sym.clear();
+  queue.clear();
   for (std::size_t i = 0; i < length; ++i) {
-    const auto it = char_ids_.find(word[i]);
-    if (it != char_ids_.end()) {
-      sym.push_back({it->second, 0, 0});
+    const std::int32_t id = char_id(word[i]);
+    if (id >= 0) {
+      sym.push_back({id, 0, 0});
     } else {  // byte fallback: one token per UTF-8 byte
       for (unsigned char b : char_to_utf8(word[i])) sym.push_back({kFirstByteId + b, 0, 0});
     }
@@ -383,15 +410,6 @@ void BpeTokenizer::encode_word(const char32_t* word, std::size_t length,
     sym[static_cast<std::size_t>(i)].next = i + 1 < n ? i + 1 : -1;
   }
 
-  // Candidates: an adjacent pair whose concatenation is a token. The best is the one with the
-  // best score (the smallest merged id: scores fall with the merge rank), then the leftmost.
-  struct Candidate {
-    std::int32_t token, left, right, left_id, right_id;
-  };
-  auto worse = [](const Candidate& a, const Candidate& b) {
-    return a.token != b.token ? a.token > b.token : a.left > b.left;
-  };
-  std::priority_queue<Candidate, std::vector<Candidate>, decltype(worse)> queue(worse);
   auto try_pair = [&](std::int32_t left) {
     if (left < 0) return;
     const std::int32_t right = sym[static_cast<std::size_t>(left)].next;
@@ -399,12 +417,15 @@ void BpeTokenizer::encode_word(const char32_t* word, std::size_t length,
     const std::int32_t a = sym[static_cast<std::size_t>(left)].id;
     const std::int32_t b = sym[static_cast<std::size_t>(right)].id;
     const auto it = pair_to_token_.find(pair_key(a, b));
-    if (it != pair_to_token_.end()) queue.push({it->second, left, right, a, b});
+    if (it == pair_to_token_.end()) return;
+    queue.push_back({it->second, left, right, a, b});
+    std::push_heap(queue.begin(), queue.end(), worse);
   };
   for (std::int32_t i = 0; i + 1 < n; ++i) try_pair(i);
   while (!queue.empty()) {
-    const Candidate c = queue.top();
-    queue.pop();
+    std::pop_heap(queue.begin(), queue.end(), worse);
+    const Candidate c = queue.back();
+    queue.pop_back();
     Symbol& left = sym[static_cast<std::size_t>(c.left)];
     // Stale when either symbol changed since the candidate was queued.
     if (left.id != c.left_id || left.next != c.right ||
@@ -426,20 +447,23 @@ template <class Ids>
 void BpeTokenizer::encode_into(const std::u32string& text, Ids& ids) const {
   const std::u32string norm = normalize(text);
   // Words (each starting at a '▁') never merge with each other: each distinct word is encoded
-  // once and its ids are reused.
-  std::unordered_map<std::u32string_view, std::vector<std::int32_t>> cache;
-  std::vector<std::int32_t> word_ids;
+  // once; its ids are kept in `pool` at (offset, length) and reused.
+  std::unordered_map<std::u32string_view, std::pair<std::uint32_t, std::uint32_t>> cache;
+  cache.reserve(4096);
+  std::vector<std::int32_t> pool;
+  Scratch scratch;
   std::size_t start = 0;
   for (std::size_t i = 1; i <= norm.size(); ++i) {
     if (i < norm.size() && norm[i] != kSpace) continue;
     const std::u32string_view w(norm.data() + start, i - start);
     auto it = cache.find(w);
     if (it == cache.end()) {
-      word_ids.clear();
-      encode_word(w.data(), w.size(), word_ids);
-      it = cache.emplace(w, word_ids).first;
+      const auto offset = static_cast<std::uint32_t>(pool.size());
+      encode_word(w.data(), w.size(), pool, scratch);
+      it = cache.emplace(w, std::pair{offset, static_cast<std::uint32_t>(pool.size() - offset)}).first;
     }
-    for (std::int32_t id : it->second) ids.push_back(id);
+    const std::int32_t* p = pool.data() + it->second.first;
+    for (std::uint32_t k = 0; k < it->second.second; ++k) ids.push_back(p[k]);
     start = i;
   }
 }

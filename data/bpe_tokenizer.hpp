@@ -143,8 +143,16 @@ class BpeTokenizer {
   std::string decode_utf8(const std::vector<std::int32_t>& ids, bool drop_dummy_prefix = true) const;
 
  private:
-  /// The greedy merges of one word (starting with '▁' or at the text's start) appended to ids.
-  void encode_word(const char32_t* word, std::size_t length, std::vector<std::int32_t>& ids) const;
+  struct Scratch;  // buffers reused across the words of one encode call
+  /// The greedy merges of one word (starting with '▁') appended to ids.
+  void encode_word(const char32_t* word, std::size_t length, std::vector<std::int32_t>& ids,
+                   Scratch& scratch) const;
+  /// Id of a base character, or -1.
+  std::int32_t char_id(char32_t c) const {
+    if (c < low_char_ids_.size()) return low_char_ids_[c];
+    const auto it = char_ids_.find(c);
+    return it == char_ids_.end() ? -1 : it->second;
+  }
   template <class Ids>
   void encode_into(const std::u32string& text, Ids& ids) const;
   void check_id(std::int32_t id) const;
@@ -153,6 +161,7 @@ class BpeTokenizer {
   std::vector<BpeMerge> merges_;
   std::vector<std::u32string> texts_;  ///< texts_[id]
   std::unordered_map<char32_t, std::int32_t> char_ids_;
+  std::vector<std::int32_t> low_char_ids_;  ///< char_ids_ as a table below U+3000 ('▁' included)
   std::unordered_map<std::uint64_t, std::int32_t> pair_to_token_;  ///< (left, right) -> token
   std::unordered_map<std::u32string, std::int32_t> text_ids_;
 };
