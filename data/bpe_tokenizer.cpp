@@ -140,6 +140,7 @@ BpeTokenizer::BpeTokenizer(std::vector<char32_t> chars, std::vector<BpeMerge> me
   // Every way two encodable tokens (characters or merged) concatenate to a merged token: the
   // pairs the encoder may merge. The specials and bytes are never a concatenation (the rule
   // of clashes_with_reserved), so this is exactly "the concatenation is in the vocabulary".
+  std::vector<PairSlot> pairs;
   for (std::size_t id = static_cast<std::size_t>(first_merge_id()); id < texts_.size(); ++id) {
     const std::u32string& t = texts_[id];
     for (std::size_t k = 1; k < t.size(); ++k) {
@@ -147,8 +148,19 @@ BpeTokenizer::BpeTokenizer(std::vector<char32_t> chars, std::vector<BpeMerge> me
       if (a == text_ids_.end() || a->second < kFirstCharId) continue;
       const auto b = text_ids_.find(t.substr(k));
       if (b == text_ids_.end() || b->second < kFirstCharId) continue;
-      pair_to_token_.emplace(pair_key(a->second, b->second), static_cast<std::int32_t>(id));
+      pairs.push_back({pair_key(a->second, b->second), static_cast<std::int32_t>(id)});
     }
+  }
+  std::size_t capacity = 16;
+  while (capacity < 2 * pairs.size()) capacity *= 2;
+  pair_table_.assign(capacity, PairSlot{});
+  pair_mask_ = capacity - 1;
+  pair_shift_ = 64;
+  for (std::size_t c = capacity; c > 1; c /= 2) --pair_shift_;
+  for (const PairSlot& p : pairs) {  // each (left, right) once: the texts are distinct
+    std::uint64_t i = pair_slot(p.key);
+    while (pair_table_[i].token >= 0) i = (i + 1) & pair_mask_;
+    pair_table_[i] = p;
   }
 }
 
@@ -416,9 +428,9 @@ void BpeTokenizer::encode_word(const char32_t* word, std::size_t length,
     if (right < 0) return;
     const std::int32_t a = sym[static_cast<std::size_t>(left)].id;
     const std::int32_t b = sym[static_cast<std::size_t>(right)].id;
-    const auto it = pair_to_token_.find(pair_key(a, b));
-    if (it == pair_to_token_.end()) return;
-    queue.push_back({it->second, left, right, a, b});
+    const std::int32_t token = pair_token(pair_key(a, b));
+    if (token < 0) return;
+    queue.push_back({token, left, right, a, b});
     std::push_heap(queue.begin(), queue.end(), worse);
   };
   for (std::int32_t i = 0; i + 1 < n; ++i) try_pair(i);

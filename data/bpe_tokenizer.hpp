@@ -162,7 +162,25 @@ class BpeTokenizer {
   std::vector<std::u32string> texts_;  ///< texts_[id]
   std::unordered_map<char32_t, std::int32_t> char_ids_;
   std::vector<std::int32_t> low_char_ids_;  ///< char_ids_ as a table below U+3000 ('▁' included)
-  std::unordered_map<std::uint64_t, std::int32_t> pair_to_token_;  ///< (left, right) -> token
+  /// (left id, right id) -> the merged token: a flat open-addressing table (linear probing,
+  /// at most half full), the encoder's most frequent lookup. Empty slots hold key ~0.
+  struct PairSlot {
+    std::uint64_t key = ~std::uint64_t{0};
+    std::int32_t token = -1;
+  };
+  std::vector<PairSlot> pair_table_;
+  std::uint64_t pair_mask_ = 0;
+  int pair_shift_ = 63;
+  /// Fibonacci hashing: the top bits of key * 2^64/phi.
+  std::uint64_t pair_slot(std::uint64_t key) const { return (key * 0x9E3779B97F4A7C15ull) >> pair_shift_; }
+  std::int32_t pair_token(std::uint64_t key) const {
+    if (pair_table_.empty()) return -1;
+    for (std::uint64_t i = pair_slot(key);; i = (i + 1) & pair_mask_) {
+      const PairSlot& s = pair_table_[i];
+      if (s.key == key) return s.token;
+      if (s.token < 0) return -1;
+    }
+  }
   std::unordered_map<std::u32string, std::int32_t> text_ids_;
 };
 
