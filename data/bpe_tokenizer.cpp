@@ -133,6 +133,11 @@ BpeTokenizer::BpeTokenizer(std::vector<char32_t> chars, std::vector<BpeMerge> me
     texts_.push_back(std::move(text));
   }
 
+  // Every non-empty text starts with the dummy prefix '▁': without it as a token, spaces would
+  // go to byte tokens and decode as '▁'.
+  if (char_ids_.count(kSpace) == 0)
+    throw std::invalid_argument("BPE vocabulary: '▁' (U+2581, the space) is not a base character");
+
   low_char_ids_.assign(0x3000, -1);
   for (const auto& [c, id] : char_ids_)
     if (c < low_char_ids_.size()) low_char_ids_[c] = id;

@@ -57,6 +57,9 @@
 // Llama 2's: a BPE model with byte_fallback, the vocabulary and the merges ("left right"),
 // added_tokens for the three specials, normalizer Prepend("▁") + Replace(" ", "▁"), decoder
 // Replace("▁", " ") + ByteFallback + Fuse + Strip(1 leading space), post_processor adding "<s>".
+// The Hugging Face tokenizers library applies the listed merges by rank, not by score: where a
+// token can also be made from another split ("a"+"bc" for a token made as "ab"+"c"), it does not
+// merge that split and may give other ids than glass, llama.cpp and run.c, which use the scores.
 //
 // Sources: Sennrich et al., "Neural Machine Translation of Rare Words with Subword Units" (2016);
 // Kudo & Richardson, "SentencePiece" (2018); llama2.c's run.c (encode, decode); llama.cpp
@@ -91,11 +94,12 @@ class BpeTokenizer {
   static constexpr std::int32_t kFirstCharId = 259;  ///< the first base character
   static constexpr char32_t kSpaceMark = U'\u2581';  ///< '▁', a space in token texts
 
+  /// Empty (no vocabulary): a placeholder to assign a trained or read tokenizer to.
   BpeTokenizer() = default;
   /// From its parts (as read from a file): the base characters (ids 259..) and the merges in
   /// order (merge r makes id 259 + chars.size() + r from two earlier ids). Throws
   /// std::invalid_argument for a duplicate character, a character that is not a Unicode scalar
-  /// value, a merge whose parts are not earlier character or merged tokens, a merged text that
+  /// value, a space ' ' among the characters or no '▁' among them, a merge whose parts are not earlier character or merged tokens, a merged text that
   /// is already a token, that has a '▁' after its start, or that clashes with a special or byte
   /// token (see the file comment).
   BpeTokenizer(std::vector<char32_t> chars, std::vector<BpeMerge> merges);

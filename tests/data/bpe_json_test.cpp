@@ -199,6 +199,12 @@ TEST(BpeJson, RefusesAMergeThatMakesASpecialText) {
   j["model"]["vocab"]["s▁"] = 263;
   j["model"]["merges"].push_back("s ▁");
   EXPECT_ERROR(j, "with a '▁' after its start");
+  // No '▁' among the base characters: spaces would decode as '▁'.
+  j = ordered_json::parse(glass::bpe_to_json(base));
+  ordered_json vocab = ordered_json::object();
+  for (auto& [k, v] : j["model"]["vocab"].items()) vocab[k == "▁" ? "x" : k] = v;
+  j["model"]["vocab"] = vocab;
+  EXPECT_ERROR(j, "'▁' (U+2581, the space) is not a base character");
   // And the file without them reads.
   EXPECT_NO_THROW(glass::bpe_from_json(glass::bpe_to_json(base), "base"));
 }

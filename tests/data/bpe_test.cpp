@@ -268,6 +268,8 @@ TEST(Bpe, ErrorsSayWhatIsWrong) {
   EXPECT_NE(error_of([] { BpeTokenizer({U'a', U'a'}, {}); }).find("twice"), std::string::npos);
   EXPECT_NE(error_of([] { BpeTokenizer({U'a', U' '}, {}); }).find("space"), std::string::npos);
   EXPECT_NE(error_of([] { BpeTokenizer({U'a', U'b'}, {{259, 261}}); }).find("not an earlier"), std::string::npos);
+  EXPECT_NE(error_of([] { BpeTokenizer({U'a', U'b'}, {}); }).find("'▁' (U+2581, the space) is not"),
+            std::string::npos);
   EXPECT_NE(error_of([] { BpeTokenizer({U'a', U'\u2581'}, {{259, 260}}); }).find("after its start"),
             std::string::npos);
   EXPECT_NE(error_of([] { BpeTokenizer({U'<', U's', U'>'}, {{259, 260}}); }).find("clashes"),
