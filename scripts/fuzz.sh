@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Fuzzes the readers with libFuzzer (clang, under AddressSanitizer + UndefinedBehaviorSanitizer):
 # builds the harnesses of tests/fuzz into ./build-fuzz and runs each for N seconds, as many at
-# a time as there are cores. Harnesses: text (UTF-8 reader and tokenizer), safetensors,
+# a time as there are cores. Harnesses: text (UTF-8 reader and tokenizer), tokenizer_json (the
+# BPE tokenizer's tokenizer.json reader, trainer and encoder), safetensors,
 # config_json, train_state, http_request (the request reader of glass serve).
 # Usage: scripts/fuzz.sh [--seconds N] [HARNESS ...]
 #   scripts/fuzz.sh --seconds 30              every harness for 30 s (what CI runs)
@@ -25,7 +26,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 case "$seconds" in ''|*[!0-9]*) echo "fuzz: --seconds needs a whole number, got '$seconds'" >&2; exit 2 ;; esac
-all=(text safetensors config_json train_state http_request)
+all=(text tokenizer_json safetensors config_json train_state http_request)
 [ ${#harnesses[@]} -eq 0 ] && harnesses=("${all[@]}")
 for h in "${harnesses[@]}"; do
   [ -d "tests/fuzz/corpus/$h" ] || { echo "fuzz: unknown harness '$h' (harnesses: ${all[*]})" >&2; exit 2; }

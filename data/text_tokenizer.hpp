@@ -1,0 +1,54 @@
+#pragma once
+// One interface over the two tokenizers, for code that should not care which one a model uses:
+// the character tokenizer (data/tokenizer.hpp, one token per code point) and the BPE tokenizer
+// (data/bpe_tokenizer.hpp, subwords of the LLaMA SentencePiece kind). A program option
+// `--tokenizer char|bpe` maps to TokenizerKind with tokenizer_kind_from_name.
+
+#include <cstdint>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "data/bpe_tokenizer.hpp"
+#include "data/token_ids.hpp"
+#include "data/tokenizer.hpp"
+
+namespace glass {
+
+enum class TokenizerKind { kChar, kBpe };
+
+/// "char" or "bpe" -> the kind. Throws std::invalid_argument naming both for anything else.
+TokenizerKind tokenizer_kind_from_name(const std::string& name);
+/// The kind's name: "char" or "bpe".
+const char* tokenizer_kind_name(TokenizerKind kind);
+
+/// A character or a BPE tokenizer behind the same calls.
+class TextTokenizer {
+ public:
+  explicit TextTokenizer(Tokenizer chars) : impl_(std::move(chars)) {}
+  explicit TextTokenizer(BpeTokenizer bpe) : impl_(std::move(bpe)) {}
+
+  TokenizerKind kind() const { return impl_.index() == 0 ? TokenizerKind::kChar : TokenizerKind::kBpe; }
+  /// Number of ids.
+  std::size_t vocab_size() const;
+  /// Text -> ids. Character tokenizer: a character outside its vocabulary throws
+  /// UnknownCharacterError; BPE: never fails (byte fallback), no BOS/EOS added.
+  std::vector<std::int32_t> encode(const std::u32string& text) const;
+  /// encode into compact storage (1, 2 or 4 bytes per id), for a whole corpus.
+  TokenIds encode_compact(const std::u32string& text) const;
+  /// Ids -> text (BPE: the dummy prefix's space dropped). Throws std::out_of_range for a bad id.
+  std::u32string decode(const std::vector<std::int32_t>& ids) const;
+  /// A token's text (UTF-8) as its vocabulary stores it: the character (U+FFFD for the
+  /// character tokenizer's unknown id 0), or the BPE token ("▁de", "<0x0A>", "<s>").
+  /// Throws std::out_of_range for a bad id.
+  std::string token_text(std::int32_t id) const;
+
+  /// The tokenizer itself, or nullptr when it is of the other kind.
+  const Tokenizer* chars() const { return std::get_if<Tokenizer>(&impl_); }
+  const BpeTokenizer* bpe() const { return std::get_if<BpeTokenizer>(&impl_); }
+
+ private:
+  std::variant<Tokenizer, BpeTokenizer> impl_;
+};
+
+}  // namespace glass
