@@ -12,6 +12,7 @@
 #include <limits>
 #include <vector>
 
+#include <xtensor/xbroadcast.hpp>
 #include <xtensor/xmath.hpp>
 #include <xtensor/xoperation.hpp>
 #include <xtensor/xreducer.hpp>
@@ -96,24 +97,15 @@ Tensor embedding(const Tensor& weight, const Ids& ids) {
 // out = value where mask, else a. Backward: the gradient passes where mask is false and is
 // exactly zero where it is true (the output there does not depend on a).
 Tensor masked_fill(const Tensor& a, const Mask& mask, Scalar value) {
-  const Shape sa = a.shape();
-  std::vector<char> masked = detail::mask_flags(sa, mask, "masked_fill");
-  const std::size_t n = a.size();
-  const std::size_t period = masked.size();
-  Array out = detail::empty_array(sa);
-  const Scalar* x = a.value().data();
-  for (std::size_t begin = 0; begin < n; begin += period)
-    for (std::size_t j = 0; j < period; ++j)
-      out.data()[begin + j] = masked[j] ? value : x[begin + j];
+  detail::check_mask_broadcasts(a.shape(), mask, "masked_fill");
   const bool track = needs_grad({&a});
-  Tensor result = detail::make_output(std::move(out), track);
+  // The mask stretched to a's shape explicitly (xt::broadcast): xt::where's own broadcasting of
+  // a smaller bool array reads the wrong flags in the xsimd build (xtensor 0.24).
+  const Shape sa = a.shape();
+  Tensor result = detail::make_output(xt::where(xt::broadcast(mask, sa), value, a.value()), track);
   if (track) {
-    tape().record("masked_fill", result, [a, masked = std::move(masked), n, period](const Array& grad) {
-      Array ga = detail::empty_array(a.shape());
-      for (std::size_t begin = 0; begin < n; begin += period)
-        for (std::size_t j = 0; j < period; ++j)
-          ga.data()[begin + j] = masked[j] ? Scalar(0) : grad.data()[begin + j];
-      accumulate_grad(a, std::move(ga));
+    tape().record("masked_fill", result, [a, mask, sa](const Array& grad) {
+      accumulate_grad(a, Array(xt::where(xt::broadcast(mask, sa), Scalar(0), grad)));
     });
   }
   return result;

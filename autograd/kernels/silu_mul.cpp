@@ -53,7 +53,7 @@ Tensor silu_mul(const Tensor& gate, const Tensor& up) {
       // the output gradient's buffer when the tape frees it (each element of g is read before
       // its place is written); otherwise it is a fresh array.
       const bool need_gate = gate.requires_grad(), need_up = up.requires_grad();
-      const bool in_place = need_gate && tape().grad_disposable();
+      const bool in_place = need_gate && grad_disposable();
       Array d_gate = in_place    ? detail::take_grad(grad)
                      : need_gate ? detail::empty_array(gate.shape())
                                  : Array();
