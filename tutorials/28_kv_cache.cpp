@@ -83,7 +83,7 @@ int main() {
       "inspetor e glass gradcheck usam o caminho de referência, o dos capítulos 14 a 19.\n"
       "O cabeçalho de cada núcleo (autograd/kernels/kernels.hpp) diz quais operações ele\n"
       "substitui, e os testes provam a igualdade em double: valores e gradientes de cada\n"
-      "núcleo (tests/autograd/kernels_f64_test.cpp), logits e gradientes do modelo inteiro\n"
+      "núcleo (tests/autograd/fast_kernels_f64_test.cpp), logits e gradientes do modelo inteiro\n"
       "(tests/nn/attention_paths_f64_test.cpp), e 30 passos de treino com as mesmas perdas\n"
       "e o mesmo texto guloso (tests/train/attention_paths_test.cpp).");
   m.modelo->set_ops_path(OpsPath::reference);

@@ -2,7 +2,7 @@
 // Gradient-buffer reuse for the fast kernels (internal to autograd/kernels/, not a public header).
 // The reference ops (autograd/ops_*.cpp) write every input's gradient into a fresh array and hand
 // it to accumulate_grad; the fast kernels save that temporary and its `+=` pass with the two
-// helpers below. tests/autograd/fast_ops_f64_test.cpp and backward_release_test.cpp show that the
+// helpers below. tests/autograd/fast_kernels_f64_test.cpp and backward_release_test.cpp show that the
 // gradients are the same either way.
 
 #include <utility>

@@ -1,9 +1,8 @@
 #pragma once
 // The fast kernels: fused and vectorised versions of chains of reference ops (autograd/ops.hpp),
-// used by the model's fast path (ModelConfig::attention = "fast", nn/attention.cpp). Each one
-// names the reference ops it replaces; tests/autograd/kernels_f64_test.cpp and
-// fused_vs_composed_f64_test.cpp show (in double precision) that its values and gradients equal
-// theirs. Sources: autograd/kernels/*.cpp; SIMD helpers in kernels/simd.hpp (internal).
+// used by the model's fast path (OpsPath::fast, nn/config.hpp). Each one names the reference ops
+// it replaces; tests/autograd/fast_kernels_f64_test.cpp, one table with a row per kernel, shows
+// (in double precision) that its values and gradients equal theirs. Sources: autograd/kernels/*.cpp; SIMD helpers in kernels/simd.hpp (internal).
 
 #include <cstddef>
 
@@ -17,9 +16,9 @@ inline namespace GLASS_PRECISION {
 // writes the inputs' gradients straight into existing ones (a gemm with beta = 1, a loop that
 // adds) or hands the output's gradient buffer itself to an input when the tape frees it next
 // (Tensor::backward); see kernels/grad_buffers.hpp. The model's fast path uses them for every
-// linear layer, RMSNorm, RoPE, reshape and residual add. tests/autograd/fast_ops_f64_test.cpp
-// shows their values and gradients equal to the reference ops', in double precision, with and
-// without existing gradients and with the output held or not.
+// linear layer, RMSNorm, RoPE, reshape and residual add. Their rows in
+// tests/autograd/fast_kernels_f64_test.cpp run with and without existing gradients and with the
+// output held or not.
 
 /// Replaces: linear(x, weight) (ops.hpp). x (..., in_features), weight (out_features,
 /// in_features) -> (..., out_features). dX and dW are written by the gemm into x's and weight's

@@ -1,6 +1,6 @@
 // Fast kernel: silu_mul(gate, up) = silu(gate) * up, vectorised with xsimd.
 // Replaces the reference ops silu and mul (ops_elementwise.cpp); tests/autograd/
-// fused_vs_composed_f64_test.cpp and kernels_f64_test.cpp check values and gradients against them.
+// tests/autograd/fast_kernels_f64_test.cpp checks values and gradients against them.
 
 #include <cmath>
 

@@ -4,7 +4,7 @@
 //
 // Replaces, in the kernels only: the plain loops of the reference ops (std::exp per element,
 // left-to-right sums). Results differ from those by rounding only; tests/autograd/
-// kernels_f64_test.cpp compares them.
+// fast_kernels_f64_test.cpp compares them.
 
 #include <algorithm>
 #include <cmath>
