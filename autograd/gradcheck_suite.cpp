@@ -96,42 +96,6 @@ std::vector<Case> make_cases() {
   binary("matmul_nt/scaled", {2, 3, 4}, {2, 5, 4}, false,
          [](auto& a, auto& b) { return matmul_nt(a, b, Scalar(0.37)); });
   binary("linear", {2, 3, 4}, {5, 4}, false, [](auto& a, auto& b) { return linear(a, b); });
-  // attention products, GQA: q (B=2, n=3, H=4, D=3), k/v (B=2, m=4, H_kv=2, D=3); n != m so a
-  // swapped axis would not go unnoticed, and two query heads share each KV head.
-  binary("attention_scores", {2, 3, 4, 3}, {2, 4, 2, 3}, false,
-         [](auto& q, auto& k) { return attention_scores(q, k, Scalar(0.37)); });
-  binary("attention_scores/gemv", {2, 1, 2, 3}, {2, 4, 2, 3}, false,
-         [](auto& q, auto& k) { return attention_scores(q, k, Scalar(0.37)); });  // n = 1, H == H_kv
-  binary("attention_mix", {2, 4, 3, 4}, {2, 4, 2, 3}, false,
-         [](auto& w, auto& v) { return attention_mix(w, v); });  // weights (B, H, n, m)
-  binary("attention_mix/gemv", {2, 4, 1, 4}, {2, 4, 2, 3}, false,
-         [](auto& w, auto& v) { return attention_mix(w, v); });  // n = 1
-  // the masked overloads: the scores go through softmax (which turns -inf into 0), the weights
-  // are random, nonzero at masked places too, where the gradient must be exactly 0.
-  // causal with start = 2: n = 3 queries after 2 cached positions, m = 5 keys, GQA.
-  binary("attention_scores/causal_start", {2, 3, 4, 3}, {2, 5, 2, 3}, false, [](auto& q, auto& k) {
-    return softmax(attention_scores(q, k, Scalar(0.37), causal_mask(3, 5, 2)));
-  });
-  binary("attention_mix/causal_start", {2, 4, 3, 5}, {2, 5, 2, 3}, false,
-         [](auto& w, auto& v) { return attention_mix(w, v, causal_mask(3, 5, 2)); });
-  // n = m = 36: two blocks of query rows (32 + 4), n_rep = 2.
-  binary("attention_scores/causal_blocks", {1, 36, 2, 2}, {1, 36, 1, 2}, false, [](auto& q, auto& k) {
-    return softmax(attention_scores(q, k, Scalar(0.37), causal_mask(36, 36)));
-  });
-  binary("attention_mix/causal_blocks", {1, 2, 36, 36}, {1, 36, 1, 2}, false,
-         [](auto& w, auto& v) { return attention_mix(w, v, causal_mask(36, 36)); });
-  // A mask with holes (not prefix rows) and a fully masked row: the general path.
-  auto holes = [] {
-    Mask m = causal_mask(3, 5, 2);
-    m(0, 1) = m(2, 3) = true;                            // holes
-    for (std::size_t j = 0; j < 5; ++j) m(1, j) = true;  // fully masked row
-    return m;
-  };
-  binary("attention_scores/holes", {2, 3, 4, 3}, {2, 5, 2, 3}, false, [holes](auto& q, auto& k) {
-    return softmax(attention_scores(q, k, Scalar(0.37), holes()));
-  });
-  binary("attention_mix/holes", {2, 4, 3, 5}, {2, 5, 2, 3}, false,
-         [holes](auto& w, auto& v) { return attention_mix(w, v, holes()); });
   // the fused attention (steps 5-8 as one op, what the model trains with): q (B, n, H, D),
   // k and v (B, m, H_kv, D). MHA with n = m = 36 (two blocks of 32 query rows); GQA (n_rep 2)
   // with n = 3 queries after start = 2 earlier positions.
@@ -156,17 +120,6 @@ std::vector<Case> make_cases() {
     Mask m = causal_mask(3, 5, 1);
     for (std::size_t j = 0; j < 5; ++j) m(2, j) = true;  // one fully masked row -> zeros
     return softmax(masked_fill(a, m, -inf));
-  });
-  unary("masked_softmax", {2, 3, 4}, false, [](const Tensor& a) {
-    return masked_softmax(a, causal_mask(3, 4, 0));  // prefix rows, mask (3, 4) over the batch
-  });
-  unary("masked_softmax/holes", {2, 3, 5}, false, [](const Tensor& a) {
-    Mask m = Mask::from_shape({3, 5});
-    m.fill(false);
-    m(0, 1) = m(0, 3) = true;                         // holes: not a prefix row
-    for (std::size_t j = 0; j < 5; ++j) m(1, j) = true;  // fully masked row -> zeros
-    m(2, 0) = true;                                   // masked first key
-    return masked_softmax(a, m);
   });
   unary("log_softmax", {3, 5}, false, [](const Tensor& a) { return log_softmax(a); });
   unary("cross_entropy", {2, 3, 5}, false, [](const Tensor& a) {

@@ -3,7 +3,8 @@
 // ops_matmul.cpp (xtensor-blas; its BLAS declarations cannot share a file with cblas.h).
 //
 // The model's fast path runs linear as fast_linear (autograd/kernels/linear.cpp), which writes
-// the gradients straight into existing ones; here each gradient is a fresh array.
+// the gradients straight into existing ones and takes one row (generating one token) as a
+// matrix-vector product; here each gradient is a fresh array and every product one gemm.
 //
 // For Y = A @ B the backward pass is  dA = dY @ B^T  and  dB = A^T @ dY;
 // for Y = A @ B^T it is               dA = dY @ B    and  dB = dY^T @ A.
@@ -62,13 +63,8 @@ Tensor product(const char* name, const Tensor& a, const Tensor& b, bool trans_b,
     for (std::size_t i = 0; i < batch; ++i) {
       const Scalar* ai = a.value().data() + i * a_step;
       const Scalar* bi = b.value().data() + i * b_step;
-      if (n == 1) {  // one row (generating one token): y = op(B)^T a as a matrix-vector product
-        blas::gemv(!trans_b, as_int(trans_b ? m : k), as_int(trans_b ? k : m), alpha, bi, ldb,
-                   ai, Scalar(0), out.data() + i * y_step);
-      } else {
-        blas::gemm(false, trans_b, as_int(n), as_int(m), as_int(k), alpha, ai, as_int(k), bi,
-                   ldb, Scalar(0), out.data() + i * y_step, as_int(m));
-      }
+      blas::gemm(false, trans_b, as_int(n), as_int(m), as_int(k), alpha, ai, as_int(k), bi, ldb,
+                 Scalar(0), out.data() + i * y_step, as_int(m));
     }
   }
   const bool track = needs_grad({&a, &b});

@@ -1,17 +1,20 @@
 // Neural-network ops: embedding lookup, masked_fill, softmax / log_softmax over the last axis,
-// fused cross-entropy, fused
-// RMSNorm, rotary position embedding (RoPE), the GQA head repeat (repeat_kv) and the causal mask.
+// fused cross-entropy, fused RMSNorm, rotary position embedding (RoPE), the GQA head repeat
+// (repeat_kv) and the causal mask.
 //
-// log_softmax and cross_entropy see their input as `rows` contiguous rows of length d = last
-// extent and run plain loops over each row; their backward formulas are derived once for the
-// fused function (cheaper and more stable than chaining the primitive ops) and each one is
-// checked against the composed version in the tests.
+// softmax, log_softmax, rms_norm, rope and repeat_kv are written as xtensor expressions over the
+// last axis (NumPy's x.max(-1, keepdims=True) is xt::amax(x, {last}, xt::keep_dims)). Their
+// backward formulas are derived once for the fused function (cheaper and more stable than
+// chaining the primitive ops) and each one is checked against the composed version in the
+// tests. embedding (a gather and its scatter-add) and cross_entropy (one pass per row of logits,
+// the training step's loss on both paths) loop over rows.
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
 
+#include <xtensor/xbroadcast.hpp>
 #include <xtensor/xmath.hpp>
 #include <xtensor/xoperation.hpp>
 #include <xtensor/xreducer.hpp>
@@ -96,24 +99,15 @@ Tensor embedding(const Tensor& weight, const Ids& ids) {
 // out = value where mask, else a. Backward: the gradient passes where mask is false and is
 // exactly zero where it is true (the output there does not depend on a).
 Tensor masked_fill(const Tensor& a, const Mask& mask, Scalar value) {
-  const Shape sa = a.shape();
-  std::vector<char> masked = detail::mask_flags(sa, mask, "masked_fill");
-  const std::size_t n = a.size();
-  const std::size_t period = masked.size();
-  Array out = detail::empty_array(sa);
-  const Scalar* x = a.value().data();
-  for (std::size_t begin = 0; begin < n; begin += period)
-    for (std::size_t j = 0; j < period; ++j)
-      out.data()[begin + j] = masked[j] ? value : x[begin + j];
+  detail::check_mask_broadcasts(a.shape(), mask, "masked_fill");
   const bool track = needs_grad({&a});
-  Tensor result = detail::make_output(std::move(out), track);
+  // The mask stretched to a's shape explicitly (xt::broadcast): xt::where's own broadcasting of
+  // a smaller bool array reads the wrong flags in the xsimd build (xtensor 0.24).
+  const Shape sa = a.shape();
+  Tensor result = detail::make_output(xt::where(xt::broadcast(mask, sa), value, a.value()), track);
   if (track) {
-    tape().record("masked_fill", result, [a, masked = std::move(masked), n, period](const Array& grad) {
-      Array ga = detail::empty_array(a.shape());
-      for (std::size_t begin = 0; begin < n; begin += period)
-        for (std::size_t j = 0; j < period; ++j)
-          ga.data()[begin + j] = masked[j] ? Scalar(0) : grad.data()[begin + j];
-      accumulate_grad(a, std::move(ga));
+    tape().record("masked_fill", result, [a, mask, sa](const Array& grad) {
+      accumulate_grad(a, Array(xt::where(xt::broadcast(mask, sa), Scalar(0), grad)));
     });
   }
   return result;
@@ -155,38 +149,29 @@ Tensor softmax(const Tensor& a) {
 // y_j = x_j - logsumexp(x). Backward: dx_j = g_j - softmax_j * sum_k g_k, softmax_j = exp(y_j).
 // A row of all -inf has no distribution: its output is -inf and its gradient zero.
 Tensor log_softmax(const Tensor& a) {
-  std::size_t rows, d;
-  rows_of(a.shape(), "log_softmax", rows, d);
-  Array out = detail::empty_array(a.shape());
-  std::vector<char> dead(rows, 0);  // rows of all -inf
-  for (std::size_t r = 0; r < rows; ++r) {
-    const Scalar* x = a.value().data() + r * d;
-    Scalar* y = out.data() + r * d;
-    const Scalar lse = row_logsumexp(x, d);
-    if (lse == kNegInf) {
-      dead[r] = 1;
-      std::fill(y, y + d, kNegInf);
-      continue;
-    }
-    for (std::size_t j = 0; j < d; ++j) y[j] = x[j] - lse;
+  if (a.dim() == 0) throw std::invalid_argument("log_softmax: needs at least one axis, got shape ()");
+  const std::size_t last = a.dim() - 1;
+  const Array& x = a.value();
+  Array y = x;  // an empty tensor stays empty
+  Array lse;     // (..., 1): lse = m + log(sum(exp(x - m))) per row, m the row's max (0 for a row
+                 // of all -inf, whose lse is then log 0 = -inf)
+  if (a.size() > 0) {
+    Array m = xt::amax(x, {last}, xt::keep_dims);
+    m = xt::where(xt::equal(m, kNegInf), Scalar(0), m);
+    lse = m + xt::log(xt::sum(xt::exp(x - m), {last}, xt::keep_dims));
+    y = xt::where(xt::equal(lse, kNegInf), kNegInf, x - lse);  // a row of all -inf stays -inf
   }
   const bool track = needs_grad({&a});
-  Tensor result = detail::make_output(out, track);
+  Tensor result = detail::make_output(std::move(y), track);
   if (track) {
-    tape().record("log_softmax", result,
-                  [a, y = std::move(out), dead = std::move(dead), rows, d](const Array& grad) {
-                    Array ga(a.shape(), Scalar(0));
-                    for (std::size_t r = 0; r < rows; ++r) {
-                      if (dead[r]) continue;
-                      const Scalar* yr = y.data() + r * d;
-                      const Scalar* g = grad.data() + r * d;
-                      Scalar gsum = 0;
-                      for (std::size_t j = 0; j < d; ++j) gsum += g[j];
-                      Scalar* dx = ga.data() + r * d;
-                      for (std::size_t j = 0; j < d; ++j) dx[j] = g[j] - std::exp(yr[j]) * gsum;
-                    }
-                    accumulate_grad(a, std::move(ga));
-                  });
+    const TensorImpl* out = result.impl();  // y through a plain pointer (see softmax)
+    tape().record("log_softmax", result, [a, out, lse, last](const Array& g) {
+      if (g.size() == 0) return accumulate_grad(a, g);
+      const Array& y = out->value;
+      const Array g_sum = xt::sum(g, {last}, xt::keep_dims);
+      // a row of all -inf has no distribution: zero gradient
+      accumulate_grad(a, Array(xt::where(xt::equal(lse, kNegInf), Scalar(0), g - xt::exp(y) * g_sum)));
+    });
   }
   return result;
 }
@@ -351,27 +336,21 @@ Tensor repeat_kv(const Tensor& x, std::size_t n_rep) {
     throw std::invalid_argument("repeat_kv: x must be (B, H_kv, T, D) and n_rep >= 1, got " +
                                 shape_str(s) + " and n_rep " + std::to_string(n_rep));
   }
-  const std::size_t B = s[0], Hkv = s[1], block = s[2] * s[3];  // one head = T*D contiguous values
-  Array out = detail::empty_array(Shape{B, Hkv * n_rep, s[2], s[3]});
-  for (std::size_t b = 0; b < B; ++b)
-    for (std::size_t k = 0; k < Hkv; ++k) {
-      const Scalar* src = x.value().data() + (b * Hkv + k) * block;
-      for (std::size_t r = 0; r < n_rep; ++r)
-        std::copy(src, src + block, out.data() + ((b * Hkv + k) * n_rep + r) * block);
-    }
+  // x as (B, H_kv, 1, T, D), broadcast along the new axis to n_rep copies of each head, and
+  // (B, H_kv, n_rep, T, D) read as (B, H_kv * n_rep, T, D): head h is copy h % n_rep of h / n_rep.
+  const std::size_t B = s[0], Hkv = s[1], T = s[2], D = s[3];
+  Array x5 = x.value();
+  x5.reshape({B, Hkv, 1, T, D});
+  Array out = xt::broadcast(x5, std::vector<std::size_t>{B, Hkv, n_rep, T, D});
+  out.reshape({B, Hkv * n_rep, T, D});
   const bool track = needs_grad({&x});
   Tensor result = detail::make_output(std::move(out), track);
   if (track) {
-    tape().record("repeat_kv", result, [x, B, Hkv, block, n_rep](const Array& grad) {
-      Array gx(x.shape(), Scalar(0));
-      for (std::size_t b = 0; b < B; ++b)
-        for (std::size_t k = 0; k < Hkv; ++k) {
-          Scalar* dst = gx.data() + (b * Hkv + k) * block;
-          for (std::size_t r = 0; r < n_rep; ++r) {
-            const Scalar* g = grad.data() + ((b * Hkv + k) * n_rep + r) * block;
-            for (std::size_t j = 0; j < block; ++j) dst[j] += g[j];
-          }
-        }
+    tape().record("repeat_kv", result, [x, B, Hkv, T, D, n_rep](const Array& grad) {
+      Array g5 = grad;
+      g5.reshape({B, Hkv, n_rep, T, D});
+      Array gx = xt::sum(g5, {2}, xt::evaluation_strategy::immediate);  // the copies' sum
+      gx.reshape(x.shape());
       accumulate_grad(x, std::move(gx));
     });
   }

@@ -1,9 +1,13 @@
 // Reductions: sum and mean of all elements, or over one axis.
 //
-// An axis reduction views the array as (outer, n, inner): `outer` = product of the extents
-// before the axis, `n` = the reduced extent, `inner` = product of the extents after it.
-// The backward pass copies the output gradient back along the reduced axis (every input
-// element contributed with weight 1 to the sum, 1/n to the mean).
+// Forward: xt::sum over the axis (NumPy's x.sum(axis, keepdims)); the mean divides by the
+// reduced extent n. Backward: every input element contributed with weight 1 to the sum (1/n to
+// the mean), so the output gradient is copied back along the reduced axis: NumPy's
+// np.broadcast_to(np.expand_dims(g, axis), x.shape) * scale.
+
+#include <xtensor/xbroadcast.hpp>
+#include <xtensor/xmanipulation.hpp>
+#include <xtensor/xreducer.hpp>
 
 #include "autograd/ops.hpp"
 #include "autograd/ops_util.hpp"
@@ -17,16 +21,16 @@ namespace {
 Tensor reduce_all(const char* name, const Tensor& a, bool mean) {
   const Array& x = a.value();
   const std::size_t n = x.size();
-  const Scalar scale = mean ? Scalar(1) / static_cast<Scalar>(n) : Scalar(1);
   if (mean && n == 0) throw std::invalid_argument("mean: empty tensor of shape " + shape_str(a.shape()));
-  double total = 0;  // accumulate in double: long float sums lose digits
-  for (std::size_t i = 0; i < n; ++i) total += x.data()[i];
+  const Scalar scale = mean ? Scalar(1) / static_cast<Scalar>(n) : Scalar(1);
+  // Accumulated in double: long float sums lose digits.
+  const double total = n == 0 ? 0.0 : xt::sum<double>(x, xt::evaluation_strategy::immediate)();
   const bool track = needs_grad({&a});
   Tensor result = detail::make_output(Array(Shape{}, static_cast<Scalar>(total * scale)), track);
   if (track) {
     tape().record(name, result, [a, scale](const Array& grad) {
       // d(sum)/dx_i = 1, d(mean)/dx_i = 1/n
-      accumulate_grad(a, Array(a.shape(), grad.data()[0] * scale));
+      accumulate_grad(a, Array(a.shape(), grad() * scale));
     });
   }
   return result;
@@ -36,36 +40,19 @@ Tensor reduce_all(const char* name, const Tensor& a, bool mean) {
 Tensor reduce_axis(const char* name, const Tensor& a, int axis, bool keepdim, bool mean) {
   const Shape in = a.shape();
   const std::size_t ax = detail::normalize_axis(axis, in.size(), name, in);
-  std::size_t outer = 1, inner = 1;
-  for (std::size_t d = 0; d < ax; ++d) outer *= in[d];
-  for (std::size_t d = ax + 1; d < in.size(); ++d) inner *= in[d];
   const std::size_t n = in[ax];
   if (mean && n == 0) throw std::invalid_argument("mean: empty axis in shape " + shape_str(in));
   const Scalar scale = mean ? Scalar(1) / static_cast<Scalar>(n) : Scalar(1);
 
-  Shape out_shape = in;
-  if (keepdim) out_shape[ax] = 1;
-  else out_shape.erase(out_shape.begin() + ax);
-
-  Array out(out_shape, Scalar(0));
-  const Scalar* x = a.value().data();
-  Scalar* y = out.data();
-  for (std::size_t o = 0; o < outer; ++o)
-    for (std::size_t k = 0; k < n; ++k)
-      for (std::size_t i = 0; i < inner; ++i) y[o * inner + i] += x[(o * n + k) * inner + i];
-  for (std::size_t j = 0; j < out.size(); ++j) y[j] *= scale;
+  Array out = xt::sum(a.value(), {ax}, xt::evaluation_strategy::immediate) * scale;
+  if (keepdim) out = xt::expand_dims(out, ax);
 
   const bool track = needs_grad({&a});
   Tensor result = detail::make_output(std::move(out), track);
   if (track) {
-    tape().record(name, result, [a, in, outer, n, inner, scale](const Array& grad) {
-      Array ga = detail::empty_array(in);
-      const Scalar* g = grad.data();
-      Scalar* d = ga.data();
-      for (std::size_t o = 0; o < outer; ++o)
-        for (std::size_t k = 0; k < n; ++k)
-          for (std::size_t i = 0; i < inner; ++i) d[(o * n + k) * inner + i] = g[o * inner + i] * scale;
-      accumulate_grad(a, std::move(ga));
+    tape().record(name, result, [a, in, ax, keepdim, scale](const Array& grad) {
+      const Array g = keepdim ? grad : Array(xt::expand_dims(grad, ax));
+      accumulate_grad(a, Array(xt::broadcast(g * scale, in)));
     });
   }
   return result;

@@ -46,13 +46,10 @@ inline Scalar row_max(const Scalar* x, std::size_t n) {
   return m;
 }
 
-/// The mask's flags laid over a tensor of shape sa, as one period that repeats over a's flat
-/// elements. When the mask matches sa's trailing axes (e.g. a causal mask (n, m) under scores
-/// (B, H, n, m)) the period is the mask itself, repeated every n*m elements; otherwise the mask
-/// is expanded to one flag per element of a (an odometer over a with the mask's strides) and the
-/// period is all of a. Throws std::invalid_argument naming `op` when the mask does not broadcast
-/// to sa (a itself is never expanded).
-inline std::vector<char> mask_flags(const Shape& sa, const Mask& mask, const char* op) {
+/// Checks that a mask of shape shape_of(mask) broadcasts to sa without stretching sa (NumPy
+/// rules: extents aligned at the right, each equal or 1 in the mask). Throws
+/// std::invalid_argument naming `op` and both shapes otherwise.
+inline void check_mask_broadcasts(const Shape& sa, const Mask& mask, const char* op) {
   const Shape sm = shape_of(mask);
   bool ok = sm.size() <= sa.size();
   for (std::size_t i = 0; ok && i < sm.size(); ++i) {
@@ -63,32 +60,6 @@ inline std::vector<char> mask_flags(const Shape& sa, const Mask& mask, const cha
     throw std::invalid_argument(std::string(op) + ": mask of shape " + shape_str(sm) +
                                 " does not broadcast to the input shape " + shape_str(sa));
   }
-  const std::size_t n = numel(sa), nd = sa.size(), nm = numel(sm);
-  const bool trailing = nm > 0 && std::equal(sm.begin(), sm.end(), sa.end() - sm.size());
-  std::vector<char> masked;
-  if (trailing) {
-    masked.assign(mask.begin(), mask.end());
-  } else {
-    masked.resize(n);
-    std::vector<std::size_t> stride(nd, 0);
-    for (std::size_t i = 0, s = 1; i < sm.size(); ++i) {
-      const std::size_t em = sm[sm.size() - 1 - i];
-      stride[nd - 1 - i] = em == 1 ? 0 : s;
-      s *= em;
-    }
-    std::vector<std::size_t> index(nd, 0);
-    for (std::size_t i = 0, im = 0; i < n; ++i) {
-      masked[i] = mask.data()[im];
-      for (std::size_t d = nd; d-- > 0;) {
-        ++index[d];
-        im += stride[d];
-        if (index[d] < sa[d]) break;
-        im -= stride[d] * sa[d];
-        index[d] = 0;
-      }
-    }
-  }
-  return masked;
 }
 
 /// The op's output tensor; it requires grad exactly when the op is recorded.

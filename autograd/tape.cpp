@@ -16,31 +16,17 @@ bool is_recording() { return g_recording; }
 NoGradGuard::NoGradGuard() : previous_(g_recording) { g_recording = false; }
 NoGradGuard::~NoGradGuard() { g_recording = previous_; }
 
-namespace {
-double ms_between(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b) {
-  return std::chrono::duration<double, std::milli>(b - a).count();
-}
-}  // namespace
-
 void Tape::record(std::string op, const Tensor& output, BackwardFn backward) {
-  if (profiling_) {
-    const auto now = std::chrono::steady_clock::now();
-    OpProfile& p = profile_[op];
-    p.forward_ms += ms_between(last_event_, now);
-    ++p.forward_calls;
-    records_.push_back(TapeRecord{std::move(op), output, std::move(backward)});
-    last_event_ = std::chrono::steady_clock::now();  // the bookkeeping above is not charged
-    return;
-  }
   records_.push_back(TapeRecord{std::move(op), output, std::move(backward)});
+  if (observer_) observer_->recorded(records_.back());
 }
 
-void Tape::set_profiling(bool on) {
-  profiling_ = on;
-  last_event_ = std::chrono::steady_clock::now();
+void Tape::run_backward(TapeRecord& record) {
+  if (observer_) observer_->backward_begins(record);
+  record.backward(record.output.grad());
+  if (observer_) observer_->backward_ends(record);
 }
 
-namespace {
 void seed_root(const Tensor& root) {
   if (root.size() != 1) {
     throw std::invalid_argument("Tape::backward: root must have one element, got shape " +
@@ -49,55 +35,18 @@ void seed_root(const Tensor& root) {
   Tensor r = root;
   r.grad().fill(Scalar(1));
 }
-}  // namespace
-
-// Runs one record's backward closure (timed when profiling).
-void Tape::run(TapeRecord& record) {
-  if (!profiling_) {
-    record.backward(record.output.grad());
-    return;
-  }
-  const auto start = std::chrono::steady_clock::now();
-  record.backward(record.output.grad());
-  OpProfile& p = profile_[record.op];
-  p.backward_ms += ms_between(start, std::chrono::steady_clock::now());
-  ++p.backward_calls;
-}
 
 void Tape::backward(const Tensor& root) {
   seed_root(root);
   for (auto it = records_.rbegin(); it != records_.rend(); ++it) {
     if (!it->output.has_grad()) continue;  // no gradient reached this op's output
-    run(*it);
-  }
-}
-
-void Tape::backward_and_clear(const Tensor& root) {
-  seed_root(root);
-  // Records later on the tape hold the earlier outputs they used; walking backwards and dropping
-  // each record once it has run leaves an output held by its own record only, unless the caller
-  // (or a tensor that outlives the step) holds it too: use_count() == 1 means nobody can read
-  // its gradient after this closure.
-  struct ClearAtExit {  // also when a closure throws: the tape ends empty either way
-    Tape& tape;
-    ~ClearAtExit() {
-      tape.grad_disposable_ = false;
-      tape.clear();
-    }
-  } clear_at_exit{*this};
-  for (auto it = records_.rbegin(); it != records_.rend(); ++it) {
-    if (it->output.has_grad()) {
-      grad_disposable_ = it->output.use_count() == 1;
-      run(*it);
-      grad_disposable_ = false;
-    }
-    *it = TapeRecord{};  // frees the closure's saved inputs, and the output if only we held it
+    run_backward(*it);
   }
 }
 
 void Tape::clear() {
   records_.clear();
-  if (profiling_) last_event_ = std::chrono::steady_clock::now();
+  if (observer_) observer_->cleared();
 }
 
 bool needs_grad(std::initializer_list<const Tensor*> inputs) {

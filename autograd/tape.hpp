@@ -1,10 +1,9 @@
 #pragma once
 // The tape: the list of operations recorded during a forward pass, replayed backwards.
 
-#include <chrono>
 #include <functional>
-#include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "autograd/tensor.hpp"
@@ -16,8 +15,8 @@ inline namespace GLASS_PRECISION {
 /// grads (with accumulate_grad). It must not capture the output Tensor itself (the record
 /// holds it), only the inputs and whatever forward values it needs. It may take its argument
 /// as `const Array&` (every reference op does); one that takes `Array&` may move the buffer out,
-/// but only when grad_disposable() says nothing can read that gradient afterwards (the fast
-/// kernels do, through autograd/kernels/grad_buffers.hpp).
+/// but only when grad_disposable() (autograd/backward_release.hpp) says nothing can read that
+/// gradient afterwards (the fast kernels do, through autograd/kernels/grad_buffers.hpp).
 using BackwardFn = std::function<void(Array& grad_output)>;
 
 /// One recorded op.
@@ -27,12 +26,19 @@ struct TapeRecord {
   BackwardFn backward;  ///< how to send output.grad back to the inputs
 };
 
-/// Time spent by one kind of op (one op name) while profiling was on; see Tape::set_profiling.
-struct OpProfile {
-  double forward_ms = 0;            ///< forward time charged to this op (see set_profiling)
-  std::size_t forward_calls = 0;    ///< how many times it was recorded
-  double backward_ms = 0;           ///< time inside its backward closures
-  std::size_t backward_calls = 0;   ///< how many backward closures ran
+/// Watches a tape, if one is set (Tape::set_observer): told of every record, every backward
+/// closure it runs and every clear. Nothing in the tape depends on it; the op profiler
+/// (autograd/profiler.hpp) is one.
+class TapeObserver {
+ public:
+  virtual ~TapeObserver() = default;
+  /// An op was just appended (its forward computation has run).
+  virtual void recorded(const TapeRecord& record) = 0;
+  /// Around one backward closure.
+  virtual void backward_begins(const TapeRecord& record) = 0;
+  virtual void backward_ends(const TapeRecord& record) = 0;
+  /// The tape was emptied.
+  virtual void cleared() = 0;
 };
 
 /// The list of recorded ops, in forward order. One tape per thread (see `tape()`).
@@ -40,45 +46,27 @@ class Tape {
  public:
   /// Appends a record. Called by ops only when `is_recording()` and the output requires grad.
   void record(std::string op, const Tensor& output, BackwardFn backward);
-  /// Seeds root.grad with ones (root must have one element) and runs every record in reverse
-  /// order whose output has received a gradient. Does not clear the tape: backward can run
-  /// again, and every intermediate tensor keeps its gradient until clear().
+  /// Seeds root.grad with ones (root must have one element; std::invalid_argument otherwise) and
+  /// runs every record in reverse order whose output has received a gradient. Does not clear
+  /// the tape: backward can run again, and every intermediate tensor keeps its gradient until
+  /// clear(). (Tensor::backward() runs backward_and_release instead, which frees memory on the
+  /// way: autograd/backward_release.hpp.)
   void backward(const Tensor& root);
-  /// backward(root) followed by clear(), freeing memory as it goes (what Tensor::backward()
-  /// calls). Each record is dropped as soon as its backward has run, together with the inputs
-  /// its closure saved; an output that no handle outside the tape holds goes with it (value
-  /// and gradient), and its gradient buffer may be reused by the closure for an input's
-  /// gradient (see grad_disposable). Like PyTorch's default `retain_graph=False`. Every gradient
-  /// the caller can still reach (parameters, leaves and intermediates it holds a handle to) is
-  /// the same as after backward(root) and clear(): freed memory is handed to the next
-  /// allocations while it is still in the cache, which makes a training step ~10 % faster.
-  void backward_and_clear(const Tensor& root);
-  /// True while a backward closure runs under backward_and_clear() whose output nobody else
-  /// holds: its gradient is about to be freed, so the closure may take the buffer over.
-  bool grad_disposable() const { return grad_disposable_; }
+  /// Runs one record's backward closure on its output's gradient (telling the observer).
+  void run_backward(TapeRecord& record);
   /// Drops every record (and so every intermediate tensor only the tape kept alive).
   void clear();
+  /// Hands the records over to the caller and leaves the tape empty (without clear()'s notice).
+  std::vector<TapeRecord> take_records() { return std::exchange(records_, {}); }
   std::size_t size() const { return records_.size(); }
   const std::vector<TapeRecord>& records() const { return records_; }
-
-  /// Where does a training step spend its time? With profiling on, every record() charges the
-  /// wall time since the previous record (or since clear() / set_profiling(true)) to the op
-  /// being recorded: its forward computation, plus any unrecorded work that ran in between
-  /// (an op that needs no gradient, the caller's own code). backward() times each backward
-  /// closure exactly. Off by default; the cost when on is two clock reads per op.
-  void set_profiling(bool on);
-  bool profiling() const { return profiling_; }
-  /// Accumulated times per op name since the last reset_profile().
-  const std::map<std::string, OpProfile>& profile() const { return profile_; }
-  void reset_profile() { profile_.clear(); }
+  /// Sets (or, with nullptr, removes) the observer; the tape does not own it.
+  void set_observer(TapeObserver* observer) { observer_ = observer; }
+  TapeObserver* observer() const { return observer_; }
 
  private:
-  void run(TapeRecord& record);
   std::vector<TapeRecord> records_;
-  bool grad_disposable_ = false;
-  bool profiling_ = false;
-  std::map<std::string, OpProfile> profile_;
-  std::chrono::steady_clock::time_point last_event_;
+  TapeObserver* observer_ = nullptr;
 };
 
 /// The current thread's tape.
@@ -104,6 +92,10 @@ class NoGradGuard {
 /// then require grad and the op must call tape().record(...).
 bool needs_grad(std::initializer_list<const Tensor*> inputs);
 bool needs_grad(const std::vector<Tensor>& inputs);
+
+/// Sets root.grad to ones, the start of a backward pass: d(root)/d(root) = 1. Throws
+/// std::invalid_argument naming the shape unless root has exactly one element.
+void seed_root(const Tensor& root);
 
 /// grad(t) += g, if t requires grad (allocating the gradient on first use). `g` must have
 /// t's shape; throws std::logic_error naming the shapes otherwise.

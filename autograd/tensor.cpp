@@ -3,6 +3,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "autograd/backward_release.hpp"
 #include "autograd/tape.hpp"
 
 namespace glass {
@@ -143,7 +144,7 @@ void Tensor::backward() const {
         "Tensor::backward: this tensor does not require grad (no input of the computation "
         "required grad, or it was computed under NoGradGuard)");
   }
-  tape().backward_and_clear(*this);
+  backward_and_release(tape(), *this);
 }
 
 Tensor Tensor::detach() const { return Tensor(value(), false, name()); }

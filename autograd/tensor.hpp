@@ -92,7 +92,7 @@ class Tensor {
 
   /// Reverse-mode autodiff from this scalar: sets d(this)/d(this) = 1, walks the tape
   /// backwards accumulating (+=) into every tracked tensor's grad, then clears the tape
-  /// (Tape::backward_and_clear: memory is freed during the walk). If an op's backward throws,
+  /// (backward_and_release, autograd/backward_release.hpp: memory is freed during the walk). If an op's backward throws,
   /// the tape is cleared all the same; gradients accumulated before the throw stay.
   /// Throws std::invalid_argument when this tensor has more than one element or does not
   /// require grad.
@@ -105,7 +105,7 @@ class Tensor {
   /// Identity of the storage (two handles are the same tensor iff their impls are equal).
   TensorImpl* impl() const { return impl_.get(); }
   /// How many handles (including the tape's records and backward closures) share this
-  /// storage; 0 for an undefined tensor. Tape::backward_and_clear reads it (1 = only the tape
+  /// storage; 0 for an undefined tensor. backward_and_release reads it (1 = only the tape
   /// holds an op's output); also for tests and debugging (e.g. "clearing the tape frees the
   /// intermediates").
   long use_count() const { return impl_.use_count(); }

@@ -1,14 +1,14 @@
 // Kernel benchmarks (Google Benchmark): the autograd ops at the default model's shapes, with
 // GFLOP/s counters, next to raw cblas_sgemm on the same shapes (the ceiling: how much the op
 // wrapper costs on top of OpenBLAS), the row kernels (softmax, RMSNorm, cross-entropy), and the
-// fused ops next to the compositions they replace (silu_mul vs silu(gate) * up, masked_softmax
-// vs masked_fill + softmax).
+// fused ops next to the compositions they replace (silu_mul vs silu(gate) * up,
+// causal_attention vs the reference attention steps).
 //
 // Shapes (the default model, batch of 3 sequences of 256 tokens = 768 rows):
 //   linear 768x128 -> 344 (SwiGLU up/gate), 768x128 -> 128 (attention projections),
 //   attention scores: 12 (= 3 batch x 4 heads) ... here 48 = 12*4 products of (64, 32) x (32, 64).
-//   silu_mul (12*64, 344) = the 12x64 training step's SwiGLU gate; masked_softmax (12, 4, 64, 64)
-//   and (8, 4, 256, 256) with the causal mask = the B=12,T=64 and B=8,T=256 steps' attention.
+//   silu_mul (12*64, 344) = the 12x64 training step's SwiGLU gate; causal attention at B=12,T=64
+//   and B=8,T=256 = those steps' attention.
 // Run: build/bench/bench_kernels [--benchmark_filter=Linear]
 
 #include <benchmark/benchmark.h>
@@ -100,9 +100,19 @@ void BM_RawSgemmBatchedNT(benchmark::State& state) {
   set_gflops(state, 2.0 * batch * n * n * d);
 }
 
+/// The reference attention steps 4-8: q (B, T, H, D), k and v (B, T, H_kv, D) -> (B, T, H, D).
+Tensor reference_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Mask& mask, Scalar scale) {
+  const std::size_t n_rep = q.shape()[2] / k.shape()[2];
+  const Tensor K = repeat_kv(transpose(k, 1, 2), n_rep), V = repeat_kv(transpose(v, 1, 2), n_rep);
+  const Tensor scores = matmul_nt(transpose(q, 1, 2), K, scale);
+  const Tensor weights = softmax(masked_fill(scores, mask, -std::numeric_limits<Scalar>::infinity()));
+  return transpose(matmul(weights, V), 1, 2);
+}
+
 // Attention steps 5-8 of the training step, forward + backward: causal_attention (fused, no
-// (B, H, T, T) tensors) against the composition it replaces, attention_scores + masked_softmax
-// + attention_mix under the causal mask. Args: B, T, fused; 4 heads, 2 KV heads, head_dim 32.
+// (B, H, T, T) tensors) against the reference steps it replaces (nn/attention.cpp): heads first,
+// repeat_kv, matmul_nt, masked_fill(causal, -inf), softmax, matmul, heads back. Args: B, T,
+// fused; 4 heads, 2 KV heads, head_dim 32.
 void BM_CausalAttentionForwardBackward(benchmark::State& state) {
   const std::size_t B = state.range(0), T = state.range(1), H = 4, H_kv = 2, D = 32;
   const bool fused = state.range(2) != 0;
@@ -116,14 +126,12 @@ void BM_CausalAttentionForwardBackward(benchmark::State& state) {
   for (auto _ : state) {
     // Fresh leaves without a gradient, as q, k, v are in a training step (intermediates).
     const Tensor q(qa, true), k(ka, true), v(va, true);
-    const Tensor out = fused ? causal_attention(q, k, v, scale)
-                             : attention_mix(masked_softmax(attention_scores(q, k, scale, mask), mask),
-                                             v, mask);
+    const Tensor out = fused ? causal_attention(q, k, v, scale) : reference_attention(q, k, v, mask, scale);
     sum(out * R).backward();
     tape().clear();
     benchmark::DoNotOptimize(q.grad().data());
   }
-  state.SetLabel(fused ? "causal_attention" : "attention_scores + masked_softmax + attention_mix");
+  state.SetLabel(fused ? "causal_attention" : "the reference attention steps");
 }
 
 // ---- row kernels -------------------------------------------------------------------------------
@@ -181,40 +189,6 @@ void BM_SiluTimesUpForwardBackward(benchmark::State& state) {
   set_rows(state, rows);
 }
 
-// Attention weights at the model's shape: scores (B, n_heads, T, T) with the causal mask (T, T).
-// fused = 1: masked_softmax(scores, mask); fused = 0: softmax(masked_fill(scores, mask, -inf)).
-void BM_MaskedSoftmax(benchmark::State& state) {
-  const std::size_t B = state.range(0), H = state.range(1), T = state.range(2);
-  const bool fused = state.range(3) != 0;
-  Rng rng(8);
-  const Tensor scores = Tensor::randn({B, H, T, T}, 1, rng);
-  const Mask mask = causal_mask(T, T);
-  const Scalar minus_inf = -std::numeric_limits<Scalar>::infinity();
-  NoGradGuard no_grad;
-  for (auto _ : state) {
-    const Tensor w = fused ? masked_softmax(scores, mask) : softmax(masked_fill(scores, mask, minus_inf));
-    benchmark::DoNotOptimize(w.value().data());
-  }
-  state.SetLabel(fused ? "masked_softmax" : "masked_fill + softmax");
-  set_rows(state, B * H * T);
-}
-
-void BM_MaskedSoftmaxForwardBackward(benchmark::State& state) {
-  const std::size_t B = state.range(0), H = state.range(1), T = state.range(2);
-  const bool fused = state.range(3) != 0;
-  Rng rng(8);
-  const Tensor scores = Tensor::randn({B, H, T, T}, 1, rng, true);
-  const Mask mask = causal_mask(T, T);
-  const Scalar minus_inf = -std::numeric_limits<Scalar>::infinity();
-  for (auto _ : state) {
-    const Tensor w = fused ? masked_softmax(scores, mask) : softmax(masked_fill(scores, mask, minus_inf));
-    sum(w).backward();
-    benchmark::DoNotOptimize(scores.grad().data());
-  }
-  state.SetLabel(fused ? "masked_softmax" : "masked_fill + softmax");
-  set_rows(state, B * H * T);
-}
-
 void BM_RMSNormForwardBackward(benchmark::State& state) {
   const std::size_t rows = state.range(0), d = state.range(1);
   Rng rng(5);
@@ -252,8 +226,6 @@ BENCHMARK(BM_Softmax)->Args({48 * 64, 64})->Args({12 * 256, 256})->Unit(benchmar
 BENCHMARK(BM_SoftmaxForwardBackward)->Args({48 * 64, 64})->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_SiluMulForwardBackward)->Args({12 * 64, 344})->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_SiluTimesUpForwardBackward)->Args({12 * 64, 344})->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_MaskedSoftmax)->Args({12, 4, 64, 1})->Args({12, 4, 64, 0})->Args({8, 4, 256, 1})->Args({8, 4, 256, 0})->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_MaskedSoftmaxForwardBackward)->Args({12, 4, 64, 1})->Args({12, 4, 64, 0})->Args({8, 4, 256, 1})->Args({8, 4, 256, 0})->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_RMSNormForwardBackward)->Args({768, 128})->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_CrossEntropyForwardBackward)->Args({768, 65})->Args({768, 1024})->Unit(benchmark::kMicrosecond);
 

@@ -23,10 +23,10 @@
 // sgemm:      the machine's practical matrix-product limit: cblas_sgemm of two n x n matrices
 //             (n = --sgemm_n, 2048) with OpenBLAS at --threads threads, best of 5, in GFLOP/s;
 //             each training shape reports its step time over (its FLOPs / that rate).
-// --profile N: after the timed steps, N more steps with the tape's per-op profiling
-//             (Tape::set_profiling), printed as a table of ms per step per op, largest first.
+// --profile N: after the timed steps, N more steps with the tape's per-op profiler
+//             (OpProfiler, autograd/profiler.hpp), printed as a table of ms per step per op, largest first.
 // --threads N: glass::set_num_threads(N), as `glass train --threads N`.
-// --attention picks ModelConfig::attention: "fast" (the default, as glass train) or "reference".
+// --attention picks ModelConfig::ops_path: "fast" (the default, as glass train) or "reference".
 // Prints a human summary and one JSON line prefixed with 'RESULT ' (same keys as bench.py).
 
 #include <cblas.h>
@@ -47,6 +47,7 @@
 #include <nlohmann/json.hpp>
 
 #include "autograd/ops.hpp"
+#include "autograd/profiler.hpp"
 #include "autograd/threads.hpp"
 #include "nn/decoder.hpp"
 #include "train/adamw.hpp"
@@ -103,7 +104,7 @@ struct Options {
   int sgemm_n = 2048;
   bool no_gen = false, no_train = false, cache_only = false;
   int profile = 0;  // extra steps run with the tape's per-op profiling (0 = none)
-  std::string attention = "fast";  // ModelConfig::attention: the path measured
+  std::string attention = "fast";  // ModelConfig::ops_path: the path measured
 };
 
 Options parse(int argc, char** argv) {
@@ -161,27 +162,28 @@ Options parse(int argc, char** argv) {
 /// `steps` more training steps with the tape's per-op profiling on (after the timed ones, so
 /// the clock reads do not touch the timings above). Prints a table of milliseconds per step
 /// for each op's forward and backward, largest first, and returns it as JSON. The forward time
-/// of an op is the time since the previous recorded op (see Tape::set_profiling); the
+/// of an op is the time since the previous recorded op (see OpProfiler); the
 /// clipping + AdamW step is timed separately.
 json profile_steps(const Decoder& model, AdamW& optimizer, const std::vector<Tensor>& params,
                    const std::vector<std::pair<Ids, Ids>>& batches, int steps) {
-  tape().reset_profile();
+  OpProfiler profiler;
   double optim_s = 0, total_s = 0;
   for (int s = 0; s < steps; ++s) {
     const auto& [x, y] = batches[static_cast<std::size_t>(s) % batches.size()];
     const auto t0 = Clock::now();
     optimizer.zero_grad();
-    tape().set_profiling(true);  // also restarts the clock: zero_grad is not charged to an op
+    tape().set_observer(&profiler);
+    profiler.restart_clock();  // zero_grad is not charged to an op
     Tensor loss = cross_entropy(model.forward(x), y);
     loss.backward();
-    tape().set_profiling(false);
+    tape().set_observer(nullptr);
     const auto t1 = Clock::now();
     clip_grad_norm(params, 1.0);
     optimizer.step(1e-3);
     optim_s += seconds_since(t1);
     total_s += seconds_since(t0);
   }
-  std::vector<std::pair<std::string, OpProfile>> rows(tape().profile().begin(), tape().profile().end());
+  std::vector<std::pair<std::string, OpProfile>> rows(profiler.profile().begin(), profiler.profile().end());
   auto ms = [](const OpProfile& p) { return p.forward_ms + p.backward_ms; };
   std::sort(rows.begin(), rows.end(), [&](const auto& a, const auto& b) { return ms(a.second) > ms(b.second); });
   const double n = steps, step_ms = total_s * 1e3 / n;
@@ -347,7 +349,7 @@ int main(int argc, char** argv) {
   set_num_threads(static_cast<std::size_t>(o.threads));  // as glass train --threads
   ModelConfig cfg;  // the default model, vocab 65 as bench.py
   cfg.vocab_size = 65;
-  cfg.attention = o.attention;
+  cfg.ops_path = parse_ops_path(o.attention);
   cfg.validate();
   json res = {{"program", "glass"}, {"threads", o.threads}, {"attention", o.attention},
               {"openblas_get_num_threads", openblas_get_num_threads()},

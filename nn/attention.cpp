@@ -42,17 +42,12 @@ Attention::Attention(const ModelConfig& config, Rng& rng)
       n_heads(config.n_heads),
       n_kv_heads(config.n_kv_heads),
       head_dim(config.head_dim()),
-      rope_base(config.rope_base),
-      fast(config.attention == "fast") {
+      rope_base(config.rope_base) {
   register_module("wq", wq);
   register_module("wk", wk);
   register_module("wv", wv);
   register_module("wo", wo);
-  set_fast(fast);
-}
-
-void Attention::set_fast(bool on) {
-  fast = wq.fast = wk.fast = wv.fast = wo.fast = on;
+  set_ops_path(config.ops_path);
 }
 
 Tensor Attention::forward(const Tensor& x, LayerKVCache* cache, Tracer* tracer) const {
@@ -60,8 +55,8 @@ Tensor Attention::forward(const Tensor& x, LayerKVCache* cache, Tracer* tracer) 
     throw std::invalid_argument("Attention::forward: x must have shape (B, n, d_model), got " +
                                 shape_str(x.shape()));
   }
-  // The switch (ModelConfig::attention). A tracer records the reference path's steps.
-  if (fast && !tracer) return forward_fast(x, cache);
+  // The switch (OpsPath, nn/config.hpp). A tracer records the reference path's steps.
+  if (ops_path() == OpsPath::fast && !tracer) return forward_fast(x, cache);
   return forward_reference(x, cache, tracer);
 }
 

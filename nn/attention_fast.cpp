@@ -1,4 +1,4 @@
-// The fast path of Attention (ModelConfig::attention = "fast", the default of `glass train` and
+// The fast path of Attention (OpsPath::fast, the default of `glass train` and
 // `glass sample`). Steps 1-2 as in the reference path (nn/attention.cpp), on the kernels
 // fast_linear, fast_reshape and fast_rope (same values, gradient buffers reused); steps 3-8 run in one
 // fused kernel of autograd/kernels/ (kernels.hpp names the reference ops each one replaces):
@@ -8,7 +8,8 @@
 //   straight over the cache's storage;
 // - recording with a cache (rare; gradient checks): the past positions are read from the cache,
 //   then causal_attention with start = m - n.
-// tests/nn/attention_paths_f64_test.cpp and tests/train/attention_paths_test.cpp show that both
+// tests/autograd/fast_kernels_f64_test.cpp compares each kernel with the reference ops it
+// replaces; tests/nn/attention_paths_f64_test.cpp and tests/train/attention_paths_test.cpp show that both
 // paths give the same logits, gradients, 30-step losses and greedy samples.
 
 #include "nn/decoder.hpp"

@@ -18,6 +18,14 @@ void require_positive(std::size_t value, const char* field) {
 
 }  // namespace
 
+std::string to_string(OpsPath path) { return path == OpsPath::fast ? "fast" : "reference"; }
+
+OpsPath parse_ops_path(const std::string& text) {
+  if (text == "reference") return OpsPath::reference;
+  if (text == "fast") return OpsPath::fast;
+  throw std::invalid_argument("attention must be \"reference\" or \"fast\" (got \"" + text + "\")");
+}
+
 void ModelConfig::validate() const {
   // Zero sizes first: every other rule divides by one of these.
   require_positive(vocab_size, "vocab_size");
@@ -51,8 +59,6 @@ void ModelConfig::validate() const {
           "rope_base must be a finite number > 1 (got " + std::to_string(rope_base) + ")");
   require(std::isfinite(norm_eps) && norm_eps > 0.0,
           "norm_eps must be a finite number > 0 (got " + std::to_string(norm_eps) + ")");
-  require(attention == "reference" || attention == "fast",
-          "attention must be \"reference\" or \"fast\" (got \"" + attention + "\")");
   require(std::isfinite(init_std) && init_std >= 0.0,
           "init_std must be a finite number >= 0 (got " + std::to_string(init_std) + ")");
 }

@@ -1,10 +1,28 @@
 #pragma once
-// ModelConfig: every size of the decoder, and which attention code runs it.
+// ModelConfig: every size of the decoder, and which code computes it (OpsPath).
 
 #include <cstddef>
 #include <string>
 
 namespace glass {
+
+/// Which code computes the model (like nanoGPT's `flash` switch). It changes no weight.
+/// - reference: the primitive ops of autograd/ops.hpp, as the math is written: the nine
+///   attention steps (matmul, masked_fill, softmax, repeat_kv; Attention::forward_reference),
+///   linear, rms_norm, rope, reshape, add, silu(gate) * up. What the inspector, `glass gradcheck`
+///   and the tutorials run; a tracer always runs it (its snapshots are those steps).
+/// - fast: the fused kernels of autograd/kernels/ (fast_linear, fast_rms_norm, fast_rope,
+///   fast_reshape, fast_add, silu_mul, causal_attention, attend_to_cache): the same numbers to
+///   rounding, proven kernel by kernel by tests/autograd/fast_kernels_f64_test.cpp and for the
+///   whole model by tests/nn/attention_paths_f64_test.cpp and tests/train/attention_paths_test.cpp.
+///   The default of `glass train` and `glass sample`.
+enum class OpsPath { reference, fast };
+
+/// "reference" or "fast": the names config.json's "attention" field and the --attention flags use.
+std::string to_string(OpsPath path);
+/// The OpsPath named `text` ("reference" or "fast"); throws std::invalid_argument naming the
+/// value and the two choices otherwise.
+OpsPath parse_ops_path(const std::string& text);
 
 /// Sizes and constants of the LLaMA-style decoder. The defaults give the project's model:
 /// 742,784 parameters with a 65-character vocabulary.
@@ -20,18 +38,12 @@ struct ModelConfig {
   double rope_base = 10000.0;         ///< RoPE theta: pair i turns by pos * base^(-2i/head_dim)
   double norm_eps = 1e-5;             ///< RMSNorm epsilon
   double init_std = 0.02;             ///< N(0, init_std) init; wo and w2 use init_std / sqrt(2 n_layers)
-  /// Which code computes the model (like nanoGPT's `flash` switch): "reference" = the nine
-  /// attention steps on the primitive ops (matmul, masked_fill, softmax, repeat_kv;
-  /// Attention::forward_reference) and the reference linear, rms_norm, rope, reshape and add;
-  /// "fast" = the fused kernels of autograd/kernels/ and their fast_* ops (the same
-  /// numbers to rounding, proven by tests/nn/attention_paths_f64_test.cpp and
-  /// tests/train/attention_paths_test.cpp). Not a size: it changes no weight. A tracer always runs the reference path (its snapshots are those steps).
-  std::string attention = "fast";
+  /// Which code computes the model (see OpsPath); saved as config.json's "attention".
+  OpsPath ops_path = OpsPath::fast;
 
   std::size_t head_dim() const { return d_model / n_heads; }
   /// Throws std::invalid_argument saying what is wrong: a zero size, d_model != n_heads * head_dim,
-  /// n_heads not a multiple of n_kv_heads, an odd head_dim (RoPE needs pairs), eps <= 0,
-  /// attention neither "reference" nor "fast", ...
+  /// n_heads not a multiple of n_kv_heads, an odd head_dim (RoPE needs pairs), eps <= 0, ...
   void validate() const;
 };
 

@@ -17,25 +17,19 @@ Block::Block(const ModelConfig& config, Rng& rng)
     : attention_norm(config.d_model, config.norm_eps),
       attention(config, rng),
       ffn_norm(config.d_model, config.norm_eps),
-      feed_forward(config, rng),
-      fast(config.attention == "fast") {
+      feed_forward(config, rng) {
   register_module("attention_norm", attention_norm);
   register_module("attention", attention);
   register_module("ffn_norm", ffn_norm);
   register_module("feed_forward", feed_forward);
-  set_fast(fast);
-}
-
-void Block::set_fast(bool on) {
-  fast = attention_norm.fast = ffn_norm.fast = on;
-  attention.set_fast(on);
-  feed_forward.set_fast(on);
+  set_ops_path(config.ops_path);
 }
 
 Tensor Block::forward(const Tensor& x, LayerKVCache* cache, Tracer* tracer) const {
   // Pre-norm residual: each sub-layer reads a normalised copy and adds its result to the stream.
   // (The fast path's fast_add hands the gradient buffer on instead of copying it.)
-  const auto residual = [this](const Tensor& a, const Tensor& b) { return fast ? fast_add(a, b) : a + b; };
+  const bool fast = ops_path() == OpsPath::fast;
+  const auto residual = [fast](const Tensor& a, const Tensor& b) { return fast ? fast_add(a, b) : a + b; };
   Tensor h = residual(x, attention.forward(attention_norm.forward(x, tracer), cache, tracer));
   return residual(h, feed_forward.forward(ffn_norm.forward(h, tracer)));
 }
@@ -70,7 +64,7 @@ Decoder::Decoder(const ModelConfig& config, std::uint64_t seed)
   }
   register_module("norm", norm);
   register_module("output", output);
-  norm.fast = output.fast = config_.attention == "fast";
+  Module::set_ops_path(config_.ops_path);
   // Give every parameter its full name, so printed tensors say where they live.
   for (auto& [name, tensor] : named_parameters()) tensor.set_name(name);
 }
@@ -126,14 +120,9 @@ Tensor Decoder::forward(const Ids& tokens, KVCache* cache, Tracer* tracer) const
   return logits;
 }
 
-void Decoder::set_attention(const std::string& path) {
-  ModelConfig changed = config_;
-  changed.attention = path;
-  changed.validate();
-  config_ = changed;
-  const bool fast = path == "fast";
-  for (auto& block : layers) block->set_fast(fast);
-  norm.fast = output.fast = fast;
+void Decoder::set_ops_path(OpsPath path) {
+  config_.ops_path = path;
+  Module::set_ops_path(path);
 }
 
 }  // namespace GLASS_PRECISION

@@ -21,11 +21,10 @@ class Linear : public Module {
  public:
   Linear(std::size_t in_features, std::size_t out_features, double init_std, Rng& rng);
   /// (..., in_features) -> (..., out_features); std::invalid_argument when the last axis of x
-  /// is not in_features. linear, or fast_linear when `fast` (the same forward computation, call
-  /// for call; only the backward pass reuses gradient buffers).
+  /// is not in_features. linear, or fast_linear on the fast path (the same forward computation
+  /// up to BLAS's gemv for one row; the backward pass reuses gradient buffers).
   Tensor forward(const Tensor& x) const;
   Tensor weight;
-  bool fast = false;  ///< ModelConfig::attention == "fast" (set by the module that owns it)
 };
 
 /// Token embedding table, weight (vocab_size, d_model) drawn from N(0, init_std^2).
@@ -42,12 +41,11 @@ class Embedding : public Module {
 class RMSNorm : public Module {
  public:
   RMSNorm(std::size_t d, double eps);
-  /// (..., d) -> (..., d): rms_norm, or fast_rms_norm (the same values to rounding) when `fast`
-  /// and no tracer is given: a traced forward runs the reference path, as Attention's.
+  /// (..., d) -> (..., d): rms_norm, or fast_rms_norm (the same values to rounding) on the fast
+  /// path when no tracer is given: a traced forward runs the reference path, as Attention's.
   Tensor forward(const Tensor& x, const Tracer* tracer = nullptr) const;
   Tensor weight;
   double eps;
-  bool fast = false;  ///< ModelConfig::attention == "fast" (set by the module that owns it)
 };
 
 /// One layer's post-RoPE keys and values, for incremental decoding (generation). keys and values
@@ -143,8 +141,8 @@ class Attention : public Module {
   /// x (B, n, d_model) -> (B, n, d_model). Without a cache the n positions are 0 .. n-1. With a
   /// cache holding start = cache->length() positions, the new ones are rotated by RoPE at the
   /// absolute positions cache->next_position() .. +n-1, attend over the m = start + n cached and
-  /// new keys, and are written into it (the caller advances it). Runs forward_fast when `fast` and no tracer is
-  /// given, forward_reference otherwise. std::invalid_argument when x is not 3-D.
+  /// new keys, and are written into it (the caller advances it). Runs forward_fast on the fast
+  /// path (ops_path()) when no tracer is given, forward_reference otherwise. std::invalid_argument when x is not 3-D.
   Tensor forward(const Tensor& x, LayerKVCache* cache = nullptr, Tracer* tracer = nullptr) const;
   /// The nine steps on matmul, masked_fill, softmax and repeat_kv; the tracer (if any) records
   /// each step as "<block path>.attn.q" ... ".attn.out" (see nn/tracer.hpp).
@@ -154,12 +152,9 @@ class Attention : public Module {
   Tensor forward_fast(const Tensor& x, LayerKVCache* cache) const;
   /// The tracer's name of a step: path "layers.2.attention" -> "layers.2.attn.<step>".
   std::string snapshot_name(const std::string& step) const;
-  /// Chooses the path (`fast`) for this module and its projections.
-  void set_fast(bool on);
   Linear wq, wk, wv, wo;
   std::size_t n_heads, n_kv_heads, head_dim;
   double rope_base;
-  bool fast;  ///< ModelConfig::attention == "fast"
 };
 
 /// SwiGLU feed-forward (Shazeer 2020): w2(silu(w1 x) * w3 x); w1 gate (ffn_hidden, d_model),
@@ -167,12 +162,10 @@ class Attention : public Module {
 class SwiGLU : public Module {
  public:
   SwiGLU(const ModelConfig& config, Rng& rng);
-  /// (..., d_model) -> (..., d_model): w2(silu(w1 x) * w3 x), the gate as silu_mul when `fast`.
+  /// (..., d_model) -> (..., d_model): w2(silu(w1 x) * w3 x), the gate as silu_mul on the fast
+  /// path.
   Tensor forward(const Tensor& x) const;
-  /// Chooses the path (`fast`) for this module and its projections.
-  void set_fast(bool on);
   Linear w1, w2, w3;
-  bool fast;  ///< ModelConfig::attention == "fast"
 };
 
 /// Pre-norm decoder block: x = x + attention(attention_norm(x)); x = x + feed_forward(ffn_norm(x)).
@@ -181,14 +174,12 @@ class Block : public Module {
   Block(const ModelConfig& config, Rng& rng);
   /// x (B, n, d_model) -> (B, n, d_model); cache (this block's part) and tracer as in
   /// Attention::forward.
+  /// The fast path's residual adds are fast_add.
   Tensor forward(const Tensor& x, LayerKVCache* cache = nullptr, Tracer* tracer = nullptr) const;
-  /// Chooses the path for the residual adds and every sub-module (ModelConfig::attention).
-  void set_fast(bool on);
   RMSNorm attention_norm;
   Attention attention;
   RMSNorm ffn_norm;
   SwiGLU feed_forward;
-  bool fast;  ///< ModelConfig::attention == "fast": the residual adds are fast_add
 };
 
 /// The whole model: tok_embeddings -> layers -> norm -> output (LM head, not tied).
@@ -213,9 +204,8 @@ class Decoder : public Module {
   /// does not exist; the cache is then unchanged.
   Tensor forward(const Ids& tokens, KVCache* cache = nullptr, Tracer* tracer = nullptr) const;
   const ModelConfig& config() const { return config_; }
-  /// Switches every layer to the "reference" or "fast" path (ModelConfig::attention); the
-  /// weights stay. Throws std::invalid_argument for any other value.
-  void set_attention(const std::string& path);
+  /// Switches every layer to `path` and records it in config().ops_path; the weights stay.
+  void set_ops_path(OpsPath path) override;
 
   Embedding tok_embeddings;
   std::vector<std::unique_ptr<Block>> layers;

@@ -17,7 +17,9 @@ Linear::Linear(std::size_t in_features, std::size_t out_features, double init_st
 }
 
 // The fast path's fast_linear writes the gradients into existing ones (autograd/kernels/linear.cpp).
-Tensor Linear::forward(const Tensor& x) const { return fast ? fast_linear(x, weight) : linear(x, weight); }
+Tensor Linear::forward(const Tensor& x) const {
+  return ops_path() == OpsPath::fast ? fast_linear(x, weight) : linear(x, weight);
+}
 
 Embedding::Embedding(std::size_t vocab_size, std::size_t d_model, double init_std, Rng& rng) {
   weight = register_parameter(
@@ -32,7 +34,7 @@ RMSNorm::RMSNorm(std::size_t d, double eps) : eps(eps) {
 
 Tensor RMSNorm::forward(const Tensor& x, const Tracer* tracer) const {
   const Scalar e = static_cast<Scalar>(eps);
-  return fast && !tracer ? fast_rms_norm(x, weight, e) : rms_norm(x, weight, e);
+  return ops_path() == OpsPath::fast && !tracer ? fast_rms_norm(x, weight, e) : rms_norm(x, weight, e);
 }
 
 // SwiGLU (Shazeer 2020, "GLU Variants Improve Transformer"): w1 is the gate, w3 the up
@@ -42,22 +44,17 @@ SwiGLU::SwiGLU(const ModelConfig& config, Rng& rng)
       // nanoGPT: residual output projections get std / sqrt(2 * n_layers)
       w2(config.ffn_hidden, config.d_model,
          config.init_std / std::sqrt(2.0 * static_cast<double>(config.n_layers)), rng),
-      w3(config.d_model, config.ffn_hidden, config.init_std, rng),
-      fast(config.attention == "fast") {
+      w3(config.d_model, config.ffn_hidden, config.init_std, rng) {
   register_module("w1", w1);
   register_module("w2", w2);
   register_module("w3", w3);
-  set_fast(fast);
-}
-
-void SwiGLU::set_fast(bool on) {
-  fast = w1.fast = w2.fast = w3.fast = on;
+  set_ops_path(config.ops_path);
 }
 
 Tensor SwiGLU::forward(const Tensor& x) const {
   // The gate silu(w1 x) times the up projection w3 x, then down with w2. The fast path fuses the
   // gate into one pass over memory (silu_mul, autograd/kernels/silu_mul.cpp).
-  if (fast) return w2.forward(silu_mul(w1.forward(x), w3.forward(x)));
+  if (ops_path() == OpsPath::fast) return w2.forward(silu_mul(w1.forward(x), w3.forward(x)));
   return w2.forward(silu(w1.forward(x)) * w3.forward(x));
 }
 

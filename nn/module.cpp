@@ -42,6 +42,11 @@ void Module::register_module(const std::string& name, Module& child) {
   child.set_path(path_.empty() ? name : path_ + "." + name);
 }
 
+void Module::set_ops_path(OpsPath path) {
+  ops_path_ = path;
+  for (auto& [name, child] : children_) child->set_ops_path(path);
+}
+
 void Module::set_path(const std::string& path) {
   path_ = path;
   for (auto& [name, child] : children_) child->set_path(path + "." + name);

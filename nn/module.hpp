@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "autograd/tensor.hpp"
+#include "nn/config.hpp"
 
 namespace glass {
 inline namespace GLASS_PRECISION {
@@ -37,6 +38,10 @@ class Module {
   /// a parent registers it (and again for the whole subtree when the parent itself is
   /// registered); parameter names and tracer snapshots are built from it.
   const std::string& path() const { return path_; }
+  /// Which code computes this module (OpsPath, nn/config.hpp); reference until set.
+  OpsPath ops_path() const { return ops_path_; }
+  /// Chooses the path for this module and every child, recursively; the weights stay.
+  virtual void set_ops_path(OpsPath path);
 
  protected:
   /// Registers a parameter (sets requires_grad and its name) and returns it.
@@ -48,6 +53,7 @@ class Module {
   std::vector<std::pair<std::string, Tensor>> params_;
   std::vector<std::pair<std::string, Module*>> children_;
   std::string path_;
+  OpsPath ops_path_ = OpsPath::reference;
   void set_path(const std::string& path);
 };
 

@@ -33,7 +33,7 @@ Ids rows(const Ids& ids, std::size_t begin, std::size_t end) {
 
 /// Copies every parameter value of `from` into `to` (same config, same parameter order).
 void copy_weights(const Decoder& from, Decoder& to) {
-  if (to.config().attention != from.config().attention) to.set_attention(from.config().attention);
+  if (to.config().ops_path != from.config().ops_path) to.set_ops_path(from.config().ops_path);
   const std::vector<Tensor> src = from.parameters();
   std::vector<Tensor> dst = to.parameters();
   for (std::size_t p = 0; p < src.size(); ++p)
@@ -105,8 +105,7 @@ double DataParallel::run(const Ids& x, const Ids& y, bool with_grad) {
   std::vector<std::vector<Tensor>> others;  // the replicas' parameters, in the same order
   for (std::size_t r = 0; r + 1 < parts; ++r) {
     Decoder& replica = *replicas_[r];
-    if (replica.config().attention != model_.config().attention)
-      replica.set_attention(model_.config().attention);
+    if (replica.config().ops_path != model_.config().ops_path) replica.set_ops_path(model_.config().ops_path);
     others.push_back(replica.parameters());
   }
   std::vector<Scalar*> sums;                     // per parameter with a gradient: the model's

@@ -258,7 +258,7 @@ Trainer::Trainer(TrainOptions options, std::ostream& out)
     model_ = std::move(loaded.model);
     // A resumed run keeps its checkpoint's attention path (the exact resume), unless
     // --attention asks for another.
-    if (o.attention_given) model_->set_attention(o.model.attention);
+    if (o.attention_given) model_->set_ops_path(o.model.ops_path);
     o.model = model_->config();
   } else {
     tokenizer_ = Tokenizer::from_text(text, o.model.vocab_cap);

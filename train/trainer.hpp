@@ -50,7 +50,7 @@ struct TrainOptions {
   long eval_iters = 20;            ///< batches per split per evaluation
   std::uint64_t seed = 1337;       ///< model init = seed, train batches = seed+1, eval = seed+2
   bool resume = false;             ///< continue from out_dir's checkpoint
-  bool attention_given = false;    ///< model.attention was chosen (--attention): a resumed run
+  bool attention_given = false;    ///< model.ops_path was chosen (--attention): a resumed run
                                    ///< takes it; otherwise it keeps its checkpoint's
   bool overwrite = false;          ///< start over in an out_dir that holds a run (replaced at the first save)
   std::size_t sample_tokens = 120; ///< characters sampled at each evaluation (0 = none)

@@ -33,7 +33,7 @@ int main() {
       "Aqui refazemos os nove passos com as ops, usando os pesos do módulo, e comparamos.");
 
   ModelConfig cfg;  // o modelo padrão: d_model 128, 4 cabeças de 32, 2 cabeças K/V
-  cfg.attention = "reference";
+  cfg.ops_path = OpsPath::reference;
   Rng rng(19);
   Attention atencao(cfg, rng);
   const std::size_t B = 1, n = 5, H = cfg.n_heads, KV = cfg.n_kv_heads, D = cfg.head_dim();
@@ -79,7 +79,7 @@ int main() {
       "por isso a atenção pode ser SOMADA ao vetor de cada posição no bloco (capítulo 22).");
 
   tut::secao("O caminho rápido");
-  cfg.attention = "fast";
+  cfg.ops_path = OpsPath::fast;
   Rng mesmo_rng(19);
   Attention rapida(cfg, mesmo_rng);  // mesma semente: os mesmos pesos
   std::printf("diferença máxima entre o caminho rápido e o de referência: %.2e\n",

@@ -42,7 +42,7 @@ int main() {
       "(a derivada de x + f(x) é 1 + f'(x)) e um bloco recém-criado quase não atrapalha.");
 
   ModelConfig cfg;  // o modelo padrão: d_model 128, 4 cabeças, 2 K/V, SwiGLU 344
-  cfg.attention = "reference";  // a atenção de nn/attention.cpp, Attention::forward_reference
+  cfg.ops_path = OpsPath::reference;  // a atenção de nn/attention.cpp, Attention::forward_reference
   Rng rng(19);
   Block bloco(cfg, rng);
   Tensor x = Tensor::randn({1, 6, cfg.d_model}, 1.0, rng, true);

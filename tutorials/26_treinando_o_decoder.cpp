@@ -48,7 +48,7 @@ int main() {
   cfg.n_kv_heads = 2;
   cfg.ffn_hidden = 176;
   cfg.context_length = 32;
-  cfg.attention = "reference";  // os nove passos de nn/attention.cpp (glass train usa "fast")
+  cfg.ops_path = OpsPath::reference;  // os nove passos de nn/attention.cpp (glass train usa "fast")
   Decoder modelo(cfg, /*seed=*/21);
 
   tut::secao("O que vamos treinar");

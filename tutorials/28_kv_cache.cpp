@@ -74,7 +74,7 @@ int main() {
 
   tut::secao("O caminho rápido, e o teste que o prova igual");
   tut::texto(
-      "glass train e glass sample rodam o caminho rápido (ModelConfig::attention = \"fast\",\n"
+      "glass train e glass sample rodam o caminho rápido (ModelConfig::ops_path = OpsPath::fast,\n"
       "a opção --attention): os passos 3 a 8 de nn/attention.cpp viram um núcleo só,\n"
       "em autograd/kernels/. No treino, causal_attention calcula, por blocos de 32\n"
       "consultas, notas -> máscara -> softmax -> mistura sem guardar a matriz de pesos;\n"
@@ -83,12 +83,12 @@ int main() {
       "inspetor e glass gradcheck usam o caminho de referência, o dos capítulos 14 a 19.\n"
       "O cabeçalho de cada núcleo (autograd/kernels/kernels.hpp) diz quais operações ele\n"
       "substitui, e os testes provam a igualdade em double: valores e gradientes de cada\n"
-      "núcleo (tests/autograd/kernels_f64_test.cpp), logits e gradientes do modelo inteiro\n"
+      "núcleo (tests/autograd/fast_kernels_f64_test.cpp), logits e gradientes do modelo inteiro\n"
       "(tests/nn/attention_paths_f64_test.cpp), e 30 passos de treino com as mesmas perdas\n"
       "e o mesmo texto guloso (tests/train/attention_paths_test.cpp).");
-  m.modelo->set_attention("reference");
+  m.modelo->set_ops_path(OpsPath::reference);
   const Array logits_referencia = modelo.forward(tudo).value();
-  m.modelo->set_attention("fast");
+  m.modelo->set_ops_path(OpsPath::fast);
   double entre_caminhos = 0;
   for (std::size_t i = 0; i < logits_tudo.size(); ++i)
     entre_caminhos = std::max(entre_caminhos, double(std::fabs(logits_tudo.data()[i] - logits_referencia.data()[i])));

@@ -94,7 +94,7 @@ int main() {
   cfg.n_kv_heads = 1;
   cfg.ffn_hidden = 32;
   cfg.context_length = 8;
-  cfg.attention = "reference";
+  cfg.ops_path = OpsPath::reference;
   Decoder modelo(cfg, /*seed=*/30);
   // 4 janelas de 6 caracteres (ids) e os alvos: cada janela deslocada de um.
   const Ids jx = {{1, 2, 3, 4, 5, 6}, {7, 8, 9, 10, 11, 1}, {3, 1, 4, 1, 5, 9}, {2, 6, 5, 3, 5, 8}};

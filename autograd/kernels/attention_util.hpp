@@ -1,7 +1,6 @@
 #pragma once
-// Internal helpers shared by the attention kernels (not part of the public API): the attention
-// products on (B, positions, heads, head_dim) in attention_products.cpp and the fused
-// causal_attention in causal_attention.cpp.
+// Internal helpers of the fused attention kernel, causal_attention.cpp (not part of the public
+// API): the shapes of one attention, the GQA check, the row block and a packed transpose.
 
 #include <cstddef>
 #include <string>

@@ -4,9 +4,9 @@
 // (the keys a row may see fit in a small scratch, so no online rescaling is needed).
 //
 // It computes what these four steps compute (the attention's steps 5-8 in nn/attention.cpp, Attention::forward_reference):
-//   S = attention_scores(q, k, scale, causal_mask(n, m, start))   (B, H, n, m)
-//   P = masked_softmax(S, mask)                                   (B, H, n, m)
-//   O = attention_mix(P, v, mask)                                 (B, n, H, D)
+//   S = masked_fill(scale Q K^T, causal_mask(n, m, start), -inf)   (B, H, n, m)
+//   P = softmax(S)                                                 (B, H, n, m)
+//   O = P V, heads back to (B, n, H, D)                            (B, n, H, D)
 // but never stores S or P (nor their gradients): 2 x 8 MB per layer at B = 8, T = 256 that
 // would be written to memory and read back. Instead, for each batch row b, query head h and
 // block of kRowBlock query rows [r0, r1), which may see the keys [0, hi) with hi = start + r1
@@ -29,7 +29,7 @@
 // everything else out of the cache, the attention costs about half as much.)
 //
 // Only L (B, H, n) is kept for the backward pass; the scratch of a block (kRowBlock x m) stays
-// in the L1/L2 cache. As in attention_scores / attention_mix (kernels/attention_products.cpp), q, k and v are
+// in the L1/L2 cache. q, k and v are
 // read in place in their (B, positions, heads, head_dim) layout through BLAS leading dimensions
 // (row stride H * D or H_kv * D), the output and dQ are written in place the same way, query
 // head h reads KV head h / n_rep, and K^T / V^T are packed once per KV head (a row block times a

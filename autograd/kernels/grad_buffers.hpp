@@ -2,11 +2,12 @@
 // Gradient-buffer reuse for the fast kernels (internal to autograd/kernels/, not a public header).
 // The reference ops (autograd/ops_*.cpp) write every input's gradient into a fresh array and hand
 // it to accumulate_grad; the fast kernels save that temporary and its `+=` pass with the two
-// helpers below. tests/autograd/fast_ops_f64_test.cpp and backward_release_test.cpp show that the
+// helpers below. tests/autograd/fast_kernels_f64_test.cpp and backward_release_test.cpp show that the
 // gradients are the same either way.
 
 #include <utility>
 
+#include "autograd/backward_release.hpp"
 #include "autograd/tape.hpp"
 #include "autograd/tensor.hpp"
 
@@ -47,10 +48,10 @@ struct GradTarget {
 /// For a backward closure that takes its argument as `Array& grad`: the output's gradient as an
 /// array the closure may keep (hand to accumulate_grad, or overwrite in place with an input's
 /// gradient of the same size). It is the buffer itself when the tape frees it right after the
-/// closure (Tape::grad_disposable, under Tensor::backward), otherwise a copy, so an
+/// closure (grad_disposable, under Tensor::backward), otherwise a copy, so an
 /// intermediate gradient the caller can still read is never changed. Call it at most once.
 inline Array take_grad(Array& grad) {
-  if (tape().grad_disposable()) return std::move(grad);
+  if (grad_disposable()) return std::move(grad);
   return grad;
 }
 

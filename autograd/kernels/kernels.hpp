@@ -1,9 +1,8 @@
 #pragma once
 // The fast kernels: fused and vectorised versions of chains of reference ops (autograd/ops.hpp),
-// used by the model's fast path (ModelConfig::attention = "fast", nn/attention.cpp). Each one
-// names the reference ops it replaces; tests/autograd/kernels_f64_test.cpp and
-// fused_vs_composed_f64_test.cpp show (in double precision) that its values and gradients equal
-// theirs. Sources: autograd/kernels/*.cpp; SIMD helpers in kernels/simd.hpp (internal).
+// used by the model's fast path (OpsPath::fast, nn/config.hpp). Each one names the reference ops
+// it replaces; tests/autograd/fast_kernels_f64_test.cpp, one table with a row per kernel, shows
+// (in double precision) that its values and gradients equal theirs. Sources: autograd/kernels/*.cpp; SIMD helpers in kernels/simd.hpp (internal).
 
 #include <cstddef>
 
@@ -17,9 +16,9 @@ inline namespace GLASS_PRECISION {
 // writes the inputs' gradients straight into existing ones (a gemm with beta = 1, a loop that
 // adds) or hands the output's gradient buffer itself to an input when the tape frees it next
 // (Tensor::backward); see kernels/grad_buffers.hpp. The model's fast path uses them for every
-// linear layer, RMSNorm, RoPE, reshape and residual add. tests/autograd/fast_ops_f64_test.cpp
-// shows their values and gradients equal to the reference ops', in double precision, with and
-// without existing gradients and with the output held or not.
+// linear layer, RMSNorm, RoPE, reshape and residual add. Their rows in
+// tests/autograd/fast_kernels_f64_test.cpp run with and without existing gradients and with the
+// output held or not.
 
 /// Replaces: linear(x, weight) (ops.hpp). x (..., in_features), weight (out_features,
 /// in_features) -> (..., out_features). dX and dW are written by the gemm into x's and weight's
@@ -59,56 +58,6 @@ double sum_of_squares(const Array& x);
 Tensor silu_mul(const Tensor& gate, const Tensor& up);
 
 
-// ---- attention products (kernels/attention_products.cpp) ------------------------------------
-// Replace: matmul / transpose / repeat_kv on heads-first copies (see each one).
-/// Attention scores of grouped-query attention, read from the projections' own layout:
-/// q (B, n, H, D), k (B, m, H_kv, D) -> scores (B, H, n, m) with
-///   scores[b, h] = scale * Q_{b,h} K_{b,h/n_rep}^T,   n_rep = H / H_kv,
-/// where Q_{b,h} (n, D) is head h of q and K_{b,g} (m, D) KV head g of k (GQA: query head h uses
-/// KV head h / n_rep, Ainslie et al. 2023). Same numbers as
-///   matmul_nt(transpose(q, 1, 2), repeat_kv(transpose(k, 1, 2), n_rep), scale)
-/// without the transposed and repeated copies: BLAS reads each head with row stride H*D (q) or
-/// H_kv*D (k). scale = 1 / sqrt(D) gives Vaswani et al.'s Q K^T / sqrt(d_k).
-/// Throws std::invalid_argument (naming the op and both shapes) when q or k is not 4-D, the
-/// batch sizes or head_dims differ, or H is not a multiple of H_kv.
-Tensor attention_scores(const Tensor& q, const Tensor& k, Scalar scale);
-/// Mixes the values with the attention weights, written in the (B, n, H, D) layout:
-/// weights (B, H, n, m), v (B, m, H_kv, D) -> (B, n, H, D) with
-///   out[b, :, h, :] = weights[b, h] @ V_{b,h/n_rep},   n_rep = H / H_kv.
-/// Same numbers as transpose(matmul(weights, repeat_kv(transpose(v, 1, 2), n_rep)), 1, 2), with
-/// no copies: each head's (n, D) block is written in place with row stride H*D, so
-/// reshape(out, {B, n, H*D}) is the concatenation of the heads. Throws std::invalid_argument
-/// (naming the op and both shapes) when an input is not 4-D, the batch sizes differ, weights'
-/// m differs from v's positions, or H is not a multiple of H_kv.
-Tensor attention_mix(const Tensor& weights, const Tensor& v);
-/// attention_scores under a mask, skipping what the mask throws away. Defined as
-///   masked_fill(attention_scores(q, k, scale), mask, -inf)
-/// with mask of shape (n, m) (true = masked, e.g. causal_mask(n, m, start)) broadcast over B and
-/// H: scores (B, H, n, m), -inf at the masked places, whose gradient is exactly 0. When every
-/// mask row is a prefix (keys 0 .. k_i - 1 allowed, the rest masked: every causal row), the
-/// masked places are not computed: the gemms run over blocks of query rows and only the key
-/// columns the block allows (about half the work under a causal mask). Other masks take the
-/// definition (full product, then masked_fill). Throws std::invalid_argument as the plain
-/// overload, and when mask is not (n, m).
-Tensor attention_scores(const Tensor& q, const Tensor& k, Scalar scale, const Mask& mask);
-/// attention_mix under a mask (n, m) (true = masked) broadcast over B and H. Defined as
-///   attention_mix(masked_fill(weights, mask, 0), v):
-/// masked weights count as 0 whatever their value and get exactly 0 gradient. After
-/// masked_softmax(scores, mask) they are 0 already, so the value equals attention_mix(weights, v).
-/// Prefix rows (every causal row) skip the masked columns of the products, in blocks of query
-/// rows as the masked attention_scores; other masks take the definition. Throws
-/// std::invalid_argument as the plain overload, and when mask is not (n, m).
-Tensor attention_mix(const Tensor& weights, const Tensor& v, const Mask& mask);
-
-// ---- masked softmax (kernels/masked_softmax.cpp). Replaces: softmax(masked_fill(s, mask, -inf))
-/// softmax(masked_fill(scores, mask, -inf)) fused, over the last axis: one pass, no masked copy
-/// of scores. mask broadcasts to scores' shape as in masked_fill (e.g. causal_mask (n, m) under
-/// scores (B, H, n, m)); true = masked. Masked entries are exactly 0 in the output and get exactly
-/// 0 gradient; a fully masked row gives zeros. Rows whose mask is a prefix (first k keys allowed,
-/// the rest masked: every row of a causal mask) only touch their first k entries. Throws
-/// std::invalid_argument when the mask does not broadcast or scores is 0-d.
-Tensor masked_softmax(const Tensor& scores, const Mask& mask);
-
 // ---- fused causal attention (kernels/causal_attention.cpp). Replaces attention steps 5-8:
 // matmul(Q, K^T) / sqrt(d_k) -> masked_fill(causal_mask, -inf) -> softmax -> matmul with V.
 /// Scaled dot-product attention under the causal mask, fused (FlashAttention, Dao et al. 2022,
@@ -117,10 +66,11 @@ Tensor masked_softmax(const Tensor& scores, const Mask& mask);
 /// with n_rep = n_heads / n_kv_heads (GQA: query head h reads KV head h / n_rep) and
 /// start = m - n (the positions before the first query, e.g. cached). Shapes: q (B, n, n_heads,
 /// head_dim), k and v (B, m, n_kv_heads, head_dim) -> out (B, n, n_heads, head_dim), the layout
-/// of attention_mix, so reshape(out, {B, n, n_heads * head_dim}) concatenates the heads.
-/// The same numbers (to rounding) and gradients as
-///   attention_mix(masked_softmax(attention_scores(q, k, scale, mask), mask), v, mask)
-/// with mask = causal_mask(n, m, m - n), but the (B, n_heads, n, m) scores and weights are never
+/// of the projections, so reshape(out, {B, n, n_heads * head_dim}) concatenates the heads.
+/// The same numbers (to rounding) and gradients as the reference steps (nn/attention.cpp), per
+/// batch row with q_h, k_g, v_g taken heads-first:
+///   matmul(softmax(masked_fill(matmul_nt(q_h, k_g, scale), causal_mask(n, m, m - n), -inf)), v_g)
+/// but the (B, n_heads, n, m) scores and weights are never
 /// stored: blocks of 32 query rows are computed in a small scratch, and only each row's
 /// logsumexp (B, n_heads, n) is kept for the backward pass, which recomputes the weights.
 /// Throws std::invalid_argument (with the three shapes) when an input is not 4-D, k and v differ

@@ -1,6 +1,6 @@
 // Fast kernels without tape: generation's attention over the KV cache (attend_to_cache) and the
 // row softmax of plain arrays (softmax_rows). See kernels.hpp for the reference ops they replace;
-// tests/autograd/kernels_f64_test.cpp compares them.
+// tests/autograd/fast_kernels_f64_test.cpp compares them.
 
 #include <algorithm>
 #include <vector>

@@ -1,6 +1,6 @@
 // Fast kernel: silu_mul(gate, up) = silu(gate) * up, vectorised with xsimd.
 // Replaces the reference ops silu and mul (ops_elementwise.cpp); tests/autograd/
-// fused_vs_composed_f64_test.cpp and kernels_f64_test.cpp check values and gradients against them.
+// tests/autograd/fast_kernels_f64_test.cpp checks values and gradients against them.
 
 #include <cmath>
 
@@ -53,7 +53,7 @@ Tensor silu_mul(const Tensor& gate, const Tensor& up) {
       // the output gradient's buffer when the tape frees it (each element of g is read before
       // its place is written); otherwise it is a fresh array.
       const bool need_gate = gate.requires_grad(), need_up = up.requires_grad();
-      const bool in_place = need_gate && tape().grad_disposable();
+      const bool in_place = need_gate && grad_disposable();
       Array d_gate = in_place    ? detail::take_grad(grad)
                      : need_gate ? detail::empty_array(gate.shape())
                                  : Array();

@@ -4,7 +4,7 @@
 //
 // Replaces, in the kernels only: the plain loops of the reference ops (std::exp per element,
 // left-to-right sums). Results differ from those by rounding only; tests/autograd/
-// kernels_f64_test.cpp compares them.
+// fast_kernels_f64_test.cpp compares them.
 
 #include <algorithm>
 #include <cmath>
@@ -71,7 +71,7 @@ inline Scalar max_n(const Scalar* x, std::size_t n) {
 
 /// y = softmax(x) of one row of n values: e^(x - max) / sum, with the vectorized exp and sum.
 /// A row of all -inf (fully masked) gives zeros; a row with a NaN gives NaN. y == x is allowed. The one fast row
-/// softmax: masked_softmax's rows, generation's attention over the KV cache, the sampler and
+/// softmax: generation's attention over the KV cache, the sampler and
 /// the inspector use it. Replaces the reference softmax (ops_nn.cpp) row by row.
 inline void softmax_row(const Scalar* x, Scalar* y, std::size_t n) {
   const Scalar m = max_n(x, n);

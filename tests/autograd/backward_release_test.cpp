@@ -1,4 +1,4 @@
-// Tensor::backward() frees the tape as it walks it (Tape::backward_and_clear): each record is
+// Tensor::backward() frees the tape as it walks it (backward_and_release, autograd/backward_release.hpp): each record is
 // dropped once its backward has run, and a fast kernel whose output nobody else holds may reuse
 // that output's gradient buffer for an input's gradient (autograd/kernels/grad_buffers.hpp). These
 // tests check that
@@ -12,6 +12,7 @@
 
 #include "autograd/kernels/kernels.hpp"
 #include "autograd/ops.hpp"
+#include "autograd/backward_release.hpp"
 #include "autograd/tape.hpp"
 
 namespace {
@@ -68,12 +69,9 @@ TEST(BackwardRelease, OpsThatReuseTheGradientBufferLeaveHeldGradientsIntact) {
   check_op("silu_mul", {{3, 7}, {3, 7}},  // 21 elements: one SIMD batch and a tail
            [](const std::vector<Tensor>& in) { return silu_mul(in[0], in[1]); });
   check_op("fast_rope", {{1, 3, 2, 4}}, [](const std::vector<Tensor>& in) { return fast_rope(in[0], 1, 10000); });
-  check_op("masked_softmax", {{2, 3, 3}}, [](const std::vector<Tensor>& in) {
-    return masked_softmax(in[0], causal_mask(3, 3, 0));
-  });
   // The aliasing cases of the in-place paths: one tensor as both inputs (d_gate written over g
-  // while d_up still reads it), an op applied twice in a chain (the inner output's buffer is
-  // taken in turn), and masked_softmax's general rows (holes, a fully masked row).
+  // while d_up still reads it), and an op applied twice in a chain (the inner output's buffer is
+  // taken in turn).
   check_op("silu_mul, one tensor as gate and up", {{3, 7}},
            [](const std::vector<Tensor>& in) { return silu_mul(in[0], in[0]); });
   check_op("fast_add, one tensor twice", {{3, 7}},
@@ -81,13 +79,6 @@ TEST(BackwardRelease, OpsThatReuseTheGradientBufferLeaveHeldGradientsIntact) {
   check_op("fast_rope of fast_rope", {{1, 3, 2, 4}}, [](const std::vector<Tensor>& in) {
     const Tensor r = fast_rope(in[0], 2, 100);
     return fast_add(r, fast_rope(r, 1, 100));
-  });
-  check_op("masked_softmax, holes", {{2, 3, 5}}, [](const std::vector<Tensor>& in) {
-    Mask m = Mask::from_shape({3, 5});
-    m.fill(false);
-    m(0, 1) = true;                                     // a hole: not a prefix row
-    for (std::size_t j = 0; j < 5; ++j) m(1, j) = true;  // fully masked row
-    return masked_softmax(in[0], m);
   });
 }
 
@@ -121,7 +112,7 @@ TEST(BackwardRelease, FastAddSendsTheGradientToBothInputsInEveryOrder) {
 Tensor probe(const Tensor& x, bool& disposable_seen) {
   Tensor y(x.value(), true);
   tape().record("probe", y, [x, &disposable_seen](Array& grad) {
-    disposable_seen = tape().grad_disposable();
+    disposable_seen = grad_disposable();
     accumulate_grad(x, grad);
   });
   return y;
@@ -152,7 +143,7 @@ TEST(BackwardRelease, GradientIsDisposableOnlyWhenNobodyElseHoldsTheOutput) {
   tape().backward(y);
   EXPECT_EQ(x.grad(), (Array{3, 3})) << "the root's seed is 1 again, the rest accumulates";
   tape().clear();
-  EXPECT_FALSE(tape().grad_disposable());
+  EXPECT_FALSE(grad_disposable());
 }
 
 TEST(BackwardRelease, TapeIsEmptyEvenWhenABackwardThrows) {
@@ -161,7 +152,7 @@ TEST(BackwardRelease, TapeIsEmptyEvenWhenABackwardThrows) {
   tape().record("throws", y, [](Array&) { throw std::runtime_error("boom"); });
   EXPECT_THROW(sum(y).backward(), std::runtime_error);
   EXPECT_EQ(tape().size(), 0u);
-  EXPECT_FALSE(tape().grad_disposable());
+  EXPECT_FALSE(grad_disposable());
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 // causal_attention in float: values and gradients against PyTorch, and the error messages.
-// (Gradient checks and the equality with the composed steps are in causal_attention_f64_test.)
+// (Gradient checks are in causal_attention_f64_test; the equality with the reference steps is a
+// row of fast_kernels_f64_test.)
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,5 @@
 // Edge cases from the conventions: masked_fill's zero gradient, softmax with -inf
-// and with huge logits, fully masked rows, cross-entropy with ignored targets, and the fused
-// masked_softmax equal to the last bit to masked_fill + softmax (what the attention snapshots
-// rely on), attention_scores / attention_mix with empty extents and at the model's shape.
+// and with huge logits, fully masked rows, cross-entropy with ignored targets.
 // Compiled in float (test_autograd) and, through edge_cases_f64_test.cpp, in double.
 
 #include <gtest/gtest.h>
@@ -153,101 +151,6 @@ TEST(EdgeCases, CrossEntropyWithHugeLogitsIsFinite) {
   EXPECT_NEAR(loss.item(), 1000.0, 1e-3);
   loss.backward();
   EXPECT_TRUE(all_finite(logits.grad()));
-}
-
-TEST(EdgeCases, MaskedSoftmaxEqualsMaskedFillThenSoftmax) {
-  // The fast kernel against the reference steps 6-7 in this precision: causal masks at the
-  // model's training shape (T = 64) and while decoding with a cache (start = 64), with huge
-  // logits; values and gradients equal to rounding (a few units in the last place).
-  Rng rng(5);
-  for (const auto& [n, m, start] : {std::tuple<std::size_t, std::size_t, std::size_t>{64, 64, 0},
-                                    {3, 67, 64}, {1, 65, 64}}) {
-    const Mask mask = causal_mask(n, m, start);
-    Array x = Tensor::randn({2, 4, n, m}, 3, rng).value();
-    x.data()[5] = 1e4;  // a huge allowed logit
-    const Array R = Tensor::randn({2, 4, n, m}, 1, rng).value();
-    auto run = [&](bool fused) {
-      const Tensor leaf(x, true);
-      const Tensor y = fused ? masked_softmax(leaf, mask) : softmax(masked_fill(leaf, mask, -kInf));
-      sum(y * Tensor(R)).backward();
-      return std::make_pair(y.value(), leaf.grad());
-    };
-    const auto [yf, gf] = run(true);
-    const auto [yc, gc] = run(false);
-    EXPECT_TRUE(all_finite(yf));
-    const double tol = 8 * std::numeric_limits<Scalar>::epsilon();  // weights and grads are O(1)
-    double value_diff = 0, grad_diff = 0;
-    for (std::size_t i = 0; i < yf.size(); ++i) {
-      value_diff = std::max(value_diff, double(std::abs(yf.data()[i] - yc.data()[i])));
-      grad_diff = std::max(grad_diff, double(std::abs(gf.data()[i] - gc.data()[i])));
-    }
-    EXPECT_LE(value_diff, tol) << "n " << n << " m " << m;
-    EXPECT_LE(grad_diff, tol) << "n " << n << " m " << m;
-  }
-}
-
-TEST(EdgeCases, AttentionProductsWithEmptyExtents) {
-  // No keys (m = 0), no queries (n = 0) or head_dim 0: the right shapes, zeros where a sum is
-  // empty, and zero gradients for the inputs that have elements. No BLAS call sees a zero size.
-  auto backward_of = [](const Tensor& y) { sum(y * Tensor(Array(y.shape(), Scalar(1)))).backward(); };
-  auto all_zero = [](const Array& a) {
-    for (Scalar v : a)
-      if (v != 0) return false;
-    return true;
-  };
-  {  // head_dim 0: every score is an empty sum, 0
-    const Tensor q(Array(Shape{2, 3, 4, 0}, Scalar(0)), true), k(Array(Shape{2, 5, 2, 0}, Scalar(0)), true);
-    const Tensor s = attention_scores(q, k, 1);
-    EXPECT_EQ(s.shape(), (Shape{2, 4, 3, 5}));
-    EXPECT_TRUE(all_zero(s.value()));
-    backward_of(s);
-    EXPECT_EQ(q.grad().shape(), (Shape{2, 3, 4, 0}));
-    EXPECT_EQ(k.grad().shape(), (Shape{2, 5, 2, 0}));
-  }
-  {  // no queries: k still gets a (zero) gradient of its shape
-    const Tensor q(Array(Shape{2, 0, 4, 3}, Scalar(0)), true), k(Array(Shape{2, 5, 2, 3}, Scalar(1)), true);
-    const Tensor s = attention_scores(q, k, 1);
-    EXPECT_EQ(s.shape(), (Shape{2, 4, 0, 5}));
-    backward_of(s);
-    EXPECT_EQ(k.grad().shape(), (Shape{2, 5, 2, 3}));
-    EXPECT_TRUE(all_zero(k.grad()));
-  }
-  {  // no keys: each output is an empty weighted sum, 0
-    const Tensor w(Array(Shape{2, 4, 3, 0}, Scalar(0)), true), v(Array(Shape{2, 0, 2, 5}, Scalar(0)), true);
-    const Tensor mix = attention_mix(w, v);
-    EXPECT_EQ(mix.shape(), (Shape{2, 3, 4, 5}));
-    EXPECT_TRUE(all_zero(mix.value()));
-    backward_of(mix);
-    EXPECT_EQ(w.grad().shape(), (Shape{2, 4, 3, 0}));
-    EXPECT_EQ(v.grad().shape(), (Shape{2, 0, 2, 5}));
-  }
-}
-
-TEST(EdgeCases, AttentionProductsMatchTheirCompositionsAtTheModelShape) {
-  // The model's attention (B = 2, T = 64, 4 query heads, 2 KV heads, head_dim 32) in this
-  // precision: attention_scores / attention_mix against the transpose + repeat_kv + matmul
-  // path they replaced in Attention::forward (snapshots attn.scores and attn.mix).
-  Rng rng(9);
-  const std::size_t B = 2, T = 64, H = 4, H_kv = 2, D = 32;
-  const Tensor q = Tensor::randn({B, T, H, D}, 1, rng), k = Tensor::randn({B, T, H_kv, D}, 1, rng);
-  const Tensor v = Tensor::randn({B, T, H_kv, D}, 1, rng);
-  const Scalar scale = 1 / std::sqrt(Scalar(D));
-  const Tensor scores = attention_scores(q, k, scale);
-  const Tensor scores_ref = matmul_nt(transpose(q, 1, 2), repeat_kv(transpose(k, 1, 2), 2), scale);
-  const Tensor weights = masked_softmax(scores, causal_mask(T, T));
-  const Tensor mix = attention_mix(weights, v);
-  const Tensor mix_ref = transpose(matmul(weights, repeat_kv(transpose(v, 1, 2), 2)), 1, 2);
-  ASSERT_EQ(scores.shape(), scores_ref.shape());
-  ASSERT_EQ(mix.shape(), mix_ref.shape());
-  auto max_diff = [](const Array& a, const Array& b) {
-    double worst = 0;
-    for (std::size_t i = 0; i < a.size(); ++i)
-      worst = std::max(worst, double(std::abs(a.data()[i] - b.data()[i])));
-    return worst;
-  };
-  // at most float rounding: the same dot products, read through other leading dimensions
-  EXPECT_LE(max_diff(scores.value(), scores_ref.value()), 1e-5);
-  EXPECT_LE(max_diff(mix.value(), mix_ref.value()), 1e-5);
 }
 
 }  // namespace

@@ -49,50 +49,6 @@ TEST(Errors, Matmul) {
   expect_error<std::invalid_argument>([] { linear(t23, Tensor::zeros({3})); }, {"linear", "(3,)"});
 }
 
-TEST(Errors, AttentionProducts) {
-  const Tensor q = Tensor::zeros({2, 3, 4, 5}), k = Tensor::zeros({2, 6, 2, 5});
-  expect_error<std::invalid_argument>([&] { attention_scores(Tensor::zeros({2, 3, 20}), k, 1); },
-                                      {"attention_scores", "4-D", "(2, 3, 20)", "(2, 6, 2, 5)"});
-  expect_error<std::invalid_argument>([&] { attention_scores(q, Tensor::zeros({1, 6, 2, 5}), 1); },
-                                      {"attention_scores", "batch", "(2, 3, 4, 5)", "(1, 6, 2, 5)"});
-  expect_error<std::invalid_argument>([&] { attention_scores(q, Tensor::zeros({2, 6, 2, 4}), 1); },
-                                      {"attention_scores", "head_dim", "(2, 6, 2, 4)"});
-  expect_error<std::invalid_argument>([&] { attention_scores(q, Tensor::zeros({2, 6, 3, 5}), 1); },
-                                      {"attention_scores", "4 query heads", "multiple of 3",
-                                       "(2, 3, 4, 5)", "(2, 6, 3, 5)"});
-  expect_error<std::invalid_argument>([&] { attention_scores(q, Tensor::zeros({2, 6, 0, 5}), 1); },
-                                      {"attention_scores", "multiple of 0"});
-  const Tensor w = Tensor::zeros({2, 4, 3, 6});
-  expect_error<std::invalid_argument>([&] { attention_mix(Tensor::zeros({8, 3, 6}), k); },
-                                      {"attention_mix", "4-D", "(8, 3, 6)"});
-  expect_error<std::invalid_argument>([&] { attention_mix(w, Tensor::zeros({3, 6, 2, 5})); },
-                                      {"attention_mix", "batch", "(2, 4, 3, 6)", "(3, 6, 2, 5)"});
-  expect_error<std::invalid_argument>([&] { attention_mix(w, Tensor::zeros({2, 7, 2, 5})); },
-                                      {"attention_mix", "keys", "positions", "(2, 7, 2, 5)"});
-  expect_error<std::invalid_argument>([&] { attention_mix(w, Tensor::zeros({2, 6, 3, 5})); },
-                                      {"attention_mix", "4 query heads", "multiple of 3"});
-}
-
-TEST(Errors, MaskedAttentionProductsNeedAMaskOfShapeQueriesByKeys) {
-  // q (B=2, n=3, H=4, D=5), k/v (B=2, m=6, H_kv=2, D=5), weights (2, 4, 3, 6): the mask must be
-  // (n, m) = (3, 6); a transposed one, one with batch axes or one for another length is refused.
-  const Tensor q = Tensor::zeros({2, 3, 4, 5}), k = Tensor::zeros({2, 6, 2, 5});
-  const Tensor w = Tensor::zeros({2, 4, 3, 6});
-  expect_error<std::invalid_argument>([&] { attention_scores(q, k, 1, causal_mask(6, 3)); },
-                                      {"attention_scores", "mask", "(6, 3)", "(3, 6)"});
-  expect_error<std::invalid_argument>([&] { attention_scores(q, k, 1, causal_mask(3, 5, 2)); },
-                                      {"attention_scores", "mask", "(3, 5)", "(3, 6)"});
-  Mask batched = Mask::from_shape({2, 3, 6});
-  batched.fill(false);
-  expect_error<std::invalid_argument>([&] { attention_mix(w, k, batched); },
-                                      {"attention_mix", "mask", "(2, 3, 6)", "(3, 6)"});
-  expect_error<std::invalid_argument>([&] { attention_mix(w, k, causal_mask(4, 6, 2)); },
-                                      {"attention_mix", "mask", "(4, 6)", "(3, 6)"});
-  // The shapes of q, k (weights, v) are still checked first, as in the plain overloads.
-  expect_error<std::invalid_argument>([&] { attention_mix(w, Tensor::zeros({2, 7, 2, 5}), causal_mask(3, 6)); },
-                                      {"attention_mix", "keys", "positions", "(2, 7, 2, 5)"});
-}
-
 TEST(Errors, ShapeOps) {
   expect_error<std::invalid_argument>([] { reshape(t23, {4, 2}); }, {"reshape", "(2, 3)", "(4, 2)"});
   expect_error<std::invalid_argument>([] { sum(t23, 2); }, {"sum", "axis 2", "(2, 3)"});
@@ -115,10 +71,6 @@ TEST(Errors, NeuralNetworkOps) {
   expect_error<std::invalid_argument>([] { masked_fill(t23, causal_mask(3, 3), 0); },
                                       {"masked_fill", "(3, 3)", "(2, 3)"});
   expect_error<std::invalid_argument>([] { softmax(Tensor::scalar(1)); }, {"softmax", "()"});
-  expect_error<std::invalid_argument>([] { masked_softmax(t23, causal_mask(3, 3)); },
-                                      {"masked_softmax", "(3, 3)", "(2, 3)"});
-  expect_error<std::invalid_argument>([] { masked_softmax(Tensor::scalar(1), Mask()); },
-                                      {"masked_softmax", "()"});
 }
 
 }  // namespace

@@ -38,7 +38,7 @@ TEST(GradcheckCli, EveryOpPasses) {
   EXPECT_EQ(count(run.output, "FAIL"), 0u) << run.output;
   for (const char* op : {"matmul", "softmax", "cross_entropy", "rms_norm", "rope", "repeat_kv",
                          "masked_fill", "embedding", "linear", "concat", "silu_mul",
-                         "masked_softmax", "attention_scores", "attention_mix"}) {
+                         "causal_attention"}) {
     EXPECT_NE(run.output.find(std::string("\n") + op), std::string::npos) << "no row for " << op;
   }
 }

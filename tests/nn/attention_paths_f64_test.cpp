@@ -1,7 +1,8 @@
-// The model's two attention paths (ModelConfig::attention) in double precision:
+// The model's two paths (ModelConfig::ops_path) in double precision:
 // - the worked example of docs/atencao.md (3 positions, head dim 2) through the reference Attention steps,
 //   weights and outputs to 6 decimals;
-// - reference and fast give the same logits and parameter gradients, and the same logits when
+// - reference and fast give the same logits and parameter gradients (the fast path recording the
+//   fused causal_attention, unless a tracer asks for the steps), and the same logits when
 //   generating through the KV cache;
 // - a NaN reaching the scores gives NaN on both paths (as PyTorch), never a silent zero.
 
@@ -33,8 +34,8 @@ ModelConfig small_config(const std::string& attention) {
   c.n_heads = 4;
   c.n_kv_heads = 2;
   c.ffn_hidden = 24;
-  c.context_length = 48;
-  c.attention = attention;
+  c.context_length = 80;  // T = 70: two blocks of 32 query rows and a partial one
+  c.ops_path = parse_ops_path(attention);
   return c;
 }
 
@@ -59,7 +60,7 @@ TEST(AttentionReference, SpecExampleWeightsAndOutputsTo6Decimals) {
   c.n_kv_heads = 1;
   c.ffn_hidden = 8;
   c.context_length = 8;
-  c.attention = "reference";
+  c.ops_path = OpsPath::reference;
   Rng rng(0);
   Attention attention(c, rng);
   attention.wq.weight.value() = Array{{1, 0, 0, 0}, {0, 1, 0, 0}, {1, 0, 0, 0}, {0, 1, 0, 0}};
@@ -99,14 +100,18 @@ TEST(AttentionReference, SpecExampleWeightsAndOutputsTo6Decimals) {
 struct Step {
   Array logits;
   std::map<std::string, Array> grads;
+  bool fused = false;  ///< causal_attention was recorded
 };
 
-Step train_step(const std::string& attention, std::size_t T) {
+Step train_step(const std::string& attention, std::size_t T, bool with_tracer = false) {
   Decoder model(small_config(attention), 3);
   randomize(model, 0.3, 17);  // far from uniform attention
   const Ids tokens = random_ids(2, T, 13, 21), targets = random_ids(2, T, 13, 22);
   Step step;
-  const Tensor logits = model.forward(tokens);
+  Tracer tracer;
+  tape().clear();
+  const Tensor logits = model.forward(tokens, nullptr, with_tracer ? &tracer : nullptr);
+  for (const TapeRecord& r : tape().records()) step.fused = step.fused || r.op == "causal_attention";
   step.logits = logits.value();
   cross_entropy(logits, targets).backward();
   for (const auto& [name, p] : model.named_parameters()) step.grads[name] = p.grad();
@@ -114,8 +119,12 @@ Step train_step(const std::string& attention, std::size_t T) {
 }
 
 TEST(AttentionPaths, SameLogitsAndEveryParameterGradient) {
-  for (const std::size_t T : {1, 7, 45}) {  // 45: one full block of 32 query rows and a partial one
+  // 45: one full block of 32 query rows and a partial one; 70: two and a partial one
+  for (const std::size_t T : {1, 7, 45, 70}) {
     const Step ref = train_step("reference", T), fast = train_step("fast", T);
+    EXPECT_TRUE(fast.fused) << "the fast path should record causal_attention";
+    EXPECT_FALSE(ref.fused);
+    EXPECT_FALSE(train_step("fast", T, true).fused) << "a tracer should force the step-by-step path";
     for (std::size_t i = 0; i < ref.logits.size(); ++i)
       ASSERT_NEAR(ref.logits.data()[i], fast.logits.data()[i], 1e-12) << "T " << T;
     ASSERT_EQ(ref.grads.size(), fast.grads.size());
@@ -152,14 +161,22 @@ TEST(AttentionPaths, GenerationThroughTheCacheGivesTheReferenceLogits) {
 
 TEST(AttentionPaths, TheSwitchIsExplicitAndValidated) {
   Decoder model(small_config("reference"), 1);
-  EXPECT_FALSE(model.layers[0]->attention.fast);
-  model.set_attention("fast");
-  EXPECT_TRUE(model.layers[1]->attention.fast);
-  EXPECT_TRUE(model.layers[1]->feed_forward.fast);
-  EXPECT_EQ(model.config().attention, "fast");
-  EXPECT_THROW(model.set_attention("flash"), std::invalid_argument);
-  EXPECT_EQ(model.config().attention, "fast");  // unchanged by the rejected value
-  EXPECT_EQ(ModelConfig().attention, "fast");  // the default
+  EXPECT_EQ(model.layers[0]->attention.ops_path(), OpsPath::reference);
+  model.set_ops_path(OpsPath::fast);
+  EXPECT_EQ(model.layers[1]->attention.ops_path(), OpsPath::fast);
+  EXPECT_EQ(model.layers[1]->feed_forward.w2.ops_path(), OpsPath::fast);
+  EXPECT_EQ(model.output.ops_path(), OpsPath::fast);
+  EXPECT_EQ(model.config().ops_path, OpsPath::fast);
+  EXPECT_EQ(ModelConfig().ops_path, OpsPath::fast);  // the default
+  // The names config.json and --attention use, and a clear refusal of any other.
+  EXPECT_EQ(to_string(OpsPath::reference), "reference");
+  EXPECT_EQ(parse_ops_path("fast"), OpsPath::fast);
+  try {
+    parse_ops_path("flash");
+    ADD_FAILURE() << "\"flash\" was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("\"reference\" or \"fast\""), std::string::npos) << e.what();
+  }
   EXPECT_EQ(model.layers[1]->attention.path(), "layers.1.attention");
   EXPECT_EQ(model.layers[1]->attention.snapshot_name("q"), "layers.1.attn.q");
 }

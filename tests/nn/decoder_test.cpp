@@ -605,7 +605,7 @@ TEST(Tracer, SnapshotsOfTheDefaultModelHaveTheDocumentedShapes) {
   // A traced forward runs the reference path: exactly the logits of an untraced reference
   // forward, and those of the fast path to rounding.
   EXPECT_LE(max_abs_diff(model.forward(tokens).value(), logits), 1e-5);
-  model.set_attention("reference");
+  model.set_ops_path(OpsPath::reference);
   EXPECT_EQ(max_abs_diff(model.forward(tokens).value(), logits), 0.0);
   EXPECT_THROW(tracer.get("layers.9.attn.q"), std::out_of_range);
 }

@@ -122,10 +122,10 @@ TEST(ModuleGradcheck, Block) {
 
 TEST(ModuleGradcheck, WholeTinyDecoderEveryParameter) {
   // Cross-entropy of the next token, B = 2, T = 5, every parameter of the model (4,272 scalars),
-  // on both attention paths (ModelConfig::attention).
+  // on both paths (ModelConfig::ops_path).
   for (const std::string path : {"reference", "fast"}) {
     ModelConfig config = tiny_config();
-    config.attention = path;
+    config.ops_path = parse_ops_path(path);
     Decoder model(config, 24);
     randomize(model, 0.4, 25);
     const Ids tokens = random_ids(2, 5, 11, 26);

@@ -1,4 +1,4 @@
-// The two attention paths of the model (ModelConfig::attention, "reference" and "fast") train
+// The two paths of the model (ModelConfig::ops_path, "reference" and "fast") train
 // and generate alike: 30 optimizer steps of the default model on the bundled corpus give the
 // same losses (within 1e-4), and greedy generation with the KV cache gives the same text.
 
@@ -25,7 +25,7 @@ std::unique_ptr<Trainer> make_trainer(const std::string& attention, std::ostream
   o.iters = 30;
   o.eval_every = 1000;
   o.sample_tokens = 0;
-  o.model.attention = attention;
+  o.model.ops_path = parse_ops_path(attention);
   return std::make_unique<Trainer>(o, out);
 }
 
@@ -63,8 +63,8 @@ TEST(AttentionPaths, ThirtyTrainingStepsGiveTheSameLossesAndGreedySamples) {
   std::ostringstream sink;
   auto reference = make_trainer("reference", sink);
   auto fast = make_trainer("fast", sink);
-  ASSERT_EQ(reference->model().config().attention, "reference");
-  ASSERT_EQ(fast->model().config().attention, "fast");
+  ASSERT_EQ(reference->model().config().ops_path, OpsPath::reference);
+  ASSERT_EQ(fast->model().config().ops_path, OpsPath::fast);
   double first = 0, last = 0;
   for (long it = 0; it < steps; ++it) {
     const double a = reference->train_step(it), b = fast->train_step(it);
@@ -82,15 +82,15 @@ TEST(AttentionPaths, ThirtyTrainingStepsGiveTheSameLossesAndGreedySamples) {
 
 TEST(AttentionPaths, ConfigJsonKeepsTheSwitchAndDefaultsOldFilesToFast) {
   ModelConfig m;
-  m.attention = "reference";
+  m.ops_path = OpsPath::reference;
   const std::string text = model_config_to_json(m);
   EXPECT_NE(text.find("\"attention\": \"reference\""), std::string::npos) << text;
-  EXPECT_EQ(model_config_from_json(text, "mem").attention, "reference");
+  EXPECT_EQ(model_config_from_json(text, "mem").ops_path, OpsPath::reference);
   // A config.json written before the switch existed has no "attention": it loads as "fast".
   std::string old = text;
   old.replace(old.find(",\n  \"attention\": \"reference\""), std::string(",\n  \"attention\": \"reference\"").size(), "");
   ASSERT_EQ(old.find("attention"), std::string::npos) << old;
-  EXPECT_EQ(model_config_from_json(old, "mem").attention, "fast");
+  EXPECT_EQ(model_config_from_json(old, "mem").ops_path, OpsPath::fast);
   // Any other value is refused with a message naming the field.
   std::string bad = text;
   bad.replace(bad.find("\"reference\""), 11, "\"flash\"");

@@ -69,7 +69,7 @@ TEST(DataParallel, GivesTheLossAndGradientsOfOneThread) {
   for (const char* path : {"fast", "reference"}) {
     for (std::size_t B : {4u, 3u, 7u}) {  // 3 and 7: parts of unequal size
       Decoder model(c, 5);
-      model.set_attention(path);
+      model.set_ops_path(parse_ops_path(path));
       const Ids x = random_ids(B, 9, 11, 6), y = random_ids(B, 9, 11, 7);
 
       // One thread: zero_grad, forward, cross-entropy, backward, as the trainer did before.

@@ -96,7 +96,7 @@ void run_inspect(const InspectOptions& opt) {
   glass::LoadedModel loaded;
   try {
     loaded = glass::load_checkpoint(opt.checkpoint, opt.best);
-    loaded.model->set_attention("reference");  // the snapshots are the reference path's steps
+    loaded.model->set_ops_path(glass::OpsPath::reference);  // the snapshots are the reference path's steps
   } catch (const glass::CheckpointError& e) {
     throw CommandError("cannot load checkpoint '" + opt.checkpoint + "': " + e.what());
   }

@@ -160,7 +160,7 @@ void run_sample(SampleFlags& f, bool prompt_given) {
   glass::cli::apply_threads(f.threads);
   glass::LoadedModel loaded = glass::load_checkpoint(f.checkpoint, f.best);
   if (!loaded.warning.empty()) std::cerr << "warning: " << loaded.warning << "\n";
-  loaded.model->set_attention(f.attention);
+  loaded.model->set_ops_path(glass::parse_ops_path(f.attention));
   const glass::Tokenizer& tokenizer = loaded.tokenizer;
   std::size_t window = glass::training_context(loaded.files_dir);  // 0: not recorded
   if (window == 0) window = loaded.config.context_length;

@@ -47,7 +47,7 @@ ordered_json model_to_ordered_json(const ModelConfig& m) {
   j["rope_base"] = m.rope_base;
   j["norm_eps"] = m.norm_eps;
   j["init_std"] = m.init_std;
-  j["attention"] = m.attention;
+  j["attention"] = to_string(m.ops_path);
   return j;
 }
 
@@ -94,7 +94,11 @@ ModelConfig model_from(const json& j, const std::string& source) {
   if (j.contains("attention")) {  // optional: a config.json written before the switch runs "fast"
     if (!j.at("attention").is_string())
       fail(source, fmt::format("{}: \"attention\" must be \"reference\" or \"fast\", got {}", where, j.at("attention").dump()));
-    m.attention = j.at("attention").get<std::string>();
+    try {
+      m.ops_path = parse_ops_path(j.at("attention").get<std::string>());
+    } catch (const std::invalid_argument& e) {
+      fail(source, fmt::format("{}: {}", where, e.what()));
+    }
   }
   try {
     m.validate();

@@ -314,7 +314,7 @@ TEST(WindowMode, RollingAndExactAreTheSameWithinTheFirstWindow) {
 TEST(WindowMode, ExactIsTheFullForwardOfTheLastWindow) {
   for (const char* path : {"fast", "reference"}) {
     Decoder model(sharp_config(2), 4);
-    model.set_attention(path);
+    model.set_ops_path(parse_ops_path(path));
     const std::size_t window = 7;
     const auto text = random_text(25, 13, 6);  // slides 18 times
     SamplingOptions exact, no_cache;
@@ -339,7 +339,7 @@ TEST(WindowMode, ExactIsTheFullForwardOfTheLastWindow) {
 TEST(WindowMode, RollingIsSlidingWindowAttentionOverTheWholeText) {
   for (const char* path : {"fast", "reference"}) {
     Decoder model(sharp_config(2), 7);
-    model.set_attention(path);
+    model.set_ops_path(parse_ops_path(path));
     const std::size_t window = 6;
     const auto text = random_text(30, 13, 8);  // 24 tokens past the window: positions up to 29
     SamplingOptions rolling, exact;
