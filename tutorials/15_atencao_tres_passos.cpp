@@ -109,10 +109,12 @@ int main() {
 
   tut::secao("A verificação de gradientes (capítulo 07) da atenção com máscara");
   tut::texto(
-      "A softmax com máscara e a atenção causal inteira (as notas, a máscara, os pesos, a média)\npassam pelo juiz do capítulo 07:\n"
+      "A máscara (masked_fill), a softmax (também com linhas mascaradas) e a atenção causal\n"
+      "inteira (as notas, a máscara, os pesos, a média) passam pelo juiz do capítulo 07:\n"
       "(em double: o programa é float, mas o juiz roda nas bibliotecas em double, como o\n"
-      "comando glass gradcheck --op masked_softmax)");
-  tut::gradcheck_da_biblioteca("masked_softmax");
+      "comando glass gradcheck --op masked_fill)");
+  tut::gradcheck_da_biblioteca("masked_fill");
+  tut::gradcheck_da_biblioteca("softmax");
   tut::gradcheck_da_biblioteca("causal_attention");
 
   tut::experimente({
