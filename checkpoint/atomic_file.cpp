@@ -1,6 +1,6 @@
 // Atomic file writes (temp file + fsync + rename) and clear I/O errors. See atomic_file.hpp.
 
-#include "train/io/atomic_file.hpp"
+#include "checkpoint/atomic_file.hpp"
 
 #include <fcntl.h>
 #include <signal.h>

@@ -28,7 +28,7 @@ class FileError : public std::runtime_error {
 void write_file_atomic(const std::string& path, const std::string& bytes);
 
 /// Test hook for the file operations of a checkpoint save (write_file_atomic and the
-/// run-directory switch of train/io/run_dir.hpp call it before each operation: creating a file,
+/// run-directory switch of checkpoint/run_dir.hpp call it before each operation: creating a file,
 /// writing it, renaming it, making a directory or link, switching, removing). Counts the
 /// operations of this process, and
 ///   GLASS_FAULT_TRACE=1            prints "file op N: WHAT PATH" to stderr for each;

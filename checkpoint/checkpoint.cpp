@@ -1,7 +1,7 @@
 // Checkpoint directories: model weights (safetensors, Meta LLaMA names) and config.json. See
-// train/io/checkpoint.hpp; the training state for an exact resume is train/train_state.cpp.
+// checkpoint/checkpoint.hpp; the training state for an exact resume is train/train_state.cpp.
 
-#include "train/io/checkpoint.hpp"
+#include "checkpoint/checkpoint.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -11,14 +11,14 @@
 #include <nlohmann/json.hpp>
 
 #include "data/text.hpp"
-#include "train/io/atomic_file.hpp"
-#include "train/io/checkpoint_files.hpp"
-#include "train/io/config_json.hpp"
-#include "train/io/json_no_duplicates.hpp"
-#include "train/io/manifest.hpp"
-#include "train/io/model_size.hpp"
-#include "train/io/run_dir.hpp"
-#include "train/io/safetensors.hpp"
+#include "checkpoint/atomic_file.hpp"
+#include "checkpoint/checkpoint_files.hpp"
+#include "checkpoint/config_json.hpp"
+#include "checkpoint/json_no_duplicates.hpp"
+#include "checkpoint/manifest.hpp"
+#include "checkpoint/model_size.hpp"
+#include "checkpoint/run_dir.hpp"
+#include "checkpoint/safetensors.hpp"
 
 #include <map>
 

@@ -8,7 +8,7 @@
 //   DIR/log.csv, DIR/loss.html                             written by the trainer
 // Every file is written atomically (temp file in DIR + rename). The trainer writes each save
 // into a step directory of its run directory and switches DIR/current to it at once
-// (train/io/run_dir.hpp); every reader here accepts either the run directory (it reads the save
+// (checkpoint/run_dir.hpp); every reader here accepts either the run directory (it reads the save
 // DIR/current points to) or a directory holding the files themselves.
 
 #include <memory>
@@ -47,7 +47,7 @@ struct LoadedModel {
   /// whose `current` may have moved on to a newer save since.
   std::string files_dir;
   /// Keeps that save from being removed by a trainer's cleanup while this model lives
-  /// (train/io/run_dir.hpp).
+  /// (checkpoint/run_dir.hpp).
   std::shared_ptr<SavePin> pin;
   /// "" or a warning for the user: the files could not be verified (a save of glass train
   /// written before saves carried a manifest). Commands print it on stderr.
@@ -56,7 +56,7 @@ struct LoadedModel {
 
 /// Loads DIR/config.json and DIR/model.safetensors (or DIR/best.safetensors when `best`); for a
 /// run directory, those of its last complete save (DIR/current), pinned against the trainer's
-/// cleanup (SavePin). Both files are checked against the save's manifest (train/io/manifest.hpp)
+/// cleanup (SavePin). Both files are checked against the save's manifest (checkpoint/manifest.hpp)
 /// before use. Throws CheckpointError, also when a file differs from the manifest, when the
 /// manifest is missing from a save whose config.json says it has one, when config.json, the
 /// weights and the manifest record different run ids or steps, when training.context is larger

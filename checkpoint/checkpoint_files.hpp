@@ -9,11 +9,11 @@
 #include <nlohmann/json.hpp>
 
 #include "autograd/tensor.hpp"
-#include "train/io/atomic_file.hpp"
-#include "train/io/checkpoint.hpp"
-#include "train/io/config_json.hpp"
-#include "train/io/manifest.hpp"
-#include "train/io/safetensors.hpp"
+#include "checkpoint/atomic_file.hpp"
+#include "checkpoint/checkpoint.hpp"
+#include "checkpoint/config_json.hpp"
+#include "checkpoint/manifest.hpp"
+#include "checkpoint/safetensors.hpp"
 
 namespace glass::checkpoint_files {
 

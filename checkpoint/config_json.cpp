@@ -1,8 +1,8 @@
 // config.json of a checkpoint: ModelConfig + tokenizer to and from JSON. See config_json.hpp.
 
-#include "train/io/config_json.hpp"
+#include "checkpoint/config_json.hpp"
 
-#include "train/io/json_no_duplicates.hpp"
+#include "checkpoint/json_no_duplicates.hpp"
 
 #include <fmt/format.h>
 

@@ -1,6 +1,6 @@
 // The manifest of a save: sizes and SHA-256 of its files, its run id and step. See manifest.hpp.
 
-#include "train/io/manifest.hpp"
+#include "checkpoint/manifest.hpp"
 
 #include <sys/stat.h>
 
@@ -10,10 +10,10 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "train/io/atomic_file.hpp"
-#include "train/io/checkpoint.hpp"
-#include "train/io/json_no_duplicates.hpp"
-#include "train/io/sha256.hpp"
+#include "checkpoint/atomic_file.hpp"
+#include "checkpoint/checkpoint.hpp"
+#include "checkpoint/json_no_duplicates.hpp"
+#include "checkpoint/sha256.hpp"
 
 namespace glass {
 

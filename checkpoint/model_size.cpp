@@ -1,6 +1,6 @@
-// Model and training-step sizes from the config alone. See train/io/model_size.hpp.
+// Model and training-step sizes from the config alone. See checkpoint/model_size.hpp.
 
-#include "train/io/model_size.hpp"
+#include "checkpoint/model_size.hpp"
 
 #include <unistd.h>
 

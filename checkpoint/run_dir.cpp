@@ -1,7 +1,7 @@
 // The run directory of `glass train`: step directories, the `current` link, the lock. See
-// train/io/run_dir.hpp.
+// checkpoint/run_dir.hpp.
 
-#include "train/io/run_dir.hpp"
+#include "checkpoint/run_dir.hpp"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -17,8 +17,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "train/io/atomic_file.hpp"
-#include "train/io/manifest.hpp"
+#include "checkpoint/atomic_file.hpp"
+#include "checkpoint/manifest.hpp"
 
 namespace glass {
 

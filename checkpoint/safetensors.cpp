@@ -1,7 +1,7 @@
 // The safetensors format: serialize, parse with full validation, atomic save, load.
 // See safetensors.hpp for the layout.
 
-#include "train/io/safetensors.hpp"
+#include "checkpoint/safetensors.hpp"
 
 #include <fmt/format.h>
 
@@ -12,8 +12,8 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "train/io/atomic_file.hpp"
-#include "train/io/json_no_duplicates.hpp"
+#include "checkpoint/atomic_file.hpp"
+#include "checkpoint/json_no_duplicates.hpp"
 
 static_assert(sizeof(float) == 4 && sizeof(double) == 8, "IEEE 754 float/double expected");
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__

@@ -1,7 +1,7 @@
 // SHA-256 as FIPS 180-4 writes it (section 6.2): pad the message, then compress each 512-bit
 // block into eight 32-bit words with 64 rounds. See sha256.hpp.
 
-#include "train/io/sha256.hpp"
+#include "checkpoint/sha256.hpp"
 
 #include <cstring>
 

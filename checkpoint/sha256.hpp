@@ -1,6 +1,6 @@
 #pragma once
 // SHA-256 (FIPS 180-4), written out in full so that the checksum of a save can be read like the
-// rest of the project: the manifest of each save (train/io/manifest.hpp) records one per file.
+// rest of the project: the manifest of each save (checkpoint/manifest.hpp) records one per file.
 
 #include <array>
 #include <cstdint>

@@ -1,5 +1,5 @@
 #pragma once
-// How subcommands join the `glass` program: each train/cli/<name>.cpp defines a function that
+// How subcommands join the `glass` program: each cli/<name>.cpp defines a function that
 // adds its subcommand to the CLI11 app and registers it with a static CommandRegistration, e.g.
 //
 //   static void add_sample_command(CLI::App& app) { auto* cmd = app.add_subcommand(...); ... }

@@ -13,9 +13,9 @@
 #include "autograd/ops.hpp"
 #include "autograd/tape.hpp"
 #include "data/text.hpp"
-#include "train/io/checkpoint.hpp"
-#include "train/cli/commands.hpp"
-#include "train/cli/threads.hpp"
+#include "checkpoint/checkpoint.hpp"
+#include "cli/commands.hpp"
+#include "cli/threads.hpp"
 
 namespace {
 

@@ -1,5 +1,5 @@
-// `glass export`: a checkpoint as files that other engines run (train/io/export_gguf.hpp,
-// train/io/export_llama2c.hpp).
+// `glass export`: a checkpoint as files that other engines run (export/export_gguf.hpp,
+// export/export_llama2c.hpp).
 //
 //   glass export --checkpoint DIR --format gguf    --out model.gguf [--best]
 //   glass export --checkpoint DIR --format llama2c --out DIR2       [--best]
@@ -13,10 +13,10 @@
 #include <fmt/format.h>
 
 #include "data/text.hpp"
-#include "train/io/checkpoint.hpp"
-#include "train/cli/commands.hpp"
-#include "train/io/export_gguf.hpp"
-#include "train/io/export_llama2c.hpp"
+#include "checkpoint/checkpoint.hpp"
+#include "cli/commands.hpp"
+#include "export/export_gguf.hpp"
+#include "export/export_llama2c.hpp"
 
 #ifndef GLASS_SOURCE_DIR
 #define GLASS_SOURCE_DIR ""

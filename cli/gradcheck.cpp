@@ -16,7 +16,7 @@
 #include <fmt/format.h>
 
 #include "autograd/gradcheck_suite.hpp"
-#include "train/cli/commands.hpp"
+#include "cli/commands.hpp"
 
 namespace {
 

@@ -1,4 +1,4 @@
-// `glass inspect`: look inside a trained model on one prompt (train/inspect/inspect.hpp does the work).
+// `glass inspect`: look inside a trained model on one prompt (inspect/inspect.hpp does the work).
 //
 //   glass inspect --checkpoint DIR --prompt TEXT [--layer L] [--head H] [--snapshot NAME]
 //                 [--top-k K] [--json FILE|-] [--html FILE|-]    (- = standard output)
@@ -18,11 +18,11 @@
 #include <fmt/format.h>
 
 #include "data/text.hpp"
-#include "train/io/checkpoint.hpp"
-#include "train/cli/commands.hpp"
-#include "train/sample/sampler.hpp"
-#include "train/cli/threads.hpp"
-#include "train/inspect/inspect.hpp"
+#include "checkpoint/checkpoint.hpp"
+#include "cli/commands.hpp"
+#include "sample/sampler.hpp"
+#include "cli/threads.hpp"
+#include "inspect/inspect.hpp"
 
 namespace {
 

@@ -14,9 +14,9 @@
 
 #include <CLI/CLI.hpp>
 
-#include "train/cli/commands.hpp"
-#include "train/cli/malloc_tuning.hpp"
-#include "train/cli/suggest.hpp"
+#include "cli/commands.hpp"
+#include "cli/malloc_tuning.hpp"
+#include "cli/suggest.hpp"
 
 #ifndef GLASS_VERSION
 #define GLASS_VERSION "unknown"

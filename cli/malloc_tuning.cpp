@@ -1,4 +1,4 @@
-#include "train/cli/malloc_tuning.hpp"
+#include "cli/malloc_tuning.hpp"
 
 #include <malloc.h>
 #include <sys/mman.h>

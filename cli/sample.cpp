@@ -1,4 +1,4 @@
-// `glass sample`: generate text from a checkpoint (train/sample/sampler.hpp). The flags follow
+// `glass sample`: generate text from a checkpoint (sample/sampler.hpp). The flags follow
 // nanoGPT's sample.py, llama.cpp's llama-cli and llama2.c's run where they have one:
 //
 //   glass sample -m DIR [-p TEXT | -p - | -f/--prompt-file FILE] [-n N] [--temp X] [--top-k K]
@@ -26,11 +26,11 @@
 
 #include "autograd/tape.hpp"
 #include "data/text.hpp"
-#include "train/io/checkpoint.hpp"
-#include "train/cli/commands.hpp"
-#include "train/cli/threads.hpp"
-#include "train/cli/validators.hpp"
-#include "train/sample/sampler.hpp"
+#include "checkpoint/checkpoint.hpp"
+#include "cli/commands.hpp"
+#include "cli/threads.hpp"
+#include "cli/validators.hpp"
+#include "sample/sampler.hpp"
 
 namespace {
 

@@ -1,9 +1,9 @@
-// `glass serve`: the model in the browser, live (train/serve/server.hpp does the work).
+// `glass serve`: the model in the browser, live (serve/server.hpp does the work).
 //
 //   glass serve -m/--checkpoint DIR [--port 8080] [--host 127.0.0.1] [--allow-host NAME]...
 //               [--probe TEXT] [--data FILE] [-t/--threads N]
 
-#include "train/cli/serve.hpp"
+#include "cli/serve.hpp"
 
 #include <chrono>
 #include <csignal>
@@ -13,10 +13,10 @@
 #include <fmt/format.h>
 
 #include "data/text.hpp"
-#include "train/cli/commands.hpp"
-#include "train/cli/threads.hpp"
-#include "train/cli/validators.hpp"
-#include "train/io/checkpoint.hpp"
+#include "cli/commands.hpp"
+#include "cli/threads.hpp"
+#include "cli/validators.hpp"
+#include "checkpoint/checkpoint.hpp"
 
 namespace glass::cli {
 

@@ -1,12 +1,12 @@
 #pragma once
 // Running the server of `glass serve` from a command: `glass serve` itself and
-// `glass train --serve`, which serves its own run directory while it trains (train/serve/).
+// `glass train --serve`, which serves its own run directory while it trains (serve/).
 
 #include <iosfwd>
 #include <memory>
 #include <string>
 
-#include "train/serve/server.hpp"
+#include "serve/server.hpp"
 
 namespace glass::cli {
 

@@ -1,6 +1,6 @@
 // Answers to mistakes on the command line (see suggest.hpp).
 
-#include "train/cli/suggest.hpp"
+#include "cli/suggest.hpp"
 
 #include <algorithm>
 #include <cstdlib>

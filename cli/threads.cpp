@@ -1,6 +1,6 @@
 // The thread flag of the commands. See threads.hpp.
 
-#include "train/cli/threads.hpp"
+#include "cli/threads.hpp"
 
 #include <algorithm>
 #include <thread>
@@ -8,7 +8,7 @@
 #include <fmt/format.h>
 
 #include "autograd/threads.hpp"
-#include "train/cli/validators.hpp"
+#include "cli/validators.hpp"
 
 namespace glass::cli {
 

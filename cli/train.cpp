@@ -27,11 +27,11 @@
 #include <fmt/format.h>
 
 #include "autograd/threads.hpp"
-#include "train/io/checkpoint.hpp"
-#include "train/cli/commands.hpp"
-#include "train/cli/serve.hpp"
-#include "train/cli/threads.hpp"
-#include "train/cli/validators.hpp"
+#include "checkpoint/checkpoint.hpp"
+#include "cli/commands.hpp"
+#include "cli/serve.hpp"
+#include "cli/threads.hpp"
+#include "cli/validators.hpp"
 #include "train/distributed.hpp"
 #include "train/trainer.hpp"
 

@@ -1,6 +1,6 @@
 // GGUF writer for the `llama` architecture (see export_gguf.hpp for the layout).
 
-#include "train/io/export_gguf.hpp"
+#include "export/export_gguf.hpp"
 
 #include <cstdint>
 #include <cstring>
@@ -9,7 +9,7 @@
 #include <fmt/format.h>
 
 #include "data/text.hpp"
-#include "train/io/atomic_file.hpp"
+#include "checkpoint/atomic_file.hpp"
 
 namespace glass {
 namespace {

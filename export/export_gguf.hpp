@@ -20,8 +20,8 @@
 
 #include <string>
 
-#include "train/io/checkpoint.hpp"
-#include "train/io/export_common.hpp"
+#include "checkpoint/checkpoint.hpp"
+#include "export/export_common.hpp"
 
 namespace glass {
 

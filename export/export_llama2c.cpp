@@ -1,6 +1,6 @@
 // llama2.c writer (see export_llama2c.hpp for the layout).
 
-#include "train/io/export_llama2c.hpp"
+#include "export/export_llama2c.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -12,7 +12,7 @@
 #include <fmt/format.h>
 
 #include "data/text.hpp"
-#include "train/io/atomic_file.hpp"
+#include "checkpoint/atomic_file.hpp"
 
 namespace glass {
 namespace {

@@ -25,8 +25,8 @@
 #include <cstdint>
 #include <string>
 
-#include "train/io/checkpoint.hpp"
-#include "train/io/export_common.hpp"
+#include "checkpoint/checkpoint.hpp"
+#include "export/export_common.hpp"
 
 namespace glass {
 

@@ -1,5 +1,5 @@
 # Turns the web pages of web/ into one C++ header (run at build time by CMakeLists.txt):
-#   cmake -DWEB_DIR=<train/inspect/web> -DOUTPUT=<generated header> -P embed.cmake
+#   cmake -DWEB_DIR=<web> -DOUTPUT=<generated header> -P embed.cmake
 # In each page, <link rel="stylesheet" href="F"> becomes <style> with F's text and
 # <script src="F"></script> becomes <script> with F's text, so the page needs no other file and no
 # network; the program then only fills the page's JSON tags with data (web_page.hpp).
@@ -35,7 +35,7 @@ inline_page(index.html inspector)
 inline_page(loss.html loss)
 inline_page(live.html live)
 file(WRITE "${OUTPUT}.tmp"
-  "// Generated at build time by train/inspect/embed.cmake from train/inspect/web/: edit those files.\n"
+  "// Generated at build time by inspect/embed.cmake from web/: edit those files.\n"
   "#pragma once\n\n"
   "namespace glass::web_pages {\n\n"
   "/// web/index.html with style.css, loss_chart.js and script.js inlined.\n"

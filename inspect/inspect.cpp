@@ -1,6 +1,6 @@
 // The inspector (see inspect.hpp): one traced forward pass, then terminal, JSON and HTML views.
 
-#include "train/inspect/inspect.hpp"
+#include "inspect/inspect.hpp"
 
 #include <algorithm>
 #include <array>
@@ -16,9 +16,9 @@
 #include "data/text.hpp"
 #include "nn/decoder.hpp"
 #include "nn/tracer.hpp"
-#include "train/io/atomic_file.hpp"
-#include "train/io/checkpoint.hpp"
-#include "train/inspect/web_page.hpp"
+#include "checkpoint/atomic_file.hpp"
+#include "checkpoint/checkpoint.hpp"
+#include "inspect/web_page.hpp"
 
 namespace glass {
 
@@ -728,7 +728,7 @@ void write_json(const Inspection& ins, const std::string& path) {
 // ---- HTML ----------------------------------------------------------------------------------
 
 std::string inspection_html(const Inspection& ins, const HtmlOptions& options) {
-  // The page (train/inspect/web/) draws everything from two JSON tags: the inspection itself,
+  // The page (web/) draws everything from two JSON tags: the inspection itself,
   // in the format of --json, and the view: title, initial selection, top-k and the loss curve.
   nlohmann::ordered_json view;
   view["title"] = options.title;

@@ -1,7 +1,7 @@
 #pragma once
 // The inspector: run the decoder on a prompt with a Tracer attached and show what is inside —
 // in the terminal (summaries, value tables, heatmaps), as JSON for scripts and notebooks, and
-// as one self-contained HTML page. Used by `glass inspect` (train/cli/inspect.cpp).
+// as one self-contained HTML page. Used by `glass inspect` (cli/inspect.cpp).
 //
 // Reading the snapshots (README, "Looking inside: glass inspect"): pick a layer, a head and a
 // snapshot (attn.q, attn.k, attn.v, attn.rope_q, attn.rope_k, attn.scores, attn.mask,
@@ -18,11 +18,11 @@
 
 #include "autograd/tensor.hpp"
 #include "nn/config.hpp"
-#include "train/inspect/loss_plot.hpp"
+#include "inspect/loss_plot.hpp"
 
 namespace glass {
 
-struct LoadedModel;  // train/io/checkpoint.hpp
+struct LoadedModel;  // checkpoint/checkpoint.hpp
 
 /// Bad inspector input the user can fix (layer/head out of range, unknown snapshot, a prompt
 /// that is empty, too long or has characters outside the vocabulary). The message says what
@@ -152,7 +152,7 @@ struct HtmlOptions {
   std::vector<LossPoint> loss;       ///< the training curve (empty: no curve)
 };
 
-/// One self-contained HTML page that needs no network: train/inspect/web/ (built into the
+/// One self-contained HTML page that needs no network: web/ (built into the
 /// program) with the data in it — inspection_json(inspection) and the options as JSON. In a
 /// browser it shows layer/head selectors, attention heatmaps with character labels and values on
 /// hover, a snapshot browser with shapes, next-token top-k bars for every position and the

@@ -1,6 +1,6 @@
 // The loss curve's data and page. See loss_plot.hpp; the chart is drawn by web/loss_chart.js.
 
-#include "train/inspect/loss_plot.hpp"
+#include "inspect/loss_plot.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -11,7 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "train/inspect/web_page.hpp"
+#include "inspect/web_page.hpp"
 
 namespace glass {
 

@@ -1,7 +1,7 @@
 #pragma once
 // The loss curve: train and validation loss against the step, read from the trainer's log.csv
 // and written by the trainer at the end of a run as DIR/loss.html, a self-contained page that
-// draws the chart with train/inspect/web/loss_chart.js — the same script that draws it on the
+// draws the chart with web/loss_chart.js — the same script that draws it on the
 // inspector page. The page offers the chart as an SVG file too.
 
 #include <string>
@@ -47,7 +47,7 @@ std::string loss_json(const std::vector<LossPoint>& points, const std::string& t
 /// "lr": [...]}, "vocab_size": V}, the input of lossChartSvg (web/loss_chart.js).
 std::string loss_json(const LossCurve& curve);
 
-/// The loss page (train/inspect/web/loss.html) with `points` in it: one HTML file that needs no
+/// The loss page (web/loss.html) with `points` in it: one HTML file that needs no
 /// network; opened in a browser it draws the chart (720 x 440 px: title, axes with ticks at
 /// "nice" values, grid, "step" and "loss (nats)" labels, one line per series broken at missing
 /// values, point markers when a series has few points, a legend) and links it as loss.svg.

@@ -1,8 +1,8 @@
 #pragma once
-// The web pages of train/inspect/web/ (index.html: the inspector; loss.html: the loss chart;
+// The web pages of web/ (index.html: the inspector; loss.html: the loss chart;
 // live.html: the page of `glass serve`),
 // embedded into the program at build time with their stylesheet and scripts inlined
-// (train/inspect/embed.cmake). The program only puts data into them: JSON in their
+// (inspect/embed.cmake). The program only puts data into them: JSON in their
 // <script type="application/json" id="..."> tags.
 
 #include <string>
@@ -16,7 +16,7 @@ const char* inspector_page();
 const char* loss_page();
 
 /// The live page of `glass serve` (web/live.html): it needs no data inside, it asks the
-/// server's JSON API (train/serve/server.hpp).
+/// server's JSON API (serve/server.hpp).
 const char* live_page();
 
 /// `page` with the empty JSON tag `<script type="application/json" id="ID">{}</script>` filled

@@ -1,4 +1,4 @@
-#include "train/sample/sampler.hpp"
+#include "sample/sampler.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -1,6 +1,6 @@
 // Reading requests whole, within limits, before a worker answers them. See bounded_http.hpp.
 
-#include "train/serve/bounded_http.hpp"
+#include "serve/bounded_http.hpp"
 
 #include <arpa/inet.h>
 #include <fcntl.h>

@@ -1,6 +1,6 @@
 // Reading the growing logs of a run directory. See live_log.hpp.
 
-#include "train/serve/live_log.hpp"
+#include "serve/live_log.hpp"
 
 #include <sys/stat.h>
 

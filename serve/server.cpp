@@ -1,6 +1,6 @@
 // The HTTP server of `glass serve` and its JSON API. See server.hpp.
 
-#include "train/serve/server.hpp"
+#include "serve/server.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -22,14 +22,14 @@
 #include <nlohmann/json.hpp>
 
 #include "data/text.hpp"
-#include "train/inspect/inspect.hpp"
-#include "train/inspect/loss_plot.hpp"
-#include "train/inspect/web_page.hpp"
-#include "train/io/checkpoint.hpp"
-#include "train/io/json_no_duplicates.hpp"
-#include "train/io/run_dir.hpp"
-#include "train/serve/bounded_http.hpp"
-#include "train/sample/sampler.hpp"
+#include "inspect/inspect.hpp"
+#include "inspect/loss_plot.hpp"
+#include "inspect/web_page.hpp"
+#include "checkpoint/checkpoint.hpp"
+#include "checkpoint/json_no_duplicates.hpp"
+#include "checkpoint/run_dir.hpp"
+#include "serve/bounded_http.hpp"
+#include "sample/sampler.hpp"
 
 namespace glass {
 

@@ -1,7 +1,7 @@
 #pragma once
 // `glass serve`: a small HTTP server (cpp-httplib) showing a model in the browser, live.
 //
-//   GET  /                     the live inspector page (train/inspect/web/live.html)
+//   GET  /                     the live inspector page (web/live.html)
 //   GET  /inspector?prompt=T   the static inspector page of `glass inspect --html` for prompt T
 //   GET  /api/info             the model: config, vocabulary, step, limits, probe prompt, status
 //   POST /api/inspect          {"prompt": T, "top_k": K}: attention weights of every layer and
@@ -32,13 +32,13 @@
 #include <thread>
 #include <vector>
 
-#include "train/serve/live_log.hpp"
+#include "serve/live_log.hpp"
 
 namespace glass {
 
-class BoundedHttpServer;  // train/serve/bounded_http.hpp
+class BoundedHttpServer;  // serve/bounded_http.hpp
 
-struct LoadedModel;  // train/io/checkpoint.hpp
+struct LoadedModel;  // checkpoint/checkpoint.hpp
 
 /// A server that cannot start: the address cannot be bound (port in use, no permission, unknown
 /// host) or the checkpoint directory does not exist. The message says which and what to do.

@@ -1,7 +1,7 @@
 // The live page of `glass serve` (live.html): the prompt box, attention heatmaps and line views,
 // the next-token distribution under temperature / top-k / top-p, streamed generation, and the
 // training curves and evaluations of a run that is still training. Everything comes from the
-// server's JSON API (train/serve/server.hpp); nothing here reads a file.
+// server's JSON API (serve/server.hpp); nothing here reads a file.
 "use strict";
 const $ = (id) => document.getElementById(id);
 
@@ -16,7 +16,7 @@ const live = {
   followEvals: true,
 };
 
-// A character as a visible label (as visible_char in train/inspect/inspect.cpp).
+// A character as a visible label (as visible_char in inspect/inspect.cpp).
 function visible(c) {
   const code = c.codePointAt(0);
   if (c === " ") return "\u2423";
@@ -132,7 +132,7 @@ function drawAttention() {
 
 // ---- next token -----------------------------------------------------------------------------
 
-// The distribution the sampler draws from for one row of logits (train/sample/sampler.hpp,
+// The distribution the sampler draws from for one row of logits (sample/sampler.hpp,
 // next_token_probs): id 0 (unknown) excluded; the repetition penalty (llama.cpp's: each distinct
 // id among the last repeat_last_n of `text` has a positive logit divided by it, a negative one
 // multiplied); logits / temperature (0 = all mass on the argmax, smallest id on ties); top-k

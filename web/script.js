@@ -9,7 +9,7 @@ const VIEW = JSON.parse($("glass-view").textContent);
 // A character as a visible label: space -> ␣, newline -> ⏎, tab -> ⇥, other control characters
 // -> their Unicode control picture, characters that draw nothing on their own (combining marks,
 // zero-width joiners, variation selectors) -> "U+200D" (as visible_char in
-// train/inspect/inspect.cpp).
+// inspect/inspect.cpp).
 function visible(c) {
   const code = c.codePointAt(0);
   if (c === " ") return "\u2423";

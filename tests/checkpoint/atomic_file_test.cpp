@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "test_util.hpp"
-#include "train/io/atomic_file.hpp"
+#include "checkpoint/atomic_file.hpp"
 
 namespace fs = std::filesystem;
 using glass::FileError;

@@ -1,4 +1,4 @@
-// Checkpoint directories (train/io/checkpoint.hpp): round trip bit for bit, Meta LLaMA tensor
+// Checkpoint directories (checkpoint/checkpoint.hpp): round trip bit for bit, Meta LLaMA tensor
 // names and shapes, and clear errors for corrupt or missing files.
 #include <filesystem>
 #include <string>
@@ -6,9 +6,9 @@
 #include <gtest/gtest.h>
 
 #include "autograd/tape.hpp"
-#include "train/io/atomic_file.hpp"
-#include "train/io/checkpoint.hpp"
-#include "train/io/safetensors.hpp"
+#include "checkpoint/atomic_file.hpp"
+#include "checkpoint/checkpoint.hpp"
+#include "checkpoint/safetensors.hpp"
 
 #include "fixtures.hpp"
 #include "test_util.hpp"

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "data/text.hpp"
-#include "train/io/config_json.hpp"
+#include "checkpoint/config_json.hpp"
 
 using glass::ConfigError;
 using glass::ModelConfig;

@@ -1,6 +1,6 @@
-// The manifest of a save (train/io/manifest.hpp): SHA-256 against the FIPS 180-4 examples, a
+// The manifest of a save (checkpoint/manifest.hpp): SHA-256 against the FIPS 180-4 examples, a
 // manifest that lists every file, and each way a file can differ from it; the readers' pin on a
-// save (train/io/run_dir.hpp) that the trainer's cleanup respects.
+// save (checkpoint/run_dir.hpp) that the trainer's cleanup respects.
 
 #include <filesystem>
 #include <string>
@@ -8,11 +8,11 @@
 #include <gtest/gtest.h>
 
 #include "test_util.hpp"
-#include "train/io/atomic_file.hpp"
-#include "train/io/checkpoint.hpp"
-#include "train/io/manifest.hpp"
-#include "train/io/run_dir.hpp"
-#include "train/io/sha256.hpp"
+#include "checkpoint/atomic_file.hpp"
+#include "checkpoint/checkpoint.hpp"
+#include "checkpoint/manifest.hpp"
+#include "checkpoint/run_dir.hpp"
+#include "checkpoint/sha256.hpp"
 
 namespace fs = std::filesystem;
 using namespace glass;

@@ -1,8 +1,8 @@
-// parameter_count and the memory lower bound (train/io/model_size.hpp) against the real model.
+// parameter_count and the memory lower bound (checkpoint/model_size.hpp) against the real model.
 #include <gtest/gtest.h>
 
 #include "nn/decoder.hpp"
-#include "train/io/model_size.hpp"
+#include "checkpoint/model_size.hpp"
 
 using namespace glass;
 

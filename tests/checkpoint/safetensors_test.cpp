@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "test_util.hpp"
-#include "train/io/atomic_file.hpp"
-#include "train/io/safetensors.hpp"
+#include "checkpoint/atomic_file.hpp"
+#include "checkpoint/safetensors.hpp"
 
 namespace fs = std::filesystem;
 using glass::NamedTensor;

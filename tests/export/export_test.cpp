@@ -1,4 +1,4 @@
-// The exporters of train/io against readers written here from the formats' descriptions:
+// The exporters (export/) against readers written here from the formats' descriptions:
 // - GGUF (ggml's docs/gguf.md): header, every key llama.cpp's `llama` loader reads, the
 //   vocabulary and the tensor table (names, reversed dims, aligned offsets, the values);
 // - llama2.c (run.c's read_checkpoint / memory_map_weights / build_tokenizer): model.bin and
@@ -18,8 +18,8 @@
 
 #include "autograd/tape.hpp"
 #include "data/text.hpp"
-#include "train/io/export_gguf.hpp"
-#include "train/io/export_llama2c.hpp"
+#include "export/export_gguf.hpp"
+#include "export/export_llama2c.hpp"
 
 namespace {
 

@@ -1,4 +1,4 @@
-// The inspector library (train/inspect/inspect.hpp) on a tiny random model: snapshots against the
+// The inspector library (inspect/inspect.hpp) on a tiny random model: snapshots against the
 // tracer, head selection, top-k, errors, terminal rendering, JSON round trip, HTML page.
 
 #include <algorithm>
@@ -18,8 +18,8 @@
 #include "data/text.hpp"
 #include "nn/decoder.hpp"
 #include "nn/tracer.hpp"
-#include "train/io/checkpoint.hpp"
-#include "train/inspect/inspect.hpp"
+#include "checkpoint/checkpoint.hpp"
+#include "inspect/inspect.hpp"
 
 #include "fixtures.hpp"
 

@@ -1,4 +1,4 @@
-// The loss curve's data (train/inspect/loss_plot.hpp): log.csv read by column name, the JSON the
+// The loss curve's data (inspect/loss_plot.hpp): log.csv read by column name, the JSON the
 // page draws from, and the self-contained page. The drawing itself (web/loss_chart.js) is
 // checked in headless Chromium by InspectBrowser.LossPageDrawsTheChart (tests/cli).
 
@@ -13,7 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "test_util.hpp"
-#include "train/inspect/loss_plot.hpp"
+#include "inspect/loss_plot.hpp"
 
 namespace glass {
 namespace {

@@ -1,11 +1,11 @@
-// The embedded web pages (train/inspect/web_page.hpp): built from train/inspect/web/ with the
+// The embedded web pages (inspect/web_page.hpp): built from web/ with the
 // stylesheet and scripts inline, and data put into their JSON tags safely.
 #include <stdexcept>
 #include <string>
 
 #include <gtest/gtest.h>
 
-#include "train/inspect/web_page.hpp"
+#include "inspect/web_page.hpp"
 
 namespace glass {
 namespace {

@@ -6,7 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "autograd/tape.hpp"
-#include "train/sample/sampler.hpp"
+#include "sample/sampler.hpp"
 
 #include "fixtures.hpp"
 

@@ -1,4 +1,4 @@
-// Reading the growing logs of a run directory (train/serve/live_log.hpp): whole lines only, the
+// Reading the growing logs of a run directory (serve/live_log.hpp): whole lines only, the
 // bytes appended since the last read, a new file starts over.
 
 #include <cmath>
@@ -9,7 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "test_util.hpp"
-#include "train/serve/live_log.hpp"
+#include "serve/live_log.hpp"
 
 namespace fs = std::filesystem;
 

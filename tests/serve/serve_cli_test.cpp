@@ -33,8 +33,8 @@
 
 #include "fixtures.hpp"
 #include "test_util.hpp"
-#include "train/io/checkpoint.hpp"
-#include "train/serve/server.hpp"
+#include "checkpoint/checkpoint.hpp"
+#include "serve/server.hpp"
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;

@@ -1,4 +1,4 @@
-// The server of `glass serve` (train/serve/server.hpp) through a real HTTP client
+// The server of `glass serve` (serve/server.hpp) through a real HTTP client
 // (cpp-httplib's): every endpoint, its answers checked against the library computed directly
 // (inspect, generate), every kind of bad request, a run directory watched while saves arrive,
 // concurrent clients, a busy port and a clean stop. Servers listen on free ports (port 0).
@@ -27,11 +27,11 @@
 #include "data/text.hpp"
 #include "fixtures.hpp"
 #include "test_util.hpp"
-#include "train/inspect/inspect.hpp"
-#include "train/io/checkpoint.hpp"
-#include "train/io/run_dir.hpp"
-#include "train/sample/sampler.hpp"
-#include "train/serve/server.hpp"
+#include "inspect/inspect.hpp"
+#include "checkpoint/checkpoint.hpp"
+#include "checkpoint/run_dir.hpp"
+#include "sample/sampler.hpp"
+#include "serve/server.hpp"
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
