@@ -1,4 +1,4 @@
-// `glass inspect`: look inside a trained model on one prompt (inspect/inspect.hpp does the work).
+// `glass inspect`: look inside a trained model on one prompt (the inspect/ library does the work).
 //
 //   glass inspect --checkpoint DIR --prompt TEXT [--layer L] [--head H] [--snapshot NAME]
 //                 [--top-k K] [--json FILE|-] [--html FILE|-]    (- = standard output)
@@ -23,6 +23,10 @@
 #include "sample/sampler.hpp"
 #include "cli/threads.hpp"
 #include "inspect/inspect.hpp"
+#include "inspect/render_html.hpp"
+#include "inspect/render_json.hpp"
+#include "inspect/render_terminal.hpp"
+#include "inspect/text_cells.hpp"
 
 namespace {
 

@@ -1,7 +1,9 @@
 #pragma once
-// The inspector: run the decoder on a prompt with a Tracer attached and show what is inside —
-// in the terminal (summaries, value tables, heatmaps), as JSON for scripts and notebooks, and
-// as one self-contained HTML page. Used by `glass inspect` (cli/inspect.cpp).
+// The inspector's data: run the decoder on a prompt with a Tracer attached and keep what is
+// inside (every snapshot, the logits, the probabilities); choose a snapshot and a head, summarise,
+// list the top-k next tokens. The views of it are apart: the terminal (render_terminal.hpp), JSON
+// for scripts and notebooks (render_json.hpp) and one self-contained HTML page
+// (render_html.hpp). Used by `glass inspect` (cli/inspect.cpp) and `glass serve`.
 //
 // Reading the snapshots (README, "Looking inside: glass inspect"): pick a layer, a head and a
 // snapshot (attn.q, attn.k, attn.v, attn.rope_q, attn.rope_k, attn.scores, attn.mask,
@@ -18,7 +20,6 @@
 
 #include "autograd/tensor.hpp"
 #include "nn/config.hpp"
-#include "inspect/loss_plot.hpp"
 
 namespace glass {
 
@@ -104,63 +105,5 @@ struct TopToken {
 /// The k most probable next tokens after position `position` (0-based), highest first (ties:
 /// smaller id first); k is clamped to the vocabulary size. Throws InspectError for a bad position.
 std::vector<TopToken> top_k(const Inspection& inspection, std::size_t position, std::size_t k);
-
-/// A character as a visible label (UTF-8): ' ' -> "␣", '\n' -> "⏎", '\t' -> "⇥", other
-/// control characters -> their Unicode control picture (U+2400 + c), characters that draw
-/// nothing on their own (combining marks, zero-width joiners, variation selectors) -> their code
-/// point, e.g. "U+200D"; others unchanged.
-std::string visible_char(char32_t c);
-
-/// How terminal output is drawn.
-struct RenderOptions {
-  bool color = false;        ///< 256-colour heatmaps (ANSI escapes); false = plain text shades
-  std::size_t width = 120;   ///< wrap wide tables into column blocks of at most this width
-};
-
-/// `glass inspect` without --snapshot: model and prompt, every snapshot of `layer` with its
-/// shape and min/max/mean, then the top-k next-token probabilities after the whole prompt.
-std::string render_overview(const Inspection& inspection, std::size_t layer, std::size_t k,
-                            const RenderOptions& options = {});
-
-/// `glass inspect --snapshot NAME`: the chosen head's values, rounded and aligned, with the
-/// prompt's characters as labels where an axis is positions; a heatmap for attn.softmax,
-/// attn.scores and attn.mask.
-std::string render_snapshot(const Inspection& inspection, std::size_t layer, std::size_t head,
-                            const std::string& name, const RenderOptions& options = {});
-
-/// A heatmap of a 2-D array (rows x cols) scaled from `lo` (lightest) to `hi` (darkest), with
-/// row and column labels (one visible character each, or short numbers). With
-/// `show_causal_mask`, cells with column > row (future keys) are drawn as "··" instead.
-std::string render_heatmap(const Array& values, const std::vector<std::string>& row_labels,
-                           const std::vector<std::string>& col_labels, double lo, double hi,
-                           const RenderOptions& options = {}, bool show_causal_mask = false);
-
-/// The whole inspection as JSON text (format in the README, section "The JSON format"): prompt, tokens, vocabulary,
-/// config, logits and probs (n, V), and every snapshot with its shape and nested values.
-std::string inspection_json(const Inspection& inspection, int indent = -1);
-
-/// Writes inspection_json to `path` atomically (temp file + rename). Throws std::runtime_error
-/// when the file cannot be written.
-void write_json(const Inspection& inspection, const std::string& path);
-
-/// Options of the HTML page.
-struct HtmlOptions {
-  std::size_t layer = 0, head = 0;   ///< initially selected
-  std::size_t top_k = 5;             ///< next-token bars per position
-  std::string title = "GlassLLM inspector";
-  std::string checkpoint;            ///< shown on the page
-  std::vector<LossPoint> loss;       ///< the training curve (empty: no curve)
-};
-
-/// One self-contained HTML page that needs no network: web/ (built into the
-/// program) with the data in it — inspection_json(inspection) and the options as JSON. In a
-/// browser it shows layer/head selectors, attention heatmaps with character labels and values on
-/// hover, a snapshot browser with shapes, next-token top-k bars for every position and the
-/// training loss curve.
-std::string inspection_html(const Inspection& inspection, const HtmlOptions& options = {});
-
-/// Writes inspection_html to `path` atomically. Throws std::runtime_error on failure.
-void write_html(const Inspection& inspection, const std::string& path,
-                const HtmlOptions& options = {});
 
 }  // namespace glass

@@ -23,6 +23,7 @@
 
 #include "data/text.hpp"
 #include "inspect/inspect.hpp"
+#include "inspect/render_html.hpp"
 #include "inspect/loss_plot.hpp"
 #include "inspect/web_page.hpp"
 #include "checkpoint/checkpoint.hpp"

@@ -20,6 +20,10 @@
 #include "nn/tracer.hpp"
 #include "checkpoint/checkpoint.hpp"
 #include "inspect/inspect.hpp"
+#include "inspect/render_html.hpp"
+#include "inspect/render_json.hpp"
+#include "inspect/render_terminal.hpp"
+#include "inspect/text_cells.hpp"
 
 #include "fixtures.hpp"
 
