@@ -37,6 +37,12 @@
 namespace glass {
 
 class BoundedHttpServer;  // serve/bounded_http.hpp
+}  // namespace glass
+namespace httplib {
+struct Request;
+struct Response;
+}  // namespace httplib
+namespace glass {
 
 struct LoadedModel;  // checkpoint/checkpoint.hpp
 
@@ -104,16 +110,36 @@ class Server {
   std::unique_lock<std::mutex> hold_compute() { return std::unique_lock(compute_mutex_); }
 
  private:
-  struct Evaluation;
+  /// One save seen by the server: its answer in /api/evals, as JSON text.
+  struct Evaluation {
+    std::size_t index;  ///< the how-manieth save the server evaluated (0 = the first)
+    std::string json;
+  };
+  /// Registers the pages and the API below on http_ (serve/routes.cpp), with the rules every
+  /// request passes first (refusal) and the JSON error answers.
   void add_routes();
+  // The answers, one per route; what they throw becomes a 4xx/5xx answer (add_routes).
+  // Pages (serve/routes.cpp): GET /inspector.
+  void answer_inspector(const httplib::Request& req, httplib::Response& res);
+  // The model (serve/routes_model.cpp): GET /api/info, POST /api/inspect, /api/sample.
+  void answer_info(const httplib::Request& req, httplib::Response& res);
+  void answer_inspect(const httplib::Request& req, httplib::Response& res);
+  void answer_sample(const httplib::Request& req, httplib::Response& res);
+  // The run (serve/routes_run.cpp): GET /api/log, /api/evals.
+  void answer_log(const httplib::Request& req, httplib::Response& res);
+  void answer_evals(const httplib::Request& req, httplib::Response& res);
   /// "" when the Host and, for a POST, Content-Type and Origin headers are acceptable; else
   /// the status (421, 403, 415) through `status` and the reason.
   std::string refusal(const std::string& host, const std::string& method, const std::string& content_type,
                       const std::string& origin, int& status) const;
+  // Watching the run directory (serve/evaluations.cpp).
   void watch_loop();
   /// Loads the save `files_dir` unless it is the one served; returns false when it cannot be
   /// loaded (yet): the reason goes to `error` (if given) and, while no model is served, to status().
   bool load_if_new(const std::string& files_dir, std::string* error = nullptr);
+  /// Records that the save `files_dir` could not be loaded (`why`): the status while no model
+  /// is served; said once (status and warning) when the same save fails at two looks in a row.
+  void note_load_failure(const std::string& files_dir, const std::string& why);
   std::shared_ptr<const LoadedModel> model(std::size_t* window = nullptr) const;
 
   ServeOptions options_;
