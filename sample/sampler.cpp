@@ -131,6 +131,12 @@ std::vector<double> next_token_probs(const std::vector<double>& raw_logits,
   return probs;
 }
 
+std::vector<double> generation_probs(std::vector<double> logits, const SamplingOptions& options,
+                                     const std::vector<std::int32_t>& text) {
+  if (logits.size() > 1) logits[0] = -std::numeric_limits<double>::infinity();  // never the unknown id
+  return next_token_probs(logits, options, text);
+}
+
 double uniform01(std::mt19937_64& rng) {
   return static_cast<double>(rng() >> 11) * (1.0 / 9007199254740992.0);  // 2^-53
 }
@@ -243,9 +249,7 @@ std::vector<std::int32_t> generate(const Decoder& model, std::vector<std::int32_
   tokens.reserve(prompt_length + n_tokens);
 
   for (std::size_t produced = 0; produced < n_tokens; ++produced) {
-    std::vector<double> row = next_logits(tokens);
-    if (row.size() > 1) row[0] = -std::numeric_limits<double>::infinity();  // never the unknown id
-    const std::int32_t next = draw(next_token_probs(row, options, tokens), rng);
+    const std::int32_t next = draw(generation_probs(next_logits(tokens), options, tokens), rng);
     tokens.push_back(next);
     if (on_token) on_token(next);
   }

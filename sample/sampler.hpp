@@ -98,6 +98,13 @@ std::vector<double> next_token_probs(const std::vector<double>& logits,
                                      const SamplingOptions& options,
                                      const std::vector<std::int32_t>& text = {});
 
+/// The probabilities generate() draws the token after `text` from, given the model's logits
+/// for it: next_token_probs with the unknown id 0 excluded (its logit set to -inf first; it
+/// stands for characters absent from the training text). The live page of `glass serve` shows
+/// these (POST /api/next). Throws as next_token_probs.
+std::vector<double> generation_probs(std::vector<double> logits, const SamplingOptions& options,
+                                     const std::vector<std::int32_t>& text);
+
 /// A uniform number in [0, 1) from 53 random bits of `rng` (the same on every platform).
 double uniform01(std::mt19937_64& rng);
 

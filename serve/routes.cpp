@@ -77,6 +77,7 @@ void Server::add_routes() {
   s.Get("/api/info", answer(&Server::answer_info));
   s.Post("/api/inspect", answer(&Server::answer_inspect));
   s.Post("/api/sample", answer(&Server::answer_sample));
+  s.Post("/api/next", answer(&Server::answer_next));
   s.Get("/api/log", answer(&Server::answer_log));
   s.Get("/api/evals", answer(&Server::answer_evals));
 

@@ -1,5 +1,6 @@
 // The model's part of the `glass serve` API: GET /api/info (what is served), POST /api/inspect
-// (one traced forward pass) and POST /api/sample (streamed generation). See server.hpp.
+// (one traced forward pass), POST /api/sample (streamed generation) and POST /api/next (the
+// sampler's probabilities for the next character). See server.hpp.
 
 #include <cstdint>
 #include <filesystem>
@@ -107,6 +108,26 @@ void Server::answer_sample(const httplib::Request& req, httplib::Response& res) 
         sink.done();
         return true;
       });
+}
+
+void Server::answer_next(const httplib::Request& req, httplib::Response& res) {
+  const json body = parse_body(req, {"prompt", "temperature", "top_k", "top_p", "min_p", "repeat_penalty",
+                                     "repeat_last_n", "allow_unknown"});
+  const std::u32string prompt = decode_prompt(string_field(body, "prompt", ""));
+  std::size_t window = 0;
+  const auto m = model(&window);
+  const SamplingOptions sampling = sampling_fields(body, m->config.vocab_size);
+  if (!bool_field(body, "allow_unknown", false)) refuse_unknown(prompt, m->tokenizer);
+  // The ids the first character of /api/sample would follow (the prompt's last `window`), and
+  // the probabilities it would be drawn from: the same logits, the same sampler.
+  const std::vector<std::int32_t> ids = prompt_ids(prompt, m->tokenizer, window);
+  std::vector<double> probs;
+  {
+    std::lock_guard lock(compute_mutex_);
+    NextTokenLogits next_logits(*m->model, window, sampling);
+    probs = generation_probs(next_logits(ids), sampling, ids);
+  }
+  send_json(res, json{{"tokens", ids}, {"probs", probs}});
 }
 
 }  // namespace glass

@@ -9,6 +9,9 @@
 //                              and min/max/mean of every snapshot
 //   POST /api/sample           {"prompt", "temperature", "top_k", "top_p", "seed", "n"}: the
 //                              generated characters, streamed as they are chosen (text/plain)
+//   POST /api/next             {"prompt", "temperature", "top_k", "top_p", ...}: the
+//                              probabilities the sampler draws the character after the prompt
+//                              from (sample/sampler.hpp, generation_probs)
 //   GET  /api/log?since=S      the per-step log rows with step > S (RUN/steps.csv) and the
 //                              evaluations of the current save (log.csv)
 //   GET  /api/evals?since=K    the evaluations kept whose index is K or more: their step, a sample
@@ -121,10 +124,11 @@ class Server {
   // The answers, one per route; what they throw becomes a 4xx/5xx answer (add_routes).
   // Pages (serve/routes.cpp): GET /inspector.
   void answer_inspector(const httplib::Request& req, httplib::Response& res);
-  // The model (serve/routes_model.cpp): GET /api/info, POST /api/inspect, /api/sample.
+  // The model (serve/routes_model.cpp): GET /api/info, POST /api/inspect, /api/sample, /api/next.
   void answer_info(const httplib::Request& req, httplib::Response& res);
   void answer_inspect(const httplib::Request& req, httplib::Response& res);
   void answer_sample(const httplib::Request& req, httplib::Response& res);
+  void answer_next(const httplib::Request& req, httplib::Response& res);
   // The run (serve/routes_run.cpp): GET /api/log, /api/evals.
   void answer_log(const httplib::Request& req, httplib::Response& res);
   void answer_evals(const httplib::Request& req, httplib::Response& res);

@@ -14,7 +14,9 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <numeric>
 #include <random>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -276,6 +278,76 @@ TEST_F(ServerTest, SampleTakesMinPAndTheRepetitionPenaltyAndErrorsNameJsonFields
     ASSERT_TRUE(bad);
     EXPECT_EQ(bad->body.find("--allow-unknown"), std::string::npos) << path << ": " << bad->body;
   }
+}
+
+// The live page shows the distribution of POST /api/next: the probabilities generate() draws
+// the character after the prompt from (the library's sampler, not a copy), so the first
+// character /api/sample streams for a seed is the one draw() picks from them with that seed.
+TEST_F(ServerTest, NextAnswersTheProbabilitiesTheSampleIsDrawnFrom) {
+  const std::string prompt = "to be or";
+  json request = {{"prompt", prompt},         {"temperature", 0.7},   {"top_k", 6},
+                  {"top_p", 0.9},             {"repeat_penalty", 1.3}, {"repeat_last_n", 4}};
+  const auto r = post("/api/next", request.dump());
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  const json j = json::parse(r->body);
+  const std::vector<double> probs = j["probs"].get<std::vector<double>>();
+
+  const glass::LoadedModel loaded = glass::load_checkpoint(checkpoint_);
+  const std::vector<std::int32_t> ids = loaded.tokenizer.encode(glass::utf8_to_u32(prompt));
+  EXPECT_EQ(j["tokens"].get<std::vector<std::int32_t>>(), ids);
+  ASSERT_EQ(probs.size(), loaded.config.vocab_size);
+  glass::SamplingOptions sampling;
+  sampling.temperature = 0.7;
+  sampling.top_k = 6;
+  sampling.top_p = 0.9;
+  sampling.repeat_penalty = 1.3;
+  sampling.repeat_last_n = 4;
+  glass::NextTokenLogits next_logits(*loaded.model, kContext, sampling);
+  const std::vector<double> logits = next_logits(ids);
+  const std::vector<double> expected = glass::generation_probs(logits, sampling, ids);
+  for (std::size_t id = 0; id < probs.size(); ++id) EXPECT_DOUBLE_EQ(probs[id], expected[id]) << id;
+  EXPECT_EQ(probs[0], 0.0) << "the unknown id is never drawn";
+  // Not the plain softmax: top-k and top-p leave at most 6 characters, and the kept ones keep
+  // the ratios exp((z_a - z_b) / T) of their penalised logits.
+  std::vector<double> z = logits;  // the repetition penalty by hand: the last 4 ids, once each
+  for (const std::int32_t id : std::set<std::int32_t>(ids.end() - 4, ids.end())) {
+    double& v = z[static_cast<std::size_t>(id)];
+    v = v > 0 ? v / 1.3 : v * 1.3;
+  }
+  std::vector<std::size_t> kept;
+  for (std::size_t id = 0; id < probs.size(); ++id)
+    if (probs[id] > 0) kept.push_back(id);
+  ASSERT_GE(kept.size(), 2u) << "an untrained model spreads its mass: more than one is kept";
+  EXPECT_LE(kept.size(), 6u);
+  for (const std::size_t a : kept) {  // the softmax runs in float: 1e-6 relative
+    const double ratio = std::exp((z[a] - z[kept[0]]) / 0.7);
+    EXPECT_NEAR(probs[a] / probs[kept[0]], ratio, 1e-6 * ratio) << a;
+  }
+  EXPECT_NEAR(std::accumulate(probs.begin(), probs.end(), 0.0), 1.0, 1e-6);
+
+  for (const std::uint64_t seed : {1u, 2u, 3u, 4u, 5u, 6u, 7u, 8u}) {
+    request["seed"] = seed;
+    request["n"] = 1;
+    const auto sample = post("/api/sample", request.dump());
+    ASSERT_TRUE(sample);
+    std::mt19937_64 rng(seed);
+    EXPECT_EQ(sample->body, loaded.tokenizer.decode_utf8({glass::draw(probs, rng)})) << "seed " << seed;
+  }
+
+  // Greedy: all mass on one character.
+  const json greedy = body_json(post("/api/next", json{{"prompt", prompt}, {"temperature", 0}}.dump()));
+  std::size_t ones = 0;
+  for (const json& p : greedy["probs"]) ones += p.get<double>() == 1.0;
+  EXPECT_EQ(ones, 1u);
+
+  // Checked as /api/sample checks them.
+  expect_error(post("/api/next", "{\"prompt\": \"to\", \"seed\": 1}"), 400, "unknown parameter 'seed'");
+  expect_error(post("/api/next", "{\"temperature\": -1}"), 400, "'temperature'");
+  expect_error(post("/api/next", "{\"top_p\": 0}"), 400, "'top_p'");
+  expect_error(post("/api/next", "{\"top_k\": 1000}"), 400, "'top_k'");
+  expect_error(post("/api/next", "{\"prompt\": \"to be?\"}"), 400, "send \"allow_unknown\": true");
+  expect_error(post("/api/next", "[1, 2]"), 400, "JSON object");
 }
 
 TEST_F(ServerTest, TheStaticInspectorPageIsServedForAPrompt) {
