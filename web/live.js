@@ -2,42 +2,20 @@
 // the next-token distribution under temperature / top-k / top-p, streamed generation, and the
 // training curves and evaluations of a run that is still training. Everything comes from the
 // server's JSON API (serve/server.hpp); nothing here reads a file.
+// $, visible, make and colour come from common.js.
 "use strict";
-const $ = (id) => document.getElementById(id);
 
 const live = {
   info: null,          // GET /api/info
   result: null,        // the last POST /api/inspect answer
   requested: "",       // the prompt of the last request sent
   seq: 0,              // requests sent (answers to older ones are dropped)
+  nextSeq: 0,          // POST /api/next requests sent (likewise)
   layer: 0, head: 0, view: "heatmap", pos: -1,
   steps: [], evalRows: [], lastStep: -1,   // GET /api/log
   evals: [], probeChars: [],                // GET /api/evals
   followEvals: true,
 };
-
-// A character as a visible label (as visible_char in inspect/inspect.cpp).
-function visible(c) {
-  const code = c.codePointAt(0);
-  if (c === " ") return "\u2423";
-  if (c === "\n") return "\u23ce";
-  if (c === "\t") return "\u21e5";
-  if (code < 0x20) return String.fromCodePoint(0x2400 + code);
-  if (code === 0x7f) return "\u2421";
-  return c;
-}
-function make(tag, cls, text) {
-  const e = document.createElement(tag);
-  if (cls) e.className = cls;
-  if (text !== undefined) e.textContent = text;
-  return e;
-}
-// White -> dark blue for a weight in [0, 1].
-function weightColour(v) {
-  const t = Math.max(0, Math.min(1, v));
-  const a = [255, 255, 255], b = [8, 48, 107];
-  return "rgb(" + a.map((x, i) => Math.round(x + (b[i] - x) * t)).join(",") + ")";
-}
 
 async function getJson(path) {
   const r = await fetch(path, { cache: "no-store" });
@@ -66,7 +44,7 @@ function attentionTable(id, labels, weights, info, describe) {
       const td = make("td", "hm-cell");
       if (j > i) td.classList.add("masked");
       else {
-        td.style.background = weightColour(v);
+        td.style.background = colour(v, 0, 1, false);
         if (n <= 24) { td.textContent = v.toFixed(2); td.style.color = v > 0.55 ? "#fff" : "#333"; }
       }
       td.dataset.i = i; td.dataset.j = j; td.dataset.value = v.toFixed(4);
@@ -132,54 +110,6 @@ function drawAttention() {
 
 // ---- next token -----------------------------------------------------------------------------
 
-// The distribution the sampler draws from for one row of logits (sample/sampler.hpp,
-// next_token_probs): id 0 (unknown) excluded; the repetition penalty (llama.cpp's: each distinct
-// id among the last repeat_last_n of `text` has a positive logit divided by it, a negative one
-// multiplied); logits / temperature (0 = all mass on the argmax, smallest id on ties); top-k
-// keeps every logit >= the k-th largest; softmax; top-p keeps the shortest prefix (by
-// probability, ties by smaller id) whose sum reaches p, renormalised; min-p keeps every
-// probability >= min_p times the largest, renormalised.
-function samplingProbs(logits, s, text) {
-  const { temperature, top_k: k, top_p: p, min_p: minP, repeat_penalty: penalty, repeat_last_n: lastN } = s;
-  const V = logits.length;
-  const z = logits.map((v, id) => (id === 0 ? -Infinity : v));
-  if (penalty !== 1 && lastN > 0) {
-    for (const id of new Set(text.slice(-lastN))) {
-      if (id > 0 && id < V) z[id] = z[id] <= 0 ? z[id] * penalty : z[id] / penalty;
-    }
-  }
-  if (temperature === 0) {
-    let best = 1;
-    for (let id = 1; id < V; id++) if (z[id] > z[best]) best = id;
-    return z.map((_, id) => (id === best ? 1 : 0));
-  }
-  let s2 = z.map((v) => v / temperature);
-  if (k > 0 && k < V) {
-    const kth = [...s2].sort((a, b) => b - a)[k - 1];
-    s2 = s2.map((v) => (v < kth ? -Infinity : v));
-  }
-  const m = Math.max(...s2);
-  let probs = s2.map((v) => (v === -Infinity ? 0 : Math.exp(v - m)));
-  const total = probs.reduce((a, b) => a + b, 0);
-  probs = probs.map((v) => v / total);
-  if (p < 1) {
-    const order = probs.map((_, id) => id).sort((a, b) => probs[b] - probs[a] || a - b);
-    const keep = new Array(V).fill(false);
-    let sum = 0;
-    for (const id of order) { keep[id] = true; sum += probs[id]; if (sum >= p) break; }
-    const kept = probs.map((v, id) => (keep[id] ? v : 0));
-    const t = kept.reduce((a, b) => a + b, 0);
-    probs = kept.map((v) => v / t);
-  }
-  if (minP > 0) {
-    const threshold = minP * Math.max(...probs);
-    const kept = probs.map((v) => (v >= threshold ? v : 0));
-    const t = kept.reduce((a, b) => a + b, 0);
-    probs = kept.map((v) => v / t);
-  }
-  return probs;
-}
-
 function samplingSettings() {
   return {
     temperature: Number($("temperature").value),
@@ -191,19 +121,53 @@ function samplingSettings() {
   };
 }
 
-function drawNext() {
-  const box = $("next-bars");
-  box.textContent = "";
-  const R = live.result;
+// The sampling settings as the API takes them (POST /api/sample and /api/next): top-k at most
+// the vocabulary size, top-p above 0.
+function samplingBody(s) {
+  return {
+    temperature: s.temperature, top_k: Math.min(s.top_k, live.info.config.vocab_size),
+    top_p: s.top_p > 0 ? s.top_p : 0.05, min_p: s.min_p, repeat_penalty: s.repeat_penalty,
+    repeat_last_n: s.repeat_last_n,
+  };
+}
+
+// The distribution the character after the chosen position is drawn from under the settings,
+// as the server's sampler computes it (POST /api/next: sample/sampler.hpp, the one /api/sample
+// draws from): repetition penalty, temperature, top-k, softmax, top-p, min-p; the unknown id
+// never.
+async function drawNext() {
   const s = samplingSettings();
   $("temperature-value").textContent = s.temperature.toFixed(2) + (s.temperature === 0 ? " (greedy)" : "");
   $("top-p-value").textContent = s.top_p.toFixed(2);
   $("min-p-value").textContent = s.min_p.toFixed(2) + (s.min_p === 0 ? " (off)" : "");
-  if (!R) return;
+  const R = live.result;
+  if (!R) { $("next-bars").textContent = ""; return; }
   const n = R.chars.length;
   const pos = live.pos >= 0 && live.pos < n ? live.pos : n - 1;
+  const seq = ++live.nextSeq;
+  let answer;
+  try {
+    const r = await fetch("api/next", {
+      method: "POST", headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ prompt: R.chars.slice(0, pos + 1).join(""), ...samplingBody(s) }),
+    });
+    answer = await r.json();
+    if (seq !== live.nextSeq) return;  // the settings or the position changed meanwhile
+    if (!r.ok) throw new Error(answer.error);
+  } catch (e) {
+    if (seq !== live.nextSeq) return;
+    $("next-bars").textContent = "";
+    $("next-kept").textContent = "no distribution: " + e.message;
+    return;
+  }
+  drawBars(R, pos, answer.probs);
+}
+
+// The 10 most probable next characters after `pos` as bars (probs: one per vocabulary id).
+function drawBars(R, pos, probs) {
+  const box = $("next-bars");
+  box.textContent = "";
   const labels = R.chars.map(visible);
-  const probs = samplingProbs(R.logits[pos], s, R.tokens.slice(0, pos + 1));
   const order = probs.map((_, id) => id).sort((a, b) => probs[b] - probs[a] || a - b);
   const kept = probs.filter((v) => v > 0).length;
   $("next-title").textContent = "Next token after position " + pos + " (…" + labels.slice(0, pos + 1).join("").slice(-24) + ")";
@@ -223,6 +187,7 @@ function drawNext() {
     bar.title = "P(next = '" + label + "') = " + probs[id].toFixed(5) + " (id " + id + ")";
     box.appendChild(bar);
   }
+  document.body.dataset.nextShown = String(Number(document.body.dataset.nextShown || 0) + 1);
 }
 
 // ---- the prompt -----------------------------------------------------------------------------
@@ -283,9 +248,7 @@ async function generate() {
   const out = $("generated");
   const s = samplingSettings();
   const body = {
-    prompt: $("prompt").value, temperature: s.temperature, top_k: Math.min(s.top_k, live.info.config.vocab_size),
-    top_p: s.top_p > 0 ? s.top_p : 0.05, min_p: s.min_p, repeat_penalty: s.repeat_penalty,
-    repeat_last_n: s.repeat_last_n, seed: Math.max(0, Math.floor(Number($("seed").value) || 0)),
+    prompt: $("prompt").value, ...samplingBody(s), seed: Math.max(0, Math.floor(Number($("seed").value) || 0)),
     n: Math.max(1, Math.min(live.info.max_sample_tokens, Math.floor(Number($("n-chars").value) || 1))),
   };
   $("generate").disabled = true;

@@ -1,30 +1,10 @@
 // The inspector page's behaviour: selectors, attention heatmaps, the snapshot browser, top-k
 // bars and the loss curve (loss_chart.js), all computed here from the data the program wrote
 // into the page: the inspection in the format of `glass inspect --json` and the page's options.
+// $, visible, make and colour come from common.js.
 "use strict";
-const $ = (id) => document.getElementById(id);
 const I = JSON.parse($("glass-inspection").textContent);
 const VIEW = JSON.parse($("glass-view").textContent);
-
-// A character as a visible label: space -> ␣, newline -> ⏎, tab -> ⇥, other control characters
-// -> their Unicode control picture, characters that draw nothing on their own (combining marks,
-// zero-width joiners, variation selectors) -> "U+200D" (as visible_char in
-// inspect/inspect.cpp).
-function visible(c) {
-  const code = c.codePointAt(0);
-  if (c === " ") return "\u2423";
-  if (c === "\n") return "\u23ce";
-  if (c === "\t") return "\u21e5";
-  if (code < 0x20) return String.fromCodePoint(0x2400 + code);
-  if (code === 0x7f) return "\u2421";
-  const invisible = (code >= 0x300 && code <= 0x36f) || (code >= 0x1ab0 && code <= 0x1aff) ||
-      (code >= 0x1dc0 && code <= 0x1dff) || (code >= 0x20d0 && code <= 0x20ff) || (code >= 0xfe20 && code <= 0xfe2f) ||
-      code === 0xad || (code >= 0x180b && code <= 0x180f) || (code >= 0x200b && code <= 0x200f) ||
-      (code >= 0x202a && code <= 0x202e) || (code >= 0x2060 && code <= 0x2064) || code === 0xfeff ||
-      (code >= 0xfe00 && code <= 0xfe0f) || (code >= 0xe0100 && code <= 0xe01ef);
-  if (invisible) return "U+" + code.toString(16).toUpperCase().padStart(4, "0");
-  return c;
-}
 
 // A snapshot of the JSON ({shape, values: nested lists, null = not finite}) with its values in
 // one row-major list and their min, max and mean (null counts as -inf: the masked scores).
@@ -70,12 +50,6 @@ const QHEAD = ["attn.q", "attn.rope_q", "attn.scores", "attn.softmax", "attn.mix
 const KVHEAD = ["attn.k", "attn.v", "attn.rope_k"];
 const state = { layer: D.initial.layer, head: D.initial.head, attn: "attn.softmax", snap: "attn.softmax" };
 
-function make(tag, cls, text) {
-  const e = document.createElement(tag);
-  if (cls) e.className = cls;
-  if (text !== undefined) e.textContent = text;
-  return e;
-}
 function fmtv(v) {
   if (v === null || v === undefined || v === -Infinity) return "-inf";
   if (v === Infinity) return "inf";
@@ -111,20 +85,6 @@ function headSlice(name, layer, head) {
   return { rows, cols, data: s.values.slice(offset, offset + rows * cols), headText };
 }
 
-// Colour of a value: sequential (white -> blue) for [lo, hi] or diverging (blue - white - red).
-function colour(v, lo, hi, diverging) {
-  if (v === null) return "#d9d9d9";
-  if (diverging) {
-    const m = Math.max(Math.abs(lo), Math.abs(hi)) || 1;
-    const t = Math.max(-1, Math.min(1, v / m));
-    const a = [255, 255, 255], b = t < 0 ? [33, 102, 172] : [178, 24, 43];
-    const u = Math.abs(t);
-    return "rgb(" + a.map((x, i) => Math.round(x + (b[i] - x) * u)).join(",") + ")";
-  }
-  const t = hi > lo ? Math.max(0, Math.min(1, (v - lo) / (hi - lo))) : 0;
-  const a = [255, 255, 255], b = [8, 48, 107];
-  return "rgb(" + a.map((x, i) => Math.round(x + (b[i] - x) * t)).join(",") + ")";
-}
 function range(data) {
   let lo = Infinity, hi = -Infinity;
   for (const v of data) if (v !== null) { lo = Math.min(lo, v); hi = Math.max(hi, v); }

@@ -34,6 +34,8 @@
 #include "fixtures.hpp"
 #include "test_util.hpp"
 #include "checkpoint/checkpoint.hpp"
+#include "data/text.hpp"
+#include "sample/sampler.hpp"
 #include "serve/server.hpp"
 
 namespace fs = std::filesystem;
@@ -209,6 +211,38 @@ TEST(ServeCli, ThePageInHeadlessChromiumAnswersATypedPrompt) {
     for (std::size_t p = escaped.find(from); p != std::string::npos; p = escaped.find(from, p + to.size()))
       escaped.replace(p, from.size(), to);
   EXPECT_NE(dom.find("<b>to be or</b>" + escaped), std::string::npos) << "the generated text on the page";
+
+  // 1b. Not greedy: at temperature 0.7 with top-k, top-p and the repetition penalty, the bars
+  // are the probabilities of the library's sampler (generation_probs, the one glass sample and
+  // /api/sample draw from), computed here without the server: the page has no sampler of its own.
+  const std::string sampled = dump("sampled", "#prompt=to%20be%20or&temperature=0.7&top_k=5&top_p=0.9&repeat_penalty=1.3");
+  EXPECT_NE(sampled.find("data-next-shown="), std::string::npos) << "the distribution arrived";
+  const glass::LoadedModel loaded = glass::load_checkpoint(checkpoint.string());
+  glass::SamplingOptions sampling;
+  sampling.temperature = 0.7;
+  sampling.top_k = 5;
+  sampling.top_p = 0.9;
+  sampling.repeat_penalty = 1.3;  // over the last 64 characters, the page's default
+  const std::vector<std::int32_t> ids = loaded.tokenizer.encode(glass::utf8_to_u32(prompt));
+  glass::NextTokenLogits next_logits(*loaded.model, config.context_length, sampling);
+  const std::vector<double> probs = glass::generation_probs(next_logits(ids), sampling, ids);
+  std::vector<std::pair<double, std::int32_t>> expected;  // drawable ids, most probable first
+  for (std::size_t id = 0; id < probs.size(); ++id)
+    if (probs[id] > 0) expected.emplace_back(-probs[id], static_cast<std::int32_t>(id));
+  std::sort(expected.begin(), expected.end());
+  ASSERT_GE(expected.size(), 2u) << "more than one character can be drawn";
+  const std::regex bar_re(R"re(class="next-bar" data-char="([^"]*)" data-p="([0-9.]+)")re");
+  std::vector<std::pair<std::string, std::string>> bars;
+  for (auto it = std::sregex_iterator(sampled.begin(), sampled.end(), bar_re); it != std::sregex_iterator(); ++it)
+    bars.emplace_back((*it)[1], (*it)[2]);
+  ASSERT_EQ(bars.size(), std::min<std::size_t>(expected.size(), 10));
+  for (std::size_t b = 0; b < bars.size(); ++b) {
+    const auto [minus_p, id] = expected[b];
+    EXPECT_EQ(bars[b].first, glass::char_to_utf8(loaded.tokenizer.char_of(id))) << "bar " << b;
+    EXPECT_EQ(bars[b].second, fmt::format("{:.4f}", -minus_p)) << "bar " << b;
+  }
+  EXPECT_NE(sampled.find(std::to_string(expected.size()) + " of " + std::to_string(known) + " characters can be drawn"),
+            std::string::npos);
 
   // 2. The line view (BertViz-style) of all heads of layer 0: a line per weight >= 0.01.
   const std::string lines = dump("lines", "#prompt=to%20be%20or&layer=0&view=lines-layer");
