@@ -178,38 +178,29 @@ std::string render_heatmap(const Array& values, const std::vector<std::string>& 
   return out;
 }
 
-std::string render_overview(const Inspection& ins, std::size_t layer, std::size_t k,
-                            const RenderOptions& options) {
-  const ModelConfig& c = ins.config;
-  const std::vector<std::string> choices = snapshot_choices(ins, layer);
-  std::string out;
-  out += fmt::format(
-      "Model: vocab {}, d_model {}, {} layers, {} query heads and {} KV heads of dim {}, "
-      "context {}\n",
-      c.vocab_size, c.d_model, c.n_layers, c.n_heads, c.n_kv_heads, c.head_dim(), c.context_length);
-  out += fmt::format("Prompt: {} ({} characters = {} tokens)\n", quoted_prompt(ins.prompt),
-                     ins.prompt.size(), ins.n());
-  {
-    std::vector<std::string> pos, chr, ids;
-    for (std::size_t i = 0; i < ins.n(); ++i) {
-      std::string p = std::to_string(i), ch = visible_char(ins.prompt[i]),
-                  id = std::to_string(ins.tokens[i]);
-      std::size_t w = std::max({display_width(p), display_width(ch), display_width(id)});
-      pos.push_back(pad_left(p, w));
-      chr.push_back(pad_left(ch, w));
-      ids.push_back(pad_left(id, w));
-    }
-    out += "  position  " + join(pos, " ") + "\n";
-    out += "  character " + join(chr, " ") + "\n";
-    out += "  token id  " + join(ids, " ") + "\n";
+namespace {
+
+/// The prompt as three aligned rows: position, character, token id.
+std::string prompt_rows(const Inspection& ins) {
+  std::vector<std::string> pos, chr, ids;
+  for (std::size_t i = 0; i < ins.n(); ++i) {
+    std::string p = std::to_string(i), ch = visible_char(ins.prompt[i]),
+                id = std::to_string(ins.tokens[i]);
+    std::size_t w = std::max({display_width(p), display_width(ch), display_width(id)});
+    pos.push_back(pad_left(p, w));
+    chr.push_back(pad_left(ch, w));
+    ids.push_back(pad_left(id, w));
   }
-  out += fmt::format(
-      "\nLayer {} snapshots (batch axis removed; n = {} positions, m = {} keys):\n", layer, ins.n(),
-      ins.n());
+  return "  position  " + join(pos, " ") + "\n" + "  character " + join(chr, " ") + "\n" +
+         "  token id  " + join(ids, " ") + "\n";
+}
+
+/// Every snapshot of `layer`, then the model-wide ones: name, shape, min, max, mean, meaning.
+std::string snapshot_rows(const Inspection& ins, std::size_t layer) {
   std::vector<std::array<std::string, 6>> rows;
   rows.push_back({"name", "shape", "min", "max", "mean", "meaning"});
   bool model_wide_header = false;
-  for (const std::string& name : choices) {
+  for (const std::string& name : snapshot_choices(ins, layer)) {
     const std::string full = full_snapshot_name(ins, layer, name);
     if (!starts_with(full, "layers.") && !model_wide_header) {
       rows.push_back({"", "", "", "", "", ""});
@@ -224,6 +215,7 @@ std::string render_overview(const Inspection& ins, std::size_t layer, std::size_
   std::array<std::size_t, 6> w{};
   for (const auto& r : rows)
     for (std::size_t i = 0; i < 6; ++i) w[i] = std::max(w[i], display_width(r[i]));
+  std::string out;
   for (const auto& r : rows) {
     std::string line = "  " + pad_right(r[0], w[0]) + "  " + pad_right(r[1], w[1]);
     for (std::size_t i = 2; i < 5; ++i) line += "  " + pad_left(r[i], w[i]);
@@ -231,10 +223,14 @@ std::string render_overview(const Inspection& ins, std::size_t layer, std::size_
     while (!line.empty() && line.back() == ' ') line.pop_back();
     out += line + "\n";
   }
+  return out;
+}
 
+/// The k most probable next tokens after the whole prompt, as bars of up to 40 blocks.
+std::string next_token_bars(const Inspection& ins, std::size_t k) {
   const std::vector<TopToken> top = top_k(ins, ins.n() - 1, k);
-  out += fmt::format("\nNext-token probabilities after {} (top {} of {} vocabulary entries):\n",
-                     quoted_prompt(ins.prompt), top.size(), ins.probs.shape(1));
+  std::string out = fmt::format("\nNext-token probabilities after {} (top {} of {} vocabulary entries):\n",
+                                quoted_prompt(ins.prompt), top.size(), ins.probs.shape(1));
   double total = 0;
   for (std::size_t r = 0; r < top.size(); ++r) {
     const TopToken& t = top[r];
@@ -249,6 +245,27 @@ std::string render_overview(const Inspection& ins, std::size_t layer, std::size_
   }
   out += fmt::format("  (these {} together: {:.4f}; the other {} entries share the rest)\n",
                      top.size(), total, ins.probs.shape(1) - top.size());
+  return out;
+}
+
+}  // namespace
+
+std::string render_overview(const Inspection& ins, std::size_t layer, std::size_t k,
+                            const RenderOptions& options) {
+  const ModelConfig& c = ins.config;
+  std::string out;
+  out += fmt::format(
+      "Model: vocab {}, d_model {}, {} layers, {} query heads and {} KV heads of dim {}, "
+      "context {}\n",
+      c.vocab_size, c.d_model, c.n_layers, c.n_heads, c.n_kv_heads, c.head_dim(), c.context_length);
+  out += fmt::format("Prompt: {} ({} characters = {} tokens)\n", quoted_prompt(ins.prompt),
+                     ins.prompt.size(), ins.n());
+  out += prompt_rows(ins);
+  out += fmt::format(
+      "\nLayer {} snapshots (batch axis removed; n = {} positions, m = {} keys):\n", layer, ins.n(),
+      ins.n());
+  out += snapshot_rows(ins, layer);
+  out += next_token_bars(ins, k);
   out += "\n";
   out += kAttentionVsProbabilities;
   out += fmt::format(

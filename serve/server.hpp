@@ -37,15 +37,14 @@
 
 #include "serve/live_log.hpp"
 
-namespace glass {
-
-class BoundedHttpServer;  // serve/bounded_http.hpp
-}  // namespace glass
-namespace httplib {
+namespace httplib {  // <httplib.h>
 struct Request;
 struct Response;
 }  // namespace httplib
+
 namespace glass {
+
+class BoundedHttpServer;  // serve/bounded_http.hpp
 
 struct LoadedModel;  // checkpoint/checkpoint.hpp
 
