@@ -98,7 +98,7 @@ void add_serve_command(CLI::App& app) {
       "  glass train --serve                                 train and watch it in the browser\n"
       "See README (Live in the browser: glass serve).");
   cmd->callback([options, threads] {
-    apply_threads(*threads);  // the forward passes of /api/inspect and /api/sample
+    apply_threads(*threads);  // the forward passes of /api/inspect, /api/sample and /api/next
     std::unique_ptr<Server> server = start_server(*options, std::cout);
     serve_until_signal(*server, std::cout);
   });
