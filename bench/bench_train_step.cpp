@@ -53,8 +53,8 @@
 #include "train/adamw.hpp"
 #include "train/clip.hpp"
 #include "train/data_parallel.hpp"
-#include "train/cli/malloc_tuning.hpp"
-#include "train/sample/sampler.hpp"
+#include "cli/malloc_tuning.hpp"
+#include "sample/sampler.hpp"
 
 using namespace glass;
 using Clock = std::chrono::steady_clock;

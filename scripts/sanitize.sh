@@ -29,7 +29,7 @@ export ASAN_OPTIONS="halt_on_error=1:exitcode=86:detect_leaks=1:detect_stack_use
 export UBSAN_OPTIONS="halt_on_error=1:exitcode=86:print_stacktrace=1:log_path=$logs/ubsan"
 status=0
 # export_llama_cpp is left out: llama.cpp (node-llama-cpp) is not built with the sanitizers, and
-# the exporters themselves run under them in test_train_io (ExportGguf, ExportLlama2c) and
+# the exporters themselves run under them in test_export (ExportGguf, ExportLlama2c) and
 # test_cli (ExportCli).
 ctest --test-dir build-asan --output-on-failure -j"$(nproc)" -E '^export_llama_cpp$' "$@" || status=$?
 if compgen -G "$logs/*" >/dev/null; then

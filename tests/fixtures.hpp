@@ -1,6 +1,6 @@
-// Fixtures shared by the suites of train/ and of the `glass` program: the small model of the
-// tests and an untrained checkpoint of it. Header-only; tests include it as "fixtures.hpp"
-// (the test needs glass_io, which every suite of train/ links).
+// Fixtures shared by the suites of train/, the rooms around it and the `glass` program: the small
+// model of the tests and an untrained checkpoint of it. Header-only; tests include it as
+// "fixtures.hpp" (the test needs glass_checkpoint).
 #pragma once
 
 #include <cstddef>
@@ -10,7 +10,7 @@
 #include "data/tokenizer.hpp"
 #include "nn/config.hpp"
 #include "nn/decoder.hpp"
-#include "train/io/checkpoint.hpp"
+#include "checkpoint/checkpoint.hpp"
 
 namespace glass_test {
 

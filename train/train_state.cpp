@@ -13,9 +13,9 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "train/io/checkpoint_files.hpp"
-#include "train/io/manifest.hpp"
-#include "train/io/run_dir.hpp"
+#include "checkpoint/checkpoint_files.hpp"
+#include "checkpoint/manifest.hpp"
+#include "checkpoint/run_dir.hpp"
 
 namespace glass {
 

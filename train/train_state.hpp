@@ -49,7 +49,7 @@ struct TrainState {
   double elapsed_s = 0;          ///< training wall time so far
   std::size_t context = 0;       ///< the training window T
   std::vector<LogRow> log;       ///< log.csv rows so far
-  std::string run_id;            ///< the run's id (train/io/run_dir.hpp); empty in old checkpoints
+  std::string run_id;            ///< the run's id (checkpoint/run_dir.hpp); empty in old checkpoints
   bool has_recipe = false;       ///< false in checkpoints written before the recipe was recorded
   TrainRecipe recipe;            ///< the run's lr schedule, batch size and clip
 };

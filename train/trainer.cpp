@@ -24,17 +24,17 @@
 #include "autograd/tape.hpp"
 #include "autograd/threads.hpp"
 #include "data/text.hpp"
-#include "train/io/atomic_file.hpp"
-#include "train/io/checkpoint.hpp"
-#include "train/io/manifest.hpp"
-#include "train/io/run_dir.hpp"
+#include "checkpoint/atomic_file.hpp"
+#include "checkpoint/checkpoint.hpp"
+#include "checkpoint/manifest.hpp"
+#include "checkpoint/run_dir.hpp"
 #include "train/clip.hpp"
 #include "train/distributed.hpp"
-#include "train/inspect/loss_plot.hpp"
+#include "inspect/loss_plot.hpp"
 #include "train/loss_notes.hpp"
-#include "train/io/model_size.hpp"
-#include "train/io/safetensors.hpp"
-#include "train/sample/sampler.hpp"
+#include "checkpoint/model_size.hpp"
+#include "checkpoint/safetensors.hpp"
+#include "sample/sampler.hpp"
 
 namespace glass {
 
@@ -515,7 +515,7 @@ void Trainer::save(bool also_best) {
   std::string step_dir;
   try {
     // All files of the save go into a new step directory; one rename of the `current` link
-    // then switches to it (train/io/run_dir.hpp).
+    // then switches to it (checkpoint/run_dir.hpp).
     step_dir = begin_save(dir, step_);
     const fs::path files(step_dir);
     const nlohmann::json training = {{"context", options_.context},
@@ -547,7 +547,7 @@ void Trainer::save(bool also_best) {
     save_train_state(step_dir, *optimizer_, state);
     write_file_atomic((files / "log.csv").string(), log_csv(log_));
     write_file_atomic((files / "steps.csv").string(), steps_csv(steps_));
-    // Last: the checksums of every file above (train/io/manifest.hpp); a save without them
+    // Last: the checksums of every file above (checkpoint/manifest.hpp); a save without them
     // never becomes current.
     write_manifest(step_dir, run_id_, step_);
     commit_save(dir, step_dir);

@@ -20,7 +20,7 @@
 #include "train/adamw.hpp"
 #include "train/distributed.hpp"
 #include "train/data_parallel.hpp"
-#include "train/io/run_dir.hpp"
+#include "checkpoint/run_dir.hpp"
 #include "train/schedule.hpp"
 #include "train/train_state.hpp"
 
@@ -92,7 +92,7 @@ class NonFiniteError : public std::runtime_error {
 };
 
 /// The loop of `glass train`. Construction locks out_dir (one trainer per run directory, see
-/// train/io/run_dir.hpp), refuses an out_dir that already holds a run unless resume or overwrite
+/// checkpoint/run_dir.hpp), refuses an out_dir that already holds a run unless resume or overwrite
 /// is set, loads the text, builds (or, with resume, loads) the model, optimizer and batch
 /// samplers and checks that out_dir can be written; run() trains. Errors the user can fix (bad
 /// file, context too long, unwritable or locked directory, incompatible checkpoint) throw

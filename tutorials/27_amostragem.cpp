@@ -2,7 +2,7 @@
 #include <random>
 
 #include "common.hpp"
-#include "train/sample/sampler.hpp"
+#include "sample/sampler.hpp"
 #include "treino_rapido.hpp"
 
 using namespace glass;
@@ -13,7 +13,7 @@ static void mostrar(const char* rotulo, const std::vector<double>& p) { tut::lin
 
 int main() {
   tut::capitulo(27, "Amostragem: temperatura, top-k, top-p");
-  tut::novo("escolher o próximo caractere a partir dos logits (train/sample/sampler.hpp) e gerar texto com generate().");
+  tut::novo("escolher o próximo caractere a partir dos logits (sample/sampler.hpp) e gerar texto com generate().");
   tut::texto(
       "O modelo dá logits para o próximo caractere; softmax vira probabilidades. Sortear\n"
       "sempre o mais provável (guloso) dá texto repetitivo; sortear da distribuição\n"

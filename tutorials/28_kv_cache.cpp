@@ -6,7 +6,7 @@
 
 #include "common.hpp"
 #include "data/text.hpp"
-#include "train/sample/sampler.hpp"
+#include "sample/sampler.hpp"
 #include "treino_rapido.hpp"
 
 using namespace glass;

@@ -363,7 +363,7 @@ TEST(DocsPages, CitedFunctionsAreInTheFilesNamed) {
       {"atencao.md", "Attention::forward_fast", "nn/attention_fast.cpp", "Attention::forward_fast("},
       {"gqa-e-cache.md", "attend_to_cache", "autograd/kernels/kv_attention.cpp", "attend_to_cache("},
       {"rope.md", "rope(x, start, base)", "autograd/ops_nn.cpp", "Tensor rope(const Tensor& x, std::size_t start, Scalar base)"},
-      {"treino.md", "next_token_probs", "train/sample/sampler.cpp", "std::vector<double> next_token_probs("},
+      {"treino.md", "next_token_probs", "sample/sampler.cpp", "std::vector<double> next_token_probs("},
       {"treino.md", "Trainer::train_step", "train/trainer.cpp", "Trainer::train_step("},
   };
   for (const Citation& c : citations) {

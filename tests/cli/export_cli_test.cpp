@@ -15,7 +15,7 @@
 
 #include "cli_test_util.hpp"
 #include "nn/decoder.hpp"
-#include "train/io/checkpoint.hpp"
+#include "checkpoint/checkpoint.hpp"
 
 namespace fs = std::filesystem;
 

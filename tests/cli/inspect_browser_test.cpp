@@ -25,8 +25,8 @@
 #include "nn/decoder.hpp"
 #include "fixtures.hpp"
 #include "cli_test_util.hpp"
-#include "train/io/checkpoint.hpp"
-#include "train/inspect/loss_plot.hpp"
+#include "checkpoint/checkpoint.hpp"
+#include "inspect/loss_plot.hpp"
 
 namespace fs = std::filesystem;
 

@@ -18,7 +18,7 @@
 #include "test_util.hpp"
 
 #include "nn/decoder.hpp"
-#include "train/io/checkpoint.hpp"
+#include "checkpoint/checkpoint.hpp"
 
 namespace fs = std::filesystem;
 

@@ -16,7 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_test_util.hpp"
-#include "train/io/checkpoint.hpp"
+#include "checkpoint/checkpoint.hpp"
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
@@ -107,7 +107,7 @@ TEST_F(LearnerCli, StepZeroIsComparedWithLnVAndTheEndSaysHowGoodItIs) {
   EXPECT_NE(out.find(ln_v), std::string::npos) << out;
   EXPECT_NE(out.find("guessing uniformly"), std::string::npos) << out;
   // V counts the unknown id 0: the data line and the note say so in the words the page of
-  // glass serve uses (tests/train/serve/serve_cli_test.cpp), not "V characters".
+  // glass serve uses (tests/serve/serve_cli_test.cpp), not "V characters".
   const int v = static_cast<int>(V);
   const std::string words = "(" + std::to_string(v - 1) + " characters + the unknown id 0)";
   EXPECT_NE(out.find("vocabulary " + std::to_string(v) + " " + words), std::string::npos) << out;

@@ -28,10 +28,10 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_test_util.hpp"
-#include "train/io/checkpoint.hpp"
-#include "train/io/model_size.hpp"
-#include "train/io/run_dir.hpp"
-#include "train/io/safetensors.hpp"
+#include "checkpoint/checkpoint.hpp"
+#include "checkpoint/model_size.hpp"
+#include "checkpoint/run_dir.hpp"
+#include "checkpoint/safetensors.hpp"
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
@@ -88,7 +88,7 @@ class RunDirCli : public ::testing::Test {
 
   /// copy_run, then the copy's save made one written before saves carried a manifest (no
   /// manifest.json, and config.json does not mention one), so that the checks a changed file
-  /// meets after the manifest's are reached (train/io/manifest.hpp refuses any change first).
+  /// meets after the manifest's are reached (checkpoint/manifest.hpp refuses any change first).
   static fs::path copy_run_unverified(const fs::path& from, const std::string& name) {
     const fs::path to = copy_run(from, name);
     const fs::path save = glass::checkpoint_files_dir(to.string());

@@ -20,9 +20,9 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_test_util.hpp"
-#include "train/io/checkpoint.hpp"
-#include "train/io/run_dir.hpp"
-#include "train/io/safetensors.hpp"
+#include "checkpoint/checkpoint.hpp"
+#include "checkpoint/run_dir.hpp"
+#include "checkpoint/safetensors.hpp"
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;

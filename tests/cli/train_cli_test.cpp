@@ -18,7 +18,7 @@
 #include "cli_test_util.hpp"
 #include "data/text.hpp"
 #include "test_util.hpp"
-#include "train/io/safetensors.hpp"
+#include "checkpoint/safetensors.hpp"
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;

@@ -24,7 +24,7 @@
 
 #include "test_util.hpp"
 #include "train/distributed.hpp"
-#include "train/io/safetensors.hpp"
+#include "checkpoint/safetensors.hpp"
 
 namespace fs = std::filesystem;
 

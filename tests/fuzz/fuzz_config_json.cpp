@@ -9,7 +9,7 @@
 #include <string>
 
 #include "fuzz_util.hpp"
-#include "train/io/config_json.hpp"
+#include "checkpoint/config_json.hpp"
 
 namespace {
 

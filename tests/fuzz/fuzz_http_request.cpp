@@ -1,4 +1,4 @@
-// Fuzzes the reading of `glass serve`'s requests (train/serve/bounded_http.hpp): the input is
+// Fuzzes the reading of `glass serve`'s requests (serve/bounded_http.hpp): the input is
 // the bytes a client sends; the first byte sets the size of the pieces they arrive in. The
 // reader must give the same verdict fed piece by piece as fed whole (its chunked parse resumes
 // where it stopped), never hold a body over the limit it accepts, never end a request past the
@@ -12,8 +12,8 @@
 #include <nlohmann/json.hpp>
 
 #include "fuzz_util.hpp"
-#include "train/io/json_no_duplicates.hpp"
-#include "train/serve/bounded_http.hpp"
+#include "checkpoint/json_no_duplicates.hpp"
+#include "serve/bounded_http.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size == 0) return 0;

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "fuzz_util.hpp"
-#include "train/io/safetensors.hpp"
+#include "checkpoint/safetensors.hpp"
 
 namespace {
 

@@ -13,7 +13,7 @@
 
 #include "fuzz_util.hpp"
 #include "train/adamw.hpp"
-#include "train/io/checkpoint.hpp"
+#include "checkpoint/checkpoint.hpp"
 #include "train/train_state.hpp"
 
 namespace {

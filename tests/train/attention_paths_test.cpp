@@ -10,7 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "test_util.hpp"
-#include "train/io/config_json.hpp"
+#include "checkpoint/config_json.hpp"
 #include "train/trainer.hpp"
 
 using namespace glass;

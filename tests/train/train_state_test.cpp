@@ -10,7 +10,7 @@
 
 #include "fixtures.hpp"
 #include "train/adamw.hpp"
-#include "train/io/atomic_file.hpp"
+#include "checkpoint/atomic_file.hpp"
 #include "train/train_state.hpp"
 
 using namespace glass;

@@ -12,10 +12,10 @@
 
 #include "autograd/threads.hpp"
 #include "data/text.hpp"
-#include "train/io/atomic_file.hpp"
-#include "train/io/checkpoint.hpp"
-#include "train/io/safetensors.hpp"
-#include "train/sample/sampler.hpp"
+#include "checkpoint/atomic_file.hpp"
+#include "checkpoint/checkpoint.hpp"
+#include "checkpoint/safetensors.hpp"
+#include "sample/sampler.hpp"
 #include "train/trainer.hpp"
 
 #include "fixtures.hpp"

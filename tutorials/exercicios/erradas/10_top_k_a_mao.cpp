@@ -9,7 +9,7 @@
 #include <cmath>
 
 #include "exercicios/conferir.hpp"
-#include "train/sample/sampler.hpp"
+#include "sample/sampler.hpp"
 
 using namespace glass;
 

@@ -1,0 +1,92 @@
+#pragma once
+// Checkpoint directory: model.safetensors + config.json (+ best.safetensors, training state).
+//
+//   DIR/model.safetensors   latest weights, float32, Meta LLaMA names, (out, in) layout
+//   DIR/best.safetensors    weights with the best validation loss so far
+//   DIR/config.json         {"model": ModelConfig fields, "tokenizer": {"chars": [...]}, ...}
+//   DIR/train_state.safetensors + DIR/train_state.json   AdamW moments, step, RNG (for --resume)
+//   DIR/log.csv, DIR/loss.html                             written by the trainer
+// Every file is written atomically (temp file in DIR + rename). The trainer writes each save
+// into a step directory of its run directory and switches DIR/current to it at once
+// (checkpoint/run_dir.hpp); every reader here accepts either the run directory (it reads the save
+// DIR/current points to) or a directory holding the files themselves.
+
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+#include "data/tokenizer.hpp"
+#include "nn/config.hpp"
+#include "nn/decoder.hpp"
+
+namespace glass {
+
+class SavePin;
+
+/// A checkpoint that cannot be used: missing directory or file, bad JSON, truncated or corrupt
+/// safetensors, a tensor with the wrong shape or a missing tensor. The message says which file
+/// and what is wrong.
+class CheckpointError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// A loaded model ready for sampling / inspection.
+struct LoadedModel {
+  ModelConfig config;
+  Tokenizer tokenizer;
+  std::unique_ptr<Decoder> model;
+  /// The "step" entry of the weights file's metadata (glass train writes it, see save_model);
+  /// empty when the file has none.
+  std::string weights_step;
+  /// The "run_id" entry of the weights file's metadata (the run that wrote it); empty when the
+  /// file has none. load_checkpoint has checked that config.json records the same.
+  std::string run_id;
+  /// The directory the files were read from: the save DIR/current pointed to, or DIR itself.
+  /// Read anything else of the checkpoint (training_context, log.csv) from here, not from DIR,
+  /// whose `current` may have moved on to a newer save since.
+  std::string files_dir;
+  /// Keeps that save from being removed by a trainer's cleanup while this model lives
+  /// (checkpoint/run_dir.hpp).
+  std::shared_ptr<SavePin> pin;
+  /// "" or a warning for the user: the files could not be verified (a save of glass train
+  /// written before saves carried a manifest). Commands print it on stderr.
+  std::string warning;
+};
+
+/// Loads DIR/config.json and DIR/model.safetensors (or DIR/best.safetensors when `best`); for a
+/// run directory, those of its last complete save (DIR/current), pinned against the trainer's
+/// cleanup (SavePin). Both files are checked against the save's manifest (checkpoint/manifest.hpp)
+/// before use. Throws CheckpointError, also when a file differs from the manifest, when the
+/// manifest is missing from a save whose config.json says it has one, when config.json, the
+/// weights and the manifest record different run ids or steps, when training.context is larger
+/// than the model's context_length, or when the weights record the tokenizer they were trained
+/// with ("tokenizer_chars") and config.json lists other characters or the same ones in another
+/// order. A save of glass train written before saves carried a manifest is read, with
+/// LoadedModel::warning saying that its files cannot be verified.
+LoadedModel load_checkpoint(const std::string& dir, bool best = false);
+
+/// Writes DIR/config.json and DIR/<weights_file> (default model.safetensors) atomically,
+/// creating DIR if needed. Throws CheckpointError when DIR cannot be written.
+/// `extra_json` (optional, a JSON object) adds top-level keys to config.json; the trainer
+/// writes {"training": {"context": T, ...}} there (see training_context()). `step` >= 0 is
+/// also stored in the weights file's metadata ("step"), so that a resume can tell weights and
+/// training state of different steps apart (load_train_state). A non-empty `run_id` is stored
+/// there too ("run_id"; the trainer also puts it in config.json's "training" block). The
+/// tokenizer's characters in id order are always stored ("tokenizer_chars").
+void save_model(const std::string& dir, const Decoder& model, const Tokenizer& tokenizer,
+                const std::string& weights_file = "model.safetensors",
+                const std::string& extra_json = "", long step = -1,
+                const std::string& run_id = "");
+
+/// The training window T recorded in DIR/config.json ("training": {"context": T}), or 0 when
+/// the checkpoint does not say. Samplers use it as the attention window. Throws CheckpointError
+/// for unreadable or bad JSON.
+std::size_t training_context(const std::string& dir);
+
+/// The file name of the text the model was trained on, as glass train records it in
+/// DIR/config.json ("training": {"data": NAME}), or "" when the checkpoint does not say.
+/// Throws CheckpointError for unreadable or bad JSON.
+std::string training_data(const std::string& dir);
+
+}  // namespace glass

@@ -1,0 +1,130 @@
+// `glass eval`: the mean next-character loss of a checkpoint over a whole text file.
+//
+//   glass eval -m DIR --data FILE [--best] [--allow-unknown] [-t N]
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <iostream>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "autograd/ops.hpp"
+#include "autograd/tape.hpp"
+#include "data/text.hpp"
+#include "checkpoint/checkpoint.hpp"
+#include "cli/commands.hpp"
+#include "cli/threads.hpp"
+
+namespace {
+
+using glass::cli::CommandError;
+
+struct EvalFlags {
+  std::string checkpoint;
+  std::string data;
+  bool best = false;
+  bool allow_unknown = false;
+  int threads = 0;
+};
+
+/// A warning when the evaluated file is the text the checkpoint was trained on (config.json
+/// records its file name as training.data): 90% of it is the training split the model has
+/// learnt, so its loss is lower than the loss on text the model never saw.
+void warn_if_training_text(const EvalFlags& f, const glass::LoadedModel& loaded) {
+  const std::string trained_on = glass::training_data(loaded.files_dir);  // "": not recorded
+  if (trained_on.empty() || std::filesystem::path(f.data).filename().string() != trained_on) return;
+  std::cerr << "warning: " << f.data << " looks like the text this checkpoint was trained on "
+            << "(config.json: training.data = " << trained_on << "). 90% of it is the training "
+            << "split, which the model has learnt, so this loss is lower than on new text; the "
+            << "val loss glass train printed is the honest number. Evaluate on held-out text for "
+            << "a true measure\n";
+}
+
+void run_eval(const EvalFlags& f) {
+  glass::cli::apply_threads(f.threads);
+  glass::LoadedModel loaded = glass::load_checkpoint(f.checkpoint, f.best);
+  if (!loaded.warning.empty()) std::cerr << "warning: " << loaded.warning << "\n";
+  warn_if_training_text(f, loaded);
+  std::u32string text = glass::load_text(f.data);
+  std::size_t unknown = 0;
+  glass::TokenIds ids;  // 1 or 2 bytes per character
+  try {
+    // As in training: when the vocabulary is full (the text had more distinct characters than
+    // vocab_cap), the rarest characters are the unknown token by design, not an error.
+    const bool vocab_full = loaded.tokenizer.vocab_size() >= loaded.config.vocab_cap;
+    ids = loaded.tokenizer.encode_compact(text, f.allow_unknown || vocab_full, &unknown);
+  } catch (const glass::UnknownCharacterError& e) {
+    throw CommandError(fmt::format("{}: {} (pass --allow-unknown to map such characters to the "
+                                   "unknown token)", f.data, e.what()));
+  }
+  text = std::u32string();  // only the ids are needed from here on
+  if (unknown > 0) std::cerr << "warning: " << unknown << " characters outside the vocabulary were mapped to id 0\n";
+  if (ids.size() < 2) throw CommandError(f.data + " must hold at least 2 characters to predict one");
+
+  std::size_t T = glass::training_context(loaded.files_dir);  // 0: not recorded
+  if (T == 0) T = loaded.config.context_length;
+  if (T > loaded.config.context_length) {
+    throw CommandError(fmt::format("{}/config.json: training.context {} exceeds the model's "
+                                   "context_length {}", f.checkpoint, T, loaded.config.context_length));
+  }
+
+  // Non-overlapping chunks: inputs ids[i : i+T], targets ids[i+1 : i+T+1], i = 0, T, 2T, ...
+  // so every character after the first is predicted exactly once, from at most T before it.
+  // Full chunks go through the model kBatch at a time; a shorter last chunk goes alone.
+  constexpr std::size_t kBatch = 32;
+  const std::size_t predictions = ids.size() - 1;
+  glass::NoGradGuard no_grad;
+  double total = 0;  // sum of the per-character losses
+  std::size_t count = 0;
+  auto run_chunks = [&](std::size_t first_start, std::size_t n_chunks, std::size_t n) {
+    glass::Ids x = glass::Ids::from_shape({n_chunks, n}), y = glass::Ids::from_shape({n_chunks, n});
+    for (std::size_t b = 0; b < n_chunks; ++b) {
+      const std::size_t from = first_start + b * T;
+      for (std::size_t t = 0; t < n; ++t) {
+        x.data()[b * n + t] = ids[from + t];
+        y.data()[b * n + t] = ids[from + t + 1];
+      }
+    }
+    const double mean = glass::cross_entropy(loaded.model->forward(x), y).item();
+    if (!std::isfinite(mean))  // a NaN average would print as a plausible-looking "loss -nan"
+      throw CommandError(fmt::format(
+          "the loss over characters {} to {} of {} is {}: the model's logits are not finite, so "
+          "its weights are corrupt or diverged",
+          first_start + 1, first_start + (n_chunks - 1) * T + n, f.data,
+          std::isnan(mean) ? "NaN" : "infinite"));
+    total += mean * static_cast<double>(n_chunks * n);
+    count += n_chunks * n;
+  };
+  const std::size_t full_chunks = predictions / T;
+  for (std::size_t c = 0; c < full_chunks; c += kBatch)
+    run_chunks(c * T, std::min(kBatch, full_chunks - c), T);
+  if (predictions % T != 0) run_chunks(full_chunks * T, 1, predictions % T);
+  const double loss = total / static_cast<double>(count);
+  std::cout << fmt::format("loss {:.4f} nats per character over {} predictions of {} "
+                           "(perplexity {:.3f}, {:.3f} bits per character; context {})\n",
+                           loss, count, f.data, std::exp(loss), loss / std::log(2.0), T);
+}
+
+void add_eval_command(CLI::App& app) {
+  auto f = std::make_shared<EvalFlags>();
+  CLI::App* cmd = app.add_subcommand("eval", "Mean next-character loss of a checkpoint over a text file.");
+  cmd->add_option("-m,--checkpoint", f->checkpoint, "checkpoint directory written by glass train")->required();
+  cmd->add_option("--data", f->data, "UTF-8 text file to evaluate on (text the model never saw)")
+      ->required()->check(CLI::ExistingFile);
+  cmd->add_flag("--best", f->best, "use best.safetensors instead of the latest weights");
+  cmd->add_flag("--allow-unknown", f->allow_unknown, "map characters outside the vocabulary to id 0");
+  glass::cli::add_threads_option(cmd, f->threads);
+  cmd->footer(
+      "Examples:\n"
+      "  glass eval -m runs/tinyshakespeare --data heldout.txt\n"
+      "  glass eval -m runs/tinyshakespeare --data heldout.txt --best -t 2\n"
+      "Evaluate on text the model did not train on; its own training text gives a loss that is\n"
+      "too good (glass eval warns).");
+  cmd->callback([f] { run_eval(*f); });
+}
+
+glass::cli::CommandRegistration registration(30, &add_eval_command);
+
+}  // namespace

@@ -1,0 +1,137 @@
+// `glass export`: a checkpoint as files that other engines run (export/export_gguf.hpp,
+// export/export_llama2c.hpp).
+//
+//   glass export --checkpoint DIR --format gguf    --out model.gguf [--best]
+//   glass export --checkpoint DIR --format llama2c --out DIR2       [--best]
+
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "data/text.hpp"
+#include "checkpoint/checkpoint.hpp"
+#include "cli/commands.hpp"
+#include "export/export_gguf.hpp"
+#include "export/export_llama2c.hpp"
+
+#ifndef GLASS_SOURCE_DIR
+#define GLASS_SOURCE_DIR ""
+#endif
+
+namespace {
+
+namespace fs = std::filesystem;
+using glass::cli::CommandError;
+
+struct ExportFlags {
+  std::string checkpoint;
+  std::string format;
+  std::string out;
+  bool best = false;
+};
+
+/// `text` quoted for a POSIX shell: 'text', with each ' written as '\''.
+std::string shell_quote(const std::string& text) {
+  std::string out = "'";
+  for (char c : text) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+/// A prompt for the suggested command, taken from the model's own training text: the first two
+/// words and a space of the first line with at least three words (a sentence rather than a
+/// title), read from the first 64 KiB of the file config.json names (`data`, a file name),
+/// looked for in the current directory, beside the checkpoint directory `checkpoint` and among
+/// the bundled corpora; every character must be in the vocabulary. When no file is found or it
+/// has no such line: the most frequent character of the vocabulary that is not a space.
+std::string prompt_from_training_text(const std::string& data, const std::string& checkpoint,
+                                      const glass::Tokenizer& tokenizer) {
+  std::error_code ec;
+  fs::path found;
+  if (!data.empty()) {
+    const fs::path dir = fs::absolute(checkpoint, ec);
+    for (const fs::path& candidate : {fs::path(data), dir.parent_path() / data, dir.parent_path().parent_path() / data,
+                                      fs::path(GLASS_SOURCE_DIR) / "data" / "corpora" / data})
+      if (found.empty() && fs::is_regular_file(candidate, ec)) found = candidate;
+  }
+  if (!found.empty()) {
+    std::ifstream in(found, std::ios::binary);
+    std::string head(64 * 1024, '\0');
+    in.read(head.data(), static_cast<std::streamsize>(head.size()));
+    head.resize(static_cast<std::size_t>(in.gcount()));
+    std::istringstream lines(head);
+    std::string line;
+    while (std::getline(lines, line)) {
+      std::istringstream words(line);
+      std::string w1, w2, w3;
+      if (!(words >> w1 >> w2 >> w3)) continue;
+      const std::string prompt = w1 + " " + w2 + " ";
+      try {
+        bool known = true;
+        for (char32_t c : glass::utf8_to_u32(prompt)) known = known && tokenizer.contains(c);
+        if (known) return prompt;
+      } catch (const glass::Utf8Error&) {  // a character cut at the end of the 64 KiB
+      }
+    }
+  }
+  for (char32_t c : tokenizer.chars())
+    if (c != U' ' && c != U'\n') return glass::char_to_utf8(c);
+  return " ";
+}
+
+void run_export(const ExportFlags& f) {
+  if (f.format != "gguf" && f.format != "llama2c")
+    throw CommandError(fmt::format("unknown export format '{}'; the formats are: gguf (llama.cpp), "
+                                   "llama2c (llama2.c's run.c)", f.format));
+  if (f.format == "gguf" && fs::is_directory(f.out))
+    throw CommandError(fmt::format("--out '{}' is a directory; the gguf format writes one file, "
+                                   "e.g. --out {}/model.gguf", f.out, f.out));
+  const glass::LoadedModel loaded = glass::load_checkpoint(f.checkpoint, f.best);
+  if (!loaded.warning.empty()) std::cerr << "warning: " << loaded.warning << "\n";
+
+  glass::ExportInfo info;
+  info.name = fs::canonical(f.checkpoint).filename().string();  // the directory exists: it loaded
+  info.step = loaded.weights_step;
+  info.data = glass::training_data(loaded.files_dir);  // "": not recorded
+  info.context = glass::training_context(loaded.files_dir);  // 0: not recorded
+  if (info.context == 0) info.context = loaded.config.context_length;
+
+  const std::string prompt = shell_quote(prompt_from_training_text(info.data, f.checkpoint, loaded.tokenizer));
+  if (f.format == "gguf") {
+    glass::export_gguf(loaded, info, f.out);
+    std::cout << fmt::format("wrote {} (GGUF, llama architecture, context {} characters: the windows it "
+                             "trained on); run it with llama.cpp, e.g. llama-completion -m {} -p {} -n 50 --temp 0\n",
+                             f.out, info.context, f.out, prompt);
+  } else {
+    glass::export_llama2c(loaded, info, f.out);
+    const fs::path dir(f.out);
+    std::cout << fmt::format("wrote {} and {} (llama2.c, seq_len {}: the windows it trained on); run them "
+                             "with llama2.c's run: ./run {} -z {} -t 0 -i {}\n", (dir / "model.bin").string(),
+                             (dir / "tokenizer.bin").string(), info.context, (dir / "model.bin").string(),
+                             (dir / "tokenizer.bin").string(), prompt);
+  }
+}
+
+void add_export_command(CLI::App& app) {
+  auto f = std::make_shared<ExportFlags>();
+  CLI::App* cmd = app.add_subcommand(
+      "export", "Write a checkpoint in the format of llama.cpp (GGUF) or llama2.c (model.bin + tokenizer.bin).");
+  cmd->add_option("-m,--checkpoint", f->checkpoint, "checkpoint directory written by glass train")->required();
+  cmd->add_option("--format", f->format, "gguf (one file for llama.cpp) or llama2c (a directory for llama2.c's run)")
+      ->required();
+  cmd->add_option("--out", f->out, "gguf: the file to write (e.g. model.gguf); llama2c: the directory "
+                                   "that gets model.bin and tokenizer.bin")->required();
+  cmd->add_flag("--best", f->best, "export best.safetensors (best validation loss) instead of the latest weights");
+  cmd->footer(
+      "Examples:\n"
+      "  glass export -m runs/domcasmurro --format gguf --out domcasmurro.gguf\n"
+      "  glass export -m runs/domcasmurro --format llama2c --out l2c --best");
+  cmd->callback([f] { run_export(*f); });
+}
+
+glass::cli::CommandRegistration registration(45, &add_export_command);
+
+}  // namespace

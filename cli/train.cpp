@@ -1,0 +1,520 @@
+// `glass train`: learn next-character prediction from a UTF-8 text file (train/trainer.hpp).
+//
+//   glass train [--data FILE] [--out DIR] [--iters N] [--batch-size B] [--context T] [--lr X]
+//               [--min-lr X] [--warmup N] [--decay-iters N] [--weight-decay X] [--grad-clip X]
+//               [--eval-every N] [--eval-iters N] [--seed S] [--threads N] [--resume]
+//               [--d-model N --n-layers N --n-heads N --n-kv-heads N --ffn-hidden N]
+//   mpirun -np N glass train ...   data-parallel over N processes (train/distributed.hpp)
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+#include <string>
+#include <optional>
+#include <thread>
+#include <type_traits>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "autograd/threads.hpp"
+#include "checkpoint/checkpoint.hpp"
+#include "cli/commands.hpp"
+#include "cli/serve.hpp"
+#include "cli/threads.hpp"
+#include "cli/validators.hpp"
+#include "train/distributed.hpp"
+#include "train/trainer.hpp"
+
+#ifndef GLASS_SOURCE_DIR
+#define GLASS_SOURCE_DIR ""
+#endif
+
+namespace {
+
+namespace fs = std::filesystem;
+constexpr const char* kDefaultCorpus = "domcasmurro.txt";
+
+volatile std::sig_atomic_t g_stop = 0;
+// Set when `train --serve` has finished training and only serves: a signal then stops the
+// server (g_stop), without the training's messages.
+volatile std::sig_atomic_t g_serving_only = 0;
+std::atomic<long> g_saved_step{-1};  // the step of the last complete save (TrainOptions::saved_step)
+// What the signal handler says, set before it is installed (a handler may only write(2)): whether
+// this process speaks (rank 0 under mpirun), and the end of the message of a second signal.
+bool g_say_signals = false;
+std::string g_after_saved_step;  // "N" follows "the last complete save, of step N"
+// DIR/current and its target when the handlers were installed: a second signal reads the link
+// again (readlink(2) may be called in a handler), so that it names the save that is current even
+// when a save switched the link an instant before g_saved_step was updated.
+std::string g_current_link;
+std::string g_initial_target;
+std::string g_when_nothing_saved;
+
+/// Writes `text` to standard error with write(2), which a signal handler may call.
+void say(const char* text, std::size_t n) {
+  while (n > 0) {
+    const ssize_t written = ::write(STDERR_FILENO, text, n);
+    if (written <= 0) return;
+    text += written;
+    n -= static_cast<std::size_t>(written);
+  }
+}
+void say(const char* text) { say(text, std::strlen(text)); }
+void say(const std::string& text) { say(text.data(), text.size()); }
+
+/// First Ctrl-C (SIGINT) or SIGTERM (what `timeout`, `docker stop` and SLURM send): ask the
+/// loop to save and stop after the current step or evaluation; g_stop holds the signal's
+/// number. A second one ends the program at once, saying what stays: the last complete save
+/// (saves are all-or-nothing, so none is ever half-written), or that none was made yet.
+extern "C" void on_stop_signal(int signo) {
+  const char* name = signo == SIGTERM ? "SIGTERM" : "Ctrl-C";
+  if (g_serving_only != 0) {  // `train --serve` after training: stop serving; a second one at once
+    if (g_stop != 0) ::_exit(128 + signo);
+    g_stop = signo;
+    return;
+  }
+  if (g_stop == 0) {
+    g_stop = signo;
+    if (g_say_signals) {
+      say("\n"), say(name);
+      say(": stopping after the current step or evaluation, with a save first (");
+      say(name), say(" again stops at once, without it)\n");
+    }
+    return;
+  }
+  if (g_say_signals) {
+    say("\n"), say(name), say(" again: stopped at once, without the save the first one asked for. ");
+    long step = g_saved_step.load();
+    char target[256];
+    const ssize_t n = g_current_link.empty()
+                          ? -1
+                          : ::readlink(g_current_link.c_str(), target, sizeof target - 1);
+    const bool moved = n > 5 && (static_cast<std::size_t>(n) != g_initial_target.size() ||
+                                 std::memcmp(target, g_initial_target.data(), static_cast<std::size_t>(n)) != 0);
+    if (moved && std::memcmp(target, "step-", 5) == 0 && target[5] >= '0' && target[5] <= '9') {
+      step = 0;  // "step-000049" or "step-000049.1": a save of this run switched to it
+      for (ssize_t i = 5; i < n && target[i] >= '0' && target[i] <= '9'; ++i) step = 10 * step + (target[i] - '0');
+    }
+    if (step >= 0) {
+      char digits[24];
+      std::size_t n = 0;
+      for (long v = step; n == 0 || v > 0; v /= 10) digits[n++] = static_cast<char>('0' + v % 10);
+      say("Nothing else is lost: the last complete save, of step ");
+      while (n > 0) say(&digits[--n], 1);
+      say(g_after_saved_step);
+    } else {
+      say(g_when_nothing_saved);
+    }
+  }
+  ::_exit(128 + signo);  // 130 after Ctrl-C, 143 after SIGTERM, as the first signal's exit
+}
+
+fs::path executable_dir() {
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? fs::path() : exe.parent_path();
+}
+
+/// The bundled corpus: $GLASS_DATA (a file, or a directory holding domcasmurro.txt), else
+/// data/corpora/ next to the executable or one level up (build/glass -> data/corpora), else the
+/// source tree this program was compiled from. A GLASS_DATA that names no such file is an
+/// error (CommandError), not a silent fall-back to the bundled corpus.
+std::string default_corpus() {
+  std::vector<fs::path> candidates;
+  if (const char* env = std::getenv("GLASS_DATA"); env != nullptr && *env != '\0') {
+    const fs::path p(env);
+    const fs::path file = fs::is_directory(p) ? p / kDefaultCorpus : p;
+    if (!fs::is_regular_file(file)) {
+      throw glass::cli::CommandError("GLASS_DATA is set to '" + p.string() + "', but " +
+                                     file.string() + " is not a file; unset GLASS_DATA or pass --data FILE");
+    }
+    return file.string();
+  }
+  const fs::path exe_dir = executable_dir();
+  if (!exe_dir.empty()) {
+    candidates.push_back(exe_dir / "data" / "corpora" / kDefaultCorpus);
+    candidates.push_back(exe_dir.parent_path() / "data" / "corpora" / kDefaultCorpus);
+  }
+  if (std::string(GLASS_SOURCE_DIR).size() > 0)
+    candidates.push_back(fs::path(GLASS_SOURCE_DIR) / "data" / "corpora" / kDefaultCorpus);
+  for (const fs::path& c : candidates)
+    if (fs::is_regular_file(c)) return c.string();
+  std::string tried;
+  for (const fs::path& c : candidates) tried += "\n  " + c.string();
+  throw glass::cli::CommandError(
+      "no --data given and the bundled corpus was not found; looked at:" + tried +
+      "\nPass --data FILE, or set GLASS_DATA to the corpus file or its directory.");
+}
+
+/// How to run this program again from the current directory ("./build/glass" or an absolute path).
+std::string program_name() {
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) return "glass";
+  const fs::path rel = fs::relative(exe, fs::current_path(ec), ec);
+  if (!ec && !rel.empty() && rel.native().rfind("..", 0) != 0) return "./" + rel.string();
+  return exe.string();
+}
+
+std::string shell_quote(const std::string& s) {
+  if (s.find_first_of(" \t\"'$\\`!*?&;|<>()") == std::string::npos) return s;
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+struct TrainFlags {
+  glass::TrainOptions options;
+  int threads = 0;
+  bool serve = false;  // --serve: glass serve on the run directory while training
+  int port = 8080;
+};
+
+/// `glass train --data FILE --out DIR` (under mpirun with the same number of processes; any
+/// other number works too) and the flags given now, as given (re-quoted), but --help, --data,
+/// --out and those of `left_out`.
+std::string train_command(const CLI::App* cmd, const glass::TrainOptions& o,
+                          const std::vector<std::string>& left_out) {
+  std::string line = (o.comm.size() > 1 ? fmt::format("mpirun -np {} ", o.comm.size()) : std::string()) +
+                     program_name() + " train --data " + shell_quote(o.data_path) + " --out " +
+                     shell_quote(o.out_dir);
+  for (const CLI::Option* opt : cmd->get_options()) {
+    const std::string name = opt->get_name();
+    if (opt->count() == 0 || name == "--help" || name == "--data" || name == "--out" ||
+        std::find(left_out.begin(), left_out.end(), name) != left_out.end())
+      continue;
+    line += " " + name;
+    if (opt->get_type_size() != 0)
+      for (const std::string& value : opt->results()) line += " " + shell_quote(value);
+  }
+  return line;
+}
+
+/// The command that continues this run: the flags given now without --overwrite and the
+/// model's shape (it comes from the checkpoint on --resume), and --resume added.
+std::string resume_command(const CLI::App* cmd, const glass::TrainOptions& o) {
+  return train_command(cmd, o, {"--overwrite", "--resume", "--d-model", "--n-layers", "--n-heads",
+                                "--n-kv-heads", "--ffn-hidden", "--vocab-cap"}) +
+         " --resume";
+}
+
+/// The error of a run stopped by a non-finite loss or gradient norm (`what`, from the Trainer),
+/// saying what was kept in --out (`saved`: the step of the last complete save, -1 for none) and
+/// how to go on. Not --resume: it keeps the recipe and repeats the same steps exactly, so it
+/// would meet the same numbers; a new run with a smaller --lr does not.
+std::string non_finite_message(const std::string& what, const CLI::App* cmd,
+                               const glass::TrainOptions& o, long saved) {
+  std::string kept =
+      saved >= 0
+          ? fmt::format("the last good checkpoint, of step {}, is kept in {} (sample, eval and "
+                        "export can use it). --resume would repeat the same steps from there (it "
+                        "keeps the recipe) and meet the same numbers again",
+                        saved, o.out_dir)
+          : std::string("it stopped before its first save, so no checkpoint of this run was written");
+  const bool holds_run = glass::holds_checkpoint(o.out_dir);
+  if (saved < 0 && holds_run)
+    kept += fmt::format(" ({} still holds the run it held before)", o.out_dir);
+  std::string next = fmt::format("Train again with a smaller --lr (this run: {:g})", o.lr);
+  if (o.grad_clip == 0) next += " and with --grad-clip 1 (this run: 0, no clipping)";
+  if (o.resume)
+    next += ": a new run with this run's flags (--overwrite replaces it, or give another --out)";
+  else
+    next += ", e.g.:\n  " + train_command(cmd, o, {"--overwrite", "--lr", "--grad-clip"}) +
+            fmt::format(" --lr {:g}", o.lr / 2) + (o.grad_clip == 0 ? " --grad-clip 1" : "") +
+            (o.grad_clip > 0 && cmd->count("--grad-clip") > 0 ? fmt::format(" --grad-clip {:g}", o.grad_clip) : "") +
+            (holds_run ? " --overwrite" : "");
+  return fmt::format("{}. Training stopped: {}. {}", what, kept, next);
+}
+
+/// --resume continues the recipe the run was trained with (recorded in train_state.json): a
+/// flag of the recipe that is not given takes the recorded value; one that is given must equal
+/// it, else the resumed run would not be the same run (CommandError saying what to pass).
+/// Checkpoints written before the recipe was recorded are resumed with the flags as given.
+/// --context, when not given, is the recorded training context too.
+void take_recorded_recipe(glass::TrainOptions& o, const CLI::App* cmd) {
+  const std::optional<glass::TrainRecipe> recorded = glass::load_train_recipe(o.out_dir);
+  if (!recorded) return;
+  std::string differ;
+  // Rates as the recipe line prints them ({:g}), or in full when that would print both alike.
+  auto shown = [](auto v, auto other) {
+    if constexpr (std::is_floating_point_v<decltype(v)>)
+      if (fmt::format("{:g}", v) != fmt::format("{:g}", other)) return fmt::format("{:g}", v);
+    return fmt::format("{}", v);
+  };
+  // A rate equal to the recorded one but for the last bits of its decimal spelling is the same
+  // rate (--min-lr 3e-4 against the recorded default 3e-3 / 10 = 0.00030000000000000003): it is
+  // taken as recorded, so the resumed run stays bit for bit the same run.
+  auto same = [](auto a, auto b) {
+    if constexpr (std::is_floating_point_v<decltype(a)>)
+      return std::abs(a - b) <= 1e-12 * std::max(std::abs(a), std::abs(b));
+    else
+      return a == b;
+  };
+  auto take = [&](const char* flag, auto& value, auto theirs) {
+    if (cmd->count(flag) == 0 || same(value, theirs)) {
+      value = theirs;
+    } else {
+      differ += fmt::format("\n  {} {} (the run was trained with {} {})", flag, shown(value, theirs),
+                            flag, shown(theirs, value));
+    }
+  };
+  take("--lr", o.lr, recorded->lr);
+  take("--min-lr", o.min_lr, recorded->min_lr);
+  take("--warmup", o.warmup, recorded->warmup);
+  take("--decay-iters", o.decay_iters, recorded->decay_iters);
+  take("--batch-size", o.batch_size, recorded->batch_size);
+  take("--grad-clip", o.grad_clip, recorded->grad_clip);
+  // The window is recorded in config.json; another --context is allowed (with a warning).
+  const std::size_t context = glass::training_context(o.out_dir);
+  if (cmd->count("--context") == 0 && context > 0) o.context = context;
+  if (!differ.empty())
+    throw glass::cli::CommandError(
+        "--resume continues the run in " + o.out_dir + " with its own recipe, but these flags ask "
+        "for other values:" + differ +
+        "\nLeave them out (the recorded values are used), or start a new run with --out DIR "
+        "(or --overwrite).");
+}
+
+void run_train(TrainFlags& flags, CLI::App* cmd) {
+  glass::TrainOptions& o = flags.options;
+  glass::cli::apply_threads(flags.threads);
+  const bool default_data = o.data_path.empty();
+  if (default_data) o.data_path = default_corpus();
+  if (o.out_dir.empty()) o.out_dir = (fs::path("runs") / fs::path(o.data_path).stem()).string();
+  o.attention_given = cmd->count("--attention") > 0;
+  if (o.resume) {
+    for (const char* flag : {"--d-model", "--n-layers", "--n-heads", "--n-kv-heads", "--ffn-hidden", "--vocab-cap"})
+      if (cmd->count(flag) > 0 && o.comm.is_root())  // under mpirun, rank 0 speaks for all
+        std::cerr << "warning: " << flag << " is ignored with --resume (the checkpoint's model is used)\n";
+    if (o.overfit_batch)
+      throw glass::cli::CommandError("--overfit-batch is a check of the training loop, not a run to "
+                                     "continue: leave out --resume, and use a fresh --out");
+    take_recorded_recipe(o, cmd);
+    // The text is part of the run: resuming on another one (or on the bundled corpus because
+    // --data was left out) would not continue the same run. config.json records its file name.
+    std::string recorded_data;
+    try {
+      recorded_data = glass::training_data(o.out_dir);
+    } catch (const std::exception&) {
+      // no readable checkpoint in --out: the Trainer says so
+    }
+    if (!recorded_data.empty() && fs::path(o.data_path).filename().string() != recorded_data)
+      throw glass::cli::CommandError(fmt::format(
+          "the run in {} was trained on a text named '{}', not on '{}'{}: pass --data with the "
+          "path of '{}' to continue it, or start a new run with another --out (or --overwrite)",
+          o.out_dir, recorded_data, o.data_path,
+          default_data ? " (the bundled corpus, used when --data is left out)" : "", recorded_data));
+  }
+
+  const long horizon = o.decay_iters > 0 ? o.decay_iters : o.iters;  // where the cosine ends
+  if (o.warmup >= horizon && o.comm.is_root())
+    std::cerr << fmt::format(
+        "warning: the warmup (--warmup {}) is not shorter than the schedule's {} steps (--iters, "
+        "or --decay-iters): the learning rate never reaches --lr and the cosine decay never "
+        "starts. Use a --warmup well below {} (e.g. {})\n",
+        o.warmup, horizon, horizon, std::max(1L, horizon / 10));
+  g_stop = 0;
+  g_serving_only = 0;
+  o.stop_flag = &g_stop;
+  g_saved_step = -1;
+  o.saved_step = &g_saved_step;
+  g_say_signals = o.comm.is_root();
+  // An --overfit-batch check is not resumable (--resume refuses it): it is run again instead.
+  g_after_saved_step =
+      o.overfit_batch
+          ? fmt::format(", stays current in {}; an --overfit-batch check is not resumed: run it "
+                        "again to check the loop\n", o.out_dir)
+          : fmt::format(", stays current in {}; continue it with:\n  {}\n", o.out_dir,
+                        resume_command(cmd, o));
+  g_when_nothing_saved =
+      "No checkpoint of this run had been saved yet (the first save follows the evaluation at step "
+      "0), so there is nothing to resume: run the same command again to start over\n";
+  glass::TrainResult result;
+  // With --serve the trainer outlives the server (declared first, destroyed last): its destructor
+  // resets the BLAS thread count, which must not happen while the server computes.
+  std::unique_ptr<glass::Trainer> trainer;
+  std::unique_ptr<glass::Server> server;
+  {
+    trainer = std::make_unique<glass::Trainer>(o, std::cout);
+    if (flags.serve && o.comm.is_root()) {
+      glass::ServeOptions serve;
+      serve.checkpoint = o.out_dir;
+      serve.port = flags.port;
+      serve.data_path = o.data_path;
+      server = glass::cli::start_server(serve, std::cout);
+    }
+    g_current_link = (fs::path(o.out_dir) / glass::kCurrentLink).string();
+    std::error_code no_link;
+    g_initial_target = fs::read_symlink(g_current_link, no_link).string();
+    std::signal(SIGINT, on_stop_signal);
+    std::signal(SIGTERM, on_stop_signal);
+    try {
+      result = trainer->run();
+    } catch (const glass::NonFiniteError& e) {
+      std::signal(SIGINT, SIG_DFL);
+      std::signal(SIGTERM, SIG_DFL);
+      throw glass::cli::CommandError(non_finite_message(e.what(), cmd, o, g_saved_step.load()));
+    }
+    if (server) {
+      // The handler stays: a signal that came during the last evaluation or save (after the
+      // loop's last look at g_stop) is in g_stop and stops the serving below at once; one that
+      // comes later stops it too. Swapping handlers here would lose the first or kill the program.
+      g_serving_only = 1;
+    } else {
+      std::signal(SIGINT, SIG_DFL);
+      std::signal(SIGTERM, SIG_DFL);
+    }
+  }
+  if (!server) trainer.reset();  // releases the run directory's lock now
+  if (!o.comm.is_root()) return;  // with mpirun, rank 0 reports for all
+  std::cout << fmt::format(
+      "\ncheckpoint: {} (model.safetensors = step {}, best.safetensors = best val loss {:.4f}, "
+      "config.json, log.csv, loss.html)\n",
+      (fs::path(o.out_dir) / "").string(), result.step, result.best_val);  // one trailing '/'
+  if (result.interrupted) {
+    if (o.overfit_batch)
+      std::cout << "an --overfit-batch check is not resumed: run it again to check the loop\n";
+    else
+      std::cout << "resume with: " << resume_command(cmd, o) << "\n";
+    throw CLI::RuntimeError(128 + result.stop_signal);  // 130 after Ctrl-C, 143 after SIGTERM (on any rank)
+  }
+  std::cout << fmt::format("sample from it: {} sample --checkpoint {}{} --tokens 300\n",
+                           program_name(), shell_quote(o.out_dir),
+                           fs::path(o.data_path).filename() == kDefaultCorpus ? " --prompt \"Capitu \"" : "");
+  if (server) {  // the page stays up after training, until Ctrl-C
+    if (g_stop == 0)
+      std::cout << "training done; still serving " << o.out_dir << " at " << server->url() << " until Ctrl-C"
+                << std::endl;  // flushed: the summary above too, also when the output is a file or pipe
+    while (g_stop == 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    server->stop();
+    std::cout << "\nstopped serving (" << (g_stop == SIGTERM ? "SIGTERM" : "Ctrl-C") << ")" << std::endl;
+    std::signal(SIGINT, SIG_DFL);
+    std::signal(SIGTERM, SIG_DFL);
+  }
+}
+
+/// run_train in every process of `mpirun -np N glass train` (train/distributed.hpp), or in this
+/// one. An error in one process must end them all, or the others would wait for it forever:
+/// rank 0 reports it and aborts the job (MPI_Abort); another rank gives rank 0 a second to do
+/// that first (most errors happen in every process alike), then reports its own and aborts.
+void run_train_on_all_ranks(TrainFlags& flags, CLI::App* cmd) {
+  const glass::Communicator comm = glass::Communicator::world();
+  flags.options.comm = comm;
+  if (comm.size() == 1) return run_train(flags, cmd);
+  try {
+    run_train(flags, cmd);
+  } catch (const CLI::RuntimeError&) {
+    throw;  // stopped by a signal after a save: every process returns
+  } catch (const std::exception& e) {
+    if (!comm.is_root()) std::this_thread::sleep_for(std::chrono::seconds(1));
+    std::cout.flush();
+    std::fprintf(stderr, "error%s: %s\n",
+                 comm.is_root() ? "" : fmt::format(" (process {} of {})", comm.rank(), comm.size()).c_str(),
+                 e.what());
+    comm.abort(1);
+  }
+}
+
+/// Step counts (--iters, --decay-iters, --eval-every): a billion steps is years of training on
+/// a CPU; more is a typo.
+constexpr long long kMaxSteps = 1'000'000'000;
+const CLI::Validator kStepCount =
+    glass::cli::integer_in(1, kMaxSteps, fmt::format("an integer from 1 to {}", kMaxSteps));
+
+void add_train_command(CLI::App& app) {
+  auto flags = std::make_shared<TrainFlags>();
+  glass::TrainOptions& o = flags->options;
+  CLI::App* cmd = app.add_subcommand(
+      "train",
+      "Train the decoder to predict the next character of a UTF-8 text file.\n"
+      "With no arguments: the bundled Portuguese corpus (Dom Casmurro), the default model, and\n"
+      "nanoGPT's shakespeare_char recipe; the checkpoint goes to runs/<corpus name>.");
+  cmd->add_option("--data", o.data_path, "UTF-8 text file to learn from (default: bundled domcasmurro.txt)")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--out", o.out_dir, "checkpoint directory (default: runs/<corpus name>)");
+  cmd->add_option("--iters", o.iters, "optimizer steps to train for (total, counting a resumed run)")
+      ->check(kStepCount)->capture_default_str();
+  cmd->add_option("--batch-size", o.batch_size, "windows per step (B)")
+      ->check(glass::cli::integer_in(1, 1'000'000, "an integer from 1 to 1000000"))->capture_default_str();
+  cmd->add_option("--context", o.context, "characters per training window (T); also the sampling window")
+      ->check(glass::cli::kPositiveInteger)->capture_default_str();
+  cmd->add_option("--lr", o.lr, "peak learning rate")->check(glass::cli::kPositiveNumber)->capture_default_str();
+  cmd->add_option("--min-lr", o.min_lr, "final learning rate of the cosine (default: lr / 10)")
+      ->check(glass::cli::kNonNegativeNumber);
+  cmd->add_option("--warmup", o.warmup, "linear warmup steps")
+      ->check(glass::cli::integer_in(0, kMaxSteps, fmt::format("an integer from 0 to {}", kMaxSteps)))
+      ->capture_default_str();
+  cmd->add_option("--decay-iters", o.decay_iters, "step where the cosine reaches min-lr (default: --iters)")
+      ->check(kStepCount);
+  cmd->add_option("--weight-decay", o.weight_decay, "AdamW decoupled weight decay (2-D weights only)")
+      ->check(glass::cli::kNonNegativeNumber)->capture_default_str();
+  cmd->add_option("--grad-clip", o.grad_clip, "clip the global gradient norm to this (0 = off)")
+      ->check(glass::cli::kNonNegativeNumber)->capture_default_str();
+  cmd->add_option("--eval-every", o.eval_every, "evaluate, sample and checkpoint every N steps")
+      ->check(kStepCount)->capture_default_str();
+  cmd->add_option("--eval-iters", o.eval_iters, "batches per split in each evaluation")
+      ->check(glass::cli::integer_in(1, glass::kMaxEvalIters,
+                                     fmt::format("an integer from 1 to {}", glass::kMaxEvalIters)))
+      ->capture_default_str();
+  cmd->add_option("--sample-tokens", o.sample_tokens, "characters sampled at each evaluation (0 = none)")
+      ->check(glass::cli::integer_in(0, static_cast<long long>(glass::kMaxSampleTokens),
+                                     fmt::format("an integer from 0 to {}", glass::kMaxSampleTokens)))
+      ->capture_default_str();
+  cmd->add_option("--seed", o.seed, "seed of the initial weights and of the batches")
+      ->check(glass::cli::kNonNegativeInteger)->capture_default_str();
+  glass::cli::add_threads_option(cmd, flags->threads);
+  cmd->add_flag("--resume", o.resume,
+                "continue the checkpoint in --out exactly where it stopped (with its recorded "
+                "--lr, --min-lr, --warmup, --decay-iters, --batch-size and --grad-clip)");
+  cmd->add_flag("--overfit-batch", o.overfit_batch,
+                "debugging check: train on one batch only; the training loss must fall towards 0 "
+                "(the evaluations' train loss is that batch's; the validation loss stays high)");
+  cmd->add_flag("--serve", flags->serve, "watch it learn in the browser (glass serve on --out; stays up until Ctrl-C)");
+  cmd->add_option("--port", flags->port, "port of --serve (0 = any free port)")
+      ->check(glass::cli::integer_in(0, 65535, "an integer from 0 to 65535"))->capture_default_str();
+  cmd->add_flag("--overwrite", o.overwrite,
+                "start a new run in an --out that already holds one (replaced at the first save)");
+  cmd->add_option("--d-model", o.model.d_model, "width of the residual stream")
+      ->check(glass::cli::kPositiveInteger)->capture_default_str()->group("Model");
+  cmd->add_option("--n-layers", o.model.n_layers, "decoder blocks")
+      ->check(glass::cli::kPositiveInteger)->capture_default_str()->group("Model");
+  cmd->add_option("--n-heads", o.model.n_heads, "query heads")
+      ->check(glass::cli::kPositiveInteger)->capture_default_str()->group("Model");
+  cmd->add_option("--n-kv-heads", o.model.n_kv_heads, "key/value heads (GQA)")
+      ->check(glass::cli::kPositiveInteger)->capture_default_str()->group("Model");
+  cmd->add_option("--ffn-hidden", o.model.ffn_hidden, "SwiGLU hidden width")
+      ->check(glass::cli::kPositiveInteger)->capture_default_str()->group("Model");
+  cmd->add_option("--vocab-cap", o.model.vocab_cap,
+                  "most distinct characters kept in the vocabulary (the rarest others become the "
+                  "unknown token); lower it for texts with thousands of characters (CJK)")
+      ->check(glass::cli::integer_in(2, 65535, "an integer from 2 to 65535"))->capture_default_str()->group("Model");
+  cmd->add_option_function<std::string>(
+         "--attention", [&o](const std::string& path) { o.model.ops_path = glass::parse_ops_path(path); },
+                  "attention code: fast (fused kernels) or reference (the nine steps on the primitive "
+                  "ops, as the tutorials show; slower, same numbers)")
+      ->check(CLI::IsMember({"fast", "reference"}))->default_str(glass::to_string(o.model.ops_path))
+      ->group("Model");
+  cmd->footer(
+      "Examples:\n"
+      "  glass train                                        the bundled corpus, default recipe\n"
+      "  glass train --data input.txt --out runs/mine --iters 3000 -t 2\n"
+      "  glass train --data input.txt --out runs/mine --iters 5000 --resume   continue it to step 5000\n"
+      "  glass train --data input.txt --out /tmp/check --overfit-batch --iters 200 --lr 3e-3\n"
+      "Is the loss normal? It starts near ln V (V = the vocabulary: distinct characters + the "
+      "unknown id 0) and falls; see README.");
+  cmd->callback([flags, cmd] { run_train_on_all_ranks(*flags, cmd); });
+}
+
+glass::cli::CommandRegistration registration(10, &add_train_command);
+
+}  // namespace

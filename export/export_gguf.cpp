@@ -1,0 +1,195 @@
+// GGUF writer for the `llama` architecture (see export_gguf.hpp for the layout).
+
+#include "export/export_gguf.hpp"
+
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "data/text.hpp"
+#include "checkpoint/atomic_file.hpp"
+
+namespace glass {
+namespace {
+
+// GGUF value types (ggml's gguf.h: enum gguf_type).
+enum GgufType : std::uint32_t { kU32 = 4, kI32 = 5, kF32 = 6, kBool = 7, kString = 8, kArray = 9 };
+// llama.cpp's token types (llama.h: enum llama_token_type).
+enum TokenType : std::int32_t { kNormal = 1, kUnknown = 2, kControl = 3, kByte = 6 };
+constexpr std::uint32_t kAlignment = 32;
+constexpr std::uint32_t kGgmlTypeF32 = 0;
+constexpr std::uint32_t kFileTypeAllF32 = 0;  // llama.h: LLAMA_FTYPE_ALL_F32
+
+/// Little-endian byte writer (the machines GlassLLM builds on are little-endian).
+struct Writer {
+  std::string bytes;
+  std::uint64_t n_kv = 0;  // key/value pairs written so far
+  template <typename T>
+  void pod(T v) {
+    char b[sizeof(T)];
+    std::memcpy(b, &v, sizeof(T));
+    bytes.append(b, sizeof(T));
+  }
+  void str(const std::string& s) {
+    pod<std::uint64_t>(s.size());
+    bytes += s;
+  }
+  void key(const std::string& k, GgufType type) {
+    ++n_kv;
+    str(k);
+    pod<std::uint32_t>(type);
+  }
+  void kv_u32(const std::string& k, std::uint32_t v) { key(k, kU32); pod(v); }
+  void kv_f32(const std::string& k, float v) { key(k, kF32); pod(v); }
+  void kv_bool(const std::string& k, bool v) { key(k, kBool); pod<std::uint8_t>(v ? 1 : 0); }
+  void kv_str(const std::string& k, const std::string& v) { key(k, kString); str(v); }
+  void pad_to(std::size_t alignment) { bytes.append((alignment - bytes.size() % alignment) % alignment, '\0'); }
+};
+
+/// One tensor of the file: llama.cpp's name, its shape as PyTorch writes it (slowest axis
+/// first) and its float32 values in row-major order.
+struct GgufTensor {
+  std::string name;
+  std::vector<std::size_t> shape;
+  std::vector<float> values;
+};
+
+GgufTensor tensor(const std::string& name, const Array& a) {
+  GgufTensor t{name, {a.shape().begin(), a.shape().end()}, {}};
+  t.values.assign(a.data(), a.data() + a.size());
+  return t;
+}
+
+/// A (vocab, d_model) table with `extra` copies of row 0 (the unknown token's) appended.
+GgufTensor with_unknown_rows(const std::string& name, const Array& a, std::size_t extra) {
+  GgufTensor t = tensor(name, a);
+  const std::size_t d = a.shape()[1];
+  for (std::size_t i = 0; i < extra; ++i) t.values.insert(t.values.end(), a.data(), a.data() + d);
+  t.shape[0] += extra;
+  return t;
+}
+
+}  // namespace
+
+std::string gguf_bytes(const LoadedModel& loaded, const ExportInfo& info) {
+  const ModelConfig& c = loaded.config;
+  const Decoder& m = *loaded.model;
+  if (info.context == 0 || info.context > c.context_length)
+    throw ExportError(fmt::format("the training context {} must be between 1 and the model's "
+                                  "context_length {}", info.context, c.context_length));
+
+  // The vocabulary (see the header for the layout).
+  std::vector<std::string> tokens{"<unk>"};
+  std::vector<float> scores{0.0f};
+  std::vector<std::int32_t> types{kUnknown};
+  for (std::size_t i = 0; i < loaded.tokenizer.chars().size(); ++i) {
+    const char32_t ch = loaded.tokenizer.chars()[i];
+    if (ch == U'\u2581')
+      throw ExportError("the vocabulary holds U+2581 (LOWER ONE EIGHTH BLOCK), the character a "
+                        "llama (SentencePiece) vocabulary uses for the space; GGUF export cannot "
+                        "tell the two apart");
+    tokens.push_back(ch == U' ' ? std::string("\u2581") : char_to_utf8(ch));
+    scores.push_back(-static_cast<float>(i + 1));  // most frequent first, as ids are
+    types.push_back(kNormal);
+  }
+  const std::size_t V = tokens.size();
+  tokens.push_back("<s>");
+  tokens.push_back("</s>");
+  for (int k = 0; k < 2; ++k) { scores.push_back(0.0f); types.push_back(kControl); }
+  for (int b = 0; b < 256; ++b) {
+    tokens.push_back(fmt::format("<0x{:02X}>", b));
+    scores.push_back(0.0f);
+    types.push_back(kByte);
+  }
+  const std::size_t extra = tokens.size() - V;
+
+  std::vector<GgufTensor> tensors;
+  tensors.push_back(with_unknown_rows("token_embd.weight", m.tok_embeddings.weight.value(), extra));
+  for (std::size_t l = 0; l < m.layers.size(); ++l) {
+    const Block& b = *m.layers[l];
+    const std::string p = fmt::format("blk.{}.", l);
+    tensors.push_back(tensor(p + "attn_norm.weight", b.attention_norm.weight.value()));
+    tensors.push_back(tensor(p + "attn_q.weight", b.attention.wq.weight.value()));
+    tensors.push_back(tensor(p + "attn_k.weight", b.attention.wk.weight.value()));
+    tensors.push_back(tensor(p + "attn_v.weight", b.attention.wv.weight.value()));
+    tensors.push_back(tensor(p + "attn_output.weight", b.attention.wo.weight.value()));
+    tensors.push_back(tensor(p + "ffn_norm.weight", b.ffn_norm.weight.value()));
+    tensors.push_back(tensor(p + "ffn_gate.weight", b.feed_forward.w1.weight.value()));
+    tensors.push_back(tensor(p + "ffn_down.weight", b.feed_forward.w2.weight.value()));
+    tensors.push_back(tensor(p + "ffn_up.weight", b.feed_forward.w3.weight.value()));
+  }
+  tensors.push_back(tensor("output_norm.weight", m.norm.weight.value()));
+  tensors.push_back(with_unknown_rows("output.weight", m.output.weight.value(), extra));
+
+  Writer kv;
+  kv.kv_str("general.architecture", "llama");
+  kv.kv_str("general.name", info.name);
+  kv.kv_u32("general.alignment", kAlignment);
+  kv.kv_u32("general.file_type", kFileTypeAllF32);
+  if (!info.step.empty()) kv.kv_str("glass.training.step", info.step);
+  if (!info.data.empty()) {
+    kv.kv_str("glass.training.data", info.data);
+    kv.kv_str("general.description", "GlassLLM character-level model trained on " + info.data +
+                                         (info.step.empty() ? "" : " for " + info.step + " steps"));
+  }
+  kv.kv_u32("llama.vocab_size", static_cast<std::uint32_t>(tokens.size()));
+  kv.kv_u32("llama.context_length", static_cast<std::uint32_t>(info.context));
+  kv.kv_u32("llama.embedding_length", static_cast<std::uint32_t>(c.d_model));
+  kv.kv_u32("llama.block_count", static_cast<std::uint32_t>(c.n_layers));
+  kv.kv_u32("llama.feed_forward_length", static_cast<std::uint32_t>(c.ffn_hidden));
+  kv.kv_u32("llama.attention.head_count", static_cast<std::uint32_t>(c.n_heads));
+  kv.kv_u32("llama.attention.head_count_kv", static_cast<std::uint32_t>(c.n_kv_heads));
+  kv.kv_f32("llama.attention.layer_norm_rms_epsilon", static_cast<float>(c.norm_eps));
+  kv.kv_u32("llama.rope.dimension_count", static_cast<std::uint32_t>(c.head_dim()));
+  kv.kv_f32("llama.rope.freq_base", static_cast<float>(c.rope_base));
+  kv.kv_str("tokenizer.ggml.model", "llama");
+  kv.key("tokenizer.ggml.tokens", kArray);
+  kv.pod<std::uint32_t>(kString);
+  kv.pod<std::uint64_t>(tokens.size());
+  for (const auto& t : tokens) kv.str(t);
+  kv.key("tokenizer.ggml.scores", kArray);
+  kv.pod<std::uint32_t>(kF32);
+  kv.pod<std::uint64_t>(scores.size());
+  for (float s : scores) kv.pod(s);
+  kv.key("tokenizer.ggml.token_type", kArray);
+  kv.pod<std::uint32_t>(kI32);
+  kv.pod<std::uint64_t>(types.size());
+  for (std::int32_t t : types) kv.pod(t);
+  kv.kv_u32("tokenizer.ggml.unknown_token_id", 0);
+  kv.kv_u32("tokenizer.ggml.bos_token_id", static_cast<std::uint32_t>(V));
+  kv.kv_u32("tokenizer.ggml.eos_token_id", static_cast<std::uint32_t>(V + 1));
+  kv.kv_bool("tokenizer.ggml.add_bos_token", false);
+  kv.kv_bool("tokenizer.ggml.add_eos_token", false);
+  kv.kv_bool("tokenizer.ggml.add_space_prefix", false);
+
+  Writer out;
+  out.bytes = "GGUF";
+  out.pod<std::uint32_t>(3);
+  out.pod<std::uint64_t>(tensors.size());
+  out.pod<std::uint64_t>(kv.n_kv);
+  out.bytes += kv.bytes;
+  std::uint64_t offset = 0;
+  for (const GgufTensor& t : tensors) {
+    out.str(t.name);
+    out.pod<std::uint32_t>(static_cast<std::uint32_t>(t.shape.size()));
+    for (auto it = t.shape.rbegin(); it != t.shape.rend(); ++it) out.pod<std::uint64_t>(*it);
+    out.pod<std::uint32_t>(kGgmlTypeF32);
+    out.pod<std::uint64_t>(offset);
+    offset += t.values.size() * sizeof(float);
+    offset += (kAlignment - offset % kAlignment) % kAlignment;
+  }
+  out.pad_to(kAlignment);
+  for (const GgufTensor& t : tensors) {
+    out.bytes.append(reinterpret_cast<const char*>(t.values.data()), t.values.size() * sizeof(float));
+    out.pad_to(kAlignment);
+  }
+  return out.bytes;
+}
+
+void export_gguf(const LoadedModel& model, const ExportInfo& info, const std::string& path) {
+  write_file_atomic(path, gguf_bytes(model, info));
+}
+
+}  // namespace glass

@@ -1,0 +1,223 @@
+// The inspector's data: one traced forward pass over a prompt (inspect), then the choices a
+// view makes of it — a snapshot's full name, one head's slice, a summary, the top-k next tokens.
+// See inspect.hpp.
+
+#include "inspect/inspect.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+#include <fmt/format.h>
+
+#include "autograd/tape.hpp"
+#include "checkpoint/checkpoint.hpp"
+#include "data/text.hpp"
+#include "inspect/snapshots.hpp"
+#include "inspect/text_cells.hpp"
+#include "nn/decoder.hpp"
+#include "nn/tracer.hpp"
+
+namespace glass {
+
+using text_cells::join;
+using text_cells::starts_with;
+
+namespace {
+
+std::string layer_prefix(std::size_t layer) { return "layers." + std::to_string(layer) + "."; }
+
+/// Copies the 2-D block `index` of a 3-D row-major array.
+Array block_of(const Array& a, std::size_t index) {
+  const std::size_t rows = a.shape(1), cols = a.shape(2);
+  Array out = Array::from_shape({rows, cols});
+  std::copy_n(a.data() + index * rows * cols, rows * cols, out.data());
+  return out;
+}
+
+}  // namespace
+
+bool Inspection::has(const std::string& full_name) const {
+  if (full_name == "logits" || full_name == "probs") return true;
+  for (const auto& [name, value] : snapshots)
+    if (name == full_name) return true;
+  return false;
+}
+
+const Array& Inspection::get(const std::string& full_name) const {
+  if (full_name == "logits") return logits;
+  if (full_name == "probs") return probs;
+  for (const auto& [name, value] : snapshots)
+    if (name == full_name) return value;
+  std::vector<std::string> names;
+  for (const auto& [name, value] : snapshots) names.push_back(name);
+  names.push_back("logits");
+  names.push_back("probs");
+  throw InspectError("no snapshot named '" + full_name + "'; recorded: " + join(names, ", "));
+}
+
+Inspection inspect(const LoadedModel& loaded, const std::u32string& prompt, bool allow_unknown,
+                   std::size_t* unknown_count) {
+  if (!loaded.model) throw InspectError("no model loaded");
+  const ModelConfig& config = loaded.model->config();
+  if (prompt.empty()) throw InspectError("the prompt is empty: give at least one character");
+  if (prompt.size() > config.context_length)
+    throw InspectError(fmt::format(
+        "the prompt has {} characters but the model's context holds at most {} (context_length)",
+        prompt.size(), config.context_length));
+  std::vector<std::string> unknown;
+  for (std::size_t i = 0; i < prompt.size(); ++i)
+    if (!loaded.tokenizer.contains(prompt[i]))
+      unknown.push_back(describe_char(prompt[i]) + " at position " + std::to_string(i));
+  if (unknown_count) *unknown_count = unknown.size();
+  if (!unknown.empty() && !allow_unknown) {
+    // The first few, and how many: a long prompt in another script would list hundreds.
+    constexpr std::size_t kShown = 5;
+    std::vector<std::string> shown(unknown.begin(), unknown.begin() + static_cast<long>(std::min(kShown, unknown.size())));
+    if (unknown.size() > kShown) shown.push_back(fmt::format("and {} more", unknown.size() - kShown));
+    throw InspectError(fmt::format(
+        "the prompt has {} character(s) outside the model's vocabulary of {} characters: {}\n"
+        "(--allow-unknown maps them to the unknown id 0)",
+        unknown.size(), loaded.tokenizer.chars().size(), join(shown, ", ")));
+  }
+
+  Inspection ins;
+  ins.config = config;
+  ins.prompt = prompt;
+  ins.tokens = loaded.tokenizer.encode(prompt, allow_unknown);
+  ins.vocab.resize(config.vocab_size);
+  for (std::size_t id = 0; id < config.vocab_size; ++id)
+    ins.vocab[id] = id < loaded.tokenizer.vocab_size()
+                        ? loaded.tokenizer.char_of(static_cast<std::int32_t>(id))
+                        : char32_t(0xFFFD);
+
+  const std::size_t n = ins.tokens.size();
+  Ids ids = Ids::from_shape({std::size_t(1), n});
+  std::copy(ins.tokens.begin(), ins.tokens.end(), ids.data());
+
+  Tracer tracer(0);
+  Tensor logits;
+  {
+    NoGradGuard no_grad;
+    logits = loaded.model->forward(ids, nullptr, &tracer);
+  }
+  ins.logits = logits.value();
+  ins.logits.reshape({n, config.vocab_size});
+  // NaN or +inf logits would show as plausible bars and heatmaps; refuse them (-inf is a
+  // legitimate "never this token").
+  for (std::size_t i = 0; i < ins.logits.size(); ++i) {
+    const Scalar x = ins.logits.data()[i];
+    if (std::isnan(x) || x == std::numeric_limits<Scalar>::infinity())
+      throw InspectError(fmt::format(
+          "the model's logits are not finite ({} at position {}, vocabulary entry {}): its weights "
+          "are corrupt or diverged",
+          std::isnan(x) ? "NaN" : "+inf", i / config.vocab_size, i % config.vocab_size));
+  }
+  ins.probs = tracer.get("probs");  // the decoder's softmax of the logits
+  ins.probs.reshape({n, config.vocab_size});
+  for (const std::string& name : tracer.names())
+    if (name != "logits" && name != "probs") ins.snapshots.emplace_back(name, tracer.get(name));
+  return ins;
+}
+
+std::vector<std::string> snapshot_choices(const Inspection& ins, std::size_t layer) {
+  if (layer >= ins.config.n_layers)
+    throw InspectError(fmt::format("layer {} is out of range: the model has {} layers (0..{})", layer,
+                                   ins.config.n_layers, ins.config.n_layers - 1));
+  const std::string prefix = layer_prefix(layer);
+  std::vector<std::string> choices;
+  for (const auto& [name, value] : ins.snapshots)
+    if (starts_with(name, prefix)) choices.push_back(name.substr(prefix.size()));
+  for (const auto& [name, value] : ins.snapshots)
+    if (!starts_with(name, "layers.")) choices.push_back(name);
+  choices.push_back("logits");
+  choices.push_back("probs");
+  return choices;
+}
+
+std::string full_snapshot_name(const Inspection& ins, std::size_t layer, const std::string& name) {
+  const std::vector<std::string> choices = snapshot_choices(ins, layer);
+  if (std::find(choices.begin(), choices.end(), name) == choices.end())
+    throw InspectError("unknown snapshot '" + name + "'; valid names: " + join(choices, ", "));
+  const std::string in_layer = layer_prefix(layer) + name;
+  return ins.has(in_layer) ? in_layer : name;  // a layer snapshot, else a model-wide one
+}
+
+HeadView head_view(const Inspection& ins, std::size_t layer, std::size_t head,
+                   const std::string& name) {
+  const ModelConfig& config = ins.config;
+  if (head >= config.n_heads)
+    throw InspectError(fmt::format("head {} is out of range: the model has {} query heads (0..{})",
+                                   head, config.n_heads, config.n_heads - 1));
+  const std::string full = full_snapshot_name(ins, layer, name);
+  const Array& a = ins.get(full);
+  const SnapshotInfo* info = snapshot_info(name);
+
+  HeadView view;
+  view.rows = info ? info->rows : "row";
+  view.cols = info ? info->cols : "column";
+  view.rows_are_positions = info ? info->rows_are_positions : false;
+  view.cols_are_positions = info ? info->cols_are_positions : false;
+  view.cols_are_vocab = info ? info->cols_are_vocab : false;
+  const HeadAxis axis = info ? info->head_axis : HeadAxis::none;
+  const std::size_t group = config.n_heads / config.n_kv_heads;  // query heads per KV head
+
+  if (axis != HeadAxis::none && a.dimension() == 3) {
+    std::size_t index = head;
+    if (axis == HeadAxis::kv) {
+      index = head / group;
+      view.kv_head = index;
+      view.note = fmt::format(
+          "GQA: {} query heads share each KV head; query head {} uses KV head {} of {}", group, head,
+          index, config.n_kv_heads);
+    }
+    if (index >= a.shape(0))
+      throw InspectError(fmt::format("snapshot {} has only {} heads", full, a.shape(0)));
+    view.values = block_of(a, index);
+    view.per_head = true;
+  } else {
+    view.values = a;
+  }
+  if (name == "attn.scores")
+    view.note = "scores are taken before the causal mask: entries with j > i are replaced by -inf "
+                "next, so they get weight 0 in attn.softmax";
+  return view;
+}
+
+Summary summarize(const Array& values) {
+  Summary s;
+  if (values.size() == 0) return s;
+  s.min = std::numeric_limits<double>::infinity();
+  s.max = -std::numeric_limits<double>::infinity();
+  double total = 0;
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    double v = values.data()[i];
+    s.min = std::min(s.min, v);
+    s.max = std::max(s.max, v);
+    total += v;
+  }
+  s.mean = total / static_cast<double>(values.size());
+  return s;
+}
+
+std::vector<TopToken> top_k(const Inspection& ins, std::size_t position, std::size_t k) {
+  if (position >= ins.n())
+    throw InspectError(fmt::format("position {} is out of range: the prompt has {} positions",
+                                   position, ins.n()));
+  const std::size_t vocab = ins.probs.shape(1);
+  const Scalar* row = ins.probs.data() + position * vocab;
+  std::vector<std::int32_t> ids(vocab);
+  std::iota(ids.begin(), ids.end(), 0);
+  k = std::min(k, vocab);
+  std::partial_sort(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(k), ids.end(),
+                    [row](std::int32_t a, std::int32_t b) {
+                      return row[a] > row[b] || (row[a] == row[b] && a < b);
+                    });
+  std::vector<TopToken> out;
+  for (std::size_t r = 0; r < k; ++r)
+    out.push_back({ids[r], ins.vocab.at(static_cast<std::size_t>(ids[r])), static_cast<double>(row[ids[r]])});
+  return out;
+}
+
+}  // namespace glass

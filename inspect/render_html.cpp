@@ -1,0 +1,38 @@
+// The inspector's HTML view: web/index.html with the inspection and the page's options in its
+// JSON tags. See render_html.hpp.
+
+#include "inspect/render_html.hpp"
+
+#include <algorithm>
+
+#include <nlohmann/json.hpp>
+
+#include "checkpoint/atomic_file.hpp"
+#include "inspect/render_json.hpp"
+#include "inspect/snapshots.hpp"
+#include "inspect/web_page.hpp"
+
+namespace glass {
+
+std::string inspection_html(const Inspection& ins, const HtmlOptions& options) {
+  // The page (web/) draws everything from two JSON tags: the inspection itself,
+  // in the format of --json, and the view: title, initial selection, top-k and the loss curve.
+  nlohmann::ordered_json view;
+  view["title"] = options.title;
+  view["checkpoint"] = options.checkpoint;
+  view["layer"] = std::min(options.layer, ins.config.n_layers - 1);
+  view["head"] = std::min(options.head, ins.config.n_heads - 1);
+  view["top_k"] = options.top_k;
+  nlohmann::ordered_json meaning = nlohmann::ordered_json::object();
+  for (const SnapshotInfo& info : snapshot_catalogue()) meaning[info.name] = info.meaning;
+  view["meaning"] = std::move(meaning);
+  view["loss"] = nlohmann::ordered_json::parse(loss_json(options.loss, ""));
+  return with_json(with_json(inspector_page(), "glass-inspection", inspection_json(ins)),
+                   "glass-view", view.dump());
+}
+
+void write_html(const Inspection& ins, const std::string& path, const HtmlOptions& options) {
+  write_file_atomic(path, inspection_html(ins, options));
+}
+
+}  // namespace glass

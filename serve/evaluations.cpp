@@ -1,0 +1,206 @@
+// `glass serve` watching a run directory: it loads each new save that RUN/current points to and
+// evaluates it once — the probe prompt's attention and a sample — for /api/evals, while the
+// previous model goes on answering. See server.hpp.
+
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <random>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "checkpoint/checkpoint.hpp"
+#include "checkpoint/run_dir.hpp"
+#include "data/text.hpp"
+#include "inspect/inspect.hpp"
+#include "inspect/loss_plot.hpp"
+#include "sample/sampler.hpp"
+#include "serve/payloads.hpp"
+#include "serve/requests.hpp"
+#include "serve/server.hpp"
+
+namespace glass {
+
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+/// Characters of the default probe prompt, at most.
+constexpr std::size_t kProbeChars = 32;
+
+/// The first `count` characters of `head` (UTF-8; a character cut at its end is left out).
+std::string probe_from_text(const std::string& head, std::size_t count) {
+  std::u32string text;
+  for (std::size_t cut = head.size(); cut + 4 > head.size() && cut > 0; --cut) {  // a cut character
+    try {
+      text = utf8_to_u32(head.substr(0, cut));
+      break;
+    } catch (const Utf8Error&) {
+    }
+  }
+  return u32_to_utf8(text.substr(0, count));
+}
+
+/// The probe prompt: --probe (when it holds a character of valid UTF-8), else the start of the
+/// training text (the given file, or the one named in config.json when it is found from the
+/// current directory), else the vocabulary's first characters.
+std::string choose_probe(const ServeOptions& o, const LoadedModel& m, const std::string& files_dir) {
+  const std::size_t context = m.config.context_length;
+  if (!o.probe.empty()) {
+    const std::string probe = probe_from_text(o.probe, context);  // the user's, whole
+    if (!probe.empty()) return probe;
+  }
+  std::string data = o.data_path;
+  if (data.empty()) {
+    try {
+      data = training_data(files_dir);
+    } catch (const std::exception&) {
+    }
+  }
+  std::error_code ec;
+  if (!data.empty() && fs::is_regular_file(data, ec)) {
+    std::ifstream in(data, std::ios::binary);
+    std::string head(256, '\0');
+    in.read(head.data(), static_cast<std::streamsize>(head.size()));
+    head.resize(static_cast<std::size_t>(in.gcount()));
+    const std::string probe = probe_from_text(head, std::min(kProbeChars, context));
+    if (!probe.empty()) return probe;
+  }
+  std::u32string letters;
+  for (char32_t c : m.tokenizer.chars())
+    if (letters.size() < std::min(kProbeChars, context)) letters += c;
+  return u32_to_utf8(letters);
+}
+
+/// The sampling window of a save: its training context, else the model's context length.
+std::size_t window_of(const std::string& files_dir, const ModelConfig& config) {
+  std::size_t window = 0;
+  try {
+    window = training_context(files_dir);
+  } catch (const std::exception&) {
+  }
+  return window == 0 || window > config.context_length ? config.context_length : window;
+}
+
+/// The evaluation of the save in `files_dir` (the model `loaded`, sampling window `window`):
+/// its step and save, its losses in log.csv, a sample of `sample_tokens` characters (seed 1337)
+/// and the attention of `probe`. Its forward passes run under `compute`, one at a time with the
+/// requests'.
+json evaluate_save(const LoadedModel& loaded, const std::string& files_dir, const std::string& probe,
+                   std::size_t window, std::size_t sample_tokens, std::mutex& compute) {
+  const std::u32string probe_text = utf8_to_u32(probe).substr(0, window);
+  Inspection ins;
+  std::vector<std::int32_t> ids;
+  {
+    std::lock_guard lock(compute);
+    ins = inspect(loaded, probe_text, /*allow_unknown=*/true);
+    SamplingOptions sampling;
+    std::mt19937_64 rng(1337);
+    ids = generate(*loaded.model, {serve_api::start_id(loaded.tokenizer)}, sample_tokens, window,
+                   sampling, rng);
+  }
+  json e;
+  long step = -1;
+  if (!loaded.weights_step.empty()) step = std::strtol(loaded.weights_step.c_str(), nullptr, 10);
+  e["step"] = step;
+  e["save"] = fs::path(files_dir).filename().string();
+  e["train_loss"] = nullptr;
+  e["val_loss"] = nullptr;
+  for (const LossPoint& p : read_loss_log((fs::path(files_dir) / "log.csv").string())) {
+    if (static_cast<long>(p.step) != step) continue;
+    if (std::isfinite(p.train_loss)) e["train_loss"] = p.train_loss;
+    if (std::isfinite(p.val_loss)) e["val_loss"] = p.val_loss;
+  }
+  e["sample"] = loaded.tokenizer.decode_utf8(ids);
+  e["attention"] = serve_api::attention_json(ins);
+  return e;
+}
+
+}  // namespace
+
+bool Server::load_if_new(const std::string& files_dir, std::string* error) {
+  {
+    std::lock_guard lock(state_mutex_);
+    if (model_ && files_dir == served_dir_) return true;
+  }
+  auto loaded = std::make_shared<LoadedModel>();
+  std::string probe;
+  json e;
+  std::size_t window = 0;
+  try {
+    *loaded = load_checkpoint(files_dir);
+    window = window_of(files_dir, loaded->config);
+    {
+      std::lock_guard lock(state_mutex_);
+      probe = probe_.empty() ? choose_probe(options_, *loaded, files_dir) : probe_;
+    }
+    // The evaluation of this save: the probe's attention and a sample, as the trainer prints.
+    // Its forward passes wait for the requests' (one at a time, under compute_mutex_ alone).
+    e = evaluate_save(*loaded, files_dir, probe, window, options_.eval_sample_tokens, compute_mutex_);
+  } catch (const std::exception& ex) {
+    if (error != nullptr) *error = ex.what();
+    note_load_failure(files_dir, ex.what());
+    return false;
+  }
+  std::lock_guard lock(state_mutex_);
+  probe_ = probe;
+  const std::size_t index = evaluations_seen_++;
+  e["index"] = index;
+  evaluations_.push_back(std::make_shared<const Evaluation>(
+      Evaluation{index, e.dump(-1, ' ', false, json::error_handler_t::replace)}));
+  // Keep the first save's evaluation and the newest max_evaluations.
+  if (evaluations_.size() > options_.max_evaluations + 1) evaluations_.erase(evaluations_.begin() + 1);
+  model_ = std::move(loaded);
+  window_ = window;
+  served_dir_ = files_dir;
+  status_.clear();
+  failed_dir_.clear();
+  failure_reported_ = false;
+  return true;
+}
+
+void Server::note_load_failure(const std::string& files_dir, const std::string& why) {
+  const bool saved = holds_checkpoint(options_.checkpoint);
+  std::string warning;
+  {
+    std::lock_guard lock(state_mutex_);
+    if (!model_) {
+      status_ = saved ? "cannot load the checkpoint: " + why
+                      : "no save yet in '" + options_.checkpoint + "': waiting for the trainer's first save";
+    } else if (files_dir == failed_dir_ && !failure_reported_) {
+      // The same save failed at two looks in a row: not a save replaced while it was read,
+      // but a broken one. Said once, on the status and to the warning stream.
+      status_ = fmt::format("the newest save, {}, cannot be loaded ({}); still serving the previous one, {}",
+                            files_dir, why, fs::path(served_dir_).filename().string());
+      warning = status_;
+      failure_reported_ = true;
+    }
+    if (files_dir != failed_dir_) failure_reported_ = false;
+    failed_dir_ = files_dir;
+  }
+  if (!warning.empty()) {
+    if (options_.warn)
+      options_.warn(warning);
+    else
+      std::cerr << "warning: " + warning + "\n" << std::flush;
+  }
+}
+
+void Server::watch_loop() {
+  const auto poll = std::chrono::milliseconds(static_cast<long>(options_.poll_seconds * 1000));
+  while (!stopping_) {
+    try {
+      load_if_new(checkpoint_files_dir(options_.checkpoint));
+    } catch (const std::exception&) {  // a save switched while we looked: try again next time
+    }
+    std::unique_lock lock(stop_mutex_);
+    stop_cv_.wait_for(lock, poll, [this] { return stopping_.load(); });
+  }
+}
+
+}  // namespace glass

@@ -1,0 +1,172 @@
+// Reading the requests of `glass serve`: body fields, query parameters, prompts, sampling
+// settings, and the error answers. See requests.hpp.
+
+#include "serve/requests.hpp"
+
+#include <cctype>
+#include <charconv>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "checkpoint/json_no_duplicates.hpp"
+#include "data/text.hpp"
+
+namespace glass::serve_api {
+
+void send_json(httplib::Response& res, const json& j, int status) {
+  res.status = status;
+  res.set_content(j.dump(-1, ' ', false, json::error_handler_t::replace), kJson);
+}
+
+void send_error(httplib::Response& res, int status, const std::string& message) {
+  send_json(res, json{{"error", message}}, status);
+}
+
+/// The reason phrase of an HTTP status the server answers with.
+std::string status_phrase(int status) {
+  switch (status) {
+    case 400: return "bad request";
+    case 404: return "not found";
+    case 405: return "method not allowed";
+    case 413: return "the request body is too large";
+    case 414: return "the request line is too long";
+    case 421: return "this server does not answer for that Host";
+    default: return fmt::format("HTTP status {}", status);
+  }
+}
+
+/// The request body as a JSON object whose keys are all in `allowed` (a typo such as "temp"
+/// must not be ignored silently).
+json parse_body(const httplib::Request& req, const std::set<std::string>& allowed) {
+  if (req.body.empty()) return json::object();
+  json j;
+  try {
+    j = parse_json_no_duplicate_keys(req.body);
+  } catch (const DuplicateKeyError& e) {  // which of the two would count is not the client's to guess
+    throw BadRequest(std::string("the request body is ambiguous: ") + e.what());
+  } catch (const json::exception&) {
+    throw BadRequest("the request body is not valid JSON (UTF-8)");
+  }
+  if (!j.is_object()) throw BadRequest("the request body must be a JSON object, e.g. {\"prompt\": \"Capitu\"}");
+  for (const auto& [key, value] : j.items()) {
+    if (allowed.count(key) != 0) continue;
+    std::string names;
+    for (const std::string& a : allowed) names += (names.empty() ? "" : ", ") + a;
+    throw BadRequest("unknown parameter '" + key + "'; the parameters are: " + names);
+  }
+  return j;
+}
+
+std::string string_field(const json& j, const char* name, const std::string& fallback) {
+  if (!j.contains(name)) return fallback;
+  if (!j[name].is_string()) throw BadRequest(fmt::format("'{}' must be a string", name));
+  return j[name].get<std::string>();
+}
+
+bool bool_field(const json& j, const char* name, bool fallback) {
+  if (!j.contains(name)) return fallback;
+  if (!j[name].is_boolean()) throw BadRequest(fmt::format("'{}' must be true or false", name));
+  return j[name].get<bool>();
+}
+
+/// A number in [lo, hi] (lo excluded when `lo_open`).
+double number_field(const json& j, const char* name, double fallback, double lo, double hi, bool lo_open) {
+  if (!j.contains(name)) return fallback;
+  const json& v = j[name];
+  const double x = v.is_number() ? v.get<double>() : std::nan("");
+  if (!std::isfinite(x) || x < lo || x > hi || (lo_open && x == lo))
+    throw BadRequest(fmt::format("'{}' must be a number in {}{}, {}] (got {})", name, lo_open ? "(" : "[",
+                                 lo, hi, v.dump()));
+  return x;
+}
+
+/// An integer in [lo, hi].
+std::uint64_t integer_field(const json& j, const char* name, std::uint64_t fallback, std::uint64_t lo,
+                            std::uint64_t hi) {
+  if (!j.contains(name)) return fallback;
+  const json& v = j[name];
+  if (!v.is_number_unsigned() || v.get<std::uint64_t>() < lo || v.get<std::uint64_t>() > hi)
+    throw BadRequest(fmt::format("'{}' must be an integer from {} to {} (got {})", name, lo, hi, v.dump()));
+  return v.get<std::uint64_t>();
+}
+
+/// A query parameter that must be an integer >= -1 (a step or an index); `fallback` if absent.
+long long query_integer(const httplib::Request& req, const char* name, long long fallback) {
+  if (!req.has_param(name)) return fallback;
+  const std::string s = req.get_param_value(name);
+  long long v = 0;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || end != s.data() + s.size() || v < -1)
+    throw BadRequest(fmt::format("'{}' must be an integer >= -1 (got '{}')", name, s));
+  return v;
+}
+
+/// `text` with every `from` replaced by `to`.
+std::string replace_all(std::string text, const std::string& from, const std::string& to) {
+  for (std::size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size()))
+    text.replace(at, from.size(), to);
+  return text;
+}
+
+std::u32string decode_prompt(const std::string& utf8) {
+  try {
+    return utf8_to_u32(utf8);
+  } catch (const Utf8Error& e) {
+    throw BadRequest(std::string("the prompt is not valid UTF-8: ") + e.what());
+  }
+}
+
+SamplingOptions sampling_fields(const json& body, std::size_t vocab_size) {
+  SamplingOptions sampling;
+  sampling.temperature = number_field(body, "temperature", sampling.temperature, 0, 100, false);
+  sampling.top_k = static_cast<std::size_t>(integer_field(body, "top_k", 0, 0, vocab_size));
+  sampling.top_p = number_field(body, "top_p", 1.0, 0, 1, /*lo_open=*/true);
+  sampling.min_p = number_field(body, "min_p", 0.0, 0, 1, false);
+  sampling.repeat_penalty = number_field(body, "repeat_penalty", 1.0, 0, 100, /*lo_open=*/true);
+  sampling.repeat_last_n =
+      static_cast<std::size_t>(integer_field(body, "repeat_last_n", 64, 0, 1'000'000));
+  validate(sampling);  // std::invalid_argument: answered 400 as well
+  return sampling;
+}
+
+/// A 400 naming the prompt's characters outside the vocabulary, unless there are none; the fix
+/// is named in the API's words (the JSON field allow_unknown, not the command line's flag).
+void refuse_unknown(const std::u32string& prompt, const Tokenizer& tokenizer) {
+  std::set<char32_t> unknown;
+  for (char32_t c : prompt)
+    if (!tokenizer.contains(c)) unknown.insert(c);
+  if (unknown.empty()) return;
+  std::string names;
+  for (char32_t c : unknown) names += (names.empty() ? "" : ", ") + describe_char(c);
+  throw BadRequest(fmt::format("the prompt has {} character(s) the model never saw in training: {} "
+                               "(send \"allow_unknown\": true to map them to the unknown id 0)",
+                               unknown.size(), names));
+}
+
+/// A 400 when an inspected prompt is longer than the model's context (`window`): inspection
+/// shows one window, position by position, as glass inspect does.
+void refuse_past_context(const std::u32string& prompt, std::size_t window) {
+  if (prompt.size() > window)
+    throw BadRequest(fmt::format("the prompt has {} characters; {}. Inspection shows one window: "
+                                 "send at most {} characters", prompt.size(), context_sentence(window), window));
+}
+
+std::int32_t start_id(const Tokenizer& tokenizer) {
+  return tokenizer.contains(U'\n') ? tokenizer.id_of(U'\n') : 1;
+}
+
+std::vector<std::int32_t> prompt_ids(const std::u32string& prompt, const Tokenizer& tokenizer,
+                                     std::size_t window) {
+  std::vector<std::int32_t> ids = tokenizer.encode(prompt, /*map_unknown=*/true);
+  if (ids.empty()) ids = {start_id(tokenizer)};
+  if (ids.size() > window) ids.erase(ids.begin(), ids.end() - static_cast<long>(window));
+  return ids;
+}
+
+std::string lower_case(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+}  // namespace glass::serve_api

@@ -1,0 +1,120 @@
+// The routes of `glass serve`: which answer each path gets, the rules every request passes
+// first (Host, Origin, Content-Type: Server::refusal), the JSON error answers, and the page
+// routes themselves (the live page, the static inspector). The API's answers are in
+// routes_model.cpp and routes_run.cpp. See server.hpp.
+
+#include <filesystem>
+
+#include <httplib.h>
+
+#include "checkpoint/checkpoint.hpp"
+#include "checkpoint/run_dir.hpp"
+#include "data/text.hpp"
+#include "inspect/inspect.hpp"
+#include "inspect/loss_plot.hpp"
+#include "inspect/render_html.hpp"
+#include "inspect/web_page.hpp"
+#include "serve/bounded_http.hpp"
+#include "serve/requests.hpp"
+#include "serve/server.hpp"
+
+namespace glass {
+
+namespace fs = std::filesystem;
+using namespace serve_api;
+
+namespace {
+
+using Handler = std::function<void(const httplib::Request&, httplib::Response&)>;
+
+/// `handler` answering every error: the ones the client can fix are 400 with a message, no
+/// model yet is 503, anything else 500 — never a crash.
+httplib::Server::Handler guarded(Handler handler) {
+  return [handler](const httplib::Request& req, httplib::Response& res) {
+    try {
+      handler(req, res);
+    } catch (const BadRequest& e) {
+      send_error(res, 400, e.what());
+    } catch (const InspectError& e) {
+      send_error(res, 400, e.what());
+    } catch (const std::invalid_argument& e) {
+      send_error(res, 400, e.what());
+    } catch (const NoModel& e) {
+      send_error(res, 503, e.what());
+    } catch (const std::bad_alloc&) {
+      send_error(res, 500, "out of memory");
+    } catch (const std::exception& e) {
+      send_error(res, 500, e.what());
+    }
+  };
+}
+
+}  // namespace
+
+void Server::add_routes() {
+  httplib::Server& s = *http_;
+  // Server::answer_* as a guarded handler.
+  auto answer = [this](void (Server::*member)(const httplib::Request&, httplib::Response&)) {
+    return guarded([this, member](const httplib::Request& req, httplib::Response& res) {
+      (this->*member)(req, res);
+    });
+  };
+
+  // Before any route: the Host, Origin and Content-Type rules (refusal()).
+  s.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    int status = 0;
+    const std::string why = refusal(req.get_header_value("Host"), req.method, req.get_header_value("Content-Type"),
+                                    req.get_header_value("Origin"), status);
+    if (why.empty()) return httplib::Server::HandlerResponse::Unhandled;
+    send_error(res, status, why);
+    return httplib::Server::HandlerResponse::Handled;
+  });
+
+  s.Get("/", guarded([](const httplib::Request&, httplib::Response& res) {
+    res.set_content(live_page(), "text/html; charset=utf-8");
+  }));
+  s.Get("/inspector", answer(&Server::answer_inspector));
+  s.Get("/api/info", answer(&Server::answer_info));
+  s.Post("/api/inspect", answer(&Server::answer_inspect));
+  s.Post("/api/sample", answer(&Server::answer_sample));
+  s.Post("/api/next", answer(&Server::answer_next));
+  s.Get("/api/log", answer(&Server::answer_log));
+  s.Get("/api/evals", answer(&Server::answer_evals));
+
+  // Errors without a body of their own (404 unknown path, 413 body too large, 400 a malformed
+  // request line) still answer {"error": ...}.
+  s.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return;
+    std::string message = status_phrase(res.status);
+    if (res.status == 404) message = "no such page or endpoint: " + req.path + " (see GET /api/info)";
+    send_error(res, res.status, message);
+  });
+  s.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
+    send_error(res, 500, "internal error");
+  });
+}
+
+void Server::answer_inspector(const httplib::Request& req, httplib::Response& res) {
+  if (!req.has_param("prompt")) throw BadRequest("give the prompt: /inspector?prompt=TEXT");
+  const std::u32string prompt = decode_prompt(req.get_param_value("prompt"));
+  std::size_t window = 0;
+  const auto m = model(&window);
+  refuse_past_context(prompt, window);
+  Inspection ins;
+  try {
+    std::lock_guard lock(compute_mutex_);
+    ins = inspect(*m, prompt);
+  } catch (const InspectError& e) {  // no flag here: the page takes the prompt as it is
+    throw BadRequest(replace_all(e.what(), "\n(--allow-unknown maps them to the unknown id 0)", ""));
+  }
+  HtmlOptions html;
+  html.checkpoint = options_.checkpoint;
+  html.title = "GlassLLM inspector: \"" + u32_to_utf8(prompt.substr(0, 60)) + "\"";
+  try {
+    html.loss = read_loss_log((fs::path(checkpoint_files_dir(options_.checkpoint)) / "log.csv").string());
+  } catch (const std::exception&) {
+  }
+  res.set_content(inspection_html(ins, html), "text/html; charset=utf-8");
+}
+
+}  // namespace glass

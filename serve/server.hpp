@@ -1,0 +1,171 @@
+#pragma once
+// `glass serve`: a small HTTP server (cpp-httplib) showing a model in the browser, live.
+//
+//   GET  /                     the live inspector page (web/live.html)
+//   GET  /inspector?prompt=T   the static inspector page of `glass inspect --html` for prompt T
+//   GET  /api/info             the model: config, vocabulary, step, limits, probe prompt, status
+//   POST /api/inspect          {"prompt": T, "top_k": K}: attention weights of every layer and
+//                              head, logits and top-k next tokens at every position, the shape
+//                              and min/max/mean of every snapshot
+//   POST /api/sample           {"prompt", "temperature", "top_k", "top_p", "seed", "n"}: the
+//                              generated characters, streamed as they are chosen (text/plain)
+//   POST /api/next             {"prompt", "temperature", "top_k", "top_p", ...}: the
+//                              probabilities the sampler draws the character after the prompt
+//                              from (sample/sampler.hpp, generation_probs)
+//   GET  /api/log?since=S      the per-step log rows with step > S (RUN/steps.csv) and the
+//                              evaluations of the current save (log.csv)
+//   GET  /api/evals?since=K    the evaluations kept whose index is K or more: their step, a sample
+//                              and the attention of the fixed probe prompt (the first save's and
+//                              the last max_evaluations are kept)
+//
+// Safe by default: it binds 127.0.0.1 unless told otherwise; it serves only the pages built into
+// the program (no request path reaches the file system); bodies are at most 64 KiB and prompts
+// at most the model's context length; bad JSON or parameters answer 400 with {"error": message},
+// unknown paths 404. Watching a run directory, it loads each new save that RUN/current points
+// to (the previous model answers until the new one is ready).
+
+#include <atomic>
+#include <condition_variable>
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "serve/live_log.hpp"
+
+namespace httplib {  // <httplib.h>
+struct Request;
+struct Response;
+}  // namespace httplib
+
+namespace glass {
+
+class BoundedHttpServer;  // serve/bounded_http.hpp
+
+struct LoadedModel;  // checkpoint/checkpoint.hpp
+
+/// A server that cannot start: the address cannot be bound (port in use, no permission, unknown
+/// host) or the checkpoint directory does not exist. The message says which and what to do.
+class ServeError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// True for the addresses only this machine can reach: localhost, 127.x.x.x, ::1.
+bool is_loopback_host(const std::string& host);
+
+/// What `glass serve` (and `glass train --serve`) serve.
+struct ServeOptions {
+  std::string checkpoint;          ///< a run directory (watched) or a checkpoint directory
+  std::string host = "127.0.0.1";  ///< address to bind; anything but loopback exposes the model
+  int port = 8080;                 ///< 0 = any free port (see Server::port())
+  std::string probe;               ///< prompt whose attention is kept at every save ("" = default)
+  std::string data_path;           ///< the training text (its start is the default probe), or ""
+  double poll_seconds = 0.5;       ///< how often the run directory is looked at
+  std::size_t max_body_bytes = 64 * 1024;  ///< larger request bodies answer 413 (chunked ones too)
+  double request_seconds = 10;  ///< to send a whole request (headers and body); slower ones get 408
+  std::size_t max_reading = 32;  ///< connections sending their request at once; the oldest gets 408
+  /// Names (or addresses) besides 127.0.0.1, localhost, [::1] and `host` that the Host header of
+  /// a request may give; any other answers 421 (a web page of another site reaching this server
+  /// through DNS rebinding sends its own name).
+  std::vector<std::string> allowed_hosts;
+  std::size_t max_sample_tokens = 2000;    ///< most characters one /api/sample may ask for
+  std::size_t eval_sample_tokens = 120;    ///< characters sampled at each new save
+  /// Evaluations kept for /api/evals besides the first save's: the newest ones (older ones are
+  /// dropped, so the server's memory and the answer to since=0 stay bounded on a long run).
+  std::size_t max_evaluations = 200;
+  /// Where a warning goes (a new save that cannot be loaded while an older one is served);
+  /// empty: standard error, as "warning: MESSAGE". Called from the watching thread.
+  std::function<void(const std::string&)> warn;
+};
+
+/// The server. Construction checks the options and loads the checkpoint if there is one
+/// (throws ServeError for a missing directory, CheckpointError for a broken checkpoint); a run
+/// directory without a save yet is watched until the trainer's first save. start() binds and
+/// answers requests on background threads until stop() (or destruction).
+class Server {
+ public:
+  explicit Server(ServeOptions options);
+  ~Server();
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  /// Binds host:port and starts answering; returns the bound port (the free one chosen when
+  /// port is 0). Throws ServeError when the address cannot be bound. (cpp-httplib sets SIGPIPE
+  /// to be ignored in the whole process when it listens: a client that leaves mid-answer makes
+  /// a write fail, it does not end the program.)
+  int start();
+  /// Stops answering and joins the threads; safe to call more than once.
+  void stop();
+  int port() const { return port_; }
+  /// "http://HOST:PORT/".
+  std::string url() const;
+  /// "" or why no model is served yet (e.g. waiting for the first save), or why the newest save
+  /// is not the one served (it cannot be loaded: the older model answers meanwhile).
+  std::string status() const;
+  /// Holds back every forward pass of the server (requests, and the evaluation of a new save)
+  /// until the returned lock is released: they run one at a time, under this lock.
+  std::unique_lock<std::mutex> hold_compute() { return std::unique_lock(compute_mutex_); }
+
+ private:
+  /// One save seen by the server: its answer in /api/evals, as JSON text.
+  struct Evaluation {
+    std::size_t index;  ///< the how-manieth save the server evaluated (0 = the first)
+    std::string json;
+  };
+  /// Registers the pages and the API below on http_ (serve/routes.cpp), with the rules every
+  /// request passes first (refusal) and the JSON error answers.
+  void add_routes();
+  // The answers, one per route; what they throw becomes a 4xx/5xx answer (add_routes).
+  // Pages (serve/routes.cpp): GET /inspector.
+  void answer_inspector(const httplib::Request& req, httplib::Response& res);
+  // The model (serve/routes_model.cpp): GET /api/info, POST /api/inspect, /api/sample, /api/next.
+  void answer_info(const httplib::Request& req, httplib::Response& res);
+  void answer_inspect(const httplib::Request& req, httplib::Response& res);
+  void answer_sample(const httplib::Request& req, httplib::Response& res);
+  void answer_next(const httplib::Request& req, httplib::Response& res);
+  // The run (serve/routes_run.cpp): GET /api/log, /api/evals.
+  void answer_log(const httplib::Request& req, httplib::Response& res);
+  void answer_evals(const httplib::Request& req, httplib::Response& res);
+  /// "" when the Host and, for a POST, Content-Type and Origin headers are acceptable; else
+  /// the status (421, 403, 415) through `status` and the reason.
+  std::string refusal(const std::string& host, const std::string& method, const std::string& content_type,
+                      const std::string& origin, int& status) const;
+  // Watching the run directory (serve/evaluations.cpp).
+  void watch_loop();
+  /// Loads the save `files_dir` unless it is the one served; returns false when it cannot be
+  /// loaded (yet): the reason goes to `error` (if given) and, while no model is served, to status().
+  bool load_if_new(const std::string& files_dir, std::string* error = nullptr);
+  /// Records that the save `files_dir` could not be loaded (`why`): the status while no model
+  /// is served; said once (status and warning) when the same save fails at two looks in a row.
+  void note_load_failure(const std::string& files_dir, const std::string& why);
+  std::shared_ptr<const LoadedModel> model(std::size_t* window = nullptr) const;
+
+  ServeOptions options_;
+  std::unique_ptr<BoundedHttpServer> http_;
+  int port_ = 0;
+  std::thread listen_thread_, watch_thread_;
+  std::atomic<bool> stopping_{false};
+  std::mutex stop_mutex_;
+  std::condition_variable stop_cv_;
+
+  mutable std::mutex state_mutex_;                 // guards the fields below
+  std::shared_ptr<const LoadedModel> model_;       // the newest loaded save
+  std::size_t window_ = 0;                         // its sampling window
+  std::string served_dir_;                         // the directory it was loaded from
+  std::string status_;
+  std::string failed_dir_;      // a save that could not be loaded at the last look ("" = none)
+  bool failure_reported_ = false;
+  std::string probe_;                              // UTF-8, fixed at the first load
+  std::vector<std::shared_ptr<const Evaluation>> evaluations_;  // the first, then the newest
+  std::size_t evaluations_seen_ = 0;               // saves evaluated so far (the next index)
+  StepLog step_log_;
+
+  std::mutex compute_mutex_;  // one forward pass at a time; never held with state_mutex_
+};
+
+}  // namespace glass

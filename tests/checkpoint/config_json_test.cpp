@@ -1,0 +1,131 @@
+// config.json: round trip of ModelConfig + tokenizer, and clear errors for bad files.
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "data/text.hpp"
+#include "checkpoint/config_json.hpp"
+
+using glass::ConfigError;
+using glass::ModelConfig;
+using glass::Tokenizer;
+
+namespace {
+
+/// Expects config_from_json to throw ConfigError whose message contains `needle` and the source.
+void expect_rejected(const std::string& text, const std::string& needle) {
+  try {
+    glass::config_from_json(text, "ckpt/config.json");
+    ADD_FAILURE() << "expected ConfigError containing: " << needle;
+  } catch (const ConfigError& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find(needle), std::string::npos) << msg;
+    EXPECT_NE(msg.find("ckpt/config.json"), std::string::npos) << msg;
+  }
+}
+
+/// A valid config.json text with a 3-character tokenizer ("a", "é", "😀"), vocab_size 4.
+/// `from` (which must occur) is replaced by `to`, to make one defect at a time.
+std::string config_text(const std::string& from = "", const std::string& to = "") {
+  std::string text = R"({"format": "glassllm", "version": 1,
+    "model": {"vocab_size": 4, "d_model": 16, "n_layers": 2, "n_heads": 4, "n_kv_heads": 2,
+              "ffn_hidden": 40, "context_length": 32, "vocab_cap": 1024,
+              "rope_base": 10000.0, "norm_eps": 1e-05, "init_std": 0.02},
+    "tokenizer": {"type": "char", "unknown_id": 0, "chars": ["a", "é", "😀"]}})";
+  if (!from.empty()) {
+    const auto pos = text.find(from);
+    EXPECT_NE(pos, std::string::npos) << from;
+    text.replace(pos, from.size(), to);
+  }
+  return text;
+}
+
+}  // namespace
+
+TEST(ConfigJson, RoundTrip) {
+  ModelConfig m;
+  m.d_model = 64;
+  m.n_layers = 3;
+  m.n_heads = 8;
+  m.n_kv_heads = 4;
+  m.ffn_hidden = 176;
+  m.context_length = 64;
+  m.rope_base = 500000.0;
+  m.norm_eps = 1e-6;
+  m.init_std = 0.0125;
+  const std::u32string text = glass::utf8_to_u32("ação \"aspas\" \\ barra\n\ttab 😀 ü");
+  const Tokenizer tok = Tokenizer::from_text(text);
+  m.vocab_size = tok.vocab_size();
+
+  const std::string json = glass::config_to_json(m, tok, R"({"trainer": {"step": 5}})");
+  const glass::CheckpointConfig back = glass::config_from_json(json, "mem");
+  EXPECT_EQ(back.model.vocab_size, m.vocab_size);
+  EXPECT_EQ(back.model.d_model, 64u);
+  EXPECT_EQ(back.model.n_layers, 3u);
+  EXPECT_EQ(back.model.n_heads, 8u);
+  EXPECT_EQ(back.model.n_kv_heads, 4u);
+  EXPECT_EQ(back.model.ffn_hidden, 176u);
+  EXPECT_EQ(back.model.context_length, 64u);
+  EXPECT_EQ(back.model.vocab_cap, 1024u);
+  EXPECT_EQ(back.model.rope_base, 500000.0);
+  EXPECT_EQ(back.model.norm_eps, 1e-6);      // doubles survive JSON exactly (shortest round trip)
+  EXPECT_EQ(back.model.init_std, 0.0125);
+  EXPECT_EQ(back.tokenizer.chars(), tok.chars());
+  EXPECT_EQ(back.tokenizer.encode(text), tok.encode(text));
+  EXPECT_NE(json.find("\"trainer\""), std::string::npos);
+  // Readable: characters are stored as UTF-8 strings, not numbers.
+  EXPECT_NE(json.find("\"ç\""), std::string::npos) << json;
+  EXPECT_THROW(glass::config_to_json(m, tok, R"({"model": 1})"), std::invalid_argument);
+  EXPECT_THROW(glass::config_to_json(m, tok, "[1]"), std::invalid_argument);
+}
+
+TEST(ConfigJson, ParsesHandWrittenFile) {
+  const glass::CheckpointConfig c = glass::config_from_json(config_text(), "hand");
+  EXPECT_EQ(c.model.vocab_size, 4u);
+  EXPECT_EQ(c.model.head_dim(), 4u);
+  ASSERT_EQ(c.tokenizer.vocab_size(), 4u);
+  EXPECT_EQ(c.tokenizer.char_of(2), U'\u00E9');
+  EXPECT_EQ(c.tokenizer.char_of(3), U'\U0001F600');
+}
+
+TEST(ConfigJson, ModelObjectAlone) {
+  ModelConfig m;
+  const ModelConfig back = glass::model_config_from_json(glass::model_config_to_json(m), "m");
+  EXPECT_EQ(back.d_model, m.d_model);
+  EXPECT_EQ(back.ffn_hidden, m.ffn_hidden);
+  EXPECT_THROW(glass::model_config_from_json("{}", "m"), ConfigError);
+}
+
+TEST(ConfigJson, RejectsBadJsonAndFormat) {
+  expect_rejected("{\"format\": \"glassllm\",", "not valid JSON");
+  expect_rejected("", "not valid JSON");
+  expect_rejected("[]", "top level must be a JSON object");
+  expect_rejected(config_text("\"glassllm\"", "\"other\""), "\"format\": \"glassllm\"");
+  expect_rejected(config_text("\"version\": 1", "\"version\": 2"), "version 2 is not supported");
+}
+
+TEST(ConfigJson, RejectsMissingAndMistypedFields) {
+  expect_rejected(config_text("\"d_model\": 16, ", ""), "missing field \"d_model\"");
+  expect_rejected(config_text("\"d_model\": 16", "\"d_model\": \"16\""), "\"d_model\" must be a non-negative integer");
+  expect_rejected(config_text("\"d_model\": 16", "\"d_model\": -16"), "\"d_model\" must be a non-negative integer");
+  expect_rejected(config_text("\"d_model\": 16", "\"d_model\": 16.5"), "\"d_model\" must be a non-negative integer");
+  expect_rejected(config_text("\"norm_eps\": 1e-05", "\"norm_eps\": null"), "\"norm_eps\" must be a number");
+  expect_rejected(config_text("\"init_std\": 0.02", "\"init_std\": 0.02, \"dmodel\": 3"), "unknown field \"dmodel\"");
+  expect_rejected(config_text("\"tokenizer\":", "\"tokeniser\":"), "missing \"tokenizer\"");
+}
+
+TEST(ConfigJson, RejectsInvalidModel) {
+  // 16 is not divisible into 3 heads: ModelConfig::validate's message is passed on.
+  expect_rejected(config_text("\"n_heads\": 4", "\"n_heads\": 3"), "n_heads");
+  expect_rejected(config_text("\"d_model\": 16", "\"d_model\": 0"), "d_model must be at least 1");
+}
+
+TEST(ConfigJson, RejectsBadTokenizer) {
+  expect_rejected(config_text(R"(["a", "é", "😀"])", R"(["a", "é", "é"])"), "appears twice");
+  expect_rejected(config_text(R"(["a", "é", "😀"])", R"(["a", "é", "ab"])"), "chars[2]");
+  expect_rejected(config_text(R"(["a", "é", "😀"])", R"(["a", "é", ""])"), "exactly one character");
+  expect_rejected(config_text(R"(["a", "é", "😀"])", R"(["a", "é", 7])"), "chars[2] must be a string");
+  expect_rejected(config_text(R"(["a", "é", "😀"])", R"(["a", "é"])"), "model's vocab_size is 4");
+  expect_rejected(config_text("\"type\": \"char\"", "\"type\": \"bpe\""), "not supported");
+}

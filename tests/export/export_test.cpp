@@ -1,0 +1,444 @@
+// The exporters (export/) against readers written here from the formats' descriptions:
+// - GGUF (ggml's docs/gguf.md): header, every key llama.cpp's `llama` loader reads, the
+//   vocabulary and the tensor table (names, reversed dims, aligned offsets, the values);
+// - llama2.c (run.c's read_checkpoint / memory_map_weights / build_tokenizer): model.bin and
+//   tokenizer.bin are read back as run.c reads them into a fresh Decoder, whose logits for a
+//   prompt must equal the exported model's.
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "autograd/tape.hpp"
+#include "data/text.hpp"
+#include "export/export_gguf.hpp"
+#include "export/export_llama2c.hpp"
+
+namespace {
+
+using glass::Array;
+using glass::Decoder;
+using glass::ExportError;
+using glass::ExportInfo;
+using glass::LoadedModel;
+using glass::ModelConfig;
+using glass::Tokenizer;
+
+/// A small model with random weights: gains drawn away from 1 so that every tensor matters.
+LoadedModel small_model(ModelConfig c = {}, std::u32string chars = U" ea\nsoé,C") {
+  c.d_model = 16;
+  c.n_layers = 2;
+  c.n_heads = 4;
+  c.n_kv_heads = 2;
+  c.ffn_hidden = 24;
+  c.context_length = 32;
+  c.vocab_size = chars.size() + 1;
+  LoadedModel m;
+  m.config = c;
+  m.tokenizer = Tokenizer(std::vector<char32_t>(chars.begin(), chars.end()));
+  m.model = std::make_unique<Decoder>(c, 42);
+  std::uint32_t state = 1;
+  for (auto& [name, p] : m.model->named_parameters())
+    if (p.value().dimension() == 1)
+      for (float& v : p.value()) {
+        state = state * 1664525u + 1013904223u;
+        v = 0.5f + static_cast<float>(state >> 8) / static_cast<float>(1u << 24);
+      }
+  m.weights_step = "123";
+  return m;
+}
+
+/// Little-endian reader over a byte string; throws on reading past the end.
+struct Reader {
+  const std::string& b;
+  std::size_t pos = 0;
+  template <typename T>
+  T pod() {
+    if (pos + sizeof(T) > b.size()) throw std::out_of_range("read past the end");
+    T v;
+    std::memcpy(&v, b.data() + pos, sizeof(T));
+    pos += sizeof(T);
+    return v;
+  }
+  std::string str() {
+    const auto n = pod<std::uint64_t>();
+    if (pos + n > b.size()) throw std::out_of_range("string past the end");
+    std::string s = b.substr(pos, n);
+    pos += n;
+    return s;
+  }
+};
+
+// ---------------------------------------------------------------------------------------------
+// GGUF
+// ---------------------------------------------------------------------------------------------
+
+/// One metadata value as read (scalars as double or string, arrays as vectors).
+struct Value {
+  std::uint32_t type = 0;
+  double number = 0;
+  std::string text;
+  std::uint32_t elem_type = 0;
+  std::vector<double> numbers;
+  std::vector<std::string> texts;
+};
+
+struct GgufTensorInfo {
+  std::vector<std::uint64_t> ne;
+  std::uint32_t type;
+  std::uint64_t offset;
+};
+
+struct Gguf {
+  std::uint32_t version;
+  std::map<std::string, Value> kv;
+  std::vector<std::string> order;  // tensor names in file order
+  std::map<std::string, GgufTensorInfo> tensors;
+  std::size_t data_start;
+};
+
+double read_scalar(Reader& r, std::uint32_t type) {
+  switch (type) {
+    case 0: return r.pod<std::uint8_t>();
+    case 4: return r.pod<std::uint32_t>();
+    case 5: return r.pod<std::int32_t>();
+    case 6: return r.pod<float>();
+    case 7: return r.pod<std::uint8_t>();
+    case 10: return static_cast<double>(r.pod<std::uint64_t>());
+    case 12: return r.pod<double>();
+  }
+  throw std::runtime_error("unexpected GGUF type " + std::to_string(type));
+}
+
+Gguf read_gguf(const std::string& bytes) {
+  Reader r{bytes};
+  Gguf g;
+  EXPECT_EQ(bytes.substr(0, 4), "GGUF");
+  r.pos = 4;
+  g.version = r.pod<std::uint32_t>();
+  const auto n_tensors = r.pod<std::uint64_t>();
+  const auto n_kv = r.pod<std::uint64_t>();
+  for (std::uint64_t i = 0; i < n_kv; ++i) {
+    const std::string key = r.str();
+    Value v;
+    v.type = r.pod<std::uint32_t>();
+    if (v.type == 8) {
+      v.text = r.str();
+    } else if (v.type == 9) {
+      v.elem_type = r.pod<std::uint32_t>();
+      const auto n = r.pod<std::uint64_t>();
+      for (std::uint64_t k = 0; k < n; ++k) {
+        if (v.elem_type == 8) v.texts.push_back(r.str());
+        else v.numbers.push_back(read_scalar(r, v.elem_type));
+      }
+    } else {
+      v.number = read_scalar(r, v.type);
+    }
+    EXPECT_EQ(g.kv.count(key), 0u) << "key written twice: " << key;
+    g.kv[key] = v;
+  }
+  for (std::uint64_t i = 0; i < n_tensors; ++i) {
+    const std::string name = r.str();
+    GgufTensorInfo t;
+    const auto n_dims = r.pod<std::uint32_t>();
+    for (std::uint32_t d = 0; d < n_dims; ++d) t.ne.push_back(r.pod<std::uint64_t>());
+    t.type = r.pod<std::uint32_t>();
+    t.offset = r.pod<std::uint64_t>();
+    g.order.push_back(name);
+    g.tensors[name] = t;
+  }
+  g.data_start = (r.pos + 31) / 32 * 32;
+  return g;
+}
+
+/// The float32 values of a tensor of the file.
+std::vector<float> tensor_values(const std::string& bytes, const Gguf& g, const std::string& name) {
+  const GgufTensorInfo& t = g.tensors.at(name);
+  std::size_t n = 1;
+  for (auto d : t.ne) n *= d;
+  std::vector<float> v(n);
+  std::memcpy(v.data(), bytes.data() + g.data_start + t.offset, n * sizeof(float));
+  return v;
+}
+
+std::vector<float> flat(const Array& a) { return {a.data(), a.data() + a.size()}; }
+
+TEST(ExportGguf, HeaderKeysAndVocabulary) {
+  const LoadedModel m = small_model();
+  const std::string bytes = glass::gguf_bytes(m, {"tiny", "123", 24, "domcasmurro.txt"});
+  const Gguf g = read_gguf(bytes);
+  EXPECT_EQ(g.version, 3u);
+  auto u32 = [&](const std::string& k) {
+    EXPECT_EQ(g.kv.at(k).type, 4u) << k;
+    return g.kv.at(k).number;
+  };
+  EXPECT_EQ(g.kv.at("general.architecture").text, "llama");
+  EXPECT_EQ(g.kv.at("general.name").text, "tiny");
+  EXPECT_EQ(g.kv.at("glass.training.step").text, "123");
+  EXPECT_EQ(g.kv.at("glass.training.data").text, "domcasmurro.txt");
+  EXPECT_EQ(g.kv.at("general.description").text,
+            "GlassLLM character-level model trained on domcasmurro.txt for 123 steps");
+  EXPECT_EQ(u32("general.alignment"), 32);
+  EXPECT_EQ(u32("general.file_type"), 0);  // all F32
+  EXPECT_EQ(u32("llama.context_length"), 24);  // the training context, not the RoPE table size
+  EXPECT_EQ(u32("llama.embedding_length"), 16);
+  EXPECT_EQ(u32("llama.block_count"), 2);
+  EXPECT_EQ(u32("llama.feed_forward_length"), 24);
+  EXPECT_EQ(u32("llama.attention.head_count"), 4);
+  EXPECT_EQ(u32("llama.attention.head_count_kv"), 2);
+  EXPECT_EQ(u32("llama.rope.dimension_count"), 4);  // head_dim: every pair of a head turns
+  EXPECT_EQ(g.kv.at("llama.attention.layer_norm_rms_epsilon").type, 6u);
+  EXPECT_FLOAT_EQ(g.kv.at("llama.attention.layer_norm_rms_epsilon").number, 1e-5f);
+  EXPECT_FLOAT_EQ(g.kv.at("llama.rope.freq_base").number, 10000.0f);
+
+  // 10 checkpoint ids + <s> </s> + 256 bytes.
+  EXPECT_EQ(g.kv.at("tokenizer.ggml.model").text, "llama");
+  const auto& tokens = g.kv.at("tokenizer.ggml.tokens").texts;
+  ASSERT_EQ(tokens.size(), 10u + 2 + 256);
+  EXPECT_EQ(u32("llama.vocab_size"), 268);
+  const std::vector<std::string> first = {"<unk>", "\u2581", "e", "a", "\n", "s", "o", "\u00e9", ",", "C", "<s>", "</s>", "<0x00>"};
+  for (std::size_t i = 0; i < first.size(); ++i) EXPECT_EQ(tokens[i], first[i]) << i;
+  EXPECT_EQ(tokens[12 + 0x0A], "<0x0A>");
+  EXPECT_EQ(tokens.back(), "<0xFF>");
+  const auto& types = g.kv.at("tokenizer.ggml.token_type").numbers;
+  ASSERT_EQ(types.size(), tokens.size());
+  EXPECT_EQ(types[0], 2);   // UNKNOWN
+  EXPECT_EQ(types[1], 1);   // NORMAL
+  EXPECT_EQ(types[10], 3);  // CONTROL
+  EXPECT_EQ(types[11], 3);
+  EXPECT_EQ(types[12], 6);  // BYTE
+  EXPECT_EQ(g.kv.at("tokenizer.ggml.scores").numbers.size(), tokens.size());
+  EXPECT_EQ(u32("tokenizer.ggml.unknown_token_id"), 0);
+  EXPECT_EQ(u32("tokenizer.ggml.bos_token_id"), 10);
+  EXPECT_EQ(u32("tokenizer.ggml.eos_token_id"), 11);
+  for (const char* k : {"tokenizer.ggml.add_bos_token", "tokenizer.ggml.add_eos_token",
+                        "tokenizer.ggml.add_space_prefix"}) {
+    EXPECT_EQ(g.kv.at(k).type, 7u) << k;
+    EXPECT_EQ(g.kv.at(k).number, 0) << k;
+  }
+}
+
+TEST(ExportGguf, TensorTable) {
+  const LoadedModel m = small_model();
+  const std::string bytes = glass::gguf_bytes(m, {"tiny", "", 32});
+  const Gguf g = read_gguf(bytes);
+  EXPECT_EQ(g.kv.count("glass.training.step"), 0u);  // no step: no key
+  ASSERT_EQ(g.order.size(), 1u + 2 * 9 + 2);
+  EXPECT_EQ(g.order.front(), "token_embd.weight");
+  EXPECT_EQ(g.order[1], "blk.0.attn_norm.weight");
+  EXPECT_EQ(g.order.back(), "output.weight");
+  using Ne = std::vector<std::uint64_t>;
+  // ne[0] is the fastest axis: an (out, in) weight has ne = [in, out].
+  const std::map<std::string, Ne> want = {
+      {"token_embd.weight", {16, 268}},    {"output_norm.weight", {16}},
+      {"output.weight", {16, 268}},        {"blk.1.attn_norm.weight", {16}},
+      {"blk.1.attn_q.weight", {16, 16}},   {"blk.1.attn_k.weight", {16, 8}},
+      {"blk.1.attn_v.weight", {16, 8}},    {"blk.1.attn_output.weight", {16, 16}},
+      {"blk.1.ffn_norm.weight", {16}},     {"blk.1.ffn_gate.weight", {16, 24}},
+      {"blk.1.ffn_down.weight", {24, 16}}, {"blk.1.ffn_up.weight", {16, 24}}};
+  for (const auto& [name, ne] : want) EXPECT_EQ(g.tensors.at(name).ne, ne) << name;
+  // Offsets: F32, aligned to 32, in file order, back to back up to the padding.
+  std::uint64_t expected_offset = 0;
+  for (const auto& name : g.order) {
+    const GgufTensorInfo& t = g.tensors.at(name);
+    EXPECT_EQ(t.type, 0u) << name;
+    EXPECT_EQ(t.offset, expected_offset) << name;
+    std::uint64_t n = 4;
+    for (auto d : t.ne) n *= d;
+    expected_offset = (t.offset + n + 31) / 32 * 32;
+  }
+  EXPECT_EQ(bytes.size(), g.data_start + expected_offset);
+
+  // The values: Meta-layout weights unchanged (GlassLLM's RoPE turns the interleaved pairs
+  // (2i, 2i+1), as llama.cpp's LLAMA_ROPE_TYPE_NORM does), the added tokens' rows copy <unk>'s.
+  const Decoder& d = *m.model;
+  EXPECT_EQ(tensor_values(bytes, g, "blk.1.attn_q.weight"), flat(d.layers[1]->attention.wq.weight.value()));
+  EXPECT_EQ(tensor_values(bytes, g, "blk.0.attn_k.weight"), flat(d.layers[0]->attention.wk.weight.value()));
+  EXPECT_EQ(tensor_values(bytes, g, "blk.1.ffn_down.weight"), flat(d.layers[1]->feed_forward.w2.weight.value()));
+  EXPECT_EQ(tensor_values(bytes, g, "blk.0.ffn_norm.weight"), flat(d.layers[0]->ffn_norm.weight.value()));
+  EXPECT_EQ(tensor_values(bytes, g, "output_norm.weight"), flat(d.norm.weight.value()));
+  for (const char* name : {"token_embd.weight", "output.weight"}) {
+    const Array& w = std::string(name) == "output.weight" ? d.output.weight.value() : d.tok_embeddings.weight.value();
+    const std::vector<float> v = tensor_values(bytes, g, name);
+    const std::vector<float> orig = flat(w);
+    EXPECT_TRUE(std::equal(orig.begin(), orig.end(), v.begin())) << name;
+    for (std::size_t row = 10; row < 268; ++row)
+      EXPECT_TRUE(std::equal(v.begin() + row * 16, v.begin() + row * 16 + 16, orig.begin())) << name << " row " << row;
+  }
+}
+
+TEST(ExportGguf, RefusesWhatItCannotWrite) {
+  const LoadedModel m = small_model();
+  EXPECT_THROW(glass::gguf_bytes(m, {"tiny", "", 0}), ExportError);
+  EXPECT_THROW(glass::gguf_bytes(m, {"tiny", "", 33}), ExportError);  // above context_length
+  const LoadedModel block = small_model({}, U" a\u2581");
+  try {
+    glass::gguf_bytes(block, {"tiny", "", 8});
+    FAIL() << "U+2581 in the vocabulary was accepted";
+  } catch (const ExportError& e) {
+    EXPECT_NE(std::string(e.what()).find("U+2581"), std::string::npos) << e.what();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// llama2.c
+// ---------------------------------------------------------------------------------------------
+
+/// model.bin and tokenizer.bin read back as run.c reads them, into a new Decoder and a
+/// piece -> id table.
+struct Llama2c {
+  std::int32_t header[7];
+  std::unique_ptr<Decoder> model;
+  std::vector<std::string> pieces;
+  std::vector<float> scores;
+  std::int32_t max_token_length;
+  std::vector<float> freq_cis_real, freq_cis_imag;
+};
+
+Llama2c read_llama2c(const glass::Llama2cFiles& files) {
+  Llama2c out;
+  Reader r{files.model_bin};
+  for (auto& h : out.header) h = r.pod<std::int32_t>();  // Config: 7 ints
+  const std::size_t dim = out.header[0], hidden = out.header[1], L = out.header[2],
+                    n_heads = out.header[3], n_kv_heads = out.header[4], seq_len = out.header[6];
+  const bool shared_weights = out.header[5] > 0;
+  EXPECT_FALSE(shared_weights);
+  const std::size_t vocab = static_cast<std::size_t>(std::abs(out.header[5]));
+  const std::size_t head_size = dim / n_heads, kv_dim = n_kv_heads * head_size;
+
+  ModelConfig c;
+  c.vocab_size = vocab;
+  c.d_model = dim;
+  c.n_layers = L;
+  c.n_heads = n_heads;
+  c.n_kv_heads = n_kv_heads;
+  c.ffn_hidden = hidden;
+  c.context_length = seq_len;
+  c.rope_base = 10000;  // what run.c computes with
+  c.norm_eps = 1e-5;
+  out.model = std::make_unique<Decoder>(c, 1);
+  Decoder& d = *out.model;
+
+  // memory_map_weights: a pointer walking the floats after the header.
+  const float* ptr = reinterpret_cast<const float*>(files.model_bin.data() + 7 * sizeof(std::int32_t));
+  const float* end = reinterpret_cast<const float*>(files.model_bin.data() + files.model_bin.size());
+  auto take = [&](Array& a, std::size_t n) {
+    EXPECT_EQ(a.size(), n);
+    EXPECT_LE(ptr + n, end);
+    std::copy(ptr, ptr + n, a.data());
+    ptr += n;
+  };
+  take(d.tok_embeddings.weight.value(), vocab * dim);
+  for (std::size_t l = 0; l < L; ++l) take(d.layers[l]->attention_norm.weight.value(), dim);
+  for (std::size_t l = 0; l < L; ++l) take(d.layers[l]->attention.wq.weight.value(), dim * n_heads * head_size);
+  for (std::size_t l = 0; l < L; ++l) take(d.layers[l]->attention.wk.weight.value(), dim * kv_dim);
+  for (std::size_t l = 0; l < L; ++l) take(d.layers[l]->attention.wv.weight.value(), dim * kv_dim);
+  for (std::size_t l = 0; l < L; ++l) take(d.layers[l]->attention.wo.weight.value(), n_heads * head_size * dim);
+  for (std::size_t l = 0; l < L; ++l) take(d.layers[l]->ffn_norm.weight.value(), dim);
+  for (std::size_t l = 0; l < L; ++l) take(d.layers[l]->feed_forward.w1.weight.value(), dim * hidden);
+  for (std::size_t l = 0; l < L; ++l) take(d.layers[l]->feed_forward.w2.weight.value(), hidden * dim);
+  for (std::size_t l = 0; l < L; ++l) take(d.layers[l]->feed_forward.w3.weight.value(), dim * hidden);
+  take(d.norm.weight.value(), dim);
+  out.freq_cis_real.assign(ptr, ptr + seq_len * head_size / 2);
+  ptr += seq_len * head_size / 2;  // run.c: skip what used to be freq_cis_real
+  out.freq_cis_imag.assign(ptr, ptr + seq_len * head_size / 2);
+  ptr += seq_len * head_size / 2;  // ... and freq_cis_imag
+  take(d.output.weight.value(), vocab * dim);  // wcls
+  EXPECT_EQ(ptr, end) << "bytes after wcls";
+
+  // build_tokenizer: max_token_length, then per token score, len, bytes.
+  Reader t{files.tokenizer_bin};
+  out.max_token_length = t.pod<std::int32_t>();
+  for (std::size_t i = 0; i < vocab; ++i) {
+    out.scores.push_back(t.pod<float>());
+    const auto len = t.pod<std::int32_t>();
+    out.pieces.push_back(files.tokenizer_bin.substr(t.pos, len));
+    t.pos += len;
+  }
+  EXPECT_EQ(t.pos, files.tokenizer_bin.size()) << "bytes after the last token";
+  return out;
+}
+
+/// Logits (T, vocab) of one sequence.
+std::vector<std::vector<float>> logits_of(const Decoder& d, const std::vector<std::int32_t>& ids) {
+  glass::NoGradGuard no_grad;
+  glass::Ids x = glass::Ids::from_shape({1, ids.size()});
+  std::copy(ids.begin(), ids.end(), x.begin());
+  const Array y = d.forward(x).value();
+  std::vector<std::vector<float>> out(ids.size());
+  const std::size_t V = y.shape()[2];
+  for (std::size_t t = 0; t < ids.size(); ++t) out[t].assign(y.data() + t * V, y.data() + (t + 1) * V);
+  return out;
+}
+
+TEST(ExportLlama2c, ReadBackAsRunCGivesTheSameLogits) {
+  const LoadedModel m = small_model();
+  const glass::Llama2cFiles files = glass::llama2c_bytes(m, {"tiny", "123", 24});
+  const Llama2c l = read_llama2c(files);
+  // Header: dim, hidden_dim, n_layers, n_heads, n_kv_heads, -(vocab + <s>), seq_len.
+  const std::int32_t header[7] = {16, 24, 2, 4, 2, -11, 24};
+  for (int i = 0; i < 7; ++i) EXPECT_EQ(l.header[i], header[i]) << i;
+  const std::vector<std::string> pieces = {"<unk>", "<s>", " ", "e", "a", "\n", "s", "o", "\u00e9", ",", "C"};
+  EXPECT_EQ(l.pieces, pieces);
+  EXPECT_EQ(l.max_token_length, 5);  // "<unk>"
+  // The RoPE tables run.c skips: cos / sin of pos * 10000^(-2i/4), i = 0, 1; pos 3, i = 1:
+  // angle 3 * 10000^(-1/2) = 0.03.
+  ASSERT_EQ(l.freq_cis_real.size(), 24u * 2);
+  EXPECT_FLOAT_EQ(l.freq_cis_real[3 * 2 + 1], std::cos(0.03f));
+  EXPECT_FLOAT_EQ(l.freq_cis_imag[3 * 2 + 1], std::sin(0.03f));
+  EXPECT_FLOAT_EQ(l.freq_cis_imag[5 * 2 + 0], std::sin(5.0f));
+
+  // The prompt as run.c encodes it (one lookup per UTF-8 character, BOS = 1 first; run.c's
+  // dummy-prefix space is a character like the others), and as GlassLLM does, where "<s>"
+  // stands for the newline whose embedding it has.
+  const std::string prompt = " Cosa, é";
+  std::vector<std::int32_t> run_c_ids{glass::kLlama2cBosId};
+  std::vector<std::int32_t> glass_ids{m.tokenizer.id_of(U'\n')};
+  for (char32_t ch : glass::utf8_to_u32(prompt)) {
+    const std::string piece = glass::char_to_utf8(ch);
+    const auto it = std::find(l.pieces.begin(), l.pieces.end(), piece);
+    ASSERT_NE(it, l.pieces.end()) << piece;
+    run_c_ids.push_back(static_cast<std::int32_t>(it - l.pieces.begin()));
+    glass_ids.push_back(m.tokenizer.id_of(ch));
+  }
+  for (std::size_t i = 1; i < glass_ids.size(); ++i) EXPECT_EQ(run_c_ids[i], glass::llama2c_id(glass_ids[i]));
+
+  const auto want = logits_of(*m.model, glass_ids);
+  const auto got = logits_of(*l.model, run_c_ids);
+  ASSERT_EQ(got.size(), want.size());
+  for (std::size_t t = 0; t < want.size(); ++t) {
+    ASSERT_EQ(got[t].size(), want[t].size() + 1);
+    for (std::size_t g = 0; g < want[t].size(); ++g)
+      EXPECT_NEAR(got[t][glass::llama2c_id(static_cast<std::int32_t>(g))], want[t][g], 1e-4) << "t " << t << " id " << g;
+    // <s> scores exactly as <unk>, and greedy run.c (first of equal maxima) never picks it.
+    EXPECT_EQ(got[t][1], got[t][0]);
+  }
+}
+
+TEST(ExportLlama2c, RefusesWhatRunCComputesDifferently) {
+  ModelConfig c;
+  c.rope_base = 500000;
+  try {
+    glass::llama2c_bytes(small_model(c), {"tiny", "", 8});
+    FAIL() << "rope_base 500000 was accepted";
+  } catch (const ExportError& e) {
+    EXPECT_NE(std::string(e.what()).find("rope_base 500000"), std::string::npos) << e.what();
+  }
+  c.rope_base = 10000;
+  c.norm_eps = 1e-6;
+  EXPECT_THROW(glass::llama2c_bytes(small_model(c), {"tiny", "", 8}), ExportError);
+  EXPECT_THROW(glass::llama2c_bytes(small_model({}, U" ab"), {"tiny", "", 8}), ExportError);  // no newline
+  EXPECT_THROW(glass::llama2c_bytes(small_model(), {"tiny", "", 0}), ExportError);
+  // GGUF has no such limits: llama.cpp reads the base and eps from the file.
+  c.rope_base = 500000;
+  EXPECT_NO_THROW(glass::gguf_bytes(small_model(c), {"tiny", "", 8}));
+}
+
+}  // namespace

@@ -1,0 +1,515 @@
+// `glass serve` and `glass train --serve` through the real binary: the live page in headless
+// Chromium (a prompt typed into it, heatmap, line view, next-token bars and a streamed sample
+// in the DOM it produced, and a screenshot in the build tree), a short training run whose log
+// endpoint grows while it runs, Ctrl-C, a busy port, the --host warning.
+//
+// Chromium is required (scripts/install-deps.sh installs Debian's `chromium`): without it the
+// browser test FAILS. Set GLASS_SKIP_BROWSER=1 to skip it explicitly. GLASS_CHROMIUM=/path
+// overrides the browser binary. Every wait has a time limit, so no test can hang.
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <regex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+
+#include "fixtures.hpp"
+#include "test_util.hpp"
+#include "checkpoint/checkpoint.hpp"
+#include "data/text.hpp"
+#include "sample/sampler.hpp"
+#include "serve/server.hpp"
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+using glass_test::quote;
+using glass_test::read_file;
+
+namespace {
+
+/// `glass ARGS` running in the background, its stdout and stderr in files of `dir`. Killed
+/// (SIGKILL) if still running when destroyed.
+class Background {
+ public:
+  Background(const std::vector<std::string>& args, const fs::path& dir)
+      : out_(dir / "stdout.txt"), err_(dir / "stderr.txt") {
+    std::vector<std::string> argv = {GLASS_BINARY_DIR "/glass"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    pid_ = fork();
+    if (pid_ == 0) {
+      const int in = open("/dev/null", O_RDONLY);
+      const int out = open(out_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      const int err = open(err_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      dup2(in, 0), dup2(out, 1), dup2(err, 2);
+      std::vector<char*> c;
+      for (auto& a : argv) c.push_back(a.data());
+      c.push_back(nullptr);
+      execv(c[0], c.data());
+      _exit(127);
+    }
+  }
+  ~Background() {
+    if (running()) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+  }
+  bool running() {
+    if (exited_) return false;
+    int status = 0;
+    if (waitpid(pid_, &status, WNOHANG) == pid_) {
+      exited_ = true;
+      code_ = WIFEXITED(status) ? WEXITSTATUS(status) : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : -1;
+    }
+    return !exited_;
+  }
+  /// Sends `signo`, waits up to `seconds` for the exit; returns the exit code (-2: still running).
+  int stop(int signo, int seconds = 60) {
+    if (running()) kill(pid_, signo);
+    for (int i = 0; i < seconds * 20 && running(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    return running() ? -2 : code_;
+  }
+  /// The port of the "serving DIR at http://HOST:PORT/" line, waiting up to `seconds` for it; 0 if
+  /// it never came (the process ended, or too slow).
+  int port(int seconds = 120) {
+    const std::regex line(R"(at http://[^ ]*:(\d+)/ \(Ctrl-C to stop\))");
+    for (int i = 0; i < seconds * 20; ++i) {
+      std::smatch m;
+      const std::string text = out();
+      if (std::regex_search(text, m, line)) return std::stoi(m[1]);
+      if (!running()) return 0;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return 0;
+  }
+  std::string out() const { return read_file(out_); }
+  pid_t pid() const { return pid_; }
+  std::string err() const { return read_file(err_); }
+
+ private:
+  fs::path out_, err_;
+  pid_t pid_ = -1;
+  bool exited_ = false;
+  int code_ = -1;
+};
+
+int run(const std::string& cmd) {
+  const int status = std::system(cmd.c_str());
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+std::size_t count(const std::string& text, const std::string& needle) {
+  std::size_t n = 0;
+  for (std::size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
+  return n;
+}
+
+std::string find_chromium() {
+  if (const char* env = std::getenv("GLASS_CHROMIUM")) return env;
+  for (const char* name : {"chromium", "chromium-browser", "google-chrome"})
+    if (run(std::string("command -v ") + name + " > /dev/null 2>&1") == 0) return name;
+  return "";
+}
+
+/// Headless, no network services, no proxy, a fresh profile (append its directory); as in
+/// tests/cli/inspect_browser_test.cpp.
+const std::string kFlags =
+    " --headless --no-sandbox --disable-gpu --disable-quic --no-first-run --no-proxy-server"
+    " --disable-background-networking --disable-component-update --disable-sync"
+    " --disable-extensions --disable-dev-shm-usage --user-data-dir=";
+
+TEST(ServeCli, ThePageInHeadlessChromiumAnswersATypedPrompt) {
+  const char* skip = std::getenv("GLASS_SKIP_BROWSER");
+  if (skip && std::string(skip) == "1") GTEST_SKIP() << "GLASS_SKIP_BROWSER=1";
+  const std::string chromium = find_chromium();
+  ASSERT_FALSE(chromium.empty())
+      << "Chromium is not installed, so the page of glass serve cannot be tested in a browser.\n"
+         "Install it with: apt-get install chromium (scripts/install-deps.sh does), or set\n"
+         "GLASS_SKIP_BROWSER=1 to skip this test explicitly.";
+
+  const fs::path dir = fs::path(GLASS_BINARY_DIR) / "serve-browser";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const fs::path checkpoint = dir / "ckpt";
+  const glass::ModelConfig config = glass_test::write_small_checkpoint(checkpoint.string(), 32, 11, 0.3);
+  // The same weights, recording step 0 (as the trainer's first save): the page must show it.
+  const glass::Tokenizer tokenizer = glass::Tokenizer::from_text(glass_test::kSmallText);
+  glass::save_model(checkpoint.string(), glass::Decoder(config, 11), tokenizer, "model.safetensors", "", 0);
+  glass_test::write_file(checkpoint / "log.csv",
+                         "step,lr,train_loss,val_loss,tokens_per_s,elapsed_s\n0,0.001,3.9,3.95,0,0\n"
+                         "50,0.001,3.1,3.2,900,1\n100,0.0009,2.6,2.8,900,2\n");
+  Background server({"serve", "--checkpoint", checkpoint.string(), "--port", "0", "--probe", "that is"}, dir);
+  const int port = server.port();
+  ASSERT_GT(port, 0) << server.out() << server.err();
+  const std::string base = "http://127.0.0.1:" + std::to_string(port) + "/";
+
+  auto dump = [&](const std::string& name, const std::string& hash) {
+    const fs::path file = dir / (name + ".html");
+    const int rc = run("timeout 120 " + chromium + kFlags + quote((dir / ("profile-" + name)).string()) +
+                       " --virtual-time-budget=20000 --dump-dom " + quote(base + hash) + " > " +
+                       quote(file.string()) + " 2> " + quote((dir / (name + ".log")).string()));
+    EXPECT_EQ(rc, 0) << read_file(dir / (name + ".log"));
+    fs::remove_all(dir / ("profile-" + name));
+    return read_file(file);
+  };
+
+  // 1. A prompt typed into the box one character at a time: the heatmap of layer 1, head 2 and
+  // the next-token bars are those of the whole prompt; greedy decoding puts all mass on one bar.
+  const std::string prompt = "to be or";  // 8 characters
+  const std::size_t n = prompt.size();
+  const std::string dom = dump("typed", "#type=to%20be%20or&layer=1&head=2&temperature=0&generate=40");
+  EXPECT_NE(dom.find("data-rendered=\"yes\""), std::string::npos) << "the page's script did not start";
+  EXPECT_NE(dom.find("data-prompt=\"to be or\""), std::string::npos) << "the answer is for the whole typed prompt";
+  EXPECT_NE(dom.find("id=\"attention-heatmap\""), std::string::npos);
+  EXPECT_NE(dom.find("Attention: layer 1, head 2"), std::string::npos);
+  const std::size_t at = dom.find("id=\"attention-heatmap\"");
+  const std::string heatmap = dom.substr(at, dom.find("</table>", at) - at);
+  EXPECT_EQ(count(heatmap, "class=\"hm-cell"), n * n);
+  EXPECT_EQ(count(heatmap, "class=\"hm-cell masked\""), n * (n - 1) / 2);
+  EXPECT_TRUE(std::regex_search(heatmap, std::regex(R"(data-i="0" data-j="0" data-value="1.0000")")));
+  EXPECT_EQ(count(dom, "class=\"token\""), n) << "one token per character";
+  EXPECT_EQ(count(dom, "class=\"next-bar\""), 1u) << "temperature 0: one character can be drawn";
+  EXPECT_NE(dom.find("data-p=\"1.0000\""), std::string::npos);
+  const std::size_t known = tokenizer.chars().size();
+  EXPECT_NE(dom.find("1 of " + std::to_string(known) + " characters can be drawn"), std::string::npos);
+  // The vocabulary in the words of glass train (vocabulary_words), and the step of the save,
+  // 0 included (/api/info gives it as a number).
+  EXPECT_NE(dom.find("vocabulary " + std::to_string(known + 1) + " (" + std::to_string(known) +
+                     " characters + the unknown id 0)"),
+            std::string::npos);
+  EXPECT_NE(dom.find("(step 0)"), std::string::npos) << "the step of the save served";
+  EXPECT_NE(dom.find("data-generated=\"1\""), std::string::npos) << "the streamed sample arrived";
+  EXPECT_NE(dom.find("id=\"live-loss-svg\""), std::string::npos) << "the loss chart from log.csv";
+  EXPECT_NE(dom.find("data-evaluations=\"1\""), std::string::npos) << "the probe's attention at the save";
+  EXPECT_NE(dom.find("id=\"eval-attention\""), std::string::npos);
+
+  // The streamed text is what /api/sample answers for the same request (greedy: seed-free).
+  httplib::Client client("127.0.0.1", port);
+  client.set_read_timeout(30, 0);
+  const auto r = client.Post("/api/sample", json{{"prompt", prompt}, {"temperature", 0}, {"n", 40}}.dump(), "application/json");
+  ASSERT_TRUE(r);
+  std::string escaped = r->body;  // as the DOM writes text: & < > escaped
+  for (const auto& [from, to] : std::vector<std::pair<std::string, std::string>>{{"&", "&amp;"}, {"<", "&lt;"}, {">", "&gt;"}})
+    for (std::size_t p = escaped.find(from); p != std::string::npos; p = escaped.find(from, p + to.size()))
+      escaped.replace(p, from.size(), to);
+  EXPECT_NE(dom.find("<b>to be or</b>" + escaped), std::string::npos) << "the generated text on the page";
+
+  // 1b. Not greedy: at temperature 0.7 with top-k, top-p and the repetition penalty, the bars
+  // are the probabilities of the library's sampler (generation_probs, the one glass sample and
+  // /api/sample draw from), computed here without the server: the page has no sampler of its own.
+  const std::string sampled = dump("sampled", "#prompt=to%20be%20or&temperature=0.7&top_k=5&top_p=0.9&repeat_penalty=1.3");
+  EXPECT_NE(sampled.find("data-next-shown="), std::string::npos) << "the distribution arrived";
+  const glass::LoadedModel loaded = glass::load_checkpoint(checkpoint.string());
+  glass::SamplingOptions sampling;
+  sampling.temperature = 0.7;
+  sampling.top_k = 5;
+  sampling.top_p = 0.9;
+  sampling.repeat_penalty = 1.3;  // over the last 64 characters, the page's default
+  const std::vector<std::int32_t> ids = loaded.tokenizer.encode(glass::utf8_to_u32(prompt));
+  glass::NextTokenLogits next_logits(*loaded.model, config.context_length, sampling);
+  const std::vector<double> probs = glass::generation_probs(next_logits(ids), sampling, ids);
+  std::vector<std::pair<double, std::int32_t>> expected;  // drawable ids, most probable first
+  for (std::size_t id = 0; id < probs.size(); ++id)
+    if (probs[id] > 0) expected.emplace_back(-probs[id], static_cast<std::int32_t>(id));
+  std::sort(expected.begin(), expected.end());
+  ASSERT_GE(expected.size(), 2u) << "more than one character can be drawn";
+  const std::regex bar_re(R"re(class="next-bar" data-char="([^"]*)" data-p="([0-9.]+)")re");
+  std::vector<std::pair<std::string, std::string>> bars;
+  for (auto it = std::sregex_iterator(sampled.begin(), sampled.end(), bar_re); it != std::sregex_iterator(); ++it)
+    bars.emplace_back((*it)[1], (*it)[2]);
+  ASSERT_EQ(bars.size(), std::min<std::size_t>(expected.size(), 10));
+  for (std::size_t b = 0; b < bars.size(); ++b) {
+    const auto [minus_p, id] = expected[b];
+    EXPECT_EQ(bars[b].first, glass::char_to_utf8(loaded.tokenizer.char_of(id))) << "bar " << b;
+    EXPECT_EQ(bars[b].second, fmt::format("{:.4f}", -minus_p)) << "bar " << b;
+  }
+  EXPECT_NE(sampled.find(std::to_string(expected.size()) + " of " + std::to_string(known) + " characters can be drawn"),
+            std::string::npos);
+
+  // 2. The line view (BertViz-style) of all heads of layer 0: a line per weight >= 0.01.
+  const std::string lines = dump("lines", "#prompt=to%20be%20or&layer=0&view=lines-layer");
+  EXPECT_NE(lines.find("id=\"lines-svg\""), std::string::npos);
+  const std::size_t drawn = count(lines, "class=\"attn-line\"");
+  EXPECT_GE(drawn, 4 * n) << "each head's query i has a key with weight >= 1/(i+1)";
+  EXPECT_LE(drawn, 4 * n * (n + 1) / 2) << "never a line to a future key";
+  EXPECT_EQ(count(lines, "class=\"q\""), n);
+  const std::string all = dump("lines-all", "#prompt=to%20be&view=lines-all");
+  EXPECT_NE(all.find("id=\"lines-svg-1\""), std::string::npos) << "one picture per layer";
+
+  // 3. A screenshot, for a human to judge the page.
+  const fs::path png = dir / "serve.png";
+  ASSERT_EQ(run("timeout 120 " + chromium + kFlags + quote((dir / "profile-shot").string()) +
+                " --virtual-time-budget=20000 --screenshot=" + quote(png.string()) +
+                " --window-size=1200,1600 --hide-scrollbars " + quote(base + "#type=to%20be%20or&layer=1&view=lines-layer") +
+                " > " + quote((dir / "shot.log").string()) + " 2>&1"),
+            0)
+      << read_file(dir / "shot.log");
+  const std::string image = read_file(png);
+  ASSERT_GT(image.size(), 10000u) << "screenshot too small to show the page";
+  EXPECT_EQ(image.substr(0, 8), std::string("\x89PNG\r\n\x1a\n", 8));
+  fs::remove_all(dir / "profile-shot");
+  std::cout << "screenshot: " << png.string() << "\n";
+
+  EXPECT_EQ(server.stop(SIGINT), 0) << server.err();
+  EXPECT_NE(server.out().find("stopped serving (Ctrl-C)"), std::string::npos) << server.out();
+}
+
+TEST(ServeCli, TrainWithServeShowsTheLogGrowingWhileItTrains) {
+  const fs::path dir = glass_test::temp_dir("serve_train");
+  std::string text;
+  for (int i = 0; i < 200; ++i) text += "to be or not to be, that is the question. ";
+  glass_test::write_file(dir / "text.txt", text);
+  const fs::path run_dir = dir / "run";
+  Background trainer({"train", "--data", (dir / "text.txt").string(), "--out", run_dir.string(), "--iters", "3000",
+                      "--eval-every", "100", "--eval-iters", "2", "--batch-size", "4", "--context", "16",
+                      "--d-model", "16", "--n-layers", "2", "--n-heads", "2", "--n-kv-heads", "1",
+                      "--ffn-hidden", "32", "--sample-tokens", "8", "--threads", "1", "--serve", "--port", "0"},
+                     dir);
+  const int port = trainer.port();
+  ASSERT_GT(port, 0) << trainer.out() << trainer.err();
+  httplib::Client client("127.0.0.1", port);
+  client.set_connection_timeout(5, 0);
+  client.set_read_timeout(30, 0);
+
+  // Poll the log endpoint as the page does; record how many evaluations it has each time, and
+  // whether the run was still training then.
+  std::vector<std::size_t> seen;
+  bool grew_while_training = false;
+  for (int i = 0; i < 2400 && !grew_while_training; ++i) {  // at most 2 minutes
+    const bool training = trainer.out().find("checkpoint: ") == std::string::npos;
+    const auto r = client.Get("/api/log?since=-1");
+    ASSERT_TRUE(r) << "the server stopped answering: " << trainer.err();
+    ASSERT_EQ(r->status, 200);
+    const std::size_t evals = json::parse(r->body)["evals"].size();
+    if (!seen.empty() && evals > seen.front() && training) grew_while_training = true;
+    seen.push_back(evals);
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_TRUE(grew_while_training) << "evaluations seen: " << seen.size() << ", last " << (seen.empty() ? 0 : seen.back())
+                                   << "\n" << trainer.out();
+  // The saves arrive as evaluations of the probe (the start of the training text).
+  ASSERT_TRUE([&] {
+    for (int i = 0; i < 400; ++i) {
+      const auto r = client.Get("/api/evals");
+      if (r && json::parse(r->body)["count"].get<std::size_t>() >= 2) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return false;
+  }());
+  const json evals = json::parse(client.Get("/api/evals")->body);
+  EXPECT_EQ(evals["probe"], "to be or not to be, that is the ");
+  EXPECT_EQ(evals["evaluations"][0]["attention"].size(), 2u);
+  const int code = trainer.stop(SIGINT, 120);
+  EXPECT_TRUE(code == 0 || code == 130) << code << "\n" << trainer.err();
+}
+
+/// The resident memory of process `pid` in KiB (VmRSS of /proc/PID/status), or -1.
+long resident_kib(pid_t pid) {
+  const std::string status = read_file("/proc/" + std::to_string(pid) + "/status");
+  const std::size_t at = status.find("VmRSS:");
+  return at == std::string::npos ? -1 : std::stol(status.substr(at + 6));
+}
+
+/// Sends `request` on a new connection to 127.0.0.1:`port` (as far as the server reads it) and
+/// returns the status line of the answer ("" if none came within 10 s).
+std::string send_and_read_status(int port, const std::string& request) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<std::uint16_t>(port));
+  inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
+  if (fd < 0 || connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) return "";
+  timeval tv{10, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+  for (std::size_t at = 0; at < request.size();) {  // until all is sent or the server closes
+    const ssize_t n = send(fd, request.data() + at, std::min<std::size_t>(4096, request.size() - at), MSG_NOSIGNAL);
+    if (n <= 0) break;
+    at += static_cast<std::size_t>(n);
+  }
+  std::string reply;
+  char buf[512];
+  for (ssize_t n; reply.find("\r\n") == std::string::npos && (n = recv(fd, buf, sizeof(buf), 0)) > 0;)
+    reply.append(buf, static_cast<std::size_t>(n));
+  close(fd);
+  return reply.substr(0, reply.find("\r\n"));
+}
+
+TEST(ServeCli, ChunkedBodiesOverTheLimitAnswer413WithoutTheServerGrowing) {
+  const fs::path dir = glass_test::temp_dir("serve_chunked");
+  glass_test::write_small_checkpoint((dir / "ckpt").string(), 16, 3);
+  Background server({"serve", "-m", (dir / "ckpt").string(), "-t", "1", "--port", "0"}, dir);
+  const int port = server.port();
+  ASSERT_GT(port, 0) << server.err();
+  const std::string head = "POST /api/inspect HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(port) +
+                           "\r\nContent-Type: application/json\r\n";
+  // Its normal size: after a few answered requests (each worker thread has run once).
+  const std::string small = "{\"prompt\": \"to\"}";
+  for (int i = 0; i < 32; ++i)
+    ASSERT_EQ(send_and_read_status(port, head + "Content-Length: " + std::to_string(small.size()) + "\r\n\r\n" + small)
+                  .rfind("HTTP/1.1 ", 0), 0u);
+  const long before = resident_kib(server.pid());
+  ASSERT_GT(before, 0);
+  // 16 clients at once, each a 1 MiB chunked body in 1 KiB chunks (the limit is 64 KiB).
+  std::string chunked = head + "Transfer-Encoding: chunked\r\n\r\n";
+  for (int i = 0; i < 1024; ++i) chunked += "400\r\n" + std::string(1024, ' ') + "\r\n";
+  chunked += "0\r\n\r\n";
+  std::vector<std::string> statuses(16);
+  std::vector<std::thread> clients;
+  for (std::size_t c = 0; c < statuses.size(); ++c)
+    clients.emplace_back([&, c] { statuses[c] = send_and_read_status(port, chunked); });
+  for (auto& t : clients) t.join();
+  for (const std::string& s : statuses) EXPECT_EQ(s.rfind("HTTP/1.1 413", 0), 0u) << s;
+  const long after = resident_kib(server.pid());
+  // Unbounded, each client's megabyte is read whole (16 MiB and their copies); bounded, at most
+  // 64 KiB each is held.
+  EXPECT_LT(after - before, 8 * 1024) << "resident memory grew from " << before << " KiB to " << after << " KiB";
+  EXPECT_EQ(server.stop(SIGINT), 0) << server.err();
+}
+
+TEST(ServeCli, TrainWithServeSaysWhenTrainingIsDoneAndItStillServesAlsoIntoAFile) {
+  const fs::path dir = glass_test::temp_dir("serve_train_done");
+  std::string text;
+  for (int i = 0; i < 100; ++i) text += "to be or not to be, that is the question. ";
+  glass_test::write_file(dir / "text.txt", text);
+  // Its standard output is a file (Background): not a terminal, so fully buffered unless flushed.
+  Background trainer({"train", "--data", (dir / "text.txt").string(), "--out", (dir / "run").string(), "--iters", "40",
+                      "--eval-every", "20", "--eval-iters", "2", "--batch-size", "4", "--context", "8", "--d-model",
+                      "16", "--n-layers", "1", "--n-heads", "2", "--n-kv-heads", "1", "--ffn-hidden", "32",
+                      "--threads", "1", "--serve", "--port", "0"},
+                     dir);
+  const int port = trainer.port();
+  ASSERT_GT(port, 0) << trainer.out() << trainer.err();
+  const std::string done = "training done; still serving " + (dir / "run").string() + " at http://127.0.0.1:" +
+                           std::to_string(port) + "/ until Ctrl-C";
+  for (int i = 0; i < 1200 && trainer.running() && trainer.out().find(done) == std::string::npos; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  const std::string out = trainer.out();
+  ASSERT_TRUE(trainer.running()) << out << trainer.err();
+  EXPECT_NE(out.find(done), std::string::npos) << out;
+  // Before it: the last evaluation, the summary and the checkpoint lines, all readable now.
+  EXPECT_LT(out.find("step 40: train loss"), out.find(done)) << out;
+  EXPECT_LT(out.find("\ncheckpoint: "), out.find(done)) << out;
+  EXPECT_LT(out.find("sample from it: "), out.find(done)) << out;
+  EXPECT_EQ(trainer.stop(SIGINT, 30), 0) << trainer.err();
+  EXPECT_NE(trainer.out().find("stopped serving (Ctrl-C)"), std::string::npos) << trainer.out();
+}
+
+TEST(ServeCli, TrainWithServeAlwaysStopsOnCtrlCWheneverItComes) {
+  // Short `train --serve` runs, each sent Ctrl-C at another moment: while it starts, trains,
+  // makes its last evaluation and save (after the training loop's last look at the signal), or
+  // serves after training; some get a second Ctrl-C 50 ms later. Every run must exit within
+  // 10 s with 0 (stopped serving) or 130 (stopped training, after a save).
+  const fs::path root = glass_test::temp_dir("serve_sigint");
+  std::string text;
+  for (int i = 0; i < 100; ++i) text += "to be or not to be, that is the question. ";
+  glass_test::write_file(root / "text.txt", text);
+  constexpr int kRuns = 12, kIters = 60;
+  std::mt19937 rng(2718);
+  for (int k = 0; k < kRuns; ++k) {
+    const fs::path dir = root / ("run" + std::to_string(k));
+    fs::create_directories(dir);
+    Background trainer({"train", "--data", (root / "text.txt").string(), "--out", (dir / "run").string(), "--iters",
+                        std::to_string(kIters), "--eval-every", "20", "--eval-iters", "4", "--batch-size", "4",
+                        "--context", "8", "--d-model", "16", "--n-layers", "1", "--n-heads", "2", "--n-kv-heads",
+                        "1", "--ffn-hidden", "32", "--sample-tokens", "300", "--threads", "1", "--serve", "--port",
+                        "0"},
+                       dir);
+    std::string moment;
+    if (k % 2 == 0) {  // any moment of the first 2 s
+      const int ms = std::uniform_int_distribution<int>(0, 2000)(rng);
+      moment = fmt::format("{} ms after the start", ms);
+      std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+    } else {  // just after the last step's row: during the last evaluation, sample and save
+      const std::string last_row = "\n" + std::to_string(kIters - 1) + ",";
+      for (int i = 0; i < 15000 && trainer.running(); ++i) {
+        if (read_file(dir / "run" / "steps.csv").find(last_row) != std::string::npos) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      }
+      const int ms = std::uniform_int_distribution<int>(0, 40)(rng);
+      moment = fmt::format("{} ms after the last step", ms);
+      std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+    }
+    if (k % 3 == 2) {
+      kill(trainer.pid(), SIGINT);
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      moment += ", twice";
+    }
+    const int code = trainer.stop(SIGINT, 10);
+    EXPECT_TRUE(code == 0 || code == 130) << "run " << k << " (Ctrl-C " << moment << "): exit code " << code
+                                          << (code == -2 ? " (still running after 10 s)" : "") << "\n"
+                                          << trainer.out() << trainer.err();
+  }
+}
+
+TEST(ServeCli, CtrlCStopsCleanlyABusyPortIsAnErrorAndAnOpenHostIsWarnedAbout) {
+  const fs::path dir = glass_test::temp_dir("serve_cli");
+  const fs::path checkpoint = dir / "ckpt";
+  glass_test::write_small_checkpoint(checkpoint.string(), 16, 3);
+
+  // A port already taken (by a server of this test).
+  glass::ServeOptions options;
+  options.checkpoint = checkpoint.string();
+  options.port = 0;
+  glass::Server holder(options);
+  const int taken = holder.start();
+  const auto busy = glass_test::run_glass("serve --checkpoint " + quote(checkpoint.string()) + " --port " +
+                                              std::to_string(taken),
+                                          dir, "timeout 60 ");
+  EXPECT_EQ(busy.exit_code, 1) << busy.out << busy.err;
+  EXPECT_NE(busy.err.find("error: cannot listen on 127.0.0.1:" + std::to_string(taken)), std::string::npos) << busy.err;
+  EXPECT_NE(busy.err.find("in use"), std::string::npos) << busy.err;
+  holder.stop();
+
+  const auto missing = glass_test::run_glass("serve --checkpoint " + quote((dir / "nothing").string()) + " --port 0",
+                                             dir, "timeout 60 ");
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_NE(missing.err.find("does not exist"), std::string::npos) << missing.err;
+  const auto bad_port = glass_test::run_glass("serve --checkpoint " + quote(checkpoint.string()) + " --port 70000",
+                                              dir, "timeout 60 ");
+  EXPECT_NE(bad_port.exit_code, 0);
+
+  // The short flags of the other commands: -m for the checkpoint, -t/--threads.
+  const auto help = glass_test::run_glass("serve --help", dir);
+  EXPECT_NE(help.out.find("-m,--checkpoint"), std::string::npos) << help.out;
+  EXPECT_NE(help.out.find("-t,--threads"), std::string::npos) << help.out;
+  const auto bad_threads = glass_test::run_glass("serve -m " + quote(checkpoint.string()) + " -t 0 --port 0",
+                                                 dir, "timeout 60 ");
+  EXPECT_NE(bad_threads.exit_code, 0);
+  EXPECT_NE(bad_threads.err.find("--threads"), std::string::npos) << bad_threads.err;
+
+  // Any address: a warning; Ctrl-C: a clean stop with exit code 0.
+  const fs::path logs = dir / "open";
+  fs::create_directories(logs);
+  Background server({"serve", "-m", checkpoint.string(), "-t", "1", "--port", "0", "--host", "0.0.0.0"}, logs);
+  const int port = server.port();
+  ASSERT_GT(port, 0) << server.err();
+  EXPECT_NE(server.err().find("warning: serving on 0.0.0.0, not only this machine"), std::string::npos) << server.err();
+  httplib::Client client("127.0.0.1", port);
+  client.set_read_timeout(10, 0);
+  const auto r = client.Get("/api/info");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(server.stop(SIGINT), 0) << server.err();
+  EXPECT_NE(server.out().find("stopped serving (Ctrl-C)"), std::string::npos);
+}
+
+}  // namespace
