@@ -14,7 +14,7 @@
 #include "checkpoint/atomic_file.hpp"
 #include "checkpoint/checkpoint_files.hpp"
 #include "checkpoint/config_json.hpp"
-#include "checkpoint/json_no_duplicates.hpp"
+#include "data/json_no_duplicates.hpp"
 #include "checkpoint/manifest.hpp"
 #include "checkpoint/model_size.hpp"
 #include "checkpoint/run_dir.hpp"

@@ -2,7 +2,7 @@
 
 #include "checkpoint/config_json.hpp"
 
-#include "checkpoint/json_no_duplicates.hpp"
+#include "data/json_no_duplicates.hpp"
 
 #include <fmt/format.h>
 

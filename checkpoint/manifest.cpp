@@ -12,7 +12,7 @@
 
 #include "checkpoint/atomic_file.hpp"
 #include "checkpoint/checkpoint.hpp"
-#include "checkpoint/json_no_duplicates.hpp"
+#include "data/json_no_duplicates.hpp"
 #include "checkpoint/sha256.hpp"
 
 namespace glass {

@@ -13,7 +13,7 @@
 #include <set>
 
 #include "checkpoint/atomic_file.hpp"
-#include "checkpoint/json_no_duplicates.hpp"
+#include "data/json_no_duplicates.hpp"
 
 static_assert(sizeof(float) == 4 && sizeof(double) == 8, "IEEE 754 float/double expected");
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__

@@ -10,7 +10,7 @@
 
 #include "data/bpe_tokenizer.hpp"
 #include "data/text.hpp"
-#include "train/io/json_no_duplicates.hpp"
+#include "data/json_no_duplicates.hpp"
 
 namespace glass {
 

@@ -9,7 +9,7 @@
 
 #include <fmt/format.h>
 
-#include "checkpoint/json_no_duplicates.hpp"
+#include "data/json_no_duplicates.hpp"
 #include "data/text.hpp"
 
 namespace glass::serve_api {

@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "fuzz_util.hpp"
-#include "checkpoint/json_no_duplicates.hpp"
+#include "data/json_no_duplicates.hpp"
 #include "serve/bounded_http.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
