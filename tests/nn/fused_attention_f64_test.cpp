@@ -14,6 +14,7 @@
 #include "autograd/kernels/kernels.hpp"
 #include "nn/decoder.hpp"
 #include "nn/tracer.hpp"
+#include "fixtures.hpp"
 #include "nn_test_util.hpp"
 
 namespace {
@@ -26,15 +27,7 @@ static_assert(sizeof(Scalar) == sizeof(double), "this comparison needs Scalar = 
 
 /// Small model, GQA (4 query heads, 2 KV heads), long enough context for T = 70.
 ModelConfig config() {
-  ModelConfig c;
-  c.vocab_size = 13;
-  c.d_model = 16;
-  c.n_layers = 2;
-  c.n_heads = 4;
-  c.n_kv_heads = 2;
-  c.ffn_hidden = 24;
-  c.context_length = 80;
-  return c;
+  return glass_test::small_config(13, 80);  // fixtures.hpp
 }
 
 /// Logits and every parameter gradient of one forward + cross-entropy + backward, and whether the
