@@ -5,7 +5,7 @@
 //   DIR/best.safetensors    weights with the best validation loss so far
 //   DIR/config.json         {"model": ModelConfig fields, "tokenizer": {"chars": [...]}, ...}
 //   DIR/train_state.safetensors + DIR/train_state.json   AdamW moments, step, RNG (for --resume)
-//   DIR/log.csv, DIR/loss.html                             written by the trainer
+//   DIR/log.csv, DIR/loss.html   written by the trainer and by glass train (cli/loss_page.hpp)
 // Every file is written atomically (temp file in DIR + rename). The trainer writes each save
 // into a step directory of its run directory and switches DIR/current to it at once
 // (checkpoint/run_dir.hpp); every reader here accepts either the run directory (it reads the save

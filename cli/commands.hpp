@@ -1,33 +1,28 @@
 #pragma once
-// How subcommands join the `glass` program: each cli/<name>.cpp defines a function that
-// adds its subcommand to the CLI11 app and registers it with a static CommandRegistration, e.g.
-//
-//   static void add_sample_command(CLI::App& app) { auto* cmd = app.add_subcommand(...); ... }
-//   static glass::cli::CommandRegistration reg(30, &add_sample_command);
-//
-// `order` sets the order of the subcommands in `glass --help`.
+// The commands of the `glass` program, one file of this folder each (train.cpp, sample.cpp,
+// ...). Each file defines its add_*_command, which adds the subcommand and its flags to the
+// CLI11 app; main.cpp lists them, in the order of `glass --help`, in its command table.
 // A subcommand's callback reports failure by throwing glass::cli::CommandError (or any
 // std::exception): main prints "error: <message>" on stderr and exits with 1. To exit with
 // another code (e.g. gradcheck FAIL = 1 with no message), throw CLI::RuntimeError(code).
 
 #include <stdexcept>
 #include <string>
-#include <utility>
-#include <vector>
 
 #include <CLI/CLI.hpp>
 
 namespace glass::cli {
 
+/// Adds one subcommand (its flags, help and callback) to the app.
 using CommandAdder = void (*)(CLI::App&);
 
-/// Subcommands registered so far, with their order keys.
-std::vector<std::pair<int, CommandAdder>>& command_registry();
-
-/// Registering a subcommand: construct one static instance per subcommand file.
-struct CommandRegistration {
-  CommandRegistration(int order, CommandAdder adder) { command_registry().emplace_back(order, adder); }
-};
+void add_train_command(CLI::App& app);      ///< glass train (train.cpp)
+void add_sample_command(CLI::App& app);     ///< glass sample (sample.cpp)
+void add_eval_command(CLI::App& app);       ///< glass eval (eval.cpp)
+void add_inspect_command(CLI::App& app);    ///< glass inspect (inspect.cpp)
+void add_export_command(CLI::App& app);     ///< glass export (export.cpp)
+void add_serve_command(CLI::App& app);      ///< glass serve (serve.cpp)
+void add_gradcheck_command(CLI::App& app);  ///< glass gradcheck (gradcheck.cpp)
 
 /// An error the user can fix (bad input); printed as "error: <what>".
 struct CommandError : std::runtime_error {

@@ -107,6 +107,10 @@ void run_eval(const EvalFlags& f) {
                            loss, count, f.data, std::exp(loss), loss / std::log(2.0), T);
 }
 
+}  // namespace
+
+namespace glass::cli {
+
 void add_eval_command(CLI::App& app) {
   auto f = std::make_shared<EvalFlags>();
   CLI::App* cmd = app.add_subcommand("eval", "Mean next-character loss of a checkpoint over a text file.");
@@ -125,6 +129,4 @@ void add_eval_command(CLI::App& app) {
   cmd->callback([f] { run_eval(*f); });
 }
 
-glass::cli::CommandRegistration registration(30, &add_eval_command);
-
-}  // namespace
+}  // namespace glass::cli

@@ -115,6 +115,10 @@ void run_export(const ExportFlags& f) {
   }
 }
 
+}  // namespace
+
+namespace glass::cli {
+
 void add_export_command(CLI::App& app) {
   auto f = std::make_shared<ExportFlags>();
   CLI::App* cmd = app.add_subcommand(
@@ -132,6 +136,4 @@ void add_export_command(CLI::App& app) {
   cmd->callback([f] { run_export(*f); });
 }
 
-glass::cli::CommandRegistration registration(45, &add_export_command);
-
-}  // namespace
+}  // namespace glass::cli

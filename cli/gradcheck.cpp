@@ -47,6 +47,10 @@ void run_gradcheck(const std::string& only) {
   if (failed > 0) throw CLI::RuntimeError(1);
 }
 
+}  // namespace
+
+namespace glass::cli {
+
 void add_gradcheck_command(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "gradcheck", "Check every op's backward pass against finite differences (double precision)");
@@ -59,6 +63,4 @@ void add_gradcheck_command(CLI::App& app) {
   cmd->callback([only] { run_gradcheck(*only); });
 }
 
-glass::cli::CommandRegistration registration(90, &add_gradcheck_command);
-
-}  // namespace
+}  // namespace glass::cli

@@ -176,6 +176,10 @@ void run_inspect(const InspectOptions& opt) {
   std::cout << wrote;
 }
 
+}  // namespace
+
+namespace glass::cli {
+
 void add_inspect_command(CLI::App& app) {
   auto opt = std::make_shared<InspectOptions>();
   CLI::App* cmd = app.add_subcommand(
@@ -216,6 +220,4 @@ void add_inspect_command(CLI::App& app) {
   cmd->callback([opt] { run_inspect(*opt); });
 }
 
-glass::cli::CommandRegistration registration(40, &add_inspect_command);
-
-}  // namespace
+}  // namespace glass::cli

@@ -1,5 +1,5 @@
-// The `glass` program: train, sample, eval, inspect, export, gradcheck. Each subcommand lives in its own
-// file of this folder (see commands.hpp).
+// The `glass` program: train, sample, eval, inspect, export, serve, gradcheck. Each subcommand
+// lives in its own file of this folder (commands.hpp); the command table below lists them.
 
 
 #include <algorithm>
@@ -22,14 +22,14 @@
 #define GLASS_VERSION "unknown"
 #endif
 
-namespace glass::cli {
-std::vector<std::pair<int, CommandAdder>>& command_registry() {
-  static std::vector<std::pair<int, CommandAdder>> registry;
-  return registry;
-}
-}  // namespace glass::cli
-
 namespace {
+
+/// The command table: every subcommand of `glass`, in the order `glass --help` lists them.
+constexpr glass::cli::CommandAdder kCommands[] = {
+    glass::cli::add_train_command,   glass::cli::add_sample_command, glass::cli::add_eval_command,
+    glass::cli::add_inspect_command, glass::cli::add_export_command, glass::cli::add_serve_command,
+    glass::cli::add_gradcheck_command,
+};
 
 /// Output that never arrived is a failure: `glass sample > /dev/full` must not exit 0. Flushes
 /// std::cout and stdout; on a write error says so on stderr and returns 1, else 0.
@@ -60,10 +60,7 @@ int main(int argc, char** argv) {
       "  glass sample -m runs/mine -p 'Once upon' -n 200  continue a prompt\n"
       "  glass inspect -m runs/mine -p 'Once' --html inspect.html\n"
       "Run glass COMMAND --help for the flags of a command.");
-  auto registry = glass::cli::command_registry();
-  std::sort(registry.begin(), registry.end(),
-            [](const auto& a, const auto& b) { return a.first < b.first; });
-  for (const auto& [order, add] : registry) add(app);
+  for (const glass::cli::CommandAdder add : kCommands) add(app);
 
   // No arguments at all: the help, as a question ("what can this do?"), not an error.
   if (argc == 1) {

@@ -257,6 +257,10 @@ void run_sample(SampleFlags& f, bool prompt_given) {
 /// Characters one `glass sample` generates, at most (a million take minutes; more is a typo).
 constexpr long long kMaxTokens = 1'000'000;
 
+}  // namespace
+
+namespace glass::cli {
+
 void add_sample_command(CLI::App& app) {
   auto f = std::make_shared<SampleFlags>();
   CLI::App* cmd = app.add_subcommand("sample", "Generate text from a trained checkpoint.");
@@ -328,6 +332,4 @@ void add_sample_command(CLI::App& app) {
   cmd->callback([f, prompt] { run_sample(*f, prompt->count() > 0); });
 }
 
-glass::cli::CommandRegistration registration(20, &add_sample_command);
-
-}  // namespace
+}  // namespace glass::cli

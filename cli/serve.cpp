@@ -65,8 +65,6 @@ void serve_until_signal(Server& server, std::ostream& out) {
   out << "\nstopped serving (" << (g_serve_stop == SIGINT ? "Ctrl-C" : "SIGTERM") << ")" << std::endl;
 }
 
-namespace {
-
 void add_serve_command(CLI::App& app) {
   auto options = std::make_shared<ServeOptions>();
   CLI::App* cmd = app.add_subcommand(
@@ -103,9 +101,5 @@ void add_serve_command(CLI::App& app) {
     serve_until_signal(*server, std::cout);
   });
 }
-
-CommandRegistration registration(50, &add_serve_command);
-
-}  // namespace
 
 }  // namespace glass::cli

@@ -1,4 +1,6 @@
 // `glass train`: learn next-character prediction from a UTF-8 text file (train/trainer.hpp).
+// This file reads the flags and runs the Trainer; the recipe a resume takes back is
+// train/recipe.hpp, the signal handling cli/stop_signals.hpp, the loss page cli/loss_page.hpp.
 //
 //   glass train [--data FILE] [--out DIR] [--iters N] [--batch-size B] [--context T] [--lr X]
 //               [--min-lr X] [--warmup N] [--decay-iters N] [--weight-decay X] [--grad-clip X]
@@ -6,22 +8,15 @@
 //               [--d-model N --n-layers N --n-heads N --n-kv-heads N --ffn-hidden N]
 //   mpirun -np N glass train ...   data-parallel over N processes (train/distributed.hpp)
 
-#include <unistd.h>
-
 #include <algorithm>
-#include <atomic>
 #include <chrono>
-#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
 #include <iostream>
 #include <string>
-#include <optional>
 #include <thread>
-#include <type_traits>
 #include <vector>
 
 #include <fmt/format.h>
@@ -29,95 +24,26 @@
 #include "autograd/threads.hpp"
 #include "checkpoint/checkpoint.hpp"
 #include "cli/commands.hpp"
+#include "cli/loss_page.hpp"
 #include "cli/serve.hpp"
+#include "cli/shell.hpp"
+#include "cli/stop_signals.hpp"
 #include "cli/threads.hpp"
 #include "cli/validators.hpp"
 #include "train/distributed.hpp"
+#include "train/recipe.hpp"
 #include "train/trainer.hpp"
 
 #ifndef GLASS_SOURCE_DIR
 #define GLASS_SOURCE_DIR ""
 #endif
 
+namespace glass::cli {
+
 namespace {
 
 namespace fs = std::filesystem;
 constexpr const char* kDefaultCorpus = "domcasmurro.txt";
-
-volatile std::sig_atomic_t g_stop = 0;
-// Set when `train --serve` has finished training and only serves: a signal then stops the
-// server (g_stop), without the training's messages.
-volatile std::sig_atomic_t g_serving_only = 0;
-std::atomic<long> g_saved_step{-1};  // the step of the last complete save (TrainOptions::saved_step)
-// What the signal handler says, set before it is installed (a handler may only write(2)): whether
-// this process speaks (rank 0 under mpirun), and the end of the message of a second signal.
-bool g_say_signals = false;
-std::string g_after_saved_step;  // "N" follows "the last complete save, of step N"
-// DIR/current and its target when the handlers were installed: a second signal reads the link
-// again (readlink(2) may be called in a handler), so that it names the save that is current even
-// when a save switched the link an instant before g_saved_step was updated.
-std::string g_current_link;
-std::string g_initial_target;
-std::string g_when_nothing_saved;
-
-/// Writes `text` to standard error with write(2), which a signal handler may call.
-void say(const char* text, std::size_t n) {
-  while (n > 0) {
-    const ssize_t written = ::write(STDERR_FILENO, text, n);
-    if (written <= 0) return;
-    text += written;
-    n -= static_cast<std::size_t>(written);
-  }
-}
-void say(const char* text) { say(text, std::strlen(text)); }
-void say(const std::string& text) { say(text.data(), text.size()); }
-
-/// First Ctrl-C (SIGINT) or SIGTERM (what `timeout`, `docker stop` and SLURM send): ask the
-/// loop to save and stop after the current step or evaluation; g_stop holds the signal's
-/// number. A second one ends the program at once, saying what stays: the last complete save
-/// (saves are all-or-nothing, so none is ever half-written), or that none was made yet.
-extern "C" void on_stop_signal(int signo) {
-  const char* name = signo == SIGTERM ? "SIGTERM" : "Ctrl-C";
-  if (g_serving_only != 0) {  // `train --serve` after training: stop serving; a second one at once
-    if (g_stop != 0) ::_exit(128 + signo);
-    g_stop = signo;
-    return;
-  }
-  if (g_stop == 0) {
-    g_stop = signo;
-    if (g_say_signals) {
-      say("\n"), say(name);
-      say(": stopping after the current step or evaluation, with a save first (");
-      say(name), say(" again stops at once, without it)\n");
-    }
-    return;
-  }
-  if (g_say_signals) {
-    say("\n"), say(name), say(" again: stopped at once, without the save the first one asked for. ");
-    long step = g_saved_step.load();
-    char target[256];
-    const ssize_t n = g_current_link.empty()
-                          ? -1
-                          : ::readlink(g_current_link.c_str(), target, sizeof target - 1);
-    const bool moved = n > 5 && (static_cast<std::size_t>(n) != g_initial_target.size() ||
-                                 std::memcmp(target, g_initial_target.data(), static_cast<std::size_t>(n)) != 0);
-    if (moved && std::memcmp(target, "step-", 5) == 0 && target[5] >= '0' && target[5] <= '9') {
-      step = 0;  // "step-000049" or "step-000049.1": a save of this run switched to it
-      for (ssize_t i = 5; i < n && target[i] >= '0' && target[i] <= '9'; ++i) step = 10 * step + (target[i] - '0');
-    }
-    if (step >= 0) {
-      char digits[24];
-      std::size_t n = 0;
-      for (long v = step; n == 0 || v > 0; v /= 10) digits[n++] = static_cast<char>('0' + v % 10);
-      say("Nothing else is lost: the last complete save, of step ");
-      while (n > 0) say(&digits[--n], 1);
-      say(g_after_saved_step);
-    } else {
-      say(g_when_nothing_saved);
-    }
-  }
-  ::_exit(128 + signo);  // 130 after Ctrl-C, 143 after SIGTERM, as the first signal's exit
-}
 
 fs::path executable_dir() {
   std::error_code ec;
@@ -154,23 +80,6 @@ std::string default_corpus() {
   throw glass::cli::CommandError(
       "no --data given and the bundled corpus was not found; looked at:" + tried +
       "\nPass --data FILE, or set GLASS_DATA to the corpus file or its directory.");
-}
-
-/// How to run this program again from the current directory ("./build/glass" or an absolute path).
-std::string program_name() {
-  std::error_code ec;
-  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  if (ec) return "glass";
-  const fs::path rel = fs::relative(exe, fs::current_path(ec), ec);
-  if (!ec && !rel.empty() && rel.native().rfind("..", 0) != 0) return "./" + rel.string();
-  return exe.string();
-}
-
-std::string shell_quote(const std::string& s) {
-  if (s.find_first_of(" \t\"'$\\`!*?&;|<>()") == std::string::npos) return s;
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
 }
 
 struct TrainFlags {
@@ -236,55 +145,6 @@ std::string non_finite_message(const std::string& what, const CLI::App* cmd,
   return fmt::format("{}. Training stopped: {}. {}", what, kept, next);
 }
 
-/// --resume continues the recipe the run was trained with (recorded in train_state.json): a
-/// flag of the recipe that is not given takes the recorded value; one that is given must equal
-/// it, else the resumed run would not be the same run (CommandError saying what to pass).
-/// Checkpoints written before the recipe was recorded are resumed with the flags as given.
-/// --context, when not given, is the recorded training context too.
-void take_recorded_recipe(glass::TrainOptions& o, const CLI::App* cmd) {
-  const std::optional<glass::TrainRecipe> recorded = glass::load_train_recipe(o.out_dir);
-  if (!recorded) return;
-  std::string differ;
-  // Rates as the recipe line prints them ({:g}), or in full when that would print both alike.
-  auto shown = [](auto v, auto other) {
-    if constexpr (std::is_floating_point_v<decltype(v)>)
-      if (fmt::format("{:g}", v) != fmt::format("{:g}", other)) return fmt::format("{:g}", v);
-    return fmt::format("{}", v);
-  };
-  // A rate equal to the recorded one but for the last bits of its decimal spelling is the same
-  // rate (--min-lr 3e-4 against the recorded default 3e-3 / 10 = 0.00030000000000000003): it is
-  // taken as recorded, so the resumed run stays bit for bit the same run.
-  auto same = [](auto a, auto b) {
-    if constexpr (std::is_floating_point_v<decltype(a)>)
-      return std::abs(a - b) <= 1e-12 * std::max(std::abs(a), std::abs(b));
-    else
-      return a == b;
-  };
-  auto take = [&](const char* flag, auto& value, auto theirs) {
-    if (cmd->count(flag) == 0 || same(value, theirs)) {
-      value = theirs;
-    } else {
-      differ += fmt::format("\n  {} {} (the run was trained with {} {})", flag, shown(value, theirs),
-                            flag, shown(theirs, value));
-    }
-  };
-  take("--lr", o.lr, recorded->lr);
-  take("--min-lr", o.min_lr, recorded->min_lr);
-  take("--warmup", o.warmup, recorded->warmup);
-  take("--decay-iters", o.decay_iters, recorded->decay_iters);
-  take("--batch-size", o.batch_size, recorded->batch_size);
-  take("--grad-clip", o.grad_clip, recorded->grad_clip);
-  // The window is recorded in config.json; another --context is allowed (with a warning).
-  const std::size_t context = glass::training_context(o.out_dir);
-  if (cmd->count("--context") == 0 && context > 0) o.context = context;
-  if (!differ.empty())
-    throw glass::cli::CommandError(
-        "--resume continues the run in " + o.out_dir + " with its own recipe, but these flags ask "
-        "for other values:" + differ +
-        "\nLeave them out (the recorded values are used), or start a new run with --out DIR "
-        "(or --overwrite).");
-}
-
 void run_train(TrainFlags& flags, CLI::App* cmd) {
   glass::TrainOptions& o = flags.options;
   glass::cli::apply_threads(flags.threads);
@@ -299,21 +159,16 @@ void run_train(TrainFlags& flags, CLI::App* cmd) {
     if (o.overfit_batch)
       throw glass::cli::CommandError("--overfit-batch is a check of the training loop, not a run to "
                                      "continue: leave out --resume, and use a fresh --out");
-    take_recorded_recipe(o, cmd);
-    // The text is part of the run: resuming on another one (or on the bundled corpus because
-    // --data was left out) would not continue the same run. config.json records its file name.
-    std::string recorded_data;
-    try {
-      recorded_data = glass::training_data(o.out_dir);
-    } catch (const std::exception&) {
-      // no readable checkpoint in --out: the Trainer says so
-    }
-    if (!recorded_data.empty() && fs::path(o.data_path).filename().string() != recorded_data)
-      throw glass::cli::CommandError(fmt::format(
-          "the run in {} was trained on a text named '{}', not on '{}'{}: pass --data with the "
-          "path of '{}' to continue it, or start a new run with another --out (or --overwrite)",
-          o.out_dir, recorded_data, o.data_path,
-          default_data ? " (the bundled corpus, used when --data is left out)" : "", recorded_data));
+    glass::RecipeFlagsGiven given;
+    given.lr = cmd->count("--lr") > 0;
+    given.min_lr = cmd->count("--min-lr") > 0;
+    given.warmup = cmd->count("--warmup") > 0;
+    given.decay_iters = cmd->count("--decay-iters") > 0;
+    given.batch_size = cmd->count("--batch-size") > 0;
+    given.grad_clip = cmd->count("--grad-clip") > 0;
+    given.context = cmd->count("--context") > 0;
+    glass::take_recorded_recipe(o, given);
+    glass::check_recorded_data(o, default_data);
   }
 
   const long horizon = o.decay_iters > 0 ? o.decay_iters : o.iters;  // where the cosine ends
@@ -328,17 +183,17 @@ void run_train(TrainFlags& flags, CLI::App* cmd) {
   o.stop_flag = &g_stop;
   g_saved_step = -1;
   o.saved_step = &g_saved_step;
-  g_say_signals = o.comm.is_root();
   // An --overfit-batch check is not resumable (--resume refuses it): it is run again instead.
-  g_after_saved_step =
+  set_stop_messages(
+      o.comm.is_root(),
       o.overfit_batch
           ? fmt::format(", stays current in {}; an --overfit-batch check is not resumed: run it "
                         "again to check the loop\n", o.out_dir)
           : fmt::format(", stays current in {}; continue it with:\n  {}\n", o.out_dir,
-                        resume_command(cmd, o));
-  g_when_nothing_saved =
+                        resume_command(cmd, o)),
       "No checkpoint of this run had been saved yet (the first save follows the evaluation at step "
-      "0), so there is nothing to resume: run the same command again to start over\n";
+      "0), so there is nothing to resume: run the same command again to start over\n");
+  o.on_run_end = write_loss_page;  // DIR/loss.html
   glass::TrainResult result;
   // With --serve the trainer outlives the server (declared first, destroyed last): its destructor
   // resets the BLAS thread count, which must not happen while the server computes.
@@ -353,16 +208,11 @@ void run_train(TrainFlags& flags, CLI::App* cmd) {
       serve.data_path = o.data_path;
       server = glass::cli::start_server(serve, std::cout);
     }
-    g_current_link = (fs::path(o.out_dir) / glass::kCurrentLink).string();
-    std::error_code no_link;
-    g_initial_target = fs::read_symlink(g_current_link, no_link).string();
-    std::signal(SIGINT, on_stop_signal);
-    std::signal(SIGTERM, on_stop_signal);
+    install_stop_handlers(o.out_dir);
     try {
       result = trainer->run();
     } catch (const glass::NonFiniteError& e) {
-      std::signal(SIGINT, SIG_DFL);
-      std::signal(SIGTERM, SIG_DFL);
+      restore_default_signals();
       throw glass::cli::CommandError(non_finite_message(e.what(), cmd, o, g_saved_step.load()));
     }
     if (server) {
@@ -371,8 +221,7 @@ void run_train(TrainFlags& flags, CLI::App* cmd) {
       // comes later stops it too. Swapping handlers here would lose the first or kill the program.
       g_serving_only = 1;
     } else {
-      std::signal(SIGINT, SIG_DFL);
-      std::signal(SIGTERM, SIG_DFL);
+      restore_default_signals();
     }
   }
   if (!server) trainer.reset();  // releases the run directory's lock now
@@ -398,8 +247,7 @@ void run_train(TrainFlags& flags, CLI::App* cmd) {
     while (g_stop == 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
     server->stop();
     std::cout << "\nstopped serving (" << (g_stop == SIGTERM ? "SIGTERM" : "Ctrl-C") << ")" << std::endl;
-    std::signal(SIGINT, SIG_DFL);
-    std::signal(SIGTERM, SIG_DFL);
+    restore_default_signals();
   }
 }
 
@@ -430,6 +278,8 @@ void run_train_on_all_ranks(TrainFlags& flags, CLI::App* cmd) {
 constexpr long long kMaxSteps = 1'000'000'000;
 const CLI::Validator kStepCount =
     glass::cli::integer_in(1, kMaxSteps, fmt::format("an integer from 1 to {}", kMaxSteps));
+
+}  // namespace
 
 void add_train_command(CLI::App& app) {
   auto flags = std::make_shared<TrainFlags>();
@@ -515,6 +365,4 @@ void add_train_command(CLI::App& app) {
   cmd->callback([flags, cmd] { run_train_on_all_ranks(*flags, cmd); });
 }
 
-glass::cli::CommandRegistration registration(10, &add_train_command);
-
-}  // namespace
+}  // namespace glass::cli

@@ -1,8 +1,8 @@
 #pragma once
 // The loss curve: train and validation loss against the step, read from the trainer's log.csv
-// and written by the trainer at the end of a run as DIR/loss.html, a self-contained page that
-// draws the chart with web/loss_chart.js — the same script that draws it on the
-// inspector page. The page offers the chart as an SVG file too.
+// and written by `glass train` at the end of a run as DIR/loss.html (cli/loss_page.cpp), a
+// self-contained page that draws the chart with web/loss_chart.js — the same script that draws
+// it on the inspector page. The page offers the chart as an SVG file too.
 
 #include <string>
 #include <vector>

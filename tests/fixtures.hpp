@@ -1,6 +1,6 @@
-// Fixtures shared by the suites of train/, the rooms around it and the `glass` program: the small
-// model of the tests and an untrained checkpoint of it. Header-only; tests include it as
-// "fixtures.hpp" (the test needs glass_checkpoint).
+// Fixtures shared by the suites: the small model of the tests (small_config, used from nn/ to the
+// `glass` program) and an untrained checkpoint of it. Header-only; tests include it as
+// "fixtures.hpp" (a test that calls write_small_checkpoint needs glass_checkpoint).
 #pragma once
 
 #include <cstddef>

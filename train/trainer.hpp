@@ -1,11 +1,16 @@
 #pragma once
 // The training loop: forward, cross-entropy, backward, clip, AdamW step; periodic evaluation,
-// progress line, samples, log.csv, checkpoints (with exact resume) and the loss plot.
+// progress line, samples, log.csv, checkpoints (with exact resume). The Trainer knows nothing of
+// pages: whoever runs it adds its own end-of-run files (TrainOptions::on_run_end).
+// The code: trainer_setup.cpp (construction), trainer.cpp (the loop), trainer_save.cpp (the
+// saves and the per-step log), trainer_report.cpp (what it prints); recipe.hpp (what --resume
+// takes back).
 
 #include <atomic>
 #include <chrono>
 #include <csignal>
 #include <cstdint>
+#include <functional>
 #include <iosfwd>
 #include <memory>
 #include <random>
@@ -25,6 +30,8 @@
 #include "train/train_state.hpp"
 
 namespace glass {
+
+class Trainer;
 
 /// Upper bounds of the counts of TrainOptions (a typo such as --eval-iters 2000000000 would
 /// otherwise run for days without a word). 10000 batches per split is 500x the default.
@@ -68,6 +75,10 @@ struct TrainOptions {
   /// The processes training together (mpirun -np N, train/distributed.hpp): each takes
   /// batch_size / N windows of every batch; rank 0 alone prints, samples and writes out_dir.
   Communicator comm;
+  /// Called by rank 0 when run() ends (done, or stopped by the stop flag after its save; not
+  /// after an error), with the Trainer: whoever runs it writes its own files next to the saves
+  /// there (`glass train` writes DIR/loss.html, cli/loss_page.hpp). Empty: nothing is called.
+  std::function<void(const Trainer&)> on_run_end;
 };
 
 /// Train and validation loss estimated at one step.
@@ -129,6 +140,22 @@ class Trainer {
   const TrainOptions& options() const { return options_; }
 
  private:
+  // Construction, in this order (trainer_setup.cpp).
+  struct ResumePoint {
+    std::string dir;             // the save to resume from: out_dir, or its newest complete save
+    std::string relink;          // that save's name when out_dir/current was lost ("" otherwise)
+    std::string weights_step;    // the step model.safetensors records, checked against the state's
+    std::string weights_run_id;  // the run model.safetensors belongs to, checked likewise
+  };
+  std::u32string read_text();     // checks its size and length against --context
+  ResumePoint find_resume_point();
+  void load_or_create_model(const std::u32string& text, ResumePoint& from);
+  void encode_corpus(std::u32string text);  // corpus_, n_train_; frees the text
+  void make_optimizer_and_batches();
+  void restore_training_state(const ResumePoint& from);
+  void prepare_out_dir(const ResumePoint& from);  // rank 0: writable, locked, cleaned
+  void print_banner(std::size_t text_chars);
+
   void save(bool also_best);
   void keep_best(const std::string& previous_best, const std::string& best) const;
   void lock_out_dir();

@@ -15,6 +15,7 @@
 
 #include "nn/decoder.hpp"
 #include "nn/tracer.hpp"
+#include "fixtures.hpp"
 #include "nn_test_util.hpp"
 
 namespace {
@@ -26,15 +27,10 @@ using glass_test::randomize;
 
 static_assert(sizeof(Scalar) == sizeof(double), "these comparisons need Scalar = double");
 
+/// The tests' small model (fixtures.hpp), 13 characters and 80 positions, on one attention path.
 ModelConfig small_config(const std::string& attention) {
-  ModelConfig c;
-  c.vocab_size = 13;
-  c.d_model = 16;
-  c.n_layers = 2;
-  c.n_heads = 4;
-  c.n_kv_heads = 2;
-  c.ffn_hidden = 24;
-  c.context_length = 80;  // T = 70: two blocks of 32 query rows and a partial one
+  // T = 70: two blocks of 32 query rows and a partial one.
+  ModelConfig c = glass_test::small_config(13, 80);
   c.ops_path = parse_ops_path(attention);
   return c;
 }

@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "nn/decoder.hpp"
+#include "fixtures.hpp"
 #include "nn_test_util.hpp"
 
 namespace {
@@ -18,15 +19,12 @@ using glass_test::random_ids;
 using glass_test::random_tensor;
 using glass_test::randomize;
 
+/// The tests' small model (fixtures.hpp), vocab 11, 32 positions, with `n_heads` query heads
+/// over `n_kv_heads` KV heads.
 ModelConfig small_config(std::size_t n_heads = 4, std::size_t n_kv_heads = 2) {
-  ModelConfig c;
-  c.vocab_size = 11;
-  c.d_model = 16;
-  c.n_layers = 2;
+  ModelConfig c = glass_test::small_config(11, 32);
   c.n_heads = n_heads;
   c.n_kv_heads = n_kv_heads;
-  c.ffn_hidden = 24;
-  c.context_length = 32;
   return c;
 }
 

@@ -12,6 +12,7 @@
 
 #include "autograd/gradcheck.hpp"
 #include "nn/decoder.hpp"
+#include "fixtures.hpp"
 #include "nn_test_util.hpp"
 
 namespace {
@@ -23,17 +24,10 @@ using glass_test::randomize;
 
 static_assert(sizeof(Scalar) == sizeof(double), "gradient checks need Scalar = double");
 
-// The tiny model: d_model 16, 2 layers, 4 heads (head_dim 4), 2 KV heads, vocab 11.
+// The tests' small model (fixtures.hpp: d_model 16, 2 layers, 4 heads of head_dim 4, 2 KV
+// heads), vocab 11, 16 positions.
 ModelConfig tiny_config() {
-  ModelConfig c;
-  c.vocab_size = 11;
-  c.d_model = 16;
-  c.n_layers = 2;
-  c.n_heads = 4;
-  c.n_kv_heads = 2;
-  c.ffn_hidden = 24;
-  c.context_length = 16;
-  return c;
+  return glass_test::small_config(11, 16);
 }
 
 // Runs gradcheck on `forward` with respect to every parameter of `module` plus `extra` inputs

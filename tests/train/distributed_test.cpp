@@ -31,16 +31,12 @@ using namespace glass;
 
 namespace {
 
-/// A tiny decoder: 2 layers, d_model 16, vocabulary 11.
+/// The tests' small model (fixtures.hpp) with 2 query heads over 1 KV head, vocabulary 11,
+/// 8 positions.
 ModelConfig tiny() {
-  ModelConfig c;
-  c.vocab_size = 11;
-  c.d_model = 16;
-  c.n_layers = 2;
+  ModelConfig c = glass_test::small_config(11, 8);
   c.n_heads = 2;
   c.n_kv_heads = 1;
-  c.ffn_hidden = 24;
-  c.context_length = 8;
   return c;
 }
 

@@ -77,6 +77,14 @@ TEST(Trainer, LossFallsWellBelowLogVocab) {
   TrainOptions o = tiny_options(write_corpus_slice(dir, 20000), dir.str("run"));
   o.iters = 150;
   o.eval_every = 50;
+  // The end-of-run hook: called once, by the end of run(), with the whole run's rows.
+  int hook_calls = 0;
+  std::size_t hook_evals = 0, hook_steps = 0;
+  o.on_run_end = [&](const Trainer& t) {
+    ++hook_calls;
+    hook_evals = t.log().size();
+    hook_steps = t.steps().size();
+  };
   std::ostringstream out;
   Trainer trainer(o, out);
   const double log_v = std::log(static_cast<double>(trainer.tokenizer().vocab_size()));
@@ -87,8 +95,13 @@ TEST(Trainer, LossFallsWellBelowLogVocab) {
   EXPECT_LT(r.last_eval.val_loss, log_v - 1.0) << "ln V = " << log_v;
   EXPECT_LT(r.last_eval.train_loss, log_v - 1.0);
   for (const char* f : {"model.safetensors", "best.safetensors", "config.json", "log.csv",
-                        "loss.html", "train_state.json", "train_state.safetensors"})
+                        "train_state.json", "train_state.safetensors"})
     EXPECT_TRUE(fs::exists(dir.path / "run" / f)) << f;
+  // The trainer writes no page: loss.html is written by whoever runs it (glass train), here no one.
+  EXPECT_FALSE(fs::exists(dir.path / "run" / "loss.html"));
+  EXPECT_EQ(hook_calls, 1);
+  EXPECT_EQ(hook_evals, 4u);
+  EXPECT_EQ(hook_steps, 150u);
   const std::string csv = read_file(dir.str("run/log.csv"));
   EXPECT_EQ(csv.substr(0, csv.find('\n')), "step,lr,train_loss,val_loss,tokens_per_s,elapsed_s");
   EXPECT_NE(out.str().find("---- sample"), std::string::npos);

@@ -1,0 +1,111 @@
+// The signal handler of `glass train` and the signal-safe output it writes. See
+// cli/stop_signals.hpp.
+
+#include "cli/stop_signals.hpp"
+
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <system_error>
+
+#include "checkpoint/run_dir.hpp"
+
+namespace glass::cli {
+
+volatile std::sig_atomic_t g_stop = 0;
+volatile std::sig_atomic_t g_serving_only = 0;
+std::atomic<long> g_saved_step{-1};
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// Set by set_stop_messages and install_stop_handlers before the handler can run.
+bool g_say_signals = false;
+std::string g_after_saved_step;  // "N" follows "the last complete save, of step N"
+std::string g_current_link;      // DIR/current
+std::string g_initial_target;    // its target when the handlers were installed
+std::string g_when_nothing_saved;
+
+/// Writes `text` to standard error with write(2), which a signal handler may call.
+void say(const char* text, std::size_t n) {
+  while (n > 0) {
+    const ssize_t written = ::write(STDERR_FILENO, text, n);
+    if (written <= 0) return;
+    text += written;
+    n -= static_cast<std::size_t>(written);
+  }
+}
+void say(const char* text) { say(text, std::strlen(text)); }
+void say(const std::string& text) { say(text.data(), text.size()); }
+
+/// First Ctrl-C (SIGINT) or SIGTERM (what `timeout`, `docker stop` and SLURM send): ask the
+/// loop to save and stop after the current step or evaluation; g_stop holds the signal's
+/// number. A second one ends the program at once, saying what stays: the last complete save
+/// (saves are all-or-nothing, so none is ever half-written), or that none was made yet.
+extern "C" void on_stop_signal(int signo) {
+  const char* name = signo == SIGTERM ? "SIGTERM" : "Ctrl-C";
+  if (g_serving_only != 0) {  // `train --serve` after training: stop serving; a second one at once
+    if (g_stop != 0) ::_exit(128 + signo);
+    g_stop = signo;
+    return;
+  }
+  if (g_stop == 0) {
+    g_stop = signo;
+    if (g_say_signals) {
+      say("\n"), say(name);
+      say(": stopping after the current step or evaluation, with a save first (");
+      say(name), say(" again stops at once, without it)\n");
+    }
+    return;
+  }
+  if (g_say_signals) {
+    say("\n"), say(name), say(" again: stopped at once, without the save the first one asked for. ");
+    long step = g_saved_step.load();
+    char target[256];
+    const ssize_t n = g_current_link.empty()
+                          ? -1
+                          : ::readlink(g_current_link.c_str(), target, sizeof target - 1);
+    const bool moved = n > 5 && (static_cast<std::size_t>(n) != g_initial_target.size() ||
+                                 std::memcmp(target, g_initial_target.data(), static_cast<std::size_t>(n)) != 0);
+    if (moved && std::memcmp(target, "step-", 5) == 0 && target[5] >= '0' && target[5] <= '9') {
+      step = 0;  // "step-000049" or "step-000049.1": a save of this run switched to it
+      for (ssize_t i = 5; i < n && target[i] >= '0' && target[i] <= '9'; ++i) step = 10 * step + (target[i] - '0');
+    }
+    if (step >= 0) {
+      char digits[24];
+      std::size_t n = 0;
+      for (long v = step; n == 0 || v > 0; v /= 10) digits[n++] = static_cast<char>('0' + v % 10);
+      say("Nothing else is lost: the last complete save, of step ");
+      while (n > 0) say(&digits[--n], 1);
+      say(g_after_saved_step);
+    } else {
+      say(g_when_nothing_saved);
+    }
+  }
+  ::_exit(128 + signo);  // 130 after Ctrl-C, 143 after SIGTERM, as the first signal's exit
+}
+
+}  // namespace
+
+void set_stop_messages(bool speak, std::string after_saved_step, std::string when_nothing_saved) {
+  g_say_signals = speak;
+  g_after_saved_step = std::move(after_saved_step);
+  g_when_nothing_saved = std::move(when_nothing_saved);
+}
+
+void install_stop_handlers(const std::string& out_dir) {
+  g_current_link = (fs::path(out_dir) / kCurrentLink).string();
+  std::error_code no_link;
+  g_initial_target = fs::read_symlink(g_current_link, no_link).string();
+  std::signal(SIGINT, on_stop_signal);
+  std::signal(SIGTERM, on_stop_signal);
+}
+
+void restore_default_signals() {
+  std::signal(SIGINT, SIG_DFL);
+  std::signal(SIGTERM, SIG_DFL);
+}
+
+}  // namespace glass::cli

@@ -1,0 +1,84 @@
+// The recipe of a run: recorded by each save, taken back (or refused) by --resume. See
+// train/recipe.hpp.
+
+#include "train/recipe.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+
+#include <fmt/format.h>
+
+#include "checkpoint/checkpoint.hpp"
+
+namespace glass {
+
+TrainRecipe recipe_of(const TrainOptions& o) {
+  return {o.lr, o.min_lr, o.grad_clip, o.warmup, o.decay_iters, o.batch_size};
+}
+
+void take_recorded_recipe(TrainOptions& o, const RecipeFlagsGiven& given) {
+  const std::optional<TrainRecipe> recorded = load_train_recipe(o.out_dir);
+  if (!recorded) return;
+  std::string differ;
+  // Rates as the recipe line prints them ({:g}), or in full when that would print both alike.
+  auto shown = [](auto v, auto other) {
+    if constexpr (std::is_floating_point_v<decltype(v)>)
+      if (fmt::format("{:g}", v) != fmt::format("{:g}", other)) return fmt::format("{:g}", v);
+    return fmt::format("{}", v);
+  };
+  // A rate equal to the recorded one but for the last bits of its decimal spelling is the same
+  // rate (--min-lr 3e-4 against the recorded default 3e-3 / 10 = 0.00030000000000000003): it is
+  // taken as recorded, so the resumed run stays bit for bit the same run.
+  auto same = [](auto a, auto b) {
+    if constexpr (std::is_floating_point_v<decltype(a)>)
+      return std::abs(a - b) <= 1e-12 * std::max(std::abs(a), std::abs(b));
+    else
+      return a == b;
+  };
+  auto take = [&](const char* flag, bool flag_given, auto& value, auto theirs) {
+    if (!flag_given || same(value, theirs)) {
+      value = theirs;
+    } else {
+      differ += fmt::format("\n  {} {} (the run was trained with {} {})", flag, shown(value, theirs),
+                            flag, shown(theirs, value));
+    }
+  };
+  take("--lr", given.lr, o.lr, recorded->lr);
+  take("--min-lr", given.min_lr, o.min_lr, recorded->min_lr);
+  take("--warmup", given.warmup, o.warmup, recorded->warmup);
+  take("--decay-iters", given.decay_iters, o.decay_iters, recorded->decay_iters);
+  take("--batch-size", given.batch_size, o.batch_size, recorded->batch_size);
+  take("--grad-clip", given.grad_clip, o.grad_clip, recorded->grad_clip);
+  // The window is recorded in config.json; another --context is allowed (with a warning).
+  const std::size_t context = training_context(o.out_dir);
+  if (!given.context && context > 0) o.context = context;
+  if (!differ.empty())
+    throw std::invalid_argument(
+        "--resume continues the run in " + o.out_dir + " with its own recipe, but these flags ask "
+        "for other values:" + differ +
+        "\nLeave them out (the recorded values are used), or start a new run with --out DIR "
+        "(or --overwrite).");
+}
+
+void check_recorded_data(const TrainOptions& o, bool data_defaulted) {
+  std::string recorded_data;
+  try {
+    recorded_data = training_data(o.out_dir);
+  } catch (const std::exception&) {
+    // no readable checkpoint in --out: the Trainer says so
+  }
+  if (!recorded_data.empty() &&
+      std::filesystem::path(o.data_path).filename().string() != recorded_data)
+    throw std::invalid_argument(fmt::format(
+        "the run in {} was trained on a text named '{}', not on '{}'{}: pass --data with the "
+        "path of '{}' to continue it, or start a new run with another --out (or --overwrite)",
+        o.out_dir, recorded_data, o.data_path,
+        data_defaulted ? " (the bundled corpus, used when --data is left out)" : "", recorded_data));
+}
+
+}  // namespace glass

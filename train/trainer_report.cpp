@@ -1,0 +1,80 @@
+// What the trainer prints (train/trainer.hpp): the banner before the first step, the progress
+// line, the notes after each evaluation and the samples.
+
+#include "train/trainer.hpp"
+
+#include <cmath>
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "sample/sampler.hpp"
+#include "train/loss_notes.hpp"
+
+namespace glass {
+
+namespace {
+
+/// "1h02m", "3m12s", "45s".
+std::string format_duration(double seconds) {
+  if (!std::isfinite(seconds) || seconds < 0) return "?";
+  const long s = static_cast<long>(seconds + 0.5);
+  if (s >= 3600) return fmt::format("{}h{:02d}m", s / 3600, (s % 3600) / 60);
+  if (s >= 60) return fmt::format("{}m{:02d}s", s / 60, s % 60);
+  return fmt::format("{}s", s);
+}
+
+}  // namespace
+
+void Trainer::print_banner(std::size_t text_chars) {
+  const TrainOptions& o = options_;
+  out_ << fmt::format(
+      "data: {}, {} characters, {}; train {} / val {} characters\n"
+      "model: d_model {}, {} layers, {} heads ({} kv), ffn {}, {} parameters\n"
+      "recipe: {} steps, batch {} x context {}, lr {:g} -> {:g} (warmup {}, cosine to step {}), "
+      "weight decay {:g}, clip {:g}, seed {}\n",
+      o.data_path, text_chars, vocabulary_words(tokenizer_.vocab_size()), n_train_, corpus_->size() - n_train_,
+      o.model.d_model, o.model.n_layers, o.model.n_heads, o.model.n_kv_heads, o.model.ffn_hidden,
+      model_->num_parameters(), o.iters, o.batch_size, o.context, o.lr, o.min_lr, o.warmup,
+      o.decay_iters, o.weight_decay, o.grad_clip, o.seed);
+  if (o.comm.size() > 1)
+    out_ << fmt::format("data parallel: {} processes, {} windows of each batch per process\n",
+                        o.comm.size(), o.batch_size / static_cast<std::size_t>(o.comm.size()));
+  if (o.resume) out_ << "resuming from step " << step_ << " of " << o.out_dir << "\n";
+  if (o.overfit_batch)
+    out_ << "--overfit-batch: every step trains on the same batch of " << o.batch_size << " x "
+         << o.context << " characters; the training loss should fall towards 0 (the model "
+            "memorises it) while the validation loss does not. If it does not, the loop has a bug. "
+            "The evaluations show the loss of that batch and the usual validation loss\n";
+}
+
+void Trainer::print_sample() {
+  if (options_.sample_tokens == 0 || !options_.comm.is_root()) return;
+  std::vector<std::int32_t> prompt = {tokenizer_.contains(U'\n') ? tokenizer_.id_of(U'\n') : 1};
+  SamplingOptions sampling;
+  sampling.temperature = 0.8;
+  const auto ids = generate(*model_, prompt, options_.sample_tokens, options_.context, sampling,
+                            sample_rng_);
+  out_ << "---- sample (temperature 0.8) ----\n" << tokenizer_.decode_utf8(ids) << "\n----\n";
+}
+
+void Trainer::print_progress(long it, double loss, double lr, double tokens_per_s, double eta_s) {
+  const std::string line =
+      fmt::format("step {:>{}}/{} | loss {:.4f} | lr {:.2e} | {:.0f} tok/s | ETA {}", it,
+                  std::to_string(options_.iters).size(), options_.iters, loss, lr, tokens_per_s,
+                  format_duration(eta_s));
+  if (is_tty_)
+    out_ << "\r" << line << "\033[K" << std::flush;  // rewrite the same line; clear its tail
+  else
+    out_ << line << "\n" << std::flush;
+}
+
+void Trainer::print_evaluation_notes(long it) {
+  if (it == 0 && log_.size() == 1)
+    out_ << step_zero_note(log_.front().train_loss, tokenizer_.vocab_size());
+  // --overfit-batch: a validation loss rising while the batch is memorised is what the check
+  // expects (the header says so), not overfitting to warn about.
+  if (!options_.overfit_batch) out_ << evaluation_note(log_);
+}
+
+}  // namespace glass
