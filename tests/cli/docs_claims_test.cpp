@@ -1,6 +1,9 @@
 // Every number a concept page (docs/*.md, and its English version in docs/en/) states is checked
 // here against what produces it: the tutorial program that prints it, or the library function
-// that computes it. Each check reads the literal as the page prints it, requires it in BOTH
+// that computes it. The README and the English-only manual pages (docs/en/cli.md,
+// run-directory.md, build.md, testing.md; bench/README.md) are checked at the end: the README's
+// two commands and first session, the code it sends the reader to, its layout table, and the
+// defaults and sizes the manual quotes. Each check reads the literal as the page prints it, requires it in BOTH
 // languages, and compares it with the program's line or the function's value formatted the same
 // way. A page that drifts from the code, or a translation that drifts from its original, fails.
 //
@@ -283,8 +286,9 @@ TEST(DocsPages, EveryPageHasAnEnglishVersionThatLinksBack) {
         << link << " does not link back to " << pt.filename() << " at its top";
   }
   // Every English page is a translation of a Portuguese one, except the tutorials' index, whose
-  // original is tutorials/README.md, and the English-only manual pages (the build).
-  const std::set<std::string> english_only = {"build.md"};
+  // original is tutorials/README.md, and the English-only manual pages (the program, the files it
+  // writes, the build, the tests).
+  const std::set<std::string> english_only = {"build.md", "cli.md", "run-directory.md", "testing.md"};
   for (const fs::path& en : pages_in(kDocs / "en")) {
     if (english_only.count(en.filename().string())) {
       EXPECT_EQ(top_link(en), "") << en.filename() << " is English-only and links to no original";
@@ -942,6 +946,213 @@ TEST(DocsOverfitting, TheTableIsTheSavedRunsLog) {
   EXPECT_EQ(fixed(static_cast<double>(plays) / static_cast<double>(book), 0), "8");  // "eight times larger"
   expect_stated("sobreajuste-e-dropout.md", "`--weight-decay`, 0.1");
   EXPECT_EQ(options.weight_decay, 0.1);
+
+// ---- the README and the manual pages -------------------------------------------------------------
+
+const fs::path kRoot = fs::path(GLASS_SOURCE_DIR);
+
+/// A page of the project by its path from the root (README.md, docs/en/cli.md, ...).
+std::string project_page(const std::string& path) {
+  const std::string text = read_file(kRoot / path);
+  EXPECT_FALSE(text.empty()) << "no page " << path;
+  return text;
+}
+
+/// `text` with every run of whitespace made one space, so a phrase the page wraps over two lines
+/// is still found.
+std::string flat(const std::string& text) {
+  static const std::regex spaces(R"(\s+)");
+  return std::regex_replace(text, spaces, " ");
+}
+
+/// The page states `literal` (line breaks inside it do not matter).
+void expect_on_page(const std::string& path, const std::string& literal) {
+  EXPECT_NE(flat(project_page(path)).find(flat(literal)), std::string::npos)
+      << path << " no longer says \"" << literal << "\"";
+}
+
+/// The page states `literal`, and `computed` (the code's value, written like the page) is it.
+void expect_page_claim(const std::string& path, const std::string& literal, const std::string& computed) {
+  expect_on_page(path, literal);
+  EXPECT_EQ(computed, literal) << path << " says " << literal << ", the code gives " << computed;
+}
+
+TEST(Readme, IsAFrontDoorWithTheTwoCommandsFirst) {
+  const std::vector<std::string> lines = lines_of(project_page("README.md"));
+  EXPECT_LE(lines.size(), 250u) << "README.md is a front door: the manual goes to docs/en/";
+  // The first code block holds the two commands, in this order (.ci/run and the tests rely on them).
+  std::size_t fence = 0;
+  while (fence < lines.size() && lines[fence].rfind("```", 0) != 0) ++fence;
+  ASSERT_LT(fence + 2, lines.size()) << "README.md has no code block";
+  EXPECT_EQ(lines[fence + 1].rfind("bash scripts/train.sh ", 0), 0u) << lines[fence + 1];
+  EXPECT_EQ(lines[fence + 2].rfind("bash scripts/test.sh ", 0), 0u) << lines[fence + 2];
+  EXPECT_TRUE(fs::exists(kRoot / "scripts" / "train.sh"));
+  EXPECT_TRUE(fs::exists(kRoot / "scripts" / "test.sh"));
+  // It sends the reader on to every page the manual moved to.
+  const std::vector<std::string> links = links_in(project_page("README.md"));
+  for (const char* page : {"docs/en/cli.md", "docs/en/run-directory.md", "docs/en/build.md", "docs/en/testing.md",
+                           "bench/README.md", "docs/en/README.md", "tutorials/README.md"}) {
+    EXPECT_NE(std::find(links.begin(), links.end(), page), links.end()) << "README.md does not link " << page;
+  }
+}
+
+TEST(Readme, FirstSessionBuildsWhatItRuns) {
+  // scripts/train.sh builds the program; a tutorial the README runs is built by a command of the
+  // README before it (on a fresh clone, ./build/tutorials/... would not exist: exit code 127).
+  EXPECT_NE(project_page("scripts/train.sh").find("scripts/build.sh glass"), std::string::npos);
+  const std::vector<std::string> lines = lines_of(project_page("README.md"));
+  static const std::regex run(R"(\./build/tutorials/([0-9A-Za-z_]+))");
+  std::size_t runs = 0;
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    std::smatch m;
+    if (!std::regex_search(lines[i], m, run)) continue;
+    ++runs;
+    const std::string name = m[1].str();
+    EXPECT_TRUE(fs::exists(kRoot / "tutorials" / (name + ".cpp"))) << "no tutorial " << name;
+    bool built = false;
+    for (std::size_t j = 0; j < i; ++j) {
+      const std::size_t at = lines[j].find("scripts/build.sh ");
+      built = built || (at != std::string::npos && lines[j].find(name, at) != std::string::npos);
+    }
+    EXPECT_TRUE(built) << "README.md runs ./build/tutorials/" << name << " without building it first";
+  }
+  EXPECT_GT(runs, 0u) << "the first session runs no tutorial";
+}
+
+// "Read the code in this order": each function the README names is defined in the file it names.
+TEST(Readme, CodeToReadIsWhereItSays) {
+  struct Citation {
+    const char* function;    // as the README writes it
+    const char* file;        // relative to the project's root, as the README writes it
+    const char* definition;  // how the file spells it
+  };
+  const std::vector<Citation> citations = {
+      {"Tape::record", "autograd/tape.cpp", "void Tape::record("},
+      {"Tape::backward", "autograd/tape.cpp", "void Tape::backward("},
+      {"TapeRecord", "autograd/tape.hpp", "struct TapeRecord"},
+      {"Tensor::backward", "autograd/tensor.cpp", "void Tensor::backward("},
+      {"silu", "autograd/ops_elementwise.cpp", "Tensor silu(const Tensor& a)"},
+      {"Attention::forward_reference", "nn/attention.cpp", "Attention::forward_reference("},
+      {"Block::forward", "nn/decoder.cpp", "Tensor Block::forward("},
+      {"Decoder::forward", "nn/decoder.cpp", "Tensor Decoder::forward("},
+      {"Trainer::train_step", "train/trainer.cpp", "Trainer::train_step("},
+      {"DataParallel::loss_and_grad", "train/data_parallel.cpp", "double DataParallel::loss_and_grad("},
+      {"clip_grad_norm", "train/clip.cpp", "double clip_grad_norm("},
+      {"AdamW::step", "train/adamw.cpp", "void AdamW::step("},
+      {"LrSchedule::at", "train/schedule.cpp", "double LrSchedule::at("},
+  };
+  const std::string readme = project_page("README.md");
+  for (const Citation& c : citations) {
+    EXPECT_NE(readme.find(std::string("`") + c.function + "`"), std::string::npos) << "README.md: " << c.function;
+    EXPECT_NE(readme.find(std::string("`") + c.file + "`"), std::string::npos) << "README.md: " << c.file;
+    EXPECT_NE(read_file(kRoot / c.file).find(c.definition), std::string::npos)
+        << c.file << " (named by README.md) does not define " << c.function;
+  }
+  // The nine steps are numbered in the reference path, 1. to 9.
+  const std::string attention = read_file(kRoot / "nn" / "attention.cpp");
+  for (int step = 1; step <= 9; ++step) {
+    EXPECT_NE(attention.find("// " + std::to_string(step) + ". "), std::string::npos)
+        << "nn/attention.cpp has no step " << step;
+  }
+  EXPECT_TRUE(fs::exists(kRoot / "tutorials" / "README.md"));
+}
+
+TEST(Readme, LayoutTableIsTheTree) {
+  // The folders of the layout table exist, and every top-level folder with a CMakeLists.txt (a
+  // room of the build) is in the table.
+  const std::vector<std::string> lines = lines_of(project_page("README.md"));
+  std::set<std::string> listed;
+  bool in_layout = false;
+  static const std::regex folder("`([a-z_]+)/`");
+  for (const std::string& line : lines) {
+    if (line.rfind("## ", 0) == 0) in_layout = line == "## Layout";
+    if (!in_layout || line.rfind("| `", 0) != 0) continue;
+    const std::string first_cell = line.substr(0, line.find(" |", 2));
+    for (auto it = std::sregex_iterator(first_cell.begin(), first_cell.end(), folder); it != std::sregex_iterator();
+         ++it) {
+      listed.insert((*it)[1].str());
+    }
+  }
+  EXPECT_GE(listed.size(), 10u) << "no layout table under \"## Layout\"";
+  for (const std::string& name : listed) {
+    EXPECT_TRUE(fs::is_directory(kRoot / name)) << "README.md's layout table lists " << name << "/, which does not exist";
+  }
+  for (const auto& entry : fs::directory_iterator(kRoot)) {
+    const std::string name = entry.path().filename().string();
+    if (!entry.is_directory() || name[0] == '.' || !fs::exists(entry.path() / "CMakeLists.txt")) continue;
+    EXPECT_EQ(listed.count(name), 1u) << name << "/ is a room of the build, missing from README.md's layout table";
+  }
+}
+
+TEST(ManualPages, RelativeLinksPointToExistingFiles) {
+  // docs/ and docs/en/ are checked above; these are the pages outside them.
+  for (const char* path : {"README.md", "bench/README.md"}) {
+    const fs::path page = kRoot / path;
+    std::size_t checked = 0;
+    for (const std::string& target : links_in(project_page(path))) {
+      if (!is_relative(target)) continue;
+      ++checked;
+      EXPECT_TRUE(fs::exists(resolve(page, target))) << path << " links to " << target << ", which does not exist";
+    }
+    EXPECT_GT(checked, 3u) << path;
+  }
+}
+
+TEST(ManualPages, TrainFlagDefaultsAreTrainOptions) {
+  // The row of each flag in docs/en/cli.md's table of glass train, against TrainOptions.
+  const glass::TrainOptions o;
+  const glass::ModelConfig c;
+  const auto n = [](auto v) { return std::to_string(v); };
+  const std::string cli = project_page("docs/en/cli.md");
+  const std::vector<std::pair<std::string, std::string>> rows = {
+      {"| `--iters N` ", n(o.iters)},
+      {"| `--batch-size B` ", n(o.batch_size)},
+      {"| `--context T` ", n(o.context)},
+      {"| `--lr X` / `--min-lr X` ", (o.lr == 1e-3 ? "1e-3" : n(o.lr)) + (o.min_lr < 0 ? " / lr/10" : " / " + n(o.min_lr))},
+      {"| `--warmup N` ", n(o.warmup)},
+      {"| `--weight-decay X` ", fixed(o.weight_decay, 1)},
+      {"| `--grad-clip X` ", fixed(o.grad_clip, 1)},
+      {"| `--eval-every N` / `--eval-iters N` ", n(o.eval_every) + " / " + n(o.eval_iters)},
+      {"| `--sample-tokens N` ", n(o.sample_tokens)},
+      {"| `--seed S` ", n(o.seed)},
+      {"| `--vocab-cap N` ", n(c.vocab_cap)},
+      {"| `--d-model --n-layers --n-heads --n-kv-heads --ffn-hidden` ",
+       n(c.d_model) + ", " + n(c.n_layers) + ", " + n(c.n_heads) + ", " + n(c.n_kv_heads) + ", " + n(c.ffn_hidden)},
+  };
+  for (const auto& [flag, value] : rows) {
+    const std::string row = line_with(cli, flag);
+    EXPECT_NE(row.find("| " + value + " |"), std::string::npos) << "docs/en/cli.md: " << row << " (the code: " << value << ")";
+  }
+  expect_page_claim("docs/en/cli.md", "≤ the model's context length, 256",
+                    "≤ the model's context length, " + n(c.context_length));
+  // Step 0 of "Is my loss normal?": ln V for the two bundled corpora (ln 83 = 4.4188, ln 66 =
+  // 4.1897 with Python's math module).
+  const std::size_t dom = corpus_vocab_size("domcasmurro.txt"), shakespeare = corpus_vocab_size("tinyshakespeare.txt");
+  expect_page_claim("docs/en/cli.md", "ln 83 = 4.419", "ln " + n(dom) + " = " + fixed(std::log(double(dom)), 3));
+  expect_page_claim("docs/en/cli.md", "ln 66 = 4.190", "ln " + n(shakespeare) + " = " + fixed(std::log(double(shakespeare)), 3));
+  expect_page_claim("docs/en/cli.md", "82 characters + the unknown id", n(dom - 1) + " characters + the unknown id");
+}
+
+TEST(ManualPages, ModelSizesAreModelConfigsDefaults) {
+  // The default model as README.md and docs/en/cli.md (*The model*) describe it.
+  const glass::ModelConfig c;
+  const auto n = [](std::size_t v) { return std::to_string(v); };
+  const std::string sizes = "`d_model` " + n(c.d_model) + ", " + n(c.n_layers) + " layers, " + n(c.n_heads) +
+                            " query heads of `head_dim` " + n(c.head_dim()) + ", " + n(c.n_kv_heads) +
+                            " KV heads (query head h uses KV head h / " + n(c.n_heads / c.n_kv_heads) +
+                            "), SwiGLU hidden " + n(c.ffn_hidden) + ", RMSNorm eps " +
+                            (c.norm_eps == 1e-5 ? "1e-5" : fixed(c.norm_eps, 6));
+  const std::size_t shakespeare = corpus_vocab_size("tinyshakespeare.txt");
+  const std::string parameters = "length " + n(c.context_length) + " — " + n(default_model_parameters(c.vocab_size)) +
+                                 " parameters with the default `vocab_size` " + n(c.vocab_size) + " (" +
+                                 n(default_model_parameters(shakespeare)) + " on tinyshakespeare: " +
+                                 n(shakespeare - 1) + " distinct characters + the unknown id 0 = " + n(shakespeare) + ")";
+  const std::string rope = "RoPE base " + fixed(c.rope_base, 0) + " on interleaved pairs";
+  for (const char* page : {"README.md", "docs/en/cli.md"}) {
+    expect_on_page(page, sizes);
+    expect_on_page(page, parameters);
+    expect_on_page(page, rope);
+  }
 }
 
 }  // namespace
