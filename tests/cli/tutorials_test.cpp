@@ -975,4 +975,24 @@ TEST_F(Tutorials, ExerciseAnswers) {
   expect(answer("16_perplexidade_e_bits"), {83, 6.375039, 7.389056, 2.885390}, 2e-6);
 }
 
+TEST_F(Tutorials, ExerciseAnswersOfPart6) {
+  auto answer = [](const std::string& name) {
+    return numbers_on(run_program("exercicios/solucao_" + name).out, "resposta");
+  };
+  // Exercise 17, by hand in the exercise: ▁casa -> ▁casa, ▁casas -> ▁cas|as, ▁asas -> ▁|as|as,
+  // ▁quase -> ▁|qu|as|e, ▁cases -> ▁cas|es: 1, 2, 3, 4 and 2 pieces.
+  EXPECT_EQ(answer("17_fusoes_a_mao"), (std::vector<double>{1, 2, 3, 4, 2}));
+  // The two wrong loops fail where the hand work says: the merge list applied in order stops at
+  // ▁cas|a (▁cas+a joins only by text); the leftmost joinable pair gives ▁a|sa|s.
+  const std::string& in_order = run_program("exercicios/errada_17_fusoes_a_mao_lista_em_ordem").out;
+  EXPECT_TRUE(contains(in_order, "casa -> ▁cas|a\n")) << in_order;
+  const std::string& leftmost = run_program("exercicios/errada_17_fusoes_a_mao_pela_esquerda").out;
+  EXPECT_TRUE(contains(leftmost, "asas -> ▁a|sa|s\n")) << leftmost;
+  // Exercise 18, by hand in the exercise: 4 characters, first merge id 263; "casa" needs merges
+  // 0..5 (269 tokens) although "▁casa" is id 267; "ca" needs 0..2 (266); "sa" never (-1).
+  EXPECT_EQ(answer("18_por_que_se_divide"), (std::vector<double>{269, 266, -1}));
+  EXPECT_EQ(numbers_on(run_program("exercicios/errada_18_por_que_se_divide").out, "resposta"),
+            (std::vector<double>{268, 266, -1}));
+}
+
 }  // namespace
