@@ -45,8 +45,12 @@ int main() {
       {264, 263},  // 5: ▁cas  (268)
   };
   const BpeTokenizer tok(chars, merges);
+  const BpeTokenizer sem_a_ultima(chars, {merges.begin(), merges.end() - 1});
+  std::printf("casa com as fusões 0 a 4:");
+  for (std::int32_t id : sem_a_ultima.encode(U"casa")) std::printf(" %s", sem_a_ultima.token_text(id).c_str());
+  std::printf("   (e o token ▁casa existe: id %d)\n", sem_a_ultima.id_of_text(U"▁casa"));
   for (const char* palavra : {"casa", "ca", "sa"}) {
-    std::printf("%s com as %zu fusões:", palavra, merges.size());
+    std::printf("%s com as fusões 0 a %zu:", palavra, merges.size() - 1);
     for (std::int32_t id : tok.encode(glass::utf8_to_u32(palavra))) std::printf(" %s", tok.token_text(id).c_str());
     std::printf("\n");
   }
