@@ -135,8 +135,13 @@ int main() {
     std::printf("passo %d, texto: %s\n", passo, mostrar(palavras, s).c_str());
     std::printf("tokens depois do passo %d: %zu\n", passo, contar_tokens(palavras));
   }
+  std::map<std::pair<int, int>, int> restantes;
+  int maior = 0;
+  for (const Palavra& p : palavras)
+    for (std::size_t i = 0; i + 1 < p.size(); ++i) maior = std::max(maior, ++restantes[{p[i], p[i + 1]}]);
+  std::printf("\nmaior contagem de um par depois do passo %d: %d\n", passos, maior);
   tut::texto(
-      "\nDaqui em diante todo par aparece uma vez só: o desempate decide, e cada fusão encurta\n"
+      "Daqui em diante todo par aparece uma vez só: o desempate decide, e cada fusão encurta\n"
       "o texto em um token. Num texto grande os pares frequentes são sílabas e palavras comuns.");
 
   // A biblioteca, com o mesmo número de fusões: 259 ids reservados + os caracteres + 3.

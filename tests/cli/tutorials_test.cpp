@@ -840,6 +840,8 @@ TEST_F(Tutorials, Ch31BpeByHandAndOnTheBook) {
   EXPECT_EQ(number_on(out, "tokens depois do passo 1"), 30);
   EXPECT_EQ(number_on(out, "tokens depois do passo 2"), 27);
   EXPECT_EQ(number_on(out, "tokens depois do passo 3"), 25);
+  // After the three merges every remaining pair occurs once (by hand from the text above).
+  EXPECT_EQ(number_on(out, "maior contagem de um par depois do passo 3"), 1);
   // The library's trainer makes the same merges and encodes the text into the same 25 tokens;
   // 11 distinct characters (▁ o r a t e u p d i m) + 259 reserved ids + 3 merges = 273.
   EXPECT_TRUE(contains(out, "fusões da biblioteca: ▁+r ▁r+o ▁+d\n")) << out;
