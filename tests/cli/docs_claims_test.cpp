@@ -33,6 +33,7 @@
 #include <string>
 #include <vector>
 
+#include "data/bpe_tokenizer.hpp"
 #include "data/text.hpp"
 #include "data/tokenizer.hpp"
 #include "nn/decoder.hpp"
@@ -369,6 +370,8 @@ TEST(DocsPages, CitedFunctionsAreInTheFilesNamed) {
       {"rope.md", "rope(x, start, base)", "autograd/ops_nn.cpp", "Tensor rope(const Tensor& x, std::size_t start, Scalar base)"},
       {"treino.md", "next_token_probs", "sample/sampler.cpp", "std::vector<double> next_token_probs("},
       {"treino.md", "Trainer::train_step", "train/trainer.cpp", "Trainer::train_step("},
+      {"bpe.md", "BpeTokenizer::train", "data/bpe_tokenizer.hpp", "static BpeTokenizer train("},
+      {"bpe.md", "BpeTokenizer::encode", "data/bpe_tokenizer.hpp", "std::vector<std::int32_t> encode("},
   };
   for (const Citation& c : citations) {
     expect_stated(c.page, c.function);
@@ -1153,6 +1156,52 @@ TEST(ManualPages, ModelSizesAreModelConfigsDefaults) {
     expect_on_page(page, parameters);
     expect_on_page(page, rope);
   }
+}
+
+// ---- bpe.md --------------------------------------------------------------------------------------
+
+TEST_F(DocsClaims, Bpe) {
+  const std::string ch31 = chapter_output("bpe");
+  // The tiny text by hand (the chapter's test checks these against the hand count): 35 symbols,
+  // then 30, 27 and 25 tokens after the merges ▁+r (5 times), ▁r+o (3), ▁+d (2).
+  expect_stated("bpe.md", "35 ");
+  expect_stated("bpe.md", "30, 27 ");
+  expect_stated("bpe.md", "25 tokens");
+  EXPECT_EQ(last_number(ch31, "tokens no início"), 35);
+  EXPECT_EQ(last_number(ch31, "tokens depois do passo 1"), 30);
+  EXPECT_EQ(last_number(ch31, "tokens depois do passo 2"), 27);
+  EXPECT_EQ(last_number(ch31, "tokens depois do passo 3"), 25);
+  for (const char* merge : {"passo 1, junta: ▁ + r -> ▁r (5 vezes)", "passo 2, junta: ▁r + o -> ▁ro (3 vezes)",
+                            "passo 3, junta: ▁ + d -> ▁d (2 vezes)"}) {
+    EXPECT_NE(ch31.find(merge), std::string::npos) << merge;
+  }
+  // The book's size and the smallest vocabulary.
+  const std::vector<double> size = numbers_in(line_with(ch31, "caracteres: "));
+  ASSERT_EQ(size.size(), 2u);
+  expect_claim("bpe.md", "133196 ", fixed(size[0], 0) + " ");
+  expect_claim("bpe.md", "136169 ", fixed(size[1], 0) + " ");
+  expect_claim("bpe.md", "341 ", fixed(numbers_in(line_with(ch31, "vocabulário mínimo"))[0], 0) + " ");
+  // The table: vocabulary, merges, tokens, each row as the chapter prints it.
+  for (const char* v : {"384", "512", "1024", "2048"}) {
+    const std::vector<double> row = numbers_in(line_with(ch31, std::string("tokens com vocabulário ") + v + ":"));
+    ASSERT_EQ(row.size(), 4u) << v;  // vocabulary, tokens, merges, characters per token
+    const std::string literal = std::string("| ") + v + " | " + fixed(row[2], 0) + " | " + fixed(row[1], 0) + " |";
+    expect_stated("bpe.md", literal);
+    if (std::string(v) == "1024") expect_claim("bpe.md", "2.607", fixed(row[3], 3));
+  }
+  // The first merges, as the chapter prints them (the page quotes the first 13).
+  const std::string merges = "▁+a ▁+d ▁+e r+a o+s ▁+p ▁+m q+u ▁+c a+s qu+e e+s n+t";
+  expect_stated("bpe.md", "`" + merges + "`");
+  EXPECT_NE(line_with(ch31, "primeiras fusões:").find("primeiras fusões: " + merges + " "), std::string::npos);
+  // Byte fallback of the emoji, and which tokenizer wins per token and per byte.
+  expect_stated("bpe.md", "🙂");
+  expect_printed("bpe.md", "<0xF0> <0x9F> <0x99> <0x82>", ch31, "tokens: ");
+  EXPECT_NE(ch31.find("por token, a menor perda: caracteres\n"), std::string::npos);
+  EXPECT_NE(ch31.find("por byte, a menor perda: BPE\n"), std::string::npos);
+  // The byte ids: 256 bytes after the 3 specials, 3..258; the first character is 259.
+  expect_stated("bpe.md", "258 ");
+  EXPECT_EQ(glass::BpeTokenizer::kFirstByteId, 3);
+  EXPECT_EQ(glass::BpeTokenizer::kFirstCharId, 3 + 256);
 }
 
 }  // namespace

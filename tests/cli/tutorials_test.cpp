@@ -926,6 +926,61 @@ TEST_F(Tutorials, TheAnswersShowWhatTheSuggestionsSay) {
   EXPECT_LT(after(c30, "3 + 1 janelas", "(3 e 1) "), 1e-5);
 }
 
+TEST_F(Tutorials, Ch31BpeByHandAndOnTheBook) {
+  const std::string& out = output_of(31);
+  // "o rato roeu a roupa do rei de roma", normalized "▁o▁rato▁roeu▁a▁roupa▁do▁rei▁de▁roma":
+  // 35 symbols (34 characters + the dummy prefix). By hand: ▁r starts rato, roeu, roupa, rei,
+  // roma (5); ▁ro starts roeu, roupa, roma (3); ▁d starts do, de (2). Each merge removes one
+  // token per occurrence: 35 - 5 = 30, 30 - 3 = 27, 27 - 2 = 25.
+  EXPECT_TRUE(contains(out, "passo 1, pares mais frequentes: ▁+r 5, r+o 3, ▁+d 2,")) << out;
+  EXPECT_TRUE(contains(out, "passo 1, junta: ▁ + r -> ▁r (5 vezes)\n")) << out;
+  EXPECT_TRUE(contains(out, "passo 2, junta: ▁r + o -> ▁ro (3 vezes)\n")) << out;
+  EXPECT_TRUE(contains(out, "passo 3, junta: ▁ + d -> ▁d (2 vezes)\n")) << out;
+  EXPECT_EQ(number_on(out, "tokens no início"), 35);
+  EXPECT_EQ(number_on(out, "tokens depois do passo 1"), 30);
+  EXPECT_EQ(number_on(out, "tokens depois do passo 2"), 27);
+  EXPECT_EQ(number_on(out, "tokens depois do passo 3"), 25);
+  // After the three merges every remaining pair occurs once (by hand from the text above).
+  EXPECT_EQ(number_on(out, "maior contagem de um par depois do passo 3"), 1);
+  // The library's trainer makes the same merges and encodes the text into the same 25 tokens;
+  // 11 distinct characters (▁ o r a t e u p d i m) + 259 reserved ids + 3 merges = 273.
+  EXPECT_TRUE(contains(out, "fusões da biblioteca: ▁+r ▁r+o ▁+d\n")) << out;
+  EXPECT_TRUE(contains(out, "as mesmas fusões que à mão: sim\n")) << out;
+  EXPECT_EQ(number_on(out, "tokens do texto pela biblioteca"), 25);
+  EXPECT_TRUE(contains(out, "tamanho do vocabulário: 273 = 3 especiais + 256 bytes + 11 caracteres + 3 fusões"));
+  // Dom Casmurro: 82 distinct characters (chapter 10's 83 ids minus id 0), so 341 is the
+  // smallest vocabulary and 384 leaves 43 merges. Fewer tokens as the vocabulary grows.
+  EXPECT_EQ(number_on(out, "vocabulário mínimo"), 341);
+  const double chars = numbers_on(out, "caracteres")[0];
+  EXPECT_EQ(chars, 133196);
+  double previous = chars;
+  for (int v : {384, 512, 1024, 2048}) {
+    const std::vector<double> n = numbers_on(out, "tokens com vocabulário " + std::to_string(v));
+    ASSERT_EQ(n.size(), 1u) << v;
+    EXPECT_LT(n[0], previous) << v;
+    previous = n[0];
+    const std::vector<double> merges = numbers_after(lines_with(out, "tokens com vocabulário " + std::to_string(v))[0], "fusões:");
+    ASSERT_EQ(merges.size(), 1u);
+    EXPECT_EQ(merges[0], v - 341) << v;
+  }
+  EXPECT_TRUE(contains(out, "as fusões de cada vocabulário são o começo das do maior: sim\n"));
+  // Byte fallback: 🙂 is U+1F642, UTF-8 F0 9F 99 82, ids byte + 3 = 243 162 156 133.
+  EXPECT_TRUE(contains(out, "<0xF0> <0x9F> <0x99> <0x82>\n")) << out;
+  EXPECT_TRUE(contains(out, "243 162 156 133\n")) << out;
+  EXPECT_TRUE(contains(out, "de volta: Capitu 🙂\n")) << out;
+  EXPECT_TRUE(contains(out, "pedaços de que: ▁que(")) << out;
+  // Bits per byte = nats per token * tokens / (bytes * ln 2), recomputed from the printed parts.
+  for (const char* label : {"unigramas de caracteres", "unigramas de BPE 1024"}) {
+    const std::string line = lines_with(out, label)[0];
+    const std::vector<double> loss = numbers_after(line, "perda");
+    const std::vector<double> tokens = numbers_after(line, "nats por token,");
+    const std::vector<double> bpb = numbers_after(line, "tokens,");
+    ASSERT_FALSE(loss.empty() || tokens.empty() || bpb.empty()) << line;
+    EXPECT_NEAR(bpb[0], loss[0] * tokens[0] / (136169 * std::log(2.0)), 2e-4) << line;
+  }
+  EXPECT_TRUE(contains(out, "bytes: 136169\n")) << out;
+}
+
 // ---- exercises -------------------------------------------------------------------------------
 
 TEST_F(Tutorials, EveryExerciseHasASolutionThatPasses) {
@@ -1020,6 +1075,26 @@ TEST_F(Tutorials, ExerciseAnswers) {
   expect(answer("15_ache_o_erro_no_laco"), {1.5, 2.25, 2.625, 2.8125, 2.90625}, 1e-6);
   // e^ln 83 = 83, log2 83 = 6.375039; e^2 = 7.389056, 2 / ln 2 = 2.885390 (Python math).
   expect(answer("16_perplexidade_e_bits"), {83, 6.375039, 7.389056, 2.885390}, 2e-6);
+}
+
+TEST_F(Tutorials, ExerciseAnswersOfPart6) {
+  auto answer = [](const std::string& name) {
+    return numbers_on(run_program("exercicios/solucao_" + name).out, "resposta");
+  };
+  // Exercise 17, by hand in the exercise: ▁casa -> ▁casa, ▁casas -> ▁cas|as, ▁asas -> ▁|as|as,
+  // ▁quase -> ▁|qu|as|e, ▁cases -> ▁cas|es: 1, 2, 3, 4 and 2 pieces.
+  EXPECT_EQ(answer("17_fusoes_a_mao"), (std::vector<double>{1, 2, 3, 4, 2}));
+  // The two wrong loops fail where the hand work says: the merge list applied in order stops at
+  // ▁cas|a (▁cas+a joins only by text); the leftmost joinable pair gives ▁a|sa|s.
+  const std::string& in_order = run_program("exercicios/errada_17_fusoes_a_mao_lista_em_ordem").out;
+  EXPECT_TRUE(contains(in_order, "casa -> ▁cas|a\n")) << in_order;
+  const std::string& leftmost = run_program("exercicios/errada_17_fusoes_a_mao_pela_esquerda").out;
+  EXPECT_TRUE(contains(leftmost, "asas -> ▁a|sa|s\n")) << leftmost;
+  // Exercise 18, by hand in the exercise: 4 characters, first merge id 263; "casa" needs merges
+  // 0..5 (269 tokens) although "▁casa" is id 267; "ca" needs 0..2 (266); "sa" never (-1).
+  EXPECT_EQ(answer("18_por_que_se_divide"), (std::vector<double>{269, 266, -1}));
+  EXPECT_EQ(numbers_on(run_program("exercicios/errada_18_por_que_se_divide").out, "resposta"),
+            (std::vector<double>{268, 266, -1}));
 }
 
 }  // namespace
