@@ -141,6 +141,7 @@ bool Server::load_if_new(const std::string& files_dir, std::string* error) {
     }
     // The evaluation of this save: the probe's attention and a sample, as the trainer prints.
     // Its forward passes wait for the requests' (one at a time, under compute_mutex_ alone).
+    ++evaluations_started_;
     e = evaluate_save(*loaded, files_dir, probe, window, options_.eval_sample_tokens, compute_mutex_);
   } catch (const std::exception& ex) {
     if (error != nullptr) *error = ex.what();
@@ -198,6 +199,7 @@ void Server::watch_loop() {
       load_if_new(checkpoint_files_dir(options_.checkpoint));
     } catch (const std::exception&) {  // a save switched while we looked: try again next time
     }
+    ++looks_;
     std::unique_lock lock(stop_mutex_);
     stop_cv_.wait_for(lock, poll, [this] { return stopping_.load(); });
   }

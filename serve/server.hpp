@@ -110,6 +110,11 @@ class Server {
   /// Holds back every forward pass of the server (requests, and the evaluation of a new save)
   /// until the returned lock is released: they run one at a time, under this lock.
   std::unique_lock<std::mutex> hold_compute() { return std::unique_lock(compute_mutex_); }
+  /// How many times the watcher has looked at the run directory for a new save (it looks every
+  /// ServeOptions::poll_seconds), and how many new saves it has read and started to evaluate:
+  /// what a test waits for instead of sleeping.
+  std::size_t looks() const { return looks_.load(); }
+  std::size_t evaluations_started() const { return evaluations_started_.load(); }
 
  private:
   /// One save seen by the server: its answer in /api/evals, as JSON text.
@@ -150,6 +155,7 @@ class Server {
   int port_ = 0;
   std::thread listen_thread_, watch_thread_;
   std::atomic<bool> stopping_{false};
+  std::atomic<std::size_t> looks_{0}, evaluations_started_{0};
   std::mutex stop_mutex_;
   std::condition_variable stop_cv_;
 

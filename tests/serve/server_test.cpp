@@ -889,7 +889,8 @@ TEST(Server, ANewSaveThatCannotBeLoadedIsReportedAndTheOldModelAnswers) {
       << info["status"];
   EXPECT_EQ(body_json(client->Get("/api/log"))["status"], info["status"]);
   EXPECT_EQ(client->Post("/api/inspect", "{\"prompt\": \"to\"}", "application/json")->status, 200);
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // several more looks at it
+  const std::size_t looks = server.looks();  // six more looks at the broken save: still one warning
+  ASSERT_TRUE(eventually([&] { return server.looks() >= looks + 6; }));
   {
     std::lock_guard lock(mutex);
     ASSERT_EQ(warnings.size(), 1u);
@@ -913,7 +914,8 @@ TEST(Server, ANewSavesEvaluationWaitsWhileAnotherForwardPassRuns) {
     // read, but its evaluation (the probe's inspection and a sample) must wait for the model.
     const auto busy = server.hold_compute();
     commit_step_save(run, 10, 2);
-    std::this_thread::sleep_for(std::chrono::seconds(1));  // 20 polls of the run directory
+    // The watcher finds the save, reads it and starts its evaluation, which then waits.
+    ASSERT_TRUE(eventually([&] { return server.evaluations_started() == 2; }));
     const json info = body_json(client->Get("/api/info"));
     EXPECT_EQ(info["step"], 0) << "evaluated during another forward pass";
     EXPECT_EQ(body_json(client->Get("/api/evals"))["evaluations"].size(), 1u);
