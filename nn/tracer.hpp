@@ -34,8 +34,9 @@ inline namespace GLASS_PRECISION {
 ///   "logits"                (n, vocab_size)
 ///   "probs"                 (n, vocab_size)   softmax of the logits (next-token probabilities)
 ///
-/// Hook points. Some of these names are also hook points, where hooks added with add_hook see
-/// the whole value, batch axis included, and may change it in place:
+/// Hook points: places in the forward pass where hooks added with add_hook see the whole value,
+/// batch axis included, and may change it in place (one line each in the forward code,
+/// hook_point below):
 ///   "embeddings", "layers.L.mid", "layers.L.out"   (B, n, d_model)   the residual stream
 ///   "layers.L.attn.softmax"   (B, n_heads, n, m)   each head's attention pattern
 ///   "layers.L.attn.mix"       (B, n_heads, n, head_dim)  each head's output before W_O

@@ -68,6 +68,42 @@ TEST(HookPoints, AReplacedValueIsWhatTheModelGoesOnWith) {
   for (Scalar x : t2.get("layers.0.attn.out")) ASSERT_EQ(x, 0.5);
 }
 
+// Gradients of every parameter after one loss.backward(), in named_parameters() order.
+std::vector<Array> gradients(Decoder& model, Tracer* tracer) {
+  const Ids all = glass_test::twin_tokens();
+  Ids inputs = Ids::from_shape({2, 6}), targets = Ids::from_shape({2, 6});
+  for (std::size_t b = 0; b < 2; ++b)
+    for (std::size_t t = 0; t < 6; ++t) inputs(b, t) = all(b, t), targets(b, t) = all(b, t + 1);
+  for (auto& [name, p] : model.named_parameters()) p.zero_grad();
+  cross_entropy(model.forward(inputs, nullptr, tracer), targets).backward();
+  std::vector<Array> grads;
+  for (auto& [name, p] : model.named_parameters()) grads.push_back(p.grad());
+  return grads;
+}
+
+TEST(HookPoints, HooksThatChangeNothingKeepTheGradientsAndAReplacedValueStopsThem) {
+  auto model = twin_model();
+  const std::vector<Array> plain = gradients(*model, nullptr);
+  Tracer reading;
+  reading.add_hook("", [](const std::string&, Array&) {});
+  const std::vector<Array> read = gradients(*model, &reading);
+  for (std::size_t i = 0; i < plain.size(); ++i) expect_bitwise_equal(read[i], plain[i], "gradient " + std::to_string(i));
+  // Replacing the stream after block 0 makes it a constant: nothing flows into the embeddings
+  // or block 0, while block 1 and the head still get their gradients.
+  Tracer replacing;
+  replacing.add_hook("layers.0.out", [](const std::string&, Array& v) { v *= 2; });
+  const std::vector<Array> replaced = gradients(*model, &replacing);
+  std::size_t i = 0;
+  for (auto& [name, p] : model->named_parameters()) {
+    double size = 0;
+    for (Scalar g : replaced[i]) size += std::abs(g);
+    const bool before = name.rfind("tok_embeddings", 0) == 0 || name.rfind("layers.0.", 0) == 0;
+    if (before) EXPECT_EQ(size, 0.0) << name;
+    else EXPECT_GT(size, 0.0) << name;
+    ++i;
+  }
+}
+
 TEST(HookPoints, AHookThatChangesTheShapeIsRefused) {
   auto model = twin_model();
   Tracer tracer;
