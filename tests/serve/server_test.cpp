@@ -684,7 +684,7 @@ TEST(Server, SlowClientsAreClosedAndNeverKeepANormalRequestWaiting) {
   glass::ServeOptions options;
   options.checkpoint = (dir / "ckpt").string();
   options.port = 0;
-  options.request_seconds = 3;  // the deadline of a whole request
+  options.request_seconds = 6;  // the deadline of a whole request
   glass::Server server(options);
   const int port = server.start();
   const std::string host = "Host: 127.0.0.1:" + std::to_string(port) + "\r\n";
@@ -702,7 +702,9 @@ TEST(Server, SlowClientsAreClosedAndNeverKeepANormalRequestWaiting) {
       for (int i = 0; i < 20 && !done; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
   });
-  // Meanwhile normal requests are answered at once (within 1 s each), again and again.
+  // Meanwhile normal requests are answered again and again, each long before the slow ones'
+  // 6 s deadline that a request queued behind them would wait for (the bound is loose so that a
+  // loaded machine does not fail it: this is no speed measurement).
   auto client = client_for(port);
   for (int k = 0; k < 6; ++k) {
     const auto t0 = std::chrono::steady_clock::now();
@@ -710,7 +712,7 @@ TEST(Server, SlowClientsAreClosedAndNeverKeepANormalRequestWaiting) {
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     ASSERT_TRUE(r) << httplib::to_string(r.error());
     EXPECT_EQ(r->status, 200);
-    EXPECT_LT(seconds, 1.0) << "request " << k;
+    EXPECT_LT(seconds, 3.0) << "request " << k;
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
   }
   // Every slow one was answered 408 and closed: evicted to make room, or at its deadline.
