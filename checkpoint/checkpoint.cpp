@@ -355,6 +355,16 @@ std::size_t training_context(const std::string& run_dir) {
   return c.get<std::size_t>();
 }
 
+TokenizerKind checkpoint_tokenizer_kind(const std::string& run_dir) {
+  const std::string config_path = path_in(checkpoint_files_dir(run_dir), "config.json");
+  if (!fs::exists(config_path)) return TokenizerKind::kChar;
+  const json j = read_json(config_path);
+  if (j.is_object() && j.contains("tokenizer") && j["tokenizer"].is_object() &&
+      j["tokenizer"].value("type", json("char")) == "bpe")
+    return TokenizerKind::kBpe;
+  return TokenizerKind::kChar;
+}
+
 std::string training_data(const std::string& run_dir) {
   const json j = read_json(path_in(checkpoint_files_dir(run_dir), "config.json"));
   if (!j.contains("training") || !j["training"].is_object() || !j["training"].contains("data") ||

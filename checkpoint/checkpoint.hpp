@@ -103,6 +103,10 @@ void save_model(const std::string& dir, const Decoder& model, const BpeTokenizer
 /// for unreadable or bad JSON.
 std::size_t training_context(const std::string& dir);
 
+/// The tokenizer kind DIR/config.json records ("tokenizer": {"type": "bpe"} -> kBpe; anything
+/// else, or no config.json yet -> kChar). Throws CheckpointError for unreadable or bad JSON.
+TokenizerKind checkpoint_tokenizer_kind(const std::string& dir);
+
 /// The file name of the text the model was trained on, as glass train records it in
 /// DIR/config.json ("training": {"data": NAME}), or "" when the checkpoint does not say.
 /// Throws CheckpointError for unreadable or bad JSON.

@@ -36,6 +36,10 @@ std::unique_ptr<Server> start_server(const ServeOptions& options, std::ostream& 
   }
   std::unique_ptr<Server> server;
   try {
+    if (checkpoint_tokenizer_kind(options.checkpoint) == TokenizerKind::kBpe)
+      throw CommandError(fmt::format("{}: glass serve does not support BPE checkpoints yet (a model "
+                                     "trained with --tokenizer bpe); use glass sample and glass "
+                                     "eval on it", options.checkpoint));
     server = std::make_unique<Server>(options);
     server->start();
   } catch (const ServeError& e) {

@@ -206,7 +206,7 @@ TrainResult Trainer::run() {
   }
   if (is_tty_) out_ << "\r\033[K";
   if (!result.interrupted && !o.overfit_batch)
-    out_ << "\n" << final_summary(log_, vocab_size(), o.iters);
+    out_ << "\n" << final_summary(log_, vocab_size(), o.iters, bpe_ ? "token" : "character");
   if (o.overfit_batch && !steps_.empty())
     out_ << "\n" << overfit_batch_note(steps_.front().loss, steps_.back().loss, steps_.size());
 

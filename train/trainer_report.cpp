@@ -76,7 +76,7 @@ void Trainer::print_progress(long it, double loss, double lr, double tokens_per_
 
 void Trainer::print_evaluation_notes(long it) {
   if (it == 0 && log_.size() == 1)
-    out_ << step_zero_note(log_.front().train_loss, vocab_size());
+    out_ << step_zero_note(log_.front().train_loss, vocab_size(), bpe_ ? "token" : "character");
   // --overfit-batch: a validation loss rising while the batch is memorised is what the check
   // expects (the header says so), not overfitting to warn about.
   if (!options_.overfit_batch) out_ << evaluation_note(log_);
