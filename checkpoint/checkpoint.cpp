@@ -260,12 +260,6 @@ LoadedModel load_checkpoint(const std::string& run_dir, bool best) {
         throw CheckpointError(fmt::format(
             "{}: config.json describes a BPE model but {} was not saved with a BPE tokenizer "
             "(files of two checkpoints mixed?)", dir, weights_name));
-      if (weights.metadata.count("tokenizer_sha256") != 0 &&
-          meta("tokenizer_sha256") != sha256_hex(tokenizer_text))
-        throw CheckpointError(fmt::format(
-            "{}: {} is not the tokenizer {} was trained with (its SHA-256 differs from the one "
-            "the weights record): every id would mean another token. Was it edited or copied "
-            "from another checkpoint?", dir, kBpeTokenizerFile, weights_name));
       try {
         bpe = bpe_from_json(tokenizer_text, tokenizer_path);
       } catch (const TokenizerJsonError& e) {
@@ -276,6 +270,12 @@ LoadedModel load_checkpoint(const std::string& run_dir, bool best) {
             "{}: the tokenizer has {} tokens but the model's embedding has {} rows (vocab_size in "
             "config.json): the tokenizer does not belong to these weights",
             tokenizer_path, bpe->vocab_size(), config.model.vocab_size));
+      if (weights.metadata.count("tokenizer_sha256") != 0 &&
+          meta("tokenizer_sha256") != sha256_hex(tokenizer_text))
+        throw CheckpointError(fmt::format(
+            "{}: {} is not the tokenizer {} was trained with (its SHA-256 differs from the one "
+            "the weights record): every id would mean another token. Was it edited or copied "
+            "from another checkpoint?", dir, kBpeTokenizerFile, weights_name));
     } else if (meta("tokenizer") == "bpe") {
       throw CheckpointError(fmt::format(
           "{}: {} was saved with a BPE tokenizer but config.json describes a character model "
