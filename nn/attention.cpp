@@ -3,7 +3,8 @@
 //   X -> Q/K/V -> RoPE on Q/K -> KV cache -> GQA expansion -> QK^T/sqrt(d_k) -> causal mask ->
 //   softmax -> mix with V -> W_O,
 // each on the primitive ops of autograd/ops.hpp (Linear, rope, concat, repeat_kv, matmul,
-// masked_fill, softmax) and each followed by its tracer snapshot. This is the code the
+// masked_fill, softmax) and each followed by its tracer snapshot (the last three are hook points, where a hook
+// may also replace the value: nn/tracer.hpp). This is the code the
 // inspector, `glass gradcheck` and the tutorials run. The fast path (nn/attention_fast.cpp)
 // computes the same numbers with fused kernels; tests/nn/attention_paths_f64_test.cpp and
 // tests/train/attention_paths_test.cpp compare them.
@@ -125,19 +126,17 @@ Tensor Attention::forward_reference(const Tensor& x, LayerKVCache* cache, Tracer
   snapshot("mask", as_numbers(mask), false);
 
   // 7. Softmax over the keys: each row of attention weights sums to 1 (masked keys get 0).
-  const Tensor weights = softmax(masked);
-  snapshot("softmax", weights.value());
+  //    A hook point (nn/tracer.hpp): a hook may read or replace the pattern.
+  const Tensor weights = hook_point(tracer, snapshot_name("softmax"), softmax(masked));
 
   // 8. Mix with V: each query's output is the weighted average of the values, per head:
-  //    (B, n_heads, n, head_dim).
-  const Tensor mix = matmul(weights, v);
-  snapshot("mix", mix.value());
+  //    (B, n_heads, n, head_dim). A hook point: each head's output before W_O.
+  const Tensor mix = hook_point(tracer, snapshot_name("mix"), matmul(weights, v));
 
   // 9. W_O: positions first again, the heads of each position side by side
-  //    (B, n, n_heads * head_dim), projected back to d_model.
-  Tensor out = wo.forward(reshape(transpose(mix, 1, 2), {B, n, n_heads * head_dim}));
-  snapshot("out", out.value());
-  return out;
+  //    (B, n, n_heads * head_dim), projected back to d_model. A hook point.
+  return hook_point(tracer, snapshot_name("out"),
+                    wo.forward(reshape(transpose(mix, 1, 2), {B, n, n_heads * head_dim})));
 }
 
 }  // namespace GLASS_PRECISION

@@ -30,8 +30,12 @@ Tensor Block::forward(const Tensor& x, LayerKVCache* cache, Tracer* tracer) cons
   // (The fast path's fast_add hands the gradient buffer on instead of copying it.)
   const bool fast = ops_path() == OpsPath::fast;
   const auto residual = [fast](const Tensor& a, const Tensor& b) { return fast ? fast_add(a, b) : a + b; };
+  // Hook points without a snapshot (nn/tracer.hpp): the stream after the attention add, and
+  // the MLP output.
   Tensor h = residual(x, attention.forward(attention_norm.forward(x, tracer), cache, tracer));
-  return residual(h, feed_forward.forward(ffn_norm.forward(h, tracer)));
+  h = hook_point(tracer, path() + ".mid", h, false);
+  const Tensor mlp = hook_point(tracer, path() + ".feed_forward.out", feed_forward.forward(ffn_norm.forward(h, tracer)), false);
+  return residual(h, mlp);
 }
 
 // ---- Decoder -------------------------------------------------------------------------------
@@ -105,11 +109,11 @@ Tensor Decoder::forward(const Ids& tokens, KVCache* cache, Tracer* tracer) const
     }
   }
 
-  Tensor x = tok_embeddings.forward(tokens);  // (B, T, d_model)
-  if (tracer) tracer->record("embeddings", x.value());
+  // Hook points (nn/tracer.hpp): the residual stream before the first block and after each.
+  Tensor x = hook_point(tracer, "embeddings", tok_embeddings.forward(tokens));  // (B, T, d_model)
   for (std::size_t i = 0; i < layers.size(); ++i) {
     x = layers[i]->forward(x, cache ? &cache->layers[i] : nullptr, tracer);
-    if (tracer) tracer->record(layers[i]->path() + ".out", x.value());
+    x = hook_point(tracer, layers[i]->path() + ".out", x);
   }
   Tensor logits = output.forward(norm.forward(x, tracer));  // (B, T, vocab_size)
   if (tracer) {

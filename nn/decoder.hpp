@@ -198,7 +198,8 @@ class Decoder : public Module {
   /// tokens (B, T) -> logits (B, T, vocab_size). With a cache, tokens are the new ones after the
   /// cached ones (absolute positions cache->first_position() + cache->length() ..), and the cache
   /// advances by T (use it under NoGradGuard).
-  /// A tracer records the snapshots listed in nn/tracer.hpp. Throws std::invalid_argument when
+  /// A tracer records the snapshots listed in nn/tracer.hpp and runs its hooks at the hook
+  /// points listed there (interventions: interp/). Throws std::invalid_argument when
   /// tokens are not 2-D or empty, start + T exceeds context_length, an id is outside
   /// [0, vocab_size), the cache was made for another batch size or the tracer's batch element
   /// does not exist; the cache is then unchanged.

@@ -1,12 +1,15 @@
 #include "nn/tracer.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <stdexcept>
+#include <utility>
 
 namespace glass {
 inline namespace GLASS_PRECISION {
 
 void Tracer::record(const std::string& name, const Array& value, bool has_batch_axis) {
+  if (!recording_) return;
   Array copy;
   if (!has_batch_axis) {
     copy = value;
@@ -25,6 +28,31 @@ void Tracer::record(const std::string& name, const Array& value, bool has_batch_
   }
   if (values_.find(name) == values_.end()) order_.push_back(name);
   values_[name] = std::move(copy);
+}
+
+void Tracer::add_hook(const std::string& name, Hook hook) {
+  hooks_.emplace_back(name, std::move(hook));
+}
+
+Tensor Tracer::point(const std::string& name, const Tensor& x, bool snapshot) {
+  bool any = false;
+  for (const auto& [target, hook] : hooks_) any = any || target.empty() || target == name;
+  if (!any) {
+    if (snapshot) record(name, x.value());
+    return x;
+  }
+  Array value = x.value();  // the hooks work on a copy; x (and the tape) stay as they were
+  for (const auto& [target, hook] : hooks_) {
+    if (target.empty() || target == name) hook(name, value);
+  }
+  if (shape_of(value) != x.shape()) {
+    throw std::invalid_argument("Tracer: a hook at \"" + name + "\" changed the shape " +
+                                shape_str(x.shape()) + " to " + shape_str(shape_of(value)));
+  }
+  const bool changed =  // bitwise, so that a NaN left alone counts as unchanged
+      std::memcmp(value.data(), x.value().data(), value.size() * sizeof(Scalar)) != 0;
+  if (snapshot) record(name, changed ? value : x.value());
+  return changed ? Tensor(std::move(value)) : x;
 }
 
 bool Tracer::has(const std::string& name) const { return values_.count(name) > 0; }

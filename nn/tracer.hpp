@@ -1,6 +1,8 @@
 #pragma once
-// Tracer: named snapshots of a forward pass, for the inspector and the tutorials.
+// Tracer: named snapshots of a forward pass, for the inspector and the tutorials, and hook
+// points where a hook may read or replace a value (interventions: ablation, patching).
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -31,8 +33,28 @@ inline namespace GLASS_PRECISION {
 ///   "layers.L.out"          (n, d_model)      the block's output (residual stream)
 ///   "logits"                (n, vocab_size)
 ///   "probs"                 (n, vocab_size)   softmax of the logits (next-token probabilities)
+///
+/// Hook points: places in the forward pass where hooks added with add_hook see the whole value,
+/// batch axis included, and may change it in place (one line each in the forward code,
+/// hook_point below):
+///   "embeddings", "layers.L.mid", "layers.L.out"   (B, n, d_model)   the residual stream
+///   "layers.L.attn.softmax"   (B, n_heads, n, m)   each head's attention pattern
+///   "layers.L.attn.mix"       (B, n_heads, n, head_dim)  each head's output before W_O
+///   "layers.L.attn.out"       (B, n, d_model)      the attention output after W_O
+///   "layers.L.feed_forward.out" (B, n, d_model)    the MLP output
+/// "layers.L.mid" (the stream after the attention add) and "layers.L.feed_forward.out" are hook
+/// points only: they record no snapshot, so the snapshot list above stays as it is.
+/// The residual stream entering block L is "embeddings" (L = 0) or "layers.{L-1}.out". A hook
+/// runs before the snapshot is recorded, so the snapshot shows the value the model went on
+/// with. When a hook changes the value, the forward pass continues with the changed value as
+/// a constant (no gradient flows back through that point); when no hook changes it, the
+/// original tensor goes on untouched. The hook-point vocabulary follows TransformerLens's
+/// hook points (Nanda & Bloom 2022), in this model's module-path names.
 class Tracer {
  public:
+  /// A hook: called with the hook point's name and its value (full batch); may modify it.
+  using Hook = std::function<void(const std::string& name, Array& value)>;
+
   /// Records batch element `batch_index` of every snapshot that has a batch axis.
   explicit Tracer(std::size_t batch_index = 0) : batch_index_(batch_index) {}
 
@@ -49,6 +71,22 @@ class Tracer {
   void clear();
   std::size_t batch_index() const { return batch_index_; }
 
+  /// Runs `hook` at every hook point named `name` (exact match; "" matches every hook point).
+  /// Hooks at one point run in the order they were added.
+  void add_hook(const std::string& name, Hook hook);
+  /// Removes every hook.
+  void clear_hooks() { hooks_.clear(); }
+  /// Whether snapshots are stored (default true). With false, only hooks run: an intervention
+  /// run does not pay for copies it does not need.
+  void set_recording(bool on) { recording_ = on; }
+  bool recording() const { return recording_; }
+
+  /// A hook point: runs the hooks registered for `name` on a copy of x's value (full batch),
+  /// then records the snapshot (batch element batch_index(), if recording() and `snapshot`).
+  /// Returns x itself when no hook changed the value, else a constant tensor holding the
+  /// changed value. std::invalid_argument when a hook changed the shape.
+  Tensor point(const std::string& name, const Tensor& x, bool snapshot = true);
+
   /// The per-layer attention snapshot names, in the order of the nine steps ("attn.q", ..., "attn.out").
   static const std::vector<std::string>& attention_snapshots();
 
@@ -56,7 +94,16 @@ class Tracer {
   std::size_t batch_index_;
   std::map<std::string, Array> values_;
   std::vector<std::string> order_;
+  std::vector<std::pair<std::string, Hook>> hooks_;
+  bool recording_ = true;
 };
+
+/// A hook point in a forward pass, one line each: `x = hook_point(tracer, "name", x);`
+/// Without a tracer it returns x (no copy, no cost); otherwise tracer->point(name, x, snapshot).
+inline Tensor hook_point(Tracer* tracer, const std::string& name, const Tensor& x,
+                         bool snapshot = true) {
+  return tracer ? tracer->point(name, x, snapshot) : x;
+}
 
 }  // namespace GLASS_PRECISION
 }  // namespace glass

@@ -949,6 +949,7 @@ TEST(DocsOverfitting, TheTableIsTheSavedRunsLog) {
   EXPECT_EQ(fixed(static_cast<double>(plays) / static_cast<double>(book), 0), "8");  // "eight times larger"
   expect_stated("sobreajuste-e-dropout.md", "`--weight-decay`, 0.1");
   EXPECT_EQ(options.weight_decay, 0.1);
+}
 
 // ---- the README and the manual pages -------------------------------------------------------------
 
