@@ -260,6 +260,8 @@ TEST_F(BpeCli, ExportInspectAndServeRefuseABpeCheckpoint) {
                "glass export does not support BPE checkpoints yet");
   expect_error(glass("inspect" + m + " --prompt 'Era'"), "glass inspect does not support BPE checkpoints yet");
   expect_error(glass("serve" + m + " --port 0"), "glass serve does not support BPE checkpoints yet");
+  expect_error(glass("train --out " + q((dir_ / "served").string()) + " --iters 2 --serve --port 0" + train_flags()),
+               "glass serve does not support BPE checkpoints yet");
 }
 
 TEST_F(BpeCli, ACharacterCheckpointHasNoTokenizerJson) {
