@@ -221,6 +221,7 @@ void run_sample(SampleFlags& f, bool prompt_given) {
   for (long long k = 0; k < f.num_samples; ++k) {
     if (!f.json) write((k > 0 ? "---------------\n" : "") + shown_prompt);
     std::vector<std::int32_t> ids;
+    std::vector<std::int32_t> pending;  // BPE: the tokens not printed yet (an incomplete character)
     std::string text;  // the generated text so far (for --stop)
     bool stopped = false;
     try {
@@ -228,14 +229,17 @@ void run_sample(SampleFlags& f, bool prompt_given) {
         ids.push_back(id);
         std::string piece;
         if (bpe) {
-          // The text so far, decoded whole; a character still missing bytes (byte tokens that
-          // do not yet form valid UTF-8 decode to U+FFFD at the end) waits for them.
-          const std::string whole = decode(ids);
+          // A character still missing bytes (byte tokens that do not yet form valid UTF-8 decode
+          // to U+FFFD at the end) waits for them, at most the 4 bytes of a UTF-8 character.
+          pending.push_back(id);
+          const std::string decoded = decode(pending);
           const bool waiting = id >= glass::BpeTokenizer::kFirstByteId &&
-                               id < glass::BpeTokenizer::kFirstCharId && whole.size() >= 3 &&
-                               whole.compare(whole.size() - 3, 3, "\xEF\xBF\xBD") == 0;
+                               id < glass::BpeTokenizer::kFirstCharId && pending.size() < 4 &&
+                               decoded.size() >= 3 &&
+                               decoded.compare(decoded.size() - 3, 3, "\xEF\xBF\xBD") == 0;
           if (!waiting) {
-            piece = whole.substr(text.size());
+            piece = decoded;
+            pending.clear();
           }
         } else {
           piece = tokenizer.decode_utf8({id});
@@ -250,12 +254,10 @@ void run_sample(SampleFlags& f, bool prompt_given) {
       });
     } catch (const StopSample&) {
     }
-    if (bpe && !ids.empty()) {  // bytes held back at the end (an incomplete character: U+FFFD)
-      const std::string whole = decode(ids);
-      if (whole.size() > text.size()) {
-        if (!f.json) write(whole.substr(text.size()));
-        text = whole;
-      }
+    if (!pending.empty()) {  // bytes held back at the end (an incomplete character: U+FFFD)
+      const std::string rest = decode(pending);
+      if (!f.json) write(rest);
+      text += rest;
     }
     characters += ids.size();
     if (!f.json) {
