@@ -263,7 +263,7 @@ void Trainer::load_or_create_model(const std::u32string& text, ResumePoint& from
     if (o.attention_given) model_->set_ops_path(o.model.ops_path);
     o.model = model_->config();
   } else if (o.tokenizer == TokenizerKind::kBpe) {
-    // Trained on the training split only (the text before split_point), so the validation text
+    // Trained on the training split only (the text before bpe_split_point), so the validation text
     // stays unseen by the tokenizer too. std::invalid_argument for a bad --vocab-size.
     try {
       bpe_ = BpeTokenizer::train(text.substr(0, bpe_split_point(text)), o.bpe_vocab_size);
@@ -310,6 +310,15 @@ void Trainer::encode_corpus(std::u32string text) {
       for (const std::int32_t id : all) both.push_back(id);
       *ids = std::move(both);
     }
+    const std::size_t val_tokens = ids->size() - train_ids.size();
+    if (std::min(train_ids.size(), val_tokens) < o.context + 1)
+      throw std::invalid_argument(fmt::format(
+          "{}: the {} split has {} BPE tokens, but --context {} needs at least {} (one window plus "
+          "the next token to predict); a token holds {:.2f} characters of this text on average. "
+          "Use a longer text or a smaller --context",
+          o.data_path, train_ids.size() < val_tokens ? "training" : "validation",
+          std::min(train_ids.size(), val_tokens), o.context, o.context + 1,
+          static_cast<double>(text.size()) / static_cast<double>(ids->size())));
     text = std::u32string();
     ids->shrink_to_fit();
     corpus_ = ids;

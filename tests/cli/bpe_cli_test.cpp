@@ -217,6 +217,13 @@ TEST_F(BpeCli, AVocabularySizeTheTextCannotHaveIsRefused) {
   expect_error(glass("train --out " + q((dir_ / "bad").string()) + " --data " + q(text_.string()) +
                      " --tokenizer words"),
                "--tokenizer");
+  // The context counts tokens: a validation split of fewer tokens than the context needs.
+  const fs::path short_text = dir_ / "short.txt";
+  write_file(short_text, glass_test::corpus_start(2500));
+  const CliRun too_short = glass("train --out " + q((dir_ / "short").string()) + " --data " +
+                                 q(short_text.string()) + " --tokenizer bpe --vocab-size 400 --context 200 --iters 2");
+  expect_error(too_short, "the validation split has ");
+  EXPECT_NE(too_short.err.find("BPE tokens, but --context 200 needs at least 201"), std::string::npos) << too_short.err;
 }
 
 TEST_F(BpeCli, AMissingCorruptOrForeignTokenizerJsonIsRefused) {
