@@ -19,6 +19,7 @@
 #include "checkpoint/model_size.hpp"
 #include "checkpoint/run_dir.hpp"
 #include "checkpoint/safetensors.hpp"
+#include "checkpoint/sha256.hpp"
 
 #include <map>
 
@@ -173,6 +174,31 @@ void save_model(const std::string& dir, const Decoder& model, const Tokenizer& t
   });
 }
 
+void save_model(const std::string& dir, const Decoder& model, const BpeTokenizer& tokenizer,
+                const std::string& weights_file, const std::string& extra_json, long step,
+                const std::string& run_id) {
+  if (tokenizer.vocab_size() != model.config().vocab_size)
+    throw CheckpointError(fmt::format("save_model: the BPE tokenizer has {} tokens but the model's "
+                                      "vocab_size is {}", tokenizer.vocab_size(), model.config().vocab_size));
+  as_checkpoint_error([&] {
+    ensure_directory(dir);
+    const std::string tokenizer_json = bpe_to_json(tokenizer);
+    write_file_atomic(path_in(dir, kBpeTokenizerFile), tokenizer_json);
+    std::vector<NamedTensor> tensors;
+    for (const auto& [name, param] : model.named_parameters())
+      tensors.push_back(to_named(name, param.value()));
+    std::map<std::string, std::string> metadata = {{"format", "pt"}};
+    if (step >= 0) metadata["step"] = std::to_string(step);
+    if (!run_id.empty()) metadata["run_id"] = run_id;
+    metadata["tokenizer"] = "bpe";
+    metadata["tokenizer_sha256"] = sha256_hex(tokenizer_json);
+    save_safetensors(path_in(dir, weights_file), tensors, metadata);
+    write_file_atomic(path_in(dir, "config.json"),
+                      config_to_json_bpe(model.config(), tokenizer.vocab_size(), extra_json));
+    return 0;
+  });
+}
+
 LoadedModel load_checkpoint(const std::string& run_dir, bool best) {
   if (fs::exists(run_dir) && !fs::is_directory(run_dir))
     throw CheckpointError(fmt::format("'{}' is a file; a checkpoint is the directory glass train "
@@ -220,7 +246,42 @@ LoadedModel load_checkpoint(const std::string& run_dir, bool best) {
           "{} has no {} (a save written before saves carried one, or files copied without it): "
           "its files cannot be verified. A --resume of the run writes one at its next save",
           dir, kManifestFile);
-    if (weights.metadata.count("tokenizer_chars") != 0 &&
+    std::optional<BpeTokenizer> bpe;
+    if (config.tokenizer_kind == TokenizerKind::kBpe) {
+      const std::string tokenizer_path = path_in(dir, kBpeTokenizerFile);
+      if (!fs::exists(tokenizer_path))
+        throw CheckpointError(fmt::format(
+            "'{}' is a BPE model (config.json: \"tokenizer\": {{\"type\": \"bpe\"}}) but its "
+            "{} is missing: without it the ids mean nothing. Restore the file, or use another "
+            "save of the run", dir, kBpeTokenizerFile));
+      const std::string tokenizer_text = read_file(tokenizer_path);
+      check_against_manifest(manifest, dir, kBpeTokenizerFile, tokenizer_text);
+      if (meta("tokenizer") != "bpe")
+        throw CheckpointError(fmt::format(
+            "{}: config.json describes a BPE model but {} was not saved with a BPE tokenizer "
+            "(files of two checkpoints mixed?)", dir, weights_name));
+      try {
+        bpe = bpe_from_json(tokenizer_text, tokenizer_path);
+      } catch (const TokenizerJsonError& e) {
+        throw CheckpointError(e.what());
+      }
+      if (bpe->vocab_size() != config.model.vocab_size)
+        throw CheckpointError(fmt::format(
+            "{}: the tokenizer has {} tokens but the model's embedding has {} rows (vocab_size in "
+            "config.json): the tokenizer does not belong to these weights",
+            tokenizer_path, bpe->vocab_size(), config.model.vocab_size));
+      if (weights.metadata.count("tokenizer_sha256") != 0 &&
+          meta("tokenizer_sha256") != sha256_hex(tokenizer_text))
+        throw CheckpointError(fmt::format(
+            "{}: {} is not the tokenizer {} was trained with (its SHA-256 differs from the one "
+            "the weights record): every id would mean another token. Was it edited or copied "
+            "from another checkpoint?", dir, kBpeTokenizerFile, weights_name));
+    } else if (meta("tokenizer") == "bpe") {
+      throw CheckpointError(fmt::format(
+          "{}: {} was saved with a BPE tokenizer but config.json describes a character model "
+          "(files of two checkpoints mixed?)", dir, weights_name));
+    }
+    if (config.tokenizer_kind == TokenizerKind::kChar && weights.metadata.count("tokenizer_chars") != 0 &&
         meta("tokenizer_chars") != tokenizer_fingerprint(config.tokenizer)) {
       std::u32string trained;
       try {
@@ -259,6 +320,7 @@ LoadedModel load_checkpoint(const std::string& run_dir, bool best) {
     LoadedModel loaded;
     loaded.config = config.model;
     loaded.tokenizer = std::move(config.tokenizer);
+    loaded.bpe = std::move(bpe);
     loaded.weights_step = meta("step");
     loaded.run_id = meta("run_id");
     loaded.files_dir = dir;
@@ -291,6 +353,16 @@ std::size_t training_context(const std::string& run_dir) {
   if (!c.is_number_unsigned() || c.get<std::size_t>() == 0)
     throw CheckpointError(path_in(dir, "config.json") + ": training.context must be a positive integer");
   return c.get<std::size_t>();
+}
+
+TokenizerKind checkpoint_tokenizer_kind(const std::string& run_dir) {
+  const std::string config_path = path_in(checkpoint_files_dir(run_dir), "config.json");
+  if (!fs::exists(config_path)) return TokenizerKind::kChar;
+  const json j = read_json(config_path);
+  if (j.is_object() && j.contains("tokenizer") && j["tokenizer"].is_object() &&
+      j["tokenizer"].value("type", json("char")) == "bpe")
+    return TokenizerKind::kBpe;
+  return TokenizerKind::kChar;
 }
 
 std::string training_data(const std::string& run_dir) {

@@ -4,6 +4,8 @@
 //   DIR/model.safetensors   latest weights, float32, Meta LLaMA names, (out, in) layout
 //   DIR/best.safetensors    weights with the best validation loss so far
 //   DIR/config.json         {"model": ModelConfig fields, "tokenizer": {"chars": [...]}, ...}
+//   DIR/tokenizer.json      a BPE model's vocabulary (Hugging Face format, data/bpe_tokenizer.hpp);
+//                           config.json then says "tokenizer": {"type": "bpe", ...}
 //   DIR/train_state.safetensors + DIR/train_state.json   AdamW moments, step, RNG (for --resume)
 //   DIR/log.csv, DIR/loss.html   written by the trainer and by glass train (cli/loss_page.hpp)
 // Every file is written atomically (temp file in DIR + rename). The trainer writes each save
@@ -12,9 +14,12 @@
 // DIR/current points to) or a directory holding the files themselves.
 
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
+#include "data/bpe_tokenizer.hpp"
+#include "data/text_tokenizer.hpp"
 #include "data/tokenizer.hpp"
 #include "nn/config.hpp"
 #include "nn/decoder.hpp"
@@ -34,7 +39,10 @@ class CheckpointError : public std::runtime_error {
 /// A loaded model ready for sampling / inspection.
 struct LoadedModel {
   ModelConfig config;
-  Tokenizer tokenizer;
+  Tokenizer tokenizer;  ///< the character vocabulary; empty for a BPE model (see bpe)
+  /// A BPE model's tokenizer (read from the save's tokenizer.json); empty for a character model.
+  std::optional<BpeTokenizer> bpe;
+  TokenizerKind tokenizer_kind() const { return bpe ? TokenizerKind::kBpe : TokenizerKind::kChar; }
   std::unique_ptr<Decoder> model;
   /// The "step" entry of the weights file's metadata (glass train writes it, see save_model);
   /// empty when the file has none.
@@ -62,7 +70,10 @@ struct LoadedModel {
 /// weights and the manifest record different run ids or steps, when training.context is larger
 /// than the model's context_length, or when the weights record the tokenizer they were trained
 /// with ("tokenizer_chars") and config.json lists other characters or the same ones in another
-/// order. A save of glass train written before saves carried a manifest is read, with
+/// order. A BPE model (config.json "tokenizer": {"type": "bpe"}) needs the save's
+/// tokenizer.json: missing, changed since the manifest, unreadable (TokenizerJsonError's
+/// message), of another vocabulary size than the weights' embedding rows, or another file than
+/// the weights record ("tokenizer_sha256") -> CheckpointError. A save of glass train written before saves carried a manifest is read, with
 /// LoadedModel::warning saying that its files cannot be verified.
 LoadedModel load_checkpoint(const std::string& dir, bool best = false);
 
@@ -78,11 +89,23 @@ void save_model(const std::string& dir, const Decoder& model, const Tokenizer& t
                 const std::string& weights_file = "model.safetensors",
                 const std::string& extra_json = "", long step = -1,
                 const std::string& run_id = "");
+/// The same for a BPE model: DIR/tokenizer.json (bpe_to_json) written atomically, config.json
+/// saying "tokenizer": {"type": "bpe", ...}, and the weights' metadata recording "tokenizer":
+/// "bpe" and the SHA-256 of tokenizer.json ("tokenizer_sha256") instead of "tokenizer_chars".
+/// Throws CheckpointError when DIR cannot be written or the vocabulary size is not the model's.
+void save_model(const std::string& dir, const Decoder& model, const BpeTokenizer& tokenizer,
+                const std::string& weights_file = "model.safetensors",
+                const std::string& extra_json = "", long step = -1,
+                const std::string& run_id = "");
 
 /// The training window T recorded in DIR/config.json ("training": {"context": T}), or 0 when
 /// the checkpoint does not say. Samplers use it as the attention window. Throws CheckpointError
 /// for unreadable or bad JSON.
 std::size_t training_context(const std::string& dir);
+
+/// The tokenizer kind DIR/config.json records ("tokenizer": {"type": "bpe"} -> kBpe; anything
+/// else, or no config.json yet -> kChar). Throws CheckpointError for unreadable or bad JSON.
+TokenizerKind checkpoint_tokenizer_kind(const std::string& dir);
 
 /// The file name of the text the model was trained on, as glass train records it in
 /// DIR/config.json ("training": {"data": NAME}), or "" when the checkpoint does not say.

@@ -118,15 +118,14 @@ ModelConfig model_config_from_json(const std::string& text, const std::string& s
   return model_from(parse_json(text, source), source);
 }
 
-std::string config_to_json(const ModelConfig& model, const Tokenizer& tokenizer,
-                           const std::string& extra_json) {
+namespace {
+
+std::string config_text(const ModelConfig& model, ordered_json tokenizer, const std::string& extra_json) {
   ordered_json j = ordered_json::object();
   j["format"] = "glassllm";
   j["version"] = kFormatVersion;
   j["model"] = model_to_ordered_json(model);
-  ordered_json chars = ordered_json::array();
-  for (char32_t c : tokenizer.chars()) chars.push_back(char_to_utf8(c));
-  j["tokenizer"] = {{"type", "char"}, {"unknown_id", Tokenizer::kUnknownId}, {"chars", chars}};
+  j["tokenizer"] = std::move(tokenizer);
   if (!extra_json.empty()) {
     ordered_json extra;
     try {
@@ -143,6 +142,23 @@ std::string config_to_json(const ModelConfig& model, const Tokenizer& tokenizer,
     }
   }
   return j.dump(2) + "\n";
+}
+
+}  // namespace
+
+std::string config_to_json(const ModelConfig& model, const Tokenizer& tokenizer,
+                           const std::string& extra_json) {
+  ordered_json chars = ordered_json::array();
+  for (char32_t c : tokenizer.chars()) chars.push_back(char_to_utf8(c));
+  return config_text(
+      model, {{"type", "char"}, {"unknown_id", Tokenizer::kUnknownId}, {"chars", chars}}, extra_json);
+}
+
+std::string config_to_json_bpe(const ModelConfig& model, std::size_t bpe_vocab_size,
+                               const std::string& extra_json) {
+  return config_text(model,
+                     {{"type", "bpe"}, {"file", kBpeTokenizerFile}, {"vocab_size", bpe_vocab_size}},
+                     extra_json);
 }
 
 CheckpointConfig config_from_json(const std::string& text, const std::string& source) {
@@ -166,8 +182,22 @@ CheckpointConfig config_from_json(const std::string& text, const std::string& so
 
   const json& tok = j["tokenizer"];
   if (!tok.is_object()) fail(source, "\"tokenizer\" must be a JSON object");
+  if (tok.contains("type") && tok["type"] == "bpe") {
+    config.tokenizer_kind = TokenizerKind::kBpe;
+    if (!tok.contains("vocab_size") || !tok["vocab_size"].is_number_unsigned())
+      fail(source, "\"tokenizer\": a BPE tokenizer needs an integer \"vocab_size\"");
+    if (tok["vocab_size"].get<std::size_t>() != config.model.vocab_size)
+      fail(source, fmt::format("\"tokenizer\": the BPE vocabulary has {} tokens but the model's "
+                               "vocab_size is {}",
+                               tok["vocab_size"].dump(), config.model.vocab_size));
+    if (tok.contains("file") && tok["file"] != kBpeTokenizerFile)
+      fail(source, fmt::format("\"tokenizer\": file {} is not supported (only \"{}\")",
+                               tok["file"].dump(), kBpeTokenizerFile));
+    return config;
+  }
   if (tok.contains("type") && tok["type"] != "char") {
-    fail(source, fmt::format("\"tokenizer\": type {} is not supported (only \"char\")", tok["type"].dump()));
+    fail(source, fmt::format("\"tokenizer\": type {} is not supported (only \"char\" and \"bpe\")",
+                             tok["type"].dump()));
   }
   if (tok.contains("unknown_id") && tok["unknown_id"] != Tokenizer::kUnknownId) {
     fail(source, "\"tokenizer\": unknown_id must be 0");

@@ -10,6 +10,11 @@
 //     "tokenizer": {"type": "char", "unknown_id": 0, "chars": [" ", "e", "a", "\n", "é", ...]}
 //   }
 //
+// A BPE model (glass train --tokenizer bpe) writes instead
+//     "tokenizer": {"type": "bpe", "file": "tokenizer.json", "vocab_size": 512}
+// and its vocabulary is the save's tokenizer.json (data/bpe_tokenizer.hpp); no "type" reads as
+// "char", so checkpoints written before BPE existed load unchanged.
+//
 // "chars" lists the vocabulary in id order (id i + 1 = chars[i]), one UTF-8 string per
 // character, so the file stays readable and any JSON tool can load it. Other top-level keys
 // are allowed and ignored on reading (the trainer may add its own).
@@ -17,6 +22,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "data/text_tokenizer.hpp"
 #include "data/tokenizer.hpp"
 #include "nn/config.hpp"
 
@@ -32,8 +38,12 @@ class ConfigError : public std::runtime_error {
 /// What config.json holds.
 struct CheckpointConfig {
   ModelConfig model;
-  Tokenizer tokenizer;
+  TokenizerKind tokenizer_kind = TokenizerKind::kChar;
+  Tokenizer tokenizer;  ///< the character vocabulary (empty for a BPE model)
 };
+
+/// The BPE model's tokenizer.json, next to config.json in each save.
+inline constexpr const char* kBpeTokenizerFile = "tokenizer.json";
 
 /// The text of config.json (pretty-printed, 2-space indent, ending in a newline).
 /// `extra_json`, if not empty, must be a JSON object; its keys are added at the top level
@@ -41,9 +51,15 @@ struct CheckpointConfig {
 std::string config_to_json(const ModelConfig& model, const Tokenizer& tokenizer,
                            const std::string& extra_json = "");
 
+/// The same for a BPE model: "tokenizer": {"type": "bpe", "file": "tokenizer.json", "vocab_size":
+/// bpe_vocab_size}. The vocabulary itself goes into tokenizer.json (save_model writes both).
+std::string config_to_json_bpe(const ModelConfig& model, std::size_t bpe_vocab_size,
+                               const std::string& extra_json = "");
+
 /// Parses and validates config.json: every ModelConfig field present with the right type,
 /// ModelConfig::validate() passing, one character per "chars" entry, no duplicates, and
-/// vocab_size == chars + 1. `source` (usually the path) is named in errors. Throws ConfigError.
+/// vocab_size == chars + 1; for "type": "bpe", vocab_size equal to the model's (the vocabulary
+/// is read from tokenizer.json by load_checkpoint). `source` (usually the path) is named in errors. Throws ConfigError.
 CheckpointConfig config_from_json(const std::string& text, const std::string& source);
 
 /// Just the "model" object, as JSON text.

@@ -1,4 +1,5 @@
-// `glass eval`: the mean next-character loss of a checkpoint over a whole text file.
+// `glass eval`: the mean next-token loss of a checkpoint over a whole text file (a token is a
+// character, or a BPE token for a model trained with --tokenizer bpe), also in bits per byte.
 //
 //   glass eval -m DIR --data FILE [--best] [--allow-unknown] [-t N]
 
@@ -16,6 +17,7 @@
 #include "checkpoint/checkpoint.hpp"
 #include "cli/commands.hpp"
 #include "cli/threads.hpp"
+#include "train/trainer.hpp"
 
 namespace {
 
@@ -48,9 +50,15 @@ void run_eval(const EvalFlags& f) {
   if (!loaded.warning.empty()) std::cerr << "warning: " << loaded.warning << "\n";
   warn_if_training_text(f, loaded);
   std::u32string text = glass::load_text(f.data);
+  const std::size_t text_bytes = glass::u32_to_utf8(text).size();
+  const bool bpe = loaded.bpe.has_value();
   std::size_t unknown = 0;
-  glass::TokenIds ids;  // 1 or 2 bytes per character
-  try {
+  glass::TokenIds ids;  // 1 or 2 bytes per token
+  if (bpe) {
+    // As in training: the text's BPE tokens, the dummy prefix at its start, no BOS. Never fails
+    // (characters outside the vocabulary are byte tokens).
+    ids = loaded.bpe->encode_compact(text);
+  } else try {
     // As in training: when the vocabulary is full (the text had more distinct characters than
     // vocab_cap), the rarest characters are the unknown token by design, not an error.
     const bool vocab_full = loaded.tokenizer.vocab_size() >= loaded.config.vocab_cap;
@@ -61,7 +69,9 @@ void run_eval(const EvalFlags& f) {
   }
   text = std::u32string();  // only the ids are needed from here on
   if (unknown > 0) std::cerr << "warning: " << unknown << " characters outside the vocabulary were mapped to id 0\n";
-  if (ids.size() < 2) throw CommandError(f.data + " must hold at least 2 characters to predict one");
+  if (ids.size() < 2)
+    throw CommandError(f.data + (bpe ? " must hold at least 2 tokens to predict one"
+                                     : " must hold at least 2 characters to predict one"));
 
   std::size_t T = glass::training_context(loaded.files_dir);  // 0: not recorded
   if (T == 0) T = loaded.config.context_length;
@@ -102,9 +112,15 @@ void run_eval(const EvalFlags& f) {
     run_chunks(c * T, std::min(kBatch, full_chunks - c), T);
   if (predictions % T != 0) run_chunks(full_chunks * T, 1, predictions % T);
   const double loss = total / static_cast<double>(count);
-  std::cout << fmt::format("loss {:.4f} nats per character over {} predictions of {} "
-                           "(perplexity {:.3f}, {:.3f} bits per character; context {})\n",
-                           loss, count, f.data, std::exp(loss), loss / std::log(2.0), T);
+  const char* unit = bpe ? "token" : "character";
+  std::cout << fmt::format("loss {:.4f} nats per {} over {} predictions of {} "
+                           "(perplexity {:.3f}, {:.3f} bits per {}; context {})\n",
+                           loss, unit, count, f.data, std::exp(loss), loss / std::log(2.0), unit, T);
+  // Bits per byte: the total loss over the text's UTF-8 bytes (the first token, which nothing
+  // predicts, is counted in the bytes too). It does not depend on the tokenizer, so character
+  // and BPE models compare on it; nats per token do not (a BPE token holds several characters).
+  std::cout << fmt::format("{:.4f} bits per byte ({} {}s over {} bytes of text)\n",
+                           glass::bits_per_byte(loss, count, text_bytes), count, unit, text_bytes);
 }
 
 }  // namespace
@@ -113,7 +129,7 @@ namespace glass::cli {
 
 void add_eval_command(CLI::App& app) {
   auto f = std::make_shared<EvalFlags>();
-  CLI::App* cmd = app.add_subcommand("eval", "Mean next-character loss of a checkpoint over a text file.");
+  CLI::App* cmd = app.add_subcommand("eval", "Mean next-token loss of a checkpoint over a text file, also in bits per byte.");
   cmd->add_option("-m,--checkpoint", f->checkpoint, "checkpoint directory written by glass train")->required();
   cmd->add_option("--data", f->data, "UTF-8 text file to evaluate on (text the model never saw)")
       ->required()->check(CLI::ExistingFile);

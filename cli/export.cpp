@@ -90,6 +90,10 @@ void run_export(const ExportFlags& f) {
     throw CommandError(fmt::format("--out '{}' is a directory; the gguf format writes one file, "
                                    "e.g. --out {}/model.gguf", f.out, f.out));
   const glass::LoadedModel loaded = glass::load_checkpoint(f.checkpoint, f.best);
+  if (loaded.bpe)
+    throw CommandError(fmt::format("{}: glass export does not support BPE checkpoints yet (a model "
+                                   "trained with --tokenizer bpe): its tokenizer would be written as "
+                                   "characters and the file would read wrong", f.checkpoint));
   if (!loaded.warning.empty()) std::cerr << "warning: " << loaded.warning << "\n";
 
   glass::ExportInfo info;

@@ -100,6 +100,10 @@ void run_inspect(const InspectOptions& opt) {
   glass::LoadedModel loaded;
   try {
     loaded = glass::load_checkpoint(opt.checkpoint, opt.best);
+    if (loaded.bpe)
+      throw CommandError(fmt::format("{}: glass inspect does not support BPE checkpoints yet (a model "
+                                     "trained with --tokenizer bpe); use glass sample and glass eval "
+                                     "on it", opt.checkpoint));
     loaded.model->set_ops_path(glass::OpsPath::reference);  // the snapshots are the reference path's steps
   } catch (const glass::CheckpointError& e) {
     throw CommandError("cannot load checkpoint '" + opt.checkpoint + "': " + e.what());

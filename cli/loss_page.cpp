@@ -18,7 +18,7 @@ void write_loss_page(const Trainer& trainer) {
     curve.evals.push_back({static_cast<double>(r.step), r.train_loss, r.val_loss});
   for (const StepRow& r : trainer.steps())
     curve.steps.push_back({static_cast<double>(r.step), r.loss, r.lr});
-  curve.vocab_size = trainer.tokenizer().vocab_size();
+  curve.vocab_size = trainer.vocab_size();
   write_file_atomic((fs::path(o.out_dir) / "loss.html").string(), loss_plot_html(curve));
 }
 

@@ -108,7 +108,7 @@ std::string read_prompt(SampleFlags& f, bool prompt_given) {
 /// exactly): `prob` under the sampling settings (temperature, top-k, top-p: what the draw used),
 /// `model_prob` at temperature 1 with nothing cut. The unknown id 0 is excluded, as generation
 /// excludes it.
-nlohmann::json token_probabilities(const glass::Decoder& model, const glass::Tokenizer& tokenizer,
+nlohmann::json token_probabilities(const glass::Decoder& model, const glass::LoadedModel& loaded,
                                    const std::vector<std::int32_t>& prompt,
                                    const std::vector<std::int32_t>& generated, std::size_t window,
                                    const glass::SamplingOptions& sampling) {
@@ -121,7 +121,8 @@ nlohmann::json token_probabilities(const glass::Decoder& model, const glass::Tok
     std::vector<double> row = next_logits(text);  // (vocab_size) logits after text.back()
     if (row.size() > 1) row[0] = -std::numeric_limits<double>::infinity();
     tokens.push_back({{"id", id},
-                      {"text", tokenizer.decode_utf8({id})},
+                      {"text", loaded.bpe ? loaded.bpe->decode_utf8({id}, /*drop_dummy_prefix=*/false)
+                                          : loaded.tokenizer.decode_utf8({id})},
                       {"prob", glass::next_token_probs(row, sampling, text)[id]},
                       {"model_prob", glass::next_token_probs(row, plain)[id]}});
     text.push_back(id);
@@ -131,13 +132,17 @@ nlohmann::json token_probabilities(const glass::Decoder& model, const glass::Tok
 
 /// The prompt as token ids. Characters outside the vocabulary are an error naming them, or
 /// (allow_unknown) become id 0 with a warning.
-std::vector<std::int32_t> encode_prompt(const SampleFlags& f, const glass::Tokenizer& tokenizer) {
+std::vector<std::int32_t> encode_prompt(const SampleFlags& f, const glass::LoadedModel& loaded) {
   std::u32string text;
   try {
     text = glass::utf8_to_u32(f.prompt);
   } catch (const glass::Utf8Error& e) {
     throw CommandError(std::string("the prompt is not valid UTF-8: ") + e.what());
   }
+  // A BPE model: the prompt's tokens as in training (the dummy prefix before the text, no BOS);
+  // characters outside its vocabulary are byte tokens, never an error.
+  if (loaded.bpe) return loaded.bpe->encode(text);
+  const glass::Tokenizer& tokenizer = loaded.tokenizer;
   std::set<char32_t> unknown;
   for (char32_t c : text)
     if (!tokenizer.contains(c)) unknown.insert(c);
@@ -162,6 +167,14 @@ void run_sample(SampleFlags& f, bool prompt_given) {
   if (!loaded.warning.empty()) std::cerr << "warning: " << loaded.warning << "\n";
   loaded.model->set_ops_path(glass::parse_ops_path(f.attention));
   const glass::Tokenizer& tokenizer = loaded.tokenizer;
+  const glass::BpeTokenizer* bpe = loaded.bpe ? &*loaded.bpe : nullptr;
+  const char* unit = bpe ? "tokens" : "characters";
+  const std::size_t vocab_size = bpe ? bpe->vocab_size() : tokenizer.vocab_size();
+  // Ids -> text: a BPE sequence is decoded whole (byte tokens join into characters); pieces
+  // from the middle of a text keep their leading space.
+  const auto decode = [&](const std::vector<std::int32_t>& ids) {
+    return bpe ? bpe->decode_utf8(ids, /*drop_dummy_prefix=*/false) : tokenizer.decode_utf8(ids);
+  };
   std::size_t window = glass::training_context(loaded.files_dir);  // 0: not recorded
   if (window == 0) window = loaded.config.context_length;
   if (window > loaded.config.context_length) {
@@ -169,27 +182,28 @@ void run_sample(SampleFlags& f, bool prompt_given) {
                                    "context_length {}", f.checkpoint, window, loaded.config.context_length));
   }
   if (f.ctx_size > loaded.config.context_length)
-    throw CommandError(fmt::format("--ctx-size {}: the model has positions for at most {} characters "
+    throw CommandError(fmt::format("--ctx-size {}: the model has positions for at most {} {} "
                                    "(context_length; it trained on windows of {})",
-                                   f.ctx_size, loaded.config.context_length, window));
+                                   f.ctx_size, loaded.config.context_length, unit, window));
   if (f.ctx_size > window)
-    std::cerr << fmt::format("note: --ctx-size {} is past the {} characters the model trained on: "
-                             "positions from {} on were never trained\n", f.ctx_size, window, window);
+    std::cerr << fmt::format("note: --ctx-size {} is past the {} {} the model trained on: "
+                             "positions from {} on were never trained\n", f.ctx_size, window, unit, window);
   if (f.ctx_size > 0) window = f.ctx_size;
 
-  std::vector<std::int32_t> prompt = encode_prompt(f, tokenizer);
+  std::vector<std::int32_t> prompt = encode_prompt(f, loaded);
   std::string shown_prompt = f.prompt;
   if (prompt.empty()) {  // start from a newline, as if at the start of a paragraph
-    prompt = {tokenizer.contains(U'\n') ? tokenizer.id_of(U'\n') : 1};
+    prompt = {bpe ? bpe->encode(U"\n").back()  // "\n" after the dummy prefix: its last token
+                  : tokenizer.contains(U'\n') ? tokenizer.id_of(U'\n') : 1};
   } else if (prompt.size() > window) {
-    std::cerr << fmt::format("note: the prompt has {} characters; the model sees only its last {}: "
-                             "{}\n", prompt.size(), window, glass::context_sentence(window));
+    std::cerr << fmt::format("note: the prompt has {} {}; the model sees only its last {}: "
+                             "{}\n", prompt.size(), unit, window, glass::context_sentence(window));
     prompt.erase(prompt.begin(), prompt.end() - static_cast<long>(window));
-    shown_prompt = tokenizer.decode_utf8(prompt);
+    shown_prompt = decode(prompt);
   }
   f.sampling.use_kv_cache = !f.no_kv_cache;
   f.sampling.window_mode = glass::parse_window_mode(f.window_mode);
-  if (f.sampling.top_k > tokenizer.vocab_size()) f.sampling.top_k = tokenizer.vocab_size();
+  if (f.sampling.top_k > vocab_size) f.sampling.top_k = vocab_size;
 
   auto write = [](const std::string& text) {
     errno = 0;
@@ -207,12 +221,29 @@ void run_sample(SampleFlags& f, bool prompt_given) {
   for (long long k = 0; k < f.num_samples; ++k) {
     if (!f.json) write((k > 0 ? "---------------\n" : "") + shown_prompt);
     std::vector<std::int32_t> ids;
+    std::vector<std::int32_t> pending;  // BPE: the tokens not printed yet (an incomplete character)
     std::string text;  // the generated text so far (for --stop)
     bool stopped = false;
     try {
       glass::generate(*loaded.model, prompt, f.tokens, window, f.sampling, rng, [&](std::int32_t id) {
         ids.push_back(id);
-        const std::string piece = tokenizer.decode_utf8({id});
+        std::string piece;
+        if (bpe) {
+          // A character still missing bytes (byte tokens that do not yet form valid UTF-8 decode
+          // to U+FFFD at the end) waits for them, at most the 4 bytes of a UTF-8 character.
+          pending.push_back(id);
+          const std::string decoded = decode(pending);
+          const bool waiting = id >= glass::BpeTokenizer::kFirstByteId &&
+                               id < glass::BpeTokenizer::kFirstCharId && pending.size() < 4 &&
+                               decoded.size() >= 3 &&
+                               decoded.compare(decoded.size() - 3, 3, "\xEF\xBF\xBD") == 0;
+          if (!waiting) {
+            piece = decoded;
+            pending.clear();
+          }
+        } else {
+          piece = tokenizer.decode_utf8({id});
+        }
         text += piece;
         if (!f.json) write(piece);
         if (!f.stop.empty() && text.size() >= f.stop.size() &&
@@ -223,6 +254,11 @@ void run_sample(SampleFlags& f, bool prompt_given) {
       });
     } catch (const StopSample&) {
     }
+    if (!pending.empty()) {  // bytes held back at the end (an incomplete character: U+FFFD)
+      const std::string rest = decode(pending);
+      if (!f.json) write(rest);
+      text += rest;
+    }
     characters += ids.size();
     if (!f.json) {
       write("\n");
@@ -230,7 +266,7 @@ void run_sample(SampleFlags& f, bool prompt_given) {
     }
     samples.push_back({{"text", text},
                        {"stopped", stopped},
-                       {"tokens", token_probabilities(*loaded.model, tokenizer, prompt, ids, window,
+                       {"tokens", token_probabilities(*loaded.model, loaded, prompt, ids, window,
                                                       f.sampling)}});
   }
   const double seconds =
@@ -249,8 +285,8 @@ void run_sample(SampleFlags& f, bool prompt_given) {
                                 {"samples", samples}};
     write(out.dump(2) + "\n");
   }
-  std::cerr << fmt::format("{} characters in {:.2f} s ({:.1f} characters/s{})\n", characters,
-                           seconds, seconds > 0 ? static_cast<double>(characters) / seconds : 0.0,
+  std::cerr << fmt::format("{} {} in {:.2f} s ({:.1f} {}/s{})\n", characters, unit,
+                           seconds, seconds > 0 ? static_cast<double>(characters) / seconds : 0.0, unit,
                            f.json ? ", with the probabilities of --json" : "");
 }
 

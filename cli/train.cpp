@@ -113,7 +113,8 @@ std::string train_command(const CLI::App* cmd, const glass::TrainOptions& o,
 /// model's shape (it comes from the checkpoint on --resume), and --resume added.
 std::string resume_command(const CLI::App* cmd, const glass::TrainOptions& o) {
   return train_command(cmd, o, {"--overwrite", "--resume", "--d-model", "--n-layers", "--n-heads",
-                                "--n-kv-heads", "--ffn-hidden", "--vocab-cap"}) +
+                                "--n-kv-heads", "--ffn-hidden", "--vocab-cap", "--tokenizer",
+                                "--vocab-size"}) +
          " --resume";
 }
 
@@ -200,7 +201,14 @@ void run_train(TrainFlags& flags, CLI::App* cmd) {
   std::unique_ptr<glass::Trainer> trainer;
   std::unique_ptr<glass::Server> server;
   {
+    if (flags.serve && o.tokenizer == glass::TokenizerKind::kBpe)
+      throw glass::cli::CommandError("--serve: glass serve does not support BPE checkpoints yet (a "
+                                     "model trained with --tokenizer bpe); train without --serve");
     trainer = std::make_unique<glass::Trainer>(o, std::cout);
+    if (flags.serve && trainer->bpe_tokenizer() != nullptr) {
+      throw glass::cli::CommandError("--serve: glass serve does not support BPE checkpoints yet (a "
+                                     "model trained with --tokenizer bpe); resume without --serve");
+    }
     if (flags.serve && o.comm.is_root()) {
       glass::ServeOptions serve;
       serve.checkpoint = o.out_dir;
@@ -348,6 +356,15 @@ void add_train_command(CLI::App& app) {
                   "most distinct characters kept in the vocabulary (the rarest others become the "
                   "unknown token); lower it for texts with thousands of characters (CJK)")
       ->check(glass::cli::integer_in(2, 65535, "an integer from 2 to 65535"))->capture_default_str()->group("Model");
+  cmd->add_option_function<std::string>(
+         "--tokenizer", [&o](const std::string& name) { o.tokenizer = glass::tokenizer_kind_from_name(name); },
+         "char: one token per character (the default); bpe: subword tokens of the LLaMA kind, "
+         "trained on the training split (docs/bpe.md). --resume keeps the checkpoint's")
+      ->check(CLI::IsMember({"char", "bpe"}))->default_str("char")->group("Model");
+  cmd->add_option("--vocab-size", o.bpe_vocab_size,
+                  "tokens of the BPE vocabulary (--tokenizer bpe): at least 259 + the text's "
+                  "distinct characters, at most what its merges allow")
+      ->check(glass::cli::integer_in(1, 65535, "an integer from 1 to 65535"))->capture_default_str()->group("Model");
   cmd->add_option_function<std::string>(
          "--attention", [&o](const std::string& path) { o.model.ops_path = glass::parse_ops_path(path); },
                   "attention code: fast (fused kernels) or reference (the nine steps on the primitive "

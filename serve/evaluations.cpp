@@ -134,6 +134,9 @@ bool Server::load_if_new(const std::string& files_dir, std::string* error) {
   std::size_t window = 0;
   try {
     *loaded = load_checkpoint(files_dir);
+    if (loaded->bpe)  // the live page and its routes speak characters so far
+      throw CheckpointError(files_dir + ": glass serve does not support BPE checkpoints yet (a model "
+                            "trained with --tokenizer bpe)");
     window = window_of(files_dir, loaded->config);
     {
       std::lock_guard lock(state_mutex_);

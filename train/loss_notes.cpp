@@ -14,14 +14,16 @@ std::string vocabulary_words(std::size_t vocab_size) {
                      vocab_size > 0 ? vocab_size - 1 : 0);
 }
 
-std::string step_zero_note(double loss, std::size_t vocab_size) {
+std::string step_zero_note(double loss, std::size_t vocab_size, const std::string& unit) {
   const double ln_v = std::log(static_cast<double>(vocab_size));
   const double off = loss - ln_v;
   if (std::abs(off) <= kStepZeroTolerance)
     return fmt::format("note: loss {:.4f} ≈ ln {} = {:.4f}: the model is guessing uniformly among "
-                       "the {} entries of its vocabulary ({} characters + the unknown id 0), as it "
-                       "should at the start\n",
-                       loss, vocab_size, ln_v, vocab_size, vocab_size > 0 ? vocab_size - 1 : 0);
+                       "the {} entries of its vocabulary ({}), as it should at the start\n",
+                       loss, vocab_size, ln_v, vocab_size,
+                       unit == "character"
+                           ? fmt::format("{} characters + the unknown id 0", vocab_size > 0 ? vocab_size - 1 : 0)
+                           : std::string("BPE tokens"));
   if (off > 0)
     return fmt::format(
         "warning: loss {:.4f} at step 0 is far above ln {} = {:.4f}, the loss of a uniform guess: "
@@ -101,7 +103,8 @@ std::string evaluation_note(const std::vector<LogRow>& log) {
   return "";
 }
 
-std::string final_summary(const std::vector<LogRow>& log, std::size_t vocab_size, long iters) {
+std::string final_summary(const std::vector<LogRow>& log, std::size_t vocab_size, long iters,
+                          const std::string& unit) {
   if (log.empty()) return "";
   std::size_t best = 0;
   for (std::size_t i = 1; i < log.size(); ++i)
@@ -110,10 +113,11 @@ std::string final_summary(const std::vector<LogRow>& log, std::size_t vocab_size
   const LogRow& last = log.back();
   const double ln_v = std::log(static_cast<double>(vocab_size));
   std::string text = fmt::format(
-      "best validation loss: {:.4f} nats per character at step {} = {:.3f} bits per character "
-      "(perplexity {:.2f}: as unsure as a choice among {:.1f} characters; a uniform guess is "
+      "best validation loss: {:.4f} nats per {} at step {} = {:.3f} bits per {} "
+      "(perplexity {:.2f}: as unsure as a choice among {:.1f} {}s; a uniform guess is "
       "ln {} = {:.4f} nats, {:.3f} bits)\n",
-      b.val_loss, b.step, b.val_loss / std::log(2.0), std::exp(b.val_loss), std::exp(b.val_loss),
+      b.val_loss, unit, b.step, b.val_loss / std::log(2.0), unit, std::exp(b.val_loss),
+      std::exp(b.val_loss), unit,
       vocab_size, ln_v, ln_v / std::log(2.0));
   const std::size_t since_best = log.size() - 1 - best;
   if (last.step < iters)

@@ -33,7 +33,9 @@ std::string vocabulary_words(std::size_t vocab_size);
 ///   "note: loss 4.4550 ≈ ln 83 = 4.4188: the model is guessing uniformly among the 83 entries of
 ///   its vocabulary (82 characters + the unknown id 0), as it should at the start"
 /// or a "warning: ..." when |loss - ln V| > kStepZeroTolerance, saying what that points to.
-std::string step_zero_note(double loss, std::size_t vocab_size);
+/// `unit` names what one id stands for: "character" (the character tokenizer) or "token" (BPE:
+/// the vocabulary is then described as BPE tokens, without the unknown id).
+std::string step_zero_note(double loss, std::size_t vocab_size, const std::string& unit = "character");
 
 /// The note printed after an evaluation, given every evaluation so far (`log`, the last one just
 /// added): "" when there is nothing to say; a note when the validation loss has not improved for
@@ -46,7 +48,8 @@ std::string evaluation_note(const std::vector<LogRow>& log);
 /// The lines printed when a run ends: the best validation loss in nats, bits per character and
 /// perplexity, at which step, how it compares with ln V, and what to try next (train longer when
 /// validation was still improving, less model or more text when it overfits).
-std::string final_summary(const std::vector<LogRow>& log, std::size_t vocab_size, long iters);
+std::string final_summary(const std::vector<LogRow>& log, std::size_t vocab_size, long iters,
+                          const std::string& unit = "character");
 
 /// The loss a memorised batch should reach with --overfit-batch, at most (nats per character).
 inline constexpr double kOverfitTarget = 0.3;

@@ -69,6 +69,12 @@ void Trainer::draw_overfit_batch() {
   if (overfit_x_.dimension() == 0) train_batches_->next(overfit_x_, overfit_y_);  // (B, T) each
 }
 
+double bits_per_byte(double loss_nats_per_token, std::size_t tokens, std::size_t bytes) {
+  if (bytes == 0) throw std::invalid_argument("bits_per_byte: a text of 0 bytes");
+  return loss_nats_per_token * static_cast<double>(tokens) /
+         (static_cast<double>(bytes) * std::log(2.0));
+}
+
 EvalResult Trainer::evaluate() {
   NoGradGuard no_grad;
   const Communicator& comm = options_.comm;
@@ -161,6 +167,10 @@ TrainResult Trainer::run() {
                           o.overfit_batch ? "loss of the one batch" : "train loss", e.train_loss,
                           e.val_loss, e.val_loss - e.train_loss,
                           best ? " (best so far)" : "", row.elapsed_s);
+      out_ << fmt::format("  val {:.4f} bits per byte ({} {} over {} bytes of text in the validation "
+                          "split)\n",
+                          bits_per_byte(e.val_loss, val_tokens(), val_bytes_), val_tokens(),
+                          bpe_ ? "tokens" : "characters", val_bytes_);
       print_evaluation_notes(it);
       if (stop_requested()) {
         out_ << stop_signal_name(stop_signal_) << " arrived during the evaluation at step " << it
@@ -196,7 +206,7 @@ TrainResult Trainer::run() {
   }
   if (is_tty_) out_ << "\r\033[K";
   if (!result.interrupted && !o.overfit_batch)
-    out_ << "\n" << final_summary(log_, tokenizer_.vocab_size(), o.iters);
+    out_ << "\n" << final_summary(log_, vocab_size(), o.iters, bpe_ ? "token" : "character");
   if (o.overfit_batch && !steps_.empty())
     out_ << "\n" << overfit_batch_note(steps_.front().loss, steps_.back().loss, steps_.size());
 

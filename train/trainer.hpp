@@ -18,7 +18,11 @@
 #include <string>
 #include <vector>
 
+#include <optional>
+
 #include "data/batches.hpp"
+#include "data/bpe_tokenizer.hpp"
+#include "data/text_tokenizer.hpp"
 #include "data/tokenizer.hpp"
 #include "nn/config.hpp"
 #include "nn/decoder.hpp"
@@ -65,6 +69,11 @@ struct TrainOptions {
                                    ///< that the loop can learn: the loss should go to ~0); the
                                    ///< evaluations' train loss is then that batch's
   ModelConfig model;               ///< vocab_size is set from the tokenizer
+  /// --tokenizer: characters (the default) or a BPE vocabulary trained on the training split
+  /// (data/bpe_tokenizer.hpp). A resumed run keeps the tokenizer of its checkpoint.
+  TokenizerKind tokenizer = TokenizerKind::kChar;
+  /// --vocab-size: the BPE vocabulary's size (tokens), for tokenizer kBpe.
+  std::size_t bpe_vocab_size = 512;
   /// Set (e.g. by a SIGINT or SIGTERM handler, to the signal's number) to stop: the loop saves
   /// a checkpoint and returns. During an evaluation it is honoured when the evaluation ends.
   const volatile std::sig_atomic_t* stop_flag = nullptr;
@@ -85,6 +94,12 @@ struct TrainOptions {
 struct EvalResult {
   double train_loss = 0, val_loss = 0;
 };
+
+/// Bits per byte of text from a mean loss in nats per token: loss * tokens / (bytes * ln 2),
+/// where `tokens` and `bytes` count the same text (its ids and its UTF-8 bytes). Unlike nats per
+/// token it does not depend on the tokenizer, so a character and a BPE model compare on it.
+/// Throws std::invalid_argument for bytes == 0.
+double bits_per_byte(double loss_nats_per_token, std::size_t tokens, std::size_t bytes);
 
 /// What a run ended with.
 struct TrainResult {
@@ -132,7 +147,15 @@ class Trainer {
   EvalResult evaluate();
 
   const Decoder& model() const { return *model_; }
+  /// The character tokenizer (empty for a BPE run, see bpe_tokenizer()).
   const Tokenizer& tokenizer() const { return tokenizer_; }
+  /// The BPE tokenizer of a --tokenizer bpe run, or nullptr.
+  const BpeTokenizer* bpe_tokenizer() const { return bpe_ ? &*bpe_ : nullptr; }
+  /// Ids in the vocabulary of either tokenizer.
+  std::size_t vocab_size() const { return bpe_ ? bpe_->vocab_size() : tokenizer_.vocab_size(); }
+  /// The validation split's tokens and UTF-8 bytes (the counts bits_per_byte converts with).
+  std::size_t val_tokens() const { return corpus_->size() - n_train_; }
+  std::size_t val_bytes() const { return val_bytes_; }
   long step() const { return step_; }
   const std::vector<LogRow>& log() const { return log_; }
   /// One row per optimizer step taken (including before a resume, when the save had them).
@@ -171,6 +194,8 @@ class Trainer {
   TrainOptions options_;
   std::ostream& out_;
   Tokenizer tokenizer_;
+  std::optional<BpeTokenizer> bpe_;         // set for a BPE run; tokenizer_ is then empty
+  std::size_t val_bytes_ = 0;               // UTF-8 bytes of the validation split's text
   std::shared_ptr<const TokenIds> corpus_;  // the whole text's ids (1 or 2 bytes each)
   std::size_t n_train_ = 0;                 // corpus_[0, n_train_) trains, the rest validates
   std::unique_ptr<Decoder> model_;

@@ -29,11 +29,12 @@ std::string format_duration(double seconds) {
 void Trainer::print_banner(std::size_t text_chars) {
   const TrainOptions& o = options_;
   out_ << fmt::format(
-      "data: {}, {} characters, {}; train {} / val {} characters\n"
+      "data: {}, {} characters, {}; train {} / val {} {}\n"
       "model: d_model {}, {} layers, {} heads ({} kv), ffn {}, {} parameters\n"
       "recipe: {} steps, batch {} x context {}, lr {:g} -> {:g} (warmup {}, cosine to step {}), "
       "weight decay {:g}, clip {:g}, seed {}\n",
-      o.data_path, text_chars, vocabulary_words(tokenizer_.vocab_size()), n_train_, corpus_->size() - n_train_,
+      o.data_path, text_chars, bpe_ ? fmt::format("a BPE vocabulary of {} tokens", vocab_size()) : vocabulary_words(vocab_size()),
+      n_train_, corpus_->size() - n_train_, bpe_ ? "tokens" : "characters",
       o.model.d_model, o.model.n_layers, o.model.n_heads, o.model.n_kv_heads, o.model.ffn_hidden,
       model_->num_parameters(), o.iters, o.batch_size, o.context, o.lr, o.min_lr, o.warmup,
       o.decay_iters, o.weight_decay, o.grad_clip, o.seed);
@@ -50,12 +51,16 @@ void Trainer::print_banner(std::size_t text_chars) {
 
 void Trainer::print_sample() {
   if (options_.sample_tokens == 0 || !options_.comm.is_root()) return;
-  std::vector<std::int32_t> prompt = {tokenizer_.contains(U'\n') ? tokenizer_.id_of(U'\n') : 1};
+  // Start as at a paragraph: after a newline (a BPE model: the last token of "\n" encoded).
+  std::vector<std::int32_t> prompt = {bpe_ ? bpe_->encode(U"\n").back()
+                                           : tokenizer_.contains(U'\n') ? tokenizer_.id_of(U'\n') : 1};
   SamplingOptions sampling;
   sampling.temperature = 0.8;
   const auto ids = generate(*model_, prompt, options_.sample_tokens, options_.context, sampling,
                             sample_rng_);
-  out_ << "---- sample (temperature 0.8) ----\n" << tokenizer_.decode_utf8(ids) << "\n----\n";
+  out_ << "---- sample (temperature 0.8) ----\n"
+       << (bpe_ ? bpe_->decode_utf8(ids, /*drop_dummy_prefix=*/false) : tokenizer_.decode_utf8(ids))
+       << "\n----\n";
 }
 
 void Trainer::print_progress(long it, double loss, double lr, double tokens_per_s, double eta_s) {
@@ -71,7 +76,7 @@ void Trainer::print_progress(long it, double loss, double lr, double tokens_per_
 
 void Trainer::print_evaluation_notes(long it) {
   if (it == 0 && log_.size() == 1)
-    out_ << step_zero_note(log_.front().train_loss, tokenizer_.vocab_size());
+    out_ << step_zero_note(log_.front().train_loss, vocab_size(), bpe_ ? "token" : "character");
   // --overfit-batch: a validation loss rising while the batch is memorised is what the check
   // expects (the header says so), not overfitting to warn about.
   if (!options_.overfit_batch) out_ << evaluation_note(log_);

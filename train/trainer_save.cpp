@@ -60,7 +60,10 @@ void Trainer::save(bool also_best) {
                                      {"data", fs::path(options_.data_path).filename().string()},
                                      {"manifest", kManifestFile}};
     const std::string extra = nlohmann::json{{"training", training}}.dump();
-    save_model(step_dir, *model_, tokenizer_, "model.safetensors", extra, step_, run_id_);
+    if (bpe_)  // also writes the save's tokenizer.json (covered by the manifest below)
+      save_model(step_dir, *model_, *bpe_, "model.safetensors", extra, step_, run_id_);
+    else
+      save_model(step_dir, *model_, tokenizer_, "model.safetensors", extra, step_, run_id_);
     if (also_best)
       link_or_copy((files / "model.safetensors").string(), (files / "best.safetensors").string());
     else if (has_best_ && fs::exists(previous / "best.safetensors"))

@@ -29,6 +29,14 @@ namespace fs = std::filesystem;
 
 namespace {
 
+/// Where a BPE run splits its text into training and validation: the first space at or after
+/// 90% of the characters (so that no token crosses the cut), or 90% when no space follows.
+std::size_t bpe_split_point(const std::u32string& text) {
+  const std::size_t at = static_cast<std::size_t>(std::floor(static_cast<double>(text.size()) * 0.9));
+  const std::size_t space = text.find(U' ', at);
+  return space == std::u32string::npos ? at : space;
+}
+
 /// The shortest text whose validation part (the last 10%) still holds context + 1 characters.
 std::size_t min_text_length(std::size_t context) {
   std::size_t n = context + 1;
@@ -243,11 +251,28 @@ void Trainer::load_or_create_model(const std::u32string& text, ResumePoint& from
     from.weights_step = loaded.weights_step;
     from.weights_run_id = loaded.run_id;
     tokenizer_ = std::move(loaded.tokenizer);
+    bpe_ = std::move(loaded.bpe);  // a BPE run continues with its saved vocabulary, never retrained
+    const TokenizerKind saved = bpe_ ? TokenizerKind::kBpe : TokenizerKind::kChar;
+    if (o.tokenizer != saved)
+      out_ << "note: --resume continues with the checkpoint's tokenizer (" << tokenizer_kind_name(saved)
+           << "), not --tokenizer " << tokenizer_kind_name(o.tokenizer) << "\n";
+    o.tokenizer = bpe_ ? TokenizerKind::kBpe : TokenizerKind::kChar;
     model_ = std::move(loaded.model);
     // A resumed run keeps its checkpoint's attention path (the exact resume), unless
     // --attention asks for another.
     if (o.attention_given) model_->set_ops_path(o.model.ops_path);
     o.model = model_->config();
+  } else if (o.tokenizer == TokenizerKind::kBpe) {
+    // Trained on the training split only (the text before bpe_split_point), so the validation text
+    // stays unseen by the tokenizer too. std::invalid_argument for a bad --vocab-size.
+    try {
+      bpe_ = BpeTokenizer::train(text.substr(0, bpe_split_point(text)), o.bpe_vocab_size);
+    } catch (const std::invalid_argument& e) {
+      throw std::invalid_argument(fmt::format("--vocab-size {}: {}", o.bpe_vocab_size, e.what()));
+    }
+    o.model.vocab_size = bpe_->vocab_size();
+    o.model.vocab_cap = std::max(o.model.vocab_cap, o.model.vocab_size);  // a cap of characters
+    o.model.validate();
   } else {
     tokenizer_ = Tokenizer::from_text(text, o.model.vocab_cap);
     o.model.vocab_size = tokenizer_.vocab_size();
@@ -263,6 +288,43 @@ void Trainer::load_or_create_model(const std::u32string& text, ResumePoint& from
 // ---- the text as ids, kept once -----------------------------------------------------------------
 void Trainer::encode_corpus(std::u32string text) {
   const TrainOptions& o = options_;
+  if (bpe_) {
+    // The whole text is encoded at once (the dummy prefix only at its start); the training
+    // split is the tokens of text[0, cut), which are a prefix of the whole text's tokens when the
+    // cut falls before a space (no token crosses a word start). Otherwise the two parts are
+    // encoded apart, the validation part with its own dummy prefix.
+    const std::size_t cut = bpe_split_point(text);
+    const std::u32string train_text = text.substr(0, cut);
+    const std::u32string val_text = text.substr(cut);
+    val_bytes_ = u32_to_utf8(val_text).size();
+    auto ids = std::make_shared<TokenIds>(bpe_->encode_compact(text));
+    const std::vector<std::int32_t> train_ids = bpe_->encode(train_text);
+    bool prefix = train_ids.size() < ids->size();
+    for (std::size_t i = 0; prefix && i < train_ids.size(); ++i) prefix = (*ids)[i] == train_ids[i];
+    if (!prefix) {
+      std::vector<std::int32_t> all = train_ids;
+      const std::vector<std::int32_t> val_ids = bpe_->encode(val_text);
+      all.insert(all.end(), val_ids.begin(), val_ids.end());
+      TokenIds both(bpe_->vocab_size());
+      both.reserve(all.size());
+      for (const std::int32_t id : all) both.push_back(id);
+      *ids = std::move(both);
+    }
+    const std::size_t val_tokens = ids->size() - train_ids.size();
+    if (std::min(train_ids.size(), val_tokens) < o.context + 1)
+      throw std::invalid_argument(fmt::format(
+          "{}: the {} split has {} BPE tokens, but --context {} needs at least {} (one window plus "
+          "the next token to predict); a token holds {:.2f} characters of this text on average. "
+          "Use a longer text or a smaller --context",
+          o.data_path, train_ids.size() < val_tokens ? "training" : "validation",
+          std::min(train_ids.size(), val_tokens), o.context, o.context + 1,
+          static_cast<double>(text.size()) / static_cast<double>(ids->size())));
+    text = std::u32string();
+    ids->shrink_to_fit();
+    corpus_ = ids;
+    n_train_ = train_ids.size();
+    return;
+  }
   const bool resuming = o.resume;
   const std::size_t text_chars = text.size();
   // A text with more distinct characters than the vocabulary cap keeps the most frequent ones;
@@ -284,6 +346,9 @@ void Trainer::encode_corpus(std::u32string text) {
     throw std::runtime_error(fmt::format("{} does not match the checkpoint's vocabulary: {}",
                                          o.data_path, e.what()));
   }
+  // One id per character: the validation split is the text from character n_train on.
+  val_bytes_ = u32_to_utf8(text.substr(static_cast<std::size_t>(
+                   std::floor(static_cast<double>(text.size()) * 0.9)))).size();
   // The text is no longer needed: only the ids (1 or 2 bytes per character) are kept, once,
   // shared by the samplers of both splits.
   text = std::u32string();
@@ -361,7 +426,7 @@ void Trainer::prepare_out_dir(const ResumePoint& from) {
   std::size_t stale = remove_stale_saves(o.out_dir);
   const std::vector<std::string> checkpoint_files = {
       "model.safetensors", "best.safetensors", "train_state.safetensors", "train_state.json",
-      "config.json", "log.csv", "loss.html", "steps.csv"};
+      "config.json", "tokenizer.json", "log.csv", "loss.html", "steps.csv"};
   stale += remove_stale_temp_files(o.out_dir, checkpoint_files);
   if (stale > 0)
     out_ << "note: removed " << stale << " incomplete save(s) or temporary file(s) left in "

@@ -127,5 +127,28 @@ TEST(ConfigJson, RejectsBadTokenizer) {
   expect_rejected(config_text(R"(["a", "é", "😀"])", R"(["a", "é", ""])"), "exactly one character");
   expect_rejected(config_text(R"(["a", "é", "😀"])", R"(["a", "é", 7])"), "chars[2] must be a string");
   expect_rejected(config_text(R"(["a", "é", "😀"])", R"(["a", "é"])"), "model's vocab_size is 4");
-  expect_rejected(config_text("\"type\": \"char\"", "\"type\": \"bpe\""), "not supported");
+  expect_rejected(config_text("\"type\": \"char\"", "\"type\": \"wordpiece\""), "not supported");
+}
+
+TEST(ConfigJson, ABpeTokenizerIsReadAndItsSizeChecked) {
+  const std::string bpe = R"("tokenizer": {"type": "bpe", "file": "tokenizer.json", "vocab_size": 4})";
+  const std::string chars = R"("tokenizer": {"type": "char", "unknown_id": 0, "chars": ["a", "é", "😀"]})";
+  const glass::CheckpointConfig c = glass::config_from_json(config_text(chars, bpe), "ckpt/config.json");
+  EXPECT_EQ(c.tokenizer_kind, glass::TokenizerKind::kBpe);
+  EXPECT_EQ(c.tokenizer.vocab_size(), 1u);  // no characters: the vocabulary is tokenizer.json
+  // No "type": a character tokenizer (config.json written before BPE existed).
+  const std::string untyped = R"("tokenizer": {"unknown_id": 0, "chars": ["a", "é", "😀"]})";
+  EXPECT_EQ(glass::config_from_json(config_text(chars, untyped), "ckpt/config.json").tokenizer_kind,
+            glass::TokenizerKind::kChar);
+  expect_rejected(config_text(chars, R"("tokenizer": {"type": "bpe", "vocab_size": 5})"),
+                  "the BPE vocabulary has 5 tokens but the model's vocab_size is 4");
+  expect_rejected(config_text(chars, R"("tokenizer": {"type": "bpe"})"), "needs an integer \"vocab_size\"");
+  expect_rejected(config_text(chars, R"("tokenizer": {"type": "bpe", "vocab_size": 4, "file": "x.json"})"),
+                  "not supported");
+  // Written and read back.
+  ModelConfig m;
+  m.vocab_size = 300;
+  const std::string text = glass::config_to_json_bpe(m, 300);
+  EXPECT_NE(text.find(R"("type": "bpe")"), std::string::npos) << text;
+  EXPECT_EQ(glass::config_from_json(text, "x").tokenizer_kind, glass::TokenizerKind::kBpe);
 }

@@ -1,0 +1,293 @@
+// `glass train --tokenizer bpe` through the real binary: a tiny BPE model trained, evaluated,
+// sampled and resumed end to end; its tokenizer.json in each save (atomic, in the manifest);
+// bits per byte printed as the formula says on counts computed here; and the refusals (a bad
+// --vocab-size, a missing, corrupt or foreign tokenizer.json, the commands that do not read BPE
+// checkpoints yet), each with a clear message and a non-zero exit.
+
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <regex>
+#include <string>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "checkpoint/safetensors.hpp"
+#include "checkpoint/sha256.hpp"
+#include "cli_test_util.hpp"
+#include "data/bpe_tokenizer.hpp"
+#include "data/text.hpp"
+#include "test_util.hpp"
+#include "train/trainer.hpp"
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+namespace {
+
+using glass_test::CliRun;
+using glass_test::q;
+using glass_test::read_file;
+using glass_test::write_file;
+
+class BpeCli : public ::testing::Test {
+ protected:
+  static fs::path dir_;
+  static fs::path text_;  // 20000 bytes of Dom Casmurro
+  static fs::path ckpt_;  // a BPE model of 384 tokens, trained once for the suite
+  static CliRun first_run_;
+
+  static std::string tiny() { return glass_test::tiny(); }
+  static CliRun glass(const std::string& args) { return glass_test::run_glass(args, dir_); }
+  static std::string train_flags() {
+    return " --data " + q(text_.string()) + " --tokenizer bpe --vocab-size 384" + tiny();
+  }
+
+  static void SetUpTestSuite() {
+    dir_ = fs::temp_directory_path() / ("glass-bpe-cli-" + std::to_string(::getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    text_ = dir_ / "text.txt";
+    write_file(text_, glass_test::corpus_start(20000));
+    ckpt_ = dir_ / "ckpt";
+    first_run_ = glass("train --out " + q(ckpt_.string()) + " --iters 20 --eval-every 10" + train_flags());
+  }
+  static void TearDownTestSuite() { fs::remove_all(dir_); }
+
+  static void expect_error(const CliRun& r, const std::string& phrase) {
+    EXPECT_NE(r.exit_code, 0) << r.out << r.err;
+    EXPECT_NE(r.err.find(phrase), std::string::npos) << "stderr was: " << r.err;
+  }
+
+  /// A copy of the checkpoint's current save as a plain directory without its manifest (so the
+  /// loader's own checks of tokenizer.json are reached, not the manifest's checksum).
+  static fs::path flat_copy(const std::string& name) {
+    const fs::path out = dir_ / name;
+    fs::remove_all(out);
+    fs::create_directories(out);
+    for (const auto& e : fs::directory_iterator(fs::canonical(ckpt_ / "current")))
+      if (e.path().filename() != "manifest.json") fs::copy_file(e.path(), out / e.path().filename());
+    return out;
+  }
+};
+
+fs::path BpeCli::dir_, BpeCli::text_, BpeCli::ckpt_;
+CliRun BpeCli::first_run_;
+
+/// Where a BPE run splits its text (train/trainer_setup.cpp): the first space at or after 90% of
+/// the characters.
+std::size_t split_point(const std::u32string& text) {
+  const std::size_t at = static_cast<std::size_t>(std::floor(static_cast<double>(text.size()) * 0.9));
+  const std::size_t space = text.find(U' ', at);
+  return space == std::u32string::npos ? at : space;
+}
+
+}  // namespace
+
+TEST(BitsPerByte, IsTheLossTimesTokensOverBytesInBits) {
+  // 2 nats per token, 100 tokens over 150 bytes: 2 * 100 / (150 * ln 2) (Python: math.log).
+  EXPECT_NEAR(glass::bits_per_byte(2.0, 100, 150), 1.9235933878519513, 1e-15);
+  // One token per byte: bits per byte = nats / ln 2.
+  EXPECT_NEAR(glass::bits_per_byte(std::log(2.0), 7, 7), 1.0, 1e-15);
+  EXPECT_THROW(glass::bits_per_byte(1.0, 1, 0), std::invalid_argument);
+}
+
+TEST_F(BpeCli, TrainSavesTokenizerJsonInEachSaveCoveredByTheManifest) {
+  ASSERT_EQ(first_run_.exit_code, 0) << first_run_.out << first_run_.err;
+  EXPECT_NE(first_run_.out.find("a BPE vocabulary of 384 tokens"), std::string::npos) << first_run_.out;
+  EXPECT_NE(first_run_.out.find("nats per token"), std::string::npos) << first_run_.out;
+  const fs::path save = fs::canonical(ckpt_ / "current");
+  const json config = json::parse(read_file(save / "config.json"));
+  EXPECT_EQ(config["tokenizer"]["type"], "bpe");
+  EXPECT_EQ(config["tokenizer"]["vocab_size"], 384);
+  EXPECT_EQ(config["model"]["vocab_size"], 384);
+  const std::string tokenizer_json = read_file(save / "tokenizer.json");
+  const glass::BpeTokenizer bpe = glass::bpe_from_json(tokenizer_json, "tokenizer.json");
+  EXPECT_EQ(bpe.vocab_size(), 384u);
+  const json manifest = json::parse(read_file(save / "manifest.json"));
+  ASSERT_TRUE(manifest["files"].contains("tokenizer.json"));
+  EXPECT_EQ(manifest["files"]["tokenizer.json"]["sha256"], glass::sha256_hex(tokenizer_json));
+  EXPECT_EQ(manifest["files"]["tokenizer.json"]["bytes"], tokenizer_json.size());
+  // The weights record the tokenizer they were trained with.
+  const glass::SafetensorsContents weights = glass::load_safetensors((save / "model.safetensors").string());
+  EXPECT_EQ(weights.metadata.at("tokenizer"), "bpe");
+  EXPECT_EQ(weights.metadata.at("tokenizer_sha256"), glass::sha256_hex(tokenizer_json));
+  EXPECT_EQ(weights.metadata.count("tokenizer_chars"), 0u);
+  // The tokenizer is trained on the training split only: the same vocabulary as one trained here
+  // on the text before the split point.
+  const std::u32string text = glass::utf8_to_u32(read_file(text_));
+  const glass::BpeTokenizer expected = glass::BpeTokenizer::train(text.substr(0, split_point(text)), 384);
+  EXPECT_EQ(glass::bpe_to_json(expected), tokenizer_json);
+}
+
+TEST_F(BpeCli, EvaluationPrintsBitsPerByteOfTheValidationSplit) {
+  ASSERT_EQ(first_run_.exit_code, 0) << first_run_.err;
+  // step 20: train loss X, val loss Y ... \n  val Z bits per byte (N tokens over M bytes ...
+  const std::regex line(R"(step 20: train loss [0-9.]+, val loss ([0-9.]+)[^\n]*\n  val ([0-9.]+) bits per byte \(([0-9]+) tokens over ([0-9]+) bytes)");
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(first_run_.out, m, line)) << first_run_.out;
+  const double val_loss = std::stod(m[1]), bpb = std::stod(m[2]);
+  const std::size_t tokens = std::stoul(m[3]), bytes = std::stoul(m[4]);
+  // The counts, computed here from the text and the saved tokenizer.
+  const std::u32string text = glass::utf8_to_u32(read_file(text_));
+  const std::size_t cut = split_point(text);
+  const glass::BpeTokenizer bpe =
+      glass::bpe_from_json(read_file(fs::canonical(ckpt_ / "current") / "tokenizer.json"), "tokenizer.json");
+  EXPECT_EQ(bytes, glass::u32_to_utf8(text.substr(cut)).size());
+  EXPECT_EQ(tokens, bpe.encode(text).size() - bpe.encode(text.substr(0, cut)).size());
+  // Z = Y * N / (M ln 2), up to the 4 printed decimals of Y and Z.
+  EXPECT_NEAR(bpb, val_loss * static_cast<double>(tokens) / (static_cast<double>(bytes) * std::log(2.0)), 2e-4);
+}
+
+TEST_F(BpeCli, EvalPrintsLossPerTokenAndBitsPerByte) {
+  const CliRun r = glass("eval -m " + q(ckpt_.string()) + " --data " + q(text_.string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::regex line(R"(^loss ([0-9.]+) nats per token over ([0-9]+) predictions[^\n]*\n([0-9.]+) bits per byte \(([0-9]+) tokens over ([0-9]+) bytes of text\))");
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.out, m, line)) << r.out;
+  const double loss = std::stod(m[1]), bpb = std::stod(m[3]);
+  const std::size_t predictions = std::stoul(m[2]), tokens = std::stoul(m[4]), bytes = std::stoul(m[5]);
+  EXPECT_GT(loss, 0.5);
+  EXPECT_LT(loss, std::log(384.0) + 0.5);
+  EXPECT_EQ(tokens, predictions);
+  EXPECT_EQ(bytes, read_file(text_).size());
+  const glass::BpeTokenizer bpe =
+      glass::bpe_from_json(read_file(fs::canonical(ckpt_ / "current") / "tokenizer.json"), "tokenizer.json");
+  EXPECT_EQ(predictions + 1, bpe.encode(glass::utf8_to_u32(read_file(text_))).size());
+  EXPECT_NEAR(bpb, loss * static_cast<double>(tokens) / (static_cast<double>(bytes) * std::log(2.0)), 2e-4);
+}
+
+TEST_F(BpeCli, SampleContinuesAPromptAndIsReproducible) {
+  const std::string base = "sample -m " + q(ckpt_.string()) + " --tokens 15";
+  const CliRun a = glass(base + " --prompt 'Era uma vez' --seed 3");
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  EXPECT_EQ(a.out.rfind("Era uma vez", 0), 0u) << a.out;
+  EXPECT_NE(a.err.find("15 tokens"), std::string::npos) << a.err;
+  EXPECT_EQ(a.out, glass(base + " --prompt 'Era uma vez' --seed 3").out);
+  const CliRun greedy = glass(base + " --prompt 'Capitu' --temperature 0");
+  ASSERT_EQ(greedy.exit_code, 0) << greedy.err;
+  // A character no training text had goes to byte tokens, not an error.
+  const CliRun unseen = glass(base + " --prompt '€ ☃'");
+  EXPECT_EQ(unseen.exit_code, 0) << unseen.err;
+  EXPECT_EQ(unseen.out.rfind("€ ☃", 0), 0u) << unseen.out;
+  const CliRun js = glass(base + " --prompt 'Capitu' --json");
+  ASSERT_EQ(js.exit_code, 0) << js.err;
+  const json out = json::parse(js.out);
+  ASSERT_EQ(out["samples"][0]["tokens"].size(), 15u);
+  std::string joined;
+  for (const json& t : out["samples"][0]["tokens"]) joined += t["text"].get<std::string>();
+  // Pieces joined give the text, unless byte tokens split a character (then pieces are U+FFFD).
+  if (joined.find("\xEF\xBF\xBD") == std::string::npos) {
+    EXPECT_EQ(joined, out["samples"][0]["text"].get<std::string>());
+  }
+}
+
+TEST_F(BpeCli, ResumeKeepsTheSavedTokenizerAndMatchesOneRun) {
+  const std::string flags = train_flags() + " --eval-every 10 --threads 2 --decay-iters 30";
+  const fs::path one = dir_ / "one", two = dir_ / "two";
+  ASSERT_EQ(glass("train --out " + q(one.string()) + " --iters 30" + flags).exit_code, 0);
+  ASSERT_EQ(glass("train --out " + q(two.string()) + " --iters 20" + flags).exit_code, 0);
+  const std::string tokenizer_before = read_file(fs::canonical(two / "current") / "tokenizer.json");
+  const CliRun resumed = glass("train --out " + q(two.string()) + " --iters 30 --resume" + flags);
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  EXPECT_EQ(read_file(fs::canonical(two / "current") / "tokenizer.json"), tokenizer_before);
+  glass::SafetensorsContents a = glass::load_safetensors((one / "model.safetensors").string());
+  glass::SafetensorsContents b = glass::load_safetensors((two / "model.safetensors").string());
+  a.metadata.erase("run_id");
+  b.metadata.erase("run_id");
+  EXPECT_EQ(a.metadata, b.metadata);
+  ASSERT_EQ(a.tensors.size(), b.tensors.size());
+  for (std::size_t i = 0; i < a.tensors.size(); ++i)
+    EXPECT_EQ(a.tensors[i].data, b.tensors[i].data) << a.tensors[i].name;
+  EXPECT_EQ(read_file(fs::canonical(one / "current") / "tokenizer.json"), tokenizer_before);
+}
+
+TEST_F(BpeCli, AVocabularySizeTheTextCannotHaveIsRefused) {
+  const CliRun small = glass("train --out " + q((dir_ / "small").string()) + " --iters 2" + tiny() +
+                             " --data " + q(text_.string()) + " --tokenizer bpe --vocab-size 300");
+  expect_error(small, "--vocab-size 300");
+  EXPECT_NE(small.err.find("too small"), std::string::npos) << small.err;
+  EXPECT_FALSE(fs::exists(dir_ / "small" / "current"));
+  const CliRun large = glass("train --out " + q((dir_ / "large").string()) + " --iters 2" + tiny() +
+                             " --data " + q(text_.string()) + " --tokenizer bpe --vocab-size 60000");
+  expect_error(large, "larger than this text supports");
+  EXPECT_FALSE(fs::exists(dir_ / "large" / "current"));
+  expect_error(glass("train --out " + q((dir_ / "bad").string()) + " --data " + q(text_.string()) +
+                     " --tokenizer words"),
+               "--tokenizer");
+  // The context counts tokens: a validation split of fewer tokens than the context needs.
+  const fs::path short_text = dir_ / "short.txt";
+  write_file(short_text, glass_test::corpus_start(2500));
+  const CliRun too_short = glass("train --out " + q((dir_ / "short").string()) + " --data " +
+                                 q(short_text.string()) + " --tokenizer bpe --vocab-size 400 --context 200 --iters 2");
+  expect_error(too_short, "the validation split has ");
+  EXPECT_NE(too_short.err.find("BPE tokens, but --context 200 needs at least 201"), std::string::npos) << too_short.err;
+}
+
+TEST_F(BpeCli, AMissingCorruptOrForeignTokenizerJsonIsRefused) {
+  const std::string sample = " --tokens 5 --prompt 'Era'";
+  // In the run directory the manifest catches a changed file first.
+  {
+    const fs::path run = dir_ / "edited";
+    fs::remove_all(run);
+    fs::copy(ckpt_, run, fs::copy_options::recursive | fs::copy_options::copy_symlinks);
+    const fs::path file = fs::canonical(run / "current") / "tokenizer.json";
+    write_file(file, read_file(file) + " ");
+    expect_error(glass("sample -m " + q(run.string()) + sample), "tokenizer.json");
+  }
+  const fs::path missing = flat_copy("missing");
+  fs::remove(missing / "tokenizer.json");
+  expect_error(glass("sample -m " + q(missing.string()) + sample), "tokenizer.json is missing");
+  expect_error(glass("eval -m " + q(missing.string()) + " --data " + q(text_.string())), "is missing");
+
+  const fs::path corrupt = flat_copy("corrupt");
+  write_file(corrupt / "tokenizer.json", "{\"model\": {\"type\": \"BPE\", ");
+  expect_error(glass("sample -m " + q(corrupt.string()) + sample), "tokenizer.json");
+
+  // Another vocabulary size than the embedding's rows.
+  const std::u32string text = glass::utf8_to_u32(read_file(text_));
+  const fs::path bigger = flat_copy("bigger");
+  write_file(bigger / "tokenizer.json", glass::bpe_to_json(glass::BpeTokenizer::train(text, 400)));
+  expect_error(glass("sample -m " + q(bigger.string()) + sample), "the tokenizer has 400 tokens but the model's embedding has 384 rows");
+
+  // The same size but another vocabulary (trained on the whole text, not the training split).
+  const fs::path other = flat_copy("other");
+  write_file(other / "tokenizer.json", glass::bpe_to_json(glass::BpeTokenizer::train(text, 384)));
+  expect_error(glass("sample -m " + q(other.string()) + sample), "is not the tokenizer");
+}
+
+TEST_F(BpeCli, ExportInspectAndServeRefuseABpeCheckpoint) {
+  const std::string m = " -m " + q(ckpt_.string());
+  expect_error(glass("export" + m + " --format gguf --out " + q((dir_ / "x.gguf").string())),
+               "glass export does not support BPE checkpoints yet");
+  EXPECT_FALSE(fs::exists(dir_ / "x.gguf"));
+  expect_error(glass("export" + m + " --format llama2c --out " + q((dir_ / "l2c").string())),
+               "glass export does not support BPE checkpoints yet");
+  expect_error(glass("inspect" + m + " --prompt 'Era'"), "glass inspect does not support BPE checkpoints yet");
+  expect_error(glass("serve" + m + " --port 0"), "glass serve does not support BPE checkpoints yet");
+  expect_error(glass("train --out " + q((dir_ / "served").string()) + " --iters 2 --serve --port 0" + train_flags()),
+               "glass serve does not support BPE checkpoints yet");
+}
+
+TEST_F(BpeCli, ACharacterCheckpointHasNoTokenizerJson) {
+  const fs::path out = dir_ / "chars";
+  const CliRun r = glass("train --out " + q(out.string()) + " --iters 2 --eval-every 2 --data " +
+                         q(text_.string()) + tiny());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_FALSE(fs::exists(fs::canonical(out / "current") / "tokenizer.json"));
+  const json config = json::parse(read_file(out / "config.json"));
+  EXPECT_EQ(config["tokenizer"]["type"], "char");
+  // Characters: bits per byte from the validation split's characters and bytes.
+  const std::u32string text = glass::utf8_to_u32(read_file(text_));
+  const std::size_t n_train = static_cast<std::size_t>(std::floor(static_cast<double>(text.size()) * 0.9));
+  const std::string expected = " (" + std::to_string(text.size() - n_train) + " characters over " +
+                               std::to_string(glass::u32_to_utf8(text.substr(n_train)).size()) + " bytes";
+  EXPECT_NE(r.out.find(expected), std::string::npos) << r.out;
+  const CliRun e = glass("eval -m " + q(out.string()) + " --data " + q(text_.string()));
+  ASSERT_EQ(e.exit_code, 0) << e.err;
+  EXPECT_EQ(e.out.rfind("loss ", 0), 0u);
+  EXPECT_NE(e.out.find("nats per character"), std::string::npos) << e.out;
+  EXPECT_NE(e.out.find("bits per byte"), std::string::npos) << e.out;
+}
