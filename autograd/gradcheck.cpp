@@ -18,7 +18,8 @@ namespace {
 double projected(const GradcheckFn& f, const std::vector<Tensor>& inputs, const Array& R) {
   NoGradGuard no_grad;
   const Tensor out = f(inputs);
-  if (out.size() != R.size()) throw std::logic_error("gradcheck: output size changed between calls");
+  if (out.size() != R.size())
+    throw std::logic_error("gradcheck: output size changed between calls");
   double total = 0;
   for (std::size_t i = 0; i < R.size(); ++i)
     total += static_cast<double>(out.value().data()[i]) * static_cast<double>(R.data()[i]);
@@ -45,7 +46,8 @@ GradcheckReport gradcheck(const GradcheckFn& f, const std::vector<Tensor>& input
     const Tensor out = f(inputs);
     if (!out.requires_grad()) {
       tape().clear();
-      throw std::invalid_argument("gradcheck: the output does not depend on any input that requires grad");
+      throw std::invalid_argument(
+          "gradcheck: the output does not depend on any input that requires grad");
     }
     Rng rng(options.seed);
     std::normal_distribution<double> normal(0.0, 1.0);
@@ -53,7 +55,7 @@ GradcheckReport gradcheck(const GradcheckFn& f, const std::vector<Tensor>& input
     for (auto& r : R) r = static_cast<Scalar>(normal(rng));
     loss = sum(mul(out, Tensor(R)));
   }  // `out` is now held by the tape only, as in training: a fast kernel's backward may reuse
-     // its gradient buffer (autograd/kernels/grad_buffers.hpp), so that path is the one checked here
+  // its gradient buffer (autograd/kernels/grad_buffers.hpp), so that path is the one checked here
   loss.backward();  // also clears the tape
 
   // 2. Numeric gradients, element by element, and the comparison.
@@ -78,7 +80,8 @@ GradcheckReport gradcheck(const GradcheckFn& f, const std::vector<Tensor>& input
       if (std::isnan(diff)) diff = std::numeric_limits<double>::infinity();  // NaN must show
       err.max_abs_error = std::max(err.max_abs_error, diff);
       err.max_rel_error = std::max(err.max_rel_error, diff / std::max(std::abs(numeric), 1e-3));
-      if (!(diff <= options.atol + options.rtol * std::abs(numeric))) err.passed = false;  // NaN fails
+      if (!(diff <= options.atol + options.rtol * std::abs(numeric)))
+        err.passed = false;  // NaN fails
     }
     report.max_abs_error = std::max(report.max_abs_error, err.max_abs_error);
     report.max_rel_error = std::max(report.max_rel_error, err.max_rel_error);

@@ -24,19 +24,19 @@ inline namespace GLASS_PRECISION {
 /// Settings of a gradient check. Defaults: PyTorch's eps (1e-6); tolerances tighter than
 /// PyTorch's defaults (atol 1e-5, rtol 1e-3), which double precision meets comfortably.
 struct GradcheckOptions {
-  double eps = 1e-6;        ///< finite-difference step
-  double atol = 1e-6;       ///< absolute tolerance
-  double rtol = 1e-5;       ///< relative tolerance
+  double eps = 1e-6;          ///< finite-difference step
+  double atol = 1e-6;         ///< absolute tolerance
+  double rtol = 1e-5;         ///< relative tolerance
   std::uint64_t seed = 1234;  ///< seed of the projection R
 };
 
 /// The result for one input tensor.
 struct InputGradError {
-  std::size_t index = 0;       ///< position in the inputs vector
-  std::string name;            ///< the input's name (may be empty)
-  double max_abs_error = 0;    ///< max_i |analytic_i - numeric_i|
-  double max_rel_error = 0;    ///< max_i |analytic_i - numeric_i| / max(|numeric_i|, 1e-3)
-  bool passed = true;          ///< every element within atol + rtol * |numeric_i|
+  std::size_t index = 0;     ///< position in the inputs vector
+  std::string name;          ///< the input's name (may be empty)
+  double max_abs_error = 0;  ///< max_i |analytic_i - numeric_i|
+  double max_rel_error = 0;  ///< max_i |analytic_i - numeric_i| / max(|numeric_i|, 1e-3)
+  bool passed = true;        ///< every element within atol + rtol * |numeric_i|
 };
 
 /// The result of a gradient check over all inputs that require grad.

@@ -43,23 +43,28 @@ Tensor positive_leaf(const Shape& shape, Rng& rng) {
 std::vector<Case> make_cases() {
   const double inf = std::numeric_limits<double>::infinity();
   std::vector<Case> c;
-  auto unary = [&](const std::string& name, Shape s, bool positive, std::function<Tensor(const Tensor&)> f) {
-    c.push_back({name, [s, positive](Rng& r) { return Inputs{positive ? positive_leaf(s, r) : rand_leaf(s, r)}; },
-                 [f](const Inputs& in) { return f(in[0]); }});
+  auto unary = [&](const std::string& name, Shape s, bool positive,
+                   std::function<Tensor(const Tensor&)> f) {
+    c.push_back(
+        {name,
+         [s, positive](Rng& r) { return Inputs{positive ? positive_leaf(s, r) : rand_leaf(s, r)}; },
+         [f](const Inputs& in) { return f(in[0]); }});
   };
   auto binary = [&](const std::string& name, Shape sa, Shape sb, bool positive_b,
                     std::function<Tensor(const Tensor&, const Tensor&)> f) {
-    c.push_back({name,
-                 [sa, sb, positive_b](Rng& r) {
-                   return Inputs{rand_leaf(sa, r), positive_b ? positive_leaf(sb, r) : rand_leaf(sb, r)};
-                 },
-                 [f](const Inputs& in) { return f(in[0], in[1]); }});
+    c.push_back(
+        {name,
+         [sa, sb, positive_b](Rng& r) {
+           return Inputs{rand_leaf(sa, r), positive_b ? positive_leaf(sb, r) : rand_leaf(sb, r)};
+         },
+         [f](const Inputs& in) { return f(in[0], in[1]); }});
   };
 
   // elementwise
   binary("add", {3, 4}, {3, 4}, false, [](auto& a, auto& b) { return add(a, b); });
   binary("add/broadcast_rows", {2, 3, 4}, {4}, false, [](auto& a, auto& b) { return add(a, b); });
-  binary("add/broadcast_both", {2, 1, 4}, {3, 1}, false, [](auto& a, auto& b) { return add(a, b); });
+  binary("add/broadcast_both", {2, 1, 4}, {3, 1}, false,
+         [](auto& a, auto& b) { return add(a, b); });
   binary("sub/broadcast", {3, 1}, {1, 4}, false, [](auto& a, auto& b) { return sub(a, b); });
   binary("mul/broadcast", {2, 3, 4}, {3, 1}, false, [](auto& a, auto& b) { return mul(a, b); });
   binary("mul/same_tensor_twice", {3, 4}, {3, 4}, false, [](auto& a, auto&) { return mul(a, a); });
@@ -71,8 +76,10 @@ std::vector<Case> make_cases() {
   unary("log", {3, 4}, true, [](const Tensor& a) { return log(a); });
   unary("sigmoid", {3, 4}, false, [](const Tensor& a) { return sigmoid(a); });
   unary("silu", {3, 4}, false, [](const Tensor& a) { return silu(a); });
-  binary("silu_mul", {3, 4}, {3, 4}, false, [](auto& gate, auto& up) { return silu_mul(gate, up); });
-  binary("silu_mul/same_tensor", {3, 4}, {3, 4}, false, [](auto& a, auto&) { return silu_mul(a, a); });
+  binary("silu_mul", {3, 4}, {3, 4}, false,
+         [](auto& gate, auto& up) { return silu_mul(gate, up); });
+  binary("silu_mul/same_tensor", {3, 4}, {3, 4}, false,
+         [](auto& a, auto&) { return silu_mul(a, a); });
   // reductions
   unary("sum", {3, 4}, false, [](const Tensor& a) { return sum(a); });
   unary("mean", {3, 4}, false, [](const Tensor& a) { return mean(a); });
@@ -82,17 +89,23 @@ std::vector<Case> make_cases() {
   unary("reshape", {2, 3, 4}, false, [](const Tensor& a) { return reshape(a, {4, 6}); });
   unary("transpose", {2, 3, 4}, false, [](const Tensor& a) { return transpose(a, 0, 2); });
   unary("permute", {2, 3, 4, 5}, false, [](const Tensor& a) { return permute(a, {2, 0, 3, 1}); });
-  unary("permute/last_axis_kept", {2, 3, 4, 5}, false,
-        [](const Tensor& a) { return permute(a, {0, 2, 1, 3}); });  // (B, T, H, D) -> (B, H, T, D)
+  unary("permute/last_axis_kept", {2, 3, 4, 5}, false, [](const Tensor& a) {
+    return permute(a, {0, 2, 1, 3});
+  });  // (B, T, H, D) -> (B, H, T, D)
   unary("slice", {3, 5}, false, [](const Tensor& a) { return slice(a, 1, 1, 4); });
   c.push_back({"concat",
-               [](Rng& r) { return Inputs{rand_leaf({2, 3}, r), rand_leaf({2, 1}, r), rand_leaf({2, 2}, r)}; },
+               [](Rng& r) {
+                 return Inputs{rand_leaf({2, 3}, r), rand_leaf({2, 1}, r), rand_leaf({2, 2}, r)};
+               },
                [](const Inputs& in) { return concat(in, 1); }});
   // matrix products
   binary("matmul", {3, 4}, {4, 5}, false, [](auto& a, auto& b) { return matmul(a, b); });
-  binary("matmul/batched", {2, 3, 4, 5}, {2, 3, 5, 2}, false, [](auto& a, auto& b) { return matmul(a, b); });
-  binary("matmul/shared_b", {2, 3, 4}, {4, 5}, false, [](auto& a, auto& b) { return matmul(a, b); });
-  binary("matmul_nt", {2, 3, 4}, {2, 5, 4}, false, [](auto& a, auto& b) { return matmul_nt(a, b); });
+  binary("matmul/batched", {2, 3, 4, 5}, {2, 3, 5, 2}, false,
+         [](auto& a, auto& b) { return matmul(a, b); });
+  binary("matmul/shared_b", {2, 3, 4}, {4, 5}, false,
+         [](auto& a, auto& b) { return matmul(a, b); });
+  binary("matmul_nt", {2, 3, 4}, {2, 5, 4}, false,
+         [](auto& a, auto& b) { return matmul_nt(a, b); });
   binary("matmul_nt/scaled", {2, 3, 4}, {2, 5, 4}, false,
          [](auto& a, auto& b) { return matmul_nt(a, b, Scalar(0.37)); });
   binary("linear", {2, 3, 4}, {5, 4}, false, [](auto& a, auto& b) { return linear(a, b); });
@@ -100,14 +113,20 @@ std::vector<Case> make_cases() {
   // k and v (B, m, H_kv, D). MHA with n = m = 36 (two blocks of 32 query rows); GQA (n_rep 2)
   // with n = 3 queries after start = 2 earlier positions.
   auto attention = [&](const std::string& name, Shape sq, Shape skv) {
-    c.push_back({name,
-                 [sq, skv](Rng& r) { return Inputs{rand_leaf(sq, r), rand_leaf(skv, r), rand_leaf(skv, r)}; },
-                 [](const Inputs& in) { return causal_attention(in[0], in[1], in[2], Scalar(0.37)); }});
+    c.push_back(
+        {name,
+         [sq, skv](Rng& r) {
+           return Inputs{rand_leaf(sq, r), rand_leaf(skv, r), rand_leaf(skv, r)};
+         },
+         [](const Inputs& in) { return causal_attention(in[0], in[1], in[2], Scalar(0.37)); }});
   };
   attention("causal_attention", {1, 36, 2, 2}, {1, 36, 2, 2});
   attention("causal_attention/start", {2, 3, 4, 3}, {2, 5, 2, 3});
   // neural-network ops
-  c.push_back({"embedding", [](Rng& r) { return Inputs{rand_leaf({6, 3}, r)}; },
+  c.push_back({"embedding",
+               [](Rng& r) {
+                 return Inputs{rand_leaf({6, 3}, r)};
+               },
                [](const Inputs& in) {
                  Ids ids = {{0, 2, 2, 5}, {1, 0, 4, 2}};  // repeated ids accumulate
                  return embedding(in[0], ids);
@@ -131,16 +150,20 @@ std::vector<Case> make_cases() {
   unary("repeat_kv", {2, 2, 3, 4}, false, [](const Tensor& a) { return repeat_kv(a, 2); });
   // the fast path's single ops (kernels.hpp); "twice" uses an input in two places, so that its
   // second gradient is written into the first (the buffer-reuse paths)
-  binary("fast_linear", {2, 3, 4}, {5, 4}, false, [](auto& a, auto& b) { return fast_linear(a, b); });
+  binary("fast_linear", {2, 3, 4}, {5, 4}, false,
+         [](auto& a, auto& b) { return fast_linear(a, b); });
   binary("fast_linear/twice", {2, 3, 4}, {5, 4}, false,
          [](auto& a, auto& b) { return fast_linear(a, b) * fast_linear(a * 2.0, b); });
-  binary("fast_rms_norm", {2, 3, 6}, {6}, false, [](auto& x, auto& g) { return fast_rms_norm(x, g, 1e-5); });
+  binary("fast_rms_norm", {2, 3, 6}, {6}, false,
+         [](auto& x, auto& g) { return fast_rms_norm(x, g, 1e-5); });
   binary("fast_rms_norm/residual", {2, 3, 6}, {6}, false,
          [](auto& x, auto& g) { return fast_add(x, fast_rms_norm(x, g, 1e-5)); });
-  unary("fast_rope/start_5", {2, 3, 2, 4}, false, [](const Tensor& a) { return fast_rope(a, 5, 10000.0); });
+  unary("fast_rope/start_5", {2, 3, 2, 4}, false,
+        [](const Tensor& a) { return fast_rope(a, 5, 10000.0); });
   unary("fast_reshape", {2, 3, 4}, false, [](const Tensor& a) { return fast_reshape(a, {4, 6}); });
   binary("fast_add", {3, 4}, {3, 4}, false, [](auto& a, auto& b) { return fast_add(a, b); });
-  binary("fast_add/same_tensor_twice", {3, 4}, {3, 4}, false, [](auto& a, auto&) { return fast_add(a, a); });
+  binary("fast_add/same_tensor_twice", {3, 4}, {3, 4}, false,
+         [](auto& a, auto&) { return fast_add(a, a); });
   return c;
 }
 

@@ -18,8 +18,8 @@ namespace f64 {
 
 /// One row of the suite: one op (or one variant of an op) checked on one set of shapes.
 struct OpCheckRow {
-  std::string op;            ///< case name: the op, and after a '/' the variant, e.g. "matmul/batched"
-  std::string shapes;        ///< input shapes, e.g. "(2, 3, 4), (4, 5)"
+  std::string op;      ///< case name: the op, and after a '/' the variant, e.g. "matmul/batched"
+  std::string shapes;  ///< input shapes, e.g. "(2, 3, 4), (4, 5)"
   double max_abs_error = 0;  ///< max |analytic - numeric| over all inputs
   double max_rel_error = 0;  ///< max relative error over all inputs (see gradcheck.hpp)
   bool passed = false;       ///< every input within tolerance

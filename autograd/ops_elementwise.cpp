@@ -59,7 +59,8 @@ void send(const Tensor& t, E&& d) {
 }
 
 /// Wraps a binary op's output; records `backward` when a or b needs a gradient.
-Tensor binary_result(const char* name, const Tensor& a, const Tensor& b, Array out, BackwardFn backward) {
+Tensor binary_result(const char* name, const Tensor& a, const Tensor& b, Array out,
+                     BackwardFn backward) {
   const bool track = needs_grad({&a, &b});
   Tensor result = detail::make_output(std::move(out), track);
   if (track) tape().record(name, result, std::move(backward));
@@ -158,15 +159,16 @@ Tensor exp(const Tensor& a) {
 
 // y = ln x:  dy/dx = 1/x
 Tensor log(const Tensor& a) {
-  return unary_result("log", a, xt::log(a.value()),
-                      [a](const Array& g, const Array&) { accumulate_grad(a, Array(g / a.value())); });
+  return unary_result("log", a, xt::log(a.value()), [a](const Array& g, const Array&) {
+    accumulate_grad(a, Array(g / a.value()));
+  });
 }
 
 // y = 1 / (1 + e^-x):  dy/dx = y (1 - y)
 Tensor sigmoid(const Tensor& a) {
-  return unary_result("sigmoid", a, 1 / (1 + xt::exp(-a.value())), [a](const Array& g, const Array& y) {
-    accumulate_grad(a, Array(g * y * (1 - y)));
-  });
+  return unary_result(
+      "sigmoid", a, 1 / (1 + xt::exp(-a.value())),
+      [a](const Array& g, const Array& y) { accumulate_grad(a, Array(g * y * (1 - y))); });
 }
 
 // y = x * s(x) with s = sigmoid(x):  dy/dx = s + x s (1 - s)

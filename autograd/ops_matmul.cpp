@@ -41,11 +41,14 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   };
   const Array A = batched(a.value(), n, k);
   const Array B = shared_b ? b.value() : batched(b.value(), k, m);
-  auto B_at = [shared_b](const Array& B, std::size_t i) { return shared_b ? Array(B) : Array(xt::view(B, i)); };
+  auto B_at = [shared_b](const Array& B, std::size_t i) {
+    return shared_b ? Array(B) : Array(xt::view(B, i));
+  };
 
   Array Y(Shape{batch, n, m}, Scalar(0));
   if (!empty)
-    for (std::size_t i = 0; i < batch; ++i) xt::view(Y, i) = xt::linalg::dot(Array(xt::view(A, i)), B_at(B, i));
+    for (std::size_t i = 0; i < batch; ++i)
+      xt::view(Y, i) = xt::linalg::dot(Array(xt::view(A, i)), B_at(B, i));
   Shape so = sa;
   so.back() = m;
   Y.reshape(so);
@@ -53,27 +56,29 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   const bool track = needs_grad({&a, &b});
   Tensor result = detail::make_output(std::move(Y), track);
   if (track) {
-    tape().record("matmul", result, [a, b, sa, sb, batch, n, k, m, shared_b, empty, batched, B_at](const Array& grad) {
-      const Array G = batched(grad, n, m);
-      const Array A = batched(a.value(), n, k);
-      const Array B = shared_b ? b.value() : batched(b.value(), k, m);
-      Array dA(Shape{batch, n, k}, Scalar(0));
-      Array dB(shared_b ? Shape{k, m} : Shape{batch, k, m}, Scalar(0));
-      if (!empty)
-        for (std::size_t i = 0; i < batch; ++i) {
-          const Array G_i = xt::view(G, i), A_i = xt::view(A, i);
-          xt::view(dA, i) = xt::linalg::dot(G_i, Array(xt::transpose(B_at(B, i))));  // dY B^T
-          const Array dB_i = xt::linalg::dot(Array(xt::transpose(A_i)), G_i);         // A^T dY
-          if (shared_b)
-            dB += dB_i;
-          else
-            xt::view(dB, i) = dB_i;
-        }
-      dA.reshape(sa);
-      dB.reshape(sb);
-      accumulate_grad(a, std::move(dA));
-      accumulate_grad(b, std::move(dB));
-    });
+    tape().record(
+        "matmul", result,
+        [a, b, sa, sb, batch, n, k, m, shared_b, empty, batched, B_at](const Array& grad) {
+          const Array G = batched(grad, n, m);
+          const Array A = batched(a.value(), n, k);
+          const Array B = shared_b ? b.value() : batched(b.value(), k, m);
+          Array dA(Shape{batch, n, k}, Scalar(0));
+          Array dB(shared_b ? Shape{k, m} : Shape{batch, k, m}, Scalar(0));
+          if (!empty)
+            for (std::size_t i = 0; i < batch; ++i) {
+              const Array G_i = xt::view(G, i), A_i = xt::view(A, i);
+              xt::view(dA, i) = xt::linalg::dot(G_i, Array(xt::transpose(B_at(B, i))));  // dY B^T
+              const Array dB_i = xt::linalg::dot(Array(xt::transpose(A_i)), G_i);        // A^T dY
+              if (shared_b)
+                dB += dB_i;
+              else
+                xt::view(dB, i) = dB_i;
+            }
+          dA.reshape(sa);
+          dB.reshape(sb);
+          accumulate_grad(a, std::move(dA));
+          accumulate_grad(b, std::move(dB));
+        });
   }
   return result;
 }

@@ -32,7 +32,8 @@ constexpr Scalar kNegInf = -std::numeric_limits<Scalar>::infinity();
 
 /// Splits shape (..., d) into rows x d; throws for 0-d input.
 void rows_of(const Shape& s, const char* op, std::size_t& rows, std::size_t& d) {
-  if (s.empty()) throw std::invalid_argument(std::string(op) + ": needs at least one axis, got shape ()");
+  if (s.empty())
+    throw std::invalid_argument(std::string(op) + ": needs at least one axis, got shape ()");
   d = s.back();
   rows = d == 0 ? 0 : detail::numel(s) / d;
 }
@@ -149,12 +150,13 @@ Tensor softmax(const Tensor& a) {
 // y_j = x_j - logsumexp(x). Backward: dx_j = g_j - softmax_j * sum_k g_k, softmax_j = exp(y_j).
 // A row of all -inf has no distribution: its output is -inf and its gradient zero.
 Tensor log_softmax(const Tensor& a) {
-  if (a.dim() == 0) throw std::invalid_argument("log_softmax: needs at least one axis, got shape ()");
+  if (a.dim() == 0)
+    throw std::invalid_argument("log_softmax: needs at least one axis, got shape ()");
   const std::size_t last = a.dim() - 1;
   const Array& x = a.value();
   Array y = x;  // an empty tensor stays empty
-  Array lse;     // (..., 1): lse = m + log(sum(exp(x - m))) per row, m the row's max (0 for a row
-                 // of all -inf, whose lse is then log 0 = -inf)
+  Array lse;    // (..., 1): lse = m + log(sum(exp(x - m))) per row, m the row's max (0 for a row
+                // of all -inf, whose lse is then log 0 = -inf)
   if (a.size() > 0) {
     Array m = xt::amax(x, {last}, xt::keep_dims);
     m = xt::where(xt::equal(m, kNegInf), Scalar(0), m);
@@ -170,7 +172,8 @@ Tensor log_softmax(const Tensor& a) {
       const Array& y = out->value;
       const Array g_sum = xt::sum(g, {last}, xt::keep_dims);
       // a row of all -inf has no distribution: zero gradient
-      accumulate_grad(a, Array(xt::where(xt::equal(lse, kNegInf), Scalar(0), g - xt::exp(y) * g_sum)));
+      accumulate_grad(a,
+                      Array(xt::where(xt::equal(lse, kNegInf), Scalar(0), g - xt::exp(y) * g_sum)));
     });
   }
   return result;
@@ -211,22 +214,23 @@ Tensor cross_entropy(const Tensor& logits, const Ids& targets, int ignore_index)
   const bool track = needs_grad({&logits});
   Tensor result = detail::make_output(Array(Shape{}, loss), track);
   if (track) {
-    tape().record("cross_entropy", result,
-                  [logits, targets, ignore_index, lse = std::move(lse), rows, V, count](const Array& grad) {
-                    Array gx(logits.shape(), Scalar(0));
-                    if (count > 0) {
-                      const Scalar scale = grad.data()[0] / static_cast<Scalar>(count);
-                      for (std::size_t r = 0; r < rows; ++r) {
-                        const int t = targets.data()[r];
-                        if (t == ignore_index) continue;
-                        const Scalar* x = logits.value().data() + r * V;
-                        Scalar* dx = gx.data() + r * V;
-                        for (std::size_t j = 0; j < V; ++j) dx[j] = std::exp(x[j] - lse[r]) * scale;
-                        dx[t] -= scale;
-                      }
-                    }
-                    accumulate_grad(logits, std::move(gx));
-                  });
+    tape().record(
+        "cross_entropy", result,
+        [logits, targets, ignore_index, lse = std::move(lse), rows, V, count](const Array& grad) {
+          Array gx(logits.shape(), Scalar(0));
+          if (count > 0) {
+            const Scalar scale = grad.data()[0] / static_cast<Scalar>(count);
+            for (std::size_t r = 0; r < rows; ++r) {
+              const int t = targets.data()[r];
+              if (t == ignore_index) continue;
+              const Scalar* x = logits.value().data() + r * V;
+              Scalar* dx = gx.data() + r * V;
+              for (std::size_t j = 0; j < V; ++j) dx[j] = std::exp(x[j] - lse[r]) * scale;
+              dx[t] -= scale;
+            }
+          }
+          accumulate_grad(logits, std::move(gx));
+        });
   }
   return result;
 }
@@ -306,7 +310,8 @@ Tensor rope(const Tensor& x, std::size_t start, Scalar base) {
   // positions: (T, D/2).
   std::vector<double> theta(half);  // pair i turns by base^(-2i/D) per position
   for (std::size_t i = 0; i < half; ++i)
-    theta[i] = std::pow(static_cast<double>(base), -2.0 * static_cast<double>(i) / static_cast<double>(D));
+    theta[i] =
+        std::pow(static_cast<double>(base), -2.0 * static_cast<double>(i) / static_cast<double>(D));
   Array cos_t = Array::from_shape({T, half}), sin_t = Array::from_shape({T, half});
   for (std::size_t t = 0; t < T; ++t)
     for (std::size_t i = 0; i < half; ++i) {

@@ -21,7 +21,8 @@ namespace {
 Tensor reduce_all(const char* name, const Tensor& a, bool mean) {
   const Array& x = a.value();
   const std::size_t n = x.size();
-  if (mean && n == 0) throw std::invalid_argument("mean: empty tensor of shape " + shape_str(a.shape()));
+  if (mean && n == 0)
+    throw std::invalid_argument("mean: empty tensor of shape " + shape_str(a.shape()));
   const Scalar scale = mean ? Scalar(1) / static_cast<Scalar>(n) : Scalar(1);
   // Accumulated in double: long float sums lose digits.
   const double total = n == 0 ? 0.0 : xt::sum<double>(x, xt::evaluation_strategy::immediate)();
@@ -62,8 +63,12 @@ Tensor reduce_axis(const char* name, const Tensor& a, int axis, bool keepdim, bo
 
 Tensor sum(const Tensor& a) { return reduce_all("sum", a, false); }
 Tensor mean(const Tensor& a) { return reduce_all("mean", a, true); }
-Tensor sum(const Tensor& a, int axis, bool keepdim) { return reduce_axis("sum", a, axis, keepdim, false); }
-Tensor mean(const Tensor& a, int axis, bool keepdim) { return reduce_axis("mean", a, axis, keepdim, true); }
+Tensor sum(const Tensor& a, int axis, bool keepdim) {
+  return reduce_axis("sum", a, axis, keepdim, false);
+}
+Tensor mean(const Tensor& a, int axis, bool keepdim) {
+  return reduce_axis("mean", a, axis, keepdim, true);
+}
 
 }  // namespace GLASS_PRECISION
 }  // namespace glass

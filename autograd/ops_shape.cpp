@@ -67,8 +67,8 @@ Tensor permute(const Tensor& a, const std::vector<int>& perm) {
   for (std::size_t i = 0; i < perm.size(); ++i) {
     p[i] = detail::normalize_axis(perm[i], in.size(), "permute", in);
     if (seen[p[i]]) {
-      throw std::invalid_argument("permute: " + perm_text() + " is not a permutation of the axes of " +
-                                  shape_str(in));
+      throw std::invalid_argument("permute: " + perm_text() +
+                                  " is not a permutation of the axes of " + shape_str(in));
     }
     seen[p[i]] = true;
   }

@@ -4,7 +4,8 @@ namespace glass {
 inline namespace GLASS_PRECISION {
 
 namespace {
-double ms_between(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b) {
+double ms_between(std::chrono::steady_clock::time_point a,
+                  std::chrono::steady_clock::time_point b) {
   return std::chrono::duration<double, std::milli>(b - a).count();
 }
 }  // namespace

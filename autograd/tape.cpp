@@ -64,7 +64,8 @@ bool needs_grad(const std::vector<Tensor>& inputs) {
 }
 
 static void check_grad_shape(const Tensor& t, const Array& g) {
-  if (g.dimension() != t.dim() || !std::equal(g.shape().begin(), g.shape().end(), t.value().shape().begin())) {
+  if (g.dimension() != t.dim() ||
+      !std::equal(g.shape().begin(), g.shape().end(), t.value().shape().begin())) {
     throw std::logic_error("accumulate_grad: gradient of shape " + shape_str(shape_of(g)) +
                            " for a tensor of shape " + shape_str(t.shape()) +
                            (t.name().empty() ? "" : " ('" + t.name() + "')"));

@@ -128,16 +128,16 @@ std::size_t Tensor::size() const { return value().size(); }
 
 Scalar Tensor::item() const {
   if (size() != 1) {
-    throw std::invalid_argument("Tensor::item: tensor of shape " + shape_str(shape()) +
-                                " has " + std::to_string(size()) + " elements, expected 1");
+    throw std::invalid_argument("Tensor::item: tensor of shape " + shape_str(shape()) + " has " +
+                                std::to_string(size()) + " elements, expected 1");
   }
   return *value().data();
 }
 
 void Tensor::backward() const {
   if (size() != 1) {
-    throw std::invalid_argument("Tensor::backward: needs a one-element (scalar) tensor, got shape " +
-                                shape_str(shape()));
+    throw std::invalid_argument(
+        "Tensor::backward: needs a one-element (scalar) tensor, got shape " + shape_str(shape()));
   }
   if (!requires_grad()) {
     throw std::invalid_argument(

@@ -84,7 +84,7 @@ class Tensor {
   const std::string& name() const;
   void set_name(std::string name);
 
-  Shape shape() const;  ///< the value's shape
+  Shape shape() const;       ///< the value's shape
   std::size_t dim() const;   ///< number of axes
   std::size_t size() const;  ///< number of elements
   /// The single value of a one-element tensor; throws std::invalid_argument otherwise.

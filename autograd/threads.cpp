@@ -34,7 +34,9 @@ void set_num_threads(std::size_t n) {
 
 std::size_t num_threads() { return g_threads; }
 
-void set_blas_threads(std::size_t n) { openblas_set_num_threads(static_cast<int>(std::max<std::size_t>(n, 1))); }
+void set_blas_threads(std::size_t n) {
+  openblas_set_num_threads(static_cast<int>(std::max<std::size_t>(n, 1)));
+}
 
 }  // namespace GLASS_PRECISION
 }  // namespace glass

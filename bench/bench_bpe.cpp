@@ -72,14 +72,18 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     const bool has_value = i + 1 < argc;
-    if (a == "--corpus" && has_value) corpus = argv[++i];
-    else if (a == "--vocab" && has_value) vocab = std::strtoul(argv[++i], nullptr, 10);
-    else if (a == "--reps" && has_value) reps = std::max(1, std::atoi(argv[++i]));
+    if (a == "--corpus" && has_value)
+      corpus = argv[++i];
+    else if (a == "--vocab" && has_value)
+      vocab = std::strtoul(argv[++i], nullptr, 10);
+    else if (a == "--reps" && has_value)
+      reps = std::max(1, std::atoi(argv[++i]));
     else if (a == "--lengths" && has_value) {
       lengths(argv[++i]);
       return 0;
     } else {
-      std::fprintf(stderr, "usage: bench_bpe [--corpus PATH] [--vocab N] [--reps N] | --lengths PATH\n");
+      std::fprintf(stderr,
+                   "usage: bench_bpe [--corpus PATH] [--vocab N] [--reps N] | --lengths PATH\n");
       return 2;
     }
   }

@@ -27,8 +27,8 @@ namespace {
 using namespace glass;
 
 void set_gflops(benchmark::State& state, double flops_per_iteration) {
-  state.counters["GFLOP/s"] = benchmark::Counter(flops_per_iteration * 1e-9,
-                                                 benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(flops_per_iteration * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
 
 // ---- matrix products -------------------------------------------------------------------------
@@ -47,7 +47,8 @@ void BM_Linear(benchmark::State& state) {
 void BM_LinearForwardBackward(benchmark::State& state) {
   const std::size_t rows = state.range(0), in = state.range(1), out = state.range(2);
   Rng rng(1);
-  const Tensor x = Tensor::randn({rows, in}, 1, rng, true), w = Tensor::randn({out, in}, 0.1f, rng, true);
+  const Tensor x = Tensor::randn({rows, in}, 1, rng, true),
+               w = Tensor::randn({out, in}, 0.1f, rng, true);
   for (auto _ : state) {
     sum(linear(x, w)).backward();
     benchmark::DoNotOptimize(w.grad().data());
@@ -101,11 +102,13 @@ void BM_RawSgemmBatchedNT(benchmark::State& state) {
 }
 
 /// The reference attention steps 4-8: q (B, T, H, D), k and v (B, T, H_kv, D) -> (B, T, H, D).
-Tensor reference_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Mask& mask, Scalar scale) {
+Tensor reference_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Mask& mask,
+                           Scalar scale) {
   const std::size_t n_rep = q.shape()[2] / k.shape()[2];
   const Tensor K = repeat_kv(transpose(k, 1, 2), n_rep), V = repeat_kv(transpose(v, 1, 2), n_rep);
   const Tensor scores = matmul_nt(transpose(q, 1, 2), K, scale);
-  const Tensor weights = softmax(masked_fill(scores, mask, -std::numeric_limits<Scalar>::infinity()));
+  const Tensor weights =
+      softmax(masked_fill(scores, mask, -std::numeric_limits<Scalar>::infinity()));
   return transpose(matmul(weights, V), 1, 2);
 }
 
@@ -126,7 +129,8 @@ void BM_CausalAttentionForwardBackward(benchmark::State& state) {
   for (auto _ : state) {
     // Fresh leaves without a gradient, as q, k, v are in a training step (intermediates).
     const Tensor q(qa, true), k(ka, true), v(va, true);
-    const Tensor out = fused ? causal_attention(q, k, v, scale) : reference_attention(q, k, v, mask, scale);
+    const Tensor out =
+        fused ? causal_attention(q, k, v, scale) : reference_attention(q, k, v, mask, scale);
     sum(out * R).backward();
     tape().clear();
     benchmark::DoNotOptimize(q.grad().data());
@@ -137,8 +141,8 @@ void BM_CausalAttentionForwardBackward(benchmark::State& state) {
 // ---- row kernels -------------------------------------------------------------------------------
 
 void set_rows(benchmark::State& state, std::size_t rows) {
-  state.counters["rows/s"] = benchmark::Counter(static_cast<double>(rows),
-                                                benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["rows/s"] =
+      benchmark::Counter(static_cast<double>(rows), benchmark::Counter::kIsIterationInvariantRate);
 }
 
 void BM_Softmax(benchmark::State& state) {
@@ -169,7 +173,8 @@ void BM_SoftmaxForwardBackward(benchmark::State& state) {
 void BM_SiluMulForwardBackward(benchmark::State& state) {
   const std::size_t rows = state.range(0), d = state.range(1);
   Rng rng(7);
-  const Tensor gate = Tensor::randn({rows, d}, 1, rng, true), up = Tensor::randn({rows, d}, 1, rng, true);
+  const Tensor gate = Tensor::randn({rows, d}, 1, rng, true),
+               up = Tensor::randn({rows, d}, 1, rng, true);
   for (auto _ : state) {
     sum(silu_mul(gate, up)).backward();
     benchmark::DoNotOptimize(gate.grad().data());
@@ -181,7 +186,8 @@ void BM_SiluMulForwardBackward(benchmark::State& state) {
 void BM_SiluTimesUpForwardBackward(benchmark::State& state) {
   const std::size_t rows = state.range(0), d = state.range(1);
   Rng rng(7);
-  const Tensor gate = Tensor::randn({rows, d}, 1, rng, true), up = Tensor::randn({rows, d}, 1, rng, true);
+  const Tensor gate = Tensor::randn({rows, d}, 1, rng, true),
+               up = Tensor::randn({rows, d}, 1, rng, true);
   for (auto _ : state) {
     sum(silu(gate) * up).backward();
     benchmark::DoNotOptimize(gate.grad().data());
@@ -215,18 +221,43 @@ void BM_CrossEntropyForwardBackward(benchmark::State& state) {
 
 }  // namespace
 
-BENCHMARK(BM_Linear)->Args({768, 128, 344})->Args({768, 128, 128})->Args({768, 344, 128})->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_RawSgemmNT)->Args({768, 128, 344})->Args({768, 128, 128})->Args({768, 344, 128})->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_LinearForwardBackward)->Args({768, 128, 344})->Args({768, 128, 128})->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_AttentionScores)->Args({48, 64, 32})->Args({12, 256, 32})->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_RawSgemmBatchedNT)->Args({48, 64, 32})->Args({12, 256, 32})->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Linear)
+    ->Args({768, 128, 344})
+    ->Args({768, 128, 128})
+    ->Args({768, 344, 128})
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_RawSgemmNT)
+    ->Args({768, 128, 344})
+    ->Args({768, 128, 128})
+    ->Args({768, 344, 128})
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_LinearForwardBackward)
+    ->Args({768, 128, 344})
+    ->Args({768, 128, 128})
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_AttentionScores)
+    ->Args({48, 64, 32})
+    ->Args({12, 256, 32})
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_RawSgemmBatchedNT)
+    ->Args({48, 64, 32})
+    ->Args({12, 256, 32})
+    ->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_AttentionMix)->Args({48, 64, 32})->Args({12, 256, 32})->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_CausalAttentionForwardBackward)->Args({12, 64, 1})->Args({12, 64, 0})->Args({8, 256, 1})->Args({8, 256, 0})->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_CausalAttentionForwardBackward)
+    ->Args({12, 64, 1})
+    ->Args({12, 64, 0})
+    ->Args({8, 256, 1})
+    ->Args({8, 256, 0})
+    ->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Softmax)->Args({48 * 64, 64})->Args({12 * 256, 256})->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_SoftmaxForwardBackward)->Args({48 * 64, 64})->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_SiluMulForwardBackward)->Args({12 * 64, 344})->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_SiluTimesUpForwardBackward)->Args({12 * 64, 344})->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_RMSNormForwardBackward)->Args({768, 128})->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_CrossEntropyForwardBackward)->Args({768, 65})->Args({768, 1024})->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_CrossEntropyForwardBackward)
+    ->Args({768, 65})
+    ->Args({768, 1024})
+    ->Unit(benchmark::kMicrosecond);
 
 BENCHMARK_MAIN();

@@ -171,8 +171,8 @@ void small_gemm(int M, int N, int K, ASource a, const float* bp, float* c, int l
       for (int i = 0; i < M; i += kMr) {
         const float* ai = a.base + (i / kMr) * a.block + k0 * a.col;
         kKernels[std::min(kMr, M - i)](kc, ai, a.row, a.col, panel,
-                                        c + static_cast<std::size_t>(i) * ldc + j, ldc,
-                                        std::min(kNr, N - j), accumulate || k0 > 0);
+                                       c + static_cast<std::size_t>(i) * ldc + j, ldc,
+                                       std::min(kNr, N - j), accumulate || k0 > 0);
       }
     }
   }
@@ -200,8 +200,8 @@ void run_openblas(const Product& p, float* c) {
   const int R = p.rows, O = p.out, I = p.in;
   switch (p.kind) {
     case Product::kForward:
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, R, O, I, 1.0f, p.x.data(), I,
-                  p.w.data(), I, 0.0f, c, O);
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, R, O, I, 1.0f, p.x.data(), I, p.w.data(),
+                  I, 0.0f, c, O);
       break;
     case Product::kGradX:
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, R, I, O, 1.0f, p.dy.data(), O,
@@ -359,8 +359,10 @@ int main(int argc, char** argv) {
   int rows = 768, reps = 15;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
-    if (a == "--rows") rows = std::atoi(argv[i + 1]);
-    else if (a == "--reps") reps = std::atoi(argv[i + 1]);
+    if (a == "--rows")
+      rows = std::atoi(argv[i + 1]);
+    else if (a == "--reps")
+      reps = std::atoi(argv[i + 1]);
     else {
       std::fprintf(stderr, "bench_small_gemm: unknown option %s (--rows N --reps N)\n", a.c_str());
       return 2;
@@ -474,8 +476,10 @@ int main(int argc, char** argv) {
       std::vector<double> t;
       for (int r = 0; r < reps + 3; ++r) {
         const auto t0 = Clock::now();
-        if (p.kind == Product::kForward) pack_transposed(p.w.data(), I, O, buf);
-        else if (p.kind == Product::kGradX) pack_rows(p.w.data(), O, I, I, buf);
+        if (p.kind == Product::kForward)
+          pack_transposed(p.w.data(), I, O, buf);
+        else if (p.kind == Product::kGradX)
+          pack_rows(p.w.data(), O, I, I, buf);
         else {
           pack_rows(p.x.data(), R, I, I, buf);
           pack_a_transposed(p.dy.data(), R, O,
@@ -483,19 +487,23 @@ int main(int argc, char** argv) {
         }
         if (r >= 3) t.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
       }
-      (p.kind == Product::kForward ? pack_fwd : p.kind == Product::kGradX ? pack_dx : pack_dw) +=
-          median(t);
+      (p.kind == Product::kForward ? pack_fwd
+       : p.kind == Product::kGradX ? pack_dx
+                                   : pack_dw) += median(t);
     }
-    std::printf("own_avx2 packing per step (hot): forward W^T %.0f us, dX W %.0f us, "
-                "dW X and dY^T %.0f us\n", pack_fwd * 1e6, pack_dx * 1e6, pack_dw * 1e6);
+    std::printf(
+        "own_avx2 packing per step (hot): forward W^T %.0f us, dX W %.0f us, "
+        "dW X and dY^T %.0f us\n",
+        pack_fwd * 1e6, pack_dx * 1e6, pack_dw * 1e6);
   }
 
   // As in the step: the 87 products in order, fresh output memory each.
   double total_flops = 0;
   for (const Product& p : step) total_flops += flops(p);
-  std::printf("\nas in the step (%zu products, %.3f GFLOP, own operands and outputs), "
-              "median of %d, alternating:\n",
-              step.size(), total_flops * 1e-9, reps);
+  std::printf(
+      "\nas in the step (%zu products, %.3f GFLOP, own operands and outputs), "
+      "median of %d, alternating:\n",
+      step.size(), total_flops * 1e-9, reps);
   std::vector<std::vector<double>> times(variants.size());
   std::vector<std::vector<float>> outs;
   for (const Product& p : step)
@@ -511,8 +519,7 @@ int main(int argc, char** argv) {
   for (std::size_t vi = 0; vi < variants.size(); ++vi) {
     const double s = median(times[vi]);
     std::printf("  %-9s %7.2f ms  (%.0f GFLOP/s)  min %.2f max %.2f\n", variants[vi].name, s * 1e3,
-                total_flops / s * 1e-9,
-                *std::min_element(times[vi].begin(), times[vi].end()) * 1e3,
+                total_flops / s * 1e-9, *std::min_element(times[vi].begin(), times[vi].end()) * 1e3,
                 *std::max_element(times[vi].begin(), times[vi].end()) * 1e3);
   }
   return all_ok ? 0 : 1;

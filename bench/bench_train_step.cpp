@@ -78,7 +78,8 @@ double rss_mb() {
   std::ifstream statm("/proc/self/statm");
   long pages_total = 0, pages_resident = 0;
   statm >> pages_total >> pages_resident;
-  return static_cast<double>(pages_resident) * static_cast<double>(sysconf(_SC_PAGESIZE)) / 1048576.0;
+  return static_cast<double>(pages_resident) * static_cast<double>(sysconf(_SC_PAGESIZE)) /
+         1048576.0;
 }
 
 /// Peak resident set size of the process so far, in MB (getrusage ru_maxrss, in kB on Linux).
@@ -103,7 +104,7 @@ struct Options {
   int long_tokens = 2000, long_window = 64, long_reps = 3, exact_tokens = 0;
   int sgemm_n = 2048;
   bool no_gen = false, no_train = false, cache_only = false;
-  int profile = 0;  // extra steps run with the tape's per-op profiling (0 = none)
+  int profile = 0;                 // extra steps run with the tape's per-op profiling (0 = none)
   std::string attention = "fast";  // ModelConfig::ops_path: the path measured
 };
 
@@ -123,29 +124,46 @@ Options parse(int argc, char** argv) {
       try {
         const int n = std::stoi(v);
         if (n >= 0) return n;
-      } catch (...) {
-      }
-      std::cerr << "bench_train_step: " << a << " needs a non-negative integer, got '" << v << "'\n";
+      } catch (...) {}
+      std::cerr << "bench_train_step: " << a << " needs a non-negative integer, got '" << v
+                << "'\n";
       std::exit(2);
     };
-    if (a == "--threads") o.threads = number();
-    else if (a == "--shapes") o.shapes = value();
-    else if (a == "--warmup") o.warmup = number();
-    else if (a == "--steps") o.steps = number();
-    else if (a == "--gen_tokens") o.gen_tokens = number();
-    else if (a == "--gen_reps") o.gen_reps = number();
-    else if (a == "--no_gen") o.no_gen = true;
-    else if (a == "--no_train") o.no_train = true;
-    else if (a == "--cache_only") o.cache_only = true;  // generation with the KV cache only
-    else if (a == "--long_tokens") o.long_tokens = number();
-    else if (a == "--long_window") o.long_window = number();
-    else if (a == "--long_reps") o.long_reps = number();
-    else if (a == "--exact_tokens") o.exact_tokens = number();
-    else if (a == "--sgemm_n") o.sgemm_n = number();
-    else if (a == "--profile") o.profile = number();
-    else if (a == "--attention") o.attention = value();
+    if (a == "--threads")
+      o.threads = number();
+    else if (a == "--shapes")
+      o.shapes = value();
+    else if (a == "--warmup")
+      o.warmup = number();
+    else if (a == "--steps")
+      o.steps = number();
+    else if (a == "--gen_tokens")
+      o.gen_tokens = number();
+    else if (a == "--gen_reps")
+      o.gen_reps = number();
+    else if (a == "--no_gen")
+      o.no_gen = true;
+    else if (a == "--no_train")
+      o.no_train = true;
+    else if (a == "--cache_only")
+      o.cache_only = true;  // generation with the KV cache only
+    else if (a == "--long_tokens")
+      o.long_tokens = number();
+    else if (a == "--long_window")
+      o.long_window = number();
+    else if (a == "--long_reps")
+      o.long_reps = number();
+    else if (a == "--exact_tokens")
+      o.exact_tokens = number();
+    else if (a == "--sgemm_n")
+      o.sgemm_n = number();
+    else if (a == "--profile")
+      o.profile = number();
+    else if (a == "--attention")
+      o.attention = value();
     else {
-      std::cerr << "bench_train_step: unknown option '" << a << "' (see the comment at the top of "
+      std::cerr << "bench_train_step: unknown option '" << a
+                << "' (see the comment at the top of "
                    "bench/bench_train_step.cpp)\n";
       std::exit(2);
     }
@@ -183,17 +201,22 @@ json profile_steps(const Decoder& model, AdamW& optimizer, const std::vector<Ten
     optim_s += seconds_since(t1);
     total_s += seconds_since(t0);
   }
-  std::vector<std::pair<std::string, OpProfile>> rows(profiler.profile().begin(), profiler.profile().end());
+  std::vector<std::pair<std::string, OpProfile>> rows(profiler.profile().begin(),
+                                                      profiler.profile().end());
   auto ms = [](const OpProfile& p) { return p.forward_ms + p.backward_ms; };
-  std::sort(rows.begin(), rows.end(), [&](const auto& a, const auto& b) { return ms(a.second) > ms(b.second); });
+  std::sort(rows.begin(), rows.end(),
+            [&](const auto& a, const auto& b) { return ms(a.second) > ms(b.second); });
   const double n = steps, step_ms = total_s * 1e3 / n;
-  std::printf("  per-op profile over %d steps (ms per step; share of the %.2f ms step):\n", steps, step_ms);
-  std::printf("  %-20s %8s %8s %8s %7s %6s\n", "op", "forward", "backward", "total", "share", "calls");
+  std::printf("  per-op profile over %d steps (ms per step; share of the %.2f ms step):\n", steps,
+              step_ms);
+  std::printf("  %-20s %8s %8s %8s %7s %6s\n", "op", "forward", "backward", "total", "share",
+              "calls");
   json out = json::object();
   for (const auto& [name, p] : rows) {
     std::printf("  %-20s %8.2f %8.2f %8.2f %6.1f%% %6.0f\n", name.c_str(), p.forward_ms / n,
                 p.backward_ms / n, ms(p) / n, 100 * ms(p) / n / step_ms, p.forward_calls / n);
-    out[name] = {{"forward_ms_per_step", p.forward_ms / n}, {"backward_ms_per_step", p.backward_ms / n},
+    out[name] = {{"forward_ms_per_step", p.forward_ms / n},
+                 {"backward_ms_per_step", p.backward_ms / n},
                  {"calls_per_step", p.forward_calls / n}};
   }
   std::printf("  %-20s %8s %8s %8.2f %6.1f%%\n", "clip + AdamW", "", "", optim_s * 1e3 / n,
@@ -240,20 +263,28 @@ json bench_train(const ModelConfig& cfg, std::size_t B, std::size_t T, const Opt
   json st = stats(total);
   const double median = st["median"];
   const double flops = flops_per_step(cfg, static_cast<double>(B), static_cast<double>(T));
-  std::printf("[%zux%zu] step median %.2f ms (min %.2f, max %.2f); fwd+bwd %.2f clip+opt %.2f; "
-              "%.0f tok/s; %.1f GFLOP/s; RSS %.1f -> %.1f MB, peak %.1f MB\n",
-              B, T, median * 1e3, double(st["min"]) * 1e3, double(st["max"]) * 1e3,
-              double(stats(forward_backward)["median"]) * 1e3,
-              double(stats(optim)["median"]) * 1e3, double(B * T) / median, flops / median / 1e9,
-              rss_after_warmup, rss_end, peak_rss_mb());
+  std::printf(
+      "[%zux%zu] step median %.2f ms (min %.2f, max %.2f); fwd+bwd %.2f clip+opt %.2f; "
+      "%.0f tok/s; %.1f GFLOP/s; RSS %.1f -> %.1f MB, peak %.1f MB\n",
+      B, T, median * 1e3, double(st["min"]) * 1e3, double(st["max"]) * 1e3,
+      double(stats(forward_backward)["median"]) * 1e3, double(stats(optim)["median"]) * 1e3,
+      double(B * T) / median, flops / median / 1e9, rss_after_warmup, rss_end, peak_rss_mb());
   std::fflush(stdout);
-  const json profile = o.profile > 0 ? profile_steps(model, optimizer, params, batches, o.profile) : json();
-  return {{"B", B}, {"T", T}, {"step_s", st}, {"forward_backward_s", stats(forward_backward)},
-          {"clip_opt_s", stats(optim)}, {"flops", flops},
+  const json profile =
+      o.profile > 0 ? profile_steps(model, optimizer, params, batches, o.profile) : json();
+  return {{"B", B},
+          {"T", T},
+          {"step_s", st},
+          {"forward_backward_s", stats(forward_backward)},
+          {"clip_opt_s", stats(optim)},
+          {"flops", flops},
           {"tokens_per_s_median", double(B * T) / median},
-          {"gflops_per_s_median", flops / median / 1e9}, {"final_loss", loss_value},
-          {"rss_mb_after_warmup", rss_after_warmup}, {"rss_mb_end", rss_end},
-          {"rss_growth_mb", rss_end - rss_after_warmup}, {"peak_rss_mb", peak_rss_mb()},
+          {"gflops_per_s_median", flops / median / 1e9},
+          {"final_loss", loss_value},
+          {"rss_mb_after_warmup", rss_after_warmup},
+          {"rss_mb_end", rss_end},
+          {"rss_growth_mb", rss_end - rss_after_warmup},
+          {"peak_rss_mb", peak_rss_mb()},
           {"profile", profile}};
 }
 
@@ -280,7 +311,8 @@ json bench_generate(const ModelConfig& cfg, const Options& o) {
     json st = stats(times);
     const double median = st["median"];
     const std::string key = use_cache ? "kv_cache" : "no_cache";
-    result[key] = {{"total_s", st}, {"ms_per_token_median", median / o.gen_tokens * 1e3},
+    result[key] = {{"total_s", st},
+                   {"ms_per_token_median", median / o.gen_tokens * 1e3},
                    {"tokens_per_s_median", o.gen_tokens / median}};
     std::printf("[gen %s] %d tokens: median %.1f ms (min %.1f, max %.1f) = %.0f tok/s\n",
                 key.c_str(), o.gen_tokens, median * 1e3, double(st["min"]) * 1e3,
@@ -296,7 +328,8 @@ json bench_generate(const ModelConfig& cfg, const Options& o) {
 /// mode, once.
 json bench_long_generate(const ModelConfig& cfg, const Options& o) {
   Decoder model(cfg, 0);
-  const std::size_t window = std::min<std::size_t>(static_cast<std::size_t>(o.long_window), cfg.context_length);
+  const std::size_t window =
+      std::min<std::size_t>(static_cast<std::size_t>(o.long_window), cfg.context_length);
   json result = {{"new_tokens", o.long_tokens}, {"window", window}};
   auto time_mode = [&](WindowMode mode, int tokens, int reps) {
     SamplingOptions sampling;
@@ -311,13 +344,15 @@ json bench_long_generate(const ModelConfig& cfg, const Options& o) {
     }
     json st = stats(times);
     const double median = st["median"];
-    std::printf("[gen %s, window %zu] %d tokens: median %.1f ms (min %.1f, max %.1f) = %.0f tok/s\n",
-                to_string(mode), window, tokens, median * 1e3, double(st["min"]) * 1e3,
-                double(st["max"]) * 1e3, tokens / median);
+    std::printf(
+        "[gen %s, window %zu] %d tokens: median %.1f ms (min %.1f, max %.1f) = %.0f tok/s\n",
+        to_string(mode), window, tokens, median * 1e3, double(st["min"]) * 1e3,
+        double(st["max"]) * 1e3, tokens / median);
     std::fflush(stdout);
     return json{{"new_tokens", tokens}, {"total_s", st}, {"tokens_per_s_median", tokens / median}};
   };
-  if (o.long_tokens > 0) result["rolling"] = time_mode(WindowMode::rolling, o.long_tokens, o.long_reps);
+  if (o.long_tokens > 0)
+    result["rolling"] = time_mode(WindowMode::rolling, o.long_tokens, o.long_reps);
   if (o.exact_tokens > 0) result["exact"] = time_mode(WindowMode::exact, o.exact_tokens, 0);
   return result;
 }
@@ -345,20 +380,23 @@ double sgemm_gflops(int n) {
 
 int main(int argc, char** argv) {
   const Options o = parse(argc, argv);
-  tune_malloc_for_training();  // as the glass program does
+  tune_malloc_for_training();                            // as the glass program does
   set_num_threads(static_cast<std::size_t>(o.threads));  // as glass train --threads
-  ModelConfig cfg;  // the default model, vocab 65 as bench.py
+  ModelConfig cfg;                                       // the default model, vocab 65 as bench.py
   cfg.vocab_size = 65;
   cfg.ops_path = parse_ops_path(o.attention);
   cfg.validate();
-  json res = {{"program", "glass"}, {"threads", o.threads}, {"attention", o.attention},
+  json res = {{"program", "glass"},
+              {"threads", o.threads},
+              {"attention", o.attention},
               {"openblas_get_num_threads", openblas_get_num_threads()},
               {"params", Decoder(cfg, 0).num_parameters()}};
   double peak = 0;
   if (o.sgemm_n > 0) {
     peak = sgemm_gflops(o.sgemm_n);
     res["sgemm"] = {{"n", o.sgemm_n}, {"gflops", peak}};
-    std::printf("[sgemm n=%d, %d thread(s)] %.1f GFLOP/s (best of 5)\n", o.sgemm_n, o.threads, peak);
+    std::printf("[sgemm n=%d, %d thread(s)] %.1f GFLOP/s (best of 5)\n", o.sgemm_n, o.threads,
+                peak);
     std::fflush(stdout);
   }
   if (!o.no_train) {
@@ -369,8 +407,8 @@ int main(int argc, char** argv) {
       std::size_t B = 0, T = 0;
       if (std::sscanf(shape.c_str(), "%zux%zu", &B, &T) != 2 || B == 0 || T == 0 ||
           T > cfg.context_length) {
-        std::cerr << "bench_train_step: bad shape '" << shape << "' (want BxT, T <= "
-                  << cfg.context_length << ")\n";
+        std::cerr << "bench_train_step: bad shape '" << shape
+                  << "' (want BxT, T <= " << cfg.context_length << ")\n";
         return 2;
       }
       json r = bench_train(cfg, B, T, o);
@@ -386,7 +424,8 @@ int main(int argc, char** argv) {
     }
   }
   if (!o.no_gen) res["generate"] = bench_generate(cfg, o);
-  if (!o.no_gen && (o.long_tokens > 0 || o.exact_tokens > 0)) res["long_generate"] = bench_long_generate(cfg, o);
+  if (!o.no_gen && (o.long_tokens > 0 || o.exact_tokens > 0))
+    res["long_generate"] = bench_long_generate(cfg, o);
   res["peak_rss_mb"] = peak_rss_mb();
   std::cout << "RESULT " << res.dump() << std::endl;
   return 0;

@@ -80,8 +80,10 @@ int file_op_fault(const char* what, const std::string& path) {
   }();
   const long n = ++count;
   if (kill_after >= 0 && n == kill_after + 1) {
-    std::fprintf(stderr, "GLASS_FAULT_AFTER_FILE_OPS=%ld: killing the process before file op %ld "
-                 "(%s %s)\n", kill_after, n, what, path.c_str());
+    std::fprintf(stderr,
+                 "GLASS_FAULT_AFTER_FILE_OPS=%ld: killing the process before file op %ld "
+                 "(%s %s)\n",
+                 kill_after, n, what, path.c_str());
     std::fflush(stderr);
     ::raise(SIGKILL);
   }
@@ -115,22 +117,25 @@ void write_file_atomic(const std::string& path_in, const std::string& bytes) {
     std::error_code ec;
     const fs::path target = fs::canonical(path, ec);
     if (ec)
-      throw FileError(fmt::format("cannot write file '{}': it is a symbolic link to '{}', which "
-                                  "does not exist; remove the link or write elsewhere",
-                                  path, fs::read_symlink(path, ec).string()));
+      throw FileError(
+          fmt::format("cannot write file '{}': it is a symbolic link to '{}', which "
+                      "does not exist; remove the link or write elsewhere",
+                      path, fs::read_symlink(path, ec).string()));
     path = target.string();
   }
   if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
     if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)) return write_in_place(path, bytes);
-    const char* kind = S_ISDIR(st.st_mode)   ? "a directory"
-                       : S_ISBLK(st.st_mode) ? "a block device"
+    const char* kind = S_ISDIR(st.st_mode)    ? "a directory"
+                       : S_ISBLK(st.st_mode)  ? "a block device"
                        : S_ISSOCK(st.st_mode) ? "a socket"
                                               : "not a regular file";
-    throw FileError(fmt::format("cannot write file '{}': it is {}; name a regular file", path_in, kind));
+    throw FileError(
+        fmt::format("cannot write file '{}': it is {}; name a regular file", path_in, kind));
   }
   const std::string tmp = temp_name_for(path);
   int fault = file_op_fault("create", tmp);
-  const int fd = fault != 0 ? -1 : ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  const int fd =
+      fault != 0 ? -1 : ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd < 0) {
     const int err = fault != 0 ? fault : errno;
     throw FileError(fmt::format("cannot write file '{}': {} (creating the temporary file '{}')",
@@ -154,8 +159,9 @@ void write_file_atomic(const std::string& path_in, const std::string& bytes) {
   if (fault != 0 || ::rename(tmp.c_str(), path.c_str()) != 0) {
     const int err = fault != 0 ? fault : errno;
     ::unlink(tmp.c_str());
-    throw FileError(fmt::format("cannot write file '{}': {} (renaming the temporary file into place)",
-                                path, os_reason(err)));
+    throw FileError(
+        fmt::format("cannot write file '{}': {} (renaming the temporary file into place)", path,
+                    os_reason(err)));
   }
   sync_parent_directory(path);
 }
@@ -170,7 +176,8 @@ std::size_t remove_stale_temp_files(const std::string& dir, const std::vector<st
     const std::size_t last = name.rfind('.');
     if (last == std::string::npos || last == 0) continue;
     const std::size_t before = name.rfind('.', last - 1);
-    if (before == std::string::npos || before < 4 || name.compare(before - 4, 4, ".tmp") != 0) continue;
+    if (before == std::string::npos || before < 4 || name.compare(before - 4, 4, ".tmp") != 0)
+      continue;
     const std::string base = name.substr(0, before - 4);  // the file being written
     if (std::find(files.begin(), files.end(), base) == files.end()) continue;
     const std::string pid_text = name.substr(before + 1, last - before - 1);
@@ -194,7 +201,8 @@ void ensure_directory(const std::string& path) {
   const fs::file_status st = fs::status(path, ec);
   if (fs::exists(st)) {
     if (!fs::is_directory(st)) {
-      throw FileError(fmt::format("cannot use '{}' as a directory: it exists and is not a directory", path));
+      throw FileError(
+          fmt::format("cannot use '{}' as a directory: it exists and is not a directory", path));
     }
     return;
   }

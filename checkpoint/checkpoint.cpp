@@ -58,12 +58,13 @@ void copy_into(const SafetensorsContents& file, const std::string& source, const
                                       name, shape_text(t->shape), shape_str(expected)));
   // Training never saves a non-finite value (a NaN loss or gradient stops it first), so one here
   // means a corrupt file; it would otherwise turn every prediction into NaN.
-  const auto bad = std::find_if(t->data.begin(), t->data.end(), [](float x) { return !std::isfinite(x); });
+  const auto bad =
+      std::find_if(t->data.begin(), t->data.end(), [](float x) { return !std::isfinite(x); });
   if (bad != t->data.end())
-    throw CheckpointError(fmt::format("{}: tensor '{}' holds a non-finite value ({}) at index {}: the "
-                                      "file is corrupt",
-                                      source, name, std::isnan(*bad) ? "NaN" : "inf",
-                                      bad - t->data.begin()));
+    throw CheckpointError(
+        fmt::format("{}: tensor '{}' holds a non-finite value ({}) at index {}: the "
+                    "file is corrupt",
+                    source, name, std::isnan(*bad) ? "NaN" : "inf", bad - t->data.begin()));
   std::copy(t->data.begin(), t->data.end(), target.data());
 }
 
@@ -108,9 +109,9 @@ void check_same_run(const std::string& dir, const std::string& file_a, const std
       id_b.empty() ? "(none recorded)" : id_b));
 }
 
-void check_save_consistency(const std::string& dir, const Manifest& manifest,
-                            const json& training, const std::string& weights_run_id,
-                            const std::string& weights_step, const ModelConfig& model) {
+void check_save_consistency(const std::string& dir, const Manifest& manifest, const json& training,
+                            const std::string& weights_run_id, const std::string& weights_step,
+                            const ModelConfig& model) {
   const std::string config_path = path_in(dir, "config.json");
   if (!training.is_object())
     throw CheckpointError(config_path + ": \"training\" must be an object");
@@ -118,7 +119,8 @@ void check_save_consistency(const std::string& dir, const Manifest& manifest,
   // out of a save (a flat directory) are read without, with a warning (load_checkpoint).
   fs::path named = fs::path(dir).lexically_normal();
   if (named.filename().empty()) named = named.parent_path();
-  if (!manifest.present && training.contains("manifest") && is_step_dir_name(named.filename().string()))
+  if (!manifest.present && training.contains("manifest") &&
+      is_step_dir_name(named.filename().string()))
     throw CheckpointError(fmt::format(
         "{}: the save has no {} although its config.json says it was written with one: its files "
         "cannot be verified. Restore the file, or use another save of the run",
@@ -126,13 +128,12 @@ void check_save_consistency(const std::string& dir, const Manifest& manifest,
   if (manifest.present) {
     check_same_run(dir, kManifestFile, manifest.run_id, "the weights", weights_run_id);
     if (!weights_step.empty() && weights_step != std::to_string(manifest.step))
-      throw CheckpointError(fmt::format("{}: the weights record step {} but the save's {} step {} "
-                                        "(files of two saves mixed?)",
-                                        dir, weights_step.empty() ? "(none)" : weights_step,
-                                        kManifestFile, manifest.step));
+      throw CheckpointError(fmt::format(
+          "{}: the weights record step {} but the save's {} step {} "
+          "(files of two saves mixed?)",
+          dir, weights_step.empty() ? "(none)" : weights_step, kManifestFile, manifest.step));
   }
-  if (training.contains("step") && !weights_step.empty() &&
-      training["step"].dump() != weights_step)
+  if (training.contains("step") && !weights_step.empty() && training["step"].dump() != weights_step)
     throw CheckpointError(fmt::format(
         "{}: training.step is {} but the weights record step {} (files of two saves mixed, or "
         "config.json edited?)",
@@ -178,8 +179,10 @@ void save_model(const std::string& dir, const Decoder& model, const BpeTokenizer
                 const std::string& weights_file, const std::string& extra_json, long step,
                 const std::string& run_id) {
   if (tokenizer.vocab_size() != model.config().vocab_size)
-    throw CheckpointError(fmt::format("save_model: the BPE tokenizer has {} tokens but the model's "
-                                      "vocab_size is {}", tokenizer.vocab_size(), model.config().vocab_size));
+    throw CheckpointError(
+        fmt::format("save_model: the BPE tokenizer has {} tokens but the model's "
+                    "vocab_size is {}",
+                    tokenizer.vocab_size(), model.config().vocab_size));
   as_checkpoint_error([&] {
     ensure_directory(dir);
     const std::string tokenizer_json = bpe_to_json(tokenizer);
@@ -201,14 +204,18 @@ void save_model(const std::string& dir, const Decoder& model, const BpeTokenizer
 
 LoadedModel load_checkpoint(const std::string& run_dir, bool best) {
   if (fs::exists(run_dir) && !fs::is_directory(run_dir))
-    throw CheckpointError(fmt::format("'{}' is a file; a checkpoint is the directory glass train "
-                                      "wrote (its --out)", run_dir));
+    throw CheckpointError(
+        fmt::format("'{}' is a file; a checkpoint is the directory glass train "
+                    "wrote (its --out)",
+                    run_dir));
   // The last complete save of a run, kept from the trainer's cleanup until the model is dropped.
   auto pin = std::make_shared<SavePin>(run_dir);
   const std::string dir = pin->dir();
   if (fs::exists(dir) && !fs::is_directory(dir))
-    throw CheckpointError(fmt::format("'{}' is a file; a checkpoint is the directory glass train "
-                                      "wrote (its --out)", dir));
+    throw CheckpointError(
+        fmt::format("'{}' is a file; a checkpoint is the directory glass train "
+                    "wrote (its --out)",
+                    dir));
   if (!fs::is_directory(dir))
     throw CheckpointError(fmt::format("checkpoint directory '{}' does not exist", dir));
   const std::string config_path = path_in(dir, "config.json");
@@ -253,13 +260,15 @@ LoadedModel load_checkpoint(const std::string& run_dir, bool best) {
         throw CheckpointError(fmt::format(
             "'{}' is a BPE model (config.json: \"tokenizer\": {{\"type\": \"bpe\"}}) but its "
             "{} is missing: without it the ids mean nothing. Restore the file, or use another "
-            "save of the run", dir, kBpeTokenizerFile));
+            "save of the run",
+            dir, kBpeTokenizerFile));
       const std::string tokenizer_text = read_file(tokenizer_path);
       check_against_manifest(manifest, dir, kBpeTokenizerFile, tokenizer_text);
       if (meta("tokenizer") != "bpe")
         throw CheckpointError(fmt::format(
             "{}: config.json describes a BPE model but {} was not saved with a BPE tokenizer "
-            "(files of two checkpoints mixed?)", dir, weights_name));
+            "(files of two checkpoints mixed?)",
+            dir, weights_name));
       try {
         bpe = bpe_from_json(tokenizer_text, tokenizer_path);
       } catch (const TokenizerJsonError& e) {
@@ -275,20 +284,25 @@ LoadedModel load_checkpoint(const std::string& run_dir, bool best) {
         throw CheckpointError(fmt::format(
             "{}: {} is not the tokenizer {} was trained with (its SHA-256 differs from the one "
             "the weights record): every id would mean another token. Was it edited or copied "
-            "from another checkpoint?", dir, kBpeTokenizerFile, weights_name));
+            "from another checkpoint?",
+            dir, kBpeTokenizerFile, weights_name));
     } else if (meta("tokenizer") == "bpe") {
       throw CheckpointError(fmt::format(
           "{}: {} was saved with a BPE tokenizer but config.json describes a character model "
-          "(files of two checkpoints mixed?)", dir, weights_name));
+          "(files of two checkpoints mixed?)",
+          dir, weights_name));
     }
-    if (config.tokenizer_kind == TokenizerKind::kChar && weights.metadata.count("tokenizer_chars") != 0 &&
+    if (config.tokenizer_kind == TokenizerKind::kChar &&
+        weights.metadata.count("tokenizer_chars") != 0 &&
         meta("tokenizer_chars") != tokenizer_fingerprint(config.tokenizer)) {
       std::u32string trained;
       try {
         trained = utf8_to_u32(meta("tokenizer_chars"));
       } catch (const Utf8Error&) {
-        throw CheckpointError(fmt::format("{}: metadata \"tokenizer_chars\" is not valid UTF-8: the "
-                                          "file is corrupt", weights_path));
+        throw CheckpointError(
+            fmt::format("{}: metadata \"tokenizer_chars\" is not valid UTF-8: the "
+                        "file is corrupt",
+                        weights_path));
       }
       const std::vector<char32_t>& listed = config.tokenizer.chars();
       std::size_t i = 0;
@@ -308,15 +322,17 @@ LoadedModel load_checkpoint(const std::string& run_dir, bool best) {
     // values of every layer: context_length x n_kv_heads x head_dim each), in float32.
     const ModelConfig& m = config.model;
     const double n_params = parameter_count(m);
-    const double per_position = static_cast<double>(m.head_dim()) *
-                                (1 + 2 * static_cast<double>(m.n_layers) * static_cast<double>(m.n_kv_heads));
+    const double per_position =
+        static_cast<double>(m.head_dim()) *
+        (1 + 2 * static_cast<double>(m.n_layers) * static_cast<double>(m.n_kv_heads));
     const double need = 4 * (n_params + static_cast<double>(m.context_length) * per_position);
     const double memory = available_memory_bytes();
     if (memory > 0 && need > memory)
       throw CheckpointError(fmt::format(
           "{}: the model it describes ({:.4g} parameters, context_length {}) needs at least {}, "
           "more than the memory available now ({}): is the file corrupt?",
-          config_path, n_params, config.model.context_length, format_bytes(need), format_bytes(memory)));
+          config_path, n_params, config.model.context_length, format_bytes(need),
+          format_bytes(memory)));
     LoadedModel loaded;
     loaded.config = config.model;
     loaded.tokenizer = std::move(config.tokenizer);
@@ -337,8 +353,10 @@ LoadedModel load_checkpoint(const std::string& run_dir, bool best) {
       const bool known = std::any_of(params.begin(), params.end(),
                                      [&](const auto& p) { return p.first == t.name; });
       if (!known)
-        throw CheckpointError(fmt::format("{}: unexpected tensor '{}' (not a parameter of the model "
-                                          "described by config.json)", weights_path, t.name));
+        throw CheckpointError(
+            fmt::format("{}: unexpected tensor '{}' (not a parameter of the model "
+                        "described by config.json)",
+                        weights_path, t.name));
     }
     return loaded;
   });
@@ -351,7 +369,8 @@ std::size_t training_context(const std::string& run_dir) {
     return 0;
   const json& c = j["training"]["context"];
   if (!c.is_number_unsigned() || c.get<std::size_t>() == 0)
-    throw CheckpointError(path_in(dir, "config.json") + ": training.context must be a positive integer");
+    throw CheckpointError(path_in(dir, "config.json") +
+                          ": training.context must be a positive integer");
   return c.get<std::size_t>();
 }
 

@@ -87,16 +87,14 @@ LoadedModel load_checkpoint(const std::string& dir, bool best = false);
 /// tokenizer's characters in id order are always stored ("tokenizer_chars").
 void save_model(const std::string& dir, const Decoder& model, const Tokenizer& tokenizer,
                 const std::string& weights_file = "model.safetensors",
-                const std::string& extra_json = "", long step = -1,
-                const std::string& run_id = "");
+                const std::string& extra_json = "", long step = -1, const std::string& run_id = "");
 /// The same for a BPE model: DIR/tokenizer.json (bpe_to_json) written atomically, config.json
 /// saying "tokenizer": {"type": "bpe", ...}, and the weights' metadata recording "tokenizer":
 /// "bpe" and the SHA-256 of tokenizer.json ("tokenizer_sha256") instead of "tokenizer_chars".
 /// Throws CheckpointError when DIR cannot be written or the vocabulary size is not the model's.
 void save_model(const std::string& dir, const Decoder& model, const BpeTokenizer& tokenizer,
                 const std::string& weights_file = "model.safetensors",
-                const std::string& extra_json = "", long step = -1,
-                const std::string& run_id = "");
+                const std::string& extra_json = "", long step = -1, const std::string& run_id = "");
 
 /// The training window T recorded in DIR/config.json ("training": {"context": T}), or 0 when
 /// the checkpoint does not say. Samplers use it as the attention window. Throws CheckpointError

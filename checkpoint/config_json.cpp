@@ -56,7 +56,8 @@ std::size_t get_size(const json& obj, const char* key, const std::string& where,
   if (!obj.contains(key)) fail(source, fmt::format("{}: missing field \"{}\"", where, key));
   const json& v = obj.at(key);
   if (!v.is_number_unsigned()) {
-    fail(source, fmt::format("{}: \"{}\" must be a non-negative integer, got {}", where, key, v.dump()));
+    fail(source,
+         fmt::format("{}: \"{}\" must be a non-negative integer, got {}", where, key, v.dump()));
   }
   return v.get<std::size_t>();
 }
@@ -65,17 +66,17 @@ double get_double(const json& obj, const char* key, const std::string& where,
                   const std::string& source) {
   if (!obj.contains(key)) fail(source, fmt::format("{}: missing field \"{}\"", where, key));
   const json& v = obj.at(key);
-  if (!v.is_number()) fail(source, fmt::format("{}: \"{}\" must be a number, got {}", where, key, v.dump()));
+  if (!v.is_number())
+    fail(source, fmt::format("{}: \"{}\" must be a number, got {}", where, key, v.dump()));
   return v.get<double>();
 }
 
 ModelConfig model_from(const json& j, const std::string& source) {
   const std::string where = "\"model\"";
   if (!j.is_object()) fail(source, where + " must be a JSON object");
-  static const std::set<std::string> known = {"vocab_size", "d_model",        "n_layers",
-                                              "n_heads",    "n_kv_heads",     "ffn_hidden",
-                                              "context_length", "vocab_cap",  "rope_base",
-                                              "norm_eps",   "init_std",       "attention"};
+  static const std::set<std::string> known = {
+      "vocab_size",     "d_model",   "n_layers",  "n_heads",  "n_kv_heads", "ffn_hidden",
+      "context_length", "vocab_cap", "rope_base", "norm_eps", "init_std",   "attention"};
   for (const auto& [key, value] : j.items()) {
     if (!known.count(key)) fail(source, fmt::format("{}: unknown field \"{}\"", where, key));
   }
@@ -93,7 +94,8 @@ ModelConfig model_from(const json& j, const std::string& source) {
   m.init_std = get_double(j, "init_std", where, source);
   if (j.contains("attention")) {  // optional: a config.json written before the switch runs "fast"
     if (!j.at("attention").is_string())
-      fail(source, fmt::format("{}: \"attention\" must be \"reference\" or \"fast\", got {}", where, j.at("attention").dump()));
+      fail(source, fmt::format("{}: \"attention\" must be \"reference\" or \"fast\", got {}", where,
+                               j.at("attention").dump()));
     try {
       m.ops_path = parse_ops_path(j.at("attention").get<std::string>());
     } catch (const std::invalid_argument& e) {
@@ -120,7 +122,8 @@ ModelConfig model_config_from_json(const std::string& text, const std::string& s
 
 namespace {
 
-std::string config_text(const ModelConfig& model, ordered_json tokenizer, const std::string& extra_json) {
+std::string config_text(const ModelConfig& model, ordered_json tokenizer,
+                        const std::string& extra_json) {
   ordered_json j = ordered_json::object();
   j["format"] = "glassllm";
   j["version"] = kFormatVersion;
@@ -131,12 +134,15 @@ std::string config_text(const ModelConfig& model, ordered_json tokenizer, const 
     try {
       extra = ordered_json::parse(extra_json);
     } catch (const ordered_json::exception& e) {
-      throw std::invalid_argument(fmt::format("config_to_json: extra_json is not valid JSON ({})", e.what()));
+      throw std::invalid_argument(
+          fmt::format("config_to_json: extra_json is not valid JSON ({})", e.what()));
     }
-    if (!extra.is_object()) throw std::invalid_argument("config_to_json: extra_json must be a JSON object");
+    if (!extra.is_object())
+      throw std::invalid_argument("config_to_json: extra_json must be a JSON object");
     for (const auto& [key, value] : extra.items()) {
       if (j.contains(key)) {
-        throw std::invalid_argument(fmt::format("config_to_json: extra key \"{}\" is reserved", key));
+        throw std::invalid_argument(
+            fmt::format("config_to_json: extra key \"{}\" is reserved", key));
       }
       j[key] = value;
     }
@@ -150,8 +156,9 @@ std::string config_to_json(const ModelConfig& model, const Tokenizer& tokenizer,
                            const std::string& extra_json) {
   ordered_json chars = ordered_json::array();
   for (char32_t c : tokenizer.chars()) chars.push_back(char_to_utf8(c));
-  return config_text(
-      model, {{"type", "char"}, {"unknown_id", Tokenizer::kUnknownId}, {"chars", chars}}, extra_json);
+  return config_text(model,
+                     {{"type", "char"}, {"unknown_id", Tokenizer::kUnknownId}, {"chars", chars}},
+                     extra_json);
 }
 
 std::string config_to_json_bpe(const ModelConfig& model, std::size_t bpe_vocab_size,
@@ -209,7 +216,8 @@ CheckpointConfig config_from_json(const std::string& text, const std::string& so
   const json& list = tok["chars"];
   for (std::size_t i = 0; i < list.size(); ++i) {
     if (!list[i].is_string()) {
-      fail(source, fmt::format("\"tokenizer\": chars[{}] must be a string, got {}", i, list[i].dump()));
+      fail(source,
+           fmt::format("\"tokenizer\": chars[{}] must be a string, got {}", i, list[i].dump()));
     }
     std::u32string decoded;
     try {
@@ -218,8 +226,8 @@ CheckpointConfig config_from_json(const std::string& text, const std::string& so
       fail(source, fmt::format("\"tokenizer\": chars[{}]: {}", i, e.what()));
     }
     if (decoded.size() != 1) {
-      fail(source, fmt::format("\"tokenizer\": chars[{}] = {} must be exactly one character",
-                               i, list[i].dump()));
+      fail(source, fmt::format("\"tokenizer\": chars[{}] = {} must be exactly one character", i,
+                               list[i].dump()));
     }
     chars.push_back(decoded[0]);
   }
@@ -229,10 +237,11 @@ CheckpointConfig config_from_json(const std::string& text, const std::string& so
     fail(source, e.what());
   }
   if (config.tokenizer.vocab_size() != config.model.vocab_size) {
-    fail(source, fmt::format("the tokenizer has {} characters (vocab_size {} with the unknown id 0) "
-                             "but the model's vocab_size is {}",
-                             config.tokenizer.chars().size(), config.tokenizer.vocab_size(),
-                             config.model.vocab_size));
+    fail(source,
+         fmt::format("the tokenizer has {} characters (vocab_size {} with the unknown id 0) "
+                     "but the model's vocab_size is {}",
+                     config.tokenizer.chars().size(), config.tokenizer.vocab_size(),
+                     config.model.vocab_size));
   }
   return config;
 }

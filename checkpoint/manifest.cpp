@@ -53,8 +53,10 @@ void write_manifest(const std::string& save_dir, const std::string& run_id, long
     files[name] = {{"bytes", bytes.size()}, {"sha256", sha256_hex(bytes)}};
     if (known) seen[{st.st_dev, st.st_ino}] = files[name];
   }
-  const nlohmann::ordered_json manifest = {{"format", kFormat}, {"version", kVersion},
-                                           {"run_id", run_id},  {"step", step},
+  const nlohmann::ordered_json manifest = {{"format", kFormat},
+                                           {"version", kVersion},
+                                           {"run_id", run_id},
+                                           {"step", step},
                                            {"files", files}};
   write_file_atomic((fs::path(save_dir) / kManifestFile).string(), manifest.dump(1) + "\n");
 }
@@ -71,8 +73,8 @@ Manifest read_manifest(const std::string& dir) {
     throw CheckpointError(e.what());
   }
   auto bad = [&](const std::string& what) {
-    return CheckpointError(fmt::format("{}: {}; the save cannot be verified (the file is corrupt)",
-                                       path, what));
+    return CheckpointError(
+        fmt::format("{}: {}; the save cannot be verified (the file is corrupt)", path, what));
   };
   json j;
   try {

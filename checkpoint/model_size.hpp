@@ -25,8 +25,8 @@ double parameter_count(const ModelConfig& config);
 /// (B, n_heads, T, T) and 4 (B, T, ffn_hidden) tensors. The real peak is higher. `replicas`
 /// adds the model copies of a data-parallel step on several threads (train/data_parallel.hpp):
 /// weights and gradients (2 per parameter) each; the activations are the same in total.
-double training_memory_lower_bound(const ModelConfig& config, std::size_t batch, std::size_t context,
-                                   std::size_t replicas = 0);
+double training_memory_lower_bound(const ModelConfig& config, std::size_t batch,
+                                   std::size_t context, std::size_t replicas = 0);
 
 /// This machine's physical memory in bytes (sysconf), or 0 when unknown.
 double physical_memory_bytes();

@@ -109,7 +109,8 @@ void replace_with_symlink(const std::string& target, const fs::path& link, const
   int err = file_op_fault("symlink", tmp.string());
   if (err == 0 && ::symlink(target.c_str(), tmp.c_str()) != 0) err = errno;
   if (err != 0)
-    throw FileError(fmt::format("cannot create the link '{}': {}", tmp.string(), std::strerror(err)));
+    throw FileError(
+        fmt::format("cannot create the link '{}': {}", tmp.string(), std::strerror(err)));
   err = file_op_fault(what, link.string() + " -> " + target);
   if (err == 0 && ::rename(tmp.c_str(), link.c_str()) != 0) err = errno;
   if (err != 0) {
@@ -122,9 +123,9 @@ void replace_with_symlink(const std::string& target, const fs::path& link, const
 }  // namespace
 
 const std::vector<std::string>& checkpoint_file_names() {
-  static const std::vector<std::string> names = {"model.safetensors", "best.safetensors",
-                                                 "config.json",       "train_state.json",
-                                                 "train_state.safetensors", "log.csv"};
+  static const std::vector<std::string> names = {
+      "model.safetensors", "best.safetensors",        "config.json",
+      "train_state.json",  "train_state.safetensors", "log.csv"};
   return names;
 }
 
@@ -137,7 +138,8 @@ std::string checkpoint_files_dir(const std::string& dir) {
 bool holds_checkpoint(const std::string& dir) {
   std::error_code ec;
   if (!current_target(dir).empty()) return true;
-  return fs::exists(fs::path(dir) / "config.json", ec) || fs::exists(fs::path(dir) / "model.safetensors", ec);
+  return fs::exists(fs::path(dir) / "config.json", ec) ||
+         fs::exists(fs::path(dir) / "model.safetensors", ec);
 }
 
 void check_run_layout(const std::string& dir) {
@@ -176,7 +178,8 @@ RunLock::RunLock(const std::string& dir) {
     return FileError(fmt::format(
         "another glass train ({}) is using '{}' (it holds {}); wait for it to end or stop it{}, "
         "or train into another --out directory",
-        pid.empty() ? "pid unknown" : "pid " + pid, dir, path, pid.empty() ? "" : " (kill " + pid + ")"));
+        pid.empty() ? "pid unknown" : "pid " + pid, dir, path,
+        pid.empty() ? "" : " (kill " + pid + ")"));
   };
   // The lock is on the directory itself, which no one deletes while a run uses it (a deleted
   // run.lock let a second trainer in); run.lock holds the pid to name, and is locked too for
@@ -210,7 +213,8 @@ RunLock::RunLock(const std::string& dir) {
     return;
   }
   const std::string pid = std::to_string(static_cast<long>(::getpid())) + "\n";
-  if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, pid.data(), pid.size(), 0) != static_cast<ssize_t>(pid.size())) {
+  if (::ftruncate(fd, 0) != 0 ||
+      ::pwrite(fd, pid.data(), pid.size(), 0) != static_cast<ssize_t>(pid.size())) {
     // The lock holds anyway; only the pid shown to a second trainer is missing.
   }
   fd_ = fd;
@@ -255,13 +259,15 @@ std::string begin_save(const std::string& dir, long step) {
   int err = file_op_fault("mkdir", path.string());
   if (err == 0 && ::mkdir(path.c_str(), 0755) != 0) err = errno;
   if (err != 0)
-    throw FileError(fmt::format("cannot create directory '{}': {}", path.string(), std::strerror(err)));
+    throw FileError(
+        fmt::format("cannot create directory '{}': {}", path.string(), std::strerror(err)));
   return path.string();
 }
 
 void commit_save(const std::string& dir, const std::string& step_dir) {
   sync_directory(step_dir);
-  replace_with_symlink(fs::path(step_dir).filename().string(), fs::path(dir) / kCurrentLink, "switch");
+  replace_with_symlink(fs::path(step_dir).filename().string(), fs::path(dir) / kCurrentLink,
+                       "switch");
   sync_directory(dir);
 }
 
@@ -352,7 +358,8 @@ std::size_t remove_unused_saves(const std::string& dir, const std::string& run_i
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
     const std::string name = entry.path().filename().string();
     std::smatch m;
-    if (name == current || !std::regex_match(name, m, name_pattern) || !is_complete_save(entry.path()))
+    if (name == current || !std::regex_match(name, m, name_pattern) ||
+        !is_complete_save(entry.path()))
       continue;
     try {
       const Manifest manifest = read_manifest(entry.path().string());
@@ -431,8 +438,8 @@ void link_or_copy(const std::string& from, const std::string& to) {
     write_file_atomic(to, read_file(from));
     return;
   }
-  throw FileError(fmt::format("cannot write file '{}': {} (linking it to '{}')", to,
-                              std::strerror(err), from));
+  throw FileError(
+      fmt::format("cannot write file '{}': {} (linking it to '{}')", to, std::strerror(err), from));
 }
 
 }  // namespace glass

@@ -74,9 +74,9 @@ std::string safetensors_serialize(const std::vector<NamedTensor>& tensors,
     }
     const std::size_t count = t.dtype == Dtype::F32 ? t.data.size() : t.data_f64.size();
     if (count != t.numel()) {
-      throw std::invalid_argument(fmt::format(
-          "safetensors: tensor '{}' has shape {} ({} elements) but {} values", t.name,
-          shape_string(t.shape), t.numel(), count));
+      throw std::invalid_argument(
+          fmt::format("safetensors: tensor '{}' has shape {} ({} elements) but {} values", t.name,
+                      shape_string(t.shape), t.numel(), count));
     }
     const std::size_t bytes = count * dtype_size(t.dtype);
     header[t.name] = {{"dtype", dtype_name(t.dtype)},
@@ -97,7 +97,8 @@ std::string safetensors_serialize(const std::vector<NamedTensor>& tensors,
     if (t.dtype == Dtype::F32) {
       out.append(reinterpret_cast<const char*>(t.data.data()), t.data.size() * sizeof(float));
     } else {
-      out.append(reinterpret_cast<const char*>(t.data_f64.data()), t.data_f64.size() * sizeof(double));
+      out.append(reinterpret_cast<const char*>(t.data_f64.data()),
+                 t.data_f64.size() * sizeof(double));
     }
   }
   return out;
@@ -196,7 +197,8 @@ SafetensorsContents safetensors_parse(const std::string& bytes, const std::strin
     const auto begin = offsets[0].get<std::uint64_t>();
     const auto end = offsets[1].get<std::uint64_t>();
     if (begin > end) {
-      fail(source, fmt::format("{}: data_offsets [{}, {}] end before they begin", where, begin, end));
+      fail(source,
+           fmt::format("{}: data_offsets [{}, {}] end before they begin", where, begin, end));
     }
     if (end > data_size) {
       fail(source, fmt::format("{}: data_offsets [{}, {}] run past the end of the data ({} bytes): "
@@ -205,13 +207,14 @@ SafetensorsContents safetensors_parse(const std::string& bytes, const std::strin
     }
     const std::size_t item = dtype_size(t.dtype);
     if (overflow || numel > data_size / item || end - begin != numel * item) {
-      fail(source, fmt::format("{}: shape {} of {} needs {} bytes, but data_offsets [{}, {}] give {}",
-                               where, shape_string(t.shape), dt,
-                               overflow ? std::string("too many") : std::to_string(numel * item),
-                               begin, end, end - begin));
+      fail(source,
+           fmt::format("{}: shape {} of {} needs {} bytes, but data_offsets [{}, {}] give {}",
+                       where, shape_string(t.shape), dt,
+                       overflow ? std::string("too many") : std::to_string(numel * item), begin,
+                       end, end - begin));
     }
-    spans.push_back({static_cast<std::size_t>(begin), static_cast<std::size_t>(end),
-                     contents.tensors.size()});
+    spans.push_back(
+        {static_cast<std::size_t>(begin), static_cast<std::size_t>(end), contents.tensors.size()});
     contents.tensors.push_back(std::move(t));
   }
 
@@ -227,8 +230,8 @@ SafetensorsContents safetensors_parse(const std::string& bytes, const std::strin
                                name, s.begin, s.end));
     }
     if (s.begin > expected) {
-      fail(source, fmt::format("tensor '{}': data_offsets [{}, {}] leave a gap after byte {}",
-                               name, s.begin, s.end, expected));
+      fail(source, fmt::format("tensor '{}': data_offsets [{}, {}] leave a gap after byte {}", name,
+                               s.begin, s.end, expected));
     }
     expected = s.end;
   }

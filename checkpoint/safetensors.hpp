@@ -39,7 +39,8 @@ struct NamedTensor {
   NamedTensor(std::string name, std::vector<std::size_t> shape, std::vector<float> data)
       : name(std::move(name)), shape(std::move(shape)), data(std::move(data)) {}
   /// An F64 tensor.
-  static NamedTensor f64(std::string name, std::vector<std::size_t> shape, std::vector<double> data) {
+  static NamedTensor f64(std::string name, std::vector<std::size_t> shape,
+                         std::vector<double> data) {
     NamedTensor t(std::move(name), std::move(shape), {});
     t.dtype = Dtype::F64;
     t.data_f64 = std::move(data);

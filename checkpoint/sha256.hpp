@@ -24,7 +24,7 @@ class Sha256 {
   std::array<std::uint32_t, 8> state_;        // H0..H7
   std::array<unsigned char, 64> buffer_{};    // a block not yet full
   std::size_t buffered_ = 0;
-  std::uint64_t length_ = 0;                  // message length in bytes
+  std::uint64_t length_ = 0;  // message length in bytes
 };
 
 /// SHA-256 of `bytes`, as 64 lowercase hexadecimal digits, e.g. sha256_hex("abc") =

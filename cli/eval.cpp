@@ -58,17 +58,22 @@ void run_eval(const EvalFlags& f) {
     // As in training: the text's BPE tokens, the dummy prefix at its start, no BOS. Never fails
     // (characters outside the vocabulary are byte tokens).
     ids = loaded.bpe->encode_compact(text);
-  } else try {
-    // As in training: when the vocabulary is full (the text had more distinct characters than
-    // vocab_cap), the rarest characters are the unknown token by design, not an error.
-    const bool vocab_full = loaded.tokenizer.vocab_size() >= loaded.config.vocab_cap;
-    ids = loaded.tokenizer.encode_compact(text, f.allow_unknown || vocab_full, &unknown);
-  } catch (const glass::UnknownCharacterError& e) {
-    throw CommandError(fmt::format("{}: {} (pass --allow-unknown to map such characters to the "
-                                   "unknown token)", f.data, e.what()));
-  }
+  } else
+    try {
+      // As in training: when the vocabulary is full (the text had more distinct characters than
+      // vocab_cap), the rarest characters are the unknown token by design, not an error.
+      const bool vocab_full = loaded.tokenizer.vocab_size() >= loaded.config.vocab_cap;
+      ids = loaded.tokenizer.encode_compact(text, f.allow_unknown || vocab_full, &unknown);
+    } catch (const glass::UnknownCharacterError& e) {
+      throw CommandError(
+          fmt::format("{}: {} (pass --allow-unknown to map such characters to the "
+                      "unknown token)",
+                      f.data, e.what()));
+    }
   text = std::u32string();  // only the ids are needed from here on
-  if (unknown > 0) std::cerr << "warning: " << unknown << " characters outside the vocabulary were mapped to id 0\n";
+  if (unknown > 0)
+    std::cerr << "warning: " << unknown
+              << " characters outside the vocabulary were mapped to id 0\n";
   if (ids.size() < 2)
     throw CommandError(f.data + (bpe ? " must hold at least 2 tokens to predict one"
                                      : " must hold at least 2 characters to predict one"));
@@ -76,8 +81,10 @@ void run_eval(const EvalFlags& f) {
   std::size_t T = glass::training_context(loaded.files_dir);  // 0: not recorded
   if (T == 0) T = loaded.config.context_length;
   if (T > loaded.config.context_length) {
-    throw CommandError(fmt::format("{}/config.json: training.context {} exceeds the model's "
-                                   "context_length {}", f.checkpoint, T, loaded.config.context_length));
+    throw CommandError(
+        fmt::format("{}/config.json: training.context {} exceeds the model's "
+                    "context_length {}",
+                    f.checkpoint, T, loaded.config.context_length));
   }
 
   // Non-overlapping chunks: inputs ids[i : i+T], targets ids[i+1 : i+T+1], i = 0, T, 2T, ...
@@ -113,9 +120,10 @@ void run_eval(const EvalFlags& f) {
   if (predictions % T != 0) run_chunks(full_chunks * T, 1, predictions % T);
   const double loss = total / static_cast<double>(count);
   const char* unit = bpe ? "token" : "character";
-  std::cout << fmt::format("loss {:.4f} nats per {} over {} predictions of {} "
-                           "(perplexity {:.3f}, {:.3f} bits per {}; context {})\n",
-                           loss, unit, count, f.data, std::exp(loss), loss / std::log(2.0), unit, T);
+  std::cout << fmt::format(
+      "loss {:.4f} nats per {} over {} predictions of {} "
+      "(perplexity {:.3f}, {:.3f} bits per {}; context {})\n",
+      loss, unit, count, f.data, std::exp(loss), loss / std::log(2.0), unit, T);
   // Bits per byte: the total loss over the text's UTF-8 bytes (the first token, which nothing
   // predicts, is counted in the bytes too). It does not depend on the tokenizer, so character
   // and BPE models compare on it; nats per token do not (a BPE token holds several characters).
@@ -129,12 +137,16 @@ namespace glass::cli {
 
 void add_eval_command(CLI::App& app) {
   auto f = std::make_shared<EvalFlags>();
-  CLI::App* cmd = app.add_subcommand("eval", "Mean next-token loss of a checkpoint over a text file, also in bits per byte.");
-  cmd->add_option("-m,--checkpoint", f->checkpoint, "checkpoint directory written by glass train")->required();
+  CLI::App* cmd = app.add_subcommand(
+      "eval", "Mean next-token loss of a checkpoint over a text file, also in bits per byte.");
+  cmd->add_option("-m,--checkpoint", f->checkpoint, "checkpoint directory written by glass train")
+      ->required();
   cmd->add_option("--data", f->data, "UTF-8 text file to evaluate on (text the model never saw)")
-      ->required()->check(CLI::ExistingFile);
+      ->required()
+      ->check(CLI::ExistingFile);
   cmd->add_flag("--best", f->best, "use best.safetensors instead of the latest weights");
-  cmd->add_flag("--allow-unknown", f->allow_unknown, "map characters outside the vocabulary to id 0");
+  cmd->add_flag("--allow-unknown", f->allow_unknown,
+                "map characters outside the vocabulary to id 0");
   glass::cli::add_threads_option(cmd, f->threads);
   cmd->footer(
       "Examples:\n"

@@ -53,8 +53,9 @@ std::string prompt_from_training_text(const std::string& data, const std::string
   fs::path found;
   if (!data.empty()) {
     const fs::path dir = fs::absolute(checkpoint, ec);
-    for (const fs::path& candidate : {fs::path(data), dir.parent_path() / data, dir.parent_path().parent_path() / data,
-                                      fs::path(GLASS_SOURCE_DIR) / "data" / "corpora" / data})
+    for (const fs::path& candidate :
+         {fs::path(data), dir.parent_path() / data, dir.parent_path().parent_path() / data,
+          fs::path(GLASS_SOURCE_DIR) / "data" / "corpora" / data})
       if (found.empty() && fs::is_regular_file(candidate, ec)) found = candidate;
   }
   if (!found.empty()) {
@@ -84,38 +85,47 @@ std::string prompt_from_training_text(const std::string& data, const std::string
 
 void run_export(const ExportFlags& f) {
   if (f.format != "gguf" && f.format != "llama2c")
-    throw CommandError(fmt::format("unknown export format '{}'; the formats are: gguf (llama.cpp), "
-                                   "llama2c (llama2.c's run.c)", f.format));
+    throw CommandError(
+        fmt::format("unknown export format '{}'; the formats are: gguf (llama.cpp), "
+                    "llama2c (llama2.c's run.c)",
+                    f.format));
   if (f.format == "gguf" && fs::is_directory(f.out))
-    throw CommandError(fmt::format("--out '{}' is a directory; the gguf format writes one file, "
-                                   "e.g. --out {}/model.gguf", f.out, f.out));
+    throw CommandError(
+        fmt::format("--out '{}' is a directory; the gguf format writes one file, "
+                    "e.g. --out {}/model.gguf",
+                    f.out, f.out));
   const glass::LoadedModel loaded = glass::load_checkpoint(f.checkpoint, f.best);
   if (loaded.bpe)
-    throw CommandError(fmt::format("{}: glass export does not support BPE checkpoints yet (a model "
-                                   "trained with --tokenizer bpe): its tokenizer would be written as "
-                                   "characters and the file would read wrong", f.checkpoint));
+    throw CommandError(
+        fmt::format("{}: glass export does not support BPE checkpoints yet (a model "
+                    "trained with --tokenizer bpe): its tokenizer would be written as "
+                    "characters and the file would read wrong",
+                    f.checkpoint));
   if (!loaded.warning.empty()) std::cerr << "warning: " << loaded.warning << "\n";
 
   glass::ExportInfo info;
   info.name = fs::canonical(f.checkpoint).filename().string();  // the directory exists: it loaded
   info.step = loaded.weights_step;
-  info.data = glass::training_data(loaded.files_dir);  // "": not recorded
+  info.data = glass::training_data(loaded.files_dir);        // "": not recorded
   info.context = glass::training_context(loaded.files_dir);  // 0: not recorded
   if (info.context == 0) info.context = loaded.config.context_length;
 
-  const std::string prompt = shell_quote(prompt_from_training_text(info.data, f.checkpoint, loaded.tokenizer));
+  const std::string prompt =
+      shell_quote(prompt_from_training_text(info.data, f.checkpoint, loaded.tokenizer));
   if (f.format == "gguf") {
     glass::export_gguf(loaded, info, f.out);
-    std::cout << fmt::format("wrote {} (GGUF, llama architecture, context {} characters: the windows it "
-                             "trained on); run it with llama.cpp, e.g. llama-completion -m {} -p {} -n 50 --temp 0\n",
-                             f.out, info.context, f.out, prompt);
+    std::cout << fmt::format(
+        "wrote {} (GGUF, llama architecture, context {} characters: the windows it "
+        "trained on); run it with llama.cpp, e.g. llama-completion -m {} -p {} -n 50 --temp 0\n",
+        f.out, info.context, f.out, prompt);
   } else {
     glass::export_llama2c(loaded, info, f.out);
     const fs::path dir(f.out);
-    std::cout << fmt::format("wrote {} and {} (llama2.c, seq_len {}: the windows it trained on); run them "
-                             "with llama2.c's run: ./run {} -z {} -t 0 -i {}\n", (dir / "model.bin").string(),
-                             (dir / "tokenizer.bin").string(), info.context, (dir / "model.bin").string(),
-                             (dir / "tokenizer.bin").string(), prompt);
+    std::cout << fmt::format(
+        "wrote {} and {} (llama2.c, seq_len {}: the windows it trained on); run them "
+        "with llama2.c's run: ./run {} -z {} -t 0 -i {}\n",
+        (dir / "model.bin").string(), (dir / "tokenizer.bin").string(), info.context,
+        (dir / "model.bin").string(), (dir / "tokenizer.bin").string(), prompt);
   }
 }
 
@@ -126,13 +136,19 @@ namespace glass::cli {
 void add_export_command(CLI::App& app) {
   auto f = std::make_shared<ExportFlags>();
   CLI::App* cmd = app.add_subcommand(
-      "export", "Write a checkpoint in the format of llama.cpp (GGUF) or llama2.c (model.bin + tokenizer.bin).");
-  cmd->add_option("-m,--checkpoint", f->checkpoint, "checkpoint directory written by glass train")->required();
-  cmd->add_option("--format", f->format, "gguf (one file for llama.cpp) or llama2c (a directory for llama2.c's run)")
+      "export",
+      "Write a checkpoint in the format of llama.cpp (GGUF) or llama2.c (model.bin + tokenizer.bin).");
+  cmd->add_option("-m,--checkpoint", f->checkpoint, "checkpoint directory written by glass train")
       ->required();
-  cmd->add_option("--out", f->out, "gguf: the file to write (e.g. model.gguf); llama2c: the directory "
-                                   "that gets model.bin and tokenizer.bin")->required();
-  cmd->add_flag("--best", f->best, "export best.safetensors (best validation loss) instead of the latest weights");
+  cmd->add_option("--format", f->format,
+                  "gguf (one file for llama.cpp) or llama2c (a directory for llama2.c's run)")
+      ->required();
+  cmd->add_option("--out", f->out,
+                  "gguf: the file to write (e.g. model.gguf); llama2c: the directory "
+                  "that gets model.bin and tokenizer.bin")
+      ->required();
+  cmd->add_flag("--best", f->best,
+                "export best.safetensors (best validation loss) instead of the latest weights");
   cmd->footer(
       "Examples:\n"
       "  glass export -m runs/domcasmurro --format gguf --out domcasmurro.gguf\n"

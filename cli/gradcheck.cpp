@@ -40,9 +40,10 @@ void run_gradcheck(const std::string& only) {
                shapes_width, row.max_abs_error, row.max_rel_error, row.passed ? "PASS" : "FAIL");
     if (!row.passed) ++failed;
   }
-  fmt::print("\n{} of {} checks passed (double precision, central differences with eps 1e-6, "
-             "pass when |analytic - numeric| <= 1e-6 + 1e-5 |numeric|)\n",
-             rows.size() - failed, rows.size());
+  fmt::print(
+      "\n{} of {} checks passed (double precision, central differences with eps 1e-6, "
+      "pass when |analytic - numeric| <= 1e-6 + 1e-5 |numeric|)\n",
+      rows.size() - failed, rows.size());
   std::fflush(stdout);
   if (failed > 0) throw CLI::RuntimeError(1);
 }
@@ -55,7 +56,8 @@ void add_gradcheck_command(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "gradcheck", "Check every op's backward pass against finite differences (double precision)");
   auto only = std::make_shared<std::string>();
-  cmd->add_option("--op", *only, "Check only this op (a name from the table, or its prefix before '/')");
+  cmd->add_option("--op", *only,
+                  "Check only this op (a name from the table, or its prefix before '/')");
   cmd->footer(
       "Examples:\n"
       "  glass gradcheck               every op\n"

@@ -51,16 +51,16 @@ void check_output_path(const std::string& path, const char* flag) {
   using glass::cli::CommandError;
   std::error_code ec;
   if (fs::is_directory(path, ec))
-    throw CommandError(fmt::format("cannot write file '{}' ({}): it is a directory; give a file name",
-                                   path, flag));
+    throw CommandError(fmt::format(
+        "cannot write file '{}' ({}): it is a directory; give a file name", path, flag));
   fs::path dir = fs::path(path).parent_path();
   if (dir.empty()) dir = ".";
   if (!fs::is_directory(dir, ec))
     throw CommandError(fmt::format("cannot write file '{}' ({}): the directory {} does not exist",
                                    path, flag, dir.string()));
   if (::access(dir.c_str(), W_OK) != 0)
-    throw CommandError(fmt::format("cannot write file '{}' ({}): cannot write in {}: {}", path, flag,
-                                   dir.string(), std::strerror(errno)));
+    throw CommandError(fmt::format("cannot write file '{}' ({}): cannot write in {}: {}", path,
+                                   flag, dir.string(), std::strerror(errno)));
 }
 
 /// Colour only for a real terminal, and never when NO_COLOR is set or TERM=dumb.
@@ -77,7 +77,8 @@ glass::RenderOptions terminal_options() {
 
 void run_inspect(const InspectOptions& opt) {
   using glass::cli::CommandError;
-  if (opt.top_k < 1) throw CommandError(fmt::format("--top-k must be at least 1 (got {})", opt.top_k));
+  if (opt.top_k < 1)
+    throw CommandError(fmt::format("--top-k must be at least 1 (got {})", opt.top_k));
   if (!std::filesystem::is_directory(opt.checkpoint))
     throw CommandError("checkpoint directory '" + opt.checkpoint +
                        "' does not exist (train one with: glass train --out DIR)");
@@ -85,7 +86,8 @@ void run_inspect(const InspectOptions& opt) {
   // that document alone, so only one of the two can go there.
   const bool json_to_stdout = opt.json_path == "-", html_to_stdout = opt.html_path == "-";
   if (json_to_stdout && html_to_stdout)
-    throw CommandError("--json - and --html - both ask for standard output: send one of them to a file");
+    throw CommandError(
+        "--json - and --html - both ask for standard output: send one of them to a file");
   if (!opt.json_path.empty() && !json_to_stdout) check_output_path(opt.json_path, "--json");
   if (!opt.html_path.empty() && !html_to_stdout) check_output_path(opt.html_path, "--html");
   glass::cli::apply_threads(opt.threads);
@@ -101,10 +103,13 @@ void run_inspect(const InspectOptions& opt) {
   try {
     loaded = glass::load_checkpoint(opt.checkpoint, opt.best);
     if (loaded.bpe)
-      throw CommandError(fmt::format("{}: glass inspect does not support BPE checkpoints yet (a model "
-                                     "trained with --tokenizer bpe); use glass sample and glass eval "
-                                     "on it", opt.checkpoint));
-    loaded.model->set_ops_path(glass::OpsPath::reference);  // the snapshots are the reference path's steps
+      throw CommandError(
+          fmt::format("{}: glass inspect does not support BPE checkpoints yet (a model "
+                      "trained with --tokenizer bpe); use glass sample and glass eval "
+                      "on it",
+                      opt.checkpoint));
+    loaded.model->set_ops_path(
+        glass::OpsPath::reference);  // the snapshots are the reference path's steps
   } catch (const glass::CheckpointError& e) {
     throw CommandError("cannot load checkpoint '" + opt.checkpoint + "': " + e.what());
   }
@@ -114,8 +119,9 @@ void run_inspect(const InspectOptions& opt) {
     throw CommandError(fmt::format("--layer {} is out of range: the model has {} layers (0..{})",
                                    opt.layer, config.n_layers, config.n_layers - 1));
   if (opt.head < 0 || static_cast<std::size_t>(opt.head) >= config.n_heads)
-    throw CommandError(fmt::format("--head {} is out of range: the model has {} query heads (0..{})",
-                                   opt.head, config.n_heads, config.n_heads - 1));
+    throw CommandError(
+        fmt::format("--head {} is out of range: the model has {} query heads (0..{})", opt.head,
+                    config.n_heads, config.n_heads - 1));
   const auto layer = static_cast<std::size_t>(opt.layer);
   const auto head = static_cast<std::size_t>(opt.head);
   std::size_t window = glass::training_context(loaded.files_dir);  // 0: not recorded
@@ -142,7 +148,8 @@ void run_inspect(const InspectOptions& opt) {
   std::string wrote;
   if (!opt.json_path.empty() && !json_to_stdout) {
     glass::write_json(inspection, opt.json_path);
-    wrote += "\nwrote " + opt.json_path + " (tokens, logits, probs and every snapshot; see README)\n";
+    wrote +=
+        "\nwrote " + opt.json_path + " (tokens, logits, probs and every snapshot; see README)\n";
   }
   if (!opt.html_path.empty()) {
     glass::HtmlOptions html;
@@ -151,11 +158,13 @@ void run_inspect(const InspectOptions& opt) {
     html.top_k = static_cast<std::size_t>(opt.top_k);
     html.checkpoint = opt.checkpoint;
     std::string shown;
-    for (std::size_t i = 0; i < prompt.size() && i < 60; ++i) shown += glass::visible_char(prompt[i]);
+    for (std::size_t i = 0; i < prompt.size() && i < 60; ++i)
+      shown += glass::visible_char(prompt[i]);
     if (prompt.size() > 60) shown += "…";
     html.title = "GlassLLM inspector: \"" + shown + "\"";
     try {
-      html.loss = glass::read_loss_log((std::filesystem::path(loaded.files_dir) / "log.csv").string());
+      html.loss =
+          glass::read_loss_log((std::filesystem::path(loaded.files_dir) / "log.csv").string());
     } catch (const std::exception& e) {
       std::cerr << "warning: no loss curve on the page: " << e.what() << "\n";
     }
@@ -174,7 +183,8 @@ void run_inspect(const InspectOptions& opt) {
 
   const glass::RenderOptions render = terminal_options();
   if (opt.snapshot.empty())
-    std::cout << glass::render_overview(inspection, layer, static_cast<std::size_t>(opt.top_k), render);
+    std::cout << glass::render_overview(inspection, layer, static_cast<std::size_t>(opt.top_k),
+                                        render);
   else
     std::cout << glass::render_snapshot(inspection, layer, head, opt.snapshot, render);
   std::cout << wrote;
@@ -193,21 +203,27 @@ void add_inspect_command(CLI::App& app) {
       "next-token probabilities; optionally as JSON or as one self-contained HTML page.");
   cmd->add_option("-m,--checkpoint", opt->checkpoint, "checkpoint directory written by glass train")
       ->required();
-  cmd->add_option("-p,--prompt", opt->prompt, "the text to run through the model (one token per character)")
+  cmd->add_option("-p,--prompt", opt->prompt,
+                  "the text to run through the model (one token per character)")
       ->required();
   cmd->add_option("--layer", opt->layer, "layer to show (0 .. n_layers-1)")->capture_default_str();
-  cmd->add_option("--head", opt->head, "query head to show (0 .. n_heads-1); K/V show the KV head it uses")
+  cmd->add_option("--head", opt->head,
+                  "query head to show (0 .. n_heads-1); K/V show the KV head it uses")
       ->capture_default_str();
-  cmd->add_option("--snapshot", opt->snapshot,
-                  "show one snapshot's values: attn.q, attn.k, attn.v, attn.rope_q, attn.rope_k, "
-                  "attn.scores, attn.mask, attn.softmax, attn.mix, attn.out, out, embeddings, logits, probs");
-  cmd->add_option("--top-k", opt->top_k, "how many next-token probabilities to list")->capture_default_str();
-  cmd->add_option("--json", opt->json_path,
-                  "also write everything (tokens, logits, probs, all snapshots) as JSON to this file; "
-                  "- prints it on standard output instead of the overview");
-  cmd->add_option("--html", opt->html_path,
-                  "also write one self-contained HTML page (heatmaps, top-k bars, loss curve) to this "
-                  "file; - prints it on standard output instead of the overview");
+  cmd->add_option(
+      "--snapshot", opt->snapshot,
+      "show one snapshot's values: attn.q, attn.k, attn.v, attn.rope_q, attn.rope_k, "
+      "attn.scores, attn.mask, attn.softmax, attn.mix, attn.out, out, embeddings, logits, probs");
+  cmd->add_option("--top-k", opt->top_k, "how many next-token probabilities to list")
+      ->capture_default_str();
+  cmd->add_option(
+      "--json", opt->json_path,
+      "also write everything (tokens, logits, probs, all snapshots) as JSON to this file; "
+      "- prints it on standard output instead of the overview");
+  cmd->add_option(
+      "--html", opt->html_path,
+      "also write one self-contained HTML page (heatmaps, top-k bars, loss curve) to this "
+      "file; - prints it on standard output instead of the overview");
   cmd->add_flag("--best", opt->best,
                 "use best.safetensors (best validation loss) instead of the latest weights");
   cmd->add_flag("--allow-unknown", opt->allow_unknown,

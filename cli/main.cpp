@@ -1,7 +1,6 @@
 // The `glass` program: train, sample, eval, inspect, export, serve, gradcheck. Each subcommand
 // lives in its own file of this folder (commands.hpp); the command table below lists them.
 
-
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
@@ -26,8 +25,9 @@ namespace {
 
 /// The command table: every subcommand of `glass`, in the order `glass --help` lists them.
 constexpr glass::cli::CommandAdder kCommands[] = {
-    glass::cli::add_train_command,   glass::cli::add_sample_command, glass::cli::add_eval_command,
-    glass::cli::add_inspect_command, glass::cli::add_export_command, glass::cli::add_serve_command,
+    glass::cli::add_train_command,     glass::cli::add_sample_command,
+    glass::cli::add_eval_command,      glass::cli::add_inspect_command,
+    glass::cli::add_export_command,    glass::cli::add_serve_command,
     glass::cli::add_gradcheck_command,
 };
 
@@ -86,9 +86,11 @@ int main(int argc, char** argv) {
       const std::optional<std::string> guess = glass::cli::nearest(argv[1], names);
       std::string list;
       for (const std::string& name : names) list += (list.empty() ? "" : ", ") + name;
-      const std::string hint = guess ? "; did you mean '" + *guess + "'? The commands are: " : "; the commands are: ";
-      std::fprintf(stderr, "error: unknown command '%s'%s%s\nRun glass --help for what each does.\n", argv[1],
-                   hint.c_str(), list.c_str());
+      const std::string hint =
+          guess ? "; did you mean '" + *guess + "'? The commands are: " : "; the commands are: ";
+      std::fprintf(stderr,
+                   "error: unknown command '%s'%s%s\nRun glass --help for what each does.\n",
+                   argv[1], hint.c_str(), list.c_str());
       return 1;
     }
   }

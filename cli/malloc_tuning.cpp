@@ -33,7 +33,8 @@ void tune_malloc_for_training() {
   if (void* block = std::malloc(kReserve)) {
     const auto begin = (reinterpret_cast<std::uintptr_t>(block) + kHugePage - 1) & ~(kHugePage - 1);
     const auto end = (reinterpret_cast<std::uintptr_t>(block) + kReserve) & ~(kHugePage - 1);
-    if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);  // best effort
+    if (end > begin)
+      madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);  // best effort
     std::free(block);
   }
 }

@@ -48,8 +48,8 @@ struct SampleFlags {
   bool best = false;
   std::string attention = "fast";
   std::string prompt_file;
-  std::string start;           // nanoGPT's --start: TEXT, or FILE:path
-  std::size_t ctx_size = 0;    // -c: the window; 0 = the training context
+  std::string start;         // nanoGPT's --start: TEXT, or FILE:path
+  std::size_t ctx_size = 0;  // -c: the window; 0 = the training context
   long long num_samples = 1;
   std::string stop;
   bool json = false;
@@ -87,8 +87,10 @@ std::string read_bounded(std::istream& in, const std::string& source) {
 /// The prompt text: --prompt-file FILE, or --prompt - (standard input), or --prompt TEXT, or
 /// nanoGPT's --start TEXT / --start FILE:path.
 std::string read_prompt(SampleFlags& f, bool prompt_given) {
-  const int given = (prompt_given ? 1 : 0) + (f.prompt_file.empty() ? 0 : 1) + (f.start.empty() ? 0 : 1);
-  if (given > 1) throw CommandError("give the prompt once: --prompt, --prompt-file or --start, not two of them");
+  const int given =
+      (prompt_given ? 1 : 0) + (f.prompt_file.empty() ? 0 : 1) + (f.start.empty() ? 0 : 1);
+  if (given > 1)
+    throw CommandError("give the prompt once: --prompt, --prompt-file or --start, not two of them");
   if (f.start.rfind("FILE:", 0) == 0) {
     f.prompt_file = f.start.substr(5);
   } else if (!f.start.empty()) {
@@ -96,7 +98,9 @@ std::string read_prompt(SampleFlags& f, bool prompt_given) {
   }
   if (!f.prompt_file.empty()) {
     std::ifstream in(f.prompt_file, std::ios::binary);
-    if (!in) throw CommandError("cannot read --prompt-file '" + f.prompt_file + "': " + std::strerror(errno));
+    if (!in)
+      throw CommandError("cannot read --prompt-file '" + f.prompt_file +
+                         "': " + std::strerror(errno));
     return read_bounded(in, "--prompt-file '" + f.prompt_file + "'");
   }
   if (f.prompt == "-") return read_bounded(std::cin, "standard input");
@@ -120,11 +124,12 @@ nlohmann::json token_probabilities(const glass::Decoder& model, const glass::Loa
   for (const std::int32_t id : generated) {
     std::vector<double> row = next_logits(text);  // (vocab_size) logits after text.back()
     if (row.size() > 1) row[0] = -std::numeric_limits<double>::infinity();
-    tokens.push_back({{"id", id},
-                      {"text", loaded.bpe ? loaded.bpe->decode_utf8({id}, /*drop_dummy_prefix=*/false)
-                                          : loaded.tokenizer.decode_utf8({id})},
-                      {"prob", glass::next_token_probs(row, sampling, text)[id]},
-                      {"model_prob", glass::next_token_probs(row, plain)[id]}});
+    tokens.push_back(
+        {{"id", id},
+         {"text", loaded.bpe ? loaded.bpe->decode_utf8({id}, /*drop_dummy_prefix=*/false)
+                             : loaded.tokenizer.decode_utf8({id})},
+         {"prob", glass::next_token_probs(row, sampling, text)[id]},
+         {"model_prob", glass::next_token_probs(row, plain)[id]}});
     text.push_back(id);
   }
   return tokens;
@@ -154,7 +159,8 @@ std::vector<std::int32_t> encode_prompt(const SampleFlags& f, const glass::Loade
           "the prompt has {} character(s) the model never saw in training: {}. Remove them, or "
           "pass --allow-unknown to map them to the unknown token (id 0).",
           unknown.size(), names));
-    std::cerr << "warning: mapping characters outside the vocabulary to the unknown token: " << names << "\n";
+    std::cerr << "warning: mapping characters outside the vocabulary to the unknown token: "
+              << names << "\n";
   }
   return tokenizer.encode(text, /*map_unknown=*/true);
 }
@@ -178,26 +184,34 @@ void run_sample(SampleFlags& f, bool prompt_given) {
   std::size_t window = glass::training_context(loaded.files_dir);  // 0: not recorded
   if (window == 0) window = loaded.config.context_length;
   if (window > loaded.config.context_length) {
-    throw CommandError(fmt::format("{}/config.json: training.context {} exceeds the model's "
-                                   "context_length {}", f.checkpoint, window, loaded.config.context_length));
+    throw CommandError(
+        fmt::format("{}/config.json: training.context {} exceeds the model's "
+                    "context_length {}",
+                    f.checkpoint, window, loaded.config.context_length));
   }
   if (f.ctx_size > loaded.config.context_length)
-    throw CommandError(fmt::format("--ctx-size {}: the model has positions for at most {} {} "
-                                   "(context_length; it trained on windows of {})",
-                                   f.ctx_size, loaded.config.context_length, unit, window));
+    throw CommandError(
+        fmt::format("--ctx-size {}: the model has positions for at most {} {} "
+                    "(context_length; it trained on windows of {})",
+                    f.ctx_size, loaded.config.context_length, unit, window));
   if (f.ctx_size > window)
-    std::cerr << fmt::format("note: --ctx-size {} is past the {} {} the model trained on: "
-                             "positions from {} on were never trained\n", f.ctx_size, window, unit, window);
+    std::cerr << fmt::format(
+        "note: --ctx-size {} is past the {} {} the model trained on: "
+        "positions from {} on were never trained\n",
+        f.ctx_size, window, unit, window);
   if (f.ctx_size > 0) window = f.ctx_size;
 
   std::vector<std::int32_t> prompt = encode_prompt(f, loaded);
   std::string shown_prompt = f.prompt;
   if (prompt.empty()) {  // start from a newline, as if at the start of a paragraph
     prompt = {bpe ? bpe->encode(U"\n").back()  // "\n" after the dummy prefix: its last token
-                  : tokenizer.contains(U'\n') ? tokenizer.id_of(U'\n') : 1};
+              : tokenizer.contains(U'\n') ? tokenizer.id_of(U'\n')
+                                          : 1};
   } else if (prompt.size() > window) {
-    std::cerr << fmt::format("note: the prompt has {} {}; the model sees only its last {}: "
-                             "{}\n", prompt.size(), unit, window, glass::context_sentence(window));
+    std::cerr << fmt::format(
+        "note: the prompt has {} {}; the model sees only its last {}: "
+        "{}\n",
+        prompt.size(), unit, window, glass::context_sentence(window));
     prompt.erase(prompt.begin(), prompt.end() - static_cast<long>(window));
     shown_prompt = decode(prompt);
   }
@@ -222,38 +236,38 @@ void run_sample(SampleFlags& f, bool prompt_given) {
     if (!f.json) write((k > 0 ? "---------------\n" : "") + shown_prompt);
     std::vector<std::int32_t> ids;
     std::vector<std::int32_t> pending;  // BPE: the tokens not printed yet (an incomplete character)
-    std::string text;  // the generated text so far (for --stop)
+    std::string text;                   // the generated text so far (for --stop)
     bool stopped = false;
     try {
-      glass::generate(*loaded.model, prompt, f.tokens, window, f.sampling, rng, [&](std::int32_t id) {
-        ids.push_back(id);
-        std::string piece;
-        if (bpe) {
-          // A character still missing bytes (byte tokens that do not yet form valid UTF-8 decode
-          // to U+FFFD at the end) waits for them, at most the 4 bytes of a UTF-8 character.
-          pending.push_back(id);
-          const std::string decoded = decode(pending);
-          const bool waiting = id >= glass::BpeTokenizer::kFirstByteId &&
-                               id < glass::BpeTokenizer::kFirstCharId && pending.size() < 4 &&
-                               decoded.size() >= 3 &&
-                               decoded.compare(decoded.size() - 3, 3, "\xEF\xBF\xBD") == 0;
-          if (!waiting) {
-            piece = decoded;
-            pending.clear();
-          }
-        } else {
-          piece = tokenizer.decode_utf8({id});
-        }
-        text += piece;
-        if (!f.json) write(piece);
-        if (!f.stop.empty() && text.size() >= f.stop.size() &&
-            text.compare(text.size() - f.stop.size(), f.stop.size(), f.stop) == 0) {
-          stopped = true;
-          throw StopSample{};
-        }
-      });
-    } catch (const StopSample&) {
-    }
+      glass::generate(
+          *loaded.model, prompt, f.tokens, window, f.sampling, rng, [&](std::int32_t id) {
+            ids.push_back(id);
+            std::string piece;
+            if (bpe) {
+              // A character still missing bytes (byte tokens that do not yet form valid UTF-8 decode
+              // to U+FFFD at the end) waits for them, at most the 4 bytes of a UTF-8 character.
+              pending.push_back(id);
+              const std::string decoded = decode(pending);
+              const bool waiting = id >= glass::BpeTokenizer::kFirstByteId &&
+                                   id < glass::BpeTokenizer::kFirstCharId && pending.size() < 4 &&
+                                   decoded.size() >= 3 &&
+                                   decoded.compare(decoded.size() - 3, 3, "\xEF\xBF\xBD") == 0;
+              if (!waiting) {
+                piece = decoded;
+                pending.clear();
+              }
+            } else {
+              piece = tokenizer.decode_utf8({id});
+            }
+            text += piece;
+            if (!f.json) write(piece);
+            if (!f.stop.empty() && text.size() >= f.stop.size() &&
+                text.compare(text.size() - f.stop.size(), f.stop.size(), f.stop) == 0) {
+              stopped = true;
+              throw StopSample{};
+            }
+          });
+    } catch (const StopSample&) {}
     if (!pending.empty()) {  // bytes held back at the end (an incomplete character: U+FFFD)
       const std::string rest = decode(pending);
       if (!f.json) write(rest);
@@ -264,10 +278,10 @@ void run_sample(SampleFlags& f, bool prompt_given) {
       write("\n");
       continue;
     }
-    samples.push_back({{"text", text},
-                       {"stopped", stopped},
-                       {"tokens", token_probabilities(*loaded.model, loaded, prompt, ids, window,
-                                                      f.sampling)}});
+    samples.push_back(
+        {{"text", text},
+         {"stopped", stopped},
+         {"tokens", token_probabilities(*loaded.model, loaded, prompt, ids, window, f.sampling)}});
   }
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -285,8 +299,8 @@ void run_sample(SampleFlags& f, bool prompt_given) {
                                 {"samples", samples}};
     write(out.dump(2) + "\n");
   }
-  std::cerr << fmt::format("{} {} in {:.2f} s ({:.1f} {}/s{})\n", characters, unit,
-                           seconds, seconds > 0 ? static_cast<double>(characters) / seconds : 0.0, unit,
+  std::cerr << fmt::format("{} {} in {:.2f} s ({:.1f} {}/s{})\n", characters, unit, seconds,
+                           seconds > 0 ? static_cast<double>(characters) / seconds : 0.0, unit,
                            f.json ? ", with the probabilities of --json" : "");
 }
 
@@ -300,65 +314,89 @@ namespace glass::cli {
 void add_sample_command(CLI::App& app) {
   auto f = std::make_shared<SampleFlags>();
   CLI::App* cmd = app.add_subcommand("sample", "Generate text from a trained checkpoint.");
-  cmd->add_option("-m,--checkpoint,--model", f->checkpoint, "checkpoint directory written by glass train")->required();
+  cmd->add_option("-m,--checkpoint,--model", f->checkpoint,
+                  "checkpoint directory written by glass train")
+      ->required();
   CLI::Option* prompt = cmd->add_option(
       "-p,--prompt", f->prompt,
       "text to continue (default: start of a paragraph); - reads it from standard input (up to "
       "1 MiB, one trailing newline dropped)");
-  cmd->add_option("-f,--prompt-file,--file", f->prompt_file,
-                  "read the text to continue from this file (up to 1 MiB, one trailing newline dropped)")
+  cmd->add_option(
+         "-f,--prompt-file,--file", f->prompt_file,
+         "read the text to continue from this file (up to 1 MiB, one trailing newline dropped)")
       ->check(CLI::ExistingFile);
-  cmd->add_option("--start", f->start, "nanoGPT's spelling: the prompt TEXT, or FILE:path to read it from a file");
-  cmd->add_option("-n,--tokens,--n-predict,--max_new_tokens", f->tokens, "characters to generate (per sample)")
-      ->check(glass::cli::integer_in(1, kMaxTokens, fmt::format("an integer from 1 to {}", kMaxTokens)))
+  cmd->add_option("--start", f->start,
+                  "nanoGPT's spelling: the prompt TEXT, or FILE:path to read it from a file");
+  cmd->add_option("-n,--tokens,--n-predict,--max_new_tokens", f->tokens,
+                  "characters to generate (per sample)")
+      ->check(
+          glass::cli::integer_in(1, kMaxTokens, fmt::format("an integer from 1 to {}", kMaxTokens)))
       ->capture_default_str();
   cmd->add_option("--temperature,--temp", f->sampling.temperature,
                   "divide the logits by this; 0 = greedy (always the most likely character)")
-      ->check(glass::cli::number_in(0.0, HUGE_VAL, false, "a number >= 0 (0 = greedy)"))->capture_default_str();
-  cmd->add_option("--top-k,--top_k", f->sampling.top_k, "keep only the K most likely characters (0 = off)")
-      ->check(glass::cli::kNonNegativeInteger)->capture_default_str();
+      ->check(glass::cli::number_in(0.0, HUGE_VAL, false, "a number >= 0 (0 = greedy)"))
+      ->capture_default_str();
+  cmd->add_option("--top-k,--top_k", f->sampling.top_k,
+                  "keep only the K most likely characters (0 = off)")
+      ->check(glass::cli::kNonNegativeInteger)
+      ->capture_default_str();
   cmd->add_option("--top-p,--top_p", f->sampling.top_p,
                   "keep the most likely characters whose probabilities add up to P (1 = off)")
-      ->check(glass::cli::number_in(0.0, 1.0, true, "a number in (0, 1]"))->capture_default_str();
+      ->check(glass::cli::number_in(0.0, 1.0, true, "a number in (0, 1]"))
+      ->capture_default_str();
   cmd->add_option("--min-p", f->sampling.min_p,
                   "keep the characters at least P times as likely as the most likely one (0 = off)")
-      ->check(glass::cli::number_in(0.0, 1.0, false, "a number in [0, 1]"))->capture_default_str();
+      ->check(glass::cli::number_in(0.0, 1.0, false, "a number in [0, 1]"))
+      ->capture_default_str();
   cmd->add_option("--repeat-penalty", f->sampling.repeat_penalty,
                   "divide the positive logits (multiply the negative ones) of the characters among "
                   "the last --repeat-last-n by this, as llama.cpp does (1 = off)")
-      ->check(glass::cli::kPositiveNumber)->capture_default_str();
-  cmd->add_option("--repeat-last-n", f->sampling.repeat_last_n,
-                  "how many of the last characters (prompt included) the repetition penalty looks at")
-      ->check(glass::cli::integer_in(0, 1'000'000, "an integer from 0 to 1000000"))->capture_default_str();
+      ->check(glass::cli::kPositiveNumber)
+      ->capture_default_str();
+  cmd->add_option(
+         "--repeat-last-n", f->sampling.repeat_last_n,
+         "how many of the last characters (prompt included) the repetition penalty looks at")
+      ->check(glass::cli::integer_in(0, 1'000'000, "an integer from 0 to 1000000"))
+      ->capture_default_str();
   cmd->add_option("-c,--ctx-size", f->ctx_size,
                   "the window each prediction sees, in characters (default: the training context; "
                   "at most the model's context_length)")
       ->check(glass::cli::kPositiveInteger);
   cmd->add_option("-s,--seed", f->seed, "seed of the random draws (same seed, same text)")
-      ->check(glass::cli::kNonNegativeInteger)->capture_default_str();
-  cmd->add_option("--num-samples,--num_samples", f->num_samples, "how many samples to draw, one after the other")
-      ->check(glass::cli::integer_in(1, 10'000, "an integer from 1 to 10000"))->capture_default_str();
+      ->check(glass::cli::kNonNegativeInteger)
+      ->capture_default_str();
+  cmd->add_option("--num-samples,--num_samples", f->num_samples,
+                  "how many samples to draw, one after the other")
+      ->check(glass::cli::integer_in(1, 10'000, "an integer from 1 to 10000"))
+      ->capture_default_str();
   cmd->add_option("--stop", f->stop, "end a sample as soon as its text ends with this string");
   cmd->add_flag("--json", f->json,
                 "print JSON instead of text: each sample's text and its tokens with their "
                 "probabilities (prob: as drawn; model_prob: at temperature 1)");
   glass::cli::add_threads_option(cmd, f->threads);
   CLI::Option* window_mode =
-      cmd->add_option("--window-mode", f->window_mode,
-                      "past the window (the training context): rolling = keep the KV cache and drop "
-                      "its oldest position for each new character (fast; sliding-window attention), "
-                      "exact = recompute the last window of characters for each new one (slow; what "
-                      "the model saw in training)")
+      cmd->add_option(
+             "--window-mode", f->window_mode,
+             "past the window (the training context): rolling = keep the KV cache and drop "
+             "its oldest position for each new character (fast; sliding-window attention), "
+             "exact = recompute the last window of characters for each new one (slow; what "
+             "the model saw in training)")
           ->check(CLI::IsMember({"rolling", "exact"}))
           ->capture_default_str();
-  cmd->add_flag("--no-kv-cache", f->no_kv_cache,
-                "recompute the whole window for every new character (the exact mode without a cache)")
+  cmd->add_flag(
+         "--no-kv-cache", f->no_kv_cache,
+         "recompute the whole window for every new character (the exact mode without a cache)")
       ->excludes(window_mode);
-  cmd->add_flag("--allow-unknown", f->allow_unknown,
-                "map prompt characters outside the vocabulary to the unknown token instead of failing");
-  cmd->add_option("--attention", f->attention, "attention code: fast (fused kernels) or reference (the nine steps on the primitive ops)")
-      ->check(CLI::IsMember({"fast", "reference"}))->capture_default_str();
-  cmd->add_flag("--best", f->best, "use best.safetensors (best validation loss) instead of the latest weights");
+  cmd->add_flag(
+      "--allow-unknown", f->allow_unknown,
+      "map prompt characters outside the vocabulary to the unknown token instead of failing");
+  cmd->add_option(
+         "--attention", f->attention,
+         "attention code: fast (fused kernels) or reference (the nine steps on the primitive ops)")
+      ->check(CLI::IsMember({"fast", "reference"}))
+      ->capture_default_str();
+  cmd->add_flag("--best", f->best,
+                "use best.safetensors (best validation loss) instead of the latest weights");
   cmd->footer(
       "Examples:\n"
       "  glass sample -m runs/domcasmurro -p 'Capitu ' -n 300\n"

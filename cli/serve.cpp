@@ -41,12 +41,13 @@ std::unique_ptr<Server> start_server(const ServeOptions& options, std::ostream& 
     bool bpe = false;
     try {
       bpe = checkpoint_tokenizer_kind(options.checkpoint) == TokenizerKind::kBpe;
-    } catch (const std::exception&) {
-    }
+    } catch (const std::exception&) {}
     if (bpe)
-      throw CommandError(fmt::format("{}: glass serve does not support BPE checkpoints yet (a model "
-                                     "trained with --tokenizer bpe); use glass sample and glass "
-                                     "eval on it", options.checkpoint));
+      throw CommandError(
+          fmt::format("{}: glass serve does not support BPE checkpoints yet (a model "
+                      "trained with --tokenizer bpe); use glass sample and glass "
+                      "eval on it",
+                      options.checkpoint));
     server = std::make_unique<Server>(options);
     server->start();
   } catch (const ServeError& e) {
@@ -55,13 +56,15 @@ std::unique_ptr<Server> start_server(const ServeOptions& options, std::ostream& 
     throw CommandError("cannot load checkpoint '" + options.checkpoint + "': " + e.what());
   }
   if (!is_loopback_host(options.host))
-    std::cerr << "warning: serving on " << options.host
-              << ", not only this machine: anyone who can reach it can use the model and read its "
-                 "training log (the default --host 127.0.0.1 keeps it private). Browsers must name it "
-                 "as 127.0.0.1, localhost, [::1], "
-              << options.host << " or a name given with --allow-host\n";
+    std::cerr
+        << "warning: serving on " << options.host
+        << ", not only this machine: anyone who can reach it can use the model and read its "
+           "training log (the default --host 127.0.0.1 keeps it private). Browsers must name it "
+           "as 127.0.0.1, localhost, [::1], "
+        << options.host << " or a name given with --allow-host\n";
   if (!server->status().empty()) std::cerr << "note: " << server->status() << "\n";
-  out << "serving " << options.checkpoint << " at " << server->url() << " (Ctrl-C to stop)" << std::endl;
+  out << "serving " << options.checkpoint << " at " << server->url() << " (Ctrl-C to stop)"
+      << std::endl;
   return server;
 }
 
@@ -73,7 +76,8 @@ void serve_until_signal(Server& server, std::ostream& out) {
   std::signal(SIGINT, previous_int);
   std::signal(SIGTERM, previous_term);
   server.stop();
-  out << "\nstopped serving (" << (g_serve_stop == SIGINT ? "Ctrl-C" : "SIGTERM") << ")" << std::endl;
+  out << "\nstopped serving (" << (g_serve_stop == SIGINT ? "Ctrl-C" : "SIGTERM") << ")"
+      << std::endl;
 }
 
 void add_serve_command(CLI::App& app) {
@@ -87,16 +91,20 @@ void add_serve_command(CLI::App& app) {
                   "checkpoint or run directory written by glass train (watched for new saves)")
       ->required();
   cmd->add_option("--port", options->port, "TCP port (0 = any free port)")
-      ->check(integer_in(0, 65535, "an integer from 0 to 65535"))->capture_default_str();
+      ->check(integer_in(0, 65535, "an integer from 0 to 65535"))
+      ->capture_default_str();
   cmd->add_option("--host", options->host,
                   "address to listen on; anything but 127.0.0.1 lets other machines in")
       ->capture_default_str();
-  cmd->add_option("--allow-host", options->allowed_hosts,
-                  "another name or address (repeatable) by which browsers may reach the server, e.g. "
-                  "this machine's name on the network; requests naming any other Host are refused (421)");
-  cmd->add_option("--probe", options->probe,
-                  "prompt whose attention is kept at every save (default: the start of the training text)");
-  cmd->add_option("--data", options->data_path, "the training text (its start is the default probe)")
+  cmd->add_option(
+      "--allow-host", options->allowed_hosts,
+      "another name or address (repeatable) by which browsers may reach the server, e.g. "
+      "this machine's name on the network; requests naming any other Host are refused (421)");
+  cmd->add_option(
+      "--probe", options->probe,
+      "prompt whose attention is kept at every save (default: the start of the training text)");
+  cmd->add_option("--data", options->data_path,
+                  "the training text (its start is the default probe)")
       ->check(CLI::ExistingFile);
   auto threads = std::make_shared<int>(0);
   glass::cli::add_threads_option(cmd, *threads);

@@ -61,17 +61,19 @@ extern "C" void on_stop_signal(int signo) {
     return;
   }
   if (g_say_signals) {
-    say("\n"), say(name), say(" again: stopped at once, without the save the first one asked for. ");
+    say("\n"), say(name),
+        say(" again: stopped at once, without the save the first one asked for. ");
     long step = g_saved_step.load();
     char target[256];
-    const ssize_t n = g_current_link.empty()
-                          ? -1
-                          : ::readlink(g_current_link.c_str(), target, sizeof target - 1);
-    const bool moved = n > 5 && (static_cast<std::size_t>(n) != g_initial_target.size() ||
-                                 std::memcmp(target, g_initial_target.data(), static_cast<std::size_t>(n)) != 0);
+    const ssize_t n =
+        g_current_link.empty() ? -1 : ::readlink(g_current_link.c_str(), target, sizeof target - 1);
+    const bool moved =
+        n > 5 && (static_cast<std::size_t>(n) != g_initial_target.size() ||
+                  std::memcmp(target, g_initial_target.data(), static_cast<std::size_t>(n)) != 0);
     if (moved && std::memcmp(target, "step-", 5) == 0 && target[5] >= '0' && target[5] <= '9') {
       step = 0;  // "step-000049" or "step-000049.1": a save of this run switched to it
-      for (ssize_t i = 5; i < n && target[i] >= '0' && target[i] <= '9'; ++i) step = 10 * step + (target[i] - '0');
+      for (ssize_t i = 5; i < n && target[i] >= '0' && target[i] <= '9'; ++i)
+        step = 10 * step + (target[i] - '0');
     }
     if (step >= 0) {
       char digits[24];

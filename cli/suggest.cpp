@@ -24,7 +24,8 @@ std::size_t edit_distance(const std::string& a, const std::string& b) {
   return d[a.size()][b.size()];
 }
 
-std::optional<std::string> nearest(const std::string& word, const std::vector<std::string>& candidates) {
+std::optional<std::string> nearest(const std::string& word,
+                                   const std::vector<std::string>& candidates) {
   std::optional<std::string> best;
   std::size_t best_distance = 0;
   for (const std::string& c : candidates) {

@@ -17,7 +17,8 @@ std::size_t edit_distance(const std::string& a, const std::string& b);
 
 /// The candidate nearest to `word` when it is close enough to be a typo (distance <= 2, and
 /// less than half of the word's length), else nothing. Ties: the first candidate.
-std::optional<std::string> nearest(const std::string& word, const std::vector<std::string>& candidates);
+std::optional<std::string> nearest(const std::string& word,
+                                   const std::vector<std::string>& candidates);
 
 /// "usage: glass sample --checkpoint TEXT [OPTIONS]": the command's required options, then the rest.
 std::string usage_line(const CLI::App& cmd);

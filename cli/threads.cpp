@@ -14,10 +14,12 @@ namespace glass::cli {
 
 void add_threads_option(CLI::App* cmd, int& threads) {
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-  cmd->add_option("-t,--threads", threads,
-                  fmt::format("threads to compute with (default: every core this process may use, {} here)",
-                              glass::available_cores()))
-      ->check(integer_in(1, 4LL * cores, fmt::format("an integer from 1 to {} (4 per core)", 4 * cores)));
+  cmd->add_option(
+         "-t,--threads", threads,
+         fmt::format("threads to compute with (default: every core this process may use, {} here)",
+                     glass::available_cores()))
+      ->check(integer_in(1, 4LL * cores,
+                         fmt::format("an integer from 1 to {} (4 per core)", 4 * cores)));
 }
 
 void apply_threads(int threads) {

@@ -62,7 +62,8 @@ std::string default_corpus() {
     const fs::path file = fs::is_directory(p) ? p / kDefaultCorpus : p;
     if (!fs::is_regular_file(file)) {
       throw glass::cli::CommandError("GLASS_DATA is set to '" + p.string() + "', but " +
-                                     file.string() + " is not a file; unset GLASS_DATA or pass --data FILE");
+                                     file.string() +
+                                     " is not a file; unset GLASS_DATA or pass --data FILE");
     }
     return file.string();
   }
@@ -94,9 +95,10 @@ struct TrainFlags {
 /// --out and those of `left_out`.
 std::string train_command(const CLI::App* cmd, const glass::TrainOptions& o,
                           const std::vector<std::string>& left_out) {
-  std::string line = (o.comm.size() > 1 ? fmt::format("mpirun -np {} ", o.comm.size()) : std::string()) +
-                     program_name() + " train --data " + shell_quote(o.data_path) + " --out " +
-                     shell_quote(o.out_dir);
+  std::string line =
+      (o.comm.size() > 1 ? fmt::format("mpirun -np {} ", o.comm.size()) : std::string()) +
+      program_name() + " train --data " + shell_quote(o.data_path) + " --out " +
+      shell_quote(o.out_dir);
   for (const CLI::Option* opt : cmd->get_options()) {
     const std::string name = opt->get_name();
     if (opt->count() == 0 || name == "--help" || name == "--data" || name == "--out" ||
@@ -112,9 +114,10 @@ std::string train_command(const CLI::App* cmd, const glass::TrainOptions& o,
 /// The command that continues this run: the flags given now without --overwrite and the
 /// model's shape (it comes from the checkpoint on --resume), and --resume added.
 std::string resume_command(const CLI::App* cmd, const glass::TrainOptions& o) {
-  return train_command(cmd, o, {"--overwrite", "--resume", "--d-model", "--n-layers", "--n-heads",
-                                "--n-kv-heads", "--ffn-hidden", "--vocab-cap", "--tokenizer",
-                                "--vocab-size"}) +
+  return train_command(
+             cmd, o,
+             {"--overwrite", "--resume", "--d-model", "--n-layers", "--n-heads", "--n-kv-heads",
+              "--ffn-hidden", "--vocab-cap", "--tokenizer", "--vocab-size"}) +
          " --resume";
 }
 
@@ -126,11 +129,13 @@ std::string non_finite_message(const std::string& what, const CLI::App* cmd,
                                const glass::TrainOptions& o, long saved) {
   std::string kept =
       saved >= 0
-          ? fmt::format("the last good checkpoint, of step {}, is kept in {} (sample, eval and "
-                        "export can use it). --resume would repeat the same steps from there (it "
-                        "keeps the recipe) and meet the same numbers again",
-                        saved, o.out_dir)
-          : std::string("it stopped before its first save, so no checkpoint of this run was written");
+          ? fmt::format(
+                "the last good checkpoint, of step {}, is kept in {} (sample, eval and "
+                "export can use it). --resume would repeat the same steps from there (it "
+                "keeps the recipe) and meet the same numbers again",
+                saved, o.out_dir)
+          : std::string(
+                "it stopped before its first save, so no checkpoint of this run was written");
   const bool holds_run = glass::holds_checkpoint(o.out_dir);
   if (saved < 0 && holds_run)
     kept += fmt::format(" ({} still holds the run it held before)", o.out_dir);
@@ -141,7 +146,9 @@ std::string non_finite_message(const std::string& what, const CLI::App* cmd,
   else
     next += ", e.g.:\n  " + train_command(cmd, o, {"--overwrite", "--lr", "--grad-clip"}) +
             fmt::format(" --lr {:g}", o.lr / 2) + (o.grad_clip == 0 ? " --grad-clip 1" : "") +
-            (o.grad_clip > 0 && cmd->count("--grad-clip") > 0 ? fmt::format(" --grad-clip {:g}", o.grad_clip) : "") +
+            (o.grad_clip > 0 && cmd->count("--grad-clip") > 0
+                 ? fmt::format(" --grad-clip {:g}", o.grad_clip)
+                 : "") +
             (holds_run ? " --overwrite" : "");
   return fmt::format("{}. Training stopped: {}. {}", what, kept, next);
 }
@@ -154,12 +161,15 @@ void run_train(TrainFlags& flags, CLI::App* cmd) {
   if (o.out_dir.empty()) o.out_dir = (fs::path("runs") / fs::path(o.data_path).stem()).string();
   o.attention_given = cmd->count("--attention") > 0;
   if (o.resume) {
-    for (const char* flag : {"--d-model", "--n-layers", "--n-heads", "--n-kv-heads", "--ffn-hidden", "--vocab-cap"})
+    for (const char* flag :
+         {"--d-model", "--n-layers", "--n-heads", "--n-kv-heads", "--ffn-hidden", "--vocab-cap"})
       if (cmd->count(flag) > 0 && o.comm.is_root())  // under mpirun, rank 0 speaks for all
-        std::cerr << "warning: " << flag << " is ignored with --resume (the checkpoint's model is used)\n";
+        std::cerr << "warning: " << flag
+                  << " is ignored with --resume (the checkpoint's model is used)\n";
     if (o.overfit_batch)
-      throw glass::cli::CommandError("--overfit-batch is a check of the training loop, not a run to "
-                                     "continue: leave out --resume, and use a fresh --out");
+      throw glass::cli::CommandError(
+          "--overfit-batch is a check of the training loop, not a run to "
+          "continue: leave out --resume, and use a fresh --out");
     glass::RecipeFlagsGiven given;
     given.lr = cmd->count("--lr") > 0;
     given.min_lr = cmd->count("--min-lr") > 0;
@@ -189,7 +199,8 @@ void run_train(TrainFlags& flags, CLI::App* cmd) {
       o.comm.is_root(),
       o.overfit_batch
           ? fmt::format(", stays current in {}; an --overfit-batch check is not resumed: run it "
-                        "again to check the loop\n", o.out_dir)
+                        "again to check the loop\n",
+                        o.out_dir)
           : fmt::format(", stays current in {}; continue it with:\n  {}\n", o.out_dir,
                         resume_command(cmd, o)),
       "No checkpoint of this run had been saved yet (the first save follows the evaluation at step "
@@ -202,12 +213,14 @@ void run_train(TrainFlags& flags, CLI::App* cmd) {
   std::unique_ptr<glass::Server> server;
   {
     if (flags.serve && o.tokenizer == glass::TokenizerKind::kBpe)
-      throw glass::cli::CommandError("--serve: glass serve does not support BPE checkpoints yet (a "
-                                     "model trained with --tokenizer bpe); train without --serve");
+      throw glass::cli::CommandError(
+          "--serve: glass serve does not support BPE checkpoints yet (a "
+          "model trained with --tokenizer bpe); train without --serve");
     trainer = std::make_unique<glass::Trainer>(o, std::cout);
     if (flags.serve && trainer->bpe_tokenizer() != nullptr) {
-      throw glass::cli::CommandError("--serve: glass serve does not support BPE checkpoints yet (a "
-                                     "model trained with --tokenizer bpe); resume without --serve");
+      throw glass::cli::CommandError(
+          "--serve: glass serve does not support BPE checkpoints yet (a "
+          "model trained with --tokenizer bpe); resume without --serve");
     }
     if (flags.serve && o.comm.is_root()) {
       glass::ServeOptions serve;
@@ -232,7 +245,7 @@ void run_train(TrainFlags& flags, CLI::App* cmd) {
       restore_default_signals();
     }
   }
-  if (!server) trainer.reset();  // releases the run directory's lock now
+  if (!server) trainer.reset();   // releases the run directory's lock now
   if (!o.comm.is_root()) return;  // with mpirun, rank 0 reports for all
   std::cout << fmt::format(
       "\ncheckpoint: {} (model.safetensors = step {}, best.safetensors = best val loss {:.4f}, "
@@ -243,18 +256,23 @@ void run_train(TrainFlags& flags, CLI::App* cmd) {
       std::cout << "an --overfit-batch check is not resumed: run it again to check the loop\n";
     else
       std::cout << "resume with: " << resume_command(cmd, o) << "\n";
-    throw CLI::RuntimeError(128 + result.stop_signal);  // 130 after Ctrl-C, 143 after SIGTERM (on any rank)
+    throw CLI::RuntimeError(
+        128 + result.stop_signal);  // 130 after Ctrl-C, 143 after SIGTERM (on any rank)
   }
-  std::cout << fmt::format("sample from it: {} sample --checkpoint {}{} --tokens 300\n",
-                           program_name(), shell_quote(o.out_dir),
-                           fs::path(o.data_path).filename() == kDefaultCorpus ? " --prompt \"Capitu \"" : "");
+  std::cout << fmt::format(
+      "sample from it: {} sample --checkpoint {}{} --tokens 300\n", program_name(),
+      shell_quote(o.out_dir),
+      fs::path(o.data_path).filename() == kDefaultCorpus ? " --prompt \"Capitu \"" : "");
   if (server) {  // the page stays up after training, until Ctrl-C
     if (g_stop == 0)
-      std::cout << "training done; still serving " << o.out_dir << " at " << server->url() << " until Ctrl-C"
-                << std::endl;  // flushed: the summary above too, also when the output is a file or pipe
+      std::cout
+          << "training done; still serving " << o.out_dir << " at " << server->url()
+          << " until Ctrl-C"
+          << std::endl;  // flushed: the summary above too, also when the output is a file or pipe
     while (g_stop == 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
     server->stop();
-    std::cout << "\nstopped serving (" << (g_stop == SIGTERM ? "SIGTERM" : "Ctrl-C") << ")" << std::endl;
+    std::cout << "\nstopped serving (" << (g_stop == SIGTERM ? "SIGTERM" : "Ctrl-C") << ")"
+              << std::endl;
     restore_default_signals();
   }
 }
@@ -274,9 +292,10 @@ void run_train_on_all_ranks(TrainFlags& flags, CLI::App* cmd) {
   } catch (const std::exception& e) {
     if (!comm.is_root()) std::this_thread::sleep_for(std::chrono::seconds(1));
     std::cout.flush();
-    std::fprintf(stderr, "error%s: %s\n",
-                 comm.is_root() ? "" : fmt::format(" (process {} of {})", comm.rank(), comm.size()).c_str(),
-                 e.what());
+    std::fprintf(
+        stderr, "error%s: %s\n",
+        comm.is_root() ? "" : fmt::format(" (process {} of {})", comm.rank(), comm.size()).c_str(),
+        e.what());
     comm.abort(1);
   }
 }
@@ -297,39 +316,56 @@ void add_train_command(CLI::App& app) {
       "Train the decoder to predict the next character of a UTF-8 text file.\n"
       "With no arguments: the bundled Portuguese corpus (Dom Casmurro), the default model, and\n"
       "nanoGPT's shakespeare_char recipe; the checkpoint goes to runs/<corpus name>.");
-  cmd->add_option("--data", o.data_path, "UTF-8 text file to learn from (default: bundled domcasmurro.txt)")
+  cmd->add_option("--data", o.data_path,
+                  "UTF-8 text file to learn from (default: bundled domcasmurro.txt)")
       ->check(CLI::ExistingFile);
   cmd->add_option("--out", o.out_dir, "checkpoint directory (default: runs/<corpus name>)");
-  cmd->add_option("--iters", o.iters, "optimizer steps to train for (total, counting a resumed run)")
-      ->check(kStepCount)->capture_default_str();
+  cmd->add_option("--iters", o.iters,
+                  "optimizer steps to train for (total, counting a resumed run)")
+      ->check(kStepCount)
+      ->capture_default_str();
   cmd->add_option("--batch-size", o.batch_size, "windows per step (B)")
-      ->check(glass::cli::integer_in(1, 1'000'000, "an integer from 1 to 1000000"))->capture_default_str();
-  cmd->add_option("--context", o.context, "characters per training window (T); also the sampling window")
-      ->check(glass::cli::kPositiveInteger)->capture_default_str();
-  cmd->add_option("--lr", o.lr, "peak learning rate")->check(glass::cli::kPositiveNumber)->capture_default_str();
+      ->check(glass::cli::integer_in(1, 1'000'000, "an integer from 1 to 1000000"))
+      ->capture_default_str();
+  cmd->add_option("--context", o.context,
+                  "characters per training window (T); also the sampling window")
+      ->check(glass::cli::kPositiveInteger)
+      ->capture_default_str();
+  cmd->add_option("--lr", o.lr, "peak learning rate")
+      ->check(glass::cli::kPositiveNumber)
+      ->capture_default_str();
   cmd->add_option("--min-lr", o.min_lr, "final learning rate of the cosine (default: lr / 10)")
       ->check(glass::cli::kNonNegativeNumber);
   cmd->add_option("--warmup", o.warmup, "linear warmup steps")
-      ->check(glass::cli::integer_in(0, kMaxSteps, fmt::format("an integer from 0 to {}", kMaxSteps)))
+      ->check(
+          glass::cli::integer_in(0, kMaxSteps, fmt::format("an integer from 0 to {}", kMaxSteps)))
       ->capture_default_str();
-  cmd->add_option("--decay-iters", o.decay_iters, "step where the cosine reaches min-lr (default: --iters)")
+  cmd->add_option("--decay-iters", o.decay_iters,
+                  "step where the cosine reaches min-lr (default: --iters)")
       ->check(kStepCount);
-  cmd->add_option("--weight-decay", o.weight_decay, "AdamW decoupled weight decay (2-D weights only)")
-      ->check(glass::cli::kNonNegativeNumber)->capture_default_str();
+  cmd->add_option("--weight-decay", o.weight_decay,
+                  "AdamW decoupled weight decay (2-D weights only)")
+      ->check(glass::cli::kNonNegativeNumber)
+      ->capture_default_str();
   cmd->add_option("--grad-clip", o.grad_clip, "clip the global gradient norm to this (0 = off)")
-      ->check(glass::cli::kNonNegativeNumber)->capture_default_str();
+      ->check(glass::cli::kNonNegativeNumber)
+      ->capture_default_str();
   cmd->add_option("--eval-every", o.eval_every, "evaluate, sample and checkpoint every N steps")
-      ->check(kStepCount)->capture_default_str();
+      ->check(kStepCount)
+      ->capture_default_str();
   cmd->add_option("--eval-iters", o.eval_iters, "batches per split in each evaluation")
       ->check(glass::cli::integer_in(1, glass::kMaxEvalIters,
                                      fmt::format("an integer from 1 to {}", glass::kMaxEvalIters)))
       ->capture_default_str();
-  cmd->add_option("--sample-tokens", o.sample_tokens, "characters sampled at each evaluation (0 = none)")
-      ->check(glass::cli::integer_in(0, static_cast<long long>(glass::kMaxSampleTokens),
-                                     fmt::format("an integer from 0 to {}", glass::kMaxSampleTokens)))
+  cmd->add_option("--sample-tokens", o.sample_tokens,
+                  "characters sampled at each evaluation (0 = none)")
+      ->check(
+          glass::cli::integer_in(0, static_cast<long long>(glass::kMaxSampleTokens),
+                                 fmt::format("an integer from 0 to {}", glass::kMaxSampleTokens)))
       ->capture_default_str();
   cmd->add_option("--seed", o.seed, "seed of the initial weights and of the batches")
-      ->check(glass::cli::kNonNegativeInteger)->capture_default_str();
+      ->check(glass::cli::kNonNegativeInteger)
+      ->capture_default_str();
   glass::cli::add_threads_option(cmd, flags->threads);
   cmd->add_flag("--resume", o.resume,
                 "continue the checkpoint in --out exactly where it stopped (with its recorded "
@@ -337,39 +373,60 @@ void add_train_command(CLI::App& app) {
   cmd->add_flag("--overfit-batch", o.overfit_batch,
                 "debugging check: train on one batch only; the training loss must fall towards 0 "
                 "(the evaluations' train loss is that batch's; the validation loss stays high)");
-  cmd->add_flag("--serve", flags->serve, "watch it learn in the browser (glass serve on --out; stays up until Ctrl-C)");
+  cmd->add_flag("--serve", flags->serve,
+                "watch it learn in the browser (glass serve on --out; stays up until Ctrl-C)");
   cmd->add_option("--port", flags->port, "port of --serve (0 = any free port)")
-      ->check(glass::cli::integer_in(0, 65535, "an integer from 0 to 65535"))->capture_default_str();
+      ->check(glass::cli::integer_in(0, 65535, "an integer from 0 to 65535"))
+      ->capture_default_str();
   cmd->add_flag("--overwrite", o.overwrite,
                 "start a new run in an --out that already holds one (replaced at the first save)");
   cmd->add_option("--d-model", o.model.d_model, "width of the residual stream")
-      ->check(glass::cli::kPositiveInteger)->capture_default_str()->group("Model");
+      ->check(glass::cli::kPositiveInteger)
+      ->capture_default_str()
+      ->group("Model");
   cmd->add_option("--n-layers", o.model.n_layers, "decoder blocks")
-      ->check(glass::cli::kPositiveInteger)->capture_default_str()->group("Model");
+      ->check(glass::cli::kPositiveInteger)
+      ->capture_default_str()
+      ->group("Model");
   cmd->add_option("--n-heads", o.model.n_heads, "query heads")
-      ->check(glass::cli::kPositiveInteger)->capture_default_str()->group("Model");
+      ->check(glass::cli::kPositiveInteger)
+      ->capture_default_str()
+      ->group("Model");
   cmd->add_option("--n-kv-heads", o.model.n_kv_heads, "key/value heads (GQA)")
-      ->check(glass::cli::kPositiveInteger)->capture_default_str()->group("Model");
+      ->check(glass::cli::kPositiveInteger)
+      ->capture_default_str()
+      ->group("Model");
   cmd->add_option("--ffn-hidden", o.model.ffn_hidden, "SwiGLU hidden width")
-      ->check(glass::cli::kPositiveInteger)->capture_default_str()->group("Model");
+      ->check(glass::cli::kPositiveInteger)
+      ->capture_default_str()
+      ->group("Model");
   cmd->add_option("--vocab-cap", o.model.vocab_cap,
                   "most distinct characters kept in the vocabulary (the rarest others become the "
                   "unknown token); lower it for texts with thousands of characters (CJK)")
-      ->check(glass::cli::integer_in(2, 65535, "an integer from 2 to 65535"))->capture_default_str()->group("Model");
+      ->check(glass::cli::integer_in(2, 65535, "an integer from 2 to 65535"))
+      ->capture_default_str()
+      ->group("Model");
   cmd->add_option_function<std::string>(
-         "--tokenizer", [&o](const std::string& name) { o.tokenizer = glass::tokenizer_kind_from_name(name); },
+         "--tokenizer",
+         [&o](const std::string& name) { o.tokenizer = glass::tokenizer_kind_from_name(name); },
          "char: one token per character (the default); bpe: subword tokens of the LLaMA kind, "
          "trained on the training split (docs/bpe.md). --resume keeps the checkpoint's")
-      ->check(CLI::IsMember({"char", "bpe"}))->default_str("char")->group("Model");
+      ->check(CLI::IsMember({"char", "bpe"}))
+      ->default_str("char")
+      ->group("Model");
   cmd->add_option("--vocab-size", o.bpe_vocab_size,
                   "tokens of the BPE vocabulary (--tokenizer bpe): at least 259 + the text's "
                   "distinct characters, at most what its merges allow")
-      ->check(glass::cli::integer_in(1, 65535, "an integer from 1 to 65535"))->capture_default_str()->group("Model");
+      ->check(glass::cli::integer_in(1, 65535, "an integer from 1 to 65535"))
+      ->capture_default_str()
+      ->group("Model");
   cmd->add_option_function<std::string>(
-         "--attention", [&o](const std::string& path) { o.model.ops_path = glass::parse_ops_path(path); },
-                  "attention code: fast (fused kernels) or reference (the nine steps on the primitive "
-                  "ops, as the tutorials show; slower, same numbers)")
-      ->check(CLI::IsMember({"fast", "reference"}))->default_str(glass::to_string(o.model.ops_path))
+         "--attention",
+         [&o](const std::string& path) { o.model.ops_path = glass::parse_ops_path(path); },
+         "attention code: fast (fused kernels) or reference (the nine steps on the primitive "
+         "ops, as the tutorials show; slower, same numbers)")
+      ->check(CLI::IsMember({"fast", "reference"}))
+      ->default_str(glass::to_string(o.model.ops_path))
       ->group("Model");
   cmd->footer(
       "Examples:\n"

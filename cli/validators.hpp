@@ -25,7 +25,8 @@ inline CLI::Validator integer_at_least(long long min, const std::string& what) {
         if (text.empty() || *end != '\0' || v < min)
           return "must be a " + what + " (got '" + text + "')";
         if (errno == ERANGE)
-          return "must be a " + what + " no larger than " + std::to_string(LLONG_MAX) + " (got '" + text + "')";
+          return "must be a " + what + " no larger than " + std::to_string(LLONG_MAX) + " (got '" +
+                 text + "')";
         return "";
       },
       what);
@@ -61,8 +62,7 @@ inline CLI::Validator number_in(double low, double high, bool low_open, const st
 
 inline const CLI::Validator kPositiveInteger = integer_at_least(1, "positive integer");
 inline const CLI::Validator kNonNegativeInteger = integer_at_least(0, "non-negative integer");
-inline const CLI::Validator kPositiveNumber =
-    number_in(0.0, HUGE_VAL, true, "a positive number");
+inline const CLI::Validator kPositiveNumber = number_in(0.0, HUGE_VAL, true, "a positive number");
 inline const CLI::Validator kNonNegativeNumber = number_in(0.0, HUGE_VAL, false, "a number >= 0");
 
 }  // namespace glass::cli

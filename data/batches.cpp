@@ -16,7 +16,8 @@ Split split_train_val(const std::vector<std::int32_t>& ids, double train_fractio
     throw std::invalid_argument(
         fmt::format("train fraction must be between 0 and 1 (exclusive), got {}", train_fraction));
   }
-  const auto n = static_cast<std::size_t>(std::floor(static_cast<double>(ids.size()) * train_fraction));
+  const auto n =
+      static_cast<std::size_t>(std::floor(static_cast<double>(ids.size()) * train_fraction));
   Split split;
   split.train.assign(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(n));
   split.val.assign(ids.begin() + static_cast<std::ptrdiff_t>(n), ids.end());
@@ -39,8 +40,8 @@ void require_window(const std::vector<std::int32_t>& ids, std::size_t context,
 
 BatchSampler::BatchSampler(const std::vector<std::int32_t>& ids, std::size_t batch_size,
                            std::size_t context, std::uint64_t seed, std::string what)
-    : BatchSampler(std::make_shared<const TokenIds>(TokenIds::from(ids)), 0, ids.size(),
-                   batch_size, context, seed, std::move(what)) {}
+    : BatchSampler(std::make_shared<const TokenIds>(TokenIds::from(ids)), 0, ids.size(), batch_size,
+                   context, seed, std::move(what)) {}
 
 BatchSampler::BatchSampler(std::shared_ptr<const TokenIds> ids, std::size_t begin, std::size_t end,
                            std::size_t batch_size, std::size_t context, std::uint64_t seed,

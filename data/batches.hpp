@@ -39,10 +39,10 @@ void require_window(std::size_t size, std::size_t context, const std::string& wh
 
 /// One batch as flat row-major buffers of B * T ids.
 struct Batch {
-  std::size_t batch_size = 0;     ///< B
-  std::size_t context = 0;        ///< T
-  std::vector<std::int32_t> x;    ///< inputs, row b = x[b*T : (b+1)*T]
-  std::vector<std::int32_t> y;    ///< targets, y[b*T + t] = x[b*T + t + 1] inside the corpus
+  std::size_t batch_size = 0;       ///< B
+  std::size_t context = 0;          ///< T
+  std::vector<std::int32_t> x;      ///< inputs, row b = x[b*T : (b+1)*T]
+  std::vector<std::int32_t> y;      ///< targets, y[b*T + t] = x[b*T + t + 1] inside the corpus
   std::vector<std::size_t> starts;  ///< the window starts i_b (for tests and the inspector)
 };
 

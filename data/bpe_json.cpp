@@ -41,8 +41,8 @@ ordered_json expected_decoder() {
 }
 
 ordered_json special_token_json(int id, const char* content) {
-  return {{"id", id},          {"content", content}, {"single_word", false}, {"lstrip", false},
-          {"rstrip", false},   {"normalized", false}, {"special", true}};
+  return {{"id", id},        {"content", content},  {"single_word", false}, {"lstrip", false},
+          {"rstrip", false}, {"normalized", false}, {"special", true}};
 }
 
 }  // namespace
@@ -60,12 +60,14 @@ std::string bpe_to_json(const BpeTokenizer& tokenizer) {
   // BOS first, as Llama 2's tokenizer (and run.c, llama.cpp) add it.
   root["post_processor"] = {
       {"type", "TemplateProcessing"},
-      {"single", {{{"SpecialToken", {{"id", "<s>"}, {"type_id", 0}}}},
-                  {{"Sequence", {{"id", "A"}, {"type_id", 0}}}}}},
-      {"pair", {{{"SpecialToken", {{"id", "<s>"}, {"type_id", 0}}}},
-                {{"Sequence", {{"id", "A"}, {"type_id", 0}}}},
-                {{"SpecialToken", {{"id", "<s>"}, {"type_id", 1}}}},
-                {{"Sequence", {{"id", "B"}, {"type_id", 1}}}}}},
+      {"single",
+       {{{"SpecialToken", {{"id", "<s>"}, {"type_id", 0}}}},
+        {{"Sequence", {{"id", "A"}, {"type_id", 0}}}}}},
+      {"pair",
+       {{{"SpecialToken", {{"id", "<s>"}, {"type_id", 0}}}},
+        {{"Sequence", {{"id", "A"}, {"type_id", 0}}}},
+        {{"SpecialToken", {{"id", "<s>"}, {"type_id", 1}}}},
+        {{"Sequence", {{"id", "B"}, {"type_id", 1}}}}}},
       {"special_tokens", {{"<s>", {{"id", "<s>"}, {"ids", {1}}, {"tokens", {"<s>"}}}}}}};
   root["decoder"] = expected_decoder();
   ordered_json model;
@@ -144,8 +146,10 @@ class Reader {
         fail(fmt::format("the id of \"{}\" in the vocabulary is not a non-negative integer", key));
       const auto id = value.get<std::uint64_t>();
       if (id >= n)
-        fail(fmt::format("the vocabulary ids are not dense: \"{}\" has id {}, but {} tokens "
-                         "need ids 0..{}", key, id, n, n - 1));
+        fail(
+            fmt::format("the vocabulary ids are not dense: \"{}\" has id {}, but {} tokens "
+                        "need ids 0..{}",
+                        key, id, n, n - 1));
       if (seen[id]) fail(fmt::format("the vocabulary ids are not dense: id {} appears twice", id));
       seen[id] = true;
       texts[id] = to_u32(key);
@@ -155,14 +159,18 @@ class Reader {
     // Specials and bytes at their fixed ids.
     const std::size_t first_char = static_cast<std::size_t>(BpeTokenizer::kFirstCharId);
     if (n < first_char)
-      fail(fmt::format("the vocabulary has {} tokens; 3 specials and 256 byte tokens need at "
-                       "least {}", n, first_char));
+      fail(
+          fmt::format("the vocabulary has {} tokens; 3 specials and 256 byte tokens need at "
+                      "least {}",
+                      n, first_char));
     for (std::size_t i = 0; i < first_char; ++i) {
       const std::u32string want =
           i < 3 ? to_u32(kSpecials[i]) : to_u32(fmt::format("<0x{:02X}>", i - 3));
       if (texts[i] != want)
-        fail(fmt::format("id {} must be \"{}\" but is \"{}\" (ids 0..2 are <unk> <s> </s>, "
-                         "3..258 the bytes <0x00>..<0xFF>)", i, u32_to_utf8(want), u32_to_utf8(texts[i])));
+        fail(
+            fmt::format("id {} must be \"{}\" but is \"{}\" (ids 0..2 are <unk> <s> </s>, "
+                        "3..258 the bytes <0x00>..<0xFF>)",
+                        i, u32_to_utf8(want), u32_to_utf8(texts[i])));
     }
     check_added_tokens(field(root, "added_tokens", "the file"));
 
@@ -177,10 +185,12 @@ class Reader {
     for (std::size_t i = 0; i < n_chars; ++i) {
       const std::u32string& t = texts[first_char + i];
       if (t.size() != 1)
-        fail(fmt::format("id {} (\"{}\") should be a base character (ids {}..{}: the vocabulary "
-                         "minus the 259 reserved tokens and the {} merged ones), but it is {} "
-                         "characters long", first_char + i, u32_to_utf8(t), first_char,
-                         first_char + n_chars - 1, merges_json.size(), t.size()));
+        fail(
+            fmt::format("id {} (\"{}\") should be a base character (ids {}..{}: the vocabulary "
+                        "minus the 259 reserved tokens and the {} merged ones), but it is {} "
+                        "characters long",
+                        first_char + i, u32_to_utf8(t), first_char, first_char + n_chars - 1,
+                        merges_json.size(), t.size()));
       chars.push_back(t[0]);
     }
     std::unordered_map<std::u32string, std::int32_t> ids;
@@ -197,16 +207,21 @@ class Reader {
                            r, left, right, *part));
         *id = it->second;
         if (*id < BpeTokenizer::kFirstCharId)
-          fail(fmt::format("merge {} (\"{} {}\") refers to \"{}\", a special or byte token, "
-                           "which never merges", r, left, right, *part));
+          fail(
+              fmt::format("merge {} (\"{} {}\") refers to \"{}\", a special or byte token, "
+                          "which never merges",
+                          r, left, right, *part));
         if (static_cast<std::size_t>(*id) >= made)
-          fail(fmt::format("merge {} (\"{} {}\") refers to \"{}\" (id {}), which is not "
-                           "made before it (id {})", r, left, right, *part, *id, made));
+          fail(
+              fmt::format("merge {} (\"{} {}\") refers to \"{}\" (id {}), which is not "
+                          "made before it (id {})",
+                          r, left, right, *part, *id, made));
       }
       if (texts[made] != to_u32(left + right))
-        fail(fmt::format("merge {} (\"{} {}\") should make token {}, but that token is \"{}\" "
-                         "(merged tokens follow the base characters in merge order)",
-                         r, left, right, made, u32_to_utf8(texts[made])));
+        fail(
+            fmt::format("merge {} (\"{} {}\") should make token {}, but that token is \"{}\" "
+                        "(merged tokens follow the base characters in merge order)",
+                        r, left, right, made, u32_to_utf8(texts[made])));
       merges.push_back(m);
     }
     try {
@@ -240,7 +255,8 @@ class Reader {
     const std::set<std::pair<std::int64_t, std::string>> want = {
         {0, kSpecials[0]}, {1, kSpecials[1]}, {2, kSpecials[2]}};
     if (found != want)
-      fail("\"added_tokens\" must be exactly the three specials: 0 \"<unk>\", 1 \"<s>\", 2 \"</s>\"");
+      fail(
+          "\"added_tokens\" must be exactly the three specials: 0 \"<unk>\", 1 \"<s>\", 2 \"</s>\"");
   }
 
   std::pair<std::string, std::string> merge_parts(const json& m, std::size_t r) const {

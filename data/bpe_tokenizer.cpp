@@ -31,8 +31,9 @@ const char32_t* const kSpecialTexts[] = {U"<unk>", U"<s>", U"</s>"};
 /// "<0xHH>" with HH in upper-case hex, as SentencePiece names byte tokens.
 std::u32string byte_text(unsigned b) {
   const char* hex = "0123456789ABCDEF";
-  return std::u32string{U'<', U'0', U'x', static_cast<char32_t>(hex[b >> 4]),
-                        static_cast<char32_t>(hex[b & 15]), U'>'};
+  return std::u32string{
+      U'<', U'0', U'x', static_cast<char32_t>(hex[b >> 4]), static_cast<char32_t>(hex[b & 15]),
+      U'>'};
 }
 
 bool is_upper_hex(char32_t c) { return (c >= U'0' && c <= U'9') || (c >= U'A' && c <= U'F'); }
@@ -67,7 +68,8 @@ bool BpeTokenizer::clashes_with_reserved(const std::u32string& text) {
     const std::u32string s(special);
     if (text.find(s) != std::u32string::npos) return true;
     // A proper prefix starting with '<' or a proper suffix ending with '>', 2 characters or more.
-    if (n >= 2 && n < s.size() && (s.compare(0, n, text) == 0 || s.compare(s.size() - n, n, text) == 0))
+    if (n >= 2 && n < s.size() &&
+        (s.compare(0, n, text) == 0 || s.compare(s.size() - n, n, text) == 0))
       return true;
   }
   // Contains "<0xHH>".
@@ -85,22 +87,24 @@ BpeTokenizer::BpeTokenizer(std::vector<char32_t> chars, std::vector<BpeMerge> me
   texts_.reserve(static_cast<std::size_t>(kFirstCharId) + chars_.size() + merges_.size());
   for (const char32_t* s : kSpecialTexts) texts_.emplace_back(s);
   for (unsigned b = 0; b < 256; ++b) texts_.push_back(byte_text(b));
-  for (std::size_t i = 0; i < texts_.size(); ++i) text_ids_.emplace(texts_[i], static_cast<std::int32_t>(i));
+  for (std::size_t i = 0; i < texts_.size(); ++i)
+    text_ids_.emplace(texts_[i], static_cast<std::int32_t>(i));
 
   for (std::size_t i = 0; i < chars_.size(); ++i) {
     const char32_t c = chars_[i];
     const auto id = static_cast<std::int32_t>(texts_.size());
     if (!is_scalar_value(c))
-      throw std::invalid_argument(fmt::format(
-          "BPE vocabulary: base character {} (id {}) is not a Unicode scalar value",
-          static_cast<std::uint32_t>(c), id));
+      throw std::invalid_argument(
+          fmt::format("BPE vocabulary: base character {} (id {}) is not a Unicode scalar value",
+                      static_cast<std::uint32_t>(c), id));
     if (c == U' ')
       throw std::invalid_argument(fmt::format(
-          "BPE vocabulary: a space cannot be a base character (id {}); spaces are written '▁'", id));
+          "BPE vocabulary: a space cannot be a base character (id {}); spaces are written '▁'",
+          id));
     if (!char_ids_.emplace(c, id).second)
-      throw std::invalid_argument(fmt::format(
-          "BPE vocabulary: base character {} appears twice (ids {} and {})", describe_char(c),
-          char_ids_.at(c), id));
+      throw std::invalid_argument(
+          fmt::format("BPE vocabulary: base character {} appears twice (ids {} and {})",
+                      describe_char(c), char_ids_.at(c), id));
     texts_.emplace_back(1, c);
     text_ids_.emplace(texts_.back(), id);
   }
@@ -115,7 +119,8 @@ BpeTokenizer::BpeTokenizer(std::vector<char32_t> chars, std::vector<BpeMerge> me
             "character or merged token (ids {}..{})",
             r, id, part, kFirstCharId, id - 1));
     }
-    std::u32string text = texts_[static_cast<std::size_t>(m.left)] + texts_[static_cast<std::size_t>(m.right)];
+    std::u32string text =
+        texts_[static_cast<std::size_t>(m.left)] + texts_[static_cast<std::size_t>(m.right)];
     if (text.find(kSpace, 1) != std::u32string::npos)
       throw std::invalid_argument(fmt::format(
           "BPE vocabulary: merge {} makes \"{}\", with a '▁' after its start (a '▁' may only "
@@ -127,9 +132,9 @@ BpeTokenizer::BpeTokenizer(std::vector<char32_t> chars, std::vector<BpeMerge> me
           "(contains one, or is a beginning or end of one)",
           r, u32_to_utf8(text)));
     if (!text_ids_.emplace(text, id).second)
-      throw std::invalid_argument(fmt::format(
-          "BPE vocabulary: merge {} makes \"{}\", already token {}", r, u32_to_utf8(text),
-          text_ids_.at(text)));
+      throw std::invalid_argument(
+          fmt::format("BPE vocabulary: merge {} makes \"{}\", already token {}", r,
+                      u32_to_utf8(text), text_ids_.at(text)));
     texts_.push_back(std::move(text));
   }
 
@@ -179,9 +184,9 @@ BpeTokenizer BpeTokenizer::train(const std::u32string& text, std::size_t vocab_s
   std::unordered_map<char32_t, std::size_t> char_counts;
   for (std::size_t i = 0; i < norm.size(); ++i) {
     if (!is_scalar_value(norm[i]))
-      throw std::invalid_argument(fmt::format(
-          "BPE training: character {} at position {} is not a Unicode scalar value",
-          static_cast<std::uint32_t>(norm[i]), i));
+      throw std::invalid_argument(
+          fmt::format("BPE training: character {} at position {} is not a Unicode scalar value",
+                      static_cast<std::uint32_t>(norm[i]), i));
     ++char_counts[norm[i]];
   }
   std::vector<std::pair<char32_t, std::size_t>> by_count(char_counts.begin(), char_counts.end());
@@ -273,7 +278,8 @@ BpeTokenizer BpeTokenizer::train(const std::u32string& text, std::size_t vocab_s
       if (refused.count(top.key)) continue;
       const auto l = static_cast<std::int32_t>(top.key >> 32);
       const auto r = static_cast<std::int32_t>(top.key & 0xFFFFFFFFu);
-      const std::u32string t = texts[static_cast<std::size_t>(l)] + texts[static_cast<std::size_t>(r)];
+      const std::u32string t =
+          texts[static_cast<std::size_t>(l)] + texts[static_cast<std::size_t>(r)];
       if (merged_texts.count(t) || clashes_with_reserved(t)) {
         refused.insert(top.key);
         continue;
@@ -362,7 +368,9 @@ const std::u32string& BpeTokenizer::token_text32(std::int32_t id) const {
   return texts_[static_cast<std::size_t>(id)];
 }
 
-std::string BpeTokenizer::token_text(std::int32_t id) const { return u32_to_utf8(token_text32(id)); }
+std::string BpeTokenizer::token_text(std::int32_t id) const {
+  return u32_to_utf8(token_text32(id));
+}
 
 float BpeTokenizer::score(std::int32_t id) const {
   check_id(id);
@@ -477,7 +485,8 @@ void BpeTokenizer::encode_into(const std::u32string& text, Ids& ids) const {
     if (it == cache.end()) {
       const auto offset = static_cast<std::uint32_t>(pool.size());
       encode_word(w.data(), w.size(), pool, scratch);
-      it = cache.emplace(w, std::pair{offset, static_cast<std::uint32_t>(pool.size() - offset)}).first;
+      it = cache.emplace(w, std::pair{offset, static_cast<std::uint32_t>(pool.size() - offset)})
+               .first;
     }
     const std::int32_t* p = pool.data() + it->second.first;
     for (std::uint32_t k = 0; k < it->second.second; ++k) ids.push_back(p[k]);
@@ -502,7 +511,8 @@ TokenIds BpeTokenizer::encode_compact(const std::u32string& text) const {
 
 // ---- decoding ---------------------------------------------------------------------------------
 
-std::u32string BpeTokenizer::decode(const std::vector<std::int32_t>& ids, bool drop_dummy_prefix) const {
+std::u32string BpeTokenizer::decode(const std::vector<std::int32_t>& ids,
+                                    bool drop_dummy_prefix) const {
   std::u32string out;
   std::string bytes;  // a run of byte tokens, reassembled into UTF-8
   auto flush = [&] {
@@ -532,7 +542,8 @@ std::u32string BpeTokenizer::decode(const std::vector<std::int32_t>& ids, bool d
   return out;
 }
 
-std::string BpeTokenizer::decode_utf8(const std::vector<std::int32_t>& ids, bool drop_dummy_prefix) const {
+std::string BpeTokenizer::decode_utf8(const std::vector<std::int32_t>& ids,
+                                      bool drop_dummy_prefix) const {
   return u32_to_utf8(decode(ids, drop_dummy_prefix));
 }
 

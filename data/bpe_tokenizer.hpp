@@ -87,9 +87,9 @@ struct BpeMerge {
 /// A trained BPE vocabulary and its encoder/decoder (see the file comment for the rules).
 class BpeTokenizer {
  public:
-  static constexpr std::int32_t kUnknownId = 0;  ///< "<unk>"
-  static constexpr std::int32_t kBosId = 1;      ///< "<s>"
-  static constexpr std::int32_t kEosId = 2;      ///< "</s>"
+  static constexpr std::int32_t kUnknownId = 0;      ///< "<unk>"
+  static constexpr std::int32_t kBosId = 1;          ///< "<s>"
+  static constexpr std::int32_t kEosId = 2;          ///< "</s>"
   static constexpr std::int32_t kFirstByteId = 3;    ///< "<0x00>"; byte b has id b + 3
   static constexpr std::int32_t kFirstCharId = 259;  ///< the first base character
   static constexpr char32_t kSpaceMark = U'\u2581';  ///< '▁', a space in token texts
@@ -123,7 +123,9 @@ class BpeTokenizer {
   /// The merges in order; merges()[r] makes id first_merge_id() + r.
   const std::vector<BpeMerge>& merges() const { return merges_; }
   /// Id of the first merged token (259 + chars().size()).
-  std::int32_t first_merge_id() const { return kFirstCharId + static_cast<std::int32_t>(chars_.size()); }
+  std::int32_t first_merge_id() const {
+    return kFirstCharId + static_cast<std::int32_t>(chars_.size());
+  }
 
   /// A token's text as the vocabulary stores it (UTF-8): "<s>", "<0x41>", "▁de".
   /// Throws std::out_of_range for an id outside [0, vocab_size()).
@@ -144,7 +146,8 @@ class BpeTokenizer {
   /// an id outside [0, vocab_size()).
   std::u32string decode(const std::vector<std::int32_t>& ids, bool drop_dummy_prefix = true) const;
   /// Ids -> UTF-8.
-  std::string decode_utf8(const std::vector<std::int32_t>& ids, bool drop_dummy_prefix = true) const;
+  std::string decode_utf8(const std::vector<std::int32_t>& ids,
+                          bool drop_dummy_prefix = true) const;
 
  private:
   struct Scratch;  // buffers reused across the words of one encode call
@@ -176,7 +179,9 @@ class BpeTokenizer {
   std::uint64_t pair_mask_ = 0;
   int pair_shift_ = 63;
   /// Fibonacci hashing: the top bits of key * 2^64/phi.
-  std::uint64_t pair_slot(std::uint64_t key) const { return (key * 0x9E3779B97F4A7C15ull) >> pair_shift_; }
+  std::uint64_t pair_slot(std::uint64_t key) const {
+    return (key * 0x9E3779B97F4A7C15ull) >> pair_shift_;
+  }
   std::int32_t pair_token(std::uint64_t key) const {
     if (pair_table_.empty()) return -1;
     for (std::uint64_t i = pair_slot(key);; i = (i + 1) & pair_mask_) {

@@ -25,7 +25,8 @@ class DuplicateKeyError : public std::runtime_error {
 template <class Iterator>
 nlohmann::json parse_json_no_duplicate_keys(Iterator first, Iterator last) {
   std::vector<std::set<std::string>> keys;  // the keys seen in each open object
-  auto callback = [&keys](int /*depth*/, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+  auto callback = [&keys](int /*depth*/, nlohmann::json::parse_event_t event,
+                          nlohmann::json& parsed) {
     using E = nlohmann::json::parse_event_t;
     if (event == E::object_start) {
       keys.emplace_back();

@@ -101,10 +101,18 @@ std::string describe_char(char32_t c) {
   const auto cp = static_cast<std::uint32_t>(c);
   std::string shown;
   switch (cp) {
-    case '\n': shown = "\\n"; break;
-    case '\r': shown = "\\r"; break;
-    case '\t': shown = "\\t"; break;
-    case 0: shown = "\\0"; break;
+    case '\n':
+      shown = "\\n";
+      break;
+    case '\r':
+      shown = "\\r";
+      break;
+    case '\t':
+      shown = "\\t";
+      break;
+    case 0:
+      shown = "\\0";
+      break;
     default:
       if (cp < 0x20 || cp == 0x7F || !utf8::internal::is_code_point_valid(cp)) {
         shown = "?";
@@ -125,8 +133,8 @@ std::u32string load_text(const std::string& path, TextInfo* info) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     const int e = errno;
-    throw std::runtime_error(fmt::format("cannot read text file '{}': {}", path,
-                                         e ? std::strerror(e) : "cannot open"));
+    throw std::runtime_error(
+        fmt::format("cannot read text file '{}': {}", path, e ? std::strerror(e) : "cannot open"));
   }
   // Read in chunks, checking each for NUL as it arrives and the total against kMaxTextBytes, so
   // that an endless or huge input (/dev/zero, /dev/urandom, a disk image) stops at once instead
@@ -161,13 +169,14 @@ std::u32string load_text(const std::string& path, TextInfo* info) {
   local.bytes = bytes.size();
 
   if (bytes.empty()) {
-    throw std::runtime_error(fmt::format(
-        "text file '{}' is empty: a corpus needs some text", path));
+    throw std::runtime_error(
+        fmt::format("text file '{}' is empty: a corpus needs some text", path));
   }
 
   std::size_t start = 0;
   if (bytes.size() >= 3 && static_cast<unsigned char>(bytes[0]) == 0xEF &&
-      static_cast<unsigned char>(bytes[1]) == 0xBB && static_cast<unsigned char>(bytes[2]) == 0xBF) {
+      static_cast<unsigned char>(bytes[1]) == 0xBB &&
+      static_cast<unsigned char>(bytes[2]) == 0xBF) {
     local.had_bom = true;
     start = 3;
   }
@@ -176,8 +185,9 @@ std::u32string load_text(const std::string& path, TextInfo* info) {
   std::u32string decoded;
   Utf8Failure failure;
   if (!decode_utf8(bytes, start, decoded, failure)) {
-    throw Utf8Error(fmt::format("file '{}' is not valid UTF-8: {}", path, describe_failure(failure)),
-                    failure.offset);
+    throw Utf8Error(
+        fmt::format("file '{}' is not valid UTF-8: {}", path, describe_failure(failure)),
+        failure.offset);
   }
 
   std::string().swap(bytes);  // the file's bytes are no longer needed: free them now

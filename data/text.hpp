@@ -31,9 +31,9 @@ std::string describe_char(char32_t c);
 
 /// What load_text did to the raw file, so callers can say it once in the log.
 struct TextInfo {
-  bool had_bom = false;             ///< a leading UTF-8 BOM was dropped
-  std::size_t crlf_converted = 0;   ///< number of CRLF pairs turned into LF
-  std::size_t bytes = 0;            ///< size of the file in bytes
+  bool had_bom = false;            ///< a leading UTF-8 BOM was dropped
+  std::size_t crlf_converted = 0;  ///< number of CRLF pairs turned into LF
+  std::size_t bytes = 0;           ///< size of the file in bytes
 };
 
 /// Largest text file load_text accepts, in bytes (the decoded text takes 4 bytes per character).

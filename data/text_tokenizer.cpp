@@ -12,10 +12,13 @@ TokenizerKind tokenizer_kind_from_name(const std::string& name) {
   if (name == "char") return TokenizerKind::kChar;
   if (name == "bpe") return TokenizerKind::kBpe;
   throw std::invalid_argument(fmt::format(
-      "unknown tokenizer \"{}\": use \"char\" (one token per character) or \"bpe\" (subwords)", name));
+      "unknown tokenizer \"{}\": use \"char\" (one token per character) or \"bpe\" (subwords)",
+      name));
 }
 
-const char* tokenizer_kind_name(TokenizerKind kind) { return kind == TokenizerKind::kChar ? "char" : "bpe"; }
+const char* tokenizer_kind_name(TokenizerKind kind) {
+  return kind == TokenizerKind::kChar ? "char" : "bpe";
+}
 
 std::size_t TextTokenizer::vocab_size() const {
   return std::visit([](const auto& t) { return t.vocab_size(); }, impl_);

@@ -28,7 +28,9 @@ class TextTokenizer {
   explicit TextTokenizer(Tokenizer chars) : impl_(std::move(chars)) {}
   explicit TextTokenizer(BpeTokenizer bpe) : impl_(std::move(bpe)) {}
 
-  TokenizerKind kind() const { return impl_.index() == 0 ? TokenizerKind::kChar : TokenizerKind::kBpe; }
+  TokenizerKind kind() const {
+    return impl_.index() == 0 ? TokenizerKind::kChar : TokenizerKind::kBpe;
+  }
   /// Number of ids.
   std::size_t vocab_size() const;
   /// Text -> ids. Character tokenizer: a character outside its vocabulary throws

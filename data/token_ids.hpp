@@ -28,9 +28,12 @@ class TokenIds {
   /// The id at `i` (no bounds check, like std::vector::operator[]).
   std::int32_t operator[](std::size_t i) const {
     switch (width_) {
-      case 1: return u8_[i];
-      case 2: return u16_[i];
-      default: return i32_[i];
+      case 1:
+        return u8_[i];
+      case 2:
+        return u16_[i];
+      default:
+        return i32_[i];
     }
   }
   /// 1, 2 or 4.

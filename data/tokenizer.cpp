@@ -53,8 +53,8 @@ std::int32_t Tokenizer::id_of(char32_t c) const {
 
 char32_t Tokenizer::char_of(std::int32_t id) const {
   if (id < 0 || static_cast<std::size_t>(id) >= vocab_size()) {
-    throw std::out_of_range(
-        fmt::format("token id {} is outside the vocabulary (valid ids: 0..{})", id, vocab_size() - 1));
+    throw std::out_of_range(fmt::format("token id {} is outside the vocabulary (valid ids: 0..{})",
+                                        id, vocab_size() - 1));
   }
   if (id == kUnknownId) return U'\uFFFD';
   return chars_[static_cast<std::size_t>(id) - 1];
@@ -89,8 +89,9 @@ void encode_into(Ids& ids, const std::u32string& text, bool map_unknown, std::si
 TokenIds Tokenizer::encode_compact(const std::u32string& text, bool map_unknown,
                                    std::size_t* unknown_count) const {
   TokenIds ids(vocab_size());
-  encode_into(ids, text, map_unknown, unknown_count, [this](char32_t c) { return id_of(c); },
-              chars_.size());
+  encode_into(
+      ids, text, map_unknown, unknown_count, [this](char32_t c) { return id_of(c); },
+      chars_.size());
   return ids;
 }
 

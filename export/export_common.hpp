@@ -18,10 +18,10 @@ class ExportError : public std::runtime_error {
 
 /// Facts about the checkpoint that go into the exported file next to the weights.
 struct ExportInfo {
-  std::string name;      ///< model name (glass export uses the checkpoint directory's name)
-  std::string step;      ///< training step of the weights ("" when unknown)
+  std::string name;         ///< model name (glass export uses the checkpoint directory's name)
+  std::string step;         ///< training step of the weights ("" when unknown)
   std::size_t context = 0;  ///< training context T: the longest sequence the model was trained on
-  std::string data;      ///< file name of the training text ("" when unknown)
+  std::string data;         ///< file name of the training text ("" when unknown)
 };
 
 }  // namespace glass

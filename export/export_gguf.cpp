@@ -41,11 +41,25 @@ struct Writer {
     str(k);
     pod<std::uint32_t>(type);
   }
-  void kv_u32(const std::string& k, std::uint32_t v) { key(k, kU32); pod(v); }
-  void kv_f32(const std::string& k, float v) { key(k, kF32); pod(v); }
-  void kv_bool(const std::string& k, bool v) { key(k, kBool); pod<std::uint8_t>(v ? 1 : 0); }
-  void kv_str(const std::string& k, const std::string& v) { key(k, kString); str(v); }
-  void pad_to(std::size_t alignment) { bytes.append((alignment - bytes.size() % alignment) % alignment, '\0'); }
+  void kv_u32(const std::string& k, std::uint32_t v) {
+    key(k, kU32);
+    pod(v);
+  }
+  void kv_f32(const std::string& k, float v) {
+    key(k, kF32);
+    pod(v);
+  }
+  void kv_bool(const std::string& k, bool v) {
+    key(k, kBool);
+    pod<std::uint8_t>(v ? 1 : 0);
+  }
+  void kv_str(const std::string& k, const std::string& v) {
+    key(k, kString);
+    str(v);
+  }
+  void pad_to(std::size_t alignment) {
+    bytes.append((alignment - bytes.size() % alignment) % alignment, '\0');
+  }
 };
 
 /// One tensor of the file: llama.cpp's name, its shape as PyTorch writes it (slowest axis
@@ -77,8 +91,10 @@ std::string gguf_bytes(const LoadedModel& loaded, const ExportInfo& info) {
   const ModelConfig& c = loaded.config;
   const Decoder& m = *loaded.model;
   if (info.context == 0 || info.context > c.context_length)
-    throw ExportError(fmt::format("the training context {} must be between 1 and the model's "
-                                  "context_length {}", info.context, c.context_length));
+    throw ExportError(
+        fmt::format("the training context {} must be between 1 and the model's "
+                    "context_length {}",
+                    info.context, c.context_length));
 
   // The vocabulary (see the header for the layout).
   std::vector<std::string> tokens{"<unk>"};
@@ -87,9 +103,10 @@ std::string gguf_bytes(const LoadedModel& loaded, const ExportInfo& info) {
   for (std::size_t i = 0; i < loaded.tokenizer.chars().size(); ++i) {
     const char32_t ch = loaded.tokenizer.chars()[i];
     if (ch == U'\u2581')
-      throw ExportError("the vocabulary holds U+2581 (LOWER ONE EIGHTH BLOCK), the character a "
-                        "llama (SentencePiece) vocabulary uses for the space; GGUF export cannot "
-                        "tell the two apart");
+      throw ExportError(
+          "the vocabulary holds U+2581 (LOWER ONE EIGHTH BLOCK), the character a "
+          "llama (SentencePiece) vocabulary uses for the space; GGUF export cannot "
+          "tell the two apart");
     tokens.push_back(ch == U' ' ? std::string("\u2581") : char_to_utf8(ch));
     scores.push_back(-static_cast<float>(i + 1));  // most frequent first, as ids are
     types.push_back(kNormal);
@@ -97,7 +114,10 @@ std::string gguf_bytes(const LoadedModel& loaded, const ExportInfo& info) {
   const std::size_t V = tokens.size();
   tokens.push_back("<s>");
   tokens.push_back("</s>");
-  for (int k = 0; k < 2; ++k) { scores.push_back(0.0f); types.push_back(kControl); }
+  for (int k = 0; k < 2; ++k) {
+    scores.push_back(0.0f);
+    types.push_back(kControl);
+  }
   for (int b = 0; b < 256; ++b) {
     tokens.push_back(fmt::format("<0x{:02X}>", b));
     scores.push_back(0.0f);
@@ -182,7 +202,8 @@ std::string gguf_bytes(const LoadedModel& loaded, const ExportInfo& info) {
   }
   out.pad_to(kAlignment);
   for (const GgufTensor& t : tensors) {
-    out.bytes.append(reinterpret_cast<const char*>(t.values.data()), t.values.size() * sizeof(float));
+    out.bytes.append(reinterpret_cast<const char*>(t.values.data()),
+                     t.values.size() * sizeof(float));
     out.pad_to(kAlignment);
   }
   return out.bytes;

@@ -28,7 +28,9 @@ struct Writer {
     std::memcpy(b, &v, sizeof(T));
     bytes.append(b, sizeof(T));
   }
-  void floats(const float* p, std::size_t n) { bytes.append(reinterpret_cast<const char*>(p), n * sizeof(float)); }
+  void floats(const float* p, std::size_t n) {
+    bytes.append(reinterpret_cast<const char*>(p), n * sizeof(float));
+  }
   void array(const Array& a) { floats(a.data(), a.size()); }
 };
 
@@ -46,19 +48,24 @@ Llama2cFiles llama2c_bytes(const LoadedModel& loaded, const ExportInfo& info) {
   const ModelConfig& c = loaded.config;
   const Decoder& m = *loaded.model;
   if (c.rope_base != kRunCRopeBase)
-    throw ExportError(fmt::format("llama2.c's run.c computes RoPE with base 10000; this model was "
-                                  "trained with rope_base {} and would give other numbers there",
-                                  c.rope_base));
+    throw ExportError(
+        fmt::format("llama2.c's run.c computes RoPE with base 10000; this model was "
+                    "trained with rope_base {} and would give other numbers there",
+                    c.rope_base));
   if (std::abs(c.norm_eps - kRunCNormEps) > 1e-12)
-    throw ExportError(fmt::format("llama2.c's run.c computes RMSNorm with eps 1e-5; this model was "
-                                  "trained with norm_eps {} and would give other numbers there",
-                                  c.norm_eps));
+    throw ExportError(
+        fmt::format("llama2.c's run.c computes RMSNorm with eps 1e-5; this model was "
+                    "trained with norm_eps {} and would give other numbers there",
+                    c.norm_eps));
   if (!loaded.tokenizer.contains(U'\n'))
-    throw ExportError("the vocabulary has no newline, whose embedding the llama2.c start token "
-                      "<s> takes; llama2.c export needs a model trained on text with newlines");
+    throw ExportError(
+        "the vocabulary has no newline, whose embedding the llama2.c start token "
+        "<s> takes; llama2.c export needs a model trained on text with newlines");
   if (info.context == 0 || info.context > c.context_length)
-    throw ExportError(fmt::format("the training context {} must be between 1 and the model's "
-                                  "context_length {}", info.context, c.context_length));
+    throw ExportError(
+        fmt::format("the training context {} must be between 1 and the model's "
+                    "context_length {}",
+                    info.context, c.context_length));
 
   const std::size_t newline = static_cast<std::size_t>(loaded.tokenizer.id_of(U'\n'));
   const std::size_t vocab = c.vocab_size + 1;  // + "<s>"
@@ -86,8 +93,9 @@ Llama2cFiles llama2c_bytes(const LoadedModel& loaded, const ExportInfo& info) {
   for (int part = 0; part < 2; ++part)
     for (std::size_t pos = 0; pos < seq_len; ++pos)
       for (std::size_t i = 0; i < head_dim / 2; ++i) {
-        const double angle = static_cast<double>(pos) *
-                             std::pow(kRunCRopeBase, -2.0 * static_cast<double>(i) / static_cast<double>(head_dim));
+        const double angle =
+            static_cast<double>(pos) *
+            std::pow(kRunCRopeBase, -2.0 * static_cast<double>(i) / static_cast<double>(head_dim));
         w.pod(static_cast<float>(part == 0 ? std::cos(angle) : std::sin(angle)));
       }
   write_table(w, m.output.weight.value(), /*bos_row=*/0);  // "<s>" scores as "<unk>"

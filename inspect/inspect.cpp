@@ -74,8 +74,10 @@ Inspection inspect(const LoadedModel& loaded, const std::u32string& prompt, bool
   if (!unknown.empty() && !allow_unknown) {
     // The first few, and how many: a long prompt in another script would list hundreds.
     constexpr std::size_t kShown = 5;
-    std::vector<std::string> shown(unknown.begin(), unknown.begin() + static_cast<long>(std::min(kShown, unknown.size())));
-    if (unknown.size() > kShown) shown.push_back(fmt::format("and {} more", unknown.size() - kShown));
+    std::vector<std::string> shown(
+        unknown.begin(), unknown.begin() + static_cast<long>(std::min(kShown, unknown.size())));
+    if (unknown.size() > kShown)
+      shown.push_back(fmt::format("and {} more", unknown.size() - kShown));
     throw InspectError(fmt::format(
         "the prompt has {} character(s) outside the model's vocabulary of {} characters: {}\n"
         "(--allow-unknown maps them to the unknown id 0)",
@@ -123,8 +125,8 @@ Inspection inspect(const LoadedModel& loaded, const std::u32string& prompt, bool
 
 std::vector<std::string> snapshot_choices(const Inspection& ins, std::size_t layer) {
   if (layer >= ins.config.n_layers)
-    throw InspectError(fmt::format("layer {} is out of range: the model has {} layers (0..{})", layer,
-                                   ins.config.n_layers, ins.config.n_layers - 1));
+    throw InspectError(fmt::format("layer {} is out of range: the model has {} layers (0..{})",
+                                   layer, ins.config.n_layers, ins.config.n_layers - 1));
   const std::string prefix = layer_prefix(layer);
   std::vector<std::string> choices;
   for (const auto& [name, value] : ins.snapshots)
@@ -168,9 +170,9 @@ HeadView head_view(const Inspection& ins, std::size_t layer, std::size_t head,
     if (axis == HeadAxis::kv) {
       index = head / group;
       view.kv_head = index;
-      view.note = fmt::format(
-          "GQA: {} query heads share each KV head; query head {} uses KV head {} of {}", group, head,
-          index, config.n_kv_heads);
+      view.note =
+          fmt::format("GQA: {} query heads share each KV head; query head {} uses KV head {} of {}",
+                      group, head, index, config.n_kv_heads);
     }
     if (index >= a.shape(0))
       throw InspectError(fmt::format("snapshot {} has only {} heads", full, a.shape(0)));
@@ -180,8 +182,9 @@ HeadView head_view(const Inspection& ins, std::size_t layer, std::size_t head,
     view.values = a;
   }
   if (name == "attn.scores")
-    view.note = "scores are taken before the causal mask: entries with j > i are replaced by -inf "
-                "next, so they get weight 0 in attn.softmax";
+    view.note =
+        "scores are taken before the causal mask: entries with j > i are replaced by -inf "
+        "next, so they get weight 0 in attn.softmax";
   return view;
 }
 
@@ -203,8 +206,8 @@ Summary summarize(const Array& values) {
 
 std::vector<TopToken> top_k(const Inspection& ins, std::size_t position, std::size_t k) {
   if (position >= ins.n())
-    throw InspectError(fmt::format("position {} is out of range: the prompt has {} positions",
-                                   position, ins.n()));
+    throw InspectError(
+        fmt::format("position {} is out of range: the prompt has {} positions", position, ins.n()));
   const std::size_t vocab = ins.probs.shape(1);
   const Scalar* row = ins.probs.data() + position * vocab;
   std::vector<std::int32_t> ids(vocab);
@@ -216,7 +219,8 @@ std::vector<TopToken> top_k(const Inspection& ins, std::size_t position, std::si
                     });
   std::vector<TopToken> out;
   for (std::size_t r = 0; r < k; ++r)
-    out.push_back({ids[r], ins.vocab.at(static_cast<std::size_t>(ids[r])), static_cast<double>(row[ids[r]])});
+    out.push_back(
+        {ids[r], ins.vocab.at(static_cast<std::size_t>(ids[r])), static_cast<double>(row[ids[r]])});
   return out;
 }
 

@@ -38,12 +38,12 @@ class InspectError : public std::runtime_error {
 /// "layers.L.attn.q", ..., "layers.L.out"; "logits" and "probs" are kept apart.
 struct Inspection {
   ModelConfig config;
-  std::u32string prompt;              ///< the prompt's characters (one token each)
-  std::vector<std::int32_t> tokens;   ///< (n) token ids
-  std::vector<char32_t> vocab;        ///< vocab[id] = character of id; vocab[0] = U+FFFD (unknown)
+  std::u32string prompt;             ///< the prompt's characters (one token each)
+  std::vector<std::int32_t> tokens;  ///< (n) token ids
+  std::vector<char32_t> vocab;       ///< vocab[id] = character of id; vocab[0] = U+FFFD (unknown)
   std::vector<std::pair<std::string, Array>> snapshots;  ///< every tracer snapshot, recording order
-  Array logits;                       ///< (n, V) next-token logits at every position
-  Array probs;                        ///< (n, V) softmax of the logits (rows sum to 1)
+  Array logits;  ///< (n, V) next-token logits at every position
+  Array probs;   ///< (n, V) softmax of the logits (rows sum to 1)
 
   std::size_t n() const { return tokens.size(); }
   /// True when a snapshot of that full name (e.g. "layers.0.attn.q") was recorded.
@@ -72,8 +72,8 @@ std::string full_snapshot_name(const Inspection& inspection, std::size_t layer,
 
 /// What the axes of a snapshot mean after choosing a head.
 struct HeadView {
-  Array values;              ///< 1-D or 2-D: the chosen head's slice (or the whole snapshot)
-  std::string rows, cols;    ///< axis meaning, e.g. "query position i" / "key position j"
+  Array values;                     ///< 1-D or 2-D: the chosen head's slice (or the whole snapshot)
+  std::string rows, cols;           ///< axis meaning, e.g. "query position i" / "key position j"
   bool rows_are_positions = false;  ///< label rows with the prompt's characters
   bool cols_are_positions = false;  ///< label columns with the prompt's characters
   bool cols_are_vocab = false;      ///< label columns with vocabulary characters (logits, probs)

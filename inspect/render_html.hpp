@@ -13,11 +13,11 @@ namespace glass {
 
 /// Options of the HTML page.
 struct HtmlOptions {
-  std::size_t layer = 0, head = 0;   ///< initially selected
-  std::size_t top_k = 5;             ///< next-token bars per position
+  std::size_t layer = 0, head = 0;  ///< initially selected
+  std::size_t top_k = 5;            ///< next-token bars per position
   std::string title = "GlassLLM inspector";
-  std::string checkpoint;            ///< shown on the page
-  std::vector<LossPoint> loss;       ///< the training curve (empty: no curve)
+  std::string checkpoint;       ///< shown on the page
+  std::vector<LossPoint> loss;  ///< the training curve (empty: no curve)
 };
 
 /// One self-contained HTML page that needs no network: web/ (built into the

@@ -24,7 +24,8 @@ ordered_json nested(const Scalar* data, const std::vector<std::size_t>& shape, s
     return std::isfinite(v) ? ordered_json(v) : ordered_json(nullptr);
   }
   ordered_json list = ordered_json::array();
-  for (std::size_t i = 0; i < shape[axis]; ++i) list.push_back(nested(data, shape, axis + 1, offset));
+  for (std::size_t i = 0; i < shape[axis]; ++i)
+    list.push_back(nested(data, shape, axis + 1, offset));
   return list;
 }
 

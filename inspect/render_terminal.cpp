@@ -79,7 +79,8 @@ std::string render_table(const Array& values, const std::vector<std::string>& ro
   std::size_t label_w = display_width(header_caption);
   for (const auto& label : row_labels) label_w = std::max(label_w, display_width(label));
 
-  const std::size_t fit = std::max<std::size_t>(1, (width > label_w + 2 ? width - label_w - 2 : 0) / (cell_w + 1));
+  const std::size_t fit =
+      std::max<std::size_t>(1, (width > label_w + 2 ? width - label_w - 2 : 0) / (cell_w + 1));
   const std::size_t per_block = balanced_block(cols, fit);
   std::string out;
   for (std::size_t c0 = 0; c0 < cols; c0 += per_block) {
@@ -102,7 +103,8 @@ std::string render_table(const Array& values, const std::vector<std::string>& ro
 
 /// 256-colour palette from light to dark (xterm colour cube: white -> blue).
 const std::vector<int>& color_ramp() {
-  static const std::vector<int> ramp = {231, 195, 189, 153, 147, 111, 75, 69, 33, 27, 26, 20, 19, 18, 17};
+  static const std::vector<int> ramp = {231, 195, 189, 153, 147, 111, 75, 69,
+                                        33,  27,  26,  20,  19,  18,  17};
   return ramp;
 }
 
@@ -126,7 +128,6 @@ const char* kAttentionVsProbabilities =
     "A high attention weight alone is not an explanation of the prediction: the mixed values still\n"
     "pass through W_O, the residual stream, SwiGLU and the later layers before the LM head.\n";
 
-
 }  // namespace
 
 std::string render_heatmap(const Array& values, const std::vector<std::string>& row_labels,
@@ -137,7 +138,8 @@ std::string render_heatmap(const Array& values, const std::vector<std::string>& 
   std::size_t label_w = 0;
   for (const auto& label : row_labels) label_w = std::max(label_w, display_width(label));
   const std::size_t per_block = balanced_block(
-      cols, std::max<std::size_t>(1, (options.width > label_w + 3 ? options.width - label_w - 3 : 0) / 2));
+      cols, std::max<std::size_t>(
+                1, (options.width > label_w + 3 ? options.width - label_w - 3 : 0) / 2));
   std::string out;
   for (std::size_t c0 = 0; c0 < cols; c0 += per_block) {
     const std::size_t c1 = std::min(cols, c0 + per_block);
@@ -146,7 +148,8 @@ std::string render_heatmap(const Array& values, const std::vector<std::string>& 
     out += std::string(label_w, ' ') + "  ";
     for (std::size_t c = c0; c < c1; ++c) out += std::to_string(c % 10) + " ";
     out += "\n" + std::string(label_w, ' ') + "  ";
-    for (std::size_t c = c0; c < c1; ++c) out += pad_right(c < col_labels.size() ? col_labels[c] : "", 2);
+    for (std::size_t c = c0; c < c1; ++c)
+      out += pad_right(c < col_labels.size() ? col_labels[c] : "", 2);
     out += "\n";
     for (std::size_t r = 0; r < rows; ++r) {
       out += pad_right(r < row_labels.size() ? row_labels[r] : "", label_w) + " ";
@@ -229,19 +232,21 @@ std::string snapshot_rows(const Inspection& ins, std::size_t layer) {
 /// The k most probable next tokens after the whole prompt, as bars of up to 40 blocks.
 std::string next_token_bars(const Inspection& ins, std::size_t k) {
   const std::vector<TopToken> top = top_k(ins, ins.n() - 1, k);
-  std::string out = fmt::format("\nNext-token probabilities after {} (top {} of {} vocabulary entries):\n",
-                                quoted_prompt(ins.prompt), top.size(), ins.probs.shape(1));
+  std::string out =
+      fmt::format("\nNext-token probabilities after {} (top {} of {} vocabulary entries):\n",
+                  quoted_prompt(ins.prompt), top.size(), ins.probs.shape(1));
   double total = 0;
   for (std::size_t r = 0; r < top.size(); ++r) {
     const TopToken& t = top[r];
     total += t.prob;
     std::string label = t.id == 0 ? "<unk>" : "'" + visible_char(t.character) + "'";
-    const double shown = t.prob > 0 ? std::min(t.prob, 1.0) : 0.0;  // NaN -> no bar (not 2^63 blocks)
+    const double shown =
+        t.prob > 0 ? std::min(t.prob, 1.0) : 0.0;  // NaN -> no bar (not 2^63 blocks)
     std::size_t bar = static_cast<std::size_t>(std::lround(shown * 40));
     std::string bars;
     for (std::size_t b = 0; b < bar; ++b) bars += "█";
-    out += fmt::format("  {:>2}. {} id {:>4}  {:.4f}  {}\n", r + 1, pad_right(label, 7), t.id, t.prob,
-                       bars);
+    out += fmt::format("  {:>2}. {} id {:>4}  {:.4f}  {}\n", r + 1, pad_right(label, 7), t.id,
+                       t.prob, bars);
   }
   out += fmt::format("  (these {} together: {:.4f}; the other {} entries share the rest)\n",
                      top.size(), total, ins.probs.shape(1) - top.size());
@@ -261,9 +266,8 @@ std::string render_overview(const Inspection& ins, std::size_t layer, std::size_
   out += fmt::format("Prompt: {} ({} characters = {} tokens)\n", quoted_prompt(ins.prompt),
                      ins.prompt.size(), ins.n());
   out += prompt_rows(ins);
-  out += fmt::format(
-      "\nLayer {} snapshots (batch axis removed; n = {} positions, m = {} keys):\n", layer, ins.n(),
-      ins.n());
+  out += fmt::format("\nLayer {} snapshots (batch axis removed; n = {} positions, m = {} keys):\n",
+                     layer, ins.n(), ins.n());
   out += snapshot_rows(ins, layer);
   out += next_token_bars(ins, k);
   out += "\n";
@@ -286,8 +290,9 @@ std::string render_snapshot(const Inspection& ins, std::size_t layer, std::size_
   std::string out = fmt::format("{}  shape {}: {}\n", full, shape_text(whole), meaning_of(name));
   if (view.per_head) {
     const bool kv = snapshot_info(name) && snapshot_info(name)->head_axis == HeadAxis::kv;
-    out += kv ? fmt::format("KV head {} (for query head {}) of {}", view.kv_head, head, whole.shape(0))
-              : fmt::format("head {} of {}", head, whole.shape(0));
+    out +=
+        kv ? fmt::format("KV head {} (for query head {}) of {}", view.kv_head, head, whole.shape(0))
+           : fmt::format("head {} of {}", head, whole.shape(0));
     out += fmt::format(": {}", shape_text(view.values));
   } else {
     out += fmt::format("no head axis: the whole snapshot {}", shape_text(view.values));
@@ -328,12 +333,14 @@ std::string render_snapshot(const Inspection& ins, std::size_t layer, std::size_
       lo = s.min;
       hi = s.max;
     }
-    out += fmt::format("\nHeatmap of {} (rows = query position i, columns = key position j; "
-                       "darker = larger):\n",
-                       name);
+    out += fmt::format(
+        "\nHeatmap of {} (rows = query position i, columns = key position j; "
+        "darker = larger):\n",
+        name);
     out += render_heatmap(view.values, row_labels, col_chars, lo, hi, options, softmax);
   }
-  if (name == "attn.softmax" || name == "probs" || name == "logits") out += "\n" + std::string(kAttentionVsProbabilities);
+  if (name == "attn.softmax" || name == "probs" || name == "logits")
+    out += "\n" + std::string(kAttentionVsProbabilities);
   if (name == "attn.mask")
     out += "\nThe mask is the same for every head: position i may look at keys j <= i only.\n";
   return out;

@@ -13,8 +13,8 @@ namespace glass {
 
 /// How terminal output is drawn.
 struct RenderOptions {
-  bool color = false;        ///< 256-colour heatmaps (ANSI escapes); false = plain text shades
-  std::size_t width = 120;   ///< wrap wide tables into column blocks of at most this width
+  bool color = false;       ///< 256-colour heatmaps (ANSI escapes); false = plain text shades
+  std::size_t width = 120;  ///< wrap wide tables into column blocks of at most this width
 };
 
 /// `glass inspect` without --snapshot: model and prompt, every snapshot of `layer` with its

@@ -56,8 +56,11 @@ std::size_t display_width(const std::string& s) {
   std::size_t w = 0;
   for (std::size_t i = 0; i < s.size();) {
     const auto b = static_cast<unsigned char>(s[i]);
-    const std::size_t n =
-        b < 0x80 ? 1 : (b >> 5) == 6 ? 2 : (b >> 4) == 14 ? 3 : (b >> 3) == 30 ? 4 : 1;
+    const std::size_t n = b < 0x80         ? 1
+                          : (b >> 5) == 6  ? 2
+                          : (b >> 4) == 14 ? 3
+                          : (b >> 3) == 30 ? 4
+                                           : 1;
     char32_t c = n == 1 ? b : b & (0x7F >> n);
     for (std::size_t k = 1; k < n && i + k < s.size(); ++k)
       c = (c << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);

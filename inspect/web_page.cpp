@@ -21,10 +21,14 @@ std::string with_json(std::string page, const std::string& id, const std::string
   std::string safe;
   safe.reserve(json.size());
   for (char c : json) {
-    if (c == '<') safe += "\\u003c";
-    else if (c == '>') safe += "\\u003e";
-    else if (c == '&') safe += "\\u0026";
-    else safe += c;
+    if (c == '<')
+      safe += "\\u003c";
+    else if (c == '>')
+      safe += "\\u003e";
+    else if (c == '&')
+      safe += "\\u0026";
+    else
+      safe += c;
   }
   const std::size_t open = at + tag.size() - std::string("{}</script>").size();
   page.replace(open, 2, safe);

@@ -17,14 +17,15 @@ HeadMeans head_means(const Decoder& model, const Ids& reference) {
   Tracer tracer;
   tracer.set_recording(false);
   for (std::size_t L = 0; L < c.n_layers; ++L) {
-    tracer.add_hook(attention_point(L, "mix"), [&sums, &count, L, H, hd](const std::string&, Array& mix) {
-      const std::size_t B = mix.shape()[0], n = mix.shape()[2];  // (B, n_heads, n, head_dim)
-      for (std::size_t b = 0; b < B; ++b)
-        for (std::size_t h = 0; h < H; ++h)
-          for (std::size_t t = 0; t < n; ++t)
-            for (std::size_t i = 0; i < hd; ++i) sums[L][h * hd + i] += mix(b, h, t, i);
-      if (L == 0) count = B * n;
-    });
+    tracer.add_hook(
+        attention_point(L, "mix"), [&sums, &count, L, H, hd](const std::string&, Array& mix) {
+          const std::size_t B = mix.shape()[0], n = mix.shape()[2];  // (B, n_heads, n, head_dim)
+          for (std::size_t b = 0; b < B; ++b)
+            for (std::size_t h = 0; h < H; ++h)
+              for (std::size_t t = 0; t < n; ++t)
+                for (std::size_t i = 0; i < hd; ++i) sums[L][h * hd + i] += mix(b, h, t, i);
+          if (L == 0) count = B * n;
+        });
   }
   run_with_hooks(model, reference, tracer);
   for (std::size_t L = 0; L < c.n_layers; ++L)
@@ -39,9 +40,12 @@ void add_ablation_hooks(Tracer& tracer, const Decoder& model, const std::vector<
   const std::size_t hd = c.head_dim();
   if (mode == AblationMode::mean) {
     if (!means) throw std::invalid_argument("add_ablation_hooks: mean ablation needs head_means");
-    if (means->size() != c.n_layers) throw std::invalid_argument("add_ablation_hooks: head_means has the wrong number of layers");
+    if (means->size() != c.n_layers)
+      throw std::invalid_argument("add_ablation_hooks: head_means has the wrong number of layers");
     for (const Array& m : *means)
-      if (shape_of(m) != Shape{c.n_heads, hd}) throw std::invalid_argument("add_ablation_hooks: head_means has shape " + shape_str(shape_of(m)) + ", expected (n_heads, head_dim)");
+      if (shape_of(m) != Shape{c.n_heads, hd})
+        throw std::invalid_argument("add_ablation_hooks: head_means has shape " +
+                                    shape_str(shape_of(m)) + ", expected (n_heads, head_dim)");
   }
   std::map<std::size_t, std::vector<std::size_t>> by_layer;
   for (const HeadRef& head : heads) {
@@ -50,13 +54,15 @@ void add_ablation_hooks(Tracer& tracer, const Decoder& model, const std::vector<
   }
   for (const auto& [layer, hs] : by_layer) {
     const Array* layer_means = mode == AblationMode::mean ? &(*means)[layer] : nullptr;
-    tracer.add_hook(attention_point(layer, "mix"), [hs, layer_means, hd](const std::string&, Array& mix) {
-      const std::size_t B = mix.shape()[0], n = mix.shape()[2];  // (B, n_heads, n, head_dim)
-      for (std::size_t b = 0; b < B; ++b)
-        for (std::size_t h : hs)
-          for (std::size_t t = 0; t < n; ++t)
-            for (std::size_t i = 0; i < hd; ++i) mix(b, h, t, i) = layer_means ? (*layer_means)(h, i) : Scalar(0);
-    });
+    tracer.add_hook(
+        attention_point(layer, "mix"), [hs, layer_means, hd](const std::string&, Array& mix) {
+          const std::size_t B = mix.shape()[0], n = mix.shape()[2];  // (B, n_heads, n, head_dim)
+          for (std::size_t b = 0; b < B; ++b)
+            for (std::size_t h : hs)
+              for (std::size_t t = 0; t < n; ++t)
+                for (std::size_t i = 0; i < hd; ++i)
+                  mix(b, h, t, i) = layer_means ? (*layer_means)(h, i) : Scalar(0);
+        });
   }
 }
 
@@ -71,8 +77,9 @@ Array ablated_logits(const Decoder& model, const Ids& tokens, const std::vector<
 double ablated_loss(const Decoder& model, const Ids& inputs, const Ids& targets,
                     const std::vector<HeadRef>& heads, AblationMode mode, const HeadMeans* means) {
   if (shape_of(inputs) != shape_of(targets)) {
-    throw std::invalid_argument("ablated_loss: inputs " + shape_str(shape_of(inputs)) + " and targets " +
-                                shape_str(shape_of(targets)) + " differ in shape");
+    throw std::invalid_argument("ablated_loss: inputs " + shape_str(shape_of(inputs)) +
+                                " and targets " + shape_str(shape_of(targets)) +
+                                " differ in shape");
   }
   const Array logits = ablated_logits(model, inputs, heads, mode, means);
   NoGradGuard no_grad;
@@ -87,7 +94,8 @@ AblationTable ablation_table(const Decoder& model, const Ids& inputs, const Ids&
   table.delta_loss = Array::from_shape({c.n_layers, c.n_heads});
   for (std::size_t L = 0; L < c.n_layers; ++L)
     for (std::size_t h = 0; h < c.n_heads; ++h)
-      table.delta_loss(L, h) = static_cast<Scalar>(ablated_loss(model, inputs, targets, {{L, h}}, mode, means) - table.base_loss);
+      table.delta_loss(L, h) = static_cast<Scalar>(
+          ablated_loss(model, inputs, targets, {{L, h}}, mode, means) - table.base_loss);
   return table;
 }
 

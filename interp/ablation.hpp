@@ -59,9 +59,9 @@ AblationTable ablation_table(const Decoder& model, const Ids& inputs, const Ids&
 
 /// The next-token distribution after a prompt, before and after ablating `heads`.
 struct NextTokenShift {
-  Array before;             ///< (vocab_size) probabilities at the last position, plain model
-  Array after;              ///< (vocab_size) the same with the heads ablated
-  double kl_divergence = 0; ///< KL(before || after) = sum p log(p / q), in nats
+  Array before;              ///< (vocab_size) probabilities at the last position, plain model
+  Array after;               ///< (vocab_size) the same with the heads ablated
+  double kl_divergence = 0;  ///< KL(before || after) = sum p log(p / q), in nats
 };
 
 /// NextTokenShift of `prompt` (T >= 1 ids).

@@ -9,8 +9,10 @@ inline namespace GLASS_PRECISION {
 namespace {
 
 void check_pattern(const Array& pattern, const char* who, std::size_t min_n) {
-  if (pattern.dimension() != 2 || pattern.shape()[0] != pattern.shape()[1] || pattern.shape()[0] < min_n) {
-    throw std::invalid_argument(std::string(who) + ": the pattern must be square (n, n) with n >= " +
+  if (pattern.dimension() != 2 || pattern.shape()[0] != pattern.shape()[1] ||
+      pattern.shape()[0] < min_n) {
+    throw std::invalid_argument(std::string(who) +
+                                ": the pattern must be square (n, n) with n >= " +
                                 std::to_string(min_n) + ", got " + shape_str(shape_of(pattern)));
   }
 }
@@ -29,7 +31,8 @@ double induction_score(const Array& pattern, std::size_t period) {
   check_pattern(pattern, "induction_score", 2);
   if (period == 0 || pattern.shape()[0] != 2 * period) {
     throw std::invalid_argument("induction_score: the pattern is " + shape_str(shape_of(pattern)) +
-                                ", expected (2 period, 2 period) with period " + std::to_string(period));
+                                ", expected (2 period, 2 period) with period " +
+                                std::to_string(period));
   }
   double sum = 0;
   for (std::size_t t = period; t < 2 * period; ++t) sum += pattern(t, t - period + 1);
@@ -45,7 +48,8 @@ double first_position_share(const Array& pattern) {
 }
 
 TokenIds repeated_random_tokens(std::size_t period, std::size_t vocab_size, std::uint64_t seed) {
-  if (period == 0 || vocab_size == 0) throw std::invalid_argument("repeated_random_tokens: period and vocab_size must be positive");
+  if (period == 0 || vocab_size == 0)
+    throw std::invalid_argument("repeated_random_tokens: period and vocab_size must be positive");
   Rng rng(seed);
   std::uniform_int_distribution<std::int32_t> pick(0, static_cast<std::int32_t>(vocab_size) - 1);
   TokenIds tokens(2 * period);
@@ -60,11 +64,14 @@ HeadScores head_scores(const Decoder& model, const TokenIds& tokens, std::size_t
   }
   for (std::size_t t = 0; t < period; ++t)
     if (tokens[t] != tokens[t + period])
-      throw std::invalid_argument("head_scores: the second half does not repeat the first at position " + std::to_string(t + period));
+      throw std::invalid_argument(
+          "head_scores: the second half does not repeat the first at position " +
+          std::to_string(t + period));
   const auto& c = model.config();
   Tracer tracer;
   run_with_hooks(model, as_batch(tokens), tracer);
-  HeadScores scores{Array::from_shape({c.n_layers, c.n_heads}), Array::from_shape({c.n_layers, c.n_heads}),
+  HeadScores scores{Array::from_shape({c.n_layers, c.n_heads}),
+                    Array::from_shape({c.n_layers, c.n_heads}),
                     Array::from_shape({c.n_layers, c.n_heads})};
   const std::size_t n = tokens.size();
   for (std::size_t L = 0; L < c.n_layers; ++L) {

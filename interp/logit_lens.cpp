@@ -12,7 +12,9 @@ std::vector<std::size_t> top_k_indices(const Scalar* row, std::size_t n, std::si
   std::iota(index.begin(), index.end(), std::size_t{0});
   k = std::min(k, n);
   std::partial_sort(index.begin(), index.begin() + static_cast<std::ptrdiff_t>(k), index.end(),
-                    [row](std::size_t a, std::size_t b) { return row[a] > row[b] || (row[a] == row[b] && a < b); });
+                    [row](std::size_t a, std::size_t b) {
+                      return row[a] > row[b] || (row[a] == row[b] && a < b);
+                    });
   index.resize(k);
   return index;
 }
@@ -20,8 +22,8 @@ std::vector<std::size_t> top_k_indices(const Scalar* row, std::size_t n, std::si
 LogitLens logit_lens(const Decoder& model, const TokenIds& tokens, std::size_t top_k) {
   const std::size_t V = model.config().vocab_size, d = model.config().d_model;
   if (top_k == 0 || top_k > V) {
-    throw std::invalid_argument("logit_lens: top_k must be in [1, " + std::to_string(V) + "], got " +
-                                std::to_string(top_k));
+    throw std::invalid_argument("logit_lens: top_k must be in [1, " + std::to_string(V) +
+                                "], got " + std::to_string(top_k));
   }
   const Ids batch = as_batch(tokens);
   const std::size_t T = tokens.size();

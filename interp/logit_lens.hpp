@@ -16,10 +16,10 @@ inline namespace GLASS_PRECISION {
 struct LogitLens {
   std::vector<std::string> points;  ///< (S) hook-point names, rows of the arrays below
   TokenIds tokens;                  ///< (T) the prompt
-  Array logits;                     ///< (S, T, vocab_size) output(norm(stream)), in nats (log-odds up to a constant)
-  Array probs;                      ///< (S, T, vocab_size) softmax of logits over the vocabulary
-  Ids top_ids;                      ///< (S, T, k) the k most probable next tokens, most probable first (ties: lower id first)
-  Array top_probs;                  ///< (S, T, k) their probabilities
+  Array logits;  ///< (S, T, vocab_size) output(norm(stream)), in nats (log-odds up to a constant)
+  Array probs;   ///< (S, T, vocab_size) softmax of logits over the vocabulary
+  Ids top_ids;  ///< (S, T, k) the k most probable next tokens, most probable first (ties: lower id first)
+  Array top_probs;  ///< (S, T, k) their probabilities
   /// (S, T-1): probability of the true next token tokens[t+1] at position t.
   Array next_prob;
 };

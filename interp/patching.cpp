@@ -26,8 +26,9 @@ void check_inputs(const Decoder& model, const TokenIds& clean, const TokenIds& c
   }
   const auto V = static_cast<std::int32_t>(model.config().vocab_size);
   if (answer < 0 || answer >= V || other < 0 || other >= V) {
-    throw std::invalid_argument("activation patching: answer " + std::to_string(answer) + " and other " +
-                                std::to_string(other) + " must be token ids in [0, " + std::to_string(V) + ")");
+    throw std::invalid_argument("activation patching: answer " + std::to_string(answer) +
+                                " and other " + std::to_string(other) +
+                                " must be token ids in [0, " + std::to_string(V) + ")");
   }
 }
 
@@ -42,15 +43,17 @@ PatchingResult start(const Decoder& model, const TokenIds& clean, const TokenIds
   result.clean_diff = logit_diff(run_with_hooks(model, as_batch(clean), clean_run), answer, other);
   Tracer plain;
   plain.set_recording(false);
-  result.corrupted_diff = logit_diff(run_with_hooks(model, as_batch(corrupted), plain), answer, other);
+  result.corrupted_diff =
+      logit_diff(run_with_hooks(model, as_batch(corrupted), plain), answer, other);
   return result;
 }
 
 void fill(PatchingResult& result, std::size_t r, std::size_t c, double patched) {
   result.patched_diff(r, c) = static_cast<Scalar>(patched);
   const double span = result.clean_diff - result.corrupted_diff;
-  result.recovered(r, c) = span == 0 ? std::numeric_limits<Scalar>::quiet_NaN()
-                                     : static_cast<Scalar>((patched - result.corrupted_diff) / span);
+  result.recovered(r, c) = span == 0
+                               ? std::numeric_limits<Scalar>::quiet_NaN()
+                               : static_cast<Scalar>((patched - result.corrupted_diff) / span);
 }
 
 }  // namespace
@@ -59,7 +62,9 @@ Array patched_logits(const Decoder& model, const TokenIds& corrupted, const std:
                      const Array& clean_value, std::optional<std::size_t> position,
                      std::optional<std::size_t> head) {
   const bool heads_axis = point.size() >= 8 && point.compare(point.size() - 8, 8, "attn.mix") == 0;
-  if (head && !heads_axis) throw std::invalid_argument("patched_logits: a head can be chosen only at an attn.mix point, not \"" + point + "\"");
+  if (head && !heads_axis)
+    throw std::invalid_argument(
+        "patched_logits: a head can be chosen only at an attn.mix point, not \"" + point + "\"");
   Tracer tracer;
   tracer.set_recording(false);
   bool seen = false;
@@ -67,14 +72,19 @@ Array patched_logits(const Decoder& model, const TokenIds& corrupted, const std:
     seen = true;
     const Shape want(value.shape().begin() + 1, value.shape().end());
     if (value.shape()[0] != 1 || shape_of(clean_value) != want) {
-      throw std::invalid_argument("patched_logits: the clean value at \"" + point + "\" has shape " +
-                                  shape_str(shape_of(clean_value)) + ", the corrupted run's is " +
-                                  shape_str(want) + " (batch removed)");
+      throw std::invalid_argument("patched_logits: the clean value at \"" + point +
+                                  "\" has shape " + shape_str(shape_of(clean_value)) +
+                                  ", the corrupted run's is " + shape_str(want) +
+                                  " (batch removed)");
     }
     const std::size_t t_axis = heads_axis ? 1 : 0;  // the position axis, batch removed
     const std::size_t T = want[t_axis];
-    if (position && *position >= T) throw std::invalid_argument("patched_logits: position " + std::to_string(*position) + " is outside the " + std::to_string(T) + " positions");
-    if (head && *head >= want[0]) throw std::invalid_argument("patched_logits: head " + std::to_string(*head) + " is outside the " + std::to_string(want[0]) + " heads");
+    if (position && *position >= T)
+      throw std::invalid_argument("patched_logits: position " + std::to_string(*position) +
+                                  " is outside the " + std::to_string(T) + " positions");
+    if (head && *head >= want[0])
+      throw std::invalid_argument("patched_logits: head " + std::to_string(*head) +
+                                  " is outside the " + std::to_string(want[0]) + " heads");
     // Copy element by element where the index matches the chosen position and head.
     const std::size_t inner = heads_axis ? want[2] : want[1];  // head_dim or d_model
     const std::size_t groups = heads_axis ? want[0] : 1;       // heads
@@ -83,12 +93,15 @@ Array patched_logits(const Decoder& model, const TokenIds& corrupted, const std:
       for (std::size_t t = 0; t < T; ++t) {
         if (position && t != *position) continue;
         const std::size_t offset = (g * T + t) * inner;
-        std::copy(clean_value.data() + offset, clean_value.data() + offset + inner, value.data() + offset);
+        std::copy(clean_value.data() + offset, clean_value.data() + offset + inner,
+                  value.data() + offset);
       }
     }
   });
   Array logits = run_with_hooks(model, as_batch(corrupted), tracer);
-  if (!seen) throw std::invalid_argument("patched_logits: no hook point named \"" + point + "\" in this model");
+  if (!seen)
+    throw std::invalid_argument("patched_logits: no hook point named \"" + point +
+                                "\" in this model");
   const std::size_t T = logits.shape()[1], V = logits.shape()[2];
   logits.reshape({T, V});  // (1, T, V) -> (T, V)
   return logits;
@@ -105,7 +118,10 @@ PatchingResult patch_residual_stream(const Decoder& model, const TokenIds& clean
   result.recovered = Array::from_shape({result.rows.size(), T});
   for (std::size_t r = 0; r < result.rows.size(); ++r)
     for (std::size_t t = 0; t < T; ++t)
-      fill(result, r, t, logit_diff(patched_logits(model, corrupted, result.rows[r], clean_run.get(result.rows[r]), t), answer, other));
+      fill(result, r, t,
+           logit_diff(
+               patched_logits(model, corrupted, result.rows[r], clean_run.get(result.rows[r]), t),
+               answer, other));
   return result;
 }
 
@@ -121,7 +137,10 @@ PatchingResult patch_head_outputs(const Decoder& model, const TokenIds& clean,
     result.rows.push_back("layers." + std::to_string(L));
     const std::string point = attention_point(L, "mix");
     for (std::size_t h = 0; h < c.n_heads; ++h)
-      fill(result, L, h, logit_diff(patched_logits(model, corrupted, point, clean_run.get(point), std::nullopt, h), answer, other));
+      fill(
+          result, L, h,
+          logit_diff(patched_logits(model, corrupted, point, clean_run.get(point), std::nullopt, h),
+                     answer, other));
   }
   return result;
 }

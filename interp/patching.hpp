@@ -33,7 +33,8 @@ struct PatchingResult {
   double corrupted_diff = 0;           ///< on the corrupted prompt
   std::vector<std::string> rows;       ///< what each row patches (hook points, or layers)
   Array patched_diff;                  ///< (rows, columns) the difference after the patch
-  Array recovered;                     ///< (rows, columns) (patched - corrupted) / (clean - corrupted); NaN when clean == corrupted
+  Array
+      recovered;  ///< (rows, columns) (patched - corrupted) / (clean - corrupted); NaN when clean == corrupted
 };
 
 /// Patches the residual stream at every (point, position): rows = residual_points(model)

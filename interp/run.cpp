@@ -19,7 +19,8 @@ Array run_with_hooks(const Decoder& model, const Ids& tokens, Tracer& tracer) {
 
 std::vector<std::string> residual_points(const Decoder& model) {
   std::vector<std::string> names = {"embeddings"};
-  for (std::size_t L = 0; L < model.layers.size(); ++L) names.push_back("layers." + std::to_string(L) + ".out");
+  for (std::size_t L = 0; L < model.layers.size(); ++L)
+    names.push_back("layers." + std::to_string(L) + ".out");
   return names;
 }
 

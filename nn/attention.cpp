@@ -64,7 +64,8 @@ Tensor Attention::forward(const Tensor& x, LayerKVCache* cache, Tracer* tracer) 
 std::string Attention::snapshot_name(const std::string& step) const {
   const std::string suffix = "attention";
   std::string block = path();
-  if (block.size() >= suffix.size() && block.compare(block.size() - suffix.size(), suffix.size(), suffix) == 0)
+  if (block.size() >= suffix.size() &&
+      block.compare(block.size() - suffix.size(), suffix.size(), suffix) == 0)
     block.erase(block.size() - suffix.size());  // "layers.2.attention" -> "layers.2."
   else if (!block.empty())
     block += ".";
@@ -73,11 +74,11 @@ std::string Attention::snapshot_name(const std::string& step) const {
 
 Tensor Attention::forward_reference(const Tensor& x, LayerKVCache* cache, Tracer* tracer) const {
   const std::size_t B = x.shape()[0];
-  const std::size_t n = x.shape()[1];                    // new queries
-  const std::size_t start = cache ? cache->length() : 0;  // positions already cached
-  const std::size_t m = start + n;                       // keys attended to
+  const std::size_t n = x.shape()[1];                               // new queries
+  const std::size_t start = cache ? cache->length() : 0;            // positions already cached
+  const std::size_t m = start + n;                                  // keys attended to
   const std::size_t position = cache ? cache->next_position() : 0;  // of the first new token
-  const std::size_t n_rep = n_heads / n_kv_heads;        // query heads per KV head
+  const std::size_t n_rep = n_heads / n_kv_heads;                   // query heads per KV head
   auto snapshot = [&](const char* step, const Array& value, bool has_batch_axis = true) {
     if (tracer) tracer->record(snapshot_name(step), value, has_batch_axis);
   };

@@ -24,8 +24,8 @@ inline namespace GLASS_PRECISION {
 
 Tensor Attention::forward_fast(const Tensor& x, LayerKVCache* cache) const {
   const std::size_t B = x.shape()[0], n = x.shape()[1];
-  const std::size_t start = cache ? cache->length() : 0;                // slots already cached
-  const std::size_t position = cache ? cache->next_position() : 0;    // RoPE: absolute position
+  const std::size_t start = cache ? cache->length() : 0;            // slots already cached
+  const std::size_t position = cache ? cache->next_position() : 0;  // RoPE: absolute position
   const Scalar scale = 1 / std::sqrt(static_cast<Scalar>(head_dim));
 
   // 1-2. Projections and RoPE, in the (B, n, heads, head_dim) layout the kernels read in place.

@@ -37,23 +37,25 @@ void ModelConfig::validate() const {
   require_positive(context_length, "context_length");
   require_positive(vocab_cap, "vocab_cap");
 
-  require(vocab_size <= vocab_cap,
-          "vocab_size " + std::to_string(vocab_size) + " exceeds vocab_cap " +
-              std::to_string(vocab_cap) + " (the tokenizer keeps at most vocab_cap characters)");
+  require(vocab_size <= vocab_cap, "vocab_size " + std::to_string(vocab_size) +
+                                       " exceeds vocab_cap " + std::to_string(vocab_cap) +
+                                       " (the tokenizer keeps at most vocab_cap characters)");
 
   // The heads split the residual stream: d_model = n_heads * head_dim.
-  require(d_model % n_heads == 0,
-          "d_model " + std::to_string(d_model) + " is not n_heads * head_dim: " +
-              std::to_string(n_heads) + " heads do not divide it evenly");
+  require(d_model % n_heads == 0, "d_model " + std::to_string(d_model) +
+                                      " is not n_heads * head_dim: " + std::to_string(n_heads) +
+                                      " heads do not divide it evenly");
 
   // GQA: every KV head serves the same number of query heads.
   require(n_heads % n_kv_heads == 0,
           "n_heads " + std::to_string(n_heads) + " is not a multiple of n_kv_heads " +
-              std::to_string(n_kv_heads) + " (each KV head must serve n_heads / n_kv_heads query heads)");
+              std::to_string(n_kv_heads) +
+              " (each KV head must serve n_heads / n_kv_heads query heads)");
 
   // RoPE rotates pairs (x[2i], x[2i+1]).
-  require(head_dim() % 2 == 0, "head_dim = d_model / n_heads = " + std::to_string(head_dim()) +
-                                   " is odd; RoPE rotates pairs of coordinates, so it must be even");
+  require(head_dim() % 2 == 0,
+          "head_dim = d_model / n_heads = " + std::to_string(head_dim()) +
+              " is odd; RoPE rotates pairs of coordinates, so it must be even");
 
   require(std::isfinite(rope_base) && rope_base > 1.0,
           "rope_base must be a finite number > 1 (got " + std::to_string(rope_base) + ")");

@@ -27,17 +27,19 @@ OpsPath parse_ops_path(const std::string& text);
 /// Sizes and constants of the LLaMA-style decoder. The defaults give the project's model:
 /// 742,784 parameters with a 65-character vocabulary.
 struct ModelConfig {
-  std::size_t vocab_size = 65;        ///< number of token ids (set from the tokenizer; id 0 = unknown)
-  std::size_t d_model = 128;          ///< width of the residual stream
-  std::size_t n_layers = 4;           ///< number of decoder blocks
-  std::size_t n_heads = 4;            ///< query heads; head_dim = d_model / n_heads
-  std::size_t n_kv_heads = 2;         ///< key/value heads (GQA); query head h uses KV head h / (n_heads / n_kv_heads)
-  std::size_t ffn_hidden = 344;       ///< SwiGLU hidden width (LLaMA rule for d_model 128, multiple of 8)
-  std::size_t context_length = 256;   ///< longest sequence (RoPE table and KV cache size)
-  std::size_t vocab_cap = 1024;       ///< most characters a tokenizer may keep (most frequent first)
-  double rope_base = 10000.0;         ///< RoPE theta: pair i turns by pos * base^(-2i/head_dim)
-  double norm_eps = 1e-5;             ///< RMSNorm epsilon
-  double init_std = 0.02;             ///< N(0, init_std) init; wo and w2 use init_std / sqrt(2 n_layers)
+  std::size_t vocab_size = 65;  ///< number of token ids (set from the tokenizer; id 0 = unknown)
+  std::size_t d_model = 128;    ///< width of the residual stream
+  std::size_t n_layers = 4;     ///< number of decoder blocks
+  std::size_t n_heads = 4;      ///< query heads; head_dim = d_model / n_heads
+  std::size_t n_kv_heads =
+      2;  ///< key/value heads (GQA); query head h uses KV head h / (n_heads / n_kv_heads)
+  std::size_t ffn_hidden =
+      344;  ///< SwiGLU hidden width (LLaMA rule for d_model 128, multiple of 8)
+  std::size_t context_length = 256;  ///< longest sequence (RoPE table and KV cache size)
+  std::size_t vocab_cap = 1024;      ///< most characters a tokenizer may keep (most frequent first)
+  double rope_base = 10000.0;        ///< RoPE theta: pair i turns by pos * base^(-2i/head_dim)
+  double norm_eps = 1e-5;            ///< RMSNorm epsilon
+  double init_std = 0.02;  ///< N(0, init_std) init; wo and w2 use init_std / sqrt(2 n_layers)
   /// Which code computes the model (see OpsPath); saved as config.json's "attention".
   OpsPath ops_path = OpsPath::fast;
 

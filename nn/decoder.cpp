@@ -29,12 +29,15 @@ Tensor Block::forward(const Tensor& x, LayerKVCache* cache, Tracer* tracer) cons
   // Pre-norm residual: each sub-layer reads a normalised copy and adds its result to the stream.
   // (The fast path's fast_add hands the gradient buffer on instead of copying it.)
   const bool fast = ops_path() == OpsPath::fast;
-  const auto residual = [fast](const Tensor& a, const Tensor& b) { return fast ? fast_add(a, b) : a + b; };
+  const auto residual = [fast](const Tensor& a, const Tensor& b) {
+    return fast ? fast_add(a, b) : a + b;
+  };
   // Hook points without a snapshot (nn/tracer.hpp): the stream after the attention add, and
   // the MLP output.
   Tensor h = residual(x, attention.forward(attention_norm.forward(x, tracer), cache, tracer));
   h = hook_point(tracer, path() + ".mid", h, false);
-  const Tensor mlp = hook_point(tracer, path() + ".feed_forward.out", feed_forward.forward(ffn_norm.forward(h, tracer)), false);
+  const Tensor mlp = hook_point(tracer, path() + ".feed_forward.out",
+                                feed_forward.forward(ffn_norm.forward(h, tracer)), false);
   return residual(h, mlp);
 }
 
@@ -49,7 +52,8 @@ ModelConfig validated(const ModelConfig& config) {
 
 std::vector<std::unique_ptr<Block>> make_layers(const ModelConfig& config, Rng& rng) {
   std::vector<std::unique_ptr<Block>> layers;
-  for (std::size_t i = 0; i < config.n_layers; ++i) layers.push_back(std::make_unique<Block>(config, rng));
+  for (std::size_t i = 0; i < config.n_layers; ++i)
+    layers.push_back(std::make_unique<Block>(config, rng));
   return layers;
 }
 
@@ -102,8 +106,8 @@ Tensor Decoder::forward(const Ids& tokens, KVCache* cache, Tracer* tracer) const
   for (std::size_t i = 0; i < tokens.size(); ++i) {
     const std::int32_t id = tokens.data()[i];
     if (id < 0 || static_cast<std::size_t>(id) >= config_.vocab_size) {
-      throw std::invalid_argument("Decoder::forward: token id " + std::to_string(id) +
-                                  " at (" + std::to_string(i / T) + ", " + std::to_string(i % T) +
+      throw std::invalid_argument("Decoder::forward: token id " + std::to_string(id) + " at (" +
+                                  std::to_string(i / T) + ", " + std::to_string(i % T) +
                                   ") is outside the vocabulary [0, " +
                                   std::to_string(config_.vocab_size) + ")");
     }

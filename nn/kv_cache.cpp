@@ -33,8 +33,8 @@ void LayerKVCache::advance(std::size_t n) {
 
 void LayerKVCache::drop_oldest(std::size_t n) {
   if (n > length_) {
-    throw std::invalid_argument("KVCache::drop_oldest: cannot drop " + std::to_string(n) +
-                                " of " + std::to_string(length_) + " cached positions");
+    throw std::invalid_argument("KVCache::drop_oldest: cannot drop " + std::to_string(n) + " of " +
+                                std::to_string(length_) + " cached positions");
   }
   if (n == 0) return;  // (std::copy onto its own range would be undefined)
   // Per batch row, slots n .. length_-1 (contiguous: positions before heads) move to the front.

@@ -34,7 +34,8 @@ RMSNorm::RMSNorm(std::size_t d, double eps) : eps(eps) {
 
 Tensor RMSNorm::forward(const Tensor& x, const Tracer* tracer) const {
   const Scalar e = static_cast<Scalar>(eps);
-  return ops_path() == OpsPath::fast && !tracer ? fast_rms_norm(x, weight, e) : rms_norm(x, weight, e);
+  return ops_path() == OpsPath::fast && !tracer ? fast_rms_norm(x, weight, e)
+                                                : rms_norm(x, weight, e);
 }
 
 // SwiGLU (Shazeer 2020, "GLU Variants Improve Transformer"): w1 is the gate, w3 the up

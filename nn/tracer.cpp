@@ -62,8 +62,8 @@ const Array& Tracer::get(const std::string& name) const {
   if (it == values_.end()) {
     std::string known;
     for (const auto& n : order_) known += (known.empty() ? "" : ", ") + n;
-    throw std::out_of_range("Tracer: no snapshot named \"" + name + "\"; recorded: " +
-                            (known.empty() ? std::string("(nothing)") : known));
+    throw std::out_of_range("Tracer: no snapshot named \"" + name +
+                            "\"; recorded: " + (known.empty() ? std::string("(nothing)") : known));
   }
   return it->second;
 }

@@ -15,8 +15,10 @@ inline namespace GLASS_PRECISION {
 
 std::string context_sentence(std::size_t window) {
   const std::string t = std::to_string(window);
-  return "the model's context is " + t + " characters (the windows it trained on); past them, "
-         "generation rolls its window on: each new character sees the " + t + " before it";
+  return "the model's context is " + t +
+         " characters (the windows it trained on); past them, "
+         "generation rolls its window on: each new character sees the " +
+         t + " before it";
 }
 
 void validate(const SamplingOptions& options) {
@@ -26,10 +28,12 @@ void validate(const SamplingOptions& options) {
   if (!(options.top_p > 0.0 && options.top_p <= 1.0))
     throw std::invalid_argument("top-p must be in (0, 1], got " + std::to_string(options.top_p));
   if (!(options.repeat_penalty > 0.0) || !std::isfinite(options.repeat_penalty))
-    throw std::invalid_argument("the repetition penalty must be a finite number > 0 (1 = off), got " +
-                                std::to_string(options.repeat_penalty));
+    throw std::invalid_argument(
+        "the repetition penalty must be a finite number > 0 (1 = off), got " +
+        std::to_string(options.repeat_penalty));
   if (!(options.min_p >= 0.0 && options.min_p <= 1.0))
-    throw std::invalid_argument("min-p must be in [0, 1] (0 = off), got " + std::to_string(options.min_p));
+    throw std::invalid_argument("min-p must be in [0, 1] (0 = off), got " +
+                                std::to_string(options.min_p));
 }
 
 void repetition_penalty(std::vector<double>& logits, const std::vector<std::int32_t>& recent,
@@ -101,8 +105,9 @@ std::vector<double> next_token_probs(const std::vector<double>& raw_logits,
   std::vector<double> logits = raw_logits;
   if (options.repeat_penalty != 1.0) {
     const std::size_t recent = std::min(options.repeat_last_n, text.size());
-    repetition_penalty(logits, std::vector<std::int32_t>(text.end() - static_cast<long>(recent), text.end()),
-                       options.repeat_penalty);
+    repetition_penalty(
+        logits, std::vector<std::int32_t>(text.end() - static_cast<long>(recent), text.end()),
+        options.repeat_penalty);
   }
   for (double x : logits)
     if (std::isnan(x) || x == std::numeric_limits<double>::infinity())
@@ -133,7 +138,8 @@ std::vector<double> next_token_probs(const std::vector<double>& raw_logits,
 
 std::vector<double> generation_probs(std::vector<double> logits, const SamplingOptions& options,
                                      const std::vector<std::int32_t>& text) {
-  if (logits.size() > 1) logits[0] = -std::numeric_limits<double>::infinity();  // never the unknown id
+  if (logits.size() > 1)
+    logits[0] = -std::numeric_limits<double>::infinity();  // never the unknown id
   return next_token_probs(logits, options, text);
 }
 
@@ -202,12 +208,13 @@ NextTokenLogits::NextTokenLogits(const Decoder& model, std::size_t window,
 std::vector<double> NextTokenLogits::operator()(const std::vector<std::int32_t>& text) {
   const std::size_t len = text.size();
   if (len <= seen_)
-    throw std::invalid_argument("NextTokenLogits: the text must grow by at least one token per "
-                                "call (it had " + std::to_string(seen_) + ", now " +
-                                std::to_string(len) + ")");
+    throw std::invalid_argument(
+        "NextTokenLogits: the text must grow by at least one token per "
+        "call (it had " +
+        std::to_string(seen_) + ", now " + std::to_string(len) + ")");
   NoGradGuard no_grad;
   const std::size_t window_start = len > window_ ? len - window_ : 0;  // what a prediction sees
-  if (seen_ == 0) cache_start_ = window_start;                       // a long first text is cropped
+  if (seen_ == 0) cache_start_ = window_start;  // a long first text is cropped
   seen_ = len;
   if (!use_kv_cache_) return last_row(model_.forward(to_ids(text, window_start, len)));
 
@@ -241,10 +248,12 @@ std::vector<std::int32_t> generate(const Decoder& model, std::vector<std::int32_
                                    const SamplingOptions& options, std::mt19937_64& rng,
                                    const std::function<void(std::int32_t)>& on_token) {
   validate(options);
-  if (prompt.empty()) throw std::invalid_argument("generate: the prompt must hold at least one token");
+  if (prompt.empty())
+    throw std::invalid_argument("generate: the prompt must hold at least one token");
   NextTokenLogits next_logits(model, window, options);
   std::vector<std::int32_t> tokens = prompt;
-  if (tokens.size() > window) tokens.erase(tokens.begin(), tokens.end() - static_cast<long>(window));
+  if (tokens.size() > window)
+    tokens.erase(tokens.begin(), tokens.end() - static_cast<long>(window));
   const std::size_t prompt_length = tokens.size();
   tokens.reserve(prompt_length + n_tokens);
 

@@ -49,10 +49,10 @@ std::string context_sentence(std::size_t window);
 /// transformers. At temperature 1 both orders give the same distribution.
 struct SamplingOptions {
   double temperature = 0.8;  ///< logits are divided by it; 0 = greedy (argmax), must be >= 0
-  std::size_t top_k = 0;     ///< keep the k largest logits (ties at the k-th value all kept); 0 = off;
-                             ///< values above the vocabulary size are clamped
-  double top_p = 1.0;        ///< nucleus: keep the most probable tokens whose cumulative probability
-                             ///< first reaches top_p (Holtzman et al. 2020); 1 = off; in (0, 1]
+  std::size_t top_k = 0;  ///< keep the k largest logits (ties at the k-th value all kept); 0 = off;
+                          ///< values above the vocabulary size are clamped
+  double top_p = 1.0;     ///< nucleus: keep the most probable tokens whose cumulative probability
+                          ///< first reaches top_p (Holtzman et al. 2020); 1 = off; in (0, 1]
   double repeat_penalty = 1.0;     ///< llama.cpp's --repeat-penalty (Keskar et al. 2019, CTRL, with
                                    ///< its fix for negative logits): 1 = off; must be > 0
   std::size_t repeat_last_n = 64;  ///< the penalty looks at the last n tokens of the text; 0 = off

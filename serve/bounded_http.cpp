@@ -83,8 +83,8 @@ RequestScan parse_head(PartialRequest& r, std::size_t head_end, const RequestLim
   if (have_length && have_coding)
     return refused(400, "Content-Length and Transfer-Encoding: chunked together are ambiguous");
   if (have_length && length > limits.max_body_bytes)
-    return refused(413, fmt::format("the request body is too large: {} bytes; the limit is {}", length,
-                                    limits.max_body_bytes));
+    return refused(413, fmt::format("the request body is too large: {} bytes; the limit is {}",
+                                    length, limits.max_body_bytes));
   kept += "\r\n";
   r.bytes = kept + r.bytes.substr(head_end + 4);
   r.body_start = kept.size();
@@ -131,15 +131,18 @@ RequestScan examine_request(PartialRequest& r, const RequestLimits& limits) {
     // Framing (size lines with extensions, trailers) may not make the bytes held much larger
     // than the body they carry.
     if (r.cursor - r.body_start > 2 * limits.max_body_bytes + limits.max_head_bytes)
-      return refused(413, fmt::format("the chunked request body (with its framing) is larger than the "
-                                      "limit of {} bytes", limits.max_body_bytes));
+      return refused(413,
+                     fmt::format("the chunked request body (with its framing) is larger than the "
+                                 "limit of {} bytes",
+                                 limits.max_body_bytes));
     if (r.phase == PartialRequest::Phase::Size) {
       const std::size_t eol = line_end(r, r.cursor, scan);
       if (eol == std::string::npos || scan.state != RequestScan::State::Incomplete) return scan;
       std::string digits = r.bytes.substr(r.cursor, eol - r.cursor);
       digits = trim(digits.substr(0, digits.find(';')));
       std::uint64_t size = 0;
-      const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), size, 16);
+      const auto [end, ec] =
+          std::from_chars(digits.data(), digits.data() + digits.size(), size, 16);
       if (digits.empty() || ec != std::errc() || end != digits.data() + digits.size())
         return refused(400, "a chunk size is not a hexadecimal number");
       r.cursor = eol + 2;
@@ -148,8 +151,9 @@ RequestScan examine_request(PartialRequest& r, const RequestLimits& limits) {
         continue;
       }
       if (size > limits.max_body_bytes - r.decoded)
-        return refused(413, fmt::format("the chunked request body is larger than the limit of {} bytes",
-                                        limits.max_body_bytes));
+        return refused(413,
+                       fmt::format("the chunked request body is larger than the limit of {} bytes",
+                                   limits.max_body_bytes));
       r.decoded += static_cast<std::size_t>(size);
       r.chunk_left = static_cast<std::size_t>(size);
       r.phase = PartialRequest::Phase::Data;
@@ -191,25 +195,33 @@ void set_blocking(int fd, bool blocking) {
 /// The reason phrase of the statuses the reception answers with.
 const char* reason(int status) {
   switch (status) {
-    case 400: return "Bad Request";
-    case 408: return "Request Timeout";
-    case 413: return "Payload Too Large";
-    case 431: return "Request Header Fields Too Large";
-    case 501: return "Not Implemented";
-    case 503: return "Service Unavailable";
-    default: return "Error";
+    case 400:
+      return "Bad Request";
+    case 408:
+      return "Request Timeout";
+    case 413:
+      return "Payload Too Large";
+    case 431:
+      return "Request Header Fields Too Large";
+    case 501:
+      return "Not Implemented";
+    case 503:
+      return "Service Unavailable";
+    default:
+      return "Error";
   }
 }
 
 /// Best effort, without blocking: an answer to a request refused before a worker saw it.
 void send_refusal(int fd, int status, const std::string& message) {
-  const std::string body = nlohmann::json{{"error", message}}.dump(-1, ' ', false,
-                                                                   nlohmann::json::error_handler_t::replace);
+  const std::string body = nlohmann::json{{"error", message}}.dump(
+      -1, ' ', false, nlohmann::json::error_handler_t::replace);
   const std::string text = fmt::format(
       "HTTP/1.1 {} {}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: {}\r\n"
       "Connection: close\r\nCache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\n\r\n{}",
       status, reason(status), body.size(), body);
-  [[maybe_unused]] const ssize_t n = ::send(fd, text.data(), text.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+  [[maybe_unused]] const ssize_t n =
+      ::send(fd, text.data(), text.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
 }
 
 void address_of(int fd, bool peer, std::string& ip, int& port) {
@@ -253,8 +265,12 @@ class BufferedStream : public httplib::Stream {
       if (n >= 0 || errno != EINTR) return n;
     }
   }
-  void get_remote_ip_and_port(std::string& ip, int& port) const override { address_of(fd_, true, ip, port); }
-  void get_local_ip_and_port(std::string& ip, int& port) const override { address_of(fd_, false, ip, port); }
+  void get_remote_ip_and_port(std::string& ip, int& port) const override {
+    address_of(fd_, true, ip, port);
+  }
+  void get_local_ip_and_port(std::string& ip, int& port) const override {
+    address_of(fd_, false, ip, port);
+  }
   socket_t socket() const override { return fd_; }
 
  private:
@@ -311,7 +327,8 @@ bool BoundedHttpServer::process_and_close_socket(socket_t sock) {
 
 void BoundedHttpServer::reception_loop() {
   std::vector<Reading> conns;
-  const auto deadline = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(limits_.deadline_seconds));
+  const auto deadline = std::chrono::duration_cast<Clock::duration>(
+      std::chrono::duration<double>(limits_.deadline_seconds));
   const auto drain_time = std::chrono::seconds(1);
   auto refuse = [&](Reading& c, int status, const std::string& message) {
     send_refusal(c.fd, status, message);
@@ -332,9 +349,10 @@ void BoundedHttpServer::reception_loop() {
     for (Reading& c : conns) {
       if (reading <= limits_.max_reading) break;
       if (c.draining) continue;
-      refuse(c, 408, fmt::format("closed to make room: more than {} connections were sending their "
-                                 "request at once, and this one had taken longest",
-                                 limits_.max_reading));
+      refuse(c, 408,
+             fmt::format("closed to make room: more than {} connections were sending their "
+                         "request at once, and this one had taken longest",
+                         limits_.max_reading));
       --reading;
     }
     const Clock::time_point now = Clock::now();
@@ -343,8 +361,9 @@ void BoundedHttpServer::reception_loop() {
         ::close(c.fd);
         c.fd = -1;
       } else if (!c.draining && now - c.since > deadline) {
-        refuse(c, 408, fmt::format("the request (its headers and body) must arrive within {:g} s",
-                                   limits_.deadline_seconds));
+        refuse(c, 408,
+               fmt::format("the request (its headers and body) must arrive within {:g} s",
+                           limits_.deadline_seconds));
       }
     }
     // Draining ones beyond the cap are closed at once.
@@ -354,15 +373,16 @@ void BoundedHttpServer::reception_loop() {
         ::close(c.fd);
         c.fd = -1;
       }
-    conns.erase(std::remove_if(conns.begin(), conns.end(), [](const Reading& c) { return c.fd < 0; }), conns.end());
+    conns.erase(
+        std::remove_if(conns.begin(), conns.end(), [](const Reading& c) { return c.fd < 0; }),
+        conns.end());
 
     fds.assign(1, pollfd{wake_[0], POLLIN, 0});
     for (const Reading& c : conns) fds.push_back(pollfd{c.fd, POLLIN, 0});
     if (::poll(fds.data(), fds.size(), 100) < 0 && errno != EINTR) break;
     if (fds[0].revents != 0) {
       char sink[64];
-      while (::read(wake_[0], sink, sizeof(sink)) > 0) {
-      }
+      while (::read(wake_[0], sink, sizeof(sink)) > 0) {}
     }
     for (std::size_t i = 0; i < conns.size(); ++i) {
       Reading& c = conns[i];
@@ -389,14 +409,18 @@ void BoundedHttpServer::reception_loop() {
         std::string request = c.request.bytes.substr(0, scan.end);
         const int fd = c.fd;
         c.fd = -1;
-        workers_->enqueue([this, fd, request = std::move(request)]() mutable { answer(fd, std::move(request)); });
+        workers_->enqueue(
+            [this, fd, request = std::move(request)]() mutable { answer(fd, std::move(request)); });
       } else if (c.request.expect_continue && !c.sent_continue && c.request.body_start > 0) {
         static const char kContinue[] = "HTTP/1.1 100 Continue\r\n\r\n";
-        [[maybe_unused]] const ssize_t w = ::send(c.fd, kContinue, sizeof(kContinue) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+        [[maybe_unused]] const ssize_t w =
+            ::send(c.fd, kContinue, sizeof(kContinue) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
         c.sent_continue = true;
       }
     }
-    conns.erase(std::remove_if(conns.begin(), conns.end(), [](const Reading& c) { return c.fd < 0; }), conns.end());
+    conns.erase(
+        std::remove_if(conns.begin(), conns.end(), [](const Reading& c) { return c.fd < 0; }),
+        conns.end());
   }
   for (const Reading& c : conns) ::close(c.fd);
   std::lock_guard lock(incoming_mutex_);

@@ -32,25 +32,26 @@ namespace glass {
 struct RequestLimits {
   std::size_t max_head_bytes = 16 * 1024;  ///< request line and headers; more answers 431
   std::size_t max_body_bytes = 64 * 1024;  ///< body after chunked decoding; more answers 413
-  double deadline_seconds = 10;            ///< to send the whole request, from the connection; then 408
-  std::size_t max_reading = 32;  ///< connections still sending their request; past it the oldest gets 408
-  std::size_t max_queued = 64;   ///< complete requests waiting for or in a worker; past it 503
-  std::size_t workers = 16;      ///< threads answering complete requests
+  double deadline_seconds = 10;  ///< to send the whole request, from the connection; then 408
+  std::size_t max_reading =
+      32;  ///< connections still sending their request; past it the oldest gets 408
+  std::size_t max_queued = 64;  ///< complete requests waiting for or in a worker; past it 503
+  std::size_t workers = 16;     ///< threads answering complete requests
 };
 
 /// What a request's bytes read so far amount to (see examine_request).
 struct RequestScan {
   enum class State { Incomplete, Complete, Refused } state = State::Incomplete;
-  int status = 0;           ///< the HTTP status when Refused
-  std::string message;      ///< why, when Refused
-  std::size_t end = 0;      ///< when Complete: the request's length in bytes (what follows is not read)
+  int status = 0;       ///< the HTTP status when Refused
+  std::string message;  ///< why, when Refused
+  std::size_t end = 0;  ///< when Complete: the request's length in bytes (what follows is not read)
 };
 
 /// The request read so far from one connection, and where its parse stands (used by the
 /// reception thread; public so that the parser can be tested on its own).
 struct PartialRequest {
-  std::string bytes;             ///< as received (Expect headers taken out once the head is whole)
-  std::size_t body_start = 0;    ///< 0 until the head is whole
+  std::string bytes;           ///< as received (Expect headers taken out once the head is whole)
+  std::size_t body_start = 0;  ///< 0 until the head is whole
   bool chunked = false;
   bool expect_continue = false;  ///< the client waits for "100 Continue" before it sends the body
   std::size_t content_length = 0;
@@ -88,8 +89,8 @@ class BoundedHttpServer : public httplib::Server {
 
   RequestLimits limits_;
   std::mutex incoming_mutex_;
-  std::vector<int> incoming_;     // accepted, not yet seen by the reception thread
-  int wake_[2] = {-1, -1};        // a pipe: a byte wakes the reception thread
+  std::vector<int> incoming_;  // accepted, not yet seen by the reception thread
+  int wake_[2] = {-1, -1};     // a pipe: a byte wakes the reception thread
   std::atomic<bool> closing_{false};
   std::atomic<std::size_t> queued_{0};
   std::unique_ptr<httplib::ThreadPool> workers_;

@@ -40,8 +40,7 @@ std::string probe_from_text(const std::string& head, std::size_t count) {
     try {
       text = utf8_to_u32(head.substr(0, cut));
       break;
-    } catch (const Utf8Error&) {
-    }
+    } catch (const Utf8Error&) {}
   }
   return u32_to_utf8(text.substr(0, count));
 }
@@ -49,7 +48,8 @@ std::string probe_from_text(const std::string& head, std::size_t count) {
 /// The probe prompt: --probe (when it holds a character of valid UTF-8), else the start of the
 /// training text (the given file, or the one named in config.json when it is found from the
 /// current directory), else the vocabulary's first characters.
-std::string choose_probe(const ServeOptions& o, const LoadedModel& m, const std::string& files_dir) {
+std::string choose_probe(const ServeOptions& o, const LoadedModel& m,
+                         const std::string& files_dir) {
   const std::size_t context = m.config.context_length;
   if (!o.probe.empty()) {
     const std::string probe = probe_from_text(o.probe, context);  // the user's, whole
@@ -59,8 +59,7 @@ std::string choose_probe(const ServeOptions& o, const LoadedModel& m, const std:
   if (data.empty()) {
     try {
       data = training_data(files_dir);
-    } catch (const std::exception&) {
-    }
+    } catch (const std::exception&) {}
   }
   std::error_code ec;
   if (!data.empty() && fs::is_regular_file(data, ec)) {
@@ -82,8 +81,7 @@ std::size_t window_of(const std::string& files_dir, const ModelConfig& config) {
   std::size_t window = 0;
   try {
     window = training_context(files_dir);
-  } catch (const std::exception&) {
-  }
+  } catch (const std::exception&) {}
   return window == 0 || window > config.context_length ? config.context_length : window;
 }
 
@@ -91,8 +89,9 @@ std::size_t window_of(const std::string& files_dir, const ModelConfig& config) {
 /// its step and save, its losses in log.csv, a sample of `sample_tokens` characters (seed 1337)
 /// and the attention of `probe`. Its forward passes run under `compute`, one at a time with the
 /// requests'.
-json evaluate_save(const LoadedModel& loaded, const std::string& files_dir, const std::string& probe,
-                   std::size_t window, std::size_t sample_tokens, std::mutex& compute) {
+json evaluate_save(const LoadedModel& loaded, const std::string& files_dir,
+                   const std::string& probe, std::size_t window, std::size_t sample_tokens,
+                   std::mutex& compute) {
   const std::u32string probe_text = utf8_to_u32(probe).substr(0, window);
   Inspection ins;
   std::vector<std::int32_t> ids;
@@ -135,7 +134,8 @@ bool Server::load_if_new(const std::string& files_dir, std::string* error) {
   try {
     *loaded = load_checkpoint(files_dir);
     if (loaded->bpe)  // the live page and its routes speak characters so far
-      throw CheckpointError(files_dir + ": glass serve does not support BPE checkpoints yet (a model "
+      throw CheckpointError(files_dir +
+                            ": glass serve does not support BPE checkpoints yet (a model "
                             "trained with --tokenizer bpe)");
     window = window_of(files_dir, loaded->config);
     {
@@ -145,7 +145,8 @@ bool Server::load_if_new(const std::string& files_dir, std::string* error) {
     // The evaluation of this save: the probe's attention and a sample, as the trainer prints.
     // Its forward passes wait for the requests' (one at a time, under compute_mutex_ alone).
     ++evaluations_started_;
-    e = evaluate_save(*loaded, files_dir, probe, window, options_.eval_sample_tokens, compute_mutex_);
+    e = evaluate_save(*loaded, files_dir, probe, window, options_.eval_sample_tokens,
+                      compute_mutex_);
   } catch (const std::exception& ex) {
     if (error != nullptr) *error = ex.what();
     note_load_failure(files_dir, ex.what());
@@ -158,7 +159,8 @@ bool Server::load_if_new(const std::string& files_dir, std::string* error) {
   evaluations_.push_back(std::make_shared<const Evaluation>(
       Evaluation{index, e.dump(-1, ' ', false, json::error_handler_t::replace)}));
   // Keep the first save's evaluation and the newest max_evaluations.
-  if (evaluations_.size() > options_.max_evaluations + 1) evaluations_.erase(evaluations_.begin() + 1);
+  if (evaluations_.size() > options_.max_evaluations + 1)
+    evaluations_.erase(evaluations_.begin() + 1);
   model_ = std::move(loaded);
   window_ = window;
   served_dir_ = files_dir;
@@ -175,12 +177,14 @@ void Server::note_load_failure(const std::string& files_dir, const std::string& 
     std::lock_guard lock(state_mutex_);
     if (!model_) {
       status_ = saved ? "cannot load the checkpoint: " + why
-                      : "no save yet in '" + options_.checkpoint + "': waiting for the trainer's first save";
+                      : "no save yet in '" + options_.checkpoint +
+                            "': waiting for the trainer's first save";
     } else if (files_dir == failed_dir_ && !failure_reported_) {
       // The same save failed at two looks in a row: not a save replaced while it was read,
       // but a broken one. Said once, on the status and to the warning stream.
-      status_ = fmt::format("the newest save, {}, cannot be loaded ({}); still serving the previous one, {}",
-                            files_dir, why, fs::path(served_dir_).filename().string());
+      status_ = fmt::format(
+          "the newest save, {}, cannot be loaded ({}); still serving the previous one, {}",
+          files_dir, why, fs::path(served_dir_).filename().string());
       warning = status_;
       failure_reported_ = true;
     }

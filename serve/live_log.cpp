@@ -93,7 +93,8 @@ void StepLog::refresh() {
   in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
   chunk.resize(static_cast<std::size_t>(in.gcount()));
   std::size_t start = 0;
-  for (std::size_t end = chunk.find('\n'); end != std::string::npos; end = chunk.find('\n', start)) {
+  for (std::size_t end = chunk.find('\n'); end != std::string::npos;
+       end = chunk.find('\n', start)) {
     const std::size_t rows = table_.rows.size();
     add_line(table_, have_header_, chunk.substr(start, end - start));
     start = end + 1;

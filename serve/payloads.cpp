@@ -76,7 +76,8 @@ json inspect_json(const Inspection& ins, std::size_t k, std::size_t unknown) {
     logits.push_back(std::move(row));
     json best = json::array();
     for (const TopToken& t : top_k(ins, i, k))
-      best.push_back({{"id", t.id}, {"char", t.id == 0 ? std::string() : char_to_utf8(t.character)},
+      best.push_back({{"id", t.id},
+                      {"char", t.id == 0 ? std::string() : char_to_utf8(t.character)},
                       {"p", rounded(t.prob)}});
     top.push_back(std::move(best));
   }
@@ -85,8 +86,11 @@ json inspect_json(const Inspection& ins, std::size_t k, std::size_t unknown) {
   json snaps = json::array();
   auto add = [&](const std::string& name, const Array& a) {
     const Summary s = summarize(a);
-    snaps.push_back({{"name", name}, {"shape", std::vector<std::size_t>(a.shape().begin(), a.shape().end())},
-                     {"min", s.min}, {"max", s.max}, {"mean", s.mean}});
+    snaps.push_back({{"name", name},
+                     {"shape", std::vector<std::size_t>(a.shape().begin(), a.shape().end())},
+                     {"min", s.min},
+                     {"max", s.max},
+                     {"mean", s.mean}});
   };
   for (const auto& [name, a] : ins.snapshots) add(name, a);
   add("logits", ins.logits);
@@ -104,8 +108,10 @@ json rows_json(const CsvTable& table, long long since) {
     if (step >= 0 && !(r[static_cast<std::size_t>(step)] > static_cast<double>(since))) continue;
     json row = json::object();
     for (std::size_t c = 0; c < table.columns.size(); ++c) {
-      if (std::isfinite(r[c])) row[table.columns[c]] = r[c];
-      else row[table.columns[c]] = nullptr;
+      if (std::isfinite(r[c]))
+        row[table.columns[c]] = r[c];
+      else
+        row[table.columns[c]] = nullptr;
     }
     rows.push_back(std::move(row));
   }

@@ -26,13 +26,20 @@ void send_error(httplib::Response& res, int status, const std::string& message) 
 /// The reason phrase of an HTTP status the server answers with.
 std::string status_phrase(int status) {
   switch (status) {
-    case 400: return "bad request";
-    case 404: return "not found";
-    case 405: return "method not allowed";
-    case 413: return "the request body is too large";
-    case 414: return "the request line is too long";
-    case 421: return "this server does not answer for that Host";
-    default: return fmt::format("HTTP status {}", status);
+    case 400:
+      return "bad request";
+    case 404:
+      return "not found";
+    case 405:
+      return "method not allowed";
+    case 413:
+      return "the request body is too large";
+    case 414:
+      return "the request line is too long";
+    case 421:
+      return "this server does not answer for that Host";
+    default:
+      return fmt::format("HTTP status {}", status);
   }
 }
 
@@ -43,12 +50,14 @@ json parse_body(const httplib::Request& req, const std::set<std::string>& allowe
   json j;
   try {
     j = parse_json_no_duplicate_keys(req.body);
-  } catch (const DuplicateKeyError& e) {  // which of the two would count is not the client's to guess
+  } catch (
+      const DuplicateKeyError& e) {  // which of the two would count is not the client's to guess
     throw BadRequest(std::string("the request body is ambiguous: ") + e.what());
   } catch (const json::exception&) {
     throw BadRequest("the request body is not valid JSON (UTF-8)");
   }
-  if (!j.is_object()) throw BadRequest("the request body must be a JSON object, e.g. {\"prompt\": \"Capitu\"}");
+  if (!j.is_object())
+    throw BadRequest("the request body must be a JSON object, e.g. {\"prompt\": \"Capitu\"}");
   for (const auto& [key, value] : j.items()) {
     if (allowed.count(key) != 0) continue;
     std::string names;
@@ -71,23 +80,25 @@ bool bool_field(const json& j, const char* name, bool fallback) {
 }
 
 /// A number in [lo, hi] (lo excluded when `lo_open`).
-double number_field(const json& j, const char* name, double fallback, double lo, double hi, bool lo_open) {
+double number_field(const json& j, const char* name, double fallback, double lo, double hi,
+                    bool lo_open) {
   if (!j.contains(name)) return fallback;
   const json& v = j[name];
   const double x = v.is_number() ? v.get<double>() : std::nan("");
   if (!std::isfinite(x) || x < lo || x > hi || (lo_open && x == lo))
-    throw BadRequest(fmt::format("'{}' must be a number in {}{}, {}] (got {})", name, lo_open ? "(" : "[",
-                                 lo, hi, v.dump()));
+    throw BadRequest(fmt::format("'{}' must be a number in {}{}, {}] (got {})", name,
+                                 lo_open ? "(" : "[", lo, hi, v.dump()));
   return x;
 }
 
 /// An integer in [lo, hi].
-std::uint64_t integer_field(const json& j, const char* name, std::uint64_t fallback, std::uint64_t lo,
-                            std::uint64_t hi) {
+std::uint64_t integer_field(const json& j, const char* name, std::uint64_t fallback,
+                            std::uint64_t lo, std::uint64_t hi) {
   if (!j.contains(name)) return fallback;
   const json& v = j[name];
   if (!v.is_number_unsigned() || v.get<std::uint64_t>() < lo || v.get<std::uint64_t>() > hi)
-    throw BadRequest(fmt::format("'{}' must be an integer from {} to {} (got {})", name, lo, hi, v.dump()));
+    throw BadRequest(
+        fmt::format("'{}' must be an integer from {} to {} (got {})", name, lo, hi, v.dump()));
   return v.get<std::uint64_t>();
 }
 
@@ -104,7 +115,8 @@ long long query_integer(const httplib::Request& req, const char* name, long long
 
 /// `text` with every `from` replaced by `to`.
 std::string replace_all(std::string text, const std::string& from, const std::string& to) {
-  for (std::size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size()))
+  for (std::size_t at = text.find(from); at != std::string::npos;
+       at = text.find(from, at + to.size()))
     text.replace(at, from.size(), to);
   return text;
 }
@@ -139,17 +151,20 @@ void refuse_unknown(const std::u32string& prompt, const Tokenizer& tokenizer) {
   if (unknown.empty()) return;
   std::string names;
   for (char32_t c : unknown) names += (names.empty() ? "" : ", ") + describe_char(c);
-  throw BadRequest(fmt::format("the prompt has {} character(s) the model never saw in training: {} "
-                               "(send \"allow_unknown\": true to map them to the unknown id 0)",
-                               unknown.size(), names));
+  throw BadRequest(
+      fmt::format("the prompt has {} character(s) the model never saw in training: {} "
+                  "(send \"allow_unknown\": true to map them to the unknown id 0)",
+                  unknown.size(), names));
 }
 
 /// A 400 when an inspected prompt is longer than the model's context (`window`): inspection
 /// shows one window, position by position, as glass inspect does.
 void refuse_past_context(const std::u32string& prompt, std::size_t window) {
   if (prompt.size() > window)
-    throw BadRequest(fmt::format("the prompt has {} characters; {}. Inspection shows one window: "
-                                 "send at most {} characters", prompt.size(), context_sentence(window), window));
+    throw BadRequest(
+        fmt::format("the prompt has {} characters; {}. Inspection shows one window: "
+                    "send at most {} characters",
+                    prompt.size(), context_sentence(window), window));
 }
 
 std::int32_t start_id(const Tokenizer& tokenizer) {

@@ -63,16 +63,17 @@ void Server::add_routes() {
   // Before any route: the Host, Origin and Content-Type rules (refusal()).
   s.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
     int status = 0;
-    const std::string why = refusal(req.get_header_value("Host"), req.method, req.get_header_value("Content-Type"),
-                                    req.get_header_value("Origin"), status);
+    const std::string why =
+        refusal(req.get_header_value("Host"), req.method, req.get_header_value("Content-Type"),
+                req.get_header_value("Origin"), status);
     if (why.empty()) return httplib::Server::HandlerResponse::Unhandled;
     send_error(res, status, why);
     return httplib::Server::HandlerResponse::Handled;
   });
 
   s.Get("/", guarded([](const httplib::Request&, httplib::Response& res) {
-    res.set_content(live_page(), "text/html; charset=utf-8");
-  }));
+          res.set_content(live_page(), "text/html; charset=utf-8");
+        }));
   s.Get("/inspector", answer(&Server::answer_inspector));
   s.Get("/api/info", answer(&Server::answer_info));
   s.Post("/api/inspect", answer(&Server::answer_inspect));
@@ -86,7 +87,8 @@ void Server::add_routes() {
   s.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return;
     std::string message = status_phrase(res.status);
-    if (res.status == 404) message = "no such page or endpoint: " + req.path + " (see GET /api/info)";
+    if (res.status == 404)
+      message = "no such page or endpoint: " + req.path + " (see GET /api/info)";
     send_error(res, res.status, message);
   });
   s.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
@@ -105,15 +107,16 @@ void Server::answer_inspector(const httplib::Request& req, httplib::Response& re
     std::lock_guard lock(compute_mutex_);
     ins = inspect(*m, prompt);
   } catch (const InspectError& e) {  // no flag here: the page takes the prompt as it is
-    throw BadRequest(replace_all(e.what(), "\n(--allow-unknown maps them to the unknown id 0)", ""));
+    throw BadRequest(
+        replace_all(e.what(), "\n(--allow-unknown maps them to the unknown id 0)", ""));
   }
   HtmlOptions html;
   html.checkpoint = options_.checkpoint;
   html.title = "GlassLLM inspector: \"" + u32_to_utf8(prompt.substr(0, 60)) + "\"";
   try {
-    html.loss = read_loss_log((fs::path(checkpoint_files_dir(options_.checkpoint)) / "log.csv").string());
-  } catch (const std::exception&) {
-  }
+    html.loss =
+        read_loss_log((fs::path(checkpoint_files_dir(options_.checkpoint)) / "log.csv").string());
+  } catch (const std::exception&) {}
   res.set_content(inspection_html(ins, html), "text/html; charset=utf-8");
 }
 

@@ -76,14 +76,16 @@ void Server::answer_inspect(const httplib::Request& req, httplib::Response& res)
 }
 
 void Server::answer_sample(const httplib::Request& req, httplib::Response& res) {
-  const json body = parse_body(req, {"prompt", "temperature", "top_k", "top_p", "min_p", "repeat_penalty",
-                                     "repeat_last_n", "seed", "n", "allow_unknown"});
+  const json body =
+      parse_body(req, {"prompt", "temperature", "top_k", "top_p", "min_p", "repeat_penalty",
+                       "repeat_last_n", "seed", "n", "allow_unknown"});
   const std::u32string prompt = decode_prompt(string_field(body, "prompt", ""));
   std::size_t window = 0;
   const auto m = model(&window);
   const SamplingOptions sampling = sampling_fields(body, m->config.vocab_size);
   const std::uint64_t seed = integer_field(body, "seed", 1337, 0, UINT64_MAX);
-  const auto n = static_cast<std::size_t>(integer_field(body, "n", 200, 1, options_.max_sample_tokens));
+  const auto n =
+      static_cast<std::size_t>(integer_field(body, "n", 200, 1, options_.max_sample_tokens));
   // A prompt longer than the context is cropped to its last `window` characters, as glass
   // sample does (the body limit bounds it).
   if (!bool_field(body, "allow_unknown", false)) refuse_unknown(prompt, m->tokenizer);
@@ -111,8 +113,8 @@ void Server::answer_sample(const httplib::Request& req, httplib::Response& res) 
 }
 
 void Server::answer_next(const httplib::Request& req, httplib::Response& res) {
-  const json body = parse_body(req, {"prompt", "temperature", "top_k", "top_p", "min_p", "repeat_penalty",
-                                     "repeat_last_n", "allow_unknown"});
+  const json body = parse_body(req, {"prompt", "temperature", "top_k", "top_p", "min_p",
+                                     "repeat_penalty", "repeat_last_n", "allow_unknown"});
   const std::u32string prompt = decode_prompt(string_field(body, "prompt", ""));
   std::size_t window = 0;
   const auto m = model(&window);

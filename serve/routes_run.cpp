@@ -36,9 +36,9 @@ void Server::answer_log(const httplib::Request& req, httplib::Response& res) {
   json j;
   CsvTable evals;
   try {
-    evals = parse_csv_numbers(read_text(fs::path(checkpoint_files_dir(options_.checkpoint)) / "log.csv"));
-  } catch (const std::exception&) {
-  }
+    evals = parse_csv_numbers(
+        read_text(fs::path(checkpoint_files_dir(options_.checkpoint)) / "log.csv"));
+  } catch (const std::exception&) {}
   std::lock_guard lock(state_mutex_);
   step_log_.refresh();
   const CsvTable& steps = step_log_.table();
@@ -65,8 +65,8 @@ void Server::answer_evals(const httplib::Request& req, httplib::Response& res) {
     std::lock_guard lock(state_mutex_);
     head["probe"] = probe_;
     head["chars"] = chars_json(utf8_to_u32(probe_));
-    head["count"] = evaluations_.size();      // kept: the first and the newest max_evaluations
-    head["seen"] = evaluations_seen_;         // evaluated so far: the next index
+    head["count"] = evaluations_.size();  // kept: the first and the newest max_evaluations
+    head["seen"] = evaluations_seen_;     // evaluated so far: the next index
     head["max_evaluations"] = options_.max_evaluations;
     for (const auto& e : evaluations_)
       if (e->index >= static_cast<std::size_t>(since)) list.push_back(e);

@@ -28,28 +28,33 @@ bool is_loopback_host(const std::string& host) {
   return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
 }
 
-Server::Server(ServeOptions options) : options_(std::move(options)),
+Server::Server(ServeOptions options)
+    : options_(std::move(options)),
       step_log_((fs::path(options_.checkpoint) / "steps.csv").string()) {
   std::error_code ec;
   if (!fs::is_directory(options_.checkpoint, ec))
     throw ServeError("checkpoint directory '" + options_.checkpoint +
                      "' does not exist (train one with: glass train --out DIR)");
   if (options_.port < 0 || options_.port > 65535)
-    throw ServeError(fmt::format("port {} is out of range (1 to 65535, or 0 for any free port)", options_.port));
+    throw ServeError(
+        fmt::format("port {} is out of range (1 to 65535, or 0 for any free port)", options_.port));
   std::string error;
-  if (!load_if_new(checkpoint_files_dir(options_.checkpoint), &error) && holds_checkpoint(options_.checkpoint))
+  if (!load_if_new(checkpoint_files_dir(options_.checkpoint), &error) &&
+      holds_checkpoint(options_.checkpoint))
     throw CheckpointError(error);
 }
 
 Server::~Server() { stop(); }
 
-std::string Server::refusal(const std::string& host, const std::string& method, const std::string& content_type,
-                            const std::string& origin, int& status) const {
+std::string Server::refusal(const std::string& host, const std::string& method,
+                            const std::string& content_type, const std::string& origin,
+                            int& status) const {
   // The Host header: a DNS-rebinding page sends its own name there, whatever address it reached.
   std::vector<std::string> names = {"127.0.0.1", "localhost", "[::1]"};
   auto add = [&](const std::string& name) {
     if (name.empty()) return;
-    names.push_back(name.find(':') != std::string::npos && name.front() != '[' ? "[" + name + "]" : name);
+    names.push_back(name.find(':') != std::string::npos && name.front() != '[' ? "[" + name + "]"
+                                                                               : name);
   };
   add(options_.host);
   for (const std::string& name : options_.allowed_hosts) add(name);
@@ -59,7 +64,8 @@ std::string Server::refusal(const std::string& host, const std::string& method, 
   for (const std::string& name : names) {
     const std::string with_port = lower_case(name) + ":" + std::to_string(port_);
     known = known || given == with_port || (port_ == 80 && given == lower_case(name));
-    if (list.find(name + ":") == std::string::npos) list += (list.empty() ? "" : ", ") + name + ":" + std::to_string(port_);
+    if (list.find(name + ":") == std::string::npos)
+      list += (list.empty() ? "" : ", ") + name + ":" + std::to_string(port_);
   }
   if (!known) {
     status = 421;
@@ -73,15 +79,17 @@ std::string Server::refusal(const std::string& host, const std::string& method, 
   // A POST computes: only this server's own page (same origin) or a program (no Origin) may ask.
   if (!origin.empty() && lower_case(origin) != "http://" + given) {
     status = 403;
-    return fmt::format("a POST is accepted from this server's own page (Origin http://{}) or from a "
-                       "program that sends no Origin, not from Origin '{}'",
-                       host, origin);
+    return fmt::format(
+        "a POST is accepted from this server's own page (Origin http://{}) or from a "
+        "program that sends no Origin, not from Origin '{}'",
+        host, origin);
   }
   const std::string media = lower_case(content_type.substr(0, content_type.find(';')));
   const std::size_t a = media.find_first_not_of(" \t"), b = media.find_last_not_of(" \t");
   if (a == std::string::npos || media.substr(a, b - a + 1) != "application/json") {
     status = 415;
-    return fmt::format("a POST body is JSON sent with Content-Type: application/json (got '{}')", content_type);
+    return fmt::format("a POST body is JSON sent with Content-Type: application/json (got '{}')",
+                       content_type);
   }
   return "";
 }
@@ -116,7 +124,8 @@ int Server::start() {
   http_->set_payload_max_length(options_.max_body_bytes);
   http_->set_read_timeout(5, 0);
   http_->set_write_timeout(5, 0);
-  http_->set_default_headers({{"X-Content-Type-Options", "nosniff"}, {"Cache-Control", "no-store"}});
+  http_->set_default_headers(
+      {{"X-Content-Type-Options", "nosniff"}, {"Cache-Control", "no-store"}});
   // SO_REUSEADDR (a restarted server may bind at once) but not httplib's default SO_REUSEPORT,
   // with which a second server on the same port would silently share its connections.
   http_->set_socket_options([](socket_t sock) {
@@ -137,7 +146,8 @@ int Server::start() {
     throw ServeError(fmt::format(
         "cannot listen on {}:{}{}{}: the port is in use by another program, or the address is not "
         "one of this machine's; choose another with --port (or --host)",
-        host, options_.port, err != 0 ? " (" : "", err != 0 ? std::string(std::strerror(err)) + ")" : ""));
+        host, options_.port, err != 0 ? " (" : "",
+        err != 0 ? std::string(std::strerror(err)) + ")" : ""));
   }
   listen_thread_ = std::thread([this] { http_->listen_after_bind(); });
   // stop() only reaches a server that is already listening: wait until it is (a moment).

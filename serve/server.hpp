@@ -73,8 +73,8 @@ struct ServeOptions {
   /// a request may give; any other answers 421 (a web page of another site reaching this server
   /// through DNS rebinding sends its own name).
   std::vector<std::string> allowed_hosts;
-  std::size_t max_sample_tokens = 2000;    ///< most characters one /api/sample may ask for
-  std::size_t eval_sample_tokens = 120;    ///< characters sampled at each new save
+  std::size_t max_sample_tokens = 2000;  ///< most characters one /api/sample may ask for
+  std::size_t eval_sample_tokens = 120;  ///< characters sampled at each new save
   /// Evaluations kept for /api/evals besides the first save's: the newest ones (older ones are
   /// dropped, so the server's memory and the answer to since=0 stay bounded on a long run).
   std::size_t max_evaluations = 200;
@@ -138,8 +138,9 @@ class Server {
   void answer_evals(const httplib::Request& req, httplib::Response& res);
   /// "" when the Host and, for a POST, Content-Type and Origin headers are acceptable; else
   /// the status (421, 403, 415) through `status` and the reason.
-  std::string refusal(const std::string& host, const std::string& method, const std::string& content_type,
-                      const std::string& origin, int& status) const;
+  std::string refusal(const std::string& host, const std::string& method,
+                      const std::string& content_type, const std::string& origin,
+                      int& status) const;
   // Watching the run directory (serve/evaluations.cpp).
   void watch_loop();
   /// Loads the save `files_dir` unless it is the one served; returns false when it cannot be
@@ -159,16 +160,16 @@ class Server {
   std::mutex stop_mutex_;
   std::condition_variable stop_cv_;
 
-  mutable std::mutex state_mutex_;                 // guards the fields below
-  std::shared_ptr<const LoadedModel> model_;       // the newest loaded save
-  std::size_t window_ = 0;                         // its sampling window
-  std::string served_dir_;                         // the directory it was loaded from
+  mutable std::mutex state_mutex_;            // guards the fields below
+  std::shared_ptr<const LoadedModel> model_;  // the newest loaded save
+  std::size_t window_ = 0;                    // its sampling window
+  std::string served_dir_;                    // the directory it was loaded from
   std::string status_;
-  std::string failed_dir_;      // a save that could not be loaded at the last look ("" = none)
+  std::string failed_dir_;  // a save that could not be loaded at the last look ("" = none)
   bool failure_reported_ = false;
-  std::string probe_;                              // UTF-8, fixed at the first load
+  std::string probe_;                                           // UTF-8, fixed at the first load
   std::vector<std::shared_ptr<const Evaluation>> evaluations_;  // the first, then the newest
-  std::size_t evaluations_seen_ = 0;               // saves evaluated so far (the next index)
+  std::size_t evaluations_seen_ = 0;  // saves evaluated so far (the next index)
   StepLog step_log_;
 
   std::mutex compute_mutex_;  // one forward pass at a time; never held with state_mutex_

@@ -35,7 +35,8 @@ inline const char32_t* const kSmallText = U"to be or not to be\nthat is the ques
 /// drawn with `seed` and standard deviation `init_std`) as a checkpoint directory `dir`
 /// (save_model: config.json + model.safetensors). Returns its config.
 inline glass::ModelConfig write_small_checkpoint(const std::string& dir, std::size_t context_length,
-                                                 std::uint64_t seed, double init_std = glass::ModelConfig().init_std) {
+                                                 std::uint64_t seed,
+                                                 double init_std = glass::ModelConfig().init_std) {
   const glass::Tokenizer tokenizer = glass::Tokenizer::from_text(kSmallText);
   glass::ModelConfig config = small_config(tokenizer.vocab_size(), context_length);
   config.init_std = init_std;

@@ -12,10 +12,10 @@ inline namespace GLASS_PRECISION {
 
 /// Hyper-parameters of AdamW. Defaults: the nanoGPT shakespeare_char recipe.
 struct AdamWConfig {
-  double beta1 = 0.9;          ///< decay of the first moment (mean of gradients)
-  double beta2 = 0.99;         ///< decay of the second moment (mean of squared gradients)
-  double eps = 1e-8;           ///< added to sqrt(v_hat) to avoid division by zero
-  double weight_decay = 0.1;   ///< decoupled decay, applied only to 2-D (and larger) weights
+  double beta1 = 0.9;         ///< decay of the first moment (mean of gradients)
+  double beta2 = 0.99;        ///< decay of the second moment (mean of squared gradients)
+  double eps = 1e-8;          ///< added to sqrt(v_hat) to avoid division by zero
+  double weight_decay = 0.1;  ///< decoupled decay, applied only to 2-D (and larger) weights
 };
 
 /// One parameter and its optimizer state.

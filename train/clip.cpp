@@ -14,10 +14,12 @@ double global_grad_norm(const std::vector<Tensor>& params) {
   // same bits for any thread count.
   const long n = static_cast<long>(params.size());
   std::vector<double> sums(params.size(), 0.0);
-#pragma omp parallel for schedule(dynamic) num_threads(static_cast<int>(num_threads())) if (num_threads() > 1)
+#pragma omp parallel for schedule(dynamic) \
+    num_threads(static_cast <int>(num_threads())) if (num_threads() > 1)
   for (long i = 0; i < n; ++i)
     if (params[i].has_grad())
-      sums[i] = sum_of_squares(params[i].grad());  // SIMD in blocks (autograd/kernels/sum_squares.cpp)
+      sums[i] =
+          sum_of_squares(params[i].grad());  // SIMD in blocks (autograd/kernels/sum_squares.cpp)
   double sum_sq = 0.0;
   for (double s : sums) sum_sq += s;
   return std::sqrt(sum_sq);
@@ -29,7 +31,8 @@ double clip_grad_norm(const std::vector<Tensor>& params, double max_norm) {
   const double coef = max_norm / (norm + 1e-6);
   if (coef >= 1.0) return norm;  // PyTorch multiplies by the clamped coefficient 1.0: a no-op
   const long n_params = static_cast<long>(params.size());
-#pragma omp parallel for schedule(dynamic) num_threads(static_cast<int>(num_threads())) if (num_threads() > 1)
+#pragma omp parallel for schedule(dynamic) \
+    num_threads(static_cast <int>(num_threads())) if (num_threads() > 1)
   for (long k = 0; k < n_params; ++k) {
     if (!params[k].has_grad()) continue;
     Tensor handle = params[k];  // shares storage

@@ -105,7 +105,8 @@ double DataParallel::run(const Ids& x, const Ids& y, bool with_grad) {
   std::vector<std::vector<Tensor>> others;  // the replicas' parameters, in the same order
   for (std::size_t r = 0; r + 1 < parts; ++r) {
     Decoder& replica = *replicas_[r];
-    if (replica.config().ops_path != model_.config().ops_path) replica.set_ops_path(model_.config().ops_path);
+    if (replica.config().ops_path != model_.config().ops_path)
+      replica.set_ops_path(model_.config().ops_path);
     others.push_back(replica.parameters());
   }
   std::vector<Scalar*> sums;                     // per parameter with a gradient: the model's
@@ -117,7 +118,7 @@ double DataParallel::run(const Ids& x, const Ids& y, bool with_grad) {
   sizes.reserve(params.size());
   adds.resize(params.size());
   for (std::vector<const Scalar*>& a : adds) a.reserve(others.size());
-#pragma omp parallel num_threads(static_cast<int>(parts))
+#pragma omp parallel num_threads(static_cast <int>(parts))
   {
     // The team size is the same for every thread, so all take the same branch (and barriers).
     if (static_cast<std::size_t>(omp_get_num_threads()) != parts) {

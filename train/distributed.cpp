@@ -51,8 +51,9 @@ Communicator Communicator::world() {
     MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
     std::atexit(finalize_mpi);
     if (provided < MPI_THREAD_FUNNELED)
-      throw std::runtime_error("this MPI library cannot run alongside threads (MPI_THREAD_FUNNELED "
-                               "not provided); rebuild glass against OpenMPI or MPICH");
+      throw std::runtime_error(
+          "this MPI library cannot run alongside threads (MPI_THREAD_FUNNELED "
+          "not provided); rebuild glass against OpenMPI or MPICH");
   }
   int rank = 0, size = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -121,7 +122,8 @@ void Communicator::abort(int code) const {
 Ids shard_rows(const Ids& batch, const Communicator& comm) {
   const std::size_t B = batch.shape(0), N = static_cast<std::size_t>(comm.size());
   if (B % N != 0)
-    throw std::invalid_argument(fmt::format("a batch of {} windows cannot be split evenly among {} processes", B, N));
+    throw std::invalid_argument(
+        fmt::format("a batch of {} windows cannot be split evenly among {} processes", B, N));
   if (N == 1) return batch;
   const std::size_t begin = static_cast<std::size_t>(comm.rank()) * (B / N);
   return xt::view(batch, xt::range(begin, begin + B / N), xt::all());

@@ -18,12 +18,13 @@ std::string step_zero_note(double loss, std::size_t vocab_size, const std::strin
   const double ln_v = std::log(static_cast<double>(vocab_size));
   const double off = loss - ln_v;
   if (std::abs(off) <= kStepZeroTolerance)
-    return fmt::format("note: loss {:.4f} ≈ ln {} = {:.4f}: the model is guessing uniformly among "
-                       "the {} entries of its vocabulary ({}), as it should at the start\n",
-                       loss, vocab_size, ln_v, vocab_size,
-                       unit == "character"
-                           ? fmt::format("{} characters + the unknown id 0", vocab_size > 0 ? vocab_size - 1 : 0)
-                           : std::string("BPE tokens"));
+    return fmt::format(
+        "note: loss {:.4f} ≈ ln {} = {:.4f}: the model is guessing uniformly among "
+        "the {} entries of its vocabulary ({}), as it should at the start\n",
+        loss, vocab_size, ln_v, vocab_size,
+        unit == "character"
+            ? fmt::format("{} characters + the unknown id 0", vocab_size > 0 ? vocab_size - 1 : 0)
+            : std::string("BPE tokens"));
   if (off > 0)
     return fmt::format(
         "warning: loss {:.4f} at step 0 is far above ln {} = {:.4f}, the loss of a uniform guess: "
@@ -54,8 +55,10 @@ bool gap_widening_while_val_falls(const std::vector<LogRow>& log) {
   const LogRow& a = log[log.size() - 3];
   const LogRow& b = log[log.size() - 2];
   const LogRow& c = log.back();
-  const double ga = a.val_loss - a.train_loss, gb = b.val_loss - b.train_loss, gc = c.val_loss - c.train_loss;
-  return ga < gb && gb < gc && gc - ga >= kGapGrowth && b.val_loss < a.val_loss && c.val_loss < b.val_loss;
+  const double ga = a.val_loss - a.train_loss, gb = b.val_loss - b.train_loss,
+               gc = c.val_loss - c.train_loss;
+  return ga < gb && gb < gc && gc - ga >= kGapGrowth && b.val_loss < a.val_loss &&
+         c.val_loss < b.val_loss;
 }
 }  // namespace
 
@@ -117,14 +120,14 @@ std::string final_summary(const std::vector<LogRow>& log, std::size_t vocab_size
       "(perplexity {:.2f}: as unsure as a choice among {:.1f} {}s; a uniform guess is "
       "ln {} = {:.4f} nats, {:.3f} bits)\n",
       b.val_loss, unit, b.step, b.val_loss / std::log(2.0), unit, std::exp(b.val_loss),
-      std::exp(b.val_loss), unit,
-      vocab_size, ln_v, ln_v / std::log(2.0));
+      std::exp(b.val_loss), unit, vocab_size, ln_v, ln_v / std::log(2.0));
   const std::size_t since_best = log.size() - 1 - best;
   if (last.step < iters)
     text += "next: the run was stopped early; continue it with the --resume command below\n";
   else if (b.val_loss > ln_v - 0.1)
-    text += "next: the model has learnt almost nothing; train longer (--iters), or check the "
-            "learning rate (--lr) and the text\n";
+    text +=
+        "next: the model has learnt almost nothing; train longer (--iters), or check the "
+        "learning rate (--lr) and the text\n";
   else if (since_best >= static_cast<std::size_t>(kPatienceEvals) && !widening_gap(b, last))
     text += fmt::format(
         "next: the validation loss stopped improving {} evaluations before the end while the "
@@ -136,21 +139,25 @@ std::string final_summary(const std::vector<LogRow>& log, std::size_t vocab_size
         "sample with --best, and for a better model use more text or a smaller one "
         "(--d-model, --n-layers)\n",
         since_best);
-  else if (since_best == 0 && log.size() >= 2 && log[log.size() - 2].val_loss - last.val_loss > 0.01)
-    text += "next: the validation loss was still falling at the end: train longer (a larger "
-            "--iters with --resume continues this run), or try a larger model\n";
+  else if (since_best == 0 && log.size() >= 2 &&
+           log[log.size() - 2].val_loss - last.val_loss > 0.01)
+    text +=
+        "next: the validation loss was still falling at the end: train longer (a larger "
+        "--iters with --resume continues this run), or try a larger model\n";
   else
-    text += "next: sample from it; to go further, try a larger model (--d-model, --n-layers) or "
-            "more text\n";
+    text +=
+        "next: sample from it; to go further, try a larger model (--d-model, --n-layers) or "
+        "more text\n";
   return text;
 }
 
 std::string overfit_batch_note(double first, double last, std::size_t steps) {
   if (last <= kOverfitTarget)
-    return fmt::format("overfit check passed: the loss of the one batch went from {:.4f} to {:.4f} "
-                       "in {} steps, so the model can memorise it: forward, backward and the "
-                       "AdamW update work together\n",
-                       first, last, steps);
+    return fmt::format(
+        "overfit check passed: the loss of the one batch went from {:.4f} to {:.4f} "
+        "in {} steps, so the model can memorise it: forward, backward and the "
+        "AdamW update work together\n",
+        first, last, steps);
   return fmt::format(
       "overfit check not passed yet: the loss of the one batch went from {:.4f} to {:.4f} in {} "
       "steps, not below {}. Give it more --iters or a larger --lr; if it still stays up (or rises), "

@@ -35,7 +35,8 @@ std::string vocabulary_words(std::size_t vocab_size);
 /// or a "warning: ..." when |loss - ln V| > kStepZeroTolerance, saying what that points to.
 /// `unit` names what one id stands for: "character" (the character tokenizer) or "token" (BPE:
 /// the vocabulary is then described as BPE tokens, without the unknown id).
-std::string step_zero_note(double loss, std::size_t vocab_size, const std::string& unit = "character");
+std::string step_zero_note(double loss, std::size_t vocab_size,
+                           const std::string& unit = "character");
 
 /// The note printed after an evaluation, given every evaluation so far (`log`, the last one just
 /// added): "" when there is nothing to say; a note when the validation loss has not improved for

@@ -44,8 +44,8 @@ void take_recorded_recipe(TrainOptions& o, const RecipeFlagsGiven& given) {
     if (!flag_given || same(value, theirs)) {
       value = theirs;
     } else {
-      differ += fmt::format("\n  {} {} (the run was trained with {} {})", flag, shown(value, theirs),
-                            flag, shown(theirs, value));
+      differ += fmt::format("\n  {} {} (the run was trained with {} {})", flag,
+                            shown(value, theirs), flag, shown(theirs, value));
     }
   };
   take("--lr", given.lr, o.lr, recorded->lr);
@@ -59,8 +59,10 @@ void take_recorded_recipe(TrainOptions& o, const RecipeFlagsGiven& given) {
   if (!given.context && context > 0) o.context = context;
   if (!differ.empty())
     throw std::invalid_argument(
-        "--resume continues the run in " + o.out_dir + " with its own recipe, but these flags ask "
-        "for other values:" + differ +
+        "--resume continues the run in " + o.out_dir +
+        " with its own recipe, but these flags ask "
+        "for other values:" +
+        differ +
         "\nLeave them out (the recorded values are used), or start a new run with --out DIR "
         "(or --overwrite).");
 }
@@ -78,7 +80,8 @@ void check_recorded_data(const TrainOptions& o, bool data_defaulted) {
         "the run in {} was trained on a text named '{}', not on '{}'{}: pass --data with the "
         "path of '{}' to continue it, or start a new run with another --out (or --overwrite)",
         o.out_dir, recorded_data, o.data_path,
-        data_defaulted ? " (the bundled corpus, used when --data is left out)" : "", recorded_data));
+        data_defaulted ? " (the bundled corpus, used when --data is left out)" : "",
+        recorded_data));
 }
 
 }  // namespace glass

@@ -13,10 +13,10 @@ namespace glass {
 /// `it` is the 0-based optimizer step about to be taken. decay_iters is nanoGPT's
 /// lr_decay_iters (the horizon of the cosine; the CLI defaults it to --iters).
 struct LrSchedule {
-  double lr_max = 1e-3;    ///< peak learning rate, reached at it = warmup
-  double min_lr = 1e-4;    ///< floor, reached at it = decay_iters (nanoGPT: lr_max / 10)
-  long warmup = 100;       ///< number of warmup steps
-  long decay_iters = 2000; ///< step at which the cosine reaches min_lr
+  double lr_max = 1e-3;     ///< peak learning rate, reached at it = warmup
+  double min_lr = 1e-4;     ///< floor, reached at it = decay_iters (nanoGPT: lr_max / 10)
+  long warmup = 100;        ///< number of warmup steps
+  long decay_iters = 2000;  ///< step at which the cosine reaches min_lr
 
   /// The learning rate for step `it` (>= 0).
   double at(long it) const;

@@ -48,15 +48,16 @@ std::vector<StepRow> read_steps_csv(const std::string& path) {
   std::string line;
   std::getline(in, line);
   if (line + "\n" != kStepsCsvHeader)
-    throw CheckpointError(fmt::format("{}: the header is '{}', not '{}'", path, line,
-                                      std::string(kStepsCsvHeader, std::strlen(kStepsCsvHeader) - 1)));
+    throw CheckpointError(
+        fmt::format("{}: the header is '{}', not '{}'", path, line,
+                    std::string(kStepsCsvHeader, std::strlen(kStepsCsvHeader) - 1)));
   std::vector<StepRow> rows;
   for (long n = 2; std::getline(in, line); ++n) {
     if (line.empty()) continue;
     StepRow r;
     char tail = 0;
-    if (std::sscanf(line.c_str(), "%ld,%lf,%lf,%lf,%lf,%lf%c", &r.step, &r.loss, &r.lr, &r.grad_norm,
-                    &r.tokens_per_s, &r.elapsed_s, &tail) != 6)
+    if (std::sscanf(line.c_str(), "%ld,%lf,%lf,%lf,%lf,%lf%c", &r.step, &r.loss, &r.lr,
+                    &r.grad_norm, &r.tokens_per_s, &r.elapsed_s, &tail) != 6)
       throw CheckpointError(fmt::format("{}: line {} is not six numbers: '{}'", path, n, line));
     rows.push_back(r);
   }
@@ -65,7 +66,8 @@ std::vector<StepRow> read_steps_csv(const std::string& path) {
 
 bool has_train_state(const std::string& run_dir) {
   const std::string dir = checkpoint_files_dir(run_dir);
-  for (const char* f : {"config.json", "model.safetensors", "train_state.json", "train_state.safetensors"})
+  for (const char* f :
+       {"config.json", "model.safetensors", "train_state.json", "train_state.safetensors"})
     if (!fs::exists(path_in(dir, f))) return false;
   return true;
 }
@@ -90,16 +92,20 @@ void save_train_state(const std::string& dir, const AdamW& optimizer, const Trai
               {"has_best", state.has_best},
               {"elapsed_s", state.elapsed_s},
               {"context", state.context},
-              {"adamw", {{"beta1", optimizer.config().beta1},
-                         {"beta2", optimizer.config().beta2},
-                         {"eps", optimizer.config().eps},
-                         {"weight_decay", optimizer.config().weight_decay}}},
+              {"adamw",
+               {{"beta1", optimizer.config().beta1},
+                {"beta2", optimizer.config().beta2},
+                {"eps", optimizer.config().eps},
+                {"weight_decay", optimizer.config().weight_decay}}},
               {"log", log}};
     if (!state.run_id.empty()) j["run_id"] = state.run_id;
     if (state.has_recipe) {
       const TrainRecipe& r = state.recipe;
-      j["recipe"] = {{"lr", r.lr}, {"min_lr", r.min_lr}, {"warmup", r.warmup},
-                     {"decay_iters", r.decay_iters}, {"batch_size", r.batch_size},
+      j["recipe"] = {{"lr", r.lr},
+                     {"min_lr", r.min_lr},
+                     {"warmup", r.warmup},
+                     {"decay_iters", r.decay_iters},
+                     {"batch_size", r.batch_size},
                      {"grad_clip", r.grad_clip}};
     }
     write_file_atomic(path_in(dir, "train_state.json"), j.dump(1) + "\n");
@@ -145,17 +151,20 @@ namespace {
 /// run's optimizer settings (otherwise the resumed run would not continue the same optimizer).
 void check_adamw_block(const json& j, const std::string& json_path, const AdamWConfig& ours) {
   if (!j.contains("adamw") || !j["adamw"].is_object())
-    throw CheckpointError(json_path + ": missing the \"adamw\" block (beta1, beta2, eps, weight_decay)");
+    throw CheckpointError(json_path +
+                          ": missing the \"adamw\" block (beta1, beta2, eps, weight_decay)");
   const json& a = j["adamw"];
   auto number = [&](const char* key, double low, double high, bool low_open, bool high_open) {
     if (!a.contains(key) || !a[key].is_number())
       throw CheckpointError(fmt::format("{}: adamw.{} must be a number", json_path, key));
     const double v = a[key].get<double>();
-    const bool ok = std::isfinite(v) && (low_open ? v > low : v >= low) && (high_open ? v < high : v <= high);
+    const bool ok =
+        std::isfinite(v) && (low_open ? v > low : v >= low) && (high_open ? v < high : v <= high);
     if (!ok)
-      throw CheckpointError(fmt::format("{}: adamw.{} = {} is out of range ({}{}, {}{}): the file is "
-                                        "corrupt", json_path, key, a[key].dump(), low_open ? "(" : "[",
-                                        low, high, high_open ? ")" : "]"));
+      throw CheckpointError(fmt::format(
+          "{}: adamw.{} = {} is out of range ({}{}, {}{}): the file is "
+          "corrupt",
+          json_path, key, a[key].dump(), low_open ? "(" : "[", low, high, high_open ? ")" : "]"));
     return v;
   };
   const double inf = HUGE_VAL;
@@ -188,21 +197,26 @@ void check_log_and_best(const TrainState& s, const std::string& json_path) {
   for (std::size_t i = 0; i < s.log.size(); ++i) {
     const LogRow& r = s.log[i];
     if (r.step <= previous || r.step > s.step)
-      throw CheckpointError(fmt::format("{}: log row {} has step {} (steps must increase and not "
-                                        "pass the state's step {}): the file is corrupt",
-                                        json_path, i, r.step, s.step));
+      throw CheckpointError(
+          fmt::format("{}: log row {} has step {} (steps must increase and not "
+                      "pass the state's step {}): the file is corrupt",
+                      json_path, i, r.step, s.step));
     for (double v : {r.train_loss, r.val_loss, r.lr, r.elapsed_s, r.tokens_per_s})
       if (!std::isfinite(v) || v < 0)
-        throw CheckpointError(fmt::format("{}: log row {} (step {}) holds {}, not a finite number "
-                                          ">= 0: the file is corrupt", json_path, i, r.step, v));
+        throw CheckpointError(
+            fmt::format("{}: log row {} (step {}) holds {}, not a finite number "
+                        ">= 0: the file is corrupt",
+                        json_path, i, r.step, v));
     previous = r.step;
     smallest = std::min(smallest, r.val_loss);
   }
   if (!std::isfinite(s.elapsed_s) || s.elapsed_s < 0)
     throw CheckpointError(json_path + ": elapsed_s must be a finite number >= 0");
   if (s.has_best != !s.log.empty())
-    throw CheckpointError(fmt::format("{}: has_best is {} but the log holds {} evaluation(s): the "
-                                      "file is corrupt", json_path, s.has_best, s.log.size()));
+    throw CheckpointError(
+        fmt::format("{}: has_best is {} but the log holds {} evaluation(s): the "
+                    "file is corrupt",
+                    json_path, s.has_best, s.log.size()));
   if (s.has_best && s.best_val != smallest)
     throw CheckpointError(fmt::format(
         "{}: best_val is {} but the smallest val_loss in the log is {}: the file is corrupt "
@@ -260,7 +274,8 @@ TrainState load_train_state(const std::string& run_dir, AdamW& optimizer,
       // conversion, undefined behaviour: the integer fields must hold integers.
       auto integer = [&](const json& v, const char* field) -> const json& {
         if (!v.is_number_integer())
-          throw CheckpointError(fmt::format("{}: \"{}\" must be an integer, got {}", json_path, field, v.dump()));
+          throw CheckpointError(
+              fmt::format("{}: \"{}\" must be an integer, got {}", json_path, field, v.dump()));
         return v;
       };
       s.step = integer(j.at("step"), "step").get<long>();
@@ -276,8 +291,9 @@ TrainState load_train_state(const std::string& run_dir, AdamW& optimizer,
         s.has_recipe = true;
       }
       for (const json& r : j.at("log"))
-        s.log.push_back({integer(r.at(0), "log step").get<long>(), r.at(1).get<double>(), r.at(2).get<double>(),
-                         r.at(3).get<double>(), r.at(4).get<double>(), r.at(5).get<double>()});
+        s.log.push_back({integer(r.at(0), "log step").get<long>(), r.at(1).get<double>(),
+                         r.at(2).get<double>(), r.at(3).get<double>(), r.at(4).get<double>(),
+                         r.at(5).get<double>()});
     } catch (const json::exception& e) {
       throw CheckpointError(fmt::format("{}: {}", json_path, e.what()));
     }
@@ -315,14 +331,16 @@ TrainState load_train_state(const std::string& run_dir, AdamW& optimizer,
       for (const char* moment : {"m", "v"}) {
         const NamedTensor* t = moments.find(std::string(moment) + "." + p.name);
         if (t == nullptr || t->dtype != Dtype::F32) continue;  // copy_into names these errors
-        const auto bad = std::find_if(t->data.begin(), t->data.end(), [](float x) { return !std::isfinite(x); });
+        const auto bad =
+            std::find_if(t->data.begin(), t->data.end(), [](float x) { return !std::isfinite(x); });
         if (bad != t->data.end())
           throw CheckpointError(fmt::format(
               "{}: tensor '{}.{}' holds {} at index {}: AdamW's moments are finite after every "
               "step, so the file is corrupt",
               tensors_path, moment, p.name, *bad, bad - t->data.begin()));
         if (moment[0] != 'v') continue;
-        const auto negative = std::find_if(t->data.begin(), t->data.end(), [](float x) { return x < 0; });
+        const auto negative =
+            std::find_if(t->data.begin(), t->data.end(), [](float x) { return x < 0; });
         if (negative != t->data.end())
           throw CheckpointError(fmt::format(
               "{}: tensor 'v.{}' holds a negative value ({}) at index {}: AdamW's second moment (a "

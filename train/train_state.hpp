@@ -41,17 +41,17 @@ struct TrainRecipe {
 
 /// Everything besides the weights and the moments that an exact resume needs.
 struct TrainState {
-  long step = 0;                 ///< optimizer steps done (= AdamW step count)
-  std::string batch_rng;         ///< BatchSampler::state() of the training batches
-  std::string sample_rng;        ///< std::mt19937_64 state (operator<<) of the sampler
-  double best_val = 0;           ///< best validation loss so far (valid when has_best)
+  long step = 0;           ///< optimizer steps done (= AdamW step count)
+  std::string batch_rng;   ///< BatchSampler::state() of the training batches
+  std::string sample_rng;  ///< std::mt19937_64 state (operator<<) of the sampler
+  double best_val = 0;     ///< best validation loss so far (valid when has_best)
   bool has_best = false;
-  double elapsed_s = 0;          ///< training wall time so far
-  std::size_t context = 0;       ///< the training window T
-  std::vector<LogRow> log;       ///< log.csv rows so far
-  std::string run_id;            ///< the run's id (checkpoint/run_dir.hpp); empty in old checkpoints
-  bool has_recipe = false;       ///< false in checkpoints written before the recipe was recorded
-  TrainRecipe recipe;            ///< the run's lr schedule, batch size and clip
+  double elapsed_s = 0;     ///< training wall time so far
+  std::size_t context = 0;  ///< the training window T
+  std::vector<LogRow> log;  ///< log.csv rows so far
+  std::string run_id;       ///< the run's id (checkpoint/run_dir.hpp); empty in old checkpoints
+  bool has_recipe = false;  ///< false in checkpoints written before the recipe was recorded
+  TrainRecipe recipe;       ///< the run's lr schedule, batch size and clip
 };
 
 /// Writes DIR/train_state.safetensors and DIR/train_state.json atomically.

@@ -40,14 +40,14 @@ double Trainer::train_step(long it) {
   const double lr = schedule_.at(it);
   Ids x, y;
   if (!options_.overfit_batch) {
-    train_batches_->next(x, y);                      // (B, T) inputs and next-char targets
-  } else {                                           // the same batch at every step
+    train_batches_->next(x, y);  // (B, T) inputs and next-char targets
+  } else {                       // the same batch at every step
     draw_overfit_batch();
     x = overfit_x_;
     y = overfit_y_;
   }
-  const Communicator& comm = options_.comm;          // N processes (mpirun -np N), or one
-  x = shard_rows(x, comm);                           // (B/N, T): this process's windows
+  const Communicator& comm = options_.comm;  // N processes (mpirun -np N), or one
+  x = shard_rows(x, comm);                   // (B/N, T): this process's windows
   y = shard_rows(y, comm);
 
   // zero_grad, forward (B/N, T, V), cross-entropy (the mean over the B/N*T predictions) and
@@ -56,12 +56,14 @@ double Trainer::train_step(long it) {
   // The mean of the N shards' gradients is the gradient of the whole batch (and likewise the loss).
   const double loss_value = average_gradients(model_->parameters(), shard_loss, comm);
   if (!std::isfinite(loss_value))  // (a shard with a non-finite loss ran no backward)
-    throw NonFiniteError(fmt::format("the loss became {} at step {} (lr {:.3g})", non_finite_name(loss_value), it, lr));
+    throw NonFiniteError(fmt::format("the loss became {} at step {} (lr {:.3g})",
+                                     non_finite_name(loss_value), it, lr));
   const double norm = clip_grad_norm(model_->parameters(), options_.grad_clip);
-  last_grad_norm_ = norm;                            // before clipping
+  last_grad_norm_ = norm;  // before clipping
   if (!std::isfinite(norm))
-    throw NonFiniteError(fmt::format("the gradient norm became {} at step {} (lr {:.3g})", non_finite_name(norm), it, lr));
-  optimizer_->step(lr);                              // AdamW update
+    throw NonFiniteError(fmt::format("the gradient norm became {} at step {} (lr {:.3g})",
+                                     non_finite_name(norm), it, lr));
+  optimizer_->step(lr);  // AdamW update
   return loss_value;
 }
 
@@ -82,7 +84,8 @@ EvalResult Trainer::evaluate() {
   if (comm.size() > 1 && !comm.same_on_all_ranks(weights_checksum(model_->parameters())))
     throw std::runtime_error(fmt::format(
         "the weights of the {} processes differ at step {}: their training diverged (a different "
-        "glass binary or BLAS library on some machine?)", comm.size(), step_));
+        "glass binary or BLAS library on some machine?)",
+        comm.size(), step_));
   auto mean_loss = [&](BatchSampler& batches) {
     double total = 0;
     Ids x, y;
@@ -103,12 +106,13 @@ EvalResult Trainer::evaluate() {
     losses[0] = parallel_->loss(shard_rows(overfit_x_, comm), shard_rows(overfit_y_, comm));
     Ids x, y;
     for (long i = 0; i < options_.eval_iters; ++i) eval_train_batches_->next(x, y);  // the usual
-  }                                                                  // validation windows below
+  }  // validation windows below
   eval_val_batches_->set_state(eval_train_batches_->state());
   losses[1] = mean_loss(*eval_val_batches_);
   comm.all_reduce_sum(losses);  // the mean of the N processes' means
   const EvalResult r{losses[0] / comm.size(), losses[1] / comm.size()};
-  for (const auto& [loss, split] : {std::pair{r.train_loss, "training split"}, {r.val_loss, "validation split"}})
+  for (const auto& [loss, split] :
+       {std::pair{r.train_loss, "training split"}, {r.val_loss, "validation split"}})
     if (!std::isfinite(loss))
       throw NonFiniteError(fmt::format("the evaluation loss on the {} became {} at step {}", split,
                                        non_finite_name(loss), step_));
@@ -125,9 +129,9 @@ TrainResult Trainer::run() {
   const TrainOptions& o = options_;
   run_start_ = Clock::now();
   const double tokens_per_step = static_cast<double>(o.batch_size * o.context);
-  double train_seconds = 0;      // time in train_step since the last eval (for tokens/s)
+  double train_seconds = 0;  // time in train_step since the last eval (for tokens/s)
   long steps_since_eval = 0;
-  double mean_step_s = 0;        // running mean step time (for the ETA)
+  double mean_step_s = 0;  // running mean step time (for the ETA)
   long steps_timed = 0;
   auto last_print = Clock::now() - std::chrono::seconds(10);
   const long print_every = std::max(1L, std::min(o.eval_every, 50L));  // non-TTY progress lines
@@ -165,12 +169,13 @@ TrainResult Trainer::run() {
       if (is_tty_) out_ << "\r\033[K";
       out_ << fmt::format("step {}: {} {:.4f}, val loss {:.4f} (gap {:+.4f}){} | {:.1f} s\n", it,
                           o.overfit_batch ? "loss of the one batch" : "train loss", e.train_loss,
-                          e.val_loss, e.val_loss - e.train_loss,
-                          best ? " (best so far)" : "", row.elapsed_s);
-      out_ << fmt::format("  val {:.4f} bits per byte ({} {} over {} bytes of text in the validation "
-                          "split)\n",
-                          bits_per_byte(e.val_loss, val_tokens(), val_bytes_), val_tokens(),
-                          bpe_ ? "tokens" : "characters", val_bytes_);
+                          e.val_loss, e.val_loss - e.train_loss, best ? " (best so far)" : "",
+                          row.elapsed_s);
+      out_ << fmt::format(
+          "  val {:.4f} bits per byte ({} {} over {} bytes of text in the validation "
+          "split)\n",
+          bits_per_byte(e.val_loss, val_tokens(), val_bytes_), val_tokens(),
+          bpe_ ? "tokens" : "characters", val_bytes_);
       print_evaluation_notes(it);
       if (stop_requested()) {
         out_ << stop_signal_name(stop_signal_) << " arrived during the evaluation at step " << it

@@ -45,30 +45,31 @@ inline constexpr std::size_t kMaxSampleTokens = 100'000;
 
 /// Everything `glass train` can set. Defaults: nanoGPT's shakespeare_char recipe (README, "glass train").
 struct TrainOptions {
-  std::string data_path;           ///< UTF-8 text file to learn from
-  std::string out_dir;             ///< checkpoint directory (created if needed)
-  long iters = 2000;               ///< training stops after this many optimizer steps
-  long decay_iters = -1;           ///< cosine horizon (nanoGPT lr_decay_iters); -1 = iters
-  std::size_t batch_size = 12;     ///< B windows per step
-  std::size_t context = 64;        ///< T characters per window (<= model context_length)
-  double lr = 1e-3;                ///< peak learning rate
-  double min_lr = -1;              ///< floor of the cosine; -1 = lr / 10
-  long warmup = 100;               ///< linear warmup steps
-  double weight_decay = 0.1;       ///< AdamW decoupled decay on 2-D weights
+  std::string data_path;        ///< UTF-8 text file to learn from
+  std::string out_dir;          ///< checkpoint directory (created if needed)
+  long iters = 2000;            ///< training stops after this many optimizer steps
+  long decay_iters = -1;        ///< cosine horizon (nanoGPT lr_decay_iters); -1 = iters
+  std::size_t batch_size = 12;  ///< B windows per step
+  std::size_t context = 64;     ///< T characters per window (<= model context_length)
+  double lr = 1e-3;             ///< peak learning rate
+  double min_lr = -1;           ///< floor of the cosine; -1 = lr / 10
+  long warmup = 100;            ///< linear warmup steps
+  double weight_decay = 0.1;    ///< AdamW decoupled decay on 2-D weights
   double beta1 = 0.9, beta2 = 0.99;
-  double grad_clip = 1.0;          ///< global-norm clip; 0 = off
-  long eval_every = 250;           ///< evaluate (and checkpoint) every this many steps
-  long eval_iters = 20;            ///< batches per split per evaluation
-  std::uint64_t seed = 1337;       ///< model init = seed, train batches = seed+1, eval = seed+2
-  bool resume = false;             ///< continue from out_dir's checkpoint
-  bool attention_given = false;    ///< model.ops_path was chosen (--attention): a resumed run
-                                   ///< takes it; otherwise it keeps its checkpoint's
-  bool overwrite = false;          ///< start over in an out_dir that holds a run (replaced at the first save)
-  std::size_t sample_tokens = 120; ///< characters sampled at each evaluation (0 = none)
-  bool overfit_batch = false;      ///< train on the first batch only, again and again (a check
-                                   ///< that the loop can learn: the loss should go to ~0); the
-                                   ///< evaluations' train loss is then that batch's
-  ModelConfig model;               ///< vocab_size is set from the tokenizer
+  double grad_clip = 1.0;        ///< global-norm clip; 0 = off
+  long eval_every = 250;         ///< evaluate (and checkpoint) every this many steps
+  long eval_iters = 20;          ///< batches per split per evaluation
+  std::uint64_t seed = 1337;     ///< model init = seed, train batches = seed+1, eval = seed+2
+  bool resume = false;           ///< continue from out_dir's checkpoint
+  bool attention_given = false;  ///< model.ops_path was chosen (--attention): a resumed run
+                                 ///< takes it; otherwise it keeps its checkpoint's
+  bool overwrite =
+      false;  ///< start over in an out_dir that holds a run (replaced at the first save)
+  std::size_t sample_tokens = 120;  ///< characters sampled at each evaluation (0 = none)
+  bool overfit_batch = false;       ///< train on the first batch only, again and again (a check
+                                    ///< that the loop can learn: the loss should go to ~0); the
+                                    ///< evaluations' train loss is then that batch's
+  ModelConfig model;                ///< vocab_size is set from the tokenizer
   /// --tokenizer: characters (the default) or a BPE vocabulary trained on the training split
   /// (data/bpe_tokenizer.hpp). A resumed run keeps the tokenizer of its checkpoint.
   TokenizerKind tokenizer = TokenizerKind::kChar;
@@ -170,7 +171,7 @@ class Trainer {
     std::string weights_step;    // the step model.safetensors records, checked against the state's
     std::string weights_run_id;  // the run model.safetensors belongs to, checked likewise
   };
-  std::u32string read_text();     // checks its size and length against --context
+  std::u32string read_text();  // checks its size and length against --context
   ResumePoint find_resume_point();
   void load_or_create_model(const std::u32string& text, ResumePoint& from);
   void encode_corpus(std::u32string text);  // corpus_, n_train_; frees the text
@@ -200,7 +201,7 @@ class Trainer {
   std::size_t n_train_ = 0;                 // corpus_[0, n_train_) trains, the rest validates
   std::unique_ptr<Decoder> model_;
   std::unique_ptr<AdamW> optimizer_;
-  std::unique_ptr<DataParallel> parallel_;  // forward + backward on num_threads() threads
+  std::unique_ptr<DataParallel> parallel_;            // forward + backward on num_threads() threads
   std::unique_ptr<BatchSampler> train_batches_;       // seed+1, saved for resume
   std::unique_ptr<BatchSampler> eval_train_batches_;  // seed+2, reset at every evaluation
   std::unique_ptr<BatchSampler> eval_val_batches_;    // continues the eval generator's stream

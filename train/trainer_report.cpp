@@ -33,9 +33,11 @@ void Trainer::print_banner(std::size_t text_chars) {
       "model: d_model {}, {} layers, {} heads ({} kv), ffn {}, {} parameters\n"
       "recipe: {} steps, batch {} x context {}, lr {:g} -> {:g} (warmup {}, cosine to step {}), "
       "weight decay {:g}, clip {:g}, seed {}\n",
-      o.data_path, text_chars, bpe_ ? fmt::format("a BPE vocabulary of {} tokens", vocab_size()) : vocabulary_words(vocab_size()),
-      n_train_, corpus_->size() - n_train_, bpe_ ? "tokens" : "characters",
-      o.model.d_model, o.model.n_layers, o.model.n_heads, o.model.n_kv_heads, o.model.ffn_hidden,
+      o.data_path, text_chars,
+      bpe_ ? fmt::format("a BPE vocabulary of {} tokens", vocab_size())
+           : vocabulary_words(vocab_size()),
+      n_train_, corpus_->size() - n_train_, bpe_ ? "tokens" : "characters", o.model.d_model,
+      o.model.n_layers, o.model.n_heads, o.model.n_kv_heads, o.model.ffn_hidden,
       model_->num_parameters(), o.iters, o.batch_size, o.context, o.lr, o.min_lr, o.warmup,
       o.decay_iters, o.weight_decay, o.grad_clip, o.seed);
   if (o.comm.size() > 1)
@@ -44,7 +46,8 @@ void Trainer::print_banner(std::size_t text_chars) {
   if (o.resume) out_ << "resuming from step " << step_ << " of " << o.out_dir << "\n";
   if (o.overfit_batch)
     out_ << "--overfit-batch: every step trains on the same batch of " << o.batch_size << " x "
-         << o.context << " characters; the training loss should fall towards 0 (the model "
+         << o.context
+         << " characters; the training loss should fall towards 0 (the model "
             "memorises it) while the validation loss does not. If it does not, the loop has a bug. "
             "The evaluations show the loss of that batch and the usual validation loss\n";
 }
@@ -52,12 +55,13 @@ void Trainer::print_banner(std::size_t text_chars) {
 void Trainer::print_sample() {
   if (options_.sample_tokens == 0 || !options_.comm.is_root()) return;
   // Start as at a paragraph: after a newline (a BPE model: the last token of "\n" encoded).
-  std::vector<std::int32_t> prompt = {bpe_ ? bpe_->encode(U"\n").back()
-                                           : tokenizer_.contains(U'\n') ? tokenizer_.id_of(U'\n') : 1};
+  std::vector<std::int32_t> prompt = {bpe_                         ? bpe_->encode(U"\n").back()
+                                      : tokenizer_.contains(U'\n') ? tokenizer_.id_of(U'\n')
+                                                                   : 1};
   SamplingOptions sampling;
   sampling.temperature = 0.8;
-  const auto ids = generate(*model_, prompt, options_.sample_tokens, options_.context, sampling,
-                            sample_rng_);
+  const auto ids =
+      generate(*model_, prompt, options_.sample_tokens, options_.context, sampling, sample_rng_);
   out_ << "---- sample (temperature 0.8) ----\n"
        << (bpe_ ? bpe_->decode_utf8(ids, /*drop_dummy_prefix=*/false) : tokenizer_.decode_utf8(ids))
        << "\n----\n";

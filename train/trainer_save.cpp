@@ -121,8 +121,8 @@ void Trainer::open_live_steps() {
   write_file_atomic(path, steps_csv(steps_));
   live_steps_fd_ = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
   if (live_steps_fd_ < 0)
-    throw FileError(fmt::format("cannot open '{}' to append the per-step log: {}", path,
-                                std::strerror(errno)));
+    throw FileError(
+        fmt::format("cannot open '{}' to append the per-step log: {}", path, std::strerror(errno)));
 }
 
 void Trainer::append_step(const StepRow& row) {
@@ -135,8 +135,10 @@ void Trainer::append_step(const StepRow& row) {
   for (std::size_t done = 0; err == 0 && done < line.size();) {
     const ssize_t n = ::write(live_steps_fd_, line.data() + done, line.size() - done);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) err = n < 0 ? errno : EIO;
-    else done += static_cast<std::size_t>(n);
+    if (n <= 0)
+      err = n < 0 ? errno : EIO;
+    else
+      done += static_cast<std::size_t>(n);
   }
   if (err != 0) {
     // The live copy is for watching; the saves keep the complete log. Say so once and go on.

@@ -32,7 +32,8 @@ namespace {
 /// Where a BPE run splits its text into training and validation: the first space at or after
 /// 90% of the characters (so that no token crosses the cut), or 90% when no space follows.
 std::size_t bpe_split_point(const std::u32string& text) {
-  const std::size_t at = static_cast<std::size_t>(std::floor(static_cast<double>(text.size()) * 0.9));
+  const std::size_t at =
+      static_cast<std::size_t>(std::floor(static_cast<double>(text.size()) * 0.9));
   const std::size_t space = text.find(U' ', at);
   return space == std::u32string::npos ? at : space;
 }
@@ -46,7 +47,8 @@ std::size_t min_text_length(std::size_t context) {
 
 void check_options(TrainOptions& o) {
   auto positive = [](long v, const char* flag) {
-    if (v <= 0) throw std::invalid_argument(fmt::format("{} must be a positive integer, got {}", flag, v));
+    if (v <= 0)
+      throw std::invalid_argument(fmt::format("{} must be a positive integer, got {}", flag, v));
   };
   positive(o.iters, "--iters");
   positive(static_cast<long>(o.batch_size), "--batch-size");
@@ -54,24 +56,30 @@ void check_options(TrainOptions& o) {
   positive(o.eval_every, "--eval-every");
   positive(o.eval_iters, "--eval-iters");
   if (o.eval_iters > kMaxEvalIters)
-    throw std::invalid_argument(fmt::format("--eval-iters must be at most {} (got {}): each "
-                                            "evaluation runs that many batches per split",
-                                            kMaxEvalIters, o.eval_iters));
+    throw std::invalid_argument(
+        fmt::format("--eval-iters must be at most {} (got {}): each "
+                    "evaluation runs that many batches per split",
+                    kMaxEvalIters, o.eval_iters));
   if (o.sample_tokens > kMaxSampleTokens)
     throw std::invalid_argument(fmt::format("--sample-tokens must be at most {} (got {})",
                                             kMaxSampleTokens, o.sample_tokens));
   if (o.resume && o.overfit_batch)
-    throw std::invalid_argument("--overfit-batch is a check of the training loop, not a run to "
-                                "continue: leave out --resume");
+    throw std::invalid_argument(
+        "--overfit-batch is a check of the training loop, not a run to "
+        "continue: leave out --resume");
   if (o.resume && o.overwrite)
-    throw std::invalid_argument("--resume and --overwrite contradict each other: --resume continues "
-                                "the run in --out, --overwrite starts a new one over it");
+    throw std::invalid_argument(
+        "--resume and --overwrite contradict each other: --resume continues "
+        "the run in --out, --overwrite starts a new one over it");
   if (o.decay_iters < 0) o.decay_iters = o.iters;
   positive(o.decay_iters, "--decay-iters");
   if (o.warmup < 0) throw std::invalid_argument("--warmup must be >= 0");
-  if (!(o.lr > 0) || !std::isfinite(o.lr)) throw std::invalid_argument("--lr must be a positive number");
+  if (!(o.lr > 0) || !std::isfinite(o.lr))
+    throw std::invalid_argument("--lr must be a positive number");
   if (o.min_lr < 0) o.min_lr = o.lr / 10;
-  if (o.min_lr > o.lr) throw std::invalid_argument(fmt::format("--min-lr ({}) must not exceed --lr ({})", o.min_lr, o.lr));
+  if (o.min_lr > o.lr)
+    throw std::invalid_argument(
+        fmt::format("--min-lr ({}) must not exceed --lr ({})", o.min_lr, o.lr));
   if (o.weight_decay < 0) throw std::invalid_argument("--weight-decay must be >= 0");
   if (o.grad_clip < 0) throw std::invalid_argument("--grad-clip must be >= 0 (0 = off)");
   if (o.batch_size % static_cast<std::size_t>(o.comm.size()) != 0)
@@ -123,8 +131,8 @@ std::size_t step_threads(const TrainOptions& o) {
 /// Refuses a model or batch that cannot fit in this machine's memory (a typo such as
 /// --d-model 1000000000 or --batch-size 100000000), before allocating anything big.
 void check_fits_in_memory(const TrainOptions& o) {
-  const double need = training_memory_lower_bound(o.model, o.batch_size, o.context,
-                                                  step_threads(o) - 1);
+  const double need =
+      training_memory_lower_bound(o.model, o.batch_size, o.context, step_threads(o) - 1);
   const double have = available_memory_bytes();
   if (have > 0 && need > have)
     throw std::invalid_argument(fmt::format(
@@ -142,10 +150,11 @@ std::string vocab_cap_hint(std::size_t unknown, std::size_t text_chars, std::siz
   if (resuming)
     return "hint: more than 1% of the text is unknown to this checkpoint's vocabulary, which a "
            "resumed run cannot grow; a new run with a larger --vocab-cap keeps more characters\n";
-  return fmt::format("hint: more than 1% of the text becomes the unknown token, which the model "
-                     "can neither learn nor write. Raise --vocab-cap (now {}) to keep more "
-                     "characters; each costs one row of the embedding and of the output layer\n",
-                     vocab_cap);
+  return fmt::format(
+      "hint: more than 1% of the text becomes the unknown token, which the model "
+      "can neither learn nor write. Raise --vocab-cap (now {}) to keep more "
+      "characters; each costs one row of the embedding and of the output layer\n",
+      vocab_cap);
 }
 
 }  // namespace
@@ -169,7 +178,8 @@ Trainer::Trainer(TrainOptions options, std::ostream& out)
   check_options(o);
   // The progress line is rewritten in place (CR, ESC[K) only on a terminal; a file, a pipe or
   // mpirun's output gets plain lines.
-  is_tty_ = (&out_ == &std::cout) && ::isatty(fileno(stdout)) && o.comm.size() == 1 && !launched_by_mpi();
+  is_tty_ =
+      (&out_ == &std::cout) && ::isatty(fileno(stdout)) && o.comm.size() == 1 && !launched_by_mpi();
   // One trainer per run directory, and no silent replacement of a run: lock out_dir before
   // reading or judging what it holds (a new directory is locked when it is created, below).
   if (root && fs::is_directory(o.out_dir)) lock_out_dir();
@@ -199,13 +209,15 @@ std::u32string Trainer::read_text() {
   check_text_fits_in_memory(o.data_path);
   std::u32string text = load_text(o.data_path, &info);
   const std::size_t text_chars = text.size();
-  if (info.had_bom) out_ << "note: dropped the UTF-8 byte-order mark at the start of " << o.data_path << "\n";
+  if (info.had_bom)
+    out_ << "note: dropped the UTF-8 byte-order mark at the start of " << o.data_path << "\n";
   if (info.crlf_converted > 0)
     out_ << "note: converted " << info.crlf_converted << " CRLF line endings to LF\n";
   // A fresh model's context length is known now: say that first, not "the text is too short".
   if (!o.resume && o.context > o.model.context_length)
-    throw std::invalid_argument(fmt::format(
-        "--context {} is longer than the model's context length {}", o.context, o.model.context_length));
+    throw std::invalid_argument(
+        fmt::format("--context {} is longer than the model's context length {}", o.context,
+                    o.model.context_length));
   const std::size_t need = min_text_length(o.context);
   if (text_chars < need)
     throw std::runtime_error(fmt::format(
@@ -254,8 +266,9 @@ void Trainer::load_or_create_model(const std::u32string& text, ResumePoint& from
     bpe_ = std::move(loaded.bpe);  // a BPE run continues with its saved vocabulary, never retrained
     const TokenizerKind saved = bpe_ ? TokenizerKind::kBpe : TokenizerKind::kChar;
     if (o.tokenizer != saved)
-      out_ << "note: --resume continues with the checkpoint's tokenizer (" << tokenizer_kind_name(saved)
-           << "), not --tokenizer " << tokenizer_kind_name(o.tokenizer) << "\n";
+      out_ << "note: --resume continues with the checkpoint's tokenizer ("
+           << tokenizer_kind_name(saved) << "), not --tokenizer "
+           << tokenizer_kind_name(o.tokenizer) << "\n";
     o.tokenizer = bpe_ ? TokenizerKind::kBpe : TokenizerKind::kChar;
     model_ = std::move(loaded.model);
     // A resumed run keeps its checkpoint's attention path (the exact resume), unless
@@ -279,8 +292,9 @@ void Trainer::load_or_create_model(const std::u32string& text, ResumePoint& from
     o.model.validate();  // std::invalid_argument naming the bad size, before any allocation
   }
   if (o.context > o.model.context_length)
-    throw std::invalid_argument(fmt::format(
-        "--context {} is longer than the model's context length {}", o.context, o.model.context_length));
+    throw std::invalid_argument(
+        fmt::format("--context {} is longer than the model's context length {}", o.context,
+                    o.model.context_length));
   check_fits_in_memory(o);
   if (!o.resume) model_ = std::make_unique<Decoder>(o.model, o.seed);
 }
@@ -343,18 +357,21 @@ void Trainer::encode_corpus(std::u32string text) {
           100.0 * static_cast<double>(unknown) / static_cast<double>(text_chars));
     if (unknown > 0) out_ << vocab_cap_hint(unknown, text_chars, o.model.vocab_cap, resuming);
   } catch (const UnknownCharacterError& e) {
-    throw std::runtime_error(fmt::format("{} does not match the checkpoint's vocabulary: {}",
-                                         o.data_path, e.what()));
+    throw std::runtime_error(
+        fmt::format("{} does not match the checkpoint's vocabulary: {}", o.data_path, e.what()));
   }
   // One id per character: the validation split is the text from character n_train on.
-  val_bytes_ = u32_to_utf8(text.substr(static_cast<std::size_t>(
-                   std::floor(static_cast<double>(text.size()) * 0.9)))).size();
+  val_bytes_ =
+      u32_to_utf8(
+          text.substr(static_cast<std::size_t>(std::floor(static_cast<double>(text.size()) * 0.9))))
+          .size();
   // The text is no longer needed: only the ids (1 or 2 bytes per character) are kept, once,
   // shared by the samplers of both splits.
   text = std::u32string();
   ids->shrink_to_fit();
   corpus_ = ids;
-  n_train_ = static_cast<std::size_t>(std::floor(static_cast<double>(corpus_->size()) * 0.9));  // as split_train_val
+  n_train_ = static_cast<std::size_t>(
+      std::floor(static_cast<double>(corpus_->size()) * 0.9));  // as split_train_val
 }
 
 // ---- optimizer, schedule, batches ---------------------------------------------------------------
@@ -362,13 +379,14 @@ void Trainer::make_optimizer_and_batches() {
   const TrainOptions& o = options_;
   optimizer_ = std::make_unique<AdamW>(model_->named_parameters(),
                                        AdamWConfig{o.beta1, o.beta2, 1e-8, o.weight_decay});
-  parallel_ = std::make_unique<DataParallel>(*model_, step_threads(o));  // --threads (autograd/threads.hpp)
+  parallel_ =
+      std::make_unique<DataParallel>(*model_, step_threads(o));  // --threads (autograd/threads.hpp)
   schedule_ = LrSchedule{o.lr, o.min_lr, o.warmup, o.decay_iters};
   const std::size_t n_all = corpus_->size();
   train_batches_ = std::make_unique<BatchSampler>(corpus_, 0, n_train_, o.batch_size, o.context,
                                                   o.seed + 1, "training split");
-  eval_train_batches_ = std::make_unique<BatchSampler>(corpus_, 0, n_train_, o.batch_size, o.context,
-                                                       o.seed + 2, "training split");
+  eval_train_batches_ = std::make_unique<BatchSampler>(corpus_, 0, n_train_, o.batch_size,
+                                                       o.context, o.seed + 2, "training split");
   eval_val_batches_ = std::make_unique<BatchSampler>(corpus_, n_train_, n_all, o.batch_size,
                                                      o.context, o.seed + 2, "validation split");
   eval_start_state_ = eval_train_batches_->state();
@@ -378,7 +396,8 @@ void Trainer::make_optimizer_and_batches() {
 // ---- the training state of the save resumed --------------------------------------------------
 void Trainer::restore_training_state(const ResumePoint& from) {
   const TrainOptions& o = options_;
-  const TrainState state = load_train_state(from.dir, *optimizer_, from.weights_step, from.weights_run_id);
+  const TrainState state =
+      load_train_state(from.dir, *optimizer_, from.weights_step, from.weights_run_id);
   if (state.step >= o.iters)
     throw std::invalid_argument(fmt::format(
         "--resume: the checkpoint in {} is already at step {}; pass --iters larger than that",
@@ -406,8 +425,8 @@ void Trainer::restore_training_state(const ResumePoint& from) {
     if (r.step <= step_) steps_.push_back(r);
   }
   if (state.context != 0 && state.context != o.context)
-    out_ << "warning: resuming with --context " << o.context << " but the checkpoint was trained with "
-         << state.context << "\n";
+    out_ << "warning: resuming with --context " << o.context
+         << " but the checkpoint was trained with " << state.context << "\n";
 }
 
 // ---- the output directory must be writable before any training ----------------------------------
@@ -425,8 +444,9 @@ void Trainer::prepare_out_dir(const ResumePoint& from) {
   check_run_layout(o.out_dir);
   std::size_t stale = remove_stale_saves(o.out_dir);
   const std::vector<std::string> checkpoint_files = {
-      "model.safetensors", "best.safetensors", "train_state.safetensors", "train_state.json",
-      "config.json", "tokenizer.json", "log.csv", "loss.html", "steps.csv"};
+      "model.safetensors", "best.safetensors", "train_state.safetensors",
+      "train_state.json",  "config.json",      "tokenizer.json",
+      "log.csv",           "loss.html",        "steps.csv"};
   stale += remove_stale_temp_files(o.out_dir, checkpoint_files);
   if (stale > 0)
     out_ << "note: removed " << stale << " incomplete save(s) or temporary file(s) left in "

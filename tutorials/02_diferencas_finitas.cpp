@@ -63,18 +63,23 @@ int main() {
       const double frente = (f(x0 + h) - f(x0)) / h;
       const double exata0 = 3.0 * x0 * x0 - 2.0;
       std::printf("x = %4.1f, h = 1e-2: para frente %.4f, exata %.4f, erro %.4f (3x·h = %.4f)\n",
-                  static_cast<double>(x0), frente, exata0, std::fabs(frente - exata0), 3.0 * x0 * 1e-2);
+                  static_cast<double>(x0), frente, exata0, std::fabs(frente - exata0),
+                  3.0 * x0 * 1e-2);
     }
-    std::printf("  (o erro cresce com x, como 3x·h; em x = 0 esse termo some e sobra h² = 0.0001)\n");
+    std::printf(
+        "  (o erro cresce com x, como 3x·h; em x = 0 esse termo some e sobra h² = 0.0001)\n");
     const auto g = [](Scalar v) { return exp(Tensor::scalar(v)).item(); };
     const Scalar h3 = 1e-3f;
     const double central_exp = (g(x + h3) - g(x - h3)) / (2 * 1e-3);
-    std::printf("exp em 1.5, central com h = 1e-3: %.4f; exata exp(1.5) = %.4f\n", central_exp, std::exp(1.5));
+    std::printf("exp em 1.5, central com h = 1e-3: %.4f; exata exp(1.5) = %.4f\n", central_exp,
+                std::exp(1.5));
     const Scalar h7 = 1e-7f;
     const double central7 = (f(x + h7) - f(x - h7)) / (2 * 1e-7);
-    std::printf("h = 1e-7 em float: central %.6f, erro %.6f\n", central7, std::fabs(central7 - exata));
-    std::printf("  (1.5 + 1e-7 nem existe em float: vira 1.5 + 2^-23 = %.9f; a conta perde quase tudo)\n",
-                static_cast<double>(x + h7));
+    std::printf("h = 1e-7 em float: central %.6f, erro %.6f\n", central7,
+                std::fabs(central7 - exata));
+    std::printf(
+        "  (1.5 + 1e-7 nem existe em float: vira 1.5 + 2^-23 = %.9f; a conta perde quase tudo)\n",
+        static_cast<double>(x + h7));
   }
   return 0;
 }

@@ -81,7 +81,8 @@ int main() {
     L3.backward();
     std::printf("com y sem requires_grad: grad x = %.6f (o mesmo 64), y tem gradiente? %s\n",
                 static_cast<double>(x3.grad().data()[0]), y3.has_grad() ? "sim" : "não");
-    std::printf("  (a fita grava as mesmas 3 operações, porque x participa de todas; só y fica sem grad)\n");
+    std::printf(
+        "  (a fita grava as mesmas 3 operações, porque x participa de todas; só y fica sem grad)\n");
   }
   return 0;
 }

@@ -27,7 +27,8 @@ int main() {
   std::printf("à mão, o produto: %.6f\n", 2 * e2 / (e2 + 1));
   tut::linha("grad x pela fita", x.grad());
   std::printf("o fator dL/dv · dv/du = e²/(e²+1): %.6f\n", e2 / (e2 + 1));
-  tut::texto("(Este 0.880797 reaparece no capítulo 15, como peso de atenção, e no 20, em silu(2).)");
+  tut::texto(
+      "(Este 0.880797 reaparece no capítulo 15, como peso de atenção, e no 20, em silu(2).)");
 
   tut::secao("Um tensor usado duas vezes: as contribuições somam");
   tut::texto("f(x) = x*x + 3x em x = 2. A derivada é 2x + 3 = 7.");
@@ -59,11 +60,13 @@ int main() {
     Tensor s2 = sigmoid(2 * x2);
     s2.backward();
     const double sg = 1 / (1 + std::exp(-2.0));
-    std::printf("sigmoid(2x) em x = 1: grad x = %.6f; à mão sigmoid(2)(1 - sigmoid(2)) · 2 = %.6f\n",
-                static_cast<double>(x2.grad().data()[0]), sg * (1 - sg) * 2);
+    std::printf(
+        "sigmoid(2x) em x = 1: grad x = %.6f; à mão sigmoid(2)(1 - sigmoid(2)) · 2 = %.6f\n",
+        static_cast<double>(x2.grad().data()[0]), sg * (1 - sg) * 2);
     Tensor z2 = Tensor::scalar(2, true);
     (z2 * z2 * z2).backward();
-    std::printf("z*z*z em z = 2: grad z = %.6f (3z² = 12)\n", static_cast<double>(z2.grad().data()[0]));
+    std::printf("z*z*z em z = 2: grad z = %.6f (3z² = 12)\n",
+                static_cast<double>(z2.grad().data()[0]));
     try {
       Tensor dois = Tensor::from_vector({1, 2}, {2}, true);
       Tensor d2 = dois * dois;

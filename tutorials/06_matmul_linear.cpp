@@ -18,9 +18,9 @@ int main() {
       "Gradientes, com G = dL/dy:  dL/dx = G W   e   dL/dW = Gᵀ x (deduzidos abaixo).");
 
   Tensor x = Tensor::from_vector({1, 2, 3, 4, 5, 6}, {2, 3}, true);  // 2 exemplos, 3 entradas
-  Tensor W = Tensor::from_vector({1, 0, 0,  //
-                                  0, 1, 0,  //
-                                  0, 0, 1,  //
+  Tensor W = Tensor::from_vector({1, 0, 0,                           //
+                                  0, 1, 0,                           //
+                                  0, 0, 1,                           //
                                   1, 1, 1},
                                  {4, 3}, true);  // 4 saídas
 
@@ -68,17 +68,20 @@ int main() {
   tut::matriz("grad x pela fita", x.grad(), 1);
   tut::matriz("G W", gx, 1);
   std::printf("maior diferença, fita contra as fórmulas: %.1f\n",
-              static_cast<double>(std::max(xt::amax(xt::abs(W.grad() - gw))(), xt::amax(xt::abs(x.grad() - gx))())));
+              static_cast<double>(std::max(xt::amax(xt::abs(W.grad() - gw))(),
+                                           xt::amax(xt::abs(x.grad() - gx))())));
   tut::texto(
       "Linha 0 de grad W à mão: G[0][0] · x[0] + G[1][0] · x[1] = 2 · [1, 2, 3] + 8 · [4, 5, 6]\n"
       "= [34, 44, 54]. Agora cada linha é diferente: a linha j soma os exemplos pesados pelo\n"
       "quanto a saída j errou em cada um.");
 
   tut::secao("Em lote: (B, n, k) @ (k, m)");
-  Tensor lote = reshape(Tensor::from_vector({1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}, {12}), {2, 2, 3});
+  Tensor lote =
+      reshape(Tensor::from_vector({1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}, {12}), {2, 2, 3});
   Tensor yb = linear(lote, W);
   tut::forma("linear de (2, 2, 3)", yb.value());
-  tut::texto("O mesmo W serve a todos os exemplos do lote: é assim que (B, T, d_model) passa pelo modelo.");
+  tut::texto(
+      "O mesmo W serve a todos os exemplos do lote: é assim que (B, T, d_model) passa pelo modelo.");
 
   tut::secao("Dimensões internas diferentes");
   try {

@@ -42,7 +42,8 @@ static double maior_erro_relativo(const std::vector<Tensor>& entradas, const Fun
       xi = guardado;
       const double numerico = (mais - menos) / (2 * h);
       const double a = analitico.data()[i];
-      const double erro = std::fabs(a - numerico) / std::max(1e-8, std::fabs(a) + std::fabs(numerico));
+      const double erro =
+          std::fabs(a - numerico) / std::max(1e-8, std::fabs(a) + std::fabs(numerico));
       pior = std::max(pior, erro);
     }
   }
@@ -79,10 +80,13 @@ int main() {
 
   tut::secao("Conferindo as operações dos capítulos 01 a 06");
   verificar("linear (capítulo 06)", {x, W}, [&] { return sum(linear(x, W) * c); });
-  verificar("matmul com a transposta", {x, W}, [&] { return sum(matmul(x, transpose(W, 0, 1)) * c); });
+  verificar("matmul com a transposta", {x, W},
+            [&] { return sum(matmul(x, transpose(W, 0, 1)) * c); });
   verificar("exp e log (capítulo 04)", {x}, [&] { return sum(log(exp(x * 0.5) + 1)); });
-  verificar("broadcasting (3, 4) + (4,) (capítulo 05)", {x, g}, [&] { return sum((x + g) * (x + g) * x); });
-  verificar("média de sigmoid(linear) * c", {x, W}, [&] { return mean(sigmoid(linear(x, W)) * c); });
+  verificar("broadcasting (3, 4) + (4,) (capítulo 05)", {x, g},
+            [&] { return sum((x + g) * (x + g) * x); });
+  verificar("média de sigmoid(linear) * c", {x, W},
+            [&] { return mean(sigmoid(linear(x, W)) * c); });
   tut::texto(
       "As operações dos próximos capítulos passam pelo mesmo juiz no capítulo que as ensina:\n"
       "softmax e entropia cruzada no 09, a atenção com máscara no 15, silu no 20, a RMSNorm no 21.");
@@ -96,8 +100,8 @@ int main() {
   const double h = 1e-6;
   const double numerico = ((1.5 + h) * (1.5 + h) - (1.5 - h) * (1.5 - h)) / (2 * h);
   const double errado = 1.5;
-  std::printf("numérico: %.6f   errado: %.6f   erro relativo: %.6f -> REPROVADO\n", numerico, errado,
-              std::fabs(errado - numerico) / (std::fabs(errado) + std::fabs(numerico)));
+  std::printf("numérico: %.6f   errado: %.6f   erro relativo: %.6f -> REPROVADO\n", numerico,
+              errado, std::fabs(errado - numerico) / (std::fabs(errado) + std::fabs(numerico)));
   Tensor quad = s * s;
   quad.backward();
   std::printf("numérico: %.6f   fita:   %.6f   (a fita acerta)\n", numerico, s.grad().data()[0]);
@@ -146,8 +150,9 @@ int main() {
                 maior_erro_relativo({x}, exp_log, h_teste));
   }
   if (sizeof(Scalar) == 8) {
-    std::printf("  (em double: h grande erra pelo termo h² da diferença central, h = 1e-10 pelo\n"
-                "  arredondamento; o meio, 1e-6, é o melhor dos dois)\n");
+    std::printf(
+        "  (em double: h grande erra pelo termo h² da diferença central, h = 1e-10 pelo\n"
+        "  arredondamento; o meio, 1e-6, é o melhor dos dois)\n");
   } else {
     std::printf("  (em float: h = 1e-2 fica perto do melhor possível; h = 1e-6 já é ruído)\n");
   }

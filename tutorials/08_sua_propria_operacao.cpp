@@ -60,7 +60,8 @@ static Tensor gelu_errada(const Tensor& a) {
 
 int main() {
   tut::capitulo(8, "Escreva a sua operação: GELU");
-  tut::novo("uma operação nova escrita por você: ida, volta, registro na fita, e o juiz (gradcheck).");
+  tut::novo(
+      "uma operação nova escrita por você: ida, volta, registro na fita, e o juiz (gradcheck).");
   tut::texto(
       "Toda operação da biblioteca (exp, matmul, softmax...) tem três partes:\n"
       "  1. a ida: calcular a saída a partir dos valores das entradas;\n"
@@ -95,9 +96,9 @@ int main() {
       gradcheck([](const std::vector<Tensor>& in) { return gelu(in[0]); }, {entrada});
   std::printf("gradcheck gelu: erro absoluto máximo %.2e -> %s\n", certa.max_abs_error,
               certa.passed ? "PASS" : "FAIL");
-  const GradcheckReport composta = gradcheck(
-      [](const std::vector<Tensor>& in) { return softmax(gelu(linear(in[0], in[1]))); },
-      {entrada, Tensor::randn({2, 4}, 1.0, rng, true)});
+  const GradcheckReport composta =
+      gradcheck([](const std::vector<Tensor>& in) { return softmax(gelu(linear(in[0], in[1]))); },
+                {entrada, Tensor::randn({2, 4}, 1.0, rng, true)});
   std::printf("gradcheck softmax(gelu(linear)): erro absoluto máximo %.2e -> %s\n",
               composta.max_abs_error, composta.passed ? "PASS" : "FAIL");
   tut::texto("A sua operação se encaixa nas outras: a fita encadeia as voltas (capítulo 04).");
@@ -123,8 +124,8 @@ int main() {
   tut::respostas();
   {
     for (double xv : {-1.0, 1.0, 2.0}) {
-      std::printf("x = %4.1f: volta certa Phi + x·phi = %.6f, trocada Phi + phi = %.6f\n", xv, Phi(xv) + xv * phi(xv),
-                  Phi(xv) + phi(xv));
+      std::printf("x = %4.1f: volta certa Phi + x·phi = %.6f, trocada Phi + phi = %.6f\n", xv,
+                  Phi(xv) + xv * phi(xv), Phi(xv) + phi(xv));
     }
     std::printf("  (iguais só em x = 1: o gradcheck, que sorteia x, reprova a trocada)\n");
     Tensor um = Tensor::from_vector({1}, {1});

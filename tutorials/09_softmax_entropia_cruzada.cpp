@@ -74,7 +74,8 @@ int main() {
                 cross_entropy(logits, Ids{2}).item(), -std::log(0.098566));
     tut::linha("probabilidades dos logits * 10", softmax(logits * 10).value());
     std::printf("  (os logits viram [20, 10, 1]: o maior fica com 1 / (1 + e^-10 + e^-19))\n");
-    std::printf("perda com ignore_index = 0 e o alvo 0: %.6f\n", cross_entropy(logits, alvo, 0).item());
+    std::printf("perda com ignore_index = 0 e o alvo 0: %.6f\n",
+                cross_entropy(logits, alvo, 0).item());
   }
   return 0;
 }

@@ -82,8 +82,10 @@ int main() {
   tut::respostas();
   {
     const std::string emoji = "\xF0\x9F\x99\x82";  // U+1F642, o rosto sorrindo
-    std::printf("um emoji (U+1F642): %zu bytes, %zu caractere\n", emoji.size(), utf8_to_u32(emoji).size());
-    const std::u32string shakespeare = load_text(GLASS_SOURCE_DIR "/data/corpora/tinyshakespeare.txt");
+    std::printf("um emoji (U+1F642): %zu bytes, %zu caractere\n", emoji.size(),
+                utf8_to_u32(emoji).size());
+    const std::u32string shakespeare =
+        load_text(GLASS_SOURCE_DIR "/data/corpora/tinyshakespeare.txt");
     std::printf("vocabulário do tinyshakespeare: %zu (sem acentos: só ASCII)\n",
                 Tokenizer::from_text(shakespeare).vocab_size());
     const Tokenizer curto = Tokenizer::from_text(livro, 20);

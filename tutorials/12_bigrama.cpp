@@ -26,7 +26,8 @@ int main() {
   const Tokenizer tok = Tokenizer::from_text(texto);
   const std::vector<std::int32_t> ids = tok.encode(texto);
   const std::size_t V = tok.vocab_size(), N = ids.size() - 1;
-  std::printf("caracteres: %zu   vocabulário V: %zu   pares (atual, próximo): %zu\n", texto.size(), V, N);
+  std::printf("caracteres: %zu   vocabulário V: %zu   pares (atual, próximo): %zu\n", texto.size(),
+              V, N);
 
   // Entradas e alvos: o alvo da posição t é o caractere t+1.
   Ids entradas(Shape{N}), alvos(Shape{N});
@@ -42,7 +43,7 @@ int main() {
   const Scalar lr = 50;
   double perda_inicial = 0, perda_final = 0, perda_50 = 0;
   for (int passo = 0; passo <= passos; ++passo) {
-    Tensor logits = embedding(W, entradas);     // (N, V)
+    Tensor logits = embedding(W, entradas);       // (N, V)
     Tensor perda = cross_entropy(logits, alvos);  // escalar
     if (passo == 0) perda_inicial = perda.item();
     if (passo == 50) perda_50 = perda.item();
@@ -139,9 +140,11 @@ int main() {
       minima_maior -= std::log(cont[ids_maior[t] * Vm + ids_maior[t + 1]] / tot[ids_maior[t]]);
     }
     minima_maior /= double(ids_maior.size() - 1);
-    std::printf("100000 caracteres: vocabulário %zu, perda mínima possível %.4f (com 20000: %.4f)\n", Vm,
-                minima_maior, minima);
-    std::printf("  (mais texto, mais pares raros contados de verdade: a tabela exata decora menos)\n");
+    std::printf(
+        "100000 caracteres: vocabulário %zu, perda mínima possível %.4f (com 20000: %.4f)\n", Vm,
+        minima_maior, minima);
+    std::printf(
+        "  (mais texto, mais pares raros contados de verdade: a tabela exata decora menos)\n");
     Rng rng_w(12);
     Tensor Wr = Tensor::randn({V, V}, 1.0, rng_w);
     std::printf("com W = randn(1.0): perda inicial %.4f, acima de log(V) = %.4f\n",

@@ -9,7 +9,8 @@ using namespace glass;
 
 int main() {
   tut::capitulo(13, "A média do passado");
-  tut::novo("misturar os vetores das posições anteriores com UMA multiplicação de matrizes (triangular), e depois com pesos do softmax.");
+  tut::novo(
+      "misturar os vetores das posições anteriores com UMA multiplicação de matrizes (triangular), e depois com pesos do softmax.");
   tut::texto(
       "O bigrama (capítulo 12) olha só o caractere atual. O jeito mais simples de deixar a\n"
       "posição t enxergar o passado: trocar o seu vetor pela MÉDIA dos vetores das posições\n"
@@ -47,7 +48,8 @@ int main() {
   tut::matriz("P · x", media_matriz.value());
   double diferenca = 0;
   for (std::size_t i = 0; i < 8; ++i) {
-    diferenca = std::max(diferenca, double(std::fabs(media_matriz.value().data()[i] - media_laco.data()[i])));
+    diferenca = std::max(diferenca,
+                         double(std::fabs(media_matriz.value().data()[i] - media_laco.data()[i])));
   }
   std::printf("diferença máxima entre o laço e a matriz: %.6f\n", diferenca);
   tut::texto(

@@ -49,8 +49,8 @@ int main() {
 
   tut::secao("No modelo do projeto");
   ModelConfig cfg;
-  std::printf("d_model %zu, %zu cabeças de consulta com head_dim %zu, %zu cabeças K/V\n", cfg.d_model,
-              cfg.n_heads, cfg.head_dim(), cfg.n_kv_heads);
+  std::printf("d_model %zu, %zu cabeças de consulta com head_dim %zu, %zu cabeças K/V\n",
+              cfg.d_model, cfg.n_heads, cfg.head_dim(), cfg.n_kv_heads);
   std::printf("Wq: (%zu, %zu)   Wk: (%zu, %zu)   Wv: (%zu, %zu)\n", cfg.n_heads * cfg.head_dim(),
               cfg.d_model, cfg.n_kv_heads * cfg.head_dim(), cfg.d_model,
               cfg.n_kv_heads * cfg.head_dim(), cfg.d_model);
@@ -85,8 +85,9 @@ int main() {
     for (std::size_t i = 0; i < Q_igual.size(); ++i) {
       dif_qk = std::max(dif_qk, double(std::abs(Q_igual.value().data()[i] - K.value().data()[i])));
     }
-    std::printf("com Wq = Wk: diferença máxima entre Q e K %.6f (Q = K: cada posição procura o que ela mesma oferece)\n",
-                dif_qk);
+    std::printf(
+        "com Wq = Wk: diferença máxima entre Q e K %.6f (Q = K: cada posição procura o que ela mesma oferece)\n",
+        dif_qk);
     Linear wq8(d_model, 8, 0.5, outro);
     tut::forma("Wq com head_dim = 8", wq8.weight.value());
     tut::forma("Q com head_dim = 8", wq8.forward(x).value());

@@ -124,12 +124,15 @@ int main() {
   });
   tut::respostas();
   {
-    for (const auto& [rotulo, qa] : {std::pair<const char*, std::vector<Scalar>>{"Q de a = [4, 0]", {4, 0}},
-                                     {"Q de a = [0, 0]", {0, 0}}}) {
+    for (const auto& [rotulo, qa] :
+         {std::pair<const char*, std::vector<Scalar>>{"Q de a = [4, 0]", {4, 0}},
+          {"Q de a = [0, 0]", {0, 0}}}) {
       Tensor q_a = Tensor::from_vector(qa, {1, 2});
-      tut::linha(std::string("pesos de a com ") + rotulo, softmax(matmul(q_a, transpose(K, 0, 1))).value());
+      tut::linha(std::string("pesos de a com ") + rotulo,
+                 softmax(matmul(q_a, transpose(K, 0, 1))).value());
     }
-    Tensor pesos_sem_escala = softmax(masked_fill(matmul(Q3, transpose(Q3, 0, 1)), causal_mask(3, 3), menos_infinito));
+    Tensor pesos_sem_escala =
+        softmax(masked_fill(matmul(Q3, transpose(Q3, 0, 1)), causal_mask(3, 3), menos_infinito));
     tut::matriz("triângulo de pesos sem escala", pesos_sem_escala.value());
     std::printf("  (a linha 0 não muda: só há um peso; as linhas 1 e 2 ficam mais concentradas)\n");
   }

@@ -18,8 +18,8 @@ static Tensor atencao(const Tensor& q, const Tensor& k, const Tensor& v, std::si
                       Tensor* pesos_saida = nullptr) {
   const std::size_t n = q.shape()[0], m = k.shape()[0];
   Tensor notas = matmul(q, transpose(k, 0, 1)) / std::sqrt(Scalar(q.shape()[1]));
-  Tensor pesos = softmax(masked_fill(notas, causal_mask(n, m, start),
-                                     -std::numeric_limits<Scalar>::infinity()));
+  Tensor pesos = softmax(
+      masked_fill(notas, causal_mask(n, m, start), -std::numeric_limits<Scalar>::infinity()));
   if (pesos_saida) *pesos_saida = pesos;
   return matmul(pesos, v);
 }
@@ -73,7 +73,8 @@ int main() {
   tut::matriz("máscara (2, 3, 1)", como_numeros(causal_mask(2, 3, 1)), 0);
   atencao(slice(Q, 0, 1, 3), K, V, 1, &pesos);
   tut::matriz("pesos das posições 1 e 2", pesos.value());
-  tut::texto("São as linhas 1 e 2 do triângulo: a máscara é o triângulo deslocado de start colunas.");
+  tut::texto(
+      "São as linhas 1 e 2 do triângulo: a máscara é o triângulo deslocado de start colunas.");
 
   tut::secao("No código do modelo");
   tut::texto(
@@ -97,7 +98,8 @@ int main() {
     std::printf("  (as três linhas do triângulo, uma por vez)\n");
     tut::matriz("causal_mask(2, 5, 3)", como_numeros(causal_mask(2, 5, 3)), 0);
     std::printf("  (0 = pode ver: a consulta 0 vê 4 chaves, a consulta 1 vê as 5)\n");
-    std::printf("causal_mask(0, 3, 3): forma %s\n", shape_str(shape_of(causal_mask(0, 3, 3))).c_str());
+    std::printf("causal_mask(0, 3, 3): forma %s\n",
+                shape_str(shape_of(causal_mask(0, 3, 3))).c_str());
   }
   return 0;
 }

@@ -14,7 +14,8 @@ static Tensor na_posicao(const Tensor& v, std::size_t p) {
 
 int main() {
   tut::capitulo(17, "RoPE: posição como rotação");
-  tut::novo("a posição entra no modelo girando Q e K (rope), e o produto Q·K passa a depender da distância.");
+  tut::novo(
+      "a posição entra no modelo girando Q e K (rope), e o produto Q·K passa a depender da distância.");
   tut::texto(
       "A atenção do capítulo 15 não sabe a ordem das posições: fora a máscara, embaralhar\n"
       "as chaves visíveis só embaralha os pesos junto. O RoPE (Su et al., 2021) resolve\n"
@@ -27,8 +28,7 @@ int main() {
   Tensor x = Tensor::from_vector({1, 0, 1, 0, 1, 0, 1, 0}, {1, 4, 1, 2});  // (B, T, H, D)
   Tensor girado = rope(x, 0);
   for (std::size_t p = 0; p < 4; ++p) {
-    tut::linha("posição " + std::to_string(p),
-               reshape(slice(girado, 1, p, p + 1), {2}).value());
+    tut::linha("posição " + std::to_string(p), reshape(slice(girado, 1, p, p + 1), {2}).value());
   }
   tut::texto("São [cos p, sin p]: p = 1 dá [0.540302, 0.841471].");
 
@@ -37,7 +37,8 @@ int main() {
   Tensor k = Tensor::from_vector({1.0f, 0.4f, -0.7f, 1.5f}, {4});
   for (auto [m, n] : {std::pair<int, int>{2, 0}, {5, 3}, {12, 10}, {3, 0}, {13, 10}}) {
     const Scalar produto = sum(na_posicao(q, m) * na_posicao(k, n)).item();
-    std::printf("q na posição %2d, k na posição %2d (distância %d): q·k = %.6f\n", m, n, m - n, produto);
+    std::printf("q na posição %2d, k na posição %2d (distância %d): q·k = %.6f\n", m, n, m - n,
+                produto);
   }
   tut::texto("Mesma distância, mesmo produto (até o arredondamento de float).");
 
@@ -56,7 +57,8 @@ int main() {
               std::sqrt(sum(na_posicao(q, 7) * na_posicao(q, 7)).item()));
 
   tut::secao("Velocidades dos pares, head_dim = 32");
-  tut::texto("O par 0 gira rápido (1 rad por posição); o último, devagar: cada par mede distâncias numa escala.");
+  tut::texto(
+      "O par 0 gira rápido (1 rad por posição); o último, devagar: cada par mede distâncias numa escala.");
   for (int i : {0, 1, 2, 4, 8, 15}) {
     const double theta = std::pow(10000.0, -2.0 * i / 32.0);
     std::printf("par %2d: %.6f rad por posição, volta completa a cada %.1f posições\n", i, theta,
@@ -67,7 +69,8 @@ int main() {
   tut::texto(
       "Com cache (capítulos 16 e 28) entra só o token novo, e rope recebe start = sua\n"
       "posição. Girar a sequência inteira e pegar a posição 3 dá o mesmo que girar só ela com start = 3:");
-  Tensor seq = Tensor::from_vector({1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}, {1, 4, 1, 4});
+  Tensor seq =
+      Tensor::from_vector({1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}, {1, 4, 1, 4});
   tut::linha("rope(seq)[3]", reshape(slice(rope(seq, 0), 1, 3, 4), {4}).value());
   tut::linha("rope(seq[3], start = 3)", reshape(rope(slice(seq, 1, 3, 4), 3), {4}).value());
 

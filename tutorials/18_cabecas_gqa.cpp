@@ -44,8 +44,8 @@ int main() {
   tut::secao("Quanto a GQA economiza (modelo padrão)");
   ModelConfig cfg;
   const std::size_t d = cfg.d_model, kv = cfg.n_kv_heads * cfg.head_dim();
-  std::printf("d_model %zu, %zu cabeças de consulta, %zu cabeças K/V, head_dim %zu\n", d, cfg.n_heads,
-              cfg.n_kv_heads, cfg.head_dim());
+  std::printf("d_model %zu, %zu cabeças de consulta, %zu cabeças K/V, head_dim %zu\n", d,
+              cfg.n_heads, cfg.n_kv_heads, cfg.head_dim());
   std::printf("parâmetros da atenção por camada, GQA: %zu   (wq %zu + wk %zu + wv %zu + wo %zu)\n",
               2 * d * d + 2 * kv * d, d * d, kv * d, kv * d, d * d);
   std::printf("parâmetros da atenção por camada, 4 cabeças K/V: %zu\n", 4 * d * d);
@@ -76,9 +76,11 @@ int main() {
     for (std::size_t n_kv : {std::size_t{1}, std::size_t{4}}) {
       const std::size_t kv_n = n_kv * cfg.head_dim();
       std::printf("n_kv_heads = %zu: parâmetros da atenção %zu, cache completo %.0f KiB\n", n_kv,
-                  2 * d * d + 2 * kv_n * d, double(cfg.context_length * cfg.n_layers * 2 * kv_n * 4) / 1024);
+                  2 * d * d + 2 * kv_n * d,
+                  double(cfg.context_length * cfg.n_layers * 2 * kv_n * 4) / 1024);
     }
-    Tensor Kg1 = Tensor::from_vector({1, 1, 2, 2, 3, 3, 10, 10, 20, 20, 30, 30}, {1, 2, 3, 2}, true);
+    Tensor Kg1 =
+        Tensor::from_vector({1, 1, 2, 2, 3, 3, 10, 10, 20, 20, 30, 30}, {1, 2, 3, 2}, true);
     sum(repeat_kv(Kg1, 2) * Tensor::ones({1, 4, 1, 1})).backward();
     tut::matriz("grad K com pesos {1, 1, 1, 1}", reshape(Tensor(Kg1.grad()), {2, 6}).value(), 1);
   }

@@ -11,13 +11,15 @@ using namespace glass;
 
 static double diferenca_maxima(const Array& a, const Array& b) {
   double d = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) d = std::max(d, double(std::fabs(a.data()[i] - b.data()[i])));
+  for (std::size_t i = 0; i < a.size(); ++i)
+    d = std::max(d, double(std::fabs(a.data()[i] - b.data()[i])));
   return d;
 }
 
 int main() {
   tut::capitulo(19, "O módulo nn::Attention");
-  tut::novo("nn::Attention: as projeções, o RoPE, a GQA, a máscara e W_O num módulo só, conferido contra a conta à mão.");
+  tut::novo(
+      "nn::Attention: as projeções, o RoPE, a GQA, a máscara e W_O num módulo só, conferido contra a conta à mão.");
   tut::texto(
       "Os capítulos 14 a 18 mostraram cada peça da atenção. O modelo as junta em\n"
       "Attention::forward_reference (nn/attention.cpp), em nove passos:\n"
@@ -56,7 +58,7 @@ int main() {
   q = rope(q, 0, Scalar(cfg.rope_base));  // 2.
   k = rope(k, 0, Scalar(cfg.rope_base));
   tut::texto("3. sem cache: k e v têm só as n posições novas.");
-  q = transpose(q, 1, 2);  // cabeças primeiro: (B, cabeças, n, head_dim)
+  q = transpose(q, 1, 2);                     // cabeças primeiro: (B, cabeças, n, head_dim)
   k = repeat_kv(transpose(k, 1, 2), H / KV);  // 4.
   v = repeat_kv(transpose(v, 1, 2), H / KV);
   tut::forma("4. k depois de repeat_kv (B, n_heads, n, head_dim)", k.value());
@@ -122,7 +124,8 @@ int main() {
       double d_t = 0;
       for (std::size_t c = 0; c < cfg.d_model; ++c) {
         const std::size_t i_t = t * cfg.d_model + c;
-        d_t = std::max(d_t, double(std::fabs(errada.value().data()[i_t] - saida.value().data()[i_t])));
+        d_t = std::max(d_t,
+                       double(std::fabs(errada.value().data()[i_t] - saida.value().data()[i_t])));
       }
       std::printf(" %.2e", d_t);
     }

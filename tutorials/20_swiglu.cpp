@@ -27,7 +27,8 @@ int main() {
   tut::linha("z", z.value(), 1);
   tut::linha("sigmoid(z)", sigmoid(z).value());
   tut::linha("silu(z)", silu(z).value());
-  tut::texto("silu(1) = 1 · 0.731059; silu(2) = 2 · 0.880797 = 1.761594 (o 0.880797 do capítulo 15).");
+  tut::texto(
+      "silu(1) = 1 · 0.731059; silu(2) = 2 · 0.880797 = 1.761594 (o 0.880797 do capítulo 15).");
 
   tut::secao("nn::SwiGLU pequeno: d_model = 4, ffn_hidden = 8");
   ModelConfig cfg;
@@ -53,18 +54,21 @@ int main() {
   Tensor y_mao = linear(portao * cima, ffn.w2.weight);
   double diferenca = 0;
   for (std::size_t i = 0; i < y.size(); ++i) {
-    diferenca = std::max(diferenca, double(std::fabs(y.value().data()[i] - y_mao.value().data()[i])));
+    diferenca =
+        std::max(diferenca, double(std::fabs(y.value().data()[i] - y_mao.value().data()[i])));
   }
   std::printf("diferença máxima: %.6f\n", diferenca);
   tut::matriz("y", y.value(), 6);
 
   tut::secao("No modelo padrão");
   ModelConfig padrao;
-  std::printf("ffn_hidden = %zu: regra do LLaMA, 2/3 de 4·d_model = %.1f, arredondado para múltiplo de 8\n",
-              padrao.ffn_hidden, 4.0 * padrao.d_model * 2 / 3);
+  std::printf(
+      "ffn_hidden = %zu: regra do LLaMA, 2/3 de 4·d_model = %.1f, arredondado para múltiplo de 8\n",
+      padrao.ffn_hidden, 4.0 * padrao.d_model * 2 / 3);
   std::printf("parâmetros da SwiGLU por camada: 3 × %zu × %zu = %zu\n", padrao.ffn_hidden,
               padrao.d_model, 3 * padrao.ffn_hidden * padrao.d_model);
-  tut::texto("Três matrizes em vez de duas; o 2/3 mantém o total parecido com uma MLP de largura 4·d_model.");
+  tut::texto(
+      "Três matrizes em vez de duas; o 2/3 mantém o total parecido com uma MLP de largura 4·d_model.");
 
   tut::secao("A verificação de gradientes (capítulo 07) de silu e da SwiGLU");
   tut::texto(

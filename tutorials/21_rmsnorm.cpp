@@ -67,7 +67,8 @@ int main() {
   {
     NoGradGuard sem_fita;
     for (const auto& [rotulo, v] : {std::pair<const char*, Scalar>{"y de [0, 0, 0, 0]", 0},
-                                    {"y de [1, 1, 1, 1]", 1}, {"y de [-1, -1, -1, -1]", -1}}) {
+                                    {"y de [1, 1, 1, 1]", 1},
+                                    {"y de [-1, -1, -1, -1]", -1}}) {
       tut::linha(rotulo, rms_norm(Tensor::full({1, 4}, v), g, eps).value());
     }
     // A conta com as ops: x / sqrt(média(x²) + eps) * g.

@@ -32,7 +32,8 @@ static double desvio(const Array& a) {
 
 int main() {
   tut::capitulo(22, "O bloco do decoder e os resíduos");
-  tut::novo("nn::Block: pré-normalização, atenção e SwiGLU SOMADAS ao fluxo residual; a inicialização que começa perto da identidade.");
+  tut::novo(
+      "nn::Block: pré-normalização, atenção e SwiGLU SOMADAS ao fluxo residual; a inicialização que começa perto da identidade.");
   tut::texto(
       "Um bloco junta a atenção (capítulo 19), a SwiGLU (20) e a RMSNorm (21), com duas somas:\n"
       "  x = x + atenção(RMSNorm(x))\n"
@@ -53,7 +54,8 @@ int main() {
   Tensor y_mao = h + bloco.feed_forward.forward(bloco.ffn_norm.forward(h));
   double diferenca = 0;
   for (std::size_t i = 0; i < y.size(); ++i) {
-    diferenca = std::max(diferenca, double(std::fabs(y.value().data()[i] - y_mao.value().data()[i])));
+    diferenca =
+        std::max(diferenca, double(std::fabs(y.value().data()[i] - y_mao.value().data()[i])));
   }
   std::printf("diferença máxima entre bloco.forward e a conta à mão: %.6f\n", diferenca);
   tape().clear();

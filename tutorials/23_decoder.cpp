@@ -10,7 +10,8 @@ using namespace glass;
 
 int main() {
   tut::capitulo(23, "O Decoder inteiro");
-  tut::novo("nn::Decoder: ids -> embeddings -> n_layers blocos -> RMSNorm -> cabeça de saída -> logits; a contagem dos parâmetros.");
+  tut::novo(
+      "nn::Decoder: ids -> embeddings -> n_layers blocos -> RMSNorm -> cabeça de saída -> logits; a contagem dos parâmetros.");
   tut::texto(
       "O modelo inteiro é uma fila curta:\n"
       "  x = tok_embeddings[ids]             (B, T, d_model)   capítulo 11\n"
@@ -38,8 +39,8 @@ int main() {
   tut::secao("A mesma conta, peça por peça");
   const std::size_t d = cfg.d_model, kv = cfg.n_kv_heads * cfg.head_dim(), f = cfg.ffn_hidden;
   const std::size_t por_bloco = (d * d + kv * d + kv * d + d * d)  // atenção: wq, wk, wv, wo
-                                + 3 * f * d                         // SwiGLU: w1, w2, w3
-                                + 2 * d;                            // os dois ganhos de RMSNorm
+                                + 3 * f * d                        // SwiGLU: w1, w2, w3
+                                + 2 * d;                           // os dois ganhos de RMSNorm
   std::printf("por bloco: atenção %zu + SwiGLU %zu + RMSNorm %zu = %zu\n", 2 * d * d + 2 * kv * d,
               3 * f * d, 2 * d, por_bloco);
   const std::size_t fora = cfg.vocab_size * d + d + cfg.vocab_size * d;  // embeddings, norma, saída

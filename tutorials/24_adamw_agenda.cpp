@@ -10,7 +10,8 @@ using namespace glass;
 
 int main() {
   tut::capitulo(24, "AdamW e a agenda de lr");
-  tut::novo("o otimizador AdamW (train/adamw.hpp) e o aquecimento + decaimento em cosseno (train/schedule.hpp).");
+  tut::novo(
+      "o otimizador AdamW (train/adamw.hpp) e o aquecimento + decaimento em cosseno (train/schedule.hpp).");
   tut::texto(
       "No capítulo 12 usamos W <- W - lr · grad. Funciona, mas um único lr serve mal a\n"
       "parâmetros com gradientes de tamanhos muito diferentes. O Adam (Kingma & Ba, 2015)\n"

@@ -14,7 +14,8 @@ using namespace glass;
 
 int main() {
   tut::capitulo(25, "Lotes, treino e validação");
-  tut::novo("janelas sorteadas (BatchSampler), x e y deslocados de um, a divisão treino/validação e as duas réguas: log(V) e o bigrama.");
+  tut::novo(
+      "janelas sorteadas (BatchSampler), x e y deslocados de um, a divisão treino/validação e as duas réguas: log(V) e o bigrama.");
   tut::texto(
       "No capítulo 12 o lote era o texto inteiro, e o modelo só via um caractere. O Decoder\n"
       "vê uma janela de T caracteres (o contexto) e prevê, em CADA posição, o caractere\n"
@@ -64,8 +65,10 @@ int main() {
       "A validação usa sempre as mesmas 8 janelas × 16 (semente fixa), sob NoGradGuard.");
 
   tut::secao("Régua 2: o melhor bigrama");
-  const tut::PerdasBigrama bigrama = tut::perdas_bigrama(partes.train, partes.val, tok.vocab_size());
-  std::printf("bigrama, perda mínima no treino (a conta do capítulo 12): %.4f\n", bigrama.otimo_treino);
+  const tut::PerdasBigrama bigrama =
+      tut::perdas_bigrama(partes.train, partes.val, tok.vocab_size());
+  std::printf("bigrama, perda mínima no treino (a conta do capítulo 12): %.4f\n",
+              bigrama.otimo_treino);
   std::printf("bigrama, perda na validação (contagens + 1): %.4f\n", bigrama.validacao);
   tut::texto(
       "Um modelo que só olha o caractere atual não passa disso. O Decoder olha até 32\n"
@@ -90,15 +93,16 @@ int main() {
     std::string to = tok.decode_utf8(outra);
     for (char& c : to)
       if (c == '\n') c = '|';
-    std::printf("outro lote, janela 0: \"%s\"; y é x deslocado de um: %s\n", to.c_str(), deslocado ? "sim" : "não");
+    std::printf("outro lote, janela 0: \"%s\"; y é x deslocado de um: %s\n", to.c_str(),
+                deslocado ? "sim" : "não");
     const Tokenizer tok_livro = Tokenizer::from_text(livro);
     const Split partes_livro = split_train_val(tok_livro.encode(livro), 0.9);
     const tut::PerdasBigrama livro_todo =
         tut::perdas_bigrama(partes_livro.train, partes_livro.val, tok_livro.vocab_size());
-    std::printf("livro inteiro (V = %zu): bigrama, mínima no treino %.4f, validação %.4f\n", tok_livro.vocab_size(),
-                livro_todo.otimo_treino, livro_todo.validacao);
-    std::printf("  (com 30000 caracteres: %.4f e %.4f; mais texto aproxima as duas)\n", bigrama.otimo_treino,
-                bigrama.validacao);
+    std::printf("livro inteiro (V = %zu): bigrama, mínima no treino %.4f, validação %.4f\n",
+                tok_livro.vocab_size(), livro_todo.otimo_treino, livro_todo.validacao);
+    std::printf("  (com 30000 caracteres: %.4f e %.4f; mais texto aproxima as duas)\n",
+                bigrama.otimo_treino, bigrama.validacao);
   }
   return 0;
 }

@@ -19,7 +19,8 @@ using namespace glass;
 
 int main() {
   tut::capitulo(26, "Treinando o decoder num texto");
-  tut::novo("o laço de treino completo (lotes, Decoder, entropia cruzada, clipping, AdamW, agenda) e a validação contra o bigrama.");
+  tut::novo(
+      "o laço de treino completo (lotes, Decoder, entropia cruzada, clipping, AdamW, agenda) e a validação contra o bigrama.");
   tut::texto(
       "É o capítulo 12 com o modelo de verdade. A cada passo:\n"
       "  1. sorteie B janelas de T caracteres do texto de treino (x, y: capítulo 25);\n"
@@ -52,11 +53,12 @@ int main() {
   Decoder modelo(cfg, /*seed=*/21);
 
   tut::secao("O que vamos treinar");
-  std::printf("caracteres de treino: %zu   de validação: %zu   vocabulário: %zu\n", partes.train.size(),
-              partes.val.size(), tok.vocab_size());
-  std::printf("modelo: d_model %zu, %zu camadas, %zu cabeças (%zu K/V), contexto %zu, parâmetros %zu\n",
-              cfg.d_model, cfg.n_layers, cfg.n_heads, cfg.n_kv_heads, cfg.context_length,
-              modelo.num_parameters());
+  std::printf("caracteres de treino: %zu   de validação: %zu   vocabulário: %zu\n",
+              partes.train.size(), partes.val.size(), tok.vocab_size());
+  std::printf(
+      "modelo: d_model %zu, %zu camadas, %zu cabeças (%zu K/V), contexto %zu, parâmetros %zu\n",
+      cfg.d_model, cfg.n_layers, cfg.n_heads, cfg.n_kv_heads, cfg.context_length,
+      modelo.num_parameters());
   const long passos = 200;
   const std::size_t B = 16, T = cfg.context_length;
   std::printf("passos: %ld   lote: %zu janelas de %zu caracteres\n", passos, B, T);
@@ -76,7 +78,7 @@ int main() {
   const auto inicio = std::chrono::steady_clock::now();
   Ids x, y;
   double primeira = 0, media_final = 0;
-  long cortados = 0;            // passos em que a norma passou de 1 e o corte agiu
+  long cortados = 0;             // passos em que a norma passou de 1 e o corte agiu
   double maior_depois_do_0 = 0;  // a maior norma depois do primeiro passo
   for (long it = 0; it < passos; ++it) {
     lotes.next(x, y);
@@ -98,8 +100,9 @@ int main() {
   const double segundos =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - inicio).count();
   std::printf("tempo: %.1f s (%.0f caracteres por segundo)\n", segundos, passos * B * T / segundos);
-  std::printf("passos em que o corte agiu (norma > 1): %ld de %ld; maior norma depois do passo 0: %.3f\n",
-              cortados, passos, maior_depois_do_0);
+  std::printf(
+      "passos em que o corte agiu (norma > 1): %ld de %ld; maior norma depois do passo 0: %.3f\n",
+      cortados, passos, maior_depois_do_0);
   std::printf("perda inicial: %.4f\n", primeira);
   std::printf("perda final (média dos últimos 20 passos): %.4f\n", media_final);
   const double val_final = tut::perda_validacao(modelo, partes.val, T);
@@ -107,7 +110,8 @@ int main() {
   std::printf("validação final: %.4f\n", val_final);
 
   tut::secao("Contra o bigrama (capítulos 12 e 25)");
-  const tut::PerdasBigrama bigrama = tut::perdas_bigrama(partes.train, partes.val, tok.vocab_size());
+  const tut::PerdasBigrama bigrama =
+      tut::perdas_bigrama(partes.train, partes.val, tok.vocab_size());
   std::printf("bigrama, perda mínima no treino: %.4f   bigrama na validação: %.4f\n",
               bigrama.otimo_treino, bigrama.validacao);
   std::printf("decoder na validação: %.4f (%s do melhor bigrama no treino)\n", val_final,
@@ -138,8 +142,8 @@ int main() {
   }
   const double val_sem_corte = tut::perda_validacao(sem_corte, partes.val, T);
   std::printf("com o corte: perda final %.4f   validação %.4f\n", media_final, val_final);
-  std::printf("sem o corte: perda final %.4f   validação %.4f   maior norma %.3f\n", media_sem_corte,
-              val_sem_corte, maior_sem_corte);
+  std::printf("sem o corte: perda final %.4f   validação %.4f   maior norma %.3f\n",
+              media_sem_corte, val_sem_corte, maior_sem_corte);
   tut::texto(
       "Com o AdamW e um lr pequeno, o corte muda pouco o resultado: o AdamW já divide cada\n"
       "passo por √v, e um gradiente grande num passo só não empurra muito. O corte é um seguro\n"

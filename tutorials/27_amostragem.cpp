@@ -13,7 +13,8 @@ static void mostrar(const char* rotulo, const std::vector<double>& p) { tut::lin
 
 int main() {
   tut::capitulo(27, "Amostragem: temperatura, top-k, top-p");
-  tut::novo("escolher o próximo caractere a partir dos logits (sample/sampler.hpp) e gerar texto com generate().");
+  tut::novo(
+      "escolher o próximo caractere a partir dos logits (sample/sampler.hpp) e gerar texto com generate().");
   tut::texto(
       "O modelo dá logits para o próximo caractere; softmax vira probabilidades. Sortear\n"
       "sempre o mais provável (guloso) dá texto repetitivo; sortear da distribuição\n"
@@ -66,9 +67,11 @@ int main() {
   const auto prompt = m.tokenizer.encode(U"Capitu");
   auto gerar = [&](const char* rotulo, SamplingOptions opcoes) {
     std::mt19937_64 semente(22);
-    const auto novos = generate(*m.modelo, prompt, 80, m.modelo->config().context_length, opcoes, semente);
+    const auto novos =
+        generate(*m.modelo, prompt, 80, m.modelo->config().context_length, opcoes, semente);
     std::string texto = m.tokenizer.decode_utf8(novos);
-    for (char& c : texto) if (c == '\n') c = ' ';
+    for (char& c : texto)
+      if (c == '\n') c = ' ';
     std::printf("%-18s Capitu%s\n", rotulo, texto.c_str());
   };
   SamplingOptions g;
@@ -111,7 +114,8 @@ int main() {
                 texto_de(guloso, 22) == texto_de(guloso, 99) ? "sim" : "não");
     std::printf("semente 22 contra 99, T = 1: textos iguais? %s\n",
                 texto_de(t1, 22) == texto_de(t1, 99) ? "sim" : "não");
-    std::printf("top-k 1 com T = 1 igual ao guloso? %s\n", texto_de(k1, 22) == texto_de(guloso, 22) ? "sim" : "não");
+    std::printf("top-k 1 com T = 1 igual ao guloso? %s\n",
+                texto_de(k1, 22) == texto_de(guloso, 22) ? "sim" : "não");
   }
   return 0;
 }

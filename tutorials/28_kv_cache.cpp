@@ -13,7 +13,8 @@ using namespace glass;
 
 int main() {
   tut::capitulo(28, "O cache de K/V");
-  tut::novo("nn::KVCache: gerar um caractere por passo sem recalcular o passado, e provar que nada muda.");
+  tut::novo(
+      "nn::KVCache: gerar um caractere por passo sem recalcular o passado, e provar que nada muda.");
   tut::texto(
       "Para gerar o caractere t+1, o modelo precisa da atenção da posição t sobre as\n"
       "posições 0..t. Sem cache, recalculamos tudo a cada passo: Q, K e V de todas as\n"
@@ -43,7 +44,8 @@ int main() {
     um(0, 0) = ids[t];
     const Array logits_um = modelo.forward(um, &cache).value();  // (1, 1, V), start = t
     for (std::size_t v = 0; v < V; ++v) {
-      diferenca = std::max(diferenca, double(std::fabs(logits_um.data()[v] - logits_tudo.data()[t * V + v])));
+      diferenca = std::max(diferenca,
+                           double(std::fabs(logits_um.data()[v] - logits_tudo.data()[t * V + v])));
     }
   }
   std::printf("posições: %zu   posições no cache: %zu\n", n, cache.length());
@@ -70,7 +72,8 @@ int main() {
   std::printf("sem cache: Capitu%s\n", m.tokenizer.decode_utf8(texto_sem).c_str());
   std::printf("textos iguais: %s\n", texto_com == texto_sem ? "sim" : "não");
   std::printf("tempo com cache: %.3f s   sem cache: %.3f s\n",
-              std::chrono::duration<double>(t1 - t0).count(), std::chrono::duration<double>(t2 - t1).count());
+              std::chrono::duration<double>(t1 - t0).count(),
+              std::chrono::duration<double>(t2 - t1).count());
 
   tut::secao("O caminho rápido, e o teste que o prova igual");
   tut::texto(
@@ -91,14 +94,16 @@ int main() {
   m.modelo->set_ops_path(OpsPath::fast);
   double entre_caminhos = 0;
   for (std::size_t i = 0; i < logits_tudo.size(); ++i)
-    entre_caminhos = std::max(entre_caminhos, double(std::fabs(logits_tudo.data()[i] - logits_referencia.data()[i])));
+    entre_caminhos = std::max(
+        entre_caminhos, double(std::fabs(logits_tudo.data()[i] - logits_referencia.data()[i])));
   std::printf("diferença máxima entre os caminhos (rápido e referência): %.6f\n", entre_caminhos);
 
   tut::secao("Quanto trabalho o cache poupa");
   std::size_t sem_cache = 0;
   for (std::size_t t = 1; t <= cfg.context_length; ++t) sem_cache += t;
-  std::printf("para encher o contexto de %zu posições: sem cache %zu posições calculadas, com cache %zu\n",
-              cfg.context_length, sem_cache, cfg.context_length);
+  std::printf(
+      "para encher o contexto de %zu posições: sem cache %zu posições calculadas, com cache %zu\n",
+      cfg.context_length, sem_cache, cfg.context_length);
   tut::texto(
       "Sem cache o custo cresce com o quadrado do tamanho do texto; com cache, cada\n"
       "passo calcula uma posição (a atenção dela ainda lê todas as chaves guardadas).");
@@ -112,7 +117,8 @@ int main() {
       "dão os mesmos logits; depois dela, não: no rolling, as chaves guardadas foram\n"
       "calculadas quando o texto anterior à janela ainda era visível, e o carregam.");
   const std::u32string livro = load_text(GLASS_SOURCE_DIR "/data/corpora/domcasmurro.txt");
-  const std::vector<std::int32_t> trecho = m.tokenizer.encode(livro.substr(0, 3 * cfg.context_length));
+  const std::vector<std::int32_t> trecho =
+      m.tokenizer.encode(livro.substr(0, 3 * cfg.context_length));
   SamplingOptions rolando, exato;
   exato.window_mode = WindowMode::exact;
   NextTokenLogits logits_rolando(modelo, cfg.context_length, rolando);
@@ -136,17 +142,19 @@ int main() {
   guloso_rolando.temperature = guloso_exato.temperature = 0;
   guloso_exato.window_mode = WindowMode::exact;
   std::mt19937_64 rng3(23), rng4(23);
-  const auto longo_rolando = generate(modelo, prompt, 300, cfg.context_length, guloso_rolando, rng3);
+  const auto longo_rolando =
+      generate(modelo, prompt, 300, cfg.context_length, guloso_rolando, rng3);
   const auto longo_exato = generate(modelo, prompt, 300, cfg.context_length, guloso_exato, rng4);
   std::size_t primeira_diferenca = 0;
   while (primeira_diferenca < longo_rolando.size() &&
          longo_rolando[primeira_diferenca] == longo_exato[primeira_diferenca]) {
     ++primeira_diferenca;
   }
-  std::printf("300 caracteres gulosos, rolling e exact: %s\n",
-              primeira_diferenca == longo_rolando.size()
-                  ? "textos iguais"
-                  : ("diferem a partir do caractere " + std::to_string(primeira_diferenca)).c_str());
+  std::printf(
+      "300 caracteres gulosos, rolling e exact: %s\n",
+      primeira_diferenca == longo_rolando.size()
+          ? "textos iguais"
+          : ("diferem a partir do caractere " + std::to_string(primeira_diferenca)).c_str());
   tut::texto(
       "Os logits mudam depois da janela, mas o texto guloso só muda quando a diferença\n"
       "troca o maior logit de lugar: com um modelo tão pequeno, que pouco usa o passado\n"

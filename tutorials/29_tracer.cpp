@@ -12,7 +12,8 @@ using namespace glass;
 
 int main() {
   tut::capitulo(29, "Olhando por dentro: o Tracer");
-  tut::novo("nn::Tracer: fotografias com nome de cada etapa de uma passada (o que `glass inspect` mostra).");
+  tut::novo(
+      "nn::Tracer: fotografias com nome de cada etapa de uma passada (o que `glass inspect` mostra).");
   tut::texto(
       "Passe um Tracer para Decoder::forward e ele guarda uma cópia de cada etapa, sem o\n"
       "eixo do lote: embeddings, e por camada L: attn.q, attn.k, attn.v, attn.rope_q,\n"
@@ -54,8 +55,10 @@ int main() {
   for (std::size_t i = 0; i < n; ++i) {
     std::printf("  %3s ", prompt[i] == U' ' ? "_" : char_to_utf8(prompt[i]).c_str());
     for (std::size_t j = 0; j < n; ++j) {
-      if (j > i) std::printf("    .");
-      else std::printf(" %4.2f", double(cabeca0(i, j)));
+      if (j > i)
+        std::printf("    .");
+      else
+        std::printf(" %4.2f", double(cabeca0(i, j)));
     }
     std::printf("\n");
   }
@@ -78,7 +81,8 @@ int main() {
   Mask mascara = Mask::from_shape({n, n});
   const Array& m01 = tracer.get("layers.0.attn.mask");
   for (std::size_t i = 0; i < n * n; ++i) mascara.data()[i] = m01.data()[i] != 0;
-  Array refeito = softmax(masked_fill(notas, mascara, -std::numeric_limits<Scalar>::infinity())).value();
+  Array refeito =
+      softmax(masked_fill(notas, mascara, -std::numeric_limits<Scalar>::infinity())).value();
   double diferenca = 0;
   for (std::size_t i = 0; i < refeito.size(); ++i) {
     diferenca = std::max(diferenca, double(std::fabs(refeito.data()[i] - pesos.data()[i])));
@@ -91,7 +95,8 @@ int main() {
   std::vector<std::size_t> ordem(V);
   std::iota(ordem.begin(), ordem.end(), 0);
   const Scalar* ultima = probs.data() + (n - 1) * V;
-  std::sort(ordem.begin(), ordem.end(), [&](std::size_t a, std::size_t b) { return ultima[a] > ultima[b]; });
+  std::sort(ordem.begin(), ordem.end(),
+            [&](std::size_t a, std::size_t b) { return ultima[a] > ultima[b]; });
   double soma = 0;
   for (std::size_t v = 0; v < V; ++v) soma += ultima[v];
   for (std::size_t r = 0; r < 5; ++r) {
@@ -128,12 +133,12 @@ int main() {
           primeira += linha[0];
         }
         const double k = double(n - 1);
-        std::printf("%s cabeça %zu: em si mesma %.2f, na anterior %.2f, na posição 0 %.2f\n", camada, h,
-                    propria / k, anterior / k, primeira / k);
+        std::printf("%s cabeça %zu: em si mesma %.2f, na anterior %.2f, na posição 0 %.2f\n",
+                    camada, h, propria / k, anterior / k, primeira / k);
       }
     }
     std::printf("  (as cabeças diferem: cada uma aprendeu o seu jeito de olhar o passado)\n");
-    const Array& k_antes = tracer.get("layers.0.attn.k");      // (cabeças K/V, n, head_dim)
+    const Array& k_antes = tracer.get("layers.0.attn.k");  // (cabeças K/V, n, head_dim)
     const Array& k_depois = tracer.get("layers.0.attn.rope_k");
     const std::size_t hd = k_antes.shape()[2];
     double dif0 = 0, dif1 = 0;
@@ -144,7 +149,9 @@ int main() {
         dif1 = std::max(dif1, double(std::fabs(k_antes.data()[pos1] - k_depois.data()[pos1])));
       }
     }
-    std::printf("|rope_k - k| máximo: posição 0 %.6f, posição 1 %.6f (a posição 0 gira de ângulo 0)\n", dif0, dif1);
+    std::printf(
+        "|rope_k - k| máximo: posição 0 %.6f, posição 1 %.6f (a posição 0 gira de ângulo 0)\n",
+        dif0, dif1);
   }
   return 0;
 }

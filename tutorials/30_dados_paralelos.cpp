@@ -35,8 +35,9 @@ static double maior_diferenca(const Array& a, const Array& b) {
 
 int main() {
   tut::capitulo(30, "Dados paralelos: vários processos, um lote");
-  tut::novo("treinar com N processos (mpirun -np N glass train): cada um faz 1/N do lote, e a média\n"
-            "dos gradientes deles é o gradiente do lote inteiro.");
+  tut::novo(
+      "treinar com N processos (mpirun -np N glass train): cada um faz 1/N do lote, e a média\n"
+      "dos gradientes deles é o gradiente do lote inteiro.");
   tut::texto(
       "A perda de um lote é a MÉDIA das perdas dos seus exemplos, e a derivada de uma média é a\n"
       "média das derivadas. Corte o lote em duas metades iguais: o gradiente da perda média de\n"
@@ -48,9 +49,9 @@ int main() {
 
   // ---- 1. Um modelo linear: 2 entradas, 3 classes, um lote de 4 exemplos -------------------
   tut::secao("Um lote, duas metades");
-  const Array W0 = {{0.5, -0.2}, {0.1, 0.3}, {-0.4, 0.6}};       // (3 classes, 2 entradas)
+  const Array W0 = {{0.5, -0.2}, {0.1, 0.3}, {-0.4, 0.6}};             // (3 classes, 2 entradas)
   const Array x = {{1.0, 2.0}, {0.5, -1.0}, {-1.5, 0.5}, {2.0, 1.0}};  // (B = 4, 2)
-  const Ids y = {0, 2, 1, 1};                                       // a classe certa de cada linha
+  const Ids y = {0, 2, 1, 1};  // a classe certa de cada linha
   tut::texto("logits = x W^T, perda = entropia cruzada média. W (3, 2) e o lote x (4, 2):");
   tut::matriz("W", W0);
   tut::matriz("x", x);
@@ -114,7 +115,8 @@ int main() {
   const std::vector<Array> d_todo = gradientes(0, 4, &q_todo);
   const std::vector<Array> d_a = gradientes(0, 2, &q_a);
   const std::vector<Array> d_b = gradientes(2, 4, &q_b);
-  double pior = 0;  // a maior diferença relativa entre a média das metades e o lote, tensor a tensor
+  double pior =
+      0;  // a maior diferença relativa entre a média das metades e o lote, tensor a tensor
   for (std::size_t i = 0; i < d_todo.size(); ++i) {
     const double escala = std::max(1e-30, static_cast<double>(xt::amax(xt::abs(d_todo[i]))()));
     pior = std::max(pior, maior_diferenca((d_a[i] + d_b[i]) / 2, d_todo[i]) / escala);
@@ -163,8 +165,9 @@ int main() {
       simples = std::max(simples, maior_diferenca((d3[i] + d1[i]) / 2, d_todo[i]) / escala);
       pesada = std::max(pesada, maior_diferenca((3 * d3[i] + d1[i]) / 4, d_todo[i]) / escala);
     }
-    std::printf("3 + 1 janelas: diferença relativa da média simples %.2f, da média pesada (3 e 1) %.1e\n",
-                simples, pesada);
+    std::printf(
+        "3 + 1 janelas: diferença relativa da média simples %.2f, da média pesada (3 e 1) %.1e\n",
+        simples, pesada);
     tut::texto(
         "  (mpirun e a mensagem de --batch-size 15 com -np 2 são conferidos pelo teste\n"
         "  tests/cli/train_mpi_test.cpp, que roda glass train com mpirun quando o build tem\n"

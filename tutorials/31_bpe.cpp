@@ -21,8 +21,8 @@ const std::u32string kMarca(1, BpeTokenizer::kSpaceMark);  // '▁'
 /// Os símbolos (textos) e os seus ids, na ordem da biblioteca: os caracteres do texto, o mais
 /// frequente primeiro (empate: menor ponto de código), depois um id novo por fusão.
 struct Simbolos {
-  std::vector<std::u32string> texto;          // texto[id]
-  std::map<std::u32string, int> id;           // texto -> id
+  std::vector<std::u32string> texto;  // texto[id]
+  std::map<std::u32string, int> id;   // texto -> id
   int novo(const std::u32string& t) {
     id[t] = static_cast<int>(texto.size());
     texto.push_back(t);
@@ -83,7 +83,8 @@ int main() {
   for (char32_t c : normal) ++freq[c];
   std::vector<char32_t> letras;
   for (const auto& [c, n] : freq) letras.push_back(c);
-  std::stable_sort(letras.begin(), letras.end(), [&](char32_t a, char32_t b) { return freq[a] > freq[b]; });
+  std::stable_sort(letras.begin(), letras.end(),
+                   [&](char32_t a, char32_t b) { return freq[a] > freq[b]; });
   Simbolos s;
   for (char32_t c : letras) s.novo(std::u32string(1, c));
 
@@ -108,11 +109,13 @@ int main() {
       for (std::size_t i = 0; i + 1 < p.size(); ++i) ++pares[{p[i], p[i + 1]}];
     std::vector<std::pair<std::pair<int, int>, int>> ordem(pares.begin(), pares.end());
     // A mais frequente primeiro; empate pela ordem do map: menor id à esquerda, depois à direita.
-    std::stable_sort(ordem.begin(), ordem.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+    std::stable_sort(ordem.begin(), ordem.end(),
+                     [](const auto& a, const auto& b) { return a.second > b.second; });
     std::printf("\npasso %d, pares mais frequentes:", passo);
     for (std::size_t i = 0; i < ordem.size() && i < 6; ++i) {
       const auto [esq, dir] = ordem[i].first;
-      std::printf("%s %s+%s %d", i ? "," : "", utf8(s.texto[esq]).c_str(), utf8(s.texto[dir]).c_str(), ordem[i].second);
+      std::printf("%s %s+%s %d", i ? "," : "", utf8(s.texto[esq]).c_str(),
+                  utf8(s.texto[dir]).c_str(), ordem[i].second);
     }
     std::printf("\n");
     const auto [esq, dir] = ordem[0].first;
@@ -138,25 +141,29 @@ int main() {
   std::map<std::pair<int, int>, int> restantes;
   int maior = 0;
   for (const Palavra& p : palavras)
-    for (std::size_t i = 0; i + 1 < p.size(); ++i) maior = std::max(maior, ++restantes[{p[i], p[i + 1]}]);
+    for (std::size_t i = 0; i + 1 < p.size(); ++i)
+      maior = std::max(maior, ++restantes[{p[i], p[i + 1]}]);
   std::printf("\nmaior contagem de um par depois do passo %d: %d\n", passos, maior);
   tut::texto(
       "Daqui em diante todo par aparece uma vez só: o desempate decide, e cada fusão encurta\n"
       "o texto em um token. Num texto grande os pares frequentes são sílabas e palavras comuns.");
 
   // A biblioteca, com o mesmo número de fusões: 259 ids reservados + os caracteres + 3.
-  const BpeTokenizer mini = BpeTokenizer::train(frase, BpeTokenizer::kFirstCharId + letras.size() + passos);
+  const BpeTokenizer mini =
+      BpeTokenizer::train(frase, BpeTokenizer::kFirstCharId + letras.size() + passos);
   std::printf("\nfusões da biblioteca:");
   bool iguais = mini.merges().size() == minhas_fusoes.size();
   for (std::size_t r = 0; r < mini.merges().size(); ++r) {
     const BpeMerge& m = mini.merges()[r];
     std::printf(" %s+%s", mini.token_text(m.left).c_str(), mini.token_text(m.right).c_str());
-    iguais = iguais && r < minhas_fusoes.size() && mini.token_text32(m.left) == minhas_fusoes[r].first &&
+    iguais = iguais && r < minhas_fusoes.size() &&
+             mini.token_text32(m.left) == minhas_fusoes[r].first &&
              mini.token_text32(m.right) == minhas_fusoes[r].second;
   }
   std::printf("\nas mesmas fusões que à mão: %s\n", iguais ? "sim" : "NÃO");
-  std::printf("tamanho do vocabulário: %zu = 3 especiais + 256 bytes + %zu caracteres + %zu fusões\n",
-              mini.vocab_size(), mini.chars().size(), mini.merges().size());
+  std::printf(
+      "tamanho do vocabulário: %zu = 3 especiais + 256 bytes + %zu caracteres + %zu fusões\n",
+      mini.vocab_size(), mini.chars().size(), mini.merges().size());
   std::printf("tokens do texto pela biblioteca: %zu\n", mini.encode(frase).size());
 
   // ---------------------------------------------------------------------------------------------
@@ -175,8 +182,9 @@ int main() {
               BpeTokenizer::kFirstCharId + toks[0].chars().size(), toks[0].chars().size());
   tut::texto("Quantos tokens o livro inteiro vira, para cada tamanho de vocabulário:");
   for (std::size_t i = 0; i < tamanhos.size(); ++i) {
-    std::printf("tokens com vocabulário %zu: %zu   fusões: %zu   caracteres por token: %.3f\n", tamanhos[i],
-                n_tokens[i], toks[i].merges().size(), static_cast<double>(livro.size()) / n_tokens[i]);
+    std::printf("tokens com vocabulário %zu: %zu   fusões: %zu   caracteres por token: %.3f\n",
+                tamanhos[i], n_tokens[i], toks[i].merges().size(),
+                static_cast<double>(livro.size()) / n_tokens[i]);
   }
   std::printf("de 1024 para 2048 tokens, o texto encolhe: %.1f%%\n",
               100.0 * (1.0 - static_cast<double>(n_tokens[3]) / n_tokens[2]));
@@ -195,8 +203,10 @@ int main() {
   // O vocabulário menor é o começo do maior: o treino é o mesmo até a fusão 384 - 341.
   bool prefixo = true;
   for (std::size_t i = 0; i + 1 < toks.size(); ++i)
-    prefixo = prefixo && std::equal(toks[i].merges().begin(), toks[i].merges().end(), grande.merges().begin());
-  std::printf("as fusões de cada vocabulário são o começo das do maior: %s\n", prefixo ? "sim" : "NÃO");
+    prefixo = prefixo &&
+              std::equal(toks[i].merges().begin(), toks[i].merges().end(), grande.merges().begin());
+  std::printf("as fusões de cada vocabulário são o começo das do maior: %s\n",
+              prefixo ? "sim" : "NÃO");
   for (const char* t : {"▁de", "▁que", "que", "mente", "▁Capitu"}) {
     const std::int32_t id = grande.id_of_text(utf8_to_u32(t));
     if (id < 0) {
@@ -212,7 +222,8 @@ int main() {
   // ---------------------------------------------------------------------------------------------
   tut::secao("Como as palavras se dividem (vocabulário 1024)");
   const BpeTokenizer& medio = toks[2];
-  for (const char* palavra : {"que", "Capitu", "Bentinho", "olhos", "ressaca", "inconstitucionalissimamente"}) {
+  for (const char* palavra :
+       {"que", "Capitu", "Bentinho", "olhos", "ressaca", "inconstitucionalissimamente"}) {
     const std::vector<std::int32_t> ids = medio.encode(utf8_to_u32(palavra));
     std::printf("pedaços de %s:", palavra);
     for (std::int32_t id : ids) {
@@ -275,10 +286,11 @@ int main() {
   const double bytes = static_cast<double>(info.bytes);
   const double bpb_car = h_car * static_cast<double>(livro.size()) / (bytes * std::log(2.0));
   const double bpb_tok = h_tok * static_cast<double>(todos.size()) / (bytes * std::log(2.0));
-  std::printf("unigramas de caracteres: perda %.4f nats por token, %zu tokens, %.4f bits por byte\n", h_car,
-              livro.size(), bpb_car);
-  std::printf("unigramas de BPE 1024: perda %.4f nats por token, %zu tokens, %.4f bits por byte\n", h_tok,
-              todos.size(), bpb_tok);
+  std::printf(
+      "unigramas de caracteres: perda %.4f nats por token, %zu tokens, %.4f bits por byte\n", h_car,
+      livro.size(), bpb_car);
+  std::printf("unigramas de BPE 1024: perda %.4f nats por token, %zu tokens, %.4f bits por byte\n",
+              h_tok, todos.size(), bpb_tok);
   std::printf("por token, a menor perda: %s\npor byte, a menor perda: %s\n",
               h_tok < h_car ? "BPE" : "caracteres", bpb_tok < bpb_car ? "BPE" : "caracteres");
   tut::texto(

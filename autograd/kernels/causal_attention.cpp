@@ -114,7 +114,8 @@ Scalar row_max(const Scalar* row, std::size_t a) {
   const Batch lowest(-std::numeric_limits<Scalar>::infinity());
   Batch best = lowest;
   for (std::size_t j = 0; j < a; j += kLanes)
-    best = xsimd::max(best, xsimd::select(allowed_lanes(j, a), Batch::load_unaligned(row + j), lowest));
+    best = xsimd::max(best,
+                      xsimd::select(allowed_lanes(j, a), Batch::load_unaligned(row + j), lowest));
   return reduce_lanes(best, [](Scalar x, Scalar y) { return std::max(x, y); });
 }
 
@@ -176,18 +177,18 @@ Tensor causal_attention(const Tensor& q, const Tensor& k, const Tensor& v, Scala
     for (std::size_t b = 0; b < d.B; ++b) {
       for (std::size_t h = 0; h < d.H; ++h) {
         const std::size_t kv = k_at(b, h / d.n_rep);  // GQA: KV head h / n_rep
-        if (h % d.n_rep == 0)  // K_g^T packed once for its n_rep query heads
+        if (h % d.n_rep == 0)                         // K_g^T packed once for its n_rep query heads
           transpose_into(k.value().data() + kv, d.m, d.D, ldk, w.kt.data());
         for (std::size_t r0 = 0; r0 < d.n; r0 += kRowBlock) {
           const std::size_t r1 = std::min(r0 + kRowBlock, d.n), rows = r1 - r0;
           const std::size_t hi = d.start() + r1;  // the block's last row sees keys 0 .. hi-1
-          const std::size_t ld = padded(hi);     // row stride of the scratch
+          const std::size_t ld = padded(hi);      // row stride of the scratch
           Scalar* s = w.s.data();
           Scalar* o_blk = out.data() + q_at(b, h) + r0 * ldq;  // O_blk, row stride H * D
           // S_blk (rows, hi) = scale Q_blk K[0:hi]^T
           blas::gemm(false, false, as_int(rows), as_int(hi), as_int(d.D), scale,
-                     q.value().data() + q_at(b, h) + r0 * ldq, as_int(ldq), w.kt.data(), as_int(d.m),
-                     Scalar(0), s, as_int(ld));
+                     q.value().data() + q_at(b, h) + r0 * ldq, as_int(ldq), w.kt.data(),
+                     as_int(d.m), Scalar(0), s, as_int(ld));
           // Each row's softmax over its allowed keys j <= start + i, weight exactly 0 beyond.
           // E_ij = e^(S_ij - max_i); the division by the row's sum waits for the (smaller) output
           // row: O = (E V) / sum.
@@ -195,7 +196,8 @@ Tensor causal_attention(const Tensor& q, const Tensor& k, const Tensor& v, Scala
             Scalar* row = s + i * ld;
             const std::size_t allowed = d.start() + r0 + i + 1;
             const Scalar mx = row_max(row, allowed);
-            const Scalar total = reduce_lanes(exp_shifted(row, allowed, hi, mx), std::plus<Scalar>());
+            const Scalar total =
+                reduce_lanes(exp_shifted(row, allowed, hi, mx), std::plus<Scalar>());
             // total >= 1 (the max gives e^0)
             w.inv[i] = 1 / total;
             lse[l_at(b, h) + r0 + i] = mx + std::log(total);

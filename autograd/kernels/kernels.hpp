@@ -57,7 +57,6 @@ double sum_of_squares(const Array& x);
 /// forward and one backward (sigmoid(gate) is recomputed there, not stored).
 Tensor silu_mul(const Tensor& gate, const Tensor& up);
 
-
 // ---- fused causal attention (kernels/causal_attention.cpp). Replaces attention steps 5-8:
 // matmul(Q, K^T) / sqrt(d_k) -> masked_fill(causal_mask, -inf) -> softmax -> matmul with V.
 /// Scaled dot-product attention under the causal mask, fused (FlashAttention, Dao et al. 2022,
@@ -76,7 +75,6 @@ Tensor silu_mul(const Tensor& gate, const Tensor& up);
 /// Throws std::invalid_argument (with the three shapes) when an input is not 4-D, k and v differ
 /// in shape, batch sizes or head_dims differ, n_heads % n_kv_heads != 0, or n > m.
 Tensor causal_attention(const Tensor& q, const Tensor& k, const Tensor& v, Scalar scale);
-
 
 // ---- generation over the KV cache (kernels/kv_attention.cpp) ----------------------------------
 /// Attention steps 5-8 for generation, without tape, read in place from one layer's KV cache

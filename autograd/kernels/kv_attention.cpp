@@ -39,7 +39,8 @@ Array softmax_rows(const Array& x) {
   Array y = Array::from_shape(x.shape());
   const std::size_t d = x.dimension() == 0 ? 1 : x.shape().back();
   if (d == 0) return y;
-  for (std::size_t r = 0; r < x.size() / d; ++r) simd::softmax_row(x.data() + r * d, y.data() + r * d, d);
+  for (std::size_t r = 0; r < x.size() / d; ++r)
+    simd::softmax_row(x.data() + r * d, y.data() + r * d, d);
   return y;
 }
 

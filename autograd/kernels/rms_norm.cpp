@@ -57,42 +57,39 @@ Tensor fast_rms_norm(const Tensor& x, const Tensor& gain, Scalar eps) {
   const bool track = needs_grad({&x, &gain});
   Tensor result = detail::make_output(std::move(out), track);
   if (track) {
-    tape().record("rms_norm", result,
-                  [x, gain, inv_rms = std::move(inv_rms), rows, d](const Array& grad) {
-                    // dx is added straight into x's gradient when there is one already (x is
-                    // the residual stream, whose add ran first in the backward pass): no
-                    // temporary array and no separate `+=` pass.
-                    detail::GradTarget gx(x);
-                    const bool add_into = gx.beta == 1;
-                    Scalar* dx_all = gx.data;
-                    Array gg(gain.shape(), Scalar(0));
-                    const Scalar* w = gain.value().data();
-                    std::vector<Scalar> dxh(d);  // d(loss)/d(x_hat) of one row: g * gain
-                    for (std::size_t r = 0; r < rows; ++r) {
-                      const Scalar* xr = x.value().data() + r * d;
-                      const Scalar* g = grad.data() + r * d;
-                      const Scalar rr = inv_rms[r];
-                      // Plain loops without a running sum, so that they vectorize; the one
-                      // reduction goes through the SIMD dot product.
-                      for (std::size_t j = 0; j < d; ++j) {
-                        dxh[j] = g[j] * w[j];
-                        gg.data()[j] += g[j] * xr[j] * rr;  // d/d(gain_j): g_j * x_hat_j
-                      }
-                      // (1/d) sum_k dxh_k x_hat_k, with x_hat = x * rr
-                      const Scalar mean_dot =
-                          rr * dot_n(dxh.data(), xr, d) / static_cast<Scalar>(d);
-                      Scalar* dx = dx_all + r * d;
-                      if (add_into) {
-                        for (std::size_t j = 0; j < d; ++j)
-                          dx[j] += rr * (dxh[j] - xr[j] * rr * mean_dot);
-                      } else {
-                        for (std::size_t j = 0; j < d; ++j)
-                          dx[j] = rr * (dxh[j] - xr[j] * rr * mean_dot);
-                      }
-                    }
-                    gx.finish();
-                    accumulate_grad(gain, std::move(gg));
-                  });
+    tape().record(
+        "rms_norm", result, [x, gain, inv_rms = std::move(inv_rms), rows, d](const Array& grad) {
+          // dx is added straight into x's gradient when there is one already (x is
+          // the residual stream, whose add ran first in the backward pass): no
+          // temporary array and no separate `+=` pass.
+          detail::GradTarget gx(x);
+          const bool add_into = gx.beta == 1;
+          Scalar* dx_all = gx.data;
+          Array gg(gain.shape(), Scalar(0));
+          const Scalar* w = gain.value().data();
+          std::vector<Scalar> dxh(d);  // d(loss)/d(x_hat) of one row: g * gain
+          for (std::size_t r = 0; r < rows; ++r) {
+            const Scalar* xr = x.value().data() + r * d;
+            const Scalar* g = grad.data() + r * d;
+            const Scalar rr = inv_rms[r];
+            // Plain loops without a running sum, so that they vectorize; the one
+            // reduction goes through the SIMD dot product.
+            for (std::size_t j = 0; j < d; ++j) {
+              dxh[j] = g[j] * w[j];
+              gg.data()[j] += g[j] * xr[j] * rr;  // d/d(gain_j): g_j * x_hat_j
+            }
+            // (1/d) sum_k dxh_k x_hat_k, with x_hat = x * rr
+            const Scalar mean_dot = rr * dot_n(dxh.data(), xr, d) / static_cast<Scalar>(d);
+            Scalar* dx = dx_all + r * d;
+            if (add_into) {
+              for (std::size_t j = 0; j < d; ++j) dx[j] += rr * (dxh[j] - xr[j] * rr * mean_dot);
+            } else {
+              for (std::size_t j = 0; j < d; ++j) dx[j] = rr * (dxh[j] - xr[j] * rr * mean_dot);
+            }
+          }
+          gx.finish();
+          accumulate_grad(gain, std::move(gg));
+        });
   }
   return result;
 }

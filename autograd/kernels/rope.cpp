@@ -75,7 +75,8 @@ std::shared_ptr<const RopeTable> rope_table(Scalar base, std::size_t head_dim, s
   if (cached && cached->base == static_cast<double>(base) && cached->head_dim == head_dim)
     positions = std::max(positions, 2 * cached->positions);
   while (positions < end) positions *= 2;
-  cached = make_rope_table(static_cast<double>(base), head_dim, 0, std::min(positions, kRopeCached));
+  cached =
+      make_rope_table(static_cast<double>(base), head_dim, 0, std::min(positions, kRopeCached));
   return cached;
 }
 
@@ -93,7 +94,8 @@ Tensor fast_rope(const Tensor& x, std::size_t start, Scalar base) {
   const Scalar* sin_t = table->sin.data() + (start - table->first) * half;
   // Rotates every pair by the table's angle (sign = +1) or its negative (sign = -1).
   // The closure owns a reference to the table, so the backward pass can still read it.
-  auto rotate = [table, cos_t, sin_t, B, T, H, D, half](const Scalar* in, Scalar* out, Scalar sign) {
+  auto rotate = [table, cos_t, sin_t, B, T, H, D, half](const Scalar* in, Scalar* out,
+                                                        Scalar sign) {
     for (std::size_t b = 0; b < B; ++b)
       for (std::size_t t = 0; t < T; ++t)
         for (std::size_t h = 0; h < H; ++h) {

@@ -68,11 +68,13 @@ Tensor silu_mul(const Tensor& gate, const Tensor& up) {
         const Batch gb = Batch::load_unaligned(g + i), xb = Batch::load_unaligned(x + i);
         const Batch s = one / (one + xsimd::exp(-xb));
         if (need_gate)
-          (gb * Batch::load_unaligned(u + i) * (s + xb * s * (one - s))).store_unaligned(d_gate.data() + i);
+          (gb * Batch::load_unaligned(u + i) * (s + xb * s * (one - s)))
+              .store_unaligned(d_gate.data() + i);
         if (need_up) (gb * (xb * s)).store_unaligned(d_up.data() + i);
       }
       for (; i < n; ++i) {
-        const Scalar gi = g[i], s = 1 / (1 + std::exp(-x[i]));  // g[i] read before d_gate[i] is written
+        const Scalar gi = g[i],
+                     s = 1 / (1 + std::exp(-x[i]));  // g[i] read before d_gate[i] is written
         if (need_gate) d_gate.data()[i] = gi * u[i] * (s + x[i] * s * (1 - s));
         if (need_up) d_up.data()[i] = gi * (x[i] * s);
       }

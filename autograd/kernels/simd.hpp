@@ -25,7 +25,8 @@ inline void exp_n(const Scalar* in, Scalar* out, std::size_t n) {
   using Batch = xsimd::batch<Scalar>;
   constexpr std::size_t width = Batch::size;
   std::size_t i = 0;
-  for (; i + width <= n; i += width) xsimd::exp(Batch::load_unaligned(in + i)).store_unaligned(out + i);
+  for (; i + width <= n; i += width)
+    xsimd::exp(Batch::load_unaligned(in + i)).store_unaligned(out + i);
   for (; i < n; ++i) out[i] = std::exp(in[i]);
 }
 
@@ -60,7 +61,8 @@ inline Scalar max_n(const Scalar* x, std::size_t n) {
   constexpr Scalar kLowest = -std::numeric_limits<Scalar>::infinity();
   Batch partial(kLowest);
   std::size_t i = 0;
-  for (; i + Batch::size <= n; i += Batch::size) partial = xsimd::max(partial, Batch::load_unaligned(x + i));
+  for (; i + Batch::size <= n; i += Batch::size)
+    partial = xsimd::max(partial, Batch::load_unaligned(x + i));
   alignas(64) Scalar lanes[Batch::size];
   partial.store_aligned(lanes);
   Scalar m = kLowest;

@@ -31,7 +31,8 @@ TEST(AttentionWorkedExample, ReproducesThePrintedWeightsAndOutputs) {
   const double expected_weights[3][3] = {{1.000000, 0.000000, 0.000000},
                                          {0.330238, 0.669762, 0.000000},
                                          {0.197776, 0.401112, 0.401112}};
-  const double expected_out[3][2] = {{2.000000, 0.000000}, {0.660477, 1.339523}, {1.197776, 1.604448}};
+  const double expected_out[3][2] = {
+      {2.000000, 0.000000}, {0.660477, 1.339523}, {1.197776, 1.604448}};
   for (std::size_t i = 0; i < 3; ++i) {
     for (std::size_t j = 0; j < 3; ++j) {
       EXPECT_EQ(mask(i, j), j > i);

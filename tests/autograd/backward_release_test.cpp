@@ -37,7 +37,8 @@ void check_op(const std::string& what, const std::vector<Shape>& input_shapes,
   auto make_inputs = [&] {
     std::vector<Tensor> inputs;
     for (std::size_t i = 0; i < input_shapes.size(); ++i)
-      inputs.push_back(ramp(input_shapes[i], Scalar(-0.7) + Scalar(0.3) * Scalar(i), Scalar(0.05), true));
+      inputs.push_back(
+          ramp(input_shapes[i], Scalar(-0.7) + Scalar(0.3) * Scalar(i), Scalar(0.05), true));
     return inputs;
   };
   std::vector<Tensor> held_inputs = make_inputs(), free_inputs = make_inputs();
@@ -60,15 +61,19 @@ void check_op(const std::string& what, const std::vector<Shape>& input_shapes,
 }
 
 TEST(BackwardRelease, OpsThatReuseTheGradientBufferLeaveHeldGradientsIntact) {
-  check_op("fast_reshape", {{2, 3, 4}}, [](const std::vector<Tensor>& in) { return fast_reshape(in[0], {6, 4}); });
-  check_op("fast_add", {{3, 4}, {3, 4}}, [](const std::vector<Tensor>& in) { return fast_add(in[0], in[1]); });
+  check_op("fast_reshape", {{2, 3, 4}}, [](const std::vector<Tensor>& in) {
+    return fast_reshape(in[0], {6, 4});
+  });
+  check_op("fast_add", {{3, 4}, {3, 4}},
+           [](const std::vector<Tensor>& in) { return fast_add(in[0], in[1]); });
   check_op("fast_linear", {{2, 3, 4}, {5, 4}},
            [](const std::vector<Tensor>& in) { return fast_linear(in[0], in[1]); });
   check_op("fast_rms_norm", {{2, 3, 4}, {4}},
            [](const std::vector<Tensor>& in) { return fast_rms_norm(in[0], in[1], 1e-5f); });
   check_op("silu_mul", {{3, 7}, {3, 7}},  // 21 elements: one SIMD batch and a tail
            [](const std::vector<Tensor>& in) { return silu_mul(in[0], in[1]); });
-  check_op("fast_rope", {{1, 3, 2, 4}}, [](const std::vector<Tensor>& in) { return fast_rope(in[0], 1, 10000); });
+  check_op("fast_rope", {{1, 3, 2, 4}},
+           [](const std::vector<Tensor>& in) { return fast_rope(in[0], 1, 10000); });
   // The aliasing cases of the in-place paths: one tensor as both inputs (d_gate written over g
   // while d_up still reads it), and an op applied twice in a chain (the inner output's buffer is
   // taken in turn).

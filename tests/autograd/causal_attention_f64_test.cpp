@@ -31,11 +31,10 @@ struct Shape6 {
   }
 };
 
-
 TEST(CausalAttentionGradcheck, QueriesKeysAndValues) {
   const Shape6 shapes[] = {
-      {2, 5, 5, 4, 4, 3},   // MHA, n = m, one partial block
-      {2, 3, 7, 4, 2, 2},   // GQA n_rep 2, n < m (start 4)
+      {2, 5, 5, 4, 4, 3},    // MHA, n = m, one partial block
+      {2, 3, 7, 4, 2, 2},    // GQA n_rep 2, n < m (start 4)
       {1, 40, 40, 4, 2, 3},  // two blocks, the second partial
       {1, 40, 70, 4, 1, 2},  // n_kv_heads 1 (n_rep 4), start 30
       {1, 70, 70, 4, 1, 2},  // three blocks (32 + 32 + 6)

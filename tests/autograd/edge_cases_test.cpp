@@ -34,8 +34,10 @@ TEST(EdgeCases, MaskedFillGivesExactlyZeroGradientAtMaskedPlaces) {
   for (std::size_t b = 0; b < 2; ++b)
     for (std::size_t i = 0; i < 3; ++i)
       for (std::size_t j = 0; j < 4; ++j) {
-        if (mask(i, j)) EXPECT_EQ(x.grad()(b, i, j), Scalar(0));        // exactly zero
-        else EXPECT_EQ(x.grad()(b, i, j), w.value()(b, i, j));          // passes through
+        if (mask(i, j))
+          EXPECT_EQ(x.grad()(b, i, j), Scalar(0));  // exactly zero
+        else
+          EXPECT_EQ(x.grad()(b, i, j), w.value()(b, i, j));  // passes through
       }
 }
 
@@ -75,8 +77,8 @@ TEST(EdgeCases, FullyMaskedRowGivesZerosAndZeroGradient) {
   const Tensor x = Tensor::from_vector({1, 2, 3, 4, 5, 6}, {2, 3}, true);
   Mask mask = Mask::from_shape({2, 3});
   for (std::size_t j = 0; j < 3; ++j) {
-    mask(0, j) = true;   // row 0 fully masked
-    mask(1, j) = j == 2; // row 1 partly
+    mask(0, j) = true;    // row 0 fully masked
+    mask(1, j) = j == 2;  // row 1 partly
   }
   const Tensor y = softmax(masked_fill(x, mask, -kInf));
   for (std::size_t j = 0; j < 3; ++j) EXPECT_EQ(y.value()(0, j), Scalar(0));

@@ -77,46 +77,73 @@ std::vector<Row> rows() {
   const Op linear_fast = [](const In& in) { return fast_linear(in[0], in[1]); };
   const Op linear_ref = [](const In& in) { return linear(in[0], in[1]); };
   t.push_back({"fast_linear", "linear(x, W)", {{2, 3, 4}, {5, 4}}, linear_fast, linear_ref});
-  t.push_back({"fast_linear one row (gemv)", "linear(x, W)", {{1, 1, 4}, {5, 4}}, linear_fast, linear_ref});
-  t.push_back({"fast_linear x read by three (wq, wk, wv)", "linear(x, A) + linear(x, B) * linear(x, C)",
+  t.push_back(
+      {"fast_linear one row (gemv)", "linear(x, W)", {{1, 1, 4}, {5, 4}}, linear_fast, linear_ref});
+  t.push_back({"fast_linear x read by three (wq, wk, wv)",
+               "linear(x, A) + linear(x, B) * linear(x, C)",
                {{2, 3, 4}, {5, 4}, {5, 4}, {5, 4}},
                [](const In& in) {
-                 return fast_linear(in[0], in[1]) + fast_linear(in[0], in[2]) * fast_linear(in[0], in[3]);
+                 return fast_linear(in[0], in[1]) +
+                        fast_linear(in[0], in[2]) * fast_linear(in[0], in[3]);
                },
-               [](const In& in) { return linear(in[0], in[1]) + linear(in[0], in[2]) * linear(in[0], in[3]); }});
+               [](const In& in) {
+                 return linear(in[0], in[1]) + linear(in[0], in[2]) * linear(in[0], in[3]);
+               }});
   // fast_rms_norm
-  t.push_back({"fast_rms_norm", "rms_norm(x, gain, 1e-5)", {{2, 3, 10}, {10}},
+  t.push_back({"fast_rms_norm",
+               "rms_norm(x, gain, 1e-5)",
+               {{2, 3, 10}, {10}},
                [](const In& in) { return fast_rms_norm(in[0], in[1], 1e-5); },
                [](const In& in) { return rms_norm(in[0], in[1], 1e-5); }});
-  t.push_back({"fast_rms_norm in a residual block", "x + linear(rms_norm(x, gain, 1e-5), W)",
+  t.push_back({"fast_rms_norm in a residual block",
+               "x + linear(rms_norm(x, gain, 1e-5), W)",
                {{2, 3, 6}, {6}, {6, 6}},
-               [](const In& in) { return fast_add(in[0], fast_linear(fast_rms_norm(in[0], in[1], 1e-5), in[2])); },
+               [](const In& in) {
+                 return fast_add(in[0], fast_linear(fast_rms_norm(in[0], in[1], 1e-5), in[2]));
+               },
                [](const In& in) { return in[0] + linear(rms_norm(in[0], in[1], 1e-5), in[2]); }});
   // fast_rope: inside the cached table, past the first table, past 64k positions
   for (std::size_t start : {0, 5, 300, 70000}) {
-    t.push_back({"fast_rope start " + std::to_string(start), "rope(x, start, 100)", {{2, 3, 2, 6}},
+    t.push_back({"fast_rope start " + std::to_string(start),
+                 "rope(x, start, 100)",
+                 {{2, 3, 2, 6}},
                  [start](const In& in) { return fast_rope(in[0], start, 100); },
                  [start](const In& in) { return rope(in[0], start, 100); }});
   }
-  t.push_back({"fast_rope of fast_rope", "rope(rope(x, 2), 1)", {{1, 4, 3, 4}},
+  t.push_back({"fast_rope of fast_rope",
+               "rope(rope(x, 2), 1)",
+               {{1, 4, 3, 4}},
                [](const In& in) { return fast_rope(fast_rope(in[0], 2, 10000), 1, 10000); },
                [](const In& in) { return rope(rope(in[0], 2, 10000), 1, 10000); }});
   // fast_reshape, fast_add
-  t.push_back({"fast_reshape", "reshape(x, (4, 6))", {{2, 3, 4}},
-               [](const In& in) { return fast_reshape(in[0], {4, 6}); },
-               [](const In& in) { return reshape(in[0], {4, 6}); }});
+  t.push_back({"fast_reshape",
+               "reshape(x, (4, 6))",
+               {{2, 3, 4}},
+               [](const In& in) {
+                 return fast_reshape(in[0], {4, 6});
+               },
+               [](const In& in) {
+                 return reshape(in[0], {4, 6});
+               }});
   const Op add_fast = [](const In& in) { return fast_add(in[0], in[1]); };
   const Op add_ref = [](const In& in) { return add(in[0], in[1]); };
   t.push_back({"fast_add", "a + b", {{3, 4}, {3, 4}}, add_fast, add_ref});
-  t.push_back({"fast_add one tensor twice", "a + a", {{3, 4}},
+  t.push_back({"fast_add one tensor twice",
+               "a + a",
+               {{3, 4}},
                [](const In& in) { return fast_add(in[0], in[0]); },
                [](const In& in) { return add(in[0], in[0]); }});
-  t.push_back({"fast_add broadcast (falls back to add)", "a + b", {{2, 3, 4}, {4}}, add_fast, add_ref});
+  t.push_back(
+      {"fast_add broadcast (falls back to add)", "a + b", {{2, 3, 4}, {4}}, add_fast, add_ref});
   // silu_mul: 2*3*21 = 126 elements, several SIMD batches and a scalar tail
-  t.push_back({"silu_mul", "silu(gate) * up", {{2, 3, 21}, {2, 3, 21}},
+  t.push_back({"silu_mul",
+               "silu(gate) * up",
+               {{2, 3, 21}, {2, 3, 21}},
                [](const In& in) { return silu_mul(in[0], in[1]); },
                [](const In& in) { return silu(in[0]) * in[1]; }});
-  t.push_back({"silu_mul of one tensor with itself", "a * a * sigmoid(a)", {{3, 9}},
+  t.push_back({"silu_mul of one tensor with itself",
+               "a * a * sigmoid(a)",
+               {{3, 9}},
                [](const In& in) { return silu_mul(in[0], in[0]); },
                [](const In& in) { return in[0] * in[0] * sigmoid(in[0]); }});
   // causal_attention: (B, n, m, H, H_kv, D) for MHA and GQA, n = m and n < m (cached positions),
@@ -126,30 +153,48 @@ std::vector<Row> rows() {
       {2, 40, 40, 4, 2, 8}, {1, 40, 70, 4, 1, 4}, {2, 70, 70, 4, 1, 6}, {1, 70, 100, 4, 2, 3}};
   for (const auto& s : attention_shapes) {
     const Scalar scale = 1 / std::sqrt(static_cast<Scalar>(s[5]));
-    t.push_back({"causal_attention", "transpose, repeat_kv, matmul, masked_fill(causal), softmax, matmul",
-                 {{s[0], s[1], s[3], s[5]}, {s[0], s[2], s[4], s[5]}, {s[0], s[2], s[4], s[5]}},
-                 [scale](const In& in) { return causal_attention(in[0], in[1], in[2], scale); },
-                 [scale](const In& in) { return reference_attention(in[0], in[1], in[2], scale); }});
+    t.push_back(
+        {"causal_attention",
+         "transpose, repeat_kv, matmul, masked_fill(causal), softmax, matmul",
+         {{s[0], s[1], s[3], s[5]}, {s[0], s[2], s[4], s[5]}, {s[0], s[2], s[4], s[5]}},
+         [scale](const In& in) { return causal_attention(in[0], in[1], in[2], scale); },
+         [scale](const In& in) { return reference_attention(in[0], in[1], in[2], scale); }});
   }
-  t.push_back({"causal_attention one tensor as q, k and v", "the same steps", {{2, 36, 2, 4}},
+  t.push_back({"causal_attention one tensor as q, k and v",
+               "the same steps",
+               {{2, 36, 2, 4}},
                [](const In& in) { return causal_attention(in[0], in[0], in[0], 0.5); },
                [](const In& in) { return reference_attention(in[0], in[0], in[0], 0.5); }});
   // forward only
   // attend_to_cache: one layer's cache (B, capacity 9, H_kv, D) holding 6 positions; 2 new
   // queries at positions 4 and 5
-  t.push_back({"attend_to_cache (forward only)", "the attention steps over the first 6 cached positions",
+  t.push_back({"attend_to_cache (forward only)",
+               "the attention steps over the first 6 cached positions",
                {{2, 9, 2, 3}, {2, 9, 2, 3}, {2, 2, 4, 3}},
-               [](const In& in) { return Tensor(attend_to_cache(in[0].value(), in[1].value(), in[2].value(), 0.5, 4)); },
-               [](const In& in) { return reference_attention(in[2], cached(in[0], 6), cached(in[1], 6), 0.5); },
+               [](const In& in) {
+                 return Tensor(
+                     attend_to_cache(in[0].value(), in[1].value(), in[2].value(), 0.5, 4));
+               },
+               [](const In& in) {
+                 return reference_attention(in[2], cached(in[0], 6), cached(in[1], 6), 0.5);
+               },
                false});
   // softmax_rows: 37 = whole SIMD batches and a tail
-  t.push_back({"softmax_rows (forward only)", "softmax(x)", {{3, 4, 37}},
+  t.push_back({"softmax_rows (forward only)",
+               "softmax(x)",
+               {{3, 4, 37}},
                [](const In& in) { return Tensor(softmax_rows(in[0].value())); },
-               [](const In& in) { return softmax(in[0]); }, false});
+               [](const In& in) { return softmax(in[0]); },
+               false});
   // sum_of_squares: 2500 values, two full blocks of 1024 and a tail
-  t.push_back({"sum_of_squares (forward only)", "sum(x * x)", {{2500}},
-               [](const In& in) { return Tensor::scalar(static_cast<Scalar>(sum_of_squares(in[0].value()))); },
-               [](const In& in) { return sum(in[0] * in[0]); }, false});
+  t.push_back({"sum_of_squares (forward only)",
+               "sum(x * x)",
+               {{2500}},
+               [](const In& in) {
+                 return Tensor::scalar(static_cast<Scalar>(sum_of_squares(in[0].value())));
+               },
+               [](const In& in) { return sum(in[0] * in[0]); },
+               false});
   return t;
 }
 
@@ -159,11 +204,16 @@ enum class Mode { kPlain, kHeld, kOtherUses, kTwoPasses, kFrozen };
 
 const char* mode_name(Mode mode) {
   switch (mode) {
-    case Mode::kPlain: return "plain";
-    case Mode::kHeld: return "held";
-    case Mode::kOtherUses: return "other uses";
-    case Mode::kTwoPasses: return "two passes";
-    case Mode::kFrozen: return "frozen input";
+    case Mode::kPlain:
+      return "plain";
+    case Mode::kHeld:
+      return "held";
+    case Mode::kOtherUses:
+      return "other uses";
+    case Mode::kTwoPasses:
+      return "two passes";
+    case Mode::kFrozen:
+      return "frozen input";
   }
   return "?";
 }
@@ -176,7 +226,8 @@ struct Result {
 /// loss = sum(op(inputs) * R) (+ sum(input_i * C_i) recorded after the op, in kOtherUses), with
 /// fixed random R and C_i; returns op's value and the inputs' gradients. In kFrozen, input
 /// `frozen` does not require grad; with `backward` false no input does and nothing runs backward.
-Result run(const Op& op, const std::vector<Array>& values, Mode mode, std::size_t frozen, bool backward) {
+Result run(const Op& op, const std::vector<Array>& values, Mode mode, std::size_t frozen,
+           bool backward) {
   std::vector<Tensor> inputs;
   for (std::size_t i = 0; i < values.size(); ++i)
     inputs.emplace_back(values[i], backward && !(mode == Mode::kFrozen && i == frozen));
@@ -195,7 +246,8 @@ Result run(const Op& op, const std::vector<Array>& values, Mode mode, std::size_
       result.value = y.value();
       loss = sum(y * Tensor(R));
       if (mode == Mode::kOtherUses)
-        for (const Tensor& x : inputs) loss = loss + sum(x * Tensor(Tensor::randn(x.shape(), 1, r).value()));
+        for (const Tensor& x : inputs)
+          loss = loss + sum(x * Tensor(Tensor::randn(x.shape(), 1, r).value()));
       if (mode == Mode::kHeld) {
         loss.backward();
         EXPECT_EQ(y.grad(), R) << "the held output's gradient was changed";
@@ -236,7 +288,8 @@ TEST_P(FastKernelTable, SameValueAndGradientsAsTheReference) {
   if (!row.backward) {
     runs.push_back({Mode::kPlain, 0});
   } else {
-    for (Mode mode : {Mode::kPlain, Mode::kHeld, Mode::kOtherUses, Mode::kTwoPasses}) runs.push_back({mode, 0});
+    for (Mode mode : {Mode::kPlain, Mode::kHeld, Mode::kOtherUses, Mode::kTwoPasses})
+      runs.push_back({mode, 0});
     if (values.size() > 1)
       for (std::size_t i = 0; i < values.size(); ++i) runs.push_back({Mode::kFrozen, i});
   }
@@ -267,8 +320,16 @@ TEST(FastKernels, FastLinearThrowsAsLinear) {
   const Tensor x = Tensor::zeros({2, 3}), w = Tensor::zeros({4, 5});
   for (const Tensor& weight : {w, Tensor::zeros({5})}) {
     std::string fast_error, ref_error;
-    try { fast_linear(x, weight); } catch (const std::invalid_argument& e) { fast_error = e.what(); }
-    try { linear(x, weight); } catch (const std::invalid_argument& e) { ref_error = e.what(); }
+    try {
+      fast_linear(x, weight);
+    } catch (const std::invalid_argument& e) {
+      fast_error = e.what();
+    }
+    try {
+      linear(x, weight);
+    } catch (const std::invalid_argument& e) {
+      ref_error = e.what();
+    }
     EXPECT_FALSE(fast_error.empty());
     EXPECT_EQ(fast_error, ref_error);
   }
@@ -296,7 +357,8 @@ TEST(FastKernels, SumOfSquaresOfHugeAndTinyBlocks) {
 TEST(FastKernels, SoftmaxRowsWithANaNGivesNaNAndAFullyMaskedRowGivesZeros) {
   // Rows: [NaN, 1, 2], [NaN, NaN, NaN], [NaN, -inf, -inf], [-inf, -inf, -inf], [1, 2, 3]; and a
   // value that overflows exp without the max shift.
-  const Array x = {{kNaN, 1, 2}, {kNaN, kNaN, kNaN}, {kNaN, -kInf, -kInf}, {-kInf, -kInf, -kInf}, {1, 800, 3}};
+  const Array x = {
+      {kNaN, 1, 2}, {kNaN, kNaN, kNaN}, {kNaN, -kInf, -kInf}, {-kInf, -kInf, -kInf}, {1, 800, 3}};
   const Tensor leaf(x, true);
   const Tensor reference = softmax(leaf);
   sum(reference).backward();

@@ -68,8 +68,8 @@ TEST_F(FusedVsComposed, RMSNormValueAndBothGradients) {
   const double eps = 1e-5;
   auto both = [&](bool fused) {
     const Tensor xt(x, true), gt(g, true);
-    const Tensor y = fused ? rms_norm(xt, gt, eps)
-                           : xt * pow(mean(xt * xt, -1, true) + eps, -0.5) * gt;
+    const Tensor y =
+        fused ? rms_norm(xt, gt, eps) : xt * pow(mean(xt * xt, -1, true) + eps, -0.5) * gt;
     sum(y * Tensor(R)).backward();
     return std::make_tuple(y.value(), xt.grad(), gt.grad());
   };
@@ -83,7 +83,8 @@ TEST_F(FusedVsComposed, RMSNormValueAndBothGradients) {
 TEST_F(FusedVsComposed, CrossEntropyWithIgnoreIndex) {
   const Array x = randn({2, 3, 6});
   const Ids targets = {{2, 5, -1}, {0, 0, 4}};
-  const auto fused = run(x, nullptr, [&](const Tensor& a) { return cross_entropy(a, targets, -1); });
+  const auto fused =
+      run(x, nullptr, [&](const Tensor& a) { return cross_entropy(a, targets, -1); });
   // Composed: -sum(onehot * log_softmax(x)) / count, with onehot rows zero for ignored targets.
   Array onehot = Array::from_shape({2, 3, 6});
   onehot.fill(0);

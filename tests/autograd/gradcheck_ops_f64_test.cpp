@@ -59,7 +59,8 @@ Tensor wrong_square(const Tensor& a) {
 TEST(Gradcheck, DetectsAWrongBackward) {
   Rng rng(7);
   const Tensor x = Tensor::randn({3, 2}, 1.0, rng, true);
-  const auto report = gradcheck([](const std::vector<Tensor>& in) { return wrong_square(in[0]); }, {x});
+  const auto report =
+      gradcheck([](const std::vector<Tensor>& in) { return wrong_square(in[0]); }, {x});
   EXPECT_FALSE(report.passed);
   EXPECT_GT(report.max_abs_error, 0.1);
   ASSERT_EQ(report.inputs.size(), 1u);
@@ -70,7 +71,8 @@ TEST(Gradcheck, ReportsOnlyInputsThatRequireGrad) {
   Rng rng(8);
   const Tensor a = Tensor::randn({2, 3}, 1.0, rng, true);
   const Tensor b = Tensor::randn({2, 3}, 1.0, rng, false);
-  const auto report = gradcheck([](const std::vector<Tensor>& in) { return mul(in[0], in[1]); }, {a, b});
+  const auto report =
+      gradcheck([](const std::vector<Tensor>& in) { return mul(in[0], in[1]); }, {a, b});
   ASSERT_EQ(report.inputs.size(), 1u);
   EXPECT_EQ(report.inputs[0].index, 0u);
   EXPECT_TRUE(report.passed);

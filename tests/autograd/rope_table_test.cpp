@@ -22,8 +22,10 @@ void expect_rotation_at(std::size_t position) {
     const Array y = fast ? fast_rope(x, position).value() : rope(x, position).value();
     for (std::size_t i = 0; i < 2; ++i) {
       const double angle = double(position) * std::pow(10000.0, -2.0 * double(i) / 4.0);
-      EXPECT_NEAR(y.data()[2 * i], std::cos(angle), 2e-6) << "position " << position << " pair " << i << " fast " << fast;
-      EXPECT_NEAR(y.data()[2 * i + 1], std::sin(angle), 2e-6) << "position " << position << " pair " << i << " fast " << fast;
+      EXPECT_NEAR(y.data()[2 * i], std::cos(angle), 2e-6)
+          << "position " << position << " pair " << i << " fast " << fast;
+      EXPECT_NEAR(y.data()[2 * i + 1], std::sin(angle), 2e-6)
+          << "position " << position << " pair " << i << " fast " << fast;
     }
   }
 }
@@ -44,8 +46,9 @@ TEST(RopeTable, ABackwardRecordedBeforeTheTableGrewKeepsItsAngles) {
   loss.backward();
   // By hand: rotating c = (1, 2), (3, 4) by -a_i with a_0 = 10, a_1 = 10 * 10000^-0.5 = 0.1.
   const double a0 = 10.0, a1 = 0.1;
-  const double expected[4] = {1 * std::cos(a0) + 2 * std::sin(a0), -1 * std::sin(a0) + 2 * std::cos(a0),
-                              3 * std::cos(a1) + 4 * std::sin(a1), -3 * std::sin(a1) + 4 * std::cos(a1)};
+  const double expected[4] = {
+      1 * std::cos(a0) + 2 * std::sin(a0), -1 * std::sin(a0) + 2 * std::cos(a0),
+      3 * std::cos(a1) + 4 * std::sin(a1), -3 * std::sin(a1) + 4 * std::cos(a1)};
   for (std::size_t j = 0; j < 4; ++j) EXPECT_NEAR(x.grad().data()[j], expected[j], 1e-5) << j;
 }
 

@@ -45,7 +45,7 @@ TEST(Semantics, SecondBackwardAfterZeroingGivesTheSameGradients) {
   Rng rng(3);
   const Tensor x = Tensor::randn({3, 4}, 1, rng, true);
   const Tensor w = Tensor::randn({5, 4}, 1, rng, true);
-  auto run = [&] { sum(softmax(linear(x, w))* linear(x, w)).backward(); };
+  auto run = [&] { sum(softmax(linear(x, w)) * linear(x, w)).backward(); };
   run();
   const Array gx = x.grad(), gw = w.grad();
   Tensor(x).zero_grad();
@@ -88,8 +88,8 @@ TEST(Semantics, ClearingTheTapeFreesIntermediates) {
   tape().clear();
   const Tensor x = Tensor::ones({4}, true);
   EXPECT_EQ(x.use_count(), 1);
-  Tensor h = exp(x);         // kept by `h` and by the tape's record
-  Tensor y = sum(h * h);     // the closures of mul hold h
+  Tensor h = exp(x);      // kept by `h` and by the tape's record
+  Tensor y = sum(h * h);  // the closures of mul hold h
   EXPECT_GT(h.use_count(), 1);
   EXPECT_GT(x.use_count(), 1);  // exp's closure holds x
   y.backward();                 // backward clears the tape

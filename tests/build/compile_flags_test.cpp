@@ -48,8 +48,8 @@ TEST(BuildFlags, EveryCompilationTargetsTheConfiguredInstructionSet) {
           << file << " is compiled with " << m.str() << ", which depends on the building machine";
     }
     int seen = 0;
-    for (auto it = std::sregex_iterator(cmd.begin(), cmd.end(), march); it != std::sregex_iterator();
-         ++it) {
+    for (auto it = std::sregex_iterator(cmd.begin(), cmd.end(), march);
+         it != std::sregex_iterator(); ++it) {
       ++seen;
       EXPECT_EQ((*it)[1].str(), kArch) << file << " is compiled with " << (*it)[0].str();
     }

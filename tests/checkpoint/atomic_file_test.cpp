@@ -92,7 +92,9 @@ TEST(AtomicFile, MissingDirectoryIsAClearError) {
     FAIL();
   } catch (const FileError& e) {
     const std::string msg = e.what();
-    EXPECT_NE(msg.find("cannot write file '/nonexistent_glass_dir/model.safetensors'"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("cannot write file '/nonexistent_glass_dir/model.safetensors'"),
+              std::string::npos)
+        << msg;
     EXPECT_NE(msg.find("No such file or directory"), std::string::npos) << msg;
   }
 }
@@ -141,9 +143,9 @@ TEST(AtomicFile, StaleTempFilesOfDeadProcessesAreRemovedOthersKept) {
   ASSERT_EQ(::waitpid(child, &status, 0), child);
   const std::string dead = std::to_string(child), alive = std::to_string(::getppid());
   auto touch = [&](const std::string& name) { std::ofstream(dir / name) << "partial"; };
-  touch("model.safetensors.tmp." + dead + ".3");        // left by a killed run: removed
+  touch("model.safetensors.tmp." + dead + ".3");         // left by a killed run: removed
   touch("train_state.safetensors.tmp." + dead + ".10");  // removed
-  touch("model.safetensors.tmp." + alive + ".1");       // a live process is writing it: kept
+  touch("model.safetensors.tmp." + alive + ".1");        // a live process is writing it: kept
   touch("model.safetensors");                            // the checkpoint: kept
   touch("notes.tmp.txt");                                // not our pattern: kept
   touch("x.tmp.12a.1");                                  // not a pid: kept
@@ -159,7 +161,6 @@ TEST(AtomicFile, StaleTempFilesOfDeadProcessesAreRemovedOthersKept) {
   EXPECT_TRUE(fs::exists(dir / ("diary.tmp." + dead + ".06")));
   EXPECT_EQ(count_entries(dir), 5u);
   EXPECT_EQ(glass::remove_stale_temp_files((dir / "missing").string(), ours), 0u);  // no directory
-
 }
 
 TEST(AtomicFile, ASymlinkIsFollowedNeverReplaced) {
@@ -168,8 +169,8 @@ TEST(AtomicFile, ASymlinkIsFollowedNeverReplaced) {
   fs::create_symlink("real.html", dir / "link.html");
   glass::write_file_atomic((dir / "link.html").string(), "new");
   EXPECT_TRUE(fs::is_symlink(fs::symlink_status(dir / "link.html")));  // still a link
-  EXPECT_EQ(glass::read_file((dir / "real.html").string()), "new");     // its target replaced
-  EXPECT_EQ(count_entries(dir), 2u);                                    // no temporary file left
+  EXPECT_EQ(glass::read_file((dir / "real.html").string()), "new");    // its target replaced
+  EXPECT_EQ(count_entries(dir), 2u);                                   // no temporary file left
   // A link to nothing is refused (creating its target somewhere else would surprise).
   fs::create_symlink("missing/target.html", dir / "dangling.html");
   try {
@@ -191,7 +192,8 @@ TEST(AtomicFile, DevicesAndFifosAreWrittenInPlaceDirectoriesRefused) {
       glass::write_file_atomic("/dev/full", "x");
       FAIL() << "writing /dev/full succeeded";
     } catch (const FileError& e) {
-      EXPECT_NE(std::string(e.what()).find("No space left on device"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("No space left on device"), std::string::npos)
+          << e.what();
     }
     EXPECT_TRUE(fs::is_character_file("/dev/full"));
   }

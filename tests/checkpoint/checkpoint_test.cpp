@@ -43,7 +43,8 @@ TEST(Checkpoint, RoundTripGivesIdenticalLogits) {
   const Array a = model.forward(tokens).value();
   const Array b = loaded.model->forward(tokens).value();
   ASSERT_EQ(shape_of(a), shape_of(b));
-  for (std::size_t i = 0; i < a.size(); ++i) ASSERT_EQ(a.data()[i], b.data()[i]) << i;  // bit for bit
+  for (std::size_t i = 0; i < a.size(); ++i)
+    ASSERT_EQ(a.data()[i], b.data()[i]) << i;  // bit for bit
 }
 
 TEST(Checkpoint, TensorNamesAndShapesFollowMetaLlama) {
@@ -102,7 +103,8 @@ TEST(Checkpoint, CorruptOrMissingFilesAreClearErrors) {
   wider.d_model = 32;
   Decoder other(wider, 3);
   save_model((dir / "d").string(), other, tokenizer);
-  fs::copy_file((dir / "d/config.json").string(), (dir / "c/config.json").string(), fs::copy_options::overwrite_existing);
+  fs::copy_file((dir / "d/config.json").string(), (dir / "c/config.json").string(),
+                fs::copy_options::overwrite_existing);
   try {
     load_checkpoint((dir / "c").string());
     FAIL() << "wrong shapes loaded";

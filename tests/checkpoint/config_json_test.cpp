@@ -69,7 +69,7 @@ TEST(ConfigJson, RoundTrip) {
   EXPECT_EQ(back.model.context_length, 64u);
   EXPECT_EQ(back.model.vocab_cap, 1024u);
   EXPECT_EQ(back.model.rope_base, 500000.0);
-  EXPECT_EQ(back.model.norm_eps, 1e-6);      // doubles survive JSON exactly (shortest round trip)
+  EXPECT_EQ(back.model.norm_eps, 1e-6);  // doubles survive JSON exactly (shortest round trip)
   EXPECT_EQ(back.model.init_std, 0.0125);
   EXPECT_EQ(back.tokenizer.chars(), tok.chars());
   EXPECT_EQ(back.tokenizer.encode(text), tok.encode(text));
@@ -107,11 +107,16 @@ TEST(ConfigJson, RejectsBadJsonAndFormat) {
 
 TEST(ConfigJson, RejectsMissingAndMistypedFields) {
   expect_rejected(config_text("\"d_model\": 16, ", ""), "missing field \"d_model\"");
-  expect_rejected(config_text("\"d_model\": 16", "\"d_model\": \"16\""), "\"d_model\" must be a non-negative integer");
-  expect_rejected(config_text("\"d_model\": 16", "\"d_model\": -16"), "\"d_model\" must be a non-negative integer");
-  expect_rejected(config_text("\"d_model\": 16", "\"d_model\": 16.5"), "\"d_model\" must be a non-negative integer");
-  expect_rejected(config_text("\"norm_eps\": 1e-05", "\"norm_eps\": null"), "\"norm_eps\" must be a number");
-  expect_rejected(config_text("\"init_std\": 0.02", "\"init_std\": 0.02, \"dmodel\": 3"), "unknown field \"dmodel\"");
+  expect_rejected(config_text("\"d_model\": 16", "\"d_model\": \"16\""),
+                  "\"d_model\" must be a non-negative integer");
+  expect_rejected(config_text("\"d_model\": 16", "\"d_model\": -16"),
+                  "\"d_model\" must be a non-negative integer");
+  expect_rejected(config_text("\"d_model\": 16", "\"d_model\": 16.5"),
+                  "\"d_model\" must be a non-negative integer");
+  expect_rejected(config_text("\"norm_eps\": 1e-05", "\"norm_eps\": null"),
+                  "\"norm_eps\" must be a number");
+  expect_rejected(config_text("\"init_std\": 0.02", "\"init_std\": 0.02, \"dmodel\": 3"),
+                  "unknown field \"dmodel\"");
   expect_rejected(config_text("\"tokenizer\":", "\"tokeniser\":"), "missing \"tokenizer\"");
 }
 
@@ -125,15 +130,19 @@ TEST(ConfigJson, RejectsBadTokenizer) {
   expect_rejected(config_text(R"(["a", "é", "😀"])", R"(["a", "é", "é"])"), "appears twice");
   expect_rejected(config_text(R"(["a", "é", "😀"])", R"(["a", "é", "ab"])"), "chars[2]");
   expect_rejected(config_text(R"(["a", "é", "😀"])", R"(["a", "é", ""])"), "exactly one character");
-  expect_rejected(config_text(R"(["a", "é", "😀"])", R"(["a", "é", 7])"), "chars[2] must be a string");
+  expect_rejected(config_text(R"(["a", "é", "😀"])", R"(["a", "é", 7])"),
+                  "chars[2] must be a string");
   expect_rejected(config_text(R"(["a", "é", "😀"])", R"(["a", "é"])"), "model's vocab_size is 4");
   expect_rejected(config_text("\"type\": \"char\"", "\"type\": \"wordpiece\""), "not supported");
 }
 
 TEST(ConfigJson, ABpeTokenizerIsReadAndItsSizeChecked) {
-  const std::string bpe = R"("tokenizer": {"type": "bpe", "file": "tokenizer.json", "vocab_size": 4})";
-  const std::string chars = R"("tokenizer": {"type": "char", "unknown_id": 0, "chars": ["a", "é", "😀"]})";
-  const glass::CheckpointConfig c = glass::config_from_json(config_text(chars, bpe), "ckpt/config.json");
+  const std::string bpe =
+      R"("tokenizer": {"type": "bpe", "file": "tokenizer.json", "vocab_size": 4})";
+  const std::string chars =
+      R"("tokenizer": {"type": "char", "unknown_id": 0, "chars": ["a", "é", "😀"]})";
+  const glass::CheckpointConfig c =
+      glass::config_from_json(config_text(chars, bpe), "ckpt/config.json");
   EXPECT_EQ(c.tokenizer_kind, glass::TokenizerKind::kBpe);
   EXPECT_EQ(c.tokenizer.vocab_size(), 1u);  // no characters: the vocabulary is tokenizer.json
   // No "type": a character tokenizer (config.json written before BPE existed).
@@ -142,9 +151,11 @@ TEST(ConfigJson, ABpeTokenizerIsReadAndItsSizeChecked) {
             glass::TokenizerKind::kChar);
   expect_rejected(config_text(chars, R"("tokenizer": {"type": "bpe", "vocab_size": 5})"),
                   "the BPE vocabulary has 5 tokens but the model's vocab_size is 4");
-  expect_rejected(config_text(chars, R"("tokenizer": {"type": "bpe"})"), "needs an integer \"vocab_size\"");
-  expect_rejected(config_text(chars, R"("tokenizer": {"type": "bpe", "vocab_size": 4, "file": "x.json"})"),
-                  "not supported");
+  expect_rejected(config_text(chars, R"("tokenizer": {"type": "bpe"})"),
+                  "needs an integer \"vocab_size\"");
+  expect_rejected(
+      config_text(chars, R"("tokenizer": {"type": "bpe", "vocab_size": 4, "file": "x.json"})"),
+      "not supported");
   // Written and read back.
   ModelConfig m;
   m.vocab_size = 300;

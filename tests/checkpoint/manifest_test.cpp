@@ -51,7 +51,8 @@ TEST(Sha256, PiecesOfAnyLengthGiveTheDigestOfTheWhole) {
   for (int i = 0; i < 1000; ++i) text += static_cast<char>(i * 7 + 3);
   for (std::size_t piece : {1u, 3u, 63u, 64u, 65u, 200u}) {
     Sha256 h;
-    for (std::size_t at = 0; at < text.size(); at += piece) h.update(std::string_view(text).substr(at, piece));
+    for (std::size_t at = 0; at < text.size(); at += piece)
+      h.update(std::string_view(text).substr(at, piece));
     EXPECT_EQ(h.hex(), sha256_hex(text)) << "pieces of " << piece;
   }
 }
@@ -82,10 +83,14 @@ TEST(Manifest, AChangedMissingOrUnlistedFileIsRefusedByName) {
   write_manifest(dir.string(), "0123456789abcdef", 7);
   const Manifest m = read_manifest(dir.string());
   // Same size, one character changed: the digest tells them apart.
-  std::string msg = error_of([&] { check_against_manifest(m, dir.string(), "config.json", R"({"rope_base": 50000})"); });
-  EXPECT_NE(msg.find("config.json: the file was changed after glass train wrote it"), std::string::npos) << msg;
+  std::string msg = error_of(
+      [&] { check_against_manifest(m, dir.string(), "config.json", R"({"rope_base": 50000})"); });
+  EXPECT_NE(msg.find("config.json: the file was changed after glass train wrote it"),
+            std::string::npos)
+      << msg;
   msg = error_of([&] { check_against_manifest(m, dir.string(), "best.safetensors", "x"); });
-  EXPECT_NE(msg.find("best.safetensors: not listed in the save's manifest.json"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("best.safetensors: not listed in the save's manifest.json"), std::string::npos)
+      << msg;
   fs::remove(dir / "log.csv");
   msg = error_of([&] { verify_save(dir.string()); });
   EXPECT_NE(msg.find("log.csv"), std::string::npos) << msg;
@@ -96,12 +101,17 @@ TEST(Manifest, AChangedMissingOrUnlistedFileIsRefusedByName) {
 
 TEST(Manifest, AManifestThatIsNotOneIsRefused) {
   const fs::path dir = glass_test::temp_dir("glass-manifest-bad");
-  for (const std::string& text :
-       {std::string("not json"), std::string(R"({"format": "other", "version": 1})"),
-        std::string(R"({"format": "glass-save-manifest", "version": 2, "run_id": "a", "step": 1, "files": {}})"),
-        std::string(R"({"format": "glass-save-manifest", "version": 1, "run_id": "a", "step": -1, "files": {}})"),
-        std::string(R"({"format": "glass-save-manifest", "version": 1, "run_id": "a", "step": 1, "step": 2, "files": {}})"),
-        std::string(R"({"format": "glass-save-manifest", "version": 1, "run_id": "a", "step": 1, "files": {"../x": {"bytes": 1, "sha256": "0000000000000000000000000000000000000000000000000000000000000000"}}})")}) {
+  for (
+      const std::string& text :
+      {std::string("not json"), std::string(R"({"format": "other", "version": 1})"),
+       std::string(
+           R"({"format": "glass-save-manifest", "version": 2, "run_id": "a", "step": 1, "files": {}})"),
+       std::string(
+           R"({"format": "glass-save-manifest", "version": 1, "run_id": "a", "step": -1, "files": {}})"),
+       std::string(
+           R"({"format": "glass-save-manifest", "version": 1, "run_id": "a", "step": 1, "step": 2, "files": {}})"),
+       std::string(
+           R"({"format": "glass-save-manifest", "version": 1, "run_id": "a", "step": 1, "files": {"../x": {"bytes": 1, "sha256": "0000000000000000000000000000000000000000000000000000000000000000"}}})")}) {
     put(dir / "manifest.json", text);
     const std::string msg = error_of([&] { read_manifest(dir.string()); });
     EXPECT_NE(msg.find("manifest.json"), std::string::npos) << text << ": " << msg;

@@ -73,7 +73,8 @@ fs::path temp_dir(const std::string& tag) { return glass_test::temp_dir("glass_s
 }  // namespace
 
 TEST(Safetensors, SerializeMatchesReferenceBytes) {
-  EXPECT_EQ(glass::safetensors_serialize(reference_tensors(), {{"format", "pt"}}), reference_bytes());
+  EXPECT_EQ(glass::safetensors_serialize(reference_tensors(), {{"format", "pt"}}),
+            reference_bytes());
 }
 
 TEST(Safetensors, ParsesReferenceBytes) {
@@ -95,7 +96,8 @@ TEST(Safetensors, RoundTripThroughAFile) {
   NamedTensor w{"layers.0.attention.wq.weight", {3, 4}, {}};
   for (int i = 0; i < 12; ++i) w.data.push_back(0.1f * static_cast<float>(i) - 0.55f);
   tensors.push_back(w);
-  tensors.push_back(NamedTensor{"tok_embeddings.weight", {2, 3}, {1e-30f, -0.0f, 3.4e38f, 7, 8, 9}});
+  tensors.push_back(
+      NamedTensor{"tok_embeddings.weight", {2, 3}, {1e-30f, -0.0f, 3.4e38f, 7, 8, 9}});
   tensors.push_back(NamedTensor{"step", {}, {42.0f}});
   tensors.push_back(NamedTensor::f64("moment64", {3}, {1.0 / 3.0, -2e-300, 5}));
   const fs::path path = temp_dir("roundtrip") / "model.safetensors";
@@ -120,18 +122,22 @@ TEST(Safetensors, RoundTripThroughAFile) {
 }
 
 TEST(Safetensors, SerializeRejectsBadTensors) {
-  EXPECT_THROW(glass::safetensors_serialize({NamedTensor{"x", {2, 2}, {1, 2, 3}}}), std::invalid_argument);
-  EXPECT_THROW(glass::safetensors_serialize({NamedTensor{"x", {1}, {1}}, NamedTensor{"x", {1}, {2}}}),
+  EXPECT_THROW(glass::safetensors_serialize({NamedTensor{"x", {2, 2}, {1, 2, 3}}}),
                std::invalid_argument);
+  EXPECT_THROW(
+      glass::safetensors_serialize({NamedTensor{"x", {1}, {1}}, NamedTensor{"x", {1}, {2}}}),
+      std::invalid_argument);
   EXPECT_THROW(glass::safetensors_serialize({NamedTensor{"", {1}, {1}}}), std::invalid_argument);
-  EXPECT_THROW(glass::safetensors_serialize({NamedTensor{"__metadata__", {1}, {1}}}), std::invalid_argument);
+  EXPECT_THROW(glass::safetensors_serialize({NamedTensor{"__metadata__", {1}, {1}}}),
+               std::invalid_argument);
 }
 
 TEST(Safetensors, RejectsTooShortAndAbsurdHeaders) {
   expect_rejected("", "0 bytes");
   expect_rejected(std::string("\x10\0\0", 3), "3 bytes");
   expect_rejected(make_file("", "", 0), "header length 0 is absurd");
-  expect_rejected(make_file("{}", "", 0xFFFFFFFFFFFFull), "header length 281474976710655 is absurd");
+  expect_rejected(make_file("{}", "", 0xFFFFFFFFFFFFull),
+                  "header length 281474976710655 is absurd");
   expect_rejected(make_file("{}", "", 1000), "runs past the end of the file");
   // A truncated copy of a real file: cut inside the header.
   expect_rejected(reference_bytes().substr(0, 40), "runs past the end of the file");
@@ -143,16 +149,19 @@ TEST(Safetensors, RejectsBadJson) {
   expect_rejected(make_file(R"({"a": 3})", ""), "tensor 'a': entry must be a JSON object");
   expect_rejected(make_file(R"({"a":{"dtype":"F32","shape":[1]}})", std::string(4, '\0')),
                   "missing \"data_offsets\"");
-  expect_rejected(make_file(R"({"a":{"dtype":"F32","shape":[-1],"data_offsets":[0,4]}})", std::string(4, '\0')),
-                  "non-negative integers");
-  expect_rejected(make_file(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0]}})", std::string(4, '\0')),
-                  "[begin, end]");
+  expect_rejected(
+      make_file(R"({"a":{"dtype":"F32","shape":[-1],"data_offsets":[0,4]}})", std::string(4, '\0')),
+      "non-negative integers");
+  expect_rejected(
+      make_file(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0]}})", std::string(4, '\0')),
+      "[begin, end]");
   expect_rejected(make_file(R"({"__metadata__":{"k":1}})", ""), "must be a string");
 }
 
 TEST(Safetensors, RejectsUnsupportedDtype) {
-  expect_rejected(make_file(R"({"a":{"dtype":"BF16","shape":[2],"data_offsets":[0,4]}})", std::string(4, '\0')),
-                  "dtype \"BF16\" is not supported");
+  expect_rejected(
+      make_file(R"({"a":{"dtype":"BF16","shape":[2],"data_offsets":[0,4]}})", std::string(4, '\0')),
+      "dtype \"BF16\" is not supported");
 }
 
 TEST(Safetensors, RejectsBadOffsets) {
@@ -165,16 +174,20 @@ TEST(Safetensors, RejectsBadOffsets) {
                   "end before they begin");
   // Overlap: both tensors claim bytes 0..4.
   expect_rejected(make_file(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},)"
-                            R"("b":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", data8),
+                            R"("b":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})",
+                            data8),
                   "overlap");
   // A hole: nothing covers bytes 0..4.
-  expect_rejected(make_file(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})", data8), "gap");
+  expect_rejected(make_file(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})", data8),
+                  "gap");
   // Bytes left over after the last tensor.
   expect_rejected(make_file(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", data8),
                   "extra bytes");
   // Absurd shape whose element count overflows.
-  expect_rejected(make_file(R"({"a":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,8]}})", data8),
-                  "too many");
+  expect_rejected(
+      make_file(R"({"a":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,8]}})",
+                data8),
+      "too many");
 }
 
 TEST(Safetensors, RejectsTruncatedData) {
@@ -195,26 +208,28 @@ TEST(Safetensors, RejectsDuplicateKeysInTheHeader) {
   // nlohmann::json keeps the last of two equal keys; the reader must not pick one silently.
   const std::string data(8, '\0');
   expect_rejected(make_file(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},)"
-                            R"("a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})", data),
+                            R"("a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
+                            data),
                   "the key \"a\" appears twice");
   expect_rejected(make_file(R"({"__metadata__":{"step":"1","step":"2"}})", ""),
                   "the key \"step\" appears twice");
-  expect_rejected(make_file(R"({"a":{"dtype":"F32","dtype":"F64","shape":[1],"data_offsets":[0,4]}})",
-                            std::string(4, '\0')),
-                  "the key \"dtype\" appears twice");
+  expect_rejected(
+      make_file(R"({"a":{"dtype":"F32","dtype":"F64","shape":[1],"data_offsets":[0,4]}})",
+                std::string(4, '\0')),
+      "the key \"dtype\" appears twice");
   // The same key in two different objects is fine.
-  EXPECT_NO_THROW(glass::safetensors_parse(
-      make_file(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},)"
-                R"("b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})", data),
-      "two.safetensors"));
+  EXPECT_NO_THROW(
+      glass::safetensors_parse(make_file(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},)"
+                                         R"("b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
+                                         data),
+                               "two.safetensors"));
 }
 
 // A tensor with a 0 in its shape holds no bytes (found by the safetensors fuzz harness: copying
 // its 0 bytes was undefined behaviour, reported by the sanitizer job).
 TEST(Safetensors, ParsesEmptyTensors) {
-  const std::string json =
-      R"({"e":{"dtype":"F32","shape":[0,4],"data_offsets":[0,0]},)"
-      R"("d":{"dtype":"F64","shape":[3,0],"data_offsets":[0,0]}})";
+  const std::string json = R"({"e":{"dtype":"F32","shape":[0,4],"data_offsets":[0,0]},)"
+                           R"("d":{"dtype":"F64","shape":[3,0],"data_offsets":[0,0]}})";
   const auto c = glass::safetensors_parse(make_file(json, ""), "empty.safetensors");
   ASSERT_EQ(c.tensors.size(), 2u);
   for (const NamedTensor& t : c.tensors) {

@@ -52,7 +52,8 @@ class BpeCli : public ::testing::Test {
     text_ = dir_ / "text.txt";
     write_file(text_, glass_test::corpus_start(20000));
     ckpt_ = dir_ / "ckpt";
-    first_run_ = glass("train --out " + q(ckpt_.string()) + " --iters 20 --eval-every 10" + train_flags());
+    first_run_ =
+        glass("train --out " + q(ckpt_.string()) + " --iters 20 --eval-every 10" + train_flags());
   }
   static void TearDownTestSuite() { fs::remove_all(dir_); }
 
@@ -68,7 +69,8 @@ class BpeCli : public ::testing::Test {
     fs::remove_all(out);
     fs::create_directories(out);
     for (const auto& e : fs::directory_iterator(fs::canonical(ckpt_ / "current")))
-      if (e.path().filename() != "manifest.json") fs::copy_file(e.path(), out / e.path().filename());
+      if (e.path().filename() != "manifest.json")
+        fs::copy_file(e.path(), out / e.path().filename());
     return out;
   }
 };
@@ -79,7 +81,8 @@ CliRun BpeCli::first_run_;
 /// Where a BPE run splits its text (train/trainer_setup.cpp): the first space at or after 90% of
 /// the characters.
 std::size_t split_point(const std::u32string& text) {
-  const std::size_t at = static_cast<std::size_t>(std::floor(static_cast<double>(text.size()) * 0.9));
+  const std::size_t at =
+      static_cast<std::size_t>(std::floor(static_cast<double>(text.size()) * 0.9));
   const std::size_t space = text.find(U' ', at);
   return space == std::u32string::npos ? at : space;
 }
@@ -96,7 +99,8 @@ TEST(BitsPerByte, IsTheLossTimesTokensOverBytesInBits) {
 
 TEST_F(BpeCli, TrainSavesTokenizerJsonInEachSaveCoveredByTheManifest) {
   ASSERT_EQ(first_run_.exit_code, 0) << first_run_.out << first_run_.err;
-  EXPECT_NE(first_run_.out.find("a BPE vocabulary of 384 tokens"), std::string::npos) << first_run_.out;
+  EXPECT_NE(first_run_.out.find("a BPE vocabulary of 384 tokens"), std::string::npos)
+      << first_run_.out;
   EXPECT_NE(first_run_.out.find("nats per token"), std::string::npos) << first_run_.out;
   const fs::path save = fs::canonical(ckpt_ / "current");
   const json config = json::parse(read_file(save / "config.json"));
@@ -111,21 +115,24 @@ TEST_F(BpeCli, TrainSavesTokenizerJsonInEachSaveCoveredByTheManifest) {
   EXPECT_EQ(manifest["files"]["tokenizer.json"]["sha256"], glass::sha256_hex(tokenizer_json));
   EXPECT_EQ(manifest["files"]["tokenizer.json"]["bytes"], tokenizer_json.size());
   // The weights record the tokenizer they were trained with.
-  const glass::SafetensorsContents weights = glass::load_safetensors((save / "model.safetensors").string());
+  const glass::SafetensorsContents weights =
+      glass::load_safetensors((save / "model.safetensors").string());
   EXPECT_EQ(weights.metadata.at("tokenizer"), "bpe");
   EXPECT_EQ(weights.metadata.at("tokenizer_sha256"), glass::sha256_hex(tokenizer_json));
   EXPECT_EQ(weights.metadata.count("tokenizer_chars"), 0u);
   // The tokenizer is trained on the training split only: the same vocabulary as one trained here
   // on the text before the split point.
   const std::u32string text = glass::utf8_to_u32(read_file(text_));
-  const glass::BpeTokenizer expected = glass::BpeTokenizer::train(text.substr(0, split_point(text)), 384);
+  const glass::BpeTokenizer expected =
+      glass::BpeTokenizer::train(text.substr(0, split_point(text)), 384);
   EXPECT_EQ(glass::bpe_to_json(expected), tokenizer_json);
 }
 
 TEST_F(BpeCli, EvaluationPrintsBitsPerByteOfTheValidationSplit) {
   ASSERT_EQ(first_run_.exit_code, 0) << first_run_.err;
   // step 20: train loss X, val loss Y ... \n  val Z bits per byte (N tokens over M bytes ...
-  const std::regex line(R"(step 20: train loss [0-9.]+, val loss ([0-9.]+)[^\n]*\n  val ([0-9.]+) bits per byte \(([0-9]+) tokens over ([0-9]+) bytes)");
+  const std::regex line(
+      R"(step 20: train loss [0-9.]+, val loss ([0-9.]+)[^\n]*\n  val ([0-9.]+) bits per byte \(([0-9]+) tokens over ([0-9]+) bytes)");
   std::smatch m;
   ASSERT_TRUE(std::regex_search(first_run_.out, m, line)) << first_run_.out;
   const double val_loss = std::stod(m[1]), bpb = std::stod(m[2]);
@@ -133,30 +140,35 @@ TEST_F(BpeCli, EvaluationPrintsBitsPerByteOfTheValidationSplit) {
   // The counts, computed here from the text and the saved tokenizer.
   const std::u32string text = glass::utf8_to_u32(read_file(text_));
   const std::size_t cut = split_point(text);
-  const glass::BpeTokenizer bpe =
-      glass::bpe_from_json(read_file(fs::canonical(ckpt_ / "current") / "tokenizer.json"), "tokenizer.json");
+  const glass::BpeTokenizer bpe = glass::bpe_from_json(
+      read_file(fs::canonical(ckpt_ / "current") / "tokenizer.json"), "tokenizer.json");
   EXPECT_EQ(bytes, glass::u32_to_utf8(text.substr(cut)).size());
   EXPECT_EQ(tokens, bpe.encode(text).size() - bpe.encode(text.substr(0, cut)).size());
   // Z = Y * N / (M ln 2), up to the 4 printed decimals of Y and Z.
-  EXPECT_NEAR(bpb, val_loss * static_cast<double>(tokens) / (static_cast<double>(bytes) * std::log(2.0)), 2e-4);
+  EXPECT_NEAR(bpb,
+              val_loss * static_cast<double>(tokens) / (static_cast<double>(bytes) * std::log(2.0)),
+              2e-4);
 }
 
 TEST_F(BpeCli, EvalPrintsLossPerTokenAndBitsPerByte) {
   const CliRun r = glass("eval -m " + q(ckpt_.string()) + " --data " + q(text_.string()));
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  const std::regex line(R"(^loss ([0-9.]+) nats per token over ([0-9]+) predictions[^\n]*\n([0-9.]+) bits per byte \(([0-9]+) tokens over ([0-9]+) bytes of text\))");
+  const std::regex line(
+      R"(^loss ([0-9.]+) nats per token over ([0-9]+) predictions[^\n]*\n([0-9.]+) bits per byte \(([0-9]+) tokens over ([0-9]+) bytes of text\))");
   std::smatch m;
   ASSERT_TRUE(std::regex_search(r.out, m, line)) << r.out;
   const double loss = std::stod(m[1]), bpb = std::stod(m[3]);
-  const std::size_t predictions = std::stoul(m[2]), tokens = std::stoul(m[4]), bytes = std::stoul(m[5]);
+  const std::size_t predictions = std::stoul(m[2]), tokens = std::stoul(m[4]),
+                    bytes = std::stoul(m[5]);
   EXPECT_GT(loss, 0.5);
   EXPECT_LT(loss, std::log(384.0) + 0.5);
   EXPECT_EQ(tokens, predictions);
   EXPECT_EQ(bytes, read_file(text_).size());
-  const glass::BpeTokenizer bpe =
-      glass::bpe_from_json(read_file(fs::canonical(ckpt_ / "current") / "tokenizer.json"), "tokenizer.json");
+  const glass::BpeTokenizer bpe = glass::bpe_from_json(
+      read_file(fs::canonical(ckpt_ / "current") / "tokenizer.json"), "tokenizer.json");
   EXPECT_EQ(predictions + 1, bpe.encode(glass::utf8_to_u32(read_file(text_))).size());
-  EXPECT_NEAR(bpb, loss * static_cast<double>(tokens) / (static_cast<double>(bytes) * std::log(2.0)), 2e-4);
+  EXPECT_NEAR(
+      bpb, loss * static_cast<double>(tokens) / (static_cast<double>(bytes) * std::log(2.0)), 2e-4);
 }
 
 TEST_F(BpeCli, SampleContinuesAPromptAndIsReproducible) {
@@ -210,8 +222,9 @@ TEST_F(BpeCli, AVocabularySizeTheTextCannotHaveIsRefused) {
   expect_error(small, "--vocab-size 300");
   EXPECT_NE(small.err.find("too small"), std::string::npos) << small.err;
   EXPECT_FALSE(fs::exists(dir_ / "small" / "current"));
-  const CliRun large = glass("train --out " + q((dir_ / "large").string()) + " --iters 2" + tiny() +
-                             " --data " + q(text_.string()) + " --tokenizer bpe --vocab-size 60000");
+  const CliRun large =
+      glass("train --out " + q((dir_ / "large").string()) + " --iters 2" + tiny() + " --data " +
+            q(text_.string()) + " --tokenizer bpe --vocab-size 60000");
   expect_error(large, "larger than this text supports");
   EXPECT_FALSE(fs::exists(dir_ / "large" / "current"));
   expect_error(glass("train --out " + q((dir_ / "bad").string()) + " --data " + q(text_.string()) +
@@ -220,10 +233,13 @@ TEST_F(BpeCli, AVocabularySizeTheTextCannotHaveIsRefused) {
   // The context counts tokens: a validation split of fewer tokens than the context needs.
   const fs::path short_text = dir_ / "short.txt";
   write_file(short_text, glass_test::corpus_start(2500));
-  const CliRun too_short = glass("train --out " + q((dir_ / "short").string()) + " --data " +
-                                 q(short_text.string()) + " --tokenizer bpe --vocab-size 400 --context 200 --iters 2");
+  const CliRun too_short =
+      glass("train --out " + q((dir_ / "short").string()) + " --data " + q(short_text.string()) +
+            " --tokenizer bpe --vocab-size 400 --context 200 --iters 2");
   expect_error(too_short, "the validation split has ");
-  EXPECT_NE(too_short.err.find("BPE tokens, but --context 200 needs at least 201"), std::string::npos) << too_short.err;
+  EXPECT_NE(too_short.err.find("BPE tokens, but --context 200 needs at least 201"),
+            std::string::npos)
+      << too_short.err;
 }
 
 TEST_F(BpeCli, AMissingCorruptOrForeignTokenizerJsonIsRefused) {
@@ -240,7 +256,8 @@ TEST_F(BpeCli, AMissingCorruptOrForeignTokenizerJsonIsRefused) {
   const fs::path missing = flat_copy("missing");
   fs::remove(missing / "tokenizer.json");
   expect_error(glass("sample -m " + q(missing.string()) + sample), "tokenizer.json is missing");
-  expect_error(glass("eval -m " + q(missing.string()) + " --data " + q(text_.string())), "is missing");
+  expect_error(glass("eval -m " + q(missing.string()) + " --data " + q(text_.string())),
+               "is missing");
 
   const fs::path corrupt = flat_copy("corrupt");
   write_file(corrupt / "tokenizer.json", "{\"model\": {\"type\": \"BPE\", ");
@@ -250,7 +267,8 @@ TEST_F(BpeCli, AMissingCorruptOrForeignTokenizerJsonIsRefused) {
   const std::u32string text = glass::utf8_to_u32(read_file(text_));
   const fs::path bigger = flat_copy("bigger");
   write_file(bigger / "tokenizer.json", glass::bpe_to_json(glass::BpeTokenizer::train(text, 400)));
-  expect_error(glass("sample -m " + q(bigger.string()) + sample), "the tokenizer has 400 tokens but the model's embedding has 384 rows");
+  expect_error(glass("sample -m " + q(bigger.string()) + sample),
+               "the tokenizer has 400 tokens but the model's embedding has 384 rows");
 
   // The same size but another vocabulary (trained on the whole text, not the training split).
   const fs::path other = flat_copy("other");
@@ -265,9 +283,12 @@ TEST_F(BpeCli, ExportInspectAndServeRefuseABpeCheckpoint) {
   EXPECT_FALSE(fs::exists(dir_ / "x.gguf"));
   expect_error(glass("export" + m + " --format llama2c --out " + q((dir_ / "l2c").string())),
                "glass export does not support BPE checkpoints yet");
-  expect_error(glass("inspect" + m + " --prompt 'Era'"), "glass inspect does not support BPE checkpoints yet");
-  expect_error(glass("serve" + m + " --port 0"), "glass serve does not support BPE checkpoints yet");
-  expect_error(glass("train --out " + q((dir_ / "served").string()) + " --iters 2 --serve --port 0" + train_flags()),
+  expect_error(glass("inspect" + m + " --prompt 'Era'"),
+               "glass inspect does not support BPE checkpoints yet");
+  expect_error(glass("serve" + m + " --port 0"),
+               "glass serve does not support BPE checkpoints yet");
+  expect_error(glass("train --out " + q((dir_ / "served").string()) +
+                     " --iters 2 --serve --port 0" + train_flags()),
                "glass serve does not support BPE checkpoints yet");
 }
 
@@ -281,9 +302,11 @@ TEST_F(BpeCli, ACharacterCheckpointHasNoTokenizerJson) {
   EXPECT_EQ(config["tokenizer"]["type"], "char");
   // Characters: bits per byte from the validation split's characters and bytes.
   const std::u32string text = glass::utf8_to_u32(read_file(text_));
-  const std::size_t n_train = static_cast<std::size_t>(std::floor(static_cast<double>(text.size()) * 0.9));
+  const std::size_t n_train =
+      static_cast<std::size_t>(std::floor(static_cast<double>(text.size()) * 0.9));
   const std::string expected = " (" + std::to_string(text.size() - n_train) + " characters over " +
-                               std::to_string(glass::u32_to_utf8(text.substr(n_train)).size()) + " bytes";
+                               std::to_string(glass::u32_to_utf8(text.substr(n_train)).size()) +
+                               " bytes";
   EXPECT_NE(r.out.find(expected), std::string::npos) << r.out;
   const CliRun e = glass("eval -m " + q(out.string()) + " --data " + q(text_.string()));
   ASSERT_EQ(e.exit_code, 0) << e.err;

@@ -38,7 +38,8 @@ inline std::string corpus_start(std::size_t bytes = 6000) {
 /// How many times `needle` occurs in `text` (overlapping occurrences counted).
 inline std::size_t count(const std::string& text, const std::string& needle) {
   std::size_t n = 0;
-  for (std::size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
+  for (std::size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1))
+    ++n;
   return n;
 }
 

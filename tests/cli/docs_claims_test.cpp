@@ -76,7 +76,8 @@ std::vector<fs::path> pages_in(const fs::path& dir) {
 std::vector<std::string> links_in(const std::string& text) {
   static const std::regex link(R"(\]\(([^)\s]+)\))");
   std::vector<std::string> targets;
-  for (auto it = std::sregex_iterator(text.begin(), text.end(), link); it != std::sregex_iterator(); ++it) {
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), link); it != std::sregex_iterator();
+       ++it) {
     targets.push_back((*it)[1].str());
   }
   return targets;
@@ -138,7 +139,8 @@ std::string fixed(double value, int decimals) {
 }
 
 /// The page states `literal`, and `computed` (the library's value, formatted like the page) is it.
-void expect_claim(const std::string& pt_name, const std::string& literal, const std::string& computed) {
+void expect_claim(const std::string& pt_name, const std::string& literal,
+                  const std::string& computed) {
   expect_stated(pt_name, literal);
   EXPECT_EQ(computed, literal) << "docs/" << pt_name << " says " << literal << ", the code gives "
                                << computed;
@@ -219,7 +221,8 @@ std::string line_with(const std::string& out, const std::string& fragment) {
 std::vector<double> numbers_in(const std::string& line) {
   static const std::regex number(R"(-?\d+(\.\d+)?(e-?\d+)?)");
   std::vector<double> values;
-  for (auto it = std::sregex_iterator(line.begin(), line.end(), number); it != std::sregex_iterator(); ++it) {
+  for (auto it = std::sregex_iterator(line.begin(), line.end(), number);
+       it != std::sregex_iterator(); ++it) {
     values.push_back(std::stod(it->str()));
   }
   return values;
@@ -279,7 +282,8 @@ TEST(DocsPages, EveryPageHasAnEnglishVersionThatLinksBack) {
   std::set<fs::path> translations;
   for (const fs::path& pt : pt_pages) {
     const std::string link = top_link(pt);
-    ASSERT_EQ(link.rfind("en/", 0), 0u) << pt.filename() << ": no link to docs/en/ in its first lines";
+    ASSERT_EQ(link.rfind("en/", 0), 0u)
+        << pt.filename() << ": no link to docs/en/ in its first lines";
     const fs::path en = resolve(pt, link);
     ASSERT_TRUE(fs::exists(en)) << pt.filename() << " -> " << link;
     EXPECT_TRUE(translations.insert(en).second) << "two pages claim the translation " << link;
@@ -289,7 +293,8 @@ TEST(DocsPages, EveryPageHasAnEnglishVersionThatLinksBack) {
   // Every English page is a translation of a Portuguese one, except the tutorials' index, whose
   // original is tutorials/README.md, and the English-only manual pages (the program, the files it
   // writes, the build, the tests).
-  const std::set<std::string> english_only = {"build.md", "cli.md", "run-directory.md", "testing.md"};
+  const std::set<std::string> english_only = {"build.md", "cli.md", "run-directory.md",
+                                              "testing.md"};
   for (const fs::path& en : pages_in(kDocs / "en")) {
     if (english_only.count(en.filename().string())) {
       EXPECT_EQ(top_link(en), "") << en.filename() << " is English-only and links to no original";
@@ -298,7 +303,8 @@ TEST(DocsPages, EveryPageHasAnEnglishVersionThatLinksBack) {
     const fs::path original = resolve(en, top_link(en));
     EXPECT_TRUE(fs::exists(original)) << en.filename() << ": no link to its original at its top";
     if (en.filename() == "tutorials.md") {
-      EXPECT_EQ(original, (fs::path(GLASS_SOURCE_DIR) / "tutorials" / "README.md").lexically_normal());
+      EXPECT_EQ(original,
+                (fs::path(GLASS_SOURCE_DIR) / "tutorials" / "README.md").lexically_normal());
     } else {
       EXPECT_EQ(translations.count(en.lexically_normal()), 1u)
           << en.filename() << " is not the English version of any docs/ page";
@@ -311,7 +317,8 @@ TEST(DocsPages, EveryPageHasAnEnglishVersionThatLinksBack) {
 std::set<std::string> numbers_quoted(const std::string& text) {
   static const std::regex number(R"((^|[^\w.])(\d+\.\d+|\d{3,})(?![\w.]*\w))");
   std::set<std::string> found;
-  for (auto it = std::sregex_iterator(text.begin(), text.end(), number); it != std::sregex_iterator(); ++it) {
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), number);
+       it != std::sregex_iterator(); ++it) {
     found.insert((*it)[2].str());
   }
   return found;
@@ -344,17 +351,21 @@ TEST(DocsPages, OneDecimalStyleThePrintedOne) {
 TEST(DocsPages, CitedFunctionsAreInTheFilesNamed) {
   struct Citation {
     const char* page;
-    const char* function;  // as written on the page
-    const char* file;      // relative to the project's root
+    const char* function;    // as written on the page
+    const char* file;        // relative to the project's root
     const char* definition;  // how the file spells it
   };
   const std::vector<Citation> citations = {
       {"tokens-e-embeddings.md", "utf8_to_u32", "data/text.hpp", "std::u32string utf8_to_u32("},
       {"tokens-e-embeddings.md", "load_text", "data/text.hpp", "std::u32string load_text("},
-      {"tokens-e-embeddings.md", "Tokenizer::from_text", "data/tokenizer.hpp", "static Tokenizer from_text("},
-      {"tokens-e-embeddings.md", "embedding(weight, ids)", "autograd/ops_nn.cpp", "Tensor embedding(const Tensor& weight, const Ids& ids)"},
-      {"tokens-e-embeddings.md", "Embedding::forward", "nn/layers.cpp", "Tensor Embedding::forward("},
-      {"rmsnorm.md", "rms_norm(x, gain, eps)", "autograd/ops_nn.cpp", "Tensor rms_norm(const Tensor& x, const Tensor& gain, Scalar eps)"},
+      {"tokens-e-embeddings.md", "Tokenizer::from_text", "data/tokenizer.hpp",
+       "static Tokenizer from_text("},
+      {"tokens-e-embeddings.md", "embedding(weight, ids)", "autograd/ops_nn.cpp",
+       "Tensor embedding(const Tensor& weight, const Ids& ids)"},
+      {"tokens-e-embeddings.md", "Embedding::forward", "nn/layers.cpp",
+       "Tensor Embedding::forward("},
+      {"rmsnorm.md", "rms_norm(x, gain, eps)", "autograd/ops_nn.cpp",
+       "Tensor rms_norm(const Tensor& x, const Tensor& gain, Scalar eps)"},
       {"rmsnorm.md", "RMSNorm::forward", "nn/layers.cpp", "Tensor RMSNorm::forward("},
       {"rmsnorm.md", "Block::forward", "nn/decoder.cpp", "Tensor Block::forward("},
       {"swiglu.md", "SwiGLU::forward", "nn/layers.cpp", "Tensor SwiGLU::forward("},
@@ -364,14 +375,20 @@ TEST(DocsPages, CitedFunctionsAreInTheFilesNamed) {
       {"bloco-e-residuos.md", "Decoder::forward", "nn/decoder.cpp", "Tensor Decoder::forward("},
       {"bloco-e-residuos.md", "Decoder::Decoder", "nn/decoder.cpp", "Decoder::Decoder("},
       {"bloco-e-residuos.md", "Attention::Attention", "nn/attention.cpp", "Attention::Attention("},
-      {"atencao.md", "Attention::forward_reference", "nn/attention.cpp", "Attention::forward_reference("},
-      {"atencao.md", "Attention::forward_fast", "nn/attention_fast.cpp", "Attention::forward_fast("},
-      {"gqa-e-cache.md", "attend_to_cache", "autograd/kernels/kv_attention.cpp", "attend_to_cache("},
-      {"rope.md", "rope(x, start, base)", "autograd/ops_nn.cpp", "Tensor rope(const Tensor& x, std::size_t start, Scalar base)"},
-      {"treino.md", "next_token_probs", "sample/sampler.cpp", "std::vector<double> next_token_probs("},
+      {"atencao.md", "Attention::forward_reference", "nn/attention.cpp",
+       "Attention::forward_reference("},
+      {"atencao.md", "Attention::forward_fast", "nn/attention_fast.cpp",
+       "Attention::forward_fast("},
+      {"gqa-e-cache.md", "attend_to_cache", "autograd/kernels/kv_attention.cpp",
+       "attend_to_cache("},
+      {"rope.md", "rope(x, start, base)", "autograd/ops_nn.cpp",
+       "Tensor rope(const Tensor& x, std::size_t start, Scalar base)"},
+      {"treino.md", "next_token_probs", "sample/sampler.cpp",
+       "std::vector<double> next_token_probs("},
       {"treino.md", "Trainer::train_step", "train/trainer.cpp", "Trainer::train_step("},
       {"bpe.md", "BpeTokenizer::train", "data/bpe_tokenizer.hpp", "static BpeTokenizer train("},
-      {"bpe.md", "BpeTokenizer::encode", "data/bpe_tokenizer.hpp", "std::vector<std::int32_t> encode("},
+      {"bpe.md", "BpeTokenizer::encode", "data/bpe_tokenizer.hpp",
+       "std::vector<std::int32_t> encode("},
   };
   for (const Citation& c : citations) {
     expect_stated(c.page, c.function);
@@ -388,14 +405,18 @@ TEST(DocsModelSizes, AreModelConfigsDefaults) {
   const auto n = [](std::size_t v) { return std::to_string(v); };
   expect_claim("atencao.md", "d_model = 128", "d_model = " + n(c.d_model));
   expect_claim("atencao.md", "head_dim = dₖ = 32", "head_dim = dₖ = " + n(c.head_dim()));
-  expect_claim("atencao.md", "(128, 128)", "(" + n(c.n_heads * c.head_dim()) + ", " + n(c.d_model) + ")");
+  expect_claim("atencao.md", "(128, 128)",
+               "(" + n(c.n_heads * c.head_dim()) + ", " + n(c.d_model) + ")");
   expect_claim("gqa-e-cache.md", "head_dim = 32", "head_dim = " + n(c.head_dim()));
-  expect_claim("gqa-e-cache.md", "(64, 128)", "(" + n(c.n_kv_heads * c.head_dim()) + ", " + n(c.d_model) + ")");
+  expect_claim("gqa-e-cache.md", "(64, 128)",
+               "(" + n(c.n_kv_heads * c.head_dim()) + ", " + n(c.d_model) + ")");
   expect_claim("gqa-e-cache.md", "h / 2", "h / " + n(c.n_heads / c.n_kv_heads));
   expect_claim("rope.md", "D = 32", "D = " + n(c.head_dim()));
   expect_claim("rope.md", "base = 10000", "base = " + fixed(c.rope_base, 0));
-  expect_claim("bloco-e-residuos.md", "(344, 128)", "(" + n(c.ffn_hidden) + ", " + n(c.d_model) + ")");
-  expect_claim("bloco-e-residuos.md", "(128, 344)", "(" + n(c.d_model) + ", " + n(c.ffn_hidden) + ")");
+  expect_claim("bloco-e-residuos.md", "(344, 128)",
+               "(" + n(c.ffn_hidden) + ", " + n(c.d_model) + ")");
+  expect_claim("bloco-e-residuos.md", "(128, 344)",
+               "(" + n(c.d_model) + ", " + n(c.ffn_hidden) + ")");
   expect_claim("bloco-e-residuos.md", "0.02", fixed(c.init_std, 2));
   expect_claim("bloco-e-residuos.md", "√8", "√" + n(2 * c.n_layers));
   expect_claim("tokens-e-embeddings.md", "(V, 128)", "(V, " + n(c.d_model) + ")");
@@ -465,7 +486,8 @@ TEST_F(DocsClaims, TokensAndEmbeddings) {
   EXPECT_EQ(counts[1], 12);
   expect_stated("tokens-e-embeddings.md", "13");
   expect_stated("tokens-e-embeddings.md", "12 c");  // "12 caracteres" / "12 characters"
-  const std::vector<double> book = numbers_in(line_with(ch10, "   vocabulário: "));  // the whole book
+  const std::vector<double> book =
+      numbers_in(line_with(ch10, "   vocabulário: "));  // the whole book
   ASSERT_EQ(book.size(), 3u);
   expect_claim("tokens-e-embeddings.md", "133196", fixed(book[1], 0));
   expect_claim("tokens-e-embeddings.md", "V = 83", "V = " + fixed(book[2], 0));
@@ -508,8 +530,10 @@ TEST_F(DocsClaims, Attention) {
   const std::vector<double> output = numbers_in(line_with(ch15, "saída de a:"));
   ASSERT_EQ(weights.size(), 2u);
   ASSERT_EQ(output.size(), 2u);
-  expect_claim("atencao.md", "[0.88, 0.12]", "[" + fixed(weights[0], 2) + ", " + fixed(weights[1], 2) + "]");
-  expect_claim("atencao.md", "[8.8, 1.2]", "[" + fixed(output[0], 1) + ", " + fixed(output[1], 1) + "]");
+  expect_claim("atencao.md", "[0.88, 0.12]",
+               "[" + fixed(weights[0], 2) + ", " + fixed(weights[1], 2) + "]");
+  expect_claim("atencao.md", "[8.8, 1.2]",
+               "[" + fixed(output[0], 1) + ", " + fixed(output[1], 1) + "]");
 }
 
 // ---- rope.md -----------------------------------------------------------------------------------
@@ -576,7 +600,8 @@ TEST_F(DocsClaims, SwiGLU) {
   }
   expect_claim("swiglu.md", "−0.28", "−" + fixed(-best, 2));
   expect_claim("swiglu.md", "−1.28", "−" + fixed(-best_z, 2));
-  const glass::ModelConfig config;  // wq and wo (d_model x d_model), wk and wv (n_kv_heads * head_dim x d_model)
+  const glass::ModelConfig
+      config;  // wq and wo (d_model x d_model), wk and wv (n_kv_heads * head_dim x d_model)
   expect_claim("swiglu.md", "49152",
                std::to_string(2 * config.d_model * config.d_model +
                               2 * config.n_kv_heads * config.head_dim() * config.d_model));
@@ -607,7 +632,8 @@ TEST_F(DocsClaims, RMSNorm) {
   // Nine RMSNorms of d_model gains: two per block and the final one.
   const glass::ModelConfig config;
   expect_claim("rmsnorm.md", "1152", std::to_string((2 * config.n_layers + 1) * config.d_model));
-  expect_claim("rmsnorm.md", "1e-5", config.norm_eps == 1e-5 ? "1e-5" : std::to_string(config.norm_eps));
+  expect_claim("rmsnorm.md", "1e-5",
+               config.norm_eps == 1e-5 ? "1e-5" : std::to_string(config.norm_eps));
 }
 
 // ---- bloco-e-residuos.md -------------------------------------------------------------------------
@@ -634,9 +660,12 @@ TEST_F(DocsClaims, BlockAndResiduals) {
   std::map<std::string, std::size_t> sizes;
   for (const auto& [name, tensor] : model.named_parameters()) sizes[name] = tensor.size();
   expect_claim("bloco-e-residuos.md", "8320", std::to_string(sizes.at("tok_embeddings.weight")));
-  expect_claim("bloco-e-residuos.md", "16384", std::to_string(sizes.at("layers.0.attention.wq.weight")));
-  expect_claim("bloco-e-residuos.md", "8192", std::to_string(sizes.at("layers.0.attention.wk.weight")));
-  expect_claim("bloco-e-residuos.md", "44032", std::to_string(sizes.at("layers.0.feed_forward.w2.weight")));
+  expect_claim("bloco-e-residuos.md", "16384",
+               std::to_string(sizes.at("layers.0.attention.wq.weight")));
+  expect_claim("bloco-e-residuos.md", "8192",
+               std::to_string(sizes.at("layers.0.attention.wk.weight")));
+  expect_claim("bloco-e-residuos.md", "44032",
+               std::to_string(sizes.at("layers.0.feed_forward.w2.weight")));
   std::size_t block = 0, attention = 0, ffn = 0;
   for (const auto& [name, size] : sizes) {
     if (name.rfind("layers.0.", 0) != 0) continue;
@@ -668,10 +697,13 @@ TEST_F(DocsClaims, Training) {
   schedule.warmup = 10;
   schedule.decay_iters = 100;
   const std::string ch24 = chapter_output("adamw_agenda");
-  const std::vector<std::pair<long, std::string>> lrs = {
-      {0, "lr(0) = 0.000091"}, {10, "lr(10) = 0.001000"}, {55, "lr(55) = 0.000550"}, {100, "lr(100) = 0.000100"}};
+  const std::vector<std::pair<long, std::string>> lrs = {{0, "lr(0) = 0.000091"},
+                                                         {10, "lr(10) = 0.001000"},
+                                                         {55, "lr(55) = 0.000550"},
+                                                         {100, "lr(100) = 0.000100"}};
   for (const auto& [it, literal] : lrs) {
-    expect_claim("treino.md", literal, "lr(" + std::to_string(it) + ") = " + fixed(schedule.at(it), 6));
+    expect_claim("treino.md", literal,
+                 "lr(" + std::to_string(it) + ") = " + fixed(schedule.at(it), 6));
     const std::string value = literal.substr(literal.find("= ") + 2);
     char label[16];
     std::snprintf(label, sizeof label, "lr(%3ld):", it);
@@ -704,7 +736,8 @@ TEST_F(DocsClaims, Training) {
   for (const char* value : {"0.463063", "0.280862", "0.170351", "0.062669", "0.023055"}) {
     expect_printed("treino.md", value, ch27, "temperatura 1:");
   }
-  for (const char* value : {"0.622459", "0.377541"}) expect_printed("treino.md", value, ch27, "top-k 2:");
+  for (const char* value : {"0.622459", "0.377541"})
+    expect_printed("treino.md", value, ch27, "top-k 2:");
   for (const char* value : {"0.506480", "0.307196", "0.186324"}) {
     expect_printed("treino.md", value, ch27, "top-p 0.8:");
   }
@@ -713,8 +746,11 @@ TEST_F(DocsClaims, Training) {
 
   // glass sample's defaults, as its --help prints them ("--tokens UINT:...=300").
   const std::string help = run(GLASS_BINARY_DIR "/glass sample --help");
-  const std::vector<std::pair<std::string, std::string>> flags = {
-      {"--tokens", "300"}, {"--temperature", "0.8"}, {"--top-k", "0"}, {"--top-p", "1"}, {"--seed", "1337"}};
+  const std::vector<std::pair<std::string, std::string>> flags = {{"--tokens", "300"},
+                                                                  {"--temperature", "0.8"},
+                                                                  {"--top-k", "0"},
+                                                                  {"--top-p", "1"},
+                                                                  {"--seed", "1337"}};
   for (const auto& [flag, value] : flags) {
     expect_stated("treino.md", "| `" + flag);
     const std::string line = line_with(help, flag);
@@ -739,7 +775,8 @@ std::string short_e(double value) {
 }
 
 /// The bytes of a K/V cache: K and V, per layer, per K/V head, head_dim numbers per token.
-double kv_cache_bytes(double n_layers, double n_kv_heads, double head_dim, double bytes, double tokens) {
+double kv_cache_bytes(double n_layers, double n_kv_heads, double head_dim, double bytes,
+                      double tokens) {
   return 2 * n_layers * n_kv_heads * head_dim * bytes * tokens;
 }
 
@@ -763,18 +800,24 @@ TEST(DocsScale, ParametersTokensFlopsAndTheCache) {
   // Llama 2 70B (80 layers, 8 K/V heads); GlassLLM's default model in float32 over its context.
   const double gib = 1024.0 * 1024 * 1024;
   const double llama7 = kv_cache_bytes(32, 32, 128, 2, 4096);
-  expect_claim("escala.md", "2 · 32 · 32 · 128 · 2 · 4096 = 2147483648", "2 · 32 · 32 · 128 · 2 · 4096 = " + fixed(llama7, 0));
-  expect_claim("escala.md", "**2 GiB** (2.15 GB)", "**" + fixed(llama7 / gib, 0) + " GiB** (" + fixed(llama7 / 1e9, 2) + " GB)");
-  expect_claim("escala.md", "524288 bytes = 512 KiB", fixed(kv_cache_bytes(32, 32, 128, 2, 1), 0) + " bytes = 512 KiB");
+  expect_claim("escala.md", "2 · 32 · 32 · 128 · 2 · 4096 = 2147483648",
+               "2 · 32 · 32 · 128 · 2 · 4096 = " + fixed(llama7, 0));
+  expect_claim("escala.md", "**2 GiB** (2.15 GB)",
+               "**" + fixed(llama7 / gib, 0) + " GiB** (" + fixed(llama7 / 1e9, 2) + " GB)");
+  expect_claim("escala.md", "524288 bytes = 512 KiB",
+               fixed(kv_cache_bytes(32, 32, 128, 2, 1), 0) + " bytes = 512 KiB");
   const double llama70 = kv_cache_bytes(80, 8, 128, 2, 4096);
-  expect_claim("escala.md", "1342177280 bytes = 1.25 GiB", fixed(llama70, 0) + " bytes = " + fixed(llama70 / gib, 2) + " GiB");
-  expect_claim("escala.md", "10 GiB", fixed(kv_cache_bytes(80, 64, 128, 2, 4096) / gib, 0) + " GiB");
+  expect_claim("escala.md", "1342177280 bytes = 1.25 GiB",
+               fixed(llama70, 0) + " bytes = " + fixed(llama70 / gib, 2) + " GiB");
+  expect_claim("escala.md", "10 GiB",
+               fixed(kv_cache_bytes(80, 64, 128, 2, 4096) / gib, 0) + " GiB");
   const glass::ModelConfig c;
-  const double glass_cache = kv_cache_bytes(c.n_layers, c.n_kv_heads, c.head_dim(), 4, c.context_length);
+  const double glass_cache =
+      kv_cache_bytes(c.n_layers, c.n_kv_heads, c.head_dim(), 4, c.context_length);
   expect_claim("escala.md", "2 · 4 · 2 · 32 · 4 · 256 = 524288",
                "2 · " + std::to_string(c.n_layers) + " · " + std::to_string(c.n_kv_heads) + " · " +
-                   std::to_string(c.head_dim()) + " · 4 · " + std::to_string(c.context_length) + " = " +
-                   fixed(glass_cache, 0));
+                   std::to_string(c.head_dim()) + " · 4 · " + std::to_string(c.context_length) +
+                   " = " + fixed(glass_cache, 0));
   // Decoding: 2 bytes and 2 FLOPs per weight per token; A100 80 GB SXM (NVIDIA's datasheet):
   // 312e12 FLOP/s in bf16 (dense), 2.039e12 bytes/s.
   expect_claim("escala.md", "13.48 GB", fixed(2 * n7 / 1e9, 2) + " GB");
@@ -789,7 +832,8 @@ TEST(DocsScale, ParametersTokensFlopsAndTheCache) {
 
 /// Column `column` of the row of the training log docs/img/<file> (a glass train log.csv) whose
 /// step is `step`.
-std::string log_value(long step, const std::string& column, const std::string& file = "tinyshakespeare-log.csv") {
+std::string log_value(long step, const std::string& column,
+                      const std::string& file = "tinyshakespeare-log.csv") {
   const std::vector<std::string> rows = lines_of(read_file(kDocs / "img" / file));
   const auto split = [](const std::string& row) {
     std::vector<std::string> cells;
@@ -806,7 +850,8 @@ std::string log_value(long step, const std::string& column, const std::string& f
   const auto col = std::find(header.begin(), header.end(), column) - header.begin();
   for (std::size_t i = 1; i < rows.size(); ++i) {
     const std::vector<std::string> cells = split(rows[i]);
-    if (!cells.empty() && cells[0] == std::to_string(step) && col < static_cast<long>(cells.size())) return cells[col];
+    if (!cells.empty() && cells[0] == std::to_string(step) && col < static_cast<long>(cells.size()))
+      return cells[col];
   }
   ADD_FAILURE() << "no step " << step << " with a column " << column << " in " << file;
   return "";
@@ -816,24 +861,27 @@ TEST(DocsPerplexity, TheUniformModelAndARealRun) {
   const std::size_t v = corpus_vocab_size("tinyshakespeare.txt");
   expect_claim("perplexidade.md", "V = 66", "V = " + std::to_string(v));
   expect_claim("perplexidade.md", "ln 66 = 4.190", "ln 66 = " + fixed(std::log(66.0), 3));
-  expect_claim("perplexidade.md", "(4.189655)", "(" + fixed(std::log(static_cast<double>(v)), 6) + ")");
+  expect_claim("perplexidade.md", "(4.189655)",
+               "(" + fixed(std::log(static_cast<double>(v)), 6) + ")");
   expect_claim("perplexidade.md", "6.044", fixed(std::log2(static_cast<double>(v)), 3));
   expect_claim("perplexidade.md", "ln 83 = 4.419", "ln 83 = " + fixed(std::log(83.0), 3));
   expect_claim("perplexidade.md", "6.375", fixed(std::log2(83.0), 3));
-  expect_claim("perplexidade.md", "V = 83", "V = " + std::to_string(corpus_vocab_size("domcasmurro.txt")));
+  expect_claim("perplexidade.md", "V = 83",
+               "V = " + std::to_string(corpus_vocab_size("domcasmurro.txt")));
   // The rows of the saved run: loss, loss / ln 2, e^loss.
   for (long step : {0L, 2000L}) {
     const std::string val = log_value(step, "val_loss");
     const double loss = std::stod(val);
-    expect_stated("perplexidade.md",
-                  "| " + std::to_string(step) + " | " + val + " | " + fixed(loss / std::log(2.0), 3) + " |");
+    expect_stated("perplexidade.md", "| " + std::to_string(step) + " | " + val + " | " +
+                                         fixed(loss / std::log(2.0), 3) + " |");
     const std::string perplexity = fixed(std::exp(loss), step == 0 ? 2 : 3);
     expect_stated("perplexidade.md", fixed(loss / std::log(2.0), 3) + " | " + perplexity + " |");
   }
   const std::string train = log_value(2000, "train_loss");
   expect_stated("perplexidade.md", train);
   expect_claim("perplexidade.md", "4.413", fixed(std::exp(std::stod(train)), 3));
-  expect_claim("perplexidade.md", "5.4", fixed(std::exp(std::stod(log_value(2000, "val_loss"))), 1));
+  expect_claim("perplexidade.md", "5.4",
+               fixed(std::exp(std::stod(log_value(2000, "val_loss"))), 1));
 }
 
 // ---- adamw.md ------------------------------------------------------------------------------------
@@ -852,7 +900,8 @@ double decayed_weight(bool decoupled, double lambda, double (*loss_grad)(long), 
     glass::Tensor w = glass::Tensor::from_vector({1}, {1, 1}, true);  // a matrix: decayed
     glass::AdamW opt({{"w", w}}, config);
     for (long t = 1; t <= steps; ++t) {
-      w.grad() = glass::Tensor::from_vector({static_cast<glass::Scalar>(loss_grad(t))}, {1, 1}).value();
+      w.grad() =
+          glass::Tensor::from_vector({static_cast<glass::Scalar>(loss_grad(t))}, {1, 1}).value();
       opt.step(lr);
     }
     return w.value()(0, 0);
@@ -872,14 +921,18 @@ TEST(DocsAdamW, AdamWithL2DecaysByTheGradientsSizeAdamWDoesNot) {
   double (*const zero)(long) = [](long) { return 0.0; };
   double (*const noisy)(long) = [](long t) { return t % 2 ? 10.0 : -10.0; };
   const auto row = [](const char* grad, const char* lambda, double l2, double w) {
-    return std::string("| ") + grad + " | " + lambda + " | " + fixed(l2, 3) + " | " + fixed(w, 3) + " |";
+    return std::string("| ") + grad + " | " + lambda + " | " + fixed(l2, 3) + " | " + fixed(w, 3) +
+           " |";
   };
-  expect_claim("adamw.md", "| zero | 0.1 | 0.142 | 0.905 |",
-               row("zero", "0.1", decayed_weight(false, 0.1, zero), decayed_weight(true, 0.1, zero)));
-  expect_claim("adamw.md", "| zero | 0.01 | 0.142 | 0.990 |",
-               row("zero", "0.01", decayed_weight(false, 0.01, zero), decayed_weight(true, 0.01, zero)));
-  expect_claim("adamw.md", "| ±10 | 0.1 | 0.988 | 0.903 |",
-               row("±10", "0.1", decayed_weight(false, 0.1, noisy), decayed_weight(true, 0.1, noisy)));
+  expect_claim(
+      "adamw.md", "| zero | 0.1 | 0.142 | 0.905 |",
+      row("zero", "0.1", decayed_weight(false, 0.1, zero), decayed_weight(true, 0.1, zero)));
+  expect_claim(
+      "adamw.md", "| zero | 0.01 | 0.142 | 0.990 |",
+      row("zero", "0.01", decayed_weight(false, 0.01, zero), decayed_weight(true, 0.01, zero)));
+  expect_claim(
+      "adamw.md", "| ±10 | 0.1 | 0.988 | 0.903 |",
+      row("±10", "0.1", decayed_weight(false, 0.1, noisy), decayed_weight(true, 0.1, noisy)));
   // (1 - lr λ)^1000 for λ = 0.1 and 0.01.
   expect_claim("adamw.md", "(1 − lr·λ)¹⁰⁰⁰", "(1 − lr·λ)¹⁰⁰⁰");
   EXPECT_EQ(fixed(std::pow(1 - 1e-4, 1000), 3), "0.905");
@@ -892,20 +945,23 @@ TEST(DocsAdamW, AdamWithL2DecaysByTheGradientsSizeAdamWDoesNot) {
 
 TEST(DocsMixedPrecision, TheFormatsLimitsAndTheMemory) {
   // IEEE binary16: 10 mantissa bits, exponents -14..15; bf16: 7 mantissa bits, fp32's exponents.
-  expect_claim("precisao-mista.md", "| 65504 |", "| " + fixed(std::ldexp(2 - std::ldexp(1, -10), 15), 0) + " |");
+  expect_claim("precisao-mista.md", "| 65504 |",
+               "| " + fixed(std::ldexp(2 - std::ldexp(1, -10), 15), 0) + " |");
   expect_claim("precisao-mista.md", "2⁻¹⁴ ≈ 6.10e-5", "2⁻¹⁴ ≈ " + short_e(std::ldexp(1, -14)));
   expect_claim("precisao-mista.md", "2⁻²⁴ ≈ 5.96e-8", "2⁻²⁴ ≈ " + short_e(std::ldexp(1, -24)));
   expect_claim("precisao-mista.md", "2⁻¹⁰ ≈ 0.000977", "2⁻¹⁰ ≈ " + fixed(std::ldexp(1, -10), 6));
   expect_claim("precisao-mista.md", "2⁻⁷ = 0.0078125", "2⁻⁷ = " + fixed(std::ldexp(1, -7), 7));
   expect_claim("precisao-mista.md", "2⁻²³ ≈ 1.19e-7", "2⁻²³ ≈ " + short_e(std::ldexp(1, -23)));
-  expect_claim("precisao-mista.md", "≈ 3.39e38", "≈ " + short_e(std::ldexp(2 - std::ldexp(1, -7), 127)));
+  expect_claim("precisao-mista.md", "≈ 3.39e38",
+               "≈ " + short_e(std::ldexp(2 - std::ldexp(1, -7), 127)));
   expect_claim("precisao-mista.md", "≈ 1.18e-38", "≈ " + short_e(std::ldexp(1, -126)));
   // 1 + 1e-4 rounds to 1 in fp16 (the gap above 1 is 2^-10); 1e-8 < 2^-25 rounds to 0; times
   // 1024 it is 1.024e-5, a subnormal of fp16 (multiple of 2^-24): 172 * 2^-24 = 1.0252e-5.
   EXPECT_LT(1e-4, std::ldexp(1, -10) / 2);
   EXPECT_LT(1e-3, std::ldexp(1, -7) / 2);
   EXPECT_LT(1e-8, std::ldexp(1, -25));
-  expect_claim("precisao-mista.md", "≈ 1.03e-5", "≈ " + short_e(std::round(1e-8 * 1024 / std::ldexp(1, -24)) * std::ldexp(1, -24)));
+  expect_claim("precisao-mista.md", "≈ 1.03e-5",
+               "≈ " + short_e(std::round(1e-8 * 1024 / std::ldexp(1, -24)) * std::ldexp(1, -24)));
   // 16 bytes per parameter.
   expect_claim("precisao-mista.md", "107.8 GB", fixed(16 * 6.74e9 / 1e9, 1) + " GB");
   const std::size_t n = default_model_parameters(corpus_vocab_size("tinyshakespeare.txt"));
@@ -918,35 +974,47 @@ TEST(DocsMixedPrecision, TheFormatsLimitsAndTheMemory) {
 TEST(DocsOverfitting, TheTableIsTheSavedRunsLog) {
   const std::string log = "domcasmurro-3000-log.csv";
   for (long step : {500L, 1000L, 1500L, 2000L, 2500L, 3000L}) {
-    const std::string train = log_value(step, "train_loss", log), val = log_value(step, "val_loss", log);
+    const std::string train = log_value(step, "train_loss", log),
+                      val = log_value(step, "val_loss", log);
     const double gap = std::stod(val) - std::stod(train);
     const std::string gap_text = gap < 0 ? "−" + fixed(-gap, 6) : fixed(gap, 6);
-    expect_stated("sobreajuste-e-dropout.md",
-                  "| " + std::to_string(step) + " | " + train + " | " + val + " | " + gap_text + " |");
+    expect_stated("sobreajuste-e-dropout.md", "| " + std::to_string(step) + " | " + train + " | " +
+                                                  val + " | " + gap_text + " |");
   }
   // Validation rises after its best (step 2000) while training keeps falling.
   const double best = std::stod(log_value(2000, "val_loss", log));
-  for (long step = 0; step <= 3000; step += 250) EXPECT_GE(std::stod(log_value(step, "val_loss", log)), best) << step;
+  for (long step = 0; step <= 3000; step += 250)
+    EXPECT_GE(std::stod(log_value(step, "val_loss", log)), best) << step;
   EXPECT_GT(std::stod(log_value(3000, "val_loss", log)), best);
-  EXPECT_LT(std::stod(log_value(3000, "train_loss", log)), std::stod(log_value(2000, "train_loss", log)));
+  EXPECT_LT(std::stod(log_value(3000, "train_loss", log)),
+            std::stod(log_value(2000, "train_loss", log)));
   expect_stated("sobreajuste-e-dropout.md", "(1.566202 → 1.615765)");
   expect_stated("sobreajuste-e-dropout.md", "(1.320620 → 1.135083)");
   // The corpus and the passes over the training text: 90% of the characters, floor (as split_train_val).
   const glass::TrainOptions options;
   const double per_step = static_cast<double>(options.batch_size * options.context);
-  const std::size_t book = glass::load_text(GLASS_SOURCE_DIR "/data/corpora/domcasmurro.txt").size();
-  const std::size_t book_train = static_cast<std::size_t>(std::floor(0.9 * static_cast<double>(book)));
+  const std::size_t book =
+      glass::load_text(GLASS_SOURCE_DIR "/data/corpora/domcasmurro.txt").size();
+  const std::size_t book_train =
+      static_cast<std::size_t>(std::floor(0.9 * static_cast<double>(book)));
   expect_claim("sobreajuste-e-dropout.md", "133196", std::to_string(book));
   expect_claim("sobreajuste-e-dropout.md", "119876", std::to_string(book_train));
-  expect_claim("sobreajuste-e-dropout.md", "12.8", fixed(2000 * per_step / static_cast<double>(book_train), 1));
-  expect_claim("sobreajuste-e-dropout.md", "19.2", fixed(3000 * per_step / static_cast<double>(book_train), 1));
-  const std::size_t plays = glass::load_text(GLASS_SOURCE_DIR "/data/corpora/tinyshakespeare.txt").size();
-  const std::size_t plays_train = static_cast<std::size_t>(std::floor(0.9 * static_cast<double>(plays)));
+  expect_claim("sobreajuste-e-dropout.md", "12.8",
+               fixed(2000 * per_step / static_cast<double>(book_train), 1));
+  expect_claim("sobreajuste-e-dropout.md", "19.2",
+               fixed(3000 * per_step / static_cast<double>(book_train), 1));
+  const std::size_t plays =
+      glass::load_text(GLASS_SOURCE_DIR "/data/corpora/tinyshakespeare.txt").size();
+  const std::size_t plays_train =
+      static_cast<std::size_t>(std::floor(0.9 * static_cast<double>(plays)));
   expect_claim("sobreajuste-e-dropout.md", "1003854", std::to_string(plays_train));
-  expect_claim("sobreajuste-e-dropout.md", "1.53", fixed(2000 * per_step / static_cast<double>(plays_train), 2));
-  expect_claim("sobreajuste-e-dropout.md", "0.195",
-               fixed(std::stod(log_value(2000, "val_loss")) - std::stod(log_value(2000, "train_loss")), 3));
-  EXPECT_EQ(fixed(static_cast<double>(plays) / static_cast<double>(book), 0), "8");  // "eight times larger"
+  expect_claim("sobreajuste-e-dropout.md", "1.53",
+               fixed(2000 * per_step / static_cast<double>(plays_train), 2));
+  expect_claim(
+      "sobreajuste-e-dropout.md", "0.195",
+      fixed(std::stod(log_value(2000, "val_loss")) - std::stod(log_value(2000, "train_loss")), 3));
+  EXPECT_EQ(fixed(static_cast<double>(plays) / static_cast<double>(book), 0),
+            "8");  // "eight times larger"
   expect_stated("sobreajuste-e-dropout.md", "`--weight-decay`, 0.1");
   EXPECT_EQ(options.weight_decay, 0.1);
 }
@@ -976,7 +1044,8 @@ void expect_on_page(const std::string& path, const std::string& literal) {
 }
 
 /// The page states `literal`, and `computed` (the code's value, written like the page) is it.
-void expect_page_claim(const std::string& path, const std::string& literal, const std::string& computed) {
+void expect_page_claim(const std::string& path, const std::string& literal,
+                       const std::string& computed) {
   expect_on_page(path, literal);
   EXPECT_EQ(computed, literal) << path << " says " << literal << ", the code gives " << computed;
 }
@@ -994,9 +1063,11 @@ TEST(Readme, IsAFrontDoorWithTheTwoCommandsFirst) {
   EXPECT_TRUE(fs::exists(kRoot / "scripts" / "test.sh"));
   // It sends the reader on to every page the manual moved to.
   const std::vector<std::string> links = links_in(project_page("README.md"));
-  for (const char* page : {"docs/en/cli.md", "docs/en/run-directory.md", "docs/en/build.md", "docs/en/testing.md",
-                           "bench/README.md", "docs/en/README.md", "tutorials/README.md"}) {
-    EXPECT_NE(std::find(links.begin(), links.end(), page), links.end()) << "README.md does not link " << page;
+  for (const char* page :
+       {"docs/en/cli.md", "docs/en/run-directory.md", "docs/en/build.md", "docs/en/testing.md",
+        "bench/README.md", "docs/en/README.md", "tutorials/README.md"}) {
+    EXPECT_NE(std::find(links.begin(), links.end(), page), links.end())
+        << "README.md does not link " << page;
   }
 }
 
@@ -1018,7 +1089,8 @@ TEST(Readme, FirstSessionBuildsWhatItRuns) {
       const std::size_t at = lines[j].find("scripts/build.sh ");
       built = built || (at != std::string::npos && lines[j].find(name, at) != std::string::npos);
     }
-    EXPECT_TRUE(built) << "README.md runs ./build/tutorials/" << name << " without building it first";
+    EXPECT_TRUE(built) << "README.md runs ./build/tutorials/" << name
+                       << " without building it first";
   }
   EXPECT_GT(runs, 0u) << "the first session runs no tutorial";
 }
@@ -1040,15 +1112,18 @@ TEST(Readme, CodeToReadIsWhereItSays) {
       {"Block::forward", "nn/decoder.cpp", "Tensor Block::forward("},
       {"Decoder::forward", "nn/decoder.cpp", "Tensor Decoder::forward("},
       {"Trainer::train_step", "train/trainer.cpp", "Trainer::train_step("},
-      {"DataParallel::loss_and_grad", "train/data_parallel.cpp", "double DataParallel::loss_and_grad("},
+      {"DataParallel::loss_and_grad", "train/data_parallel.cpp",
+       "double DataParallel::loss_and_grad("},
       {"clip_grad_norm", "train/clip.cpp", "double clip_grad_norm("},
       {"AdamW::step", "train/adamw.cpp", "void AdamW::step("},
       {"LrSchedule::at", "train/schedule.cpp", "double LrSchedule::at("},
   };
   const std::string readme = project_page("README.md");
   for (const Citation& c : citations) {
-    EXPECT_NE(readme.find(std::string("`") + c.function + "`"), std::string::npos) << "README.md: " << c.function;
-    EXPECT_NE(readme.find(std::string("`") + c.file + "`"), std::string::npos) << "README.md: " << c.file;
+    EXPECT_NE(readme.find(std::string("`") + c.function + "`"), std::string::npos)
+        << "README.md: " << c.function;
+    EXPECT_NE(readme.find(std::string("`") + c.file + "`"), std::string::npos)
+        << "README.md: " << c.file;
     EXPECT_NE(read_file(kRoot / c.file).find(c.definition), std::string::npos)
         << c.file << " (named by README.md) does not define " << c.function;
   }
@@ -1072,19 +1147,22 @@ TEST(Readme, LayoutTableIsTheTree) {
     if (line.rfind("## ", 0) == 0) in_layout = line == "## Layout";
     if (!in_layout || line.rfind("| `", 0) != 0) continue;
     const std::string first_cell = line.substr(0, line.find(" |", 2));
-    for (auto it = std::sregex_iterator(first_cell.begin(), first_cell.end(), folder); it != std::sregex_iterator();
-         ++it) {
+    for (auto it = std::sregex_iterator(first_cell.begin(), first_cell.end(), folder);
+         it != std::sregex_iterator(); ++it) {
       listed.insert((*it)[1].str());
     }
   }
   EXPECT_GE(listed.size(), 10u) << "no layout table under \"## Layout\"";
   for (const std::string& name : listed) {
-    EXPECT_TRUE(fs::is_directory(kRoot / name)) << "README.md's layout table lists " << name << "/, which does not exist";
+    EXPECT_TRUE(fs::is_directory(kRoot / name))
+        << "README.md's layout table lists " << name << "/, which does not exist";
   }
   for (const auto& entry : fs::directory_iterator(kRoot)) {
     const std::string name = entry.path().filename().string();
-    if (!entry.is_directory() || name[0] == '.' || !fs::exists(entry.path() / "CMakeLists.txt")) continue;
-    EXPECT_EQ(listed.count(name), 1u) << name << "/ is a room of the build, missing from README.md's layout table";
+    if (!entry.is_directory() || name[0] == '.' || !fs::exists(entry.path() / "CMakeLists.txt"))
+      continue;
+    EXPECT_EQ(listed.count(name), 1u)
+        << name << "/ is a room of the build, missing from README.md's layout table";
   }
 }
 
@@ -1096,7 +1174,8 @@ TEST(ManualPages, RelativeLinksPointToExistingFiles) {
     for (const std::string& target : links_in(project_page(path))) {
       if (!is_relative(target)) continue;
       ++checked;
-      EXPECT_TRUE(fs::exists(resolve(page, target))) << path << " links to " << target << ", which does not exist";
+      EXPECT_TRUE(fs::exists(resolve(page, target)))
+          << path << " links to " << target << ", which does not exist";
     }
     EXPECT_GT(checked, 3u) << path;
   }
@@ -1112,7 +1191,8 @@ TEST(ManualPages, TrainFlagDefaultsAreTrainOptions) {
       {"| `--iters N` ", n(o.iters)},
       {"| `--batch-size B` ", n(o.batch_size)},
       {"| `--context T` ", n(o.context)},
-      {"| `--lr X` / `--min-lr X` ", (o.lr == 1e-3 ? "1e-3" : n(o.lr)) + (o.min_lr < 0 ? " / lr/10" : " / " + n(o.min_lr))},
+      {"| `--lr X` / `--min-lr X` ",
+       (o.lr == 1e-3 ? "1e-3" : n(o.lr)) + (o.min_lr < 0 ? " / lr/10" : " / " + n(o.min_lr))},
       {"| `--warmup N` ", n(o.warmup)},
       {"| `--weight-decay X` ", fixed(o.weight_decay, 1)},
       {"| `--grad-clip X` ", fixed(o.grad_clip, 1)},
@@ -1121,36 +1201,43 @@ TEST(ManualPages, TrainFlagDefaultsAreTrainOptions) {
       {"| `--seed S` ", n(o.seed)},
       {"| `--vocab-cap N` ", n(c.vocab_cap)},
       {"| `--d-model --n-layers --n-heads --n-kv-heads --ffn-hidden` ",
-       n(c.d_model) + ", " + n(c.n_layers) + ", " + n(c.n_heads) + ", " + n(c.n_kv_heads) + ", " + n(c.ffn_hidden)},
+       n(c.d_model) + ", " + n(c.n_layers) + ", " + n(c.n_heads) + ", " + n(c.n_kv_heads) + ", " +
+           n(c.ffn_hidden)},
   };
   for (const auto& [flag, value] : rows) {
     const std::string row = line_with(cli, flag);
-    EXPECT_NE(row.find("| " + value + " |"), std::string::npos) << "docs/en/cli.md: " << row << " (the code: " << value << ")";
+    EXPECT_NE(row.find("| " + value + " |"), std::string::npos)
+        << "docs/en/cli.md: " << row << " (the code: " << value << ")";
   }
   expect_page_claim("docs/en/cli.md", "≤ the model's context length, 256",
                     "≤ the model's context length, " + n(c.context_length));
   // Step 0 of "Is my loss normal?": ln V for the two bundled corpora (ln 83 = 4.4188, ln 66 =
   // 4.1897 with Python's math module).
-  const std::size_t dom = corpus_vocab_size("domcasmurro.txt"), shakespeare = corpus_vocab_size("tinyshakespeare.txt");
-  expect_page_claim("docs/en/cli.md", "ln 83 = 4.419", "ln " + n(dom) + " = " + fixed(std::log(double(dom)), 3));
-  expect_page_claim("docs/en/cli.md", "ln 66 = 4.190", "ln " + n(shakespeare) + " = " + fixed(std::log(double(shakespeare)), 3));
-  expect_page_claim("docs/en/cli.md", "82 characters + the unknown id", n(dom - 1) + " characters + the unknown id");
+  const std::size_t dom = corpus_vocab_size("domcasmurro.txt"),
+                    shakespeare = corpus_vocab_size("tinyshakespeare.txt");
+  expect_page_claim("docs/en/cli.md", "ln 83 = 4.419",
+                    "ln " + n(dom) + " = " + fixed(std::log(double(dom)), 3));
+  expect_page_claim("docs/en/cli.md", "ln 66 = 4.190",
+                    "ln " + n(shakespeare) + " = " + fixed(std::log(double(shakespeare)), 3));
+  expect_page_claim("docs/en/cli.md", "82 characters + the unknown id",
+                    n(dom - 1) + " characters + the unknown id");
 }
 
 TEST(ManualPages, ModelSizesAreModelConfigsDefaults) {
   // The default model as README.md and docs/en/cli.md (*The model*) describe it.
   const glass::ModelConfig c;
   const auto n = [](std::size_t v) { return std::to_string(v); };
-  const std::string sizes = "`d_model` " + n(c.d_model) + ", " + n(c.n_layers) + " layers, " + n(c.n_heads) +
-                            " query heads of `head_dim` " + n(c.head_dim()) + ", " + n(c.n_kv_heads) +
-                            " KV heads (query head h uses KV head h / " + n(c.n_heads / c.n_kv_heads) +
-                            "), SwiGLU hidden " + n(c.ffn_hidden) + ", RMSNorm eps " +
-                            (c.norm_eps == 1e-5 ? "1e-5" : fixed(c.norm_eps, 6));
+  const std::string sizes = "`d_model` " + n(c.d_model) + ", " + n(c.n_layers) + " layers, " +
+                            n(c.n_heads) + " query heads of `head_dim` " + n(c.head_dim()) + ", " +
+                            n(c.n_kv_heads) + " KV heads (query head h uses KV head h / " +
+                            n(c.n_heads / c.n_kv_heads) + "), SwiGLU hidden " + n(c.ffn_hidden) +
+                            ", RMSNorm eps " + (c.norm_eps == 1e-5 ? "1e-5" : fixed(c.norm_eps, 6));
   const std::size_t shakespeare = corpus_vocab_size("tinyshakespeare.txt");
-  const std::string parameters = "length " + n(c.context_length) + " — " + n(default_model_parameters(c.vocab_size)) +
-                                 " parameters with the default `vocab_size` " + n(c.vocab_size) + " (" +
-                                 n(default_model_parameters(shakespeare)) + " on tinyshakespeare: " +
-                                 n(shakespeare - 1) + " distinct characters + the unknown id 0 = " + n(shakespeare) + ")";
+  const std::string parameters =
+      "length " + n(c.context_length) + " — " + n(default_model_parameters(c.vocab_size)) +
+      " parameters with the default `vocab_size` " + n(c.vocab_size) + " (" +
+      n(default_model_parameters(shakespeare)) + " on tinyshakespeare: " + n(shakespeare - 1) +
+      " distinct characters + the unknown id 0 = " + n(shakespeare) + ")";
   const std::string rope = "RoPE base " + fixed(c.rope_base, 0) + " on interleaved pairs";
   for (const char* page : {"README.md", "docs/en/cli.md"}) {
     expect_on_page(page, sizes);
@@ -1172,8 +1259,9 @@ TEST_F(DocsClaims, Bpe) {
   EXPECT_EQ(last_number(ch31, "tokens depois do passo 1"), 30);
   EXPECT_EQ(last_number(ch31, "tokens depois do passo 2"), 27);
   EXPECT_EQ(last_number(ch31, "tokens depois do passo 3"), 25);
-  for (const char* merge : {"passo 1, junta: ▁ + r -> ▁r (5 vezes)", "passo 2, junta: ▁r + o -> ▁ro (3 vezes)",
-                            "passo 3, junta: ▁ + d -> ▁d (2 vezes)"}) {
+  for (const char* merge :
+       {"passo 1, junta: ▁ + r -> ▁r (5 vezes)", "passo 2, junta: ▁r + o -> ▁ro (3 vezes)",
+        "passo 3, junta: ▁ + d -> ▁d (2 vezes)"}) {
     EXPECT_NE(ch31.find(merge), std::string::npos) << merge;
   }
   // The book's size and the smallest vocabulary.
@@ -1181,19 +1269,23 @@ TEST_F(DocsClaims, Bpe) {
   ASSERT_EQ(size.size(), 2u);
   expect_claim("bpe.md", "133196 ", fixed(size[0], 0) + " ");
   expect_claim("bpe.md", "136169 ", fixed(size[1], 0) + " ");
-  expect_claim("bpe.md", "341 ", fixed(numbers_in(line_with(ch31, "vocabulário mínimo"))[0], 0) + " ");
+  expect_claim("bpe.md", "341 ",
+               fixed(numbers_in(line_with(ch31, "vocabulário mínimo"))[0], 0) + " ");
   // The table: vocabulary, merges, tokens, each row as the chapter prints it.
   for (const char* v : {"384", "512", "1024", "2048"}) {
-    const std::vector<double> row = numbers_in(line_with(ch31, std::string("tokens com vocabulário ") + v + ":"));
+    const std::vector<double> row =
+        numbers_in(line_with(ch31, std::string("tokens com vocabulário ") + v + ":"));
     ASSERT_EQ(row.size(), 4u) << v;  // vocabulary, tokens, merges, characters per token
-    const std::string literal = std::string("| ") + v + " | " + fixed(row[2], 0) + " | " + fixed(row[1], 0) + " |";
+    const std::string literal =
+        std::string("| ") + v + " | " + fixed(row[2], 0) + " | " + fixed(row[1], 0) + " |";
     expect_stated("bpe.md", literal);
     if (std::string(v) == "1024") expect_claim("bpe.md", "2.607", fixed(row[3], 3));
   }
   // The first merges, as the chapter prints them (the page quotes the first 13).
   const std::string merges = "▁+a ▁+d ▁+e r+a o+s ▁+p ▁+m q+u ▁+c a+s qu+e e+s n+t";
   expect_stated("bpe.md", "`" + merges + "`");
-  EXPECT_NE(line_with(ch31, "primeiras fusões:").find("primeiras fusões: " + merges + " "), std::string::npos);
+  EXPECT_NE(line_with(ch31, "primeiras fusões:").find("primeiras fusões: " + merges + " "),
+            std::string::npos);
   // Byte fallback of the emoji, and which tokenizer wins per token and per byte.
   expect_stated("bpe.md", "🙂");
   expect_printed("bpe.md", "<0xF0> <0x9F> <0x99> <0x82>", ch31, "tokens: ");

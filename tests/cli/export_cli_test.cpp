@@ -29,14 +29,17 @@ class ExportCli : public ::testing::Test {
   static fs::path dir_;
   static fs::path ckpt_;  // a tiny checkpoint trained once
 
-  static GlassRun glass(const std::string& args) { return glass_test::run_glass(args, dir_, "timeout 120 "); }
+  static GlassRun glass(const std::string& args) {
+    return glass_test::run_glass(args, dir_, "timeout 120 ");
+  }
 
   static void SetUpTestSuite() {
     dir_ = glass_test::temp_dir("glass-export-cli");
     glass_test::write_file(dir_ / "text.txt", glass_test::corpus_start(6000));
     ckpt_ = dir_ / "ckpt";
-    const GlassRun r = glass("train --data " + quote((dir_ / "text.txt").string()) + " --out " +
-                             quote(ckpt_.string()) + " --iters 4 --eval-every 4" + glass_test::tiny(5));
+    const GlassRun r =
+        glass("train --data " + quote((dir_ / "text.txt").string()) + " --out " +
+              quote(ckpt_.string()) + " --iters 4 --eval-every 4" + glass_test::tiny(5));
     ASSERT_EQ(r.exit_code, 0) << r.err;
   }
 
@@ -98,26 +101,30 @@ TEST_F(ExportCli, TheSuggestedCommandUsesAPromptFromTheTrainingText) {
                      quote((out / "m.gguf").string()));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   // Dom Casmurro begins "I", "", "Do titulo.", "", "Uma noite destas, vindo da cidade ...".
-  EXPECT_NE(r.out.find("llama-completion -m " + (out / "m.gguf").string() + " -p 'Uma noite ' -n 50 --temp 0"),
-            std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("llama-completion -m " + (out / "m.gguf").string() +
+                       " -p 'Uma noite ' -n 50 --temp 0"),
+            std::string::npos)
+      << r.out;
   EXPECT_NE(r.out.find("context 16 characters"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("Capitu"), std::string::npos) << r.out;
 
   std::string verse;
-  for (int i = 0; i < 40; ++i) verse += "To be, or not to be, that is the question:\nWhether 'tis nobler in the mind\n";
+  for (int i = 0; i < 40; ++i)
+    verse += "To be, or not to be, that is the question:\nWhether 'tis nobler in the mind\n";
   glass_test::write_file(dir_ / "hamlet.txt", verse);
-  r = glass("train --data " + quote((dir_ / "hamlet.txt").string()) + " --out " + quote((dir_ / "hamlet").string()) +
-            " --iters 1 --eval-every 1" + glass_test::tiny(0));
+  r = glass("train --data " + quote((dir_ / "hamlet.txt").string()) + " --out " +
+            quote((dir_ / "hamlet").string()) + " --iters 1 --eval-every 1" + glass_test::tiny(0));
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  r = glass("export -m " + quote((dir_ / "hamlet").string()) + " --format llama2c --out " + quote((out / "l2c").string()));
+  r = glass("export -m " + quote((dir_ / "hamlet").string()) + " --format llama2c --out " +
+            quote((out / "l2c").string()));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find(" -t 0 -i 'To be, '\n"), std::string::npos) << r.out;
 }
 
 TEST_F(ExportCli, UnknownFormat) {
   const fs::path out = glass_test::temp_dir("glass-export-cli-format");
-  const GlassRun r = glass("export --checkpoint " + quote(ckpt_.string()) + " --format onnx --out " +
-                           quote((out / "m.onnx").string()));
+  const GlassRun r = glass("export --checkpoint " + quote(ckpt_.string()) +
+                           " --format onnx --out " + quote((out / "m.onnx").string()));
   expect_error(r, "unknown export format 'onnx'");
   EXPECT_NE(r.err.find("gguf"), std::string::npos);
   EXPECT_TRUE(entries(out).empty());
@@ -135,7 +142,8 @@ TEST_F(ExportCli, UnwritablePath) {
   expect_error(r, (out / "file").string());
   // An existing directory as the GGUF file.
   fs::create_directory(out / "dir");
-  r = glass("export --checkpoint " + quote(ckpt_.string()) + " --format gguf --out " + quote((out / "dir").string()));
+  r = glass("export --checkpoint " + quote(ckpt_.string()) + " --format gguf --out " +
+            quote((out / "dir").string()));
   expect_error(r, "is a directory");
   EXPECT_EQ(entries(out), (std::vector<std::string>{"dir", "file"}));
   EXPECT_TRUE(entries(out / "dir").empty());
@@ -163,9 +171,10 @@ TEST_F(ExportCli, ModelLlama2cCannotRun) {
   c.ffn_hidden = 8;
   c.context_length = 16;
   c.rope_base = 500000;
-  glass::save_model((out / "ckpt").string(), glass::Decoder(c, 1), glass::Tokenizer({U'a', U' ', U'\n'}));
-  GlassRun r = glass("export --checkpoint " + quote((out / "ckpt").string()) + " --format llama2c --out " +
-                     quote((out / "l2c").string()));
+  glass::save_model((out / "ckpt").string(), glass::Decoder(c, 1),
+                    glass::Tokenizer({U'a', U' ', U'\n'}));
+  GlassRun r = glass("export --checkpoint " + quote((out / "ckpt").string()) +
+                     " --format llama2c --out " + quote((out / "l2c").string()));
   expect_error(r, "rope_base 500000");
   EXPECT_FALSE(fs::exists(out / "l2c" / "model.bin"));
   EXPECT_FALSE(fs::exists(out / "l2c" / "tokenizer.bin"));

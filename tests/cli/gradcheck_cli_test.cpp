@@ -36,9 +36,9 @@ TEST(GradcheckCli, EveryOpPasses) {
   EXPECT_EQ(run.exit_code, 0) << run.output;
   EXPECT_GE(count(run.output, " PASS"), 20u) << run.output;  // at least 20 ops are checked
   EXPECT_EQ(count(run.output, "FAIL"), 0u) << run.output;
-  for (const char* op : {"matmul", "softmax", "cross_entropy", "rms_norm", "rope", "repeat_kv",
-                         "masked_fill", "embedding", "linear", "concat", "silu_mul",
-                         "causal_attention"}) {
+  for (const char* op :
+       {"matmul", "softmax", "cross_entropy", "rms_norm", "rope", "repeat_kv", "masked_fill",
+        "embedding", "linear", "concat", "silu_mul", "causal_attention"}) {
     EXPECT_NE(run.output.find(std::string("\n") + op), std::string::npos) << "no row for " << op;
   }
 }

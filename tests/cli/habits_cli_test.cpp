@@ -32,12 +32,15 @@ class HabitsCli : public ::testing::Test {
   static fs::path dir_;
   static fs::path ckpt_;  // a tiny checkpoint trained once (training context 16)
 
-  static CliRun glass(const std::string& args) { return glass_test::run_glass(args, dir_, "timeout 60 "); }
+  static CliRun glass(const std::string& args) {
+    return glass_test::run_glass(args, dir_, "timeout 60 ");
+  }
 
   /// A bash command line (for pipes), with stdout and stderr captured.
   static CliRun shell(const std::string& line) {
     const fs::path out = dir_ / "sh-out.txt", err = dir_ / "sh-err.txt";
-    const int status = std::system(("bash -c " + q(line) + " >" + q(out.string()) + " 2>" + q(err.string())).c_str());
+    const int status = std::system(
+        ("bash -c " + q(line) + " >" + q(out.string()) + " 2>" + q(err.string())).c_str());
     return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, read_file(out), read_file(err)};
   }
 
@@ -45,8 +48,8 @@ class HabitsCli : public ::testing::Test {
     dir_ = glass_test::temp_dir("glass-habits-cli");
     write_file(dir_ / "text.txt", glass_test::corpus_start(6000));
     ckpt_ = dir_ / "ckpt";
-    const CliRun r = glass("train --data " + q((dir_ / "text.txt").string()) + " --out " + q(ckpt_.string()) +
-                           " --iters 4 --eval-every 4" + glass_test::tiny(5));
+    const CliRun r = glass("train --data " + q((dir_ / "text.txt").string()) + " --out " +
+                           q(ckpt_.string()) + " --iters 4 --eval-every 4" + glass_test::tiny(5));
     ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   }
   static void TearDownTestSuite() { fs::remove_all(dir_); }
@@ -70,11 +73,14 @@ fs::path HabitsCli::dir_, HabitsCli::ckpt_;
 TEST_F(HabitsCli, AMisspeltFlagGetsDidYouMeanTheUsageAndHelp) {
   // Was: "The following arguments were not expected: 10 --iter".
   const CliRun r = glass("train --iter 10");
-  expect_error(r, "error: glass train: unknown flag --iter; did you mean --iters?\n"
-                  "usage: glass train [OPTIONS]\n"
-                  "Run glass train --help for every flag of train.");
-  expect_error(glass("sample" + m() + " --tempp 0.5"), "unknown flag --tempp; did you mean --temp?");
-  expect_error(glass("sample" + m() + " --top-pp=0.9"), "unknown flag --top-pp; did you mean --top-p?");
+  expect_error(r,
+               "error: glass train: unknown flag --iter; did you mean --iters?\n"
+               "usage: glass train [OPTIONS]\n"
+               "Run glass train --help for every flag of train.");
+  expect_error(glass("sample" + m() + " --tempp 0.5"),
+               "unknown flag --tempp; did you mean --temp?");
+  expect_error(glass("sample" + m() + " --top-pp=0.9"),
+               "unknown flag --top-pp; did you mean --top-p?");
   // A required option shows in the usage line; a flag far from every other gets no guess.
   const CliRun far = glass("sample" + m() + " --frobnicate");
   expect_error(far, "unknown flag --frobnicate\nusage: glass sample --checkpoint TEXT [OPTIONS]");
@@ -104,8 +110,11 @@ TEST_F(HabitsCli, LlamaCppAndNanoGptSpellingsMeanTheSame) {
   const CliRun ours = glass("sample" + m() + " -p Capitu -n 20 --temp 0.7 -s 5 --num-samples 2");
   ASSERT_EQ(ours.exit_code, 0) << ours.err;
   EXPECT_EQ(ours.out.rfind("Capitu", 0), 0u) << ours.out;
-  const CliRun llama = glass("sample --model " + q(ckpt_.string()) + " -p Capitu --n-predict 20 --temp 0.7 --seed 5 --num-samples 2");
-  const CliRun nano = glass("sample" + m() + " --start=Capitu --max_new_tokens=20 --temperature=0.7 --seed=5 --num_samples=2");
+  const CliRun llama = glass("sample --model " + q(ckpt_.string()) +
+                             " -p Capitu --n-predict 20 --temp 0.7 --seed 5 --num-samples 2");
+  const CliRun nano =
+      glass("sample" + m() +
+            " --start=Capitu --max_new_tokens=20 --temperature=0.7 --seed=5 --num_samples=2");
   ASSERT_EQ(llama.exit_code, 0) << llama.err;
   ASSERT_EQ(nano.exit_code, 0) << nano.err;
   EXPECT_EQ(llama.out, ours.out);
@@ -113,7 +122,8 @@ TEST_F(HabitsCli, LlamaCppAndNanoGptSpellingsMeanTheSame) {
 
   write_file(dir_ / "prompt.txt", "Capitu");
   const std::string file = q((dir_ / "prompt.txt").string());
-  for (const std::string& flag : {"-f " + file, "--file " + file, "--prompt-file " + file, "--start=FILE:" + file}) {
+  for (const std::string& flag :
+       {"-f " + file, "--file " + file, "--prompt-file " + file, "--start=FILE:" + file}) {
     const CliRun r = glass("sample" + m() + " " + flag + " -n 20 --temp 0.7 -s 5 --num-samples 2");
     EXPECT_EQ(r.exit_code, 0) << flag << "\n" << r.err;
     EXPECT_EQ(r.out, ours.out) << flag;
@@ -140,7 +150,8 @@ TEST_F(HabitsCli, CtxSizeIsTheWindowWithinWhatTheModelHas) {
   const CliRun past = glass("sample" + m() + " -p Capitu -n 20 --temp 0 -c 20");
   ASSERT_EQ(past.exit_code, 0) << past.err;
   EXPECT_NE(past.err.find("note: --ctx-size 20 is past the 16 characters the model trained on"),
-            std::string::npos) << past.err;
+            std::string::npos)
+      << past.err;
   expect_error(glass("sample" + m() + " -p Capitu -c 100000"),
                "--ctx-size 100000: the model has positions for at most 256 characters");
   expect_error(glass("sample" + m() + " -p Capitu -c 0"), "--ctx-size");
@@ -155,12 +166,14 @@ TEST_F(HabitsCli, MinPOneIsGreedyAndTheNewSamplersAreReproducible) {
   ASSERT_EQ(min_p.exit_code, 0) << min_p.err;
   EXPECT_EQ(min_p.out, greedy.out);
 
-  const std::string args = " -p Capitu -n 40 --temp 0.9 --min-p 0.05 --repeat-penalty 1.3 --repeat-last-n 8 -s 11";
+  const std::string args =
+      " -p Capitu -n 40 --temp 0.9 --min-p 0.05 --repeat-penalty 1.3 --repeat-last-n 8 -s 11";
   const CliRun a = glass("sample" + m() + args), b = glass("sample" + m() + args);
   ASSERT_EQ(a.exit_code, 0) << a.err;
   EXPECT_EQ(a.out, b.out) << "the same --seed, the same text";
   // Greedy with a strong penalty over the last 4 characters cannot be plain greedy's text.
-  const CliRun penalised = glass("sample" + m() + " -p Capitu -n 30 --temp 0 --repeat-penalty 100 --repeat-last-n 4");
+  const CliRun penalised =
+      glass("sample" + m() + " -p Capitu -n 30 --temp 0 --repeat-penalty 100 --repeat-last-n 4");
   ASSERT_EQ(penalised.exit_code, 0) << penalised.err;
   EXPECT_NE(penalised.out, greedy.out);
 
@@ -195,16 +208,21 @@ TEST_F(HabitsCli, TheStdinPromptLosesOneTrailingNewline) {
 TEST_F(HabitsCli, EndlessPromptsStopAtOneMebibyteWithAClearMessage) {
   // Was: /dev/zero took the machine's 24 GB; `yes` grew without end.
   const std::string limit = "is longer than 1048576 bytes (1 MiB), the most glass reads";
-  expect_error(glass("sample" + m() + " --prompt-file /dev/zero -n 5"), "the prompt from --prompt-file '/dev/zero' " + limit);
-  const CliRun yes = shell("yes abc | timeout 60 " GLASS_BINARY_DIR "/glass sample" + m() + " -p - -n 5");
+  expect_error(glass("sample" + m() + " --prompt-file /dev/zero -n 5"),
+               "the prompt from --prompt-file '/dev/zero' " + limit);
+  const CliRun yes =
+      shell("yes abc | timeout 60 " GLASS_BINARY_DIR "/glass sample" + m() + " -p - -n 5");
   expect_error(yes, "the prompt from standard input " + limit);
   // 1 MiB exactly is read; the model sees its last 16 characters (a note says so).
   write_file(dir_ / "big.txt", std::string((1 << 20) - 6, ' ') + "Capitu");
-  const CliRun big = glass("sample" + m() + " -f " + q((dir_ / "big.txt").string()) + " -n 5 --temp 0");
+  const CliRun big =
+      glass("sample" + m() + " -f " + q((dir_ / "big.txt").string()) + " -n 5 --temp 0");
   ASSERT_EQ(big.exit_code, 0) << big.err;
-  EXPECT_NE(big.err.find("note: the prompt has 1048576 characters; the model sees only its last 16: the "
-                         "model's context is 16 characters (the windows it trained on); past them, "
-                         "generation rolls its window on: each new character sees the 16 before it"),
-            std::string::npos) << big.err;
+  EXPECT_NE(
+      big.err.find("note: the prompt has 1048576 characters; the model sees only its last 16: the "
+                   "model's context is 16 characters (the windows it trained on); past them, "
+                   "generation rolls its window on: each new character sees the 16 before it"),
+      std::string::npos)
+      << big.err;
   EXPECT_EQ(big.out.rfind("          Capitu", 0), 0u) << big.out.substr(0, 40);
 }

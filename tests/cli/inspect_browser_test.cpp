@@ -32,8 +32,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-using glass_test::read_file;
 using glass_test::quote;
+using glass_test::read_file;
 
 int run(const std::string& cmd) {
   const int status = std::system(cmd.c_str());
@@ -57,13 +57,13 @@ const std::string kFlags =
     " --disable-background-networking --disable-component-update --disable-sync"
     " --disable-extensions --disable-dev-shm-usage --user-data-dir=";
 
-#define GLASS_REQUIRE_CHROMIUM(chromium)                                                          \
-  const char* skip = std::getenv("GLASS_SKIP_BROWSER");                                          \
-  if (skip && std::string(skip) == "1") GTEST_SKIP() << "GLASS_SKIP_BROWSER=1";                  \
-  const std::string chromium = find_chromium();                                                  \
-  ASSERT_FALSE(chromium.empty())                                                                 \
-      << "Chromium is not installed, so the inspector page cannot be tested in a browser.\n"     \
-         "Install it with: apt-get install chromium (scripts/install-deps.sh does), or set\n"    \
+#define GLASS_REQUIRE_CHROMIUM(chromium)                                                      \
+  const char* skip = std::getenv("GLASS_SKIP_BROWSER");                                       \
+  if (skip && std::string(skip) == "1") GTEST_SKIP() << "GLASS_SKIP_BROWSER=1";               \
+  const std::string chromium = find_chromium();                                               \
+  ASSERT_FALSE(chromium.empty())                                                              \
+      << "Chromium is not installed, so the inspector page cannot be tested in a browser.\n"  \
+         "Install it with: apt-get install chromium (scripts/install-deps.sh does), or set\n" \
          "GLASS_SKIP_BROWSER=1 to skip this test explicitly."
 
 TEST(InspectBrowser, LossPageDrawsTheChart) {
@@ -73,18 +73,20 @@ TEST(InspectBrowser, LossPageDrawsTheChart) {
   fs::create_directories(dir);
   // Gaps (NaN: not measured) break a line: train has 2 pieces, validation 3.
   const double nan = std::nan("");
-  const std::vector<glass::LossPoint> points = {
-      {0, 4.17, 4.17}, {200, 2.5, nan}, {400, nan, 2.1}, {600, 2.0, nan}, {800, 1.8, 1.95}, {1000, 1.7, 1.9}};
+  const std::vector<glass::LossPoint> points = {{0, 4.17, 4.17},  {200, 2.5, nan},
+                                                {400, nan, 2.1},  {600, 2.0, nan},
+                                                {800, 1.8, 1.95}, {1000, 1.7, 1.9}};
   const fs::path page = dir / "loss.html";
   glass_test::write_file(page, glass::loss_plot_html(points, "tiny <shakespeare> & co"));
   const fs::path dom_file = dir / "dom.html";
-  ASSERT_EQ(run("timeout 120 " + chromium + kFlags + quote((dir / "profile").string()) + " --dump-dom " +
-                quote("file://" + fs::absolute(page).string()) + " > " + quote(dom_file.string()) + " 2> " +
-                quote((dir / "chromium.log").string())),
+  ASSERT_EQ(run("timeout 120 " + chromium + kFlags + quote((dir / "profile").string()) +
+                " --dump-dom " + quote("file://" + fs::absolute(page).string()) + " > " +
+                quote(dom_file.string()) + " 2> " + quote((dir / "chromium.log").string())),
             0)
       << read_file(dir / "chromium.log");
   const std::string dom = read_file(dom_file);
-  EXPECT_NE(dom.find("data-rendered=\"yes\""), std::string::npos) << "the page's script did not finish";
+  EXPECT_NE(dom.find("data-rendered=\"yes\""), std::string::npos)
+      << "the page's script did not finish";
   // The drawn chart (the DOM also holds the script's own text, which names these tags).
   const std::size_t at = dom.find("<svg xmlns=\"http://www.w3.org/2000/svg\" id=\"loss-svg\"");
   ASSERT_NE(at, std::string::npos) << "no chart drawn";
@@ -92,10 +94,12 @@ TEST(InspectBrowser, LossPageDrawsTheChart) {
   EXPECT_EQ(count(chart, "<polyline"), 5u);
   EXPECT_EQ(count(chart, "<circle"), 9u);  // few points: one marker per measured value
   EXPECT_NE(chart.find("tiny &lt;shakespeare&gt; &amp; co"), std::string::npos);
-  for (const char* label : {">train</text>", ">validation</text>", ">step</text>", ">loss (nats)</text>"})
+  for (const char* label :
+       {">train</text>", ">validation</text>", ">step</text>", ">loss (nats)</text>"})
     EXPECT_NE(chart.find(label), std::string::npos) << label;
   // x ticks every 200 steps (nice step near 1000 / 6), y ticks every 0.5 nats from 1.5 to 4.5.
-  for (const char* tick : {">0</text>", ">400</text>", ">1000</text>", ">1.5</text>", ">2.0</text>", ">4.5</text>"})
+  for (const char* tick :
+       {">0</text>", ">400</text>", ">1000</text>", ">1.5</text>", ">2.0</text>", ">4.5</text>"})
     EXPECT_NE(chart.find(tick), std::string::npos) << tick;
   EXPECT_EQ(chart.find("NaN"), std::string::npos);
   EXPECT_NE(dom.find("href=\"data:image/svg+xml"), std::string::npos) << "the chart offered as SVG";
@@ -111,15 +115,16 @@ TEST(InspectBrowser, LossPageDrawsEveryStepTheLearningRateLnVAndTheBestPoint) {
   curve.title = "per step";
   curve.evals = {{0, 4.1, 4.15}, {100, 2.2, 2.3}, {200, 1.9, 2.05}, {300, 1.7, 2.1}};
   for (int step = 0; step < 300; ++step)  // a noisy falling batch loss, warmup then constant lr
-    curve.steps.push_back({static_cast<double>(step), 1.7 + 2.4 * std::exp(-step / 60.0) + (step % 2 ? 0.1 : -0.1),
+    curve.steps.push_back({static_cast<double>(step),
+                           1.7 + 2.4 * std::exp(-step / 60.0) + (step % 2 ? 0.1 : -0.1),
                            step < 20 ? 1e-3 * (step + 1) / 21.0 : 1e-3});
   curve.vocab_size = 65;  // ln 65 = 4.174
   const fs::path page = dir / "loss.html";
   glass_test::write_file(page, glass::loss_plot_html(curve));
   const fs::path dom_file = dir / "dom.html";
-  ASSERT_EQ(run("timeout 120 " + chromium + kFlags + quote((dir / "profile").string()) + " --dump-dom " +
-                quote("file://" + fs::absolute(page).string()) + " > " + quote(dom_file.string()) + " 2> " +
-                quote((dir / "chromium.log").string())),
+  ASSERT_EQ(run("timeout 120 " + chromium + kFlags + quote((dir / "profile").string()) +
+                " --dump-dom " + quote("file://" + fs::absolute(page).string()) + " > " +
+                quote(dom_file.string()) + " 2> " + quote((dir / "chromium.log").string())),
             0)
       << read_file(dir / "chromium.log");
   const std::string dom = read_file(dom_file);
@@ -129,9 +134,10 @@ TEST(InspectBrowser, LossPageDrawsEveryStepTheLearningRateLnVAndTheBestPoint) {
   // Raw and smoothed batch loss, train, validation and the learning rate.
   EXPECT_EQ(count(chart, "<polyline"), 5u);
   EXPECT_EQ(count(chart, "<circle"), 8u);  // the 4 evaluations of train and of validation
-  for (const char* label : {">batch loss</text>", ">batch loss (smoothed)</text>", ">train (eval)</text>",
-                            ">validation</text>", ">learning rate</text>", ">ln V (uniform guess)</text>",
-                            ">ln V = ln 65 = 4.174</text>", ">best 2.050</text>"})
+  for (const char* label :
+       {">batch loss</text>", ">batch loss (smoothed)</text>", ">train (eval)</text>",
+        ">validation</text>", ">learning rate</text>", ">ln V (uniform guess)</text>",
+        ">ln V = ln 65 = 4.174</text>", ">best 2.050</text>"})
     EXPECT_NE(chart.find(label), std::string::npos) << label;
   // Round ticks: steps every 50, loss every 0.5, the learning rate every 0.0002.
   for (const char* tick : {">50</text>", ">300</text>", ">2.0</text>", ">0.0010</text>"})
@@ -149,7 +155,8 @@ TEST(InspectBrowser, HeadlessChromiumRendersTheHeatmapsAndTakesAScreenshot) {
   fs::create_directories(dir);
   const fs::path checkpoint = dir / "ckpt";
   // Untrained, but with large enough weights (init_std 0.3) for visibly uneven attention.
-  const glass::ModelConfig config = glass_test::write_small_checkpoint(checkpoint.string(), 32, 11, 0.3);
+  const glass::ModelConfig config =
+      glass_test::write_small_checkpoint(checkpoint.string(), 32, 11, 0.3);
   {
     std::ofstream log(checkpoint / "log.csv");
     log << "step,lr,train_loss,val_loss,tokens_per_s,elapsed_s\n";
@@ -160,9 +167,10 @@ TEST(InspectBrowser, HeadlessChromiumRendersTheHeatmapsAndTakesAScreenshot) {
   }
   const std::string prompt = "to be or not";  // 12 characters
   const fs::path page = dir / "inspect.html";
-  ASSERT_EQ(run(std::string(GLASS_BINARY_DIR "/glass inspect --checkpoint ") + quote(checkpoint.string()) +
-                " --prompt " + quote(prompt) + " --layer 1 --head 2 --html " + quote(page.string()) +
-                " > " + quote((dir / "inspect.txt").string()) + " 2>&1"),
+  ASSERT_EQ(run(std::string(GLASS_BINARY_DIR "/glass inspect --checkpoint ") +
+                quote(checkpoint.string()) + " --prompt " + quote(prompt) +
+                " --layer 1 --head 2 --html " + quote(page.string()) + " > " +
+                quote((dir / "inspect.txt").string()) + " 2>&1"),
             0)
       << read_file(dir / "inspect.txt");
 
@@ -177,7 +185,8 @@ TEST(InspectBrowser, HeadlessChromiumRendersTheHeatmapsAndTakesAScreenshot) {
   ASSERT_EQ(dom_rc, 0) << "chromium --dump-dom failed:\n" << read_file(dir / "chromium-dom.log");
   const std::string dom = read_file(dom_file);
   const std::size_t n = prompt.size();
-  EXPECT_NE(dom.find("data-rendered=\"yes\""), std::string::npos) << "the page's script did not finish";
+  EXPECT_NE(dom.find("data-rendered=\"yes\""), std::string::npos)
+      << "the page's script did not finish";
   EXPECT_NE(dom.find("id=\"attention-heatmap\""), std::string::npos);
   EXPECT_NE(dom.find("id=\"snapshot-heatmap\""), std::string::npos);
   // Attention heatmap (n x n) + the snapshot browser's view (attn.softmax of the head, n x n).
@@ -187,9 +196,12 @@ TEST(InspectBrowser, HeadlessChromiumRendersTheHeatmapsAndTakesAScreenshot) {
   // Every cell carries its value, e.g. data-value="0.4123"; position 0 only sees itself.
   EXPECT_TRUE(std::regex_search(dom, std::regex(R"(data-i="0" data-j="0" data-value="1")")))
       << "attn.softmax[0, 0] must be 1";
-  EXPECT_NE(dom.find("query 3 'b' → key 2 '␣'"), std::string::npos) << "hover text with character labels";
-  EXPECT_EQ(count(dom, "class=\"thumb\"") + count(dom, "class=\"thumb selected\""), config.n_heads) << "one thumbnail per head";
-  EXPECT_EQ(count(dom, "class=\"snap-row"), 11u + 3u) << "11 layer snapshots + embeddings, logits, probs";
+  EXPECT_NE(dom.find("query 3 'b' → key 2 '␣'"), std::string::npos)
+      << "hover text with character labels";
+  EXPECT_EQ(count(dom, "class=\"thumb\"") + count(dom, "class=\"thumb selected\""), config.n_heads)
+      << "one thumbnail per head";
+  EXPECT_EQ(count(dom, "class=\"snap-row"), 11u + 3u)
+      << "11 layer snapshots + embeddings, logits, probs";
   EXPECT_NE(dom.find("id=\"topk-pos-" + std::to_string(n - 1) + "\""), std::string::npos);
   EXPECT_EQ(count(dom, "class=\"topk-bar\""), n * 5);
   EXPECT_NE(dom.find("id=\"loss-svg\""), std::string::npos) << "loss curve from log.csv";
@@ -203,18 +215,22 @@ TEST(InspectBrowser, HeadlessChromiumRendersTheHeatmapsAndTakesAScreenshot) {
                 quote(dom2_file.string()) + " 2> /dev/null"),
             0);
   const std::string dom2 = read_file(dom2_file);
-  EXPECT_NE(dom2.find("Attention: layers.0.attn.mask, whole snapshot (no head axis)"), std::string::npos);
-  EXPECT_NE(dom2.find("layers.0.attn.k (2, 12, 4) → KV head 1 of 2 (used by query head 3): (12, 4)"),
+  EXPECT_NE(dom2.find("Attention: layers.0.attn.mask, whole snapshot (no head axis)"),
             std::string::npos);
-  EXPECT_EQ(count(dom2, "class=\"hm-cell"), n * n + n * 4) << "mask (n, n) and one KV head of keys (n, 4)";
+  EXPECT_NE(
+      dom2.find("layers.0.attn.k (2, 12, 4) → KV head 1 of 2 (used by query head 3): (12, 4)"),
+      std::string::npos);
+  EXPECT_EQ(count(dom2, "class=\"hm-cell"), n * n + n * 4)
+      << "mask (n, n) and one KV head of keys (n, 4)";
   EXPECT_NE(dom2.find("class=\"thumb selected\""), std::string::npos);
   fs::remove_all(dir / "profile-dom2");
 
   // 3. A screenshot of the page, to look at.
   const fs::path png = dir / "inspect.png";
-  const int shot_rc = run("timeout 120 " + chromium + flags + quote((dir / "profile-shot").string()) +
-                          " --screenshot=" + quote(png.string()) + " --window-size=1200,900 --hide-scrollbars " +
-                          quote(url) + " > " + quote((dir / "chromium-shot.log").string()) + " 2>&1");
+  const int shot_rc =
+      run("timeout 120 " + chromium + flags + quote((dir / "profile-shot").string()) +
+          " --screenshot=" + quote(png.string()) + " --window-size=1200,900 --hide-scrollbars " +
+          quote(url) + " > " + quote((dir / "chromium-shot.log").string()) + " 2>&1");
   ASSERT_EQ(shot_rc, 0) << read_file(dir / "chromium-shot.log");
   const std::string image = read_file(png);
   ASSERT_GT(image.size(), 10000u) << "screenshot too small to show the page";

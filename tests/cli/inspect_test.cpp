@@ -25,8 +25,8 @@ namespace fs = std::filesystem;
 namespace {
 
 using CommandResult = glass_test::GlassRun;
-using glass_test::read_file;
 using glass_test::quote;
+using glass_test::read_file;
 
 class InspectCli : public ::testing::Test {
  protected:
@@ -55,8 +55,9 @@ fs::path InspectCli::checkpoint_;
 TEST_F(InspectCli, OverviewListsTheLayersSnapshotsAndTopK) {
   const CommandResult r = inspect(ckpt() + " --prompt 'to be' --layer 1 --top-k 3");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  for (const char* line : {"attn.q        (4, 5, 4)", "attn.k        (2, 5, 4)", "attn.scores   (4, 5, 5)",
-                           "attn.mask     (5, 5)", "attn.softmax  (4, 5, 5)", "attn.out      (5, 16)"})
+  for (const char* line :
+       {"attn.q        (4, 5, 4)", "attn.k        (2, 5, 4)", "attn.scores   (4, 5, 5)",
+        "attn.mask     (5, 5)", "attn.softmax  (4, 5, 5)", "attn.out      (5, 16)"})
     EXPECT_NE(r.out.find(line), std::string::npos) << line << "\n" << r.out;
   EXPECT_NE(r.out.find("Layer 1 snapshots"), std::string::npos);
   EXPECT_NE(r.out.find("top 3 of"), std::string::npos);
@@ -66,7 +67,8 @@ TEST_F(InspectCli, OverviewListsTheLayersSnapshotsAndTopK) {
 }
 
 TEST_F(InspectCli, SnapshotShowsTheHeadWithCharacterLabelsAndAHeatmap) {
-  const CommandResult r = inspect(ckpt() + " --prompt 'to be' --layer 0 --head 2 --snapshot attn.softmax");
+  const CommandResult r =
+      inspect(ckpt() + " --prompt 'to be' --layer 0 --head 2 --snapshot attn.softmax");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("layers.0.attn.softmax  shape (4, 5, 5)"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("head 2 of 4: (5, 5)"), std::string::npos) << r.out;
@@ -84,8 +86,8 @@ TEST_F(InspectCli, SnapshotShowsTheHeadWithCharacterLabelsAndAHeatmap) {
 
 TEST_F(InspectCli, JsonAndHtmlFilesAreWritten) {
   const fs::path json = dir_ / "out.json", html = dir_ / "out.html";
-  const CommandResult r = inspect(ckpt() + " --prompt 'that' --json " + quote(json.string()) + " --html " +
-                        quote(html.string()));
+  const CommandResult r = inspect(ckpt() + " --prompt 'that' --json " + quote(json.string()) +
+                                  " --html " + quote(html.string()));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const nlohmann::json j = nlohmann::json::parse(read_file(json));
   EXPECT_EQ(j["prompt"], "that");
@@ -113,22 +115,30 @@ TEST_F(InspectCli, ADashSendsTheJsonOrThePageToStandardOutputAndNoFileNamedDash)
   const CommandResult to_file = inspect(ckpt() + " --prompt 'that' --json " + quote(file.string()));
   ASSERT_EQ(to_file.exit_code, 0) << to_file.err;
 
-  const CommandResult json = glass_test::run_glass("inspect " + ckpt() + " --prompt 'that' --json -", dir_, in_cwd);
+  const CommandResult json =
+      glass_test::run_glass("inspect " + ckpt() + " --prompt 'that' --json -", dir_, in_cwd);
   ASSERT_EQ(json.exit_code, 0) << json.err;
-  EXPECT_EQ(json.out, read_file(file)) << "standard output holds exactly what the file holds, nothing else";
+  EXPECT_EQ(json.out, read_file(file))
+      << "standard output holds exactly what the file holds, nothing else";
   EXPECT_EQ(nlohmann::json::parse(json.out)["prompt"], "that");
 
   const fs::path page = dir_ / "dash.html";
   const CommandResult html = glass_test::run_glass(
-      "inspect " + ckpt() + " --prompt 'that' --html - --json " + quote(file.string()), dir_, in_cwd);
+      "inspect " + ckpt() + " --prompt 'that' --html - --json " + quote(file.string()), dir_,
+      in_cwd);
   ASSERT_EQ(html.exit_code, 0) << html.err;
   EXPECT_EQ(html.out.rfind("<!DOCTYPE html>", 0), 0u) << html.out.substr(0, 200);
-  EXPECT_EQ(html.out.find("Layer 0 snapshots"), std::string::npos) << "no overview mixed into the page";
-  EXPECT_NE(html.err.find("wrote " + file.string()), std::string::npos) << "the note on stderr" << html.err;
+  EXPECT_EQ(html.out.find("Layer 0 snapshots"), std::string::npos)
+      << "no overview mixed into the page";
+  EXPECT_NE(html.err.find("wrote " + file.string()), std::string::npos)
+      << "the note on stderr" << html.err;
 
-  const CommandResult both = glass_test::run_glass("inspect " + ckpt() + " --prompt 'that' --json - --html -", dir_, in_cwd);
+  const CommandResult both = glass_test::run_glass(
+      "inspect " + ckpt() + " --prompt 'that' --json - --html -", dir_, in_cwd);
   EXPECT_EQ(both.exit_code, 1);
-  EXPECT_NE(both.err.find("error: --json - and --html - both ask for standard output"), std::string::npos) << both.err;
+  EXPECT_NE(both.err.find("error: --json - and --html - both ask for standard output"),
+            std::string::npos)
+      << both.err;
   EXPECT_TRUE(fs::is_empty(cwd)) << "a file named '-' was written";
 
   const CommandResult help = inspect("--help");
@@ -143,19 +153,24 @@ TEST_F(InspectCli, ErrorsAreClearAndExitNonZero) {
     std::string args, expected;
   };
   const Case cases[] = {
-      {ckpt() + " --prompt 'to' --layer 2", "--layer 2 is out of range: the model has 2 layers (0..1)"},
+      {ckpt() + " --prompt 'to' --layer 2",
+       "--layer 2 is out of range: the model has 2 layers (0..1)"},
       {ckpt() + " --prompt 'to' --layer -1", "--layer -1 is out of range"},
-      {ckpt() + " --prompt 'to' --head 4", "--head 4 is out of range: the model has 4 query heads (0..3)"},
+      {ckpt() + " --prompt 'to' --head 4",
+       "--head 4 is out of range: the model has 4 query heads (0..3)"},
       {ckpt() + " --prompt 'to' --snapshot attn.weights",
        "unknown snapshot 'attn.weights'; valid names: attn.q, attn.k, attn.v, attn.rope_q, attn.rope_k, "
        "attn.scores, attn.mask, attn.softmax, attn.mix, attn.out"},
       {ckpt() + " --prompt 'toXbe'", "'X' (U+0058) at position 2"},
       // Many unknown characters: the first five and a count, not the whole vocabulary.
       {ckpt() + " --prompt 'XYZQWV'", "6 character(s) outside the model's vocabulary of"},
-      {ckpt() + " --prompt 'XYZQWV'", "'Q' (U+0051) at position 3, 'W' (U+0057) at position 4, and 1 more"},
-      {ckpt() + " --prompt 'to be or not to'", "the prompt has 15 characters; the model's context is 12 characters"},
+      {ckpt() + " --prompt 'XYZQWV'",
+       "'Q' (U+0051) at position 3, 'W' (U+0057) at position 4, and 1 more"},
+      {ckpt() + " --prompt 'to be or not to'",
+       "the prompt has 15 characters; the model's context is 12 characters"},
       {ckpt() + " --prompt ''", "the prompt is empty"},
-      {"--checkpoint " + quote((dir_ / "no-such-dir").string()) + " --prompt 'to'", "does not exist"},
+      {"--checkpoint " + quote((dir_ / "no-such-dir").string()) + " --prompt 'to'",
+       "does not exist"},
       {ckpt() + " --prompt 'to' --top-k 0", "--top-k must be at least 1"},
   };
   for (const Case& c : cases) {
@@ -170,8 +185,10 @@ TEST_F(InspectCli, ErrorsAreClearAndExitNonZero) {
 TEST_F(InspectCli, AllowUnknownMapsToIdZeroAndBestLoadsBestWeights) {
   const CommandResult r = inspect(ckpt() + " --prompt 'toXbe' --allow-unknown --snapshot probs");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.err.find("warning: 1 prompt character(s) outside the vocabulary"), std::string::npos) << r.err;
-  EXPECT_NE(r.out.find("  2 X |"), std::string::npos) << "the row keeps the typed character\n" << r.out;
+  EXPECT_NE(r.err.find("warning: 1 prompt character(s) outside the vocabulary"), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.out.find("  2 X |"), std::string::npos) << "the row keeps the typed character\n"
+                                                      << r.out;
   // No best.safetensors in this checkpoint: --best must say so instead of using other weights.
   const CommandResult best = inspect(ckpt() + " --prompt 'to' --best");
   EXPECT_EQ(best.exit_code, 1);
@@ -179,7 +196,8 @@ TEST_F(InspectCli, AllowUnknownMapsToIdZeroAndBestLoadsBestWeights) {
 }
 
 TEST_F(InspectCli, AnUnwritableOutputFileIsAnError) {
-  const CommandResult r = inspect(ckpt() + " --prompt 'to' --html " + quote((dir_ / "no-dir" / "x.html").string()));
+  const CommandResult r =
+      inspect(ckpt() + " --prompt 'to' --html " + quote((dir_ / "no-dir" / "x.html").string()));
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("error: cannot write file"), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(dir_ / "no-dir"));

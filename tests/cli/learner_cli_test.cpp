@@ -59,13 +59,16 @@ class LearnerCli : public ::testing::Test {
   static fs::path dir_, text_, run_;
   static CliRun first_run_;  // 30 steps, evaluations every 10
 
-  static CliRun glass(const std::string& args) { return glass_test::run_glass(args, dir_, "timeout 300 "); }
+  static CliRun glass(const std::string& args) {
+    return glass_test::run_glass(args, dir_, "timeout 300 ");
+  }
   static std::string data() { return " --data " + q(text_.string()); }
 
   /// Runs a shell command line (for pipes), capturing stdout and stderr like run_glass.
   static CliRun shell(const std::string& line) {
     const fs::path out = dir_ / "sh-out.txt", err = dir_ / "sh-err.txt";
-    const int status = std::system(("bash -c " + q(line) + " >" + q(out.string()) + " 2>" + q(err.string())).c_str());
+    const int status = std::system(
+        ("bash -c " + q(line) + " >" + q(out.string()) + " 2>" + q(err.string())).c_str());
     return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, read_file(out), read_file(err)};
   }
 
@@ -74,7 +77,8 @@ class LearnerCli : public ::testing::Test {
     text_ = dir_ / "text.txt";
     write_file(text_, glass_test::corpus_start(6000));
     run_ = dir_ / "run";
-    first_run_ = glass("train" + data() + " --out " + q(run_.string()) + " --iters 30 --eval-every 10" + tiny());
+    first_run_ = glass("train" + data() + " --out " + q(run_.string()) +
+                       " --iters 30 --eval-every 10" + tiny());
   }
 
   static void expect_error(const CliRun& r, const std::string& phrase) {
@@ -112,7 +116,8 @@ TEST_F(LearnerCli, StepZeroIsComparedWithLnVAndTheEndSaysHowGoodItIs) {
   const std::string words = "(" + std::to_string(v - 1) + " characters + the unknown id 0)";
   EXPECT_NE(out.find("vocabulary " + std::to_string(v) + " " + words), std::string::npos) << out;
   EXPECT_NE(out.find("among the " + std::to_string(v) + " entries of its vocabulary " + words),
-            std::string::npos) << out;
+            std::string::npos)
+      << out;
   EXPECT_NE(out.find("(gap "), std::string::npos) << "every evaluation shows val - train\n" << out;
   EXPECT_NE(out.find("best validation loss: "), std::string::npos) << out;
   EXPECT_NE(out.find("bits per character"), std::string::npos) << out;
@@ -125,14 +130,16 @@ TEST_F(LearnerCli, EveryStepIsLoggedLiveAndInTheSave) {
   ASSERT_EQ(first_run_.exit_code, 0) << first_run_.err;
   const std::string live = read_file(run_ / "steps.csv");
   EXPECT_EQ(live.substr(0, live.find('\n') + 1), "step,loss,lr,grad_norm,tokens_per_s,elapsed_s\n");
-  EXPECT_FALSE(fs::is_symlink(run_ / "steps.csv")) << "the live copy is the run directory's own file";
+  EXPECT_FALSE(fs::is_symlink(run_ / "steps.csv"))
+      << "the live copy is the run directory's own file";
   EXPECT_EQ(read_file(run_ / "step-000030" / "steps.csv"), live) << "the save holds every step";
   const auto rows = csv_rows(live);
   ASSERT_EQ(rows.size(), 30u);
   const double V = vocab_of(first_run_.out);
   for (std::size_t i = 0; i < rows.size(); ++i) {
     ASSERT_EQ(rows[i].size(), 6u);
-    EXPECT_EQ(rows[i][0], static_cast<double>(i + 1)) << "the steps done, as the progress line counts";
+    EXPECT_EQ(rows[i][0], static_cast<double>(i + 1))
+        << "the steps done, as the progress line counts";
     EXPECT_GT(rows[i][3], 0) << "grad_norm";
     EXPECT_GT(rows[i][4], 0) << "tokens_per_s";
     if (i > 0) {
@@ -158,7 +165,8 @@ TEST_F(LearnerCli, EveryStepIsLoggedLiveAndInTheSave) {
 
 TEST_F(LearnerCli, ResumeRewritesTheLiveLogFromTheSave) {
   const fs::path run = dir_ / "resumed";
-  const std::string recipe = data() + " --out " + q(run.string()) + " --eval-every 10 --decay-iters 40" + tiny();
+  const std::string recipe =
+      data() + " --out " + q(run.string()) + " --eval-every 10 --decay-iters 40" + tiny();
   ASSERT_EQ(glass("train --iters 20" + recipe).exit_code, 0);
   const std::string saved = read_file(run / "steps.csv");
   ASSERT_EQ(csv_rows(saved).size(), 20u);
@@ -187,16 +195,18 @@ TEST_F(LearnerCli, ResumeRefusesAnotherRecipeAndTakesTheRecordedOne) {
   const std::string state = read_file(run / "train_state.json");
   for (const auto& [args, phrase] : std::vector<std::pair<std::string, std::string>>{
            {base + " --lr 1e-3", "--lr 0.001 (the run was trained with --lr 0.002)"},
-           {with(base, "--batch-size 4", "--batch-size 8"), "--batch-size 8 (the run was trained with --batch-size 4)"},
-           {with(base, "--warmup 5", "--warmup 7"), "--warmup 7 (the run was trained with --warmup 5)"}}) {
+           {with(base, "--batch-size 4", "--batch-size 8"),
+            "--batch-size 8 (the run was trained with --batch-size 4)"},
+           {with(base, "--warmup 5", "--warmup 7"),
+            "--warmup 7 (the run was trained with --warmup 5)"}}) {
     const CliRun r = glass("train --iters 20 --resume" + args);
     expect_error(r, phrase);
     EXPECT_NE(r.err.find("Leave them out"), std::string::npos) << r.err;
     EXPECT_EQ(read_file(run / "train_state.json"), state) << args << ": the run was touched";
   }
   // Without --lr the recorded 2e-3 is used, and without --context the training context.
-  const CliRun r = glass("train --iters 20 --resume --data " + q(text_.string()) + " --out " + q(run.string()) +
-                         " --eval-every 10 --eval-iters 2 --sample-tokens 0");
+  const CliRun r = glass("train --iters 20 --resume --data " + q(text_.string()) + " --out " +
+                         q(run.string()) + " --eval-every 10 --eval-iters 2 --sample-tokens 0");
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("lr 0.002 -> 0.0002 (warmup 5"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("batch 4 x context 16"), std::string::npos) << r.out;
@@ -206,7 +216,8 @@ TEST_F(LearnerCli, ResumeRefusesAnotherRecipeAndTakesTheRecordedOne) {
 // (Python: 3e-3 / 10); the recipe line prints it as 0.0003, so a learner types --min-lr 3e-4.
 TEST_F(LearnerCli, ResumeTakesARateThatDiffersOnlyInItsLastDecimalBits) {
   const fs::path run = dir_ / "min-lr";
-  const std::string base = data() + " --out " + q(run.string()) + " --eval-every 10 --lr 3e-3" + tiny();
+  const std::string base =
+      data() + " --out " + q(run.string()) + " --eval-every 10 --lr 3e-3" + tiny();
   ASSERT_EQ(glass("train --iters 10" + base).exit_code, 0);
   const CliRun r = glass("train --iters 20 --resume --min-lr 3e-4" + base);
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
@@ -221,21 +232,24 @@ TEST_F(LearnerCli, TheResumeCommandCarriesTheRunsFlags) {
   const std::string args = "train" + data() + " --out " + q(run.string()) + " --overwrite" +
                            " --iters 100000 --eval-every 100000 --lr 2e-3 -t 1" + tiny();
   // Start a long run, wait for its first save, then SIGTERM: it saves and prints how to resume.
-  const CliRun r = shell(GLASS_BINARY_DIR "/glass " + args + " & pid=$!; for i in $(seq 1 600); do [ -e " +
-                         q((run / "log.csv").string()) + " ] && break; sleep 0.05; done; sleep 0.3; kill -TERM $pid; wait $pid");
+  const CliRun r =
+      shell(GLASS_BINARY_DIR "/glass " + args + " & pid=$!; for i in $(seq 1 600); do [ -e " +
+            q((run / "log.csv").string()) +
+            " ] && break; sleep 0.05; done; sleep 0.3; kill -TERM $pid; wait $pid");
   EXPECT_EQ(r.exit_code, 143) << r.out << r.err;
   const std::size_t at = r.out.find("resume with: ");
   ASSERT_NE(at, std::string::npos) << r.out;
   const std::string line = r.out.substr(at, r.out.find('\n', at) - at);
-  for (const char* part : {" train --data ", " --out ", " --iters 100000", " --lr 2e-3", " --threads 1",
-                           " --eval-iters 2", " --resume"})
+  for (const char* part : {" train --data ", " --out ", " --iters 100000", " --lr 2e-3",
+                           " --threads 1", " --eval-iters 2", " --resume"})
     EXPECT_NE(line.find(part), std::string::npos) << part << "\n" << line;
   // Not --overwrite, nor the model's shape (the checkpoint's is used: it would only warn).
   for (const char* absent : {"--overwrite", "--d-model", "--n-layers"})
     EXPECT_EQ(line.find(absent), std::string::npos) << absent << "\n" << line;
   // The command continues the run (here with --iters lowered, to end soon).
-  const std::string again = with(with(line.substr(std::string("resume with: ").size()), " --iters 100000", " --iters 3"),
-                                 " --eval-every 100000", " --eval-every 3");
+  const std::string again =
+      with(with(line.substr(std::string("resume with: ").size()), " --iters 100000", " --iters 3"),
+           " --eval-every 100000", " --eval-every 3");
   const CliRun resumed = shell(again);
   if (r.out.find("interrupted at step ") != std::string::npos &&
       std::stol(r.out.substr(r.out.find("interrupted at step ") + 20)) < 3) {
@@ -253,7 +267,8 @@ TEST_F(LearnerCli, OverfitBatchDrivesTheLossOfOneBatchTowardsZero) {
   const CliRun r = glass("train" + data() + " --out " + q(run.string()) +
                          " --overfit-batch --iters 150 --eval-every 150 --lr 1e-2" + tiny(0));
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
-  EXPECT_NE(r.out.find("--overfit-batch: every step trains on the same batch"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("--overfit-batch: every step trains on the same batch"), std::string::npos)
+      << r.out;
   EXPECT_NE(r.out.find("overfit check passed"), std::string::npos) << r.out;
   const auto rows = csv_rows(read_file(run / "steps.csv"));
   ASSERT_EQ(rows.size(), 150u);
@@ -268,9 +283,12 @@ TEST_F(LearnerCli, OverfitBatchDrivesTheLossOfOneBatchTowardsZero) {
   EXPECT_LT(evals[1][2], 0.3) << "step 150";
   EXPECT_GT(evals[1][3], 1.0) << "the validation windows are not memorised";
   EXPECT_NE(r.out.find("step 150: loss of the one batch "), std::string::npos) << r.out;
-  EXPECT_EQ(r.out.find("overfitting"), std::string::npos) << "memorising is the point here\n" << r.out;
-  EXPECT_NE(glass("train --help").out.find("the evaluations' train loss is that batch's"), std::string::npos);
-  expect_error(glass("train" + data() + " --out " + q(run.string()) + " --overfit-batch --resume --iters 200" + tiny()),
+  EXPECT_EQ(r.out.find("overfitting"), std::string::npos) << "memorising is the point here\n"
+                                                          << r.out;
+  EXPECT_NE(glass("train --help").out.find("the evaluations' train loss is that batch's"),
+            std::string::npos);
+  expect_error(glass("train" + data() + " --out " + q(run.string()) +
+                     " --overfit-batch --resume --iters 200" + tiny()),
                "--overfit-batch is a check of the training loop");
 }
 
@@ -282,13 +300,17 @@ TEST_F(LearnerCli, ANonFiniteLossSaysWhichCheckpointWasKeptAndHowToGoOn) {
   const CliRun r = glass("train" + data() + " --out " + q(run.string()) +
                          " --iters 50 --eval-every 1000 --lr 1e9" + tiny(0));
   expect_error(r, "NaN");
-  EXPECT_NE(r.err.find("Training stopped: the last good checkpoint, of step 0, is kept in " + run.string()),
-            std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("Training stopped: the last good checkpoint, of step 0, is kept in " +
+                       run.string()),
+            std::string::npos)
+      << r.err;
   EXPECT_NE(r.err.find("--resume would repeat the same steps"), std::string::npos) << r.err;
   EXPECT_EQ(r.err.find("if any"), std::string::npos) << r.err;
   // The command to train again: the same flags, half the learning rate, replacing this run.
-  EXPECT_NE(r.err.find(" train --data " + text_.string() + " --out " + run.string() + " --iters 50"),
-            std::string::npos) << r.err;
+  EXPECT_NE(
+      r.err.find(" train --data " + text_.string() + " --out " + run.string() + " --iters 50"),
+      std::string::npos)
+      << r.err;
   EXPECT_NE(r.err.find(" --lr 5e+08 --overwrite\n"), std::string::npos) << r.err;
   EXPECT_EQ(glass::load_checkpoint(run.string()).weights_step, "0") << "the checkpoint said kept";
   // Without clipping (--grad-clip 0) the advice adds clipping, and so does the command.
@@ -296,7 +318,8 @@ TEST_F(LearnerCli, ANonFiniteLossSaysWhichCheckpointWasKeptAndHowToGoOn) {
   const CliRun u = glass("train" + data() + " --out " + q(unclipped.string()) +
                          " --iters 50 --eval-every 1000 --lr 1e9 --grad-clip 0" + tiny(0));
   expect_error(u, "NaN");
-  EXPECT_NE(u.err.find("and with --grad-clip 1 (this run: 0, no clipping)"), std::string::npos) << u.err;
+  EXPECT_NE(u.err.find("and with --grad-clip 1 (this run: 0, no clipping)"), std::string::npos)
+      << u.err;
   EXPECT_NE(u.err.find(" --lr 5e+08 --grad-clip 1 --overwrite\n"), std::string::npos) << u.err;
   EXPECT_EQ(u.err.find("--grad-clip 0"), std::string::npos) << u.err;
 }
@@ -305,31 +328,41 @@ TEST_F(LearnerCli, ASecondCtrlCStopsAtOnceAndSaysWhatIsKept) {
   // Evaluations of 2000 batches of 16 x 16 per split take seconds: both signals arrive during
   // one. `after` is what must exist before the first signal.
   auto interrupted_twice = [&](const std::string& name, const std::string& after) {
-    const fs::path run = dir_ / name, out = dir_ / (name + "-out.txt"), err = dir_ / (name + "-err.txt");
+    const fs::path run = dir_ / name, out = dir_ / (name + "-out.txt"),
+                   err = dir_ / (name + "-err.txt");
     const std::string line =
         std::string(GLASS_BINARY_DIR "/glass train") + data() + " --out " + q(run.string()) +
         " --context 16 --d-model 32 --n-layers 1 --n-heads 2 --n-kv-heads 1 --ffn-hidden 32 --warmup 5"
         " --sample-tokens 0 --iters 10 --eval-every 5 --eval-iters 2000 --batch-size 16 --threads 1 >" +
-        q(out.string()) +
-        " 2>" + q(err.string()) + " & pid=$!; for i in $(seq 1 1200); do " + after +
+        q(out.string()) + " 2>" + q(err.string()) + " & pid=$!; for i in $(seq 1 1200); do " +
+        after +
         " && break; sleep 0.05; done; sleep 0.3; kill -INT $pid; for i in $(seq 1 600); do grep -q "
-        "'Ctrl-C: stopping' " + q(err.string()) + " && break; sleep 0.05; done; kill -INT $pid; wait $pid; "
+        "'Ctrl-C: stopping' " +
+        q(err.string()) +
+        " && break; sleep 0.05; done; kill -INT $pid; wait $pid; "
         "echo $?";
     const CliRun sh = shell(line);
     return CliRun{std::atoi(sh.out.c_str()), read_file(out), read_file(err)};
   };
   // During the evaluation at step 0 of a new run: no save yet.
   const fs::path first = dir_ / "ctrl-c-0";
-  const CliRun a = interrupted_twice("ctrl-c-0", "grep -q '^recipe:' " + q((dir_ / "ctrl-c-0-out.txt").string()));
+  const CliRun a = interrupted_twice(
+      "ctrl-c-0", "grep -q '^recipe:' " + q((dir_ / "ctrl-c-0-out.txt").string()));
   EXPECT_EQ(a.exit_code, 130) << a.out << a.err;
   EXPECT_NE(a.err.find("Ctrl-C: stopping after the current step or evaluation, with a save first "
-                       "(Ctrl-C again stops at once, without it)"), std::string::npos) << a.err;
+                       "(Ctrl-C again stops at once, without it)"),
+            std::string::npos)
+      << a.err;
   EXPECT_NE(a.err.find("Ctrl-C again: stopped at once, without the save the first one asked for. "
-                       "No checkpoint of this run had been saved yet"), std::string::npos) << a.err;
-  EXPECT_EQ(a.out.find("step 0: train loss"), std::string::npos) << "the evaluation was cut short\n" << a.out;
+                       "No checkpoint of this run had been saved yet"),
+            std::string::npos)
+      << a.err;
+  EXPECT_EQ(a.out.find("step 0: train loss"), std::string::npos) << "the evaluation was cut short\n"
+                                                                 << a.out;
   EXPECT_FALSE(fs::exists(first / "model.safetensors"));
   // "run the same command again": the directory holds no run that would refuse it.
-  const CliRun again = glass("train" + data() + " --out " + q(first.string()) + tiny(0) + " --iters 2 --eval-every 2");
+  const CliRun again = glass("train" + data() + " --out " + q(first.string()) + tiny(0) +
+                             " --iters 2 --eval-every 2");
   EXPECT_EQ(again.exit_code, 0) << again.err;
 
   // During the evaluation at step 5, after the save of step 0: that save stays, and the command
@@ -337,9 +370,12 @@ TEST_F(LearnerCli, ASecondCtrlCStopsAtOnceAndSaysWhatIsKept) {
   const fs::path second = dir_ / "ctrl-c-5";
   const CliRun b = interrupted_twice("ctrl-c-5", "[ -f " + q((second / "log.csv").string()) + " ]");
   EXPECT_EQ(b.exit_code, 130) << b.out << b.err;
-  EXPECT_NE(b.err.find("Ctrl-C again: stopped at once, without the save the first one asked for. "
-                       "Nothing else is lost: the last complete save, of step 0, stays current in " +
-                       second.string() + "; continue it with:\n  "), std::string::npos) << b.err;
+  EXPECT_NE(
+      b.err.find("Ctrl-C again: stopped at once, without the save the first one asked for. "
+                 "Nothing else is lost: the last complete save, of step 0, stays current in " +
+                 second.string() + "; continue it with:\n  "),
+      std::string::npos)
+      << b.err;
   EXPECT_NE(b.err.find(" --resume\n"), std::string::npos) << b.err;
   EXPECT_EQ(glass::load_checkpoint(second.string()).weights_step, "0");
 }
@@ -355,37 +391,42 @@ TEST_F(LearnerCli, NoArgumentsPrintsTheHelpAndVersionPrintsTheVersion) {
   EXPECT_EQ(version.exit_code, 0);
   EXPECT_EQ(version.out.rfind("glass ", 0), 0u) << version.out;
   EXPECT_NE(version.out.find('.'), std::string::npos) << version.out;
-  for (const char* command : {"", "train ", "sample ", "eval ", "inspect ", "export ", "gradcheck "}) {
+  for (const char* command :
+       {"", "train ", "sample ", "eval ", "inspect ", "export ", "gradcheck "}) {
     const CliRun help = glass(std::string(command) + "--help");
     EXPECT_EQ(help.exit_code, 0) << command;
     EXPECT_NE(help.out.find("Examples:"), std::string::npos) << command << "\n" << help.out;
     EXPECT_EQ(help.out.find("--help-all"), std::string::npos) << command << "\n" << help.out;
   }
   const CliRun sample_help = glass("sample --help");
-  for (const char* flag : {"-m,--checkpoint", "-p,--prompt", "-n,--tokens", "-s,--seed", "-t,--threads",
-                           "--temperature,--temp", "--prompt-file", "--num-samples", "--stop", "--json"})
+  for (const char* flag :
+       {"-m,--checkpoint", "-p,--prompt", "-n,--tokens", "-s,--seed", "-t,--threads",
+        "--temperature,--temp", "--prompt-file", "--num-samples", "--stop", "--json"})
     EXPECT_NE(sample_help.out.find(flag), std::string::npos) << flag << "\n" << sample_help.out;
 }
 
 TEST_F(LearnerCli, ShortFlagsAndTempAreTheLongOnes) {
   ASSERT_EQ(first_run_.exit_code, 0) << first_run_.err;
   const std::string m = q(run_.string());
-  const CliRun longs = glass("sample --checkpoint " + m + " --prompt Capitu --tokens 20 --temperature 0.7 --seed 5");
+  const CliRun longs =
+      glass("sample --checkpoint " + m + " --prompt Capitu --tokens 20 --temperature 0.7 --seed 5");
   const CliRun shorts = glass("sample -m " + m + " -p Capitu -n 20 --temp 0.7 -s 5 -t 1");
   ASSERT_EQ(longs.exit_code, 0) << longs.err;
   ASSERT_EQ(shorts.exit_code, 0) << shorts.err;
   EXPECT_EQ(longs.out, shorts.out);
   EXPECT_EQ(longs.out.rfind("Capitu", 0), 0u) << longs.out;
-  EXPECT_NE(shorts.err.find("characters/s"), std::string::npos) << "the speed on stderr\n" << shorts.err;
+  EXPECT_NE(shorts.err.find("characters/s"), std::string::npos) << "the speed on stderr\n"
+                                                                << shorts.err;
   EXPECT_EQ(shorts.err.find("characters/s"), shorts.err.rfind("characters/s"));
-  for (const char* command : {"eval -m " , "inspect -p Capitu -m "}) {
+  for (const char* command : {"eval -m ", "inspect -p Capitu -m "}) {
     std::string args = command + m + " -t 1";
     if (std::string(command).rfind("eval", 0) == 0) args += data();
     const CliRun r = glass(args);
     EXPECT_EQ(r.exit_code, 0) << args << "\n" << r.err;
   }
   for (const char* command : {"sample -m ", "eval -m ", "inspect -m ", "train --out "})
-    expect_error(glass(std::string(command) + m + " -t 0"), "--threads: must be an integer from 1 to");
+    expect_error(glass(std::string(command) + m + " -t 0"),
+                 "--threads: must be an integer from 1 to");
 }
 
 // ---- sample: stdin, files, several samples, stop, JSON ------------------------------------------
@@ -395,16 +436,19 @@ TEST_F(LearnerCli, PromptsComeFromStdinOrAFile) {
   const std::string m = q(run_.string());
   const CliRun direct = glass("sample -m " + m + " -p 'Capitu e' -n 15 --temp 0");
   ASSERT_EQ(direct.exit_code, 0) << direct.err;
-  const CliRun piped = shell("printf 'Capitu e' | " GLASS_BINARY_DIR "/glass sample -m " + m + " -p - -n 15 --temp 0");
+  const CliRun piped = shell("printf 'Capitu e' | " GLASS_BINARY_DIR "/glass sample -m " + m +
+                             " -p - -n 15 --temp 0");
   EXPECT_EQ(piped.exit_code, 0) << piped.err;
   EXPECT_EQ(piped.out, direct.out);
   write_file(dir_ / "prompt.txt", "Capitu e");
-  const CliRun file = glass("sample -m " + m + " --prompt-file " + q((dir_ / "prompt.txt").string()) + " -n 15 --temp 0");
+  const CliRun file = glass("sample -m " + m + " --prompt-file " +
+                            q((dir_ / "prompt.txt").string()) + " -n 15 --temp 0");
   EXPECT_EQ(file.exit_code, 0) << file.err;
   EXPECT_EQ(file.out, direct.out);
   expect_error(glass("sample -m " + m + " -p x --prompt-file " + q((dir_ / "prompt.txt").string())),
                "give the prompt once: --prompt, --prompt-file or --start");
-  expect_error(glass("sample -m " + m + " --prompt-file " + q((dir_ / "no-such.txt").string())), "--prompt-file");
+  expect_error(glass("sample -m " + m + " --prompt-file " + q((dir_ / "no-such.txt").string())),
+               "--prompt-file");
 }
 
 TEST_F(LearnerCli, NumSamplesStopAndJson) {
@@ -425,9 +469,11 @@ TEST_F(LearnerCli, NumSamplesStopAndJson) {
   // --stop: the greedy text is cut right after the stop string's first occurrence.
   const CliRun greedy = glass("sample -m " + m + " -p Capitu -n 60 --temp 0");
   ASSERT_EQ(greedy.exit_code, 0) << greedy.err;
-  const std::string generated = greedy.out.substr(6, greedy.out.size() - 7);  // no prompt, no final '\n'
+  const std::string generated =
+      greedy.out.substr(6, greedy.out.size() - 7);  // no prompt, no final '\n'
   std::size_t ascii = 0;
-  while (ascii < generated.size() && (static_cast<unsigned char>(generated[ascii]) >= 0x80 || generated[ascii] == '\n'))
+  while (ascii < generated.size() &&
+         (static_cast<unsigned char>(generated[ascii]) >= 0x80 || generated[ascii] == '\n'))
     ++ascii;
   ASSERT_LT(ascii, generated.size()) << generated;
   const std::string stop(1, generated[ascii]);
@@ -442,7 +488,8 @@ TEST_F(LearnerCli, NumSamplesStopAndJson) {
   EXPECT_EQ(j["prompt"], "Capitu");
   ASSERT_EQ(j["samples"].size(), 2u);
   EXPECT_EQ(greedy.out.rfind("Capitu" + j["samples"][0]["text"].get<std::string>(), 0), 0u)
-      << "the same greedy text\n" << js.out;
+      << "the same greedy text\n"
+      << js.out;
   ASSERT_EQ(j["samples"][0]["tokens"].size(), 12u);
   std::string joined;
   for (const json& t : j["samples"][0]["tokens"]) {
@@ -461,10 +508,13 @@ TEST_F(LearnerCli, EvalWarnsWhenItIsGivenTheTrainingText) {
   ASSERT_EQ(first_run_.exit_code, 0) << first_run_.err;
   const CliRun same = glass("eval -m " + q(run_.string()) + data());
   ASSERT_EQ(same.exit_code, 0) << same.err;
-  EXPECT_NE(same.err.find("looks like the text this checkpoint was trained on"), std::string::npos) << same.err;
+  EXPECT_NE(same.err.find("looks like the text this checkpoint was trained on"), std::string::npos)
+      << same.err;
   const fs::path held_out = dir_ / "held-out.txt";
-  write_file(held_out, glass_test::corpus_start(9000).substr(glass_test::corpus_start(6000).size()));
-  const CliRun other = glass("eval -m " + q(run_.string()) + " --data " + q(held_out.string()) + " --allow-unknown");
+  write_file(held_out,
+             glass_test::corpus_start(9000).substr(glass_test::corpus_start(6000).size()));
+  const CliRun other =
+      glass("eval -m " + q(run_.string()) + " --data " + q(held_out.string()) + " --allow-unknown");
   ASSERT_EQ(other.exit_code, 0) << other.err;
   EXPECT_EQ(other.err.find("trained on"), std::string::npos) << other.err;
 }
@@ -473,16 +523,18 @@ TEST_F(LearnerCli, InspectRefusesPromptsPastTheContextAndFailsBeforePrintingAnyt
   ASSERT_EQ(first_run_.exit_code, 0) << first_run_.err;
   const std::string m = q(run_.string());
   // 28 characters; the tiny model trained on windows of 16 (its context_length is larger).
-  expect_error(glass("inspect -m " + m + " -p 'Capitu Capitu Capitu Capitu '"),
-               "the prompt has 28 characters; the model's context is 16 characters (the windows it "
-               "trained on); past them, generation rolls its window on: each new character sees the "
-               "16 before it. inspect shows one window");
+  expect_error(
+      glass("inspect -m " + m + " -p 'Capitu Capitu Capitu Capitu '"),
+      "the prompt has 28 characters; the model's context is 16 characters (the windows it "
+      "trained on); past them, generation rolls its window on: each new character sees the "
+      "16 before it. inspect shows one window");
   const CliRun short_prompt = glass("inspect -m " + m + " -p Capitu");
   EXPECT_EQ(short_prompt.exit_code, 0) << short_prompt.err;
 
   const fs::path json_out = dir_ / "inspect.json";
   for (const std::string& html : {(dir_ / "no-such-dir" / "page.html").string(), dir_.string()}) {
-    const CliRun r = glass("inspect -m " + m + " -p Capitu --json " + q(json_out.string()) + " --html " + q(html));
+    const CliRun r = glass("inspect -m " + m + " -p Capitu --json " + q(json_out.string()) +
+                           " --html " + q(html));
     expect_error(r, "--html");
     EXPECT_EQ(r.out, "") << "nothing printed before the failure";
     EXPECT_FALSE(fs::exists(json_out)) << "nothing written either";
@@ -495,20 +547,25 @@ TEST_F(LearnerCli, VocabCapSaysHowMuchOfTheTextBecameUnknown) {
   // 200 distinct characters (CJK ideographs), the first 20 far more frequent than the rest.
   std::string text;
   auto utf8 = [](char32_t c) {
-    return std::string{static_cast<char>(0xE0 | (c >> 12)), static_cast<char>(0x80 | ((c >> 6) & 0x3F)),
+    return std::string{static_cast<char>(0xE0 | (c >> 12)),
+                       static_cast<char>(0x80 | ((c >> 6) & 0x3F)),
                        static_cast<char>(0x80 | (c & 0x3F))};
   };
   for (int round = 0; round < 30; ++round)
     for (char32_t c = 0x4E00; c < 0x4E00 + 200; ++c)
       for (int k = 0; k < (c < 0x4E00 + 20 ? 5 : 1); ++k) text += utf8(c);
   write_file(dir_ / "cjk.txt", text);
-  const CliRun r = glass("train --data " + q((dir_ / "cjk.txt").string()) + " --out " + q((dir_ / "cjk").string()) +
-                         " --vocab-cap 50 --iters 1 --eval-every 1" + tiny(0));
+  const CliRun r =
+      glass("train --data " + q((dir_ / "cjk.txt").string()) + " --out " +
+            q((dir_ / "cjk").string()) + " --vocab-cap 50 --iters 1 --eval-every 1" + tiny(0));
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   // 30 rounds x (20 x 5 + 180) = 8400 characters; 49 kept (id 0 is the unknown token): the 20
   // frequent ones and 29 of the rare ones, so 151 x 30 = 4530 occurrences are unknown: 53.93%.
-  EXPECT_NE(r.out.find("4530 occurrences of the rarest ones (53.93% of the text)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("4530 occurrences of the rarest ones (53.93% of the text)"),
+            std::string::npos)
+      << r.out;
   EXPECT_NE(r.out.find("hint: more than 1% of the text"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("vocabulary 50"), std::string::npos) << r.out;
-  expect_error(glass("train --data " + q((dir_ / "cjk.txt").string()) + " --vocab-cap 1"), "--vocab-cap");
+  expect_error(glass("train --data " + q((dir_ / "cjk.txt").string()) + " --vocab-cap 1"),
+               "--vocab-cap");
 }

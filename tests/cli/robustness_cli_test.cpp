@@ -105,8 +105,9 @@ TEST_F(RobustnessCli, MoreCharactersThanTheVocabularyCapTrainWithTheRarestAsUnkn
   EXPECT_NE(r.out.find("vocabulary 1024"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("become the unknown token"), std::string::npos) << r.out;
   // Resuming on the same text works too (the checkpoint's vocabulary is full).
-  const CliRun resumed = glass("train --data " + q(big.string()) + " --out " + q(out.string() + "/") +
-                               " --iters 4 --eval-every 2 --resume" + tiny());
+  const CliRun resumed =
+      glass("train --data " + q(big.string()) + " --out " + q(out.string() + "/") +
+            " --iters 4 --eval-every 2 --resume" + tiny());
   EXPECT_EQ(resumed.exit_code, 0) << resumed.out << resumed.err;
   EXPECT_NE(resumed.out.find("checkpoint: " + out.string() + "/ ("), std::string::npos)  // not "//"
       << resumed.out;
@@ -127,7 +128,8 @@ TEST_F(RobustnessCli, MoreCharactersThanTheVocabularyCapTrainWithTheRarestAsUnkn
 
 TEST_F(RobustnessCli, AbsurdSizesAreRefusedBeforeAllocating) {
   const fs::path out = dir_ / "never";
-  const std::string base = "train --data " + q(text_.string()) + " --out " + q(out.string()) + " --iters 2";
+  const std::string base =
+      "train --data " + q(text_.string()) + " --out " + q(out.string()) + " --iters 2";
   expect_error(glass(base + " --d-model 1000000000"), "memory");
   expect_error(glass(base + " --n-layers 100000000"), "memory");
   expect_error(glass(base + " --batch-size 100000000"), "--batch-size");
@@ -143,7 +145,8 @@ TEST_F(RobustnessCli, AbsurdSizesAreRefusedBeforeAllocating) {
   config["model"]["d_model"] = 32;
   config["model"]["context_length"] = 1000000000000000;  // RoPE tables of 10^15 rows
   write_file(bad / "config.json", config.dump());
-  expect_error(glass("sample --checkpoint " + q(bad.string()) + " --tokens 5"), "is the file corrupt?");
+  expect_error(glass("sample --checkpoint " + q(bad.string()) + " --tokens 5"),
+               "is the file corrupt?");
 }
 
 TEST_F(RobustnessCli, TrainingContextOutsideTheModelIsACorruptConfig) {
@@ -201,15 +204,18 @@ TEST_F(RobustnessCli, TinyTemperatureIsGreedyAndHugeSeedsAreExplained) {
 
 TEST_F(RobustnessCli, EndlessDevicesStopAtTheFirstNulByte) {
   const std::string to = " --out " + q((dir_ / "never").string()) + " --iters 2";
-  expect_error(glass("train --data /dev/zero" + to), "looks binary (it contains a NUL byte at offset 0)");
+  expect_error(glass("train --data /dev/zero" + to),
+               "looks binary (it contains a NUL byte at offset 0)");
   expect_error(glass("train --data /dev/urandom" + to), "looks binary");
-  expect_error(glass("eval --checkpoint " + q(ckpt_.string()) + " --data /dev/zero"), "looks binary");
+  expect_error(glass("eval --checkpoint " + q(ckpt_.string()) + " --data /dev/zero"),
+               "looks binary");
   EXPECT_FALSE(fs::exists(dir_ / "never"));
 }
 
 TEST_F(RobustnessCli, UnknownCommandsAndFileCheckpointsAreNamed) {
-  expect_error(glass("frobnicate --tokens 5"),
-               "unknown command 'frobnicate'; the commands are: train, sample, eval, inspect, export, serve, gradcheck");
+  expect_error(
+      glass("frobnicate --tokens 5"),
+      "unknown command 'frobnicate'; the commands are: train, sample, eval, inspect, export, serve, gradcheck");
   expect_error(glass("sample --checkpoint " + q(text_.string()) + " --tokens 5"),
                "is a file; a checkpoint is the directory glass train wrote");
 }
@@ -217,7 +223,8 @@ TEST_F(RobustnessCli, UnknownCommandsAndFileCheckpointsAreNamed) {
 TEST_F(RobustnessCli, AServeProbeThatIsNotUtf8IsNamedNotBlamedOnTheCheckpoint) {
   // No character at all (was: the checkpoint blamed); a bad byte after "to" (was: served "to").
   for (const std::string probe : {"\xff\xfe", "to\xff\xfe"}) {
-    const CliRun r = glass("serve --checkpoint " + q(ckpt_.string()) + " --port 0 --probe " + q(probe));
+    const CliRun r =
+        glass("serve --checkpoint " + q(ckpt_.string()) + " --port 0 --probe " + q(probe));
     expect_error(r, "--probe is not valid UTF-8");
     EXPECT_EQ(r.err.find("cannot load checkpoint"), std::string::npos) << r.err;
     EXPECT_EQ(r.out.find("serving"), std::string::npos) << "it did not start: " << r.out;

@@ -54,7 +54,8 @@ class RunDirCli : public ::testing::Test {
     return " --d-model 32 --n-layers 1 --n-heads 2 --n-kv-heads 1 --ffn-hidden 32 --warmup 5";
   }
   static std::string tiny() {
-    return " --batch-size 4 --context 16 --eval-iters 2 --sample-tokens 10 --threads 1" + model_flags();
+    return " --batch-size 4 --context 16 --eval-iters 2 --sample-tokens 10 --threads 1" +
+           model_flags();
   }
   static std::string data() { return " --data " + q(text_.string()); }
   static CliRun glass(const std::string& args, const std::string& prefix = "") {
@@ -70,7 +71,8 @@ class RunDirCli : public ::testing::Test {
     text_ = dir_ / "text.txt";
     write_file(text_, glass_test::corpus_start(6000));
     ckpt_ = dir_ / "ckpt";
-    first_run_ = glass("train" + data() + " --out " + q(ckpt_.string()) + " --iters 30 --eval-every 15" + tiny());
+    first_run_ = glass("train" + data() + " --out " + q(ckpt_.string()) +
+                       " --iters 30 --eval-every 15" + tiny());
   }
 
   static void expect_error(const CliRun& r, const std::string& phrase) {
@@ -101,7 +103,9 @@ class RunDirCli : public ::testing::Test {
   }
 
   /// The directory of the last complete save of a run directory.
-  static fs::path files_of(const fs::path& run) { return glass::checkpoint_files_dir(run.string()); }
+  static fs::path files_of(const fs::path& run) {
+    return glass::checkpoint_files_dir(run.string());
+  }
 
   /// Tensor name -> values of a safetensors file (metadata ignored: run ids differ between runs).
   static std::map<std::string, std::vector<float>> tensors(const fs::path& file) {
@@ -153,13 +157,15 @@ TEST_F(RunDirCli, FoldersOfTheUserNamedLikeSavesAreNeverRemoved) {
   write_file(out / "step-by-step" / "notes.txt", "mine");
   fs::create_directories(out / "step-000001");
   write_file(out / "step-000001" / "draft.txt", "mine too");
-  const CliRun r = glass("train" + data() + " --out " + q(out.string()) + " --iters 2 --eval-every 1" + tiny());
+  const CliRun r =
+      glass("train" + data() + " --out " + q(out.string()) + " --iters 2 --eval-every 1" + tiny());
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_EQ(read_file(out / "step-by-step" / "notes.txt"), "mine");
   EXPECT_EQ(read_file(out / "step-000001" / "draft.txt"), "mine too");
   EXPECT_EQ(fs::read_symlink(out / "current").string(), "step-000002");
-  EXPECT_FALSE(fs::exists(out / "step-000001.1")) << "the save of step 1 went beside the user's folder "
-                                                     "and was removed once step 2 was current";
+  EXPECT_FALSE(fs::exists(out / "step-000001.1"))
+      << "the save of step 1 went beside the user's folder "
+         "and was removed once step 2 was current";
 }
 
 TEST_F(RunDirCli, CompleteSavesAreNeverRemovedUnlessTheyAreReplaced) {
@@ -170,10 +176,11 @@ TEST_F(RunDirCli, CompleteSavesAreNeverRemovedUnlessTheyAreReplaced) {
   fs::create_directories(unlinked);
   fs::copy(ckpt_ / "step-000030", unlinked / "step-000030");
   const CliRun beside = glass("train" + data() + " --out " + q(unlinked.string()) +
-                             " --iters 30 --eval-every 30" + tiny());
+                              " --iters 30 --eval-every 30" + tiny());
   ASSERT_EQ(beside.exit_code, 0) << beside.out << beside.err;
   EXPECT_EQ(glass::load_checkpoint((unlinked / "step-000030").string()).run_id,
-            glass::load_checkpoint(ckpt_.string()).run_id) << "the copied save was replaced";
+            glass::load_checkpoint(ckpt_.string()).run_id)
+      << "the copied save was replaced";
   EXPECT_EQ(fs::read_symlink(unlinked / "current").string(), "step-000030.1");
   // Copies of a save that the user keeps inside the run directory survive a resumed run's saves;
   // only the save each new one replaces is removed.
@@ -181,7 +188,7 @@ TEST_F(RunDirCli, CompleteSavesAreNeverRemovedUnlessTheyAreReplaced) {
   fs::copy(ckpt_, run, fs::copy_options::recursive | fs::copy_options::copy_symlinks);
   fs::copy(run / "step-000030", run / "step-000999");
   const CliRun resumed = glass("train" + data() + " --out " + q(run.string()) +
-                              " --resume --iters 34 --eval-every 2" + tiny());
+                               " --resume --iters 34 --eval-every 2" + tiny());
   ASSERT_EQ(resumed.exit_code, 0) << resumed.out << resumed.err;
   EXPECT_TRUE(fs::exists(run / "step-000999" / "model.safetensors"));
   EXPECT_FALSE(fs::exists(run / "step-000030")) << "replaced by the save of step 32";
@@ -191,7 +198,8 @@ TEST_F(RunDirCli, CompleteSavesAreNeverRemovedUnlessTheyAreReplaced) {
   // the first save.
   const fs::path dereferenced = dir_ / "dereferenced";
   fs::copy(ckpt_, dereferenced, fs::copy_options::recursive);
-  ASSERT_TRUE(fs::is_directory(dereferenced / "current") && !fs::is_symlink(dereferenced / "current"));
+  ASSERT_TRUE(fs::is_directory(dereferenced / "current") &&
+              !fs::is_symlink(dereferenced / "current"));
   const CliRun deref = glass("train" + data() + " --out " + q(dereferenced.string()) +
                              " --resume --iters 34" + tiny());
   expect_error(deref, "is not a symbolic link");
@@ -234,7 +242,8 @@ TEST_F(RunDirCli, ACheckpointWrittenBeforeRunIdsResumesAndItsBestWeightsStayRead
 
 TEST_F(RunDirCli, RerunningIntoAnExistingRunIsRefusedUnlessOverwriteOrResume) {
   const fs::path run = dir_ / "rerun";
-  const std::string args = "train" + data() + " --out " + q(run.string()) + " --iters 4 --eval-every 2" + tiny();
+  const std::string args =
+      "train" + data() + " --out " + q(run.string()) + " --iters 4 --eval-every 2" + tiny();
   ASSERT_EQ(glass(args).exit_code, 0);
   const std::string model = read_file(run / "model.safetensors");
   const CliRun again = glass(args);
@@ -254,7 +263,8 @@ TEST_F(RunDirCli, RerunningIntoAnExistingRunIsRefusedUnlessOverwriteOrResume) {
   const fs::path remains = dir_ / "remains";
   fs::create_directories(remains / "step-000000");
   write_file(remains / "step-000000" / "model.safetensors", "half");
-  const CliRun fresh = glass("train" + data() + " --out " + q(remains.string()) + " --iters 2 --eval-every 2" + tiny());
+  const CliRun fresh = glass("train" + data() + " --out " + q(remains.string()) +
+                             " --iters 2 --eval-every 2" + tiny());
   EXPECT_EQ(fresh.exit_code, 0) << fresh.err;
   EXPECT_NE(fresh.out.find("removed 1 incomplete save"), std::string::npos) << fresh.out;
 }
@@ -269,8 +279,9 @@ TEST_F(RunDirCli, AKillOrAFullDiskAtAnyFileOperationOfASaveLosesNothing) {
   const CliRun reference = glass("train --out " + q(ref.string()) + recipe, "GLASS_FAULT_TRACE=1 ");
   ASSERT_EQ(reference.exit_code, 0) << reference.err;
   std::map<long, long> switch_op_to_step;  // file op number of each switch -> the step it completes
-  long first_manifest_op = -1;  // the rename that completes the first save's files, before its switch
-  std::vector<std::string> op_kinds;       // op n - 1 -> its verb and file, step and temp suffix aside
+  long first_manifest_op =
+      -1;  // the rename that completes the first save's files, before its switch
+  std::vector<std::string> op_kinds;  // op n - 1 -> its verb and file, step and temp suffix aside
   long total_ops = 0;
   {
     std::istringstream lines(reference.err);
@@ -282,11 +293,14 @@ TEST_F(RunDirCli, AKillOrAFullDiskAtAnyFileOperationOfASaveLosesNothing) {
       if (!std::regex_match(line, m, op)) continue;
       total_ops = std::max(total_ops, std::stol(m[1]));
       const std::string path = m[3];
-      if (m[2] == "switch" && std::regex_search(path, s, step)) switch_op_to_step[std::stol(m[1])] = std::stol(s[1]);
-      if (m[2] == "rename" && first_manifest_op < 0 && path.find("/manifest.json") != std::string::npos)
+      if (m[2] == "switch" && std::regex_search(path, s, step))
+        switch_op_to_step[std::stol(m[1])] = std::stol(s[1]);
+      if (m[2] == "rename" && first_manifest_op < 0 &&
+          path.find("/manifest.json") != std::string::npos)
         first_manifest_op = std::stol(m[1]);
       op_kinds.resize(static_cast<std::size_t>(total_ops));
-      op_kinds[static_cast<std::size_t>(std::stol(m[1]) - 1)] = m[2].str() + " " + std::regex_replace(path, numbers, "#");
+      op_kinds[static_cast<std::size_t>(std::stol(m[1]) - 1)] =
+          m[2].str() + " " + std::regex_replace(path, numbers, "#");
     }
   }
   ASSERT_EQ(switch_op_to_step.size(), 3u) << reference.err;
@@ -306,17 +320,20 @@ TEST_F(RunDirCli, AKillOrAFullDiskAtAnyFileOperationOfASaveLosesNothing) {
 #else
   bool full_sweep = true;
 #endif
-  if (const char* full = std::getenv("GLASS_TEST_FULL_FAULT_SWEEP")) full_sweep = std::string(full) != "0";
+  if (const char* full = std::getenv("GLASS_TEST_FULL_FAULT_SWEEP"))
+    full_sweep = std::string(full) != "0";
   auto faulted = [&, seen = std::set<std::string>()](long n) mutable {  // n: 1..total_ops
     const bool first = seen.insert(op_kinds[static_cast<std::size_t>(n - 1)]).second;
     bool near_switch = false;
-    for (const auto& entry : switch_op_to_step) near_switch = near_switch || std::abs(entry.first - n) <= 1;
+    for (const auto& entry : switch_op_to_step)
+      near_switch = near_switch || std::abs(entry.first - n) <= 1;
     return full_sweep || first || near_switch;
   };
   std::vector<long> sampled;  // op numbers, ascending
   for (long n = 1; n <= total_ops; ++n)
     if (faulted(n)) sampled.push_back(n);
-  if (!full_sweep) std::cout << "faulting " << sampled.size() << " of " << total_ops << " file operations\n";
+  if (!full_sweep)
+    std::cout << "faulting " << sampled.size() << " of " << total_ops << " file operations\n";
   const auto final_weights = tensors(ref / "model.safetensors");
 
   // After the fault: --resume continues from the last complete save (or, with none, the
@@ -324,7 +341,8 @@ TEST_F(RunDirCli, AKillOrAFullDiskAtAnyFileOperationOfASaveLosesNothing) {
   auto check_recovery = [&](const fs::path& run, long last_complete, const std::string& what) {
     SCOPED_TRACE(what + ", last complete save: step " + std::to_string(last_complete));
     if (last_complete < 0) {
-      expect_error(glass("train --out " + q(run.string()) + recipe + " --resume"), "run without --resume first");
+      expect_error(glass("train --out " + q(run.string()) + recipe + " --resume"),
+                   "run without --resume first");
       const CliRun again = glass("train --out " + q(run.string()) + recipe);
       ASSERT_EQ(again.exit_code, 0) << again.err;
     } else {
@@ -334,7 +352,8 @@ TEST_F(RunDirCli, AKillOrAFullDiskAtAnyFileOperationOfASaveLosesNothing) {
         expect_error(resumed, "already at step 4");
       } else {
         ASSERT_EQ(resumed.exit_code, 0) << resumed.out << resumed.err;
-        EXPECT_NE(resumed.out.find("resuming from step " + std::to_string(last_complete)), std::string::npos)
+        EXPECT_NE(resumed.out.find("resuming from step " + std::to_string(last_complete)),
+                  std::string::npos)
             << resumed.out;
       }
     }
@@ -361,7 +380,8 @@ TEST_F(RunDirCli, AKillOrAFullDiskAtAnyFileOperationOfASaveLosesNothing) {
       SCOPED_TRACE("kill -9 after " + std::to_string(k) + " file ops, before the first switch");
       const CliRun resumed = glass("train --out " + q(run.string()) + recipe + " --resume");
       ASSERT_EQ(resumed.exit_code, 0) << resumed.out << resumed.err;
-      EXPECT_NE(resumed.out.find("resuming from the newest complete save, step-000000"), std::string::npos)
+      EXPECT_NE(resumed.out.find("resuming from the newest complete save, step-000000"),
+                std::string::npos)
           << resumed.out;
       EXPECT_EQ(tensors(run / "model.safetensors"), final_weights);
       if (HasFailure()) return;
@@ -385,7 +405,8 @@ TEST_F(RunDirCli, AKillOrAFullDiskAtAnyFileOperationOfASaveLosesNothing) {
       EXPECT_NE(full.err.find("No space left on device"), std::string::npos) << full.err;
       EXPECT_EQ(full.err.find("Ctrl-C"), std::string::npos) << full.err;
       if (last >= 0 && full.err.find("saving the checkpoint") != std::string::npos) {
-        EXPECT_NE(full.err.find("(step " + std::to_string(last) + ") is kept"), std::string::npos) << full.err;
+        EXPECT_NE(full.err.find("(step " + std::to_string(last) + ") is kept"), std::string::npos)
+            << full.err;
       }
     }
     check_recovery(run, full.exit_code == 0 ? 4 : last, "ENOSPC at file op " + std::to_string(k));
@@ -397,22 +418,26 @@ TEST_F(RunDirCli, AKillOrAFullDiskAtAnyFileOperationOfASaveLosesNothing) {
 
 TEST_F(RunDirCli, ASecondTrainerIsRefusedNamingTheFirstAndSigtermSavesAndExits) {
   const fs::path run = dir_ / "locked";
-  const fs::path out1 = dir_ / "lock-out1.txt", out2 = dir_ / "lock-out2.txt", out3 = dir_ / "lock-out3.txt";
+  const fs::path out1 = dir_ / "lock-out1.txt", out2 = dir_ / "lock-out2.txt",
+                 out3 = dir_ / "lock-out3.txt";
   const std::string glass_bin = GLASS_BINARY_DIR "/glass";
   const std::string train = glass_bin + " train" + data() + " --out " + q(run.string()) + tiny();
-  const std::string script =
-      train + " --iters 100000 --eval-every 100000 >" + q(out1.string()) + " 2>&1 & pid=$!; " +
-      "for i in $(seq 1 600); do [ -e " + q((run / "log.csv").string()) + " ] && break; sleep 0.05; done; " +
-      "sleep 0.2; " + train + " --iters 100000 --resume >" + q(out2.string()) + " 2>&1; echo $? >>" + q(out2.string()) + "; " +
-      train + " --iters 100000 >" + q(out3.string()) + " 2>&1; echo $? >>" + q(out3.string()) + "; " +
-      "echo pid $pid >>" + q(out2.string()) + "; kill -TERM $pid; wait $pid; echo exit $? >>" + q(out1.string());
+  const std::string script = train + " --iters 100000 --eval-every 100000 >" + q(out1.string()) +
+                             " 2>&1 & pid=$!; " + "for i in $(seq 1 600); do [ -e " +
+                             q((run / "log.csv").string()) + " ] && break; sleep 0.05; done; " +
+                             "sleep 0.2; " + train + " --iters 100000 --resume >" +
+                             q(out2.string()) + " 2>&1; echo $? >>" + q(out2.string()) + "; " +
+                             train + " --iters 100000 >" + q(out3.string()) + " 2>&1; echo $? >>" +
+                             q(out3.string()) + "; " + "echo pid $pid >>" + q(out2.string()) +
+                             "; kill -TERM $pid; wait $pid; echo exit $? >>" + q(out1.string());
   ASSERT_EQ(std::system(bash(script).c_str()), 0);
   const std::string first = read_file(out1), second = read_file(out2), third = read_file(out3);
   std::smatch m;
   ASSERT_TRUE(std::regex_search(second, m, std::regex(R"(pid (\d+)\n$)"))) << second;
   const std::string pid = m[1];
   for (const std::string& other : {second, third}) {
-    EXPECT_NE(other.find("another glass train (pid " + pid + ") is using"), std::string::npos) << other;
+    EXPECT_NE(other.find("another glass train (pid " + pid + ") is using"), std::string::npos)
+        << other;
     EXPECT_EQ(other.find("\n0\n"), std::string::npos) << "the second trainer ran: " << other;
   }
   // SIGTERM (timeout, docker stop, SLURM) is handled like Ctrl-C: save, exit 128 + 15.
@@ -434,16 +459,20 @@ TEST_F(RunDirCli, CtrlCDuringAnEvaluationIsHonouredWhenItEnds) {
       std::string(GLASS_BINARY_DIR "/glass train") + data() + " --out " + q(run.string()) +
       " --iters 10 --eval-every 5 --eval-iters 3000 --batch-size 16 --context 16 --sample-tokens 10 --threads 1" +
       model_flags() + " >" + q(out.string()) + " 2>&1 & pid=$!; " +
-      "for i in $(seq 1 600); do grep -q '^recipe:' " + q(out.string()) + " && break; sleep 0.05; done; " +
-      "sleep 0.3; kill -INT $pid; wait $pid; echo exit $? >>" + q(out.string());
+      "for i in $(seq 1 600); do grep -q '^recipe:' " + q(out.string()) +
+      " && break; sleep 0.05; done; " + "sleep 0.3; kill -INT $pid; wait $pid; echo exit $? >>" +
+      q(out.string());
   ASSERT_EQ(std::system(bash(script).c_str()), 0);
   const std::string text = read_file(out);
   EXPECT_NE(text.find("Ctrl-C (SIGINT) arrived during the evaluation at step 0; the evaluation was "
-                      "finished first"), std::string::npos) << text;
+                      "finished first"),
+            std::string::npos)
+      << text;
   EXPECT_NE(text.find("step 0: train loss"), std::string::npos) << text;
   EXPECT_EQ(text.find("---- sample"), std::string::npos) << text;  // no sample after the stop
   EXPECT_NE(text.find("exit 130"), std::string::npos) << text;
-  EXPECT_NE(read_file(run / "log.csv").find("\n0,"), std::string::npos);  // the evaluation was saved
+  EXPECT_NE(read_file(run / "log.csv").find("\n0,"),
+            std::string::npos);  // the evaluation was saved
 }
 
 // ---- writes: links, devices, a full stdout ----------------------------------------------------
@@ -468,12 +497,14 @@ TEST_F(RunDirCli, OutputFilesNeverReplaceLinksOrDevicesAndAFullStdoutFails) {
   expect_error(glass("inspect" + ck + " --html /dev/full"), "No space left on device");
   // stdout on a full disk: an error, not exit 0.
   const fs::path err = dir_ / "full-stdout.txt";
-  for (const std::string& cmd : {"sample --checkpoint " + q(ckpt_.string()) + " --tokens 20",
-                                 "eval --checkpoint " + q(ckpt_.string()) + data(),
-                                 "inspect" + ck}) {
-    const int status = std::system((GLASS_BINARY_DIR "/glass " + cmd + " >/dev/full 2>" + q(err.string())).c_str());
+  for (const std::string& cmd :
+       {"sample --checkpoint " + q(ckpt_.string()) + " --tokens 20",
+        "eval --checkpoint " + q(ckpt_.string()) + data(), "inspect" + ck}) {
+    const int status = std::system(
+        (GLASS_BINARY_DIR "/glass " + cmd + " >/dev/full 2>" + q(err.string())).c_str());
     EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) != 0) << cmd;
-    EXPECT_NE(read_file(err).find("cannot write to standard output"), std::string::npos) << cmd << ": " << read_file(err);
+    EXPECT_NE(read_file(err).find("cannot write to standard output"), std::string::npos)
+        << cmd << ": " << read_file(err);
   }
 }
 
@@ -494,7 +525,8 @@ TEST_F(RunDirCli, EveryCommandRefusesNonFiniteLogits) {
   expect_error(glass("sample" + ck + " --tokens 5"), "not finite");
   expect_error(glass("eval" + ck + data()), "not finite");
   expect_error(glass("inspect" + ck + " --prompt 'Capitu'"), "not finite");
-  const CliRun train = glass("train" + data() + " --out " + q(run.string()) + tiny() + " --resume --iters 40 --eval-every 5");
+  const CliRun train = glass("train" + data() + " --out " + q(run.string()) + tiny() +
+                             " --resume --iters 40 --eval-every 5");
   expect_error(train, "became");
   EXPECT_EQ(train.err.find("-nan"), std::string::npos) << train.err;
 
@@ -503,7 +535,8 @@ TEST_F(RunDirCli, EveryCommandRefusesNonFiniteLogits) {
   const fs::path nan_weights = files_of(nan_run) / "model.safetensors";
   c = glass::load_safetensors(nan_weights.string());
   for (auto& t : c.tensors)
-    if (t.name == "layers.0.attention.wq.weight") std::fill(t.data.begin(), t.data.end(), std::nanf(""));
+    if (t.name == "layers.0.attention.wq.weight")
+      std::fill(t.data.begin(), t.data.end(), std::nanf(""));
   glass::save_safetensors(nan_weights.string(), c.tensors, c.metadata);
   const std::string nk = " --checkpoint " + q(nan_run.string());
   expect_error(glass("sample" + nk + " --tokens 5"), "non-finite value (NaN)");
@@ -526,16 +559,23 @@ TEST_F(RunDirCli, ResumeRefusesACorruptedTrainingState) {
   auto resume_in = [&](const fs::path& run, const std::string& extra = "") {
     return glass("train --out " + q(run.string()) + resume + extra);
   };
-  expect_error(resume_in(with_state("no-adamw", [](json& j) { j.erase("adamw"); })), "missing the \"adamw\" block");
-  expect_error(resume_in(with_state("beta1", [](json& j) { j["adamw"]["beta1"] = 1.5; })), "adamw.beta1 = 1.5 is out of range");
-  expect_error(resume_in(with_state("eps", [](json& j) { j["adamw"]["eps"] = "x"; })), "adamw.eps must be a number");
-  expect_error(resume_in(with_state("beta2", [](json& j) { j["adamw"]["beta2"] = 0.95; })), "beta2 = 0.95");
+  expect_error(resume_in(with_state("no-adamw", [](json& j) { j.erase("adamw"); })),
+               "missing the \"adamw\" block");
+  expect_error(resume_in(with_state("beta1", [](json& j) { j["adamw"]["beta1"] = 1.5; })),
+               "adamw.beta1 = 1.5 is out of range");
+  expect_error(resume_in(with_state("eps", [](json& j) { j["adamw"]["eps"] = "x"; })),
+               "adamw.eps must be a number");
+  expect_error(resume_in(with_state("beta2", [](json& j) { j["adamw"]["beta2"] = 0.95; })),
+               "beta2 = 0.95");
   // A weight decay that differs from the one given now: say which flag restores it.
-  expect_error(resume_in(copy_run_unverified(ckpt_, "wd"), " --weight-decay 0.2"), "pass --weight-decay 0.1");
+  expect_error(resume_in(copy_run_unverified(ckpt_, "wd"), " --weight-decay 0.2"),
+               "pass --weight-decay 0.1");
   expect_error(resume_in(with_state("best", [](json& j) { j["best_val"] = 0.001; })),
                "best_val is 0.001 but the smallest val_loss in the log is");
-  expect_error(resume_in(with_state("best-nan", [](json& j) { j["has_best"] = false; })), "has_best is false");
-  expect_error(resume_in(with_state("log", [](json& j) { j["log"][1][0] = 0; })), "log row 1 has step 0");
+  expect_error(resume_in(with_state("best-nan", [](json& j) { j["has_best"] = false; })),
+               "has_best is false");
+  expect_error(resume_in(with_state("log", [](json& j) { j["log"][1][0] = 0; })),
+               "log row 1 has step 0");
   // The untouched copy resumes: the checks above refuse the edits, not the copy.
   EXPECT_EQ(resume_in(copy_run_unverified(ckpt_, "untouched")).exit_code, 0);
 }
@@ -544,14 +584,19 @@ TEST_F(RunDirCli, MixedRunsReorderedTokenizersAndDuplicateKeysAreRefused) {
   // Two runs with the same recipe reach the same step; files of one in the other's save are
   // caught by the run ids (the steps agree, so nothing else would notice).
   const fs::path other = dir_ / "other-run";
-  ASSERT_EQ(glass("train" + data() + " --out " + q(other.string()) + " --iters 30 --eval-every 15" + tiny()).exit_code, 0);
-  for (const char* file : {"train_state.json", "train_state.safetensors", "model.safetensors", "config.json"}) {
+  ASSERT_EQ(glass("train" + data() + " --out " + q(other.string()) + " --iters 30 --eval-every 15" +
+                  tiny())
+                .exit_code,
+            0);
+  for (const char* file :
+       {"train_state.json", "train_state.safetensors", "model.safetensors", "config.json"}) {
     SCOPED_TRACE(file);
     const fs::path mixed = copy_run_unverified(ckpt_, std::string("mixed-") + file);
     fs::remove(files_of(mixed) / file);  // hard links: replace the entry, not the shared file
     fs::copy_file(files_of(other) / file, files_of(mixed) / file);
-    expect_error(glass("train --out " + q(mixed.string()) + tiny() + data() + " --resume --iters 40"),
-                 "mixes files of two runs");
+    expect_error(
+        glass("train --out " + q(mixed.string()) + tiny() + data() + " --resume --iters 40"),
+        "mixes files of two runs");
   }
   // config.json whose tokenizer lists the same characters in another order.
   const fs::path swapped = copy_run_unverified(ckpt_, "swapped");
@@ -562,8 +607,9 @@ TEST_F(RunDirCli, MixedRunsReorderedTokenizersAndDuplicateKeysAreRefused) {
   write_file(config_path, config.dump(2));
   expect_error(glass("sample --checkpoint " + q(swapped.string()) + " --tokens 5"),
                "the tokenizer does not match the one model.safetensors was trained with: id 1");
-  expect_error(glass("train --out " + q(swapped.string()) + tiny() + data() + " --resume --iters 40"),
-               "the tokenizer does not match");
+  expect_error(
+      glass("train --out " + q(swapped.string()) + tiny() + data() + " --resume --iters 40"),
+      "the tokenizer does not match");
   // Duplicate keys: in config.json, in train_state.json and in a safetensors header.
   const fs::path dup = copy_run_unverified(ckpt_, "dup-keys");
   std::string text = read_file(files_of(ckpt_) / "config.json");
@@ -574,12 +620,14 @@ TEST_F(RunDirCli, MixedRunsReorderedTokenizersAndDuplicateKeysAreRefused) {
   text = read_file(files_of(ckpt_) / "train_state.json");
   text.insert(text.find('{') + 1, "\"step\": 0,");
   write_file(files_of(dup_state) / "train_state.json", text);
-  expect_error(glass("train --out " + q(dup_state.string()) + tiny() + data() + " --resume --iters 40"),
-               "the key \"step\" appears twice");
+  expect_error(
+      glass("train --out " + q(dup_state.string()) + tiny() + data() + " --resume --iters 40"),
+      "the key \"step\" appears twice");
   const fs::path dup_header = copy_run_unverified(ckpt_, "dup-header");
   const std::string bytes = read_file(files_of(ckpt_) / "model.safetensors");
   std::uint64_t n = 0;
-  for (int i = 0; i < 8; ++i) n |= static_cast<std::uint64_t>(static_cast<unsigned char>(bytes[i])) << (8 * i);
+  for (int i = 0; i < 8; ++i)
+    n |= static_cast<std::uint64_t>(static_cast<unsigned char>(bytes[i])) << (8 * i);
   std::string header = bytes.substr(8, n);
   const std::size_t norm = header.find("\"norm.weight\"");
   ASSERT_NE(norm, std::string::npos);
@@ -590,19 +638,25 @@ TEST_F(RunDirCli, MixedRunsReorderedTokenizersAndDuplicateKeysAreRefused) {
   for (int i = 0; i < 8; ++i) patched[i] = static_cast<char>((header.size() >> (8 * i)) & 0xFF);
   fs::remove(files_of(dup_header) / "model.safetensors");
   write_file(files_of(dup_header) / "model.safetensors", patched + header + bytes.substr(8 + n));
-  expect_error(glass("sample --checkpoint " + q(dup_header.string())), "the key \"norm.weight\" appears twice");
+  expect_error(glass("sample --checkpoint " + q(dup_header.string())),
+               "the key \"norm.weight\" appears twice");
 }
 
 // ---- bounds -----------------------------------------------------------------------------------
 
 TEST_F(RunDirCli, CountsAreBoundedWithAClearMessage) {
-  const std::string base = "train" + data() + " --out " + q((dir_ / "never-bounds").string()) + " --iters 5";
-  expect_error(glass(base + " --eval-iters 10001"), "--eval-iters: must be an integer from 1 to 10000 (got '10001')");
-  expect_error(glass(base + " --sample-tokens 100001"), "--sample-tokens: must be an integer from 0 to 100000");
-  expect_error(glass("train" + data() + " --iters 2000000000"), "--iters: must be an integer from 1 to 1000000000");
+  const std::string base =
+      "train" + data() + " --out " + q((dir_ / "never-bounds").string()) + " --iters 5";
+  expect_error(glass(base + " --eval-iters 10001"),
+               "--eval-iters: must be an integer from 1 to 10000 (got '10001')");
+  expect_error(glass(base + " --sample-tokens 100001"),
+               "--sample-tokens: must be an integer from 0 to 100000");
+  expect_error(glass("train" + data() + " --iters 2000000000"),
+               "--iters: must be an integer from 1 to 1000000000");
   expect_error(glass(base + " --eval-every 99999999999"), "--eval-every");
   expect_error(glass(base + " --warmup 1000000001"), "--warmup");
-  expect_error(glass(base + " --batch-size 1000001"), "--batch-size: must be an integer from 1 to 1000000");
+  expect_error(glass(base + " --batch-size 1000001"),
+               "--batch-size: must be an integer from 1 to 1000000");
   expect_error(glass("sample --checkpoint " + q(ckpt_.string()) + " --tokens 1000001"),
                "--tokens: must be an integer from 1 to 1000000");
   EXPECT_FALSE(fs::exists(dir_ / "never-bounds"));
@@ -611,7 +665,8 @@ TEST_F(RunDirCli, CountsAreBoundedWithAClearMessage) {
 TEST_F(RunDirCli, CheckpointSizesAreComparedWithAvailableNotPhysicalMemory) {
   // A config.json whose context_length needs more than the memory available now but less than
   // the machine's physical memory: refused (comparing with physical memory let it through).
-  const double available = glass::available_memory_bytes(), physical = glass::physical_memory_bytes();
+  const double available = glass::available_memory_bytes(),
+               physical = glass::physical_memory_bytes();
   ASSERT_GT(available, 0);
   ASSERT_LE(available, physical);
   if (physical - available < 2e9) GTEST_SKIP() << "less than 2 GB of the memory is in use";
@@ -623,7 +678,8 @@ TEST_F(RunDirCli, CheckpointSizesAreComparedWithAvailableNotPhysicalMemory) {
   const auto context = static_cast<std::size_t>((available + physical) / 2 / per_position);
   config["model"]["context_length"] = context;
   write_file(config_path, config.dump(2));
-  expect_error(glass("sample --checkpoint " + q(run.string())), "more than the memory available now");
+  expect_error(glass("sample --checkpoint " + q(run.string())),
+               "more than the memory available now");
 }
 
 TEST_F(RunDirCli, TheTextTakesAboutItsOwnSizeInMemory) {
@@ -639,10 +695,11 @@ TEST_F(RunDirCli, TheTextTakesAboutItsOwnSizeInMemory) {
   while (big.size() < 40'000'000) big += sample;
   const fs::path big_text = dir_ / "big.txt";
   write_file(big_text, big);
-  const std::string cmd = std::string(GLASS_BINARY_DIR "/glass train --data ") + q(big_text.string()) +
-                          " --out " + q((dir_ / "big-run").string()) +
-                          " --iters 1 --eval-every 1 --batch-size 4 --context 16 --eval-iters 1 --sample-tokens 0" +
-                          model_flags() + " >/dev/null 2>" + q((dir_ / "big-err.txt").string());
+  const std::string cmd =
+      std::string(GLASS_BINARY_DIR "/glass train --data ") + q(big_text.string()) + " --out " +
+      q((dir_ / "big-run").string()) +
+      " --iters 1 --eval-every 1 --batch-size 4 --context 16 --eval-iters 1 --sample-tokens 0" +
+      model_flags() + " >/dev/null 2>" + q((dir_ / "big-err.txt").string());
   const pid_t child = ::fork();
   ASSERT_GE(child, 0);
   if (child == 0) {

@@ -52,7 +52,8 @@ class SaveIntegrityCli : public ::testing::Test {
     text_ = dir_ / "text.txt";
     write_file(text_, glass_test::corpus_start(6000));
     run_ = dir_ / "run";
-    first_run_ = glass("train --out " + q(run_.string()) + " --iters 30 --eval-every 15" + recipe());
+    first_run_ =
+        glass("train --out " + q(run_.string()) + " --iters 30 --eval-every 15" + recipe());
   }
   void SetUp() override { ASSERT_EQ(first_run_.exit_code, 0) << first_run_.out << first_run_.err; }
 
@@ -110,7 +111,8 @@ TEST_F(SaveIntegrityCli, EachSaveCarriesAManifestOfEveryFileWithItsRunIdAndStep)
   EXPECT_EQ(listed, present);
   for (const std::string& name : present) {
     const std::string sum_file = (dir_ / "sum.txt").string();
-    ASSERT_EQ(std::system(("sha256sum " + q((save / name).string()) + " > " + q(sum_file)).c_str()), 0);
+    ASSERT_EQ(std::system(("sha256sum " + q((save / name).string()) + " > " + q(sum_file)).c_str()),
+              0);
     EXPECT_EQ(m["files"][name]["sha256"], read_file(sum_file).substr(0, 64)) << name;
     EXPECT_EQ(m["files"][name]["bytes"], fs::file_size(save / name)) << name;
   }
@@ -153,7 +155,8 @@ TEST_F(SaveIntegrityCli, EveryReaderRefusesAChangedFileNamingIt) {
     changes[i].second(save_of(run));
     for (const std::string& command : readers(run)) {
       SCOPED_TRACE(changes[i].first + " change " + std::to_string(i) + ": glass " + command);
-      expect_error(glass(command), changes[i].first + ": the file was changed after glass train wrote it");
+      expect_error(glass(command),
+                   changes[i].first + ": the file was changed after glass train wrote it");
     }
     expect_error(glass("train --out " + q(run.string()) + recipe() + " --resume --iters 40"),
                  changes[i].first + ": the file was changed after glass train wrote it");
@@ -181,7 +184,9 @@ TEST_F(SaveIntegrityCli, EveryReaderRefusesAChangedFileNamingIt) {
 TEST_F(SaveIntegrityCli, AMissingManifestIsRefusedAndASaveFromBeforeManifestsIsReadWithAWarning) {
   const fs::path run = copy_run("no-manifest");
   fs::remove(save_of(run) / "manifest.json");
-  expect_error(glass(readers(run)[0]), "the save has no manifest.json although its config.json says it was written with one");
+  expect_error(
+      glass(readers(run)[0]),
+      "the save has no manifest.json although its config.json says it was written with one");
   // A save written before saves carried a manifest: its config.json does not mention one.
   json config = json::parse(read_file(save_of(run) / "config.json"));
   config["training"].erase("manifest");
@@ -189,7 +194,9 @@ TEST_F(SaveIntegrityCli, AMissingManifestIsRefusedAndASaveFromBeforeManifestsIsR
   for (const std::string& command : readers(run)) {
     const CliRun r = glass(command);
     EXPECT_EQ(r.exit_code, 0) << command << ": " << r.err;
-    EXPECT_NE(r.err.find("has no manifest.json (a save written before saves carried one"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("has no manifest.json (a save written before saves carried one"),
+              std::string::npos)
+        << r.err;
   }
   // Its weights and config.json must still agree on the step (files of two saves mixed).
   config["training"]["step"] = 29;
@@ -199,9 +206,12 @@ TEST_F(SaveIntegrityCli, AMissingManifestIsRefusedAndASaveFromBeforeManifestsIsR
   // A resumed run writes a manifest at its next save.
   config["training"]["step"] = 30;
   replace(save_of(run) / "config.json", config.dump());
-  const CliRun resumed = glass("train --out " + q(run.string()) + recipe() + " --resume --iters 31 --eval-every 1");
+  const CliRun resumed =
+      glass("train --out " + q(run.string()) + recipe() + " --resume --iters 31 --eval-every 1");
   ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
-  EXPECT_NE(resumed.out.find("has no manifest.json (a save written before saves carried one"), std::string::npos) << resumed.out;
+  EXPECT_NE(resumed.out.find("has no manifest.json (a save written before saves carried one"),
+            std::string::npos)
+      << resumed.out;
   EXPECT_TRUE(fs::is_regular_file(run / "step-000031" / "manifest.json"));
   EXPECT_EQ(glass(readers(run)[0]).err.find("manifest"), std::string::npos);
 }
@@ -215,27 +225,41 @@ TEST_F(SaveIntegrityCli, ReadersNeverLoseTheSaveTheyReadWhileATrainerSavesEveryS
   // GLASS_TEST_READERS sets the number of calls (the issue's probe: 1000).
   long calls = 120;
   if (const char* n = std::getenv("GLASS_TEST_READERS")) calls = std::atol(n);
-  const fs::path run = dir_ / "busy", log = dir_ / "busy-readers.txt", train_out = dir_ / "busy-train.txt";
+  const fs::path run = dir_ / "busy", log = dir_ / "busy-readers.txt",
+                 train_out = dir_ / "busy-train.txt";
   fs::remove_all(run);
   const std::string bin = GLASS_BINARY_DIR "/glass";
   const std::string m = " --checkpoint " + q(run.string());
   // Each reader call prints "ok" or "FAILED <command>: <its stderr>" on one line.
   const std::string reader =
       "i=$1; case $((i % 4)) in "
-      "0) a='sample" + m + " --tokens 20 --prompt Cap';; "
-      "1) a='eval" + m + " --data " + q(text_.string()) + "';; "
-      "2) a='inspect" + m + " --prompt Capitu';; "
-      "3) a='export" + m + " --format gguf --out " + q((dir_ / "busy-").string()) + "'$i'.gguf';; esac; "
-      "if err=$(eval " + q(bin) + " $a 2>&1 >/dev/null); then echo ok; rm -f " + q((dir_ / "busy-").string()) +
+      "0) a='sample" +
+      m +
+      " --tokens 20 --prompt Cap';; "
+      "1) a='eval" +
+      m + " --data " + q(text_.string()) +
+      "';; "
+      "2) a='inspect" +
+      m +
+      " --prompt Capitu';; "
+      "3) a='export" +
+      m + " --format gguf --out " + q((dir_ / "busy-").string()) +
+      "'$i'.gguf';; esac; "
+      "if err=$(eval " +
+      q(bin) + " $a 2>&1 >/dev/null); then echo ok; rm -f " + q((dir_ / "busy-").string()) +
       "$i.gguf; else echo \"FAILED $a: $err\" | tr '\\n' ' '; echo; fi";
   write_file(dir_ / "reader.sh", reader);
   const std::string script =
-      q(bin) + " train --out " + q(run.string()) + " --data " + q(text_.string()) + glass_test::tiny(0) +
-      " --threads 1 --iters 1000000 --eval-every 1 >" +
-      q(train_out.string()) + " 2>&1 & pid=$!; "
+      q(bin) + " train --out " + q(run.string()) + " --data " + q(text_.string()) +
+      glass_test::tiny(0) + " --threads 1 --iters 1000000 --eval-every 1 >" +
+      q(train_out.string()) +
+      " 2>&1 & pid=$!; "
       // Wait for the first complete save (the link appears with it).
-      "for i in $(seq 1 1200); do [ -L " + q((run / "current").string()) + " ] && break; sleep 0.05; done; "
-      "seq 1 " + std::to_string(calls) + " | xargs -P 4 -n 1 bash " + q((dir_ / "reader.sh").string()) + " >" +
+      "for i in $(seq 1 1200); do [ -L " +
+      q((run / "current").string()) +
+      " ] && break; sleep 0.05; done; "
+      "seq 1 " +
+      std::to_string(calls) + " | xargs -P 4 -n 1 bash " + q((dir_ / "reader.sh").string()) + " >" +
       q(log.string()) + "; kill -TERM $pid; wait $pid";
   ASSERT_EQ(std::system(sh(script).c_str()) >> 8, 143) << read_file(train_out);
   const std::string results = read_file(log);
@@ -260,13 +284,18 @@ TEST_F(SaveIntegrityCli, ADeletedRunLockDoesNotLetASecondTrainerIn) {
   const fs::path run = dir_ / "unlocked";
   fs::remove_all(run);
   const fs::path out1 = dir_ / "unlocked-1.txt", out2 = dir_ / "unlocked-2.txt";
-  const std::string train = std::string(GLASS_BINARY_DIR "/glass") + " train --out " + q(run.string()) + recipe();
-  const std::string script =
-      train + " --iters 1000000 --eval-every 1000000 >" + q(out1.string()) + " 2>&1 & pid=$!; "
-      "for i in $(seq 1 1200); do [ -L " + q((run / "current").string()) + " ] && break; sleep 0.05; done; "
-      "rm " + q((run / "run.lock").string()) + "; " +
-      train + " --iters 1000000 --resume >" + q(out2.string()) + " 2>&1; echo exit $? >>" + q(out2.string()) +
-      "; kill -TERM $pid; wait $pid";
+  const std::string train =
+      std::string(GLASS_BINARY_DIR "/glass") + " train --out " + q(run.string()) + recipe();
+  const std::string script = train + " --iters 1000000 --eval-every 1000000 >" + q(out1.string()) +
+                             " 2>&1 & pid=$!; "
+                             "for i in $(seq 1 1200); do [ -L " +
+                             q((run / "current").string()) +
+                             " ] && break; sleep 0.05; done; "
+                             "rm " +
+                             q((run / "run.lock").string()) + "; " + train +
+                             " --iters 1000000 --resume >" + q(out2.string()) +
+                             " 2>&1; echo exit $? >>" + q(out2.string()) +
+                             "; kill -TERM $pid; wait $pid";
   std::system(sh(script).c_str());
   const std::string second = read_file(out2);
   EXPECT_NE(second.find("another glass train (pid unknown) is using"), std::string::npos) << second;
@@ -277,11 +306,13 @@ TEST_F(SaveIntegrityCli, ADeletedRunLockDoesNotLetASecondTrainerIn) {
 TEST_F(SaveIntegrityCli, ResumeFindsTheNewestCompleteSaveWhenCurrentIsMissingAndSaysSo) {
   const fs::path run = copy_run("no-current");
   fs::remove(run / "current");
-  const CliRun r = glass("train --out " + q(run.string()) + recipe() + " --resume --iters 32 --eval-every 1");
+  const CliRun r =
+      glass("train --out " + q(run.string()) + recipe() + " --resume --iters 32 --eval-every 1");
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("current (the link to the last complete save) is missing; resuming from the "
                        "newest complete save, step-000030"),
-            std::string::npos) << r.out;
+            std::string::npos)
+      << r.out;
   EXPECT_NE(r.out.find("resuming from step 30"), std::string::npos) << r.out;
   EXPECT_EQ(fs::read_symlink(run / "current").string(), "step-000032");
 }
@@ -290,16 +321,20 @@ TEST_F(SaveIntegrityCli, AFullDiskWhileAppendingStepsCsvIsNamed) {
   // The file operations of a short run, to find the first append to steps.csv.
   const fs::path run = dir_ / "steps-full";
   fs::remove_all(run);
-  const std::string train = "train --out " + q(run.string()) + recipe() + " --iters 3 --eval-every 3";
+  const std::string train =
+      "train --out " + q(run.string()) + recipe() + " --iters 3 --eval-every 3";
   const CliRun traced = glass(train, "GLASS_FAULT_TRACE=1 ");
   ASSERT_EQ(traced.exit_code, 0) << traced.err;
   std::smatch m;
-  ASSERT_TRUE(std::regex_search(traced.err, m, std::regex(R"(file op (\d+): append \S*steps.csv)"))) << traced.err;
+  ASSERT_TRUE(std::regex_search(traced.err, m, std::regex(R"(file op (\d+): append \S*steps.csv)")))
+      << traced.err;
   fs::remove_all(run);
   const CliRun full = glass(train, "GLASS_FAULT_FAIL_FILE_OP=" + m[1].str() + " ");
   EXPECT_EQ(full.exit_code, 0) << full.err;
-  EXPECT_NE(full.out.find("warning: cannot append to " + run.string() + "/steps.csv (No space left on device)"),
-            std::string::npos) << full.out;
+  EXPECT_NE(full.out.find("warning: cannot append to " + run.string() +
+                          "/steps.csv (No space left on device)"),
+            std::string::npos)
+      << full.out;
 }
 
 TEST_F(SaveIntegrityCli, ACompleteSaveAKillLeftUnusedIsRemovedByTheNextRun) {
@@ -311,14 +346,20 @@ TEST_F(SaveIntegrityCli, ACompleteSaveAKillLeftUnusedIsRemovedByTheNextRun) {
   const CliRun traced = glass(train + " --iters 2", "GLASS_FAULT_TRACE=1 ");
   ASSERT_EQ(traced.exit_code, 0) << traced.err;
   std::smatch m;
-  ASSERT_TRUE(std::regex_search(traced.err, m, std::regex(R"(file op (\d+): remove \S*step-000001)"))) << traced.err;
+  ASSERT_TRUE(
+      std::regex_search(traced.err, m, std::regex(R"(file op (\d+): remove \S*step-000001)")))
+      << traced.err;
   fs::remove_all(run);
-  glass(train + " --iters 2", "GLASS_FAULT_AFTER_FILE_OPS=" + std::to_string(std::stol(m[1]) - 1) + " ");
+  glass(train + " --iters 2",
+        "GLASS_FAULT_AFTER_FILE_OPS=" + std::to_string(std::stol(m[1]) - 1) + " ");
   ASSERT_EQ(fs::read_symlink(run / "current").string(), "step-000002");
   ASSERT_TRUE(fs::exists(run / "step-000001" / "manifest.json"));
   const CliRun resumed = glass(train + " --iters 3 --resume");
   ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
-  EXPECT_NE(resumed.out.find("note: removed 1 complete save(s) of this run that were no longer current"), std::string::npos) << resumed.out;
+  EXPECT_NE(
+      resumed.out.find("note: removed 1 complete save(s) of this run that were no longer current"),
+      std::string::npos)
+      << resumed.out;
   EXPECT_FALSE(fs::exists(run / "step-000001"));
   EXPECT_FALSE(fs::exists(run / "step-000002")) << "replaced by the save of step 3";
   EXPECT_EQ(fs::read_symlink(run / "current").string(), "step-000003");

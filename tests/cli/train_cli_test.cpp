@@ -33,17 +33,15 @@ using glass_test::write_file;
 class TrainCli : public ::testing::Test {
  protected:
   static fs::path dir_;
-  static fs::path text_;      // 6000 characters of Dom Casmurro
-  static fs::path ckpt_;      // trained once for the whole suite
+  static fs::path text_;  // 6000 characters of Dom Casmurro
+  static fs::path ckpt_;  // trained once for the whole suite
   static CliRun first_run_;
 
   /// The tiny model every test trains: seconds, not minutes.
   static std::string tiny() { return glass_test::tiny(); }
 
   /// Runs `glass <args>` with stdin closed, capturing stdout and stderr.
-  static CliRun glass(const std::string& args) {
-    return glass_test::run_glass(args, dir_);
-  }
+  static CliRun glass(const std::string& args) { return glass_test::run_glass(args, dir_); }
 
   static void SetUpTestSuite() {
     dir_ = fs::temp_directory_path() / ("glass-train-cli-" + std::to_string(::getpid()));
@@ -74,10 +72,11 @@ CliRun TrainCli::first_run_;
 
 TEST_F(TrainCli, TrainWritesTheCheckpointAndSaysHowToSample) {
   ASSERT_EQ(first_run_.exit_code, 0) << first_run_.out << first_run_.err;
-  for (const char* f : {"model.safetensors", "best.safetensors", "config.json", "log.csv", "loss.html",
-                        "train_state.json", "train_state.safetensors"})
+  for (const char* f : {"model.safetensors", "best.safetensors", "config.json", "log.csv",
+                        "loss.html", "train_state.json", "train_state.safetensors"})
     EXPECT_TRUE(fs::exists(ckpt_ / f)) << f;
-  EXPECT_NE(first_run_.out.find("sample --checkpoint " + ckpt_.string()), std::string::npos) << first_run_.out;
+  EXPECT_NE(first_run_.out.find("sample --checkpoint " + ckpt_.string()), std::string::npos)
+      << first_run_.out;
   EXPECT_NE(first_run_.out.find("---- sample"), std::string::npos);
   // Not a terminal: plain progress lines, no carriage returns.
   EXPECT_EQ(first_run_.out.find('\r'), std::string::npos);
@@ -91,7 +90,8 @@ TEST_F(TrainCli, TrainWritesTheCheckpointAndSaysHowToSample) {
 }
 
 TEST_F(TrainCli, SampleCachedAndUncachedAgreeAtTemperatureZeroAndSeedsReproduce) {
-  const std::string base = "sample --checkpoint " + q(ckpt_.string()) + " --prompt 'Capitu ' --tokens 40";
+  const std::string base =
+      "sample --checkpoint " + q(ckpt_.string()) + " --prompt 'Capitu ' --tokens 40";
   // 7 + 40 characters run past the training context (16): the exact window mode recomputes the
   // window as --no-kv-cache does; the rolling one (the default) keeps its cache and is
   // reproducible; both flags at once are refused.
@@ -106,7 +106,8 @@ TEST_F(TrainCli, SampleCachedAndUncachedAgreeAtTemperatureZeroAndSeedsReproduce)
   EXPECT_EQ(rolling.out, glass(base + " --temperature 0 --window-mode rolling").out);
   // Within the window (the prompt's 7 characters and the next 10, predicted from at most 16)
   // both modes compute the same thing.
-  const std::u32string rolled = glass::utf8_to_u32(rolling.out), exact = glass::utf8_to_u32(cached.out);
+  const std::u32string rolled = glass::utf8_to_u32(rolling.out),
+                       exact = glass::utf8_to_u32(cached.out);
   ASSERT_GE(exact.size(), 17u);
   EXPECT_EQ(rolled.substr(0, 17), exact.substr(0, 17));
   EXPECT_NE(glass(base + " --no-kv-cache --window-mode exact").exit_code, 0);
@@ -115,8 +116,9 @@ TEST_F(TrainCli, SampleCachedAndUncachedAgreeAtTemperatureZeroAndSeedsReproduce)
   ASSERT_EQ(a.exit_code, 0) << a.err;
   EXPECT_EQ(a.out, b.out);
   // A prompt longer than the training context (16) is cropped, with a note.
-  const CliRun long_prompt = glass("sample --checkpoint " + q(ckpt_.string()) +
-                                " --prompt 'a a a a a a a a a a a a a a a a a a a a' --tokens 5");
+  const CliRun long_prompt =
+      glass("sample --checkpoint " + q(ckpt_.string()) +
+            " --prompt 'a a a a a a a a a a a a a a a a a a a a' --tokens 5");
   EXPECT_EQ(long_prompt.exit_code, 0) << long_prompt.err;
   EXPECT_NE(long_prompt.err.find("last 16"), std::string::npos) << long_prompt.err;
 }
@@ -136,9 +138,16 @@ TEST_F(TrainCli, ResumeThroughTheBinaryMatchesOneRun) {
   // Two threads each (the data-parallel step; the bits depend on the thread count, not on the
   // machine's cores).
   const std::string threads = " --threads 2";
-  ASSERT_EQ(glass("train --out " + q(one.string()) + " --iters 40 --decay-iters 40" + threads + data).exit_code, 0);
-  ASSERT_EQ(glass("train --out " + q(two.string()) + " --iters 20 --decay-iters 40" + threads + data).exit_code, 0);
-  const CliRun resumed = glass("train --out " + q(two.string()) + " --iters 40 --decay-iters 40 --resume" + threads + data);
+  ASSERT_EQ(
+      glass("train --out " + q(one.string()) + " --iters 40 --decay-iters 40" + threads + data)
+          .exit_code,
+      0);
+  ASSERT_EQ(
+      glass("train --out " + q(two.string()) + " --iters 20 --decay-iters 40" + threads + data)
+          .exit_code,
+      0);
+  const CliRun resumed = glass("train --out " + q(two.string()) +
+                               " --iters 40 --decay-iters 40 --resume" + threads + data);
   ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
   auto losses = [](const std::string& csv) {  // columns step,lr,train_loss,val_loss
     std::istringstream in(csv);
@@ -171,8 +180,9 @@ TEST_F(TrainCli, CtrlCSavesACheckpointAndExitsWith130) {
   // by then), send SIGINT, and report the exit code.
   const std::string script =
       std::string(GLASS_BINARY_DIR "/glass train --data ") + q(text_.string()) + " --out " +
-      q(out.string()) + " --iters 100000 --eval-every 100000" + tiny() + " >/dev/null 2>&1 & pid=$!; " +
-      "for i in $(seq 1 600); do [ -f " + q((out / "log.csv").string()) + " ] && break; sleep 0.05; done; " +
+      q(out.string()) + " --iters 100000 --eval-every 100000" + tiny() +
+      " >/dev/null 2>&1 & pid=$!; " + "for i in $(seq 1 600); do [ -f " +
+      q((out / "log.csv").string()) + " ] && break; sleep 0.05; done; " +
       "sleep 0.2; kill -INT $pid; wait $pid; echo $? > " + q((dir_ / "code.txt").string());
   ASSERT_EQ(std::system(("bash -c " + q(script)).c_str()), 0);
   EXPECT_EQ(read_file(dir_ / "code.txt"), "130\n");
@@ -187,8 +197,8 @@ TEST_F(TrainCli, WithoutDataItUsesGlassDataAndWritesToRunsCorpusName) {
   const fs::path cwd = dir_ / "cwd";
   fs::create_directories(cwd);
   const std::string cmd = "cd " + q(cwd.string()) + " && GLASS_DATA=" + q(text_.string()) + " " +
-                          GLASS_BINARY_DIR "/glass train --iters 2 --eval-every 1" + tiny() +
-                          " >" + q((dir_ / "default_out.txt").string()) + " 2>&1";
+                          GLASS_BINARY_DIR "/glass train --iters 2 --eval-every 1" + tiny() + " >" +
+                          q((dir_ / "default_out.txt").string()) + " 2>&1";
   ASSERT_EQ(std::system(cmd.c_str()), 0) << read_file(dir_ / "default_out.txt");
   EXPECT_TRUE(fs::exists(cwd / "runs" / "text" / "model.safetensors"));
   const std::string out = read_file(dir_ / "default_out.txt");
@@ -222,17 +232,24 @@ TEST_F(TrainCli, BadTrainInputsFailClearlyAndWriteNothing) {
   expect_error(glass("train --data " + q((dir_ / "empty.txt").string()) + to), "empty");
   expect_error(glass("train --data " + q((dir_ / "binary.txt").string()) + to), "binary");
   expect_error(glass("train --data " + q((dir_ / "invalid.txt").string()) + to), "byte offset 2");
-  expect_error(glass("train --data " + q((dir_ / "short.txt").string()) + to), "must hold at least");
+  expect_error(glass("train --data " + q((dir_ / "short.txt").string()) + to),
+               "must hold at least");
   const std::string data = " --data " + q(text_.string());
-  expect_error(glass("train" + data + to + " --iters 0"), "--iters: must be an integer from 1 to 1000000000 (got '0')");
-  expect_error(glass("train" + data + to + " --batch-size -2"), "--batch-size: must be an integer from 1 to 1000000 (got '-2')");
-  expect_error(glass("train" + data + to + " --context 0"), "--context: must be a positive integer");
-  expect_error(glass("train" + data + to + " --lr abc"), "--lr: must be a positive number (got 'abc')");
+  expect_error(glass("train" + data + to + " --iters 0"),
+               "--iters: must be an integer from 1 to 1000000000 (got '0')");
+  expect_error(glass("train" + data + to + " --batch-size -2"),
+               "--batch-size: must be an integer from 1 to 1000000 (got '-2')");
+  expect_error(glass("train" + data + to + " --context 0"),
+               "--context: must be a positive integer");
+  expect_error(glass("train" + data + to + " --lr abc"),
+               "--lr: must be a positive number (got 'abc')");
   expect_error(glass("train" + data + to + " --lr 0"), "--lr: must be a positive number");
-  expect_error(glass("train" + data + to + " --iters 1.5"), "--iters: must be an integer from 1 to 1000000000 (got '1.5')");
+  expect_error(glass("train" + data + to + " --iters 1.5"),
+               "--iters: must be an integer from 1 to 1000000000 (got '1.5')");
   expect_error(glass("train" + data + to + " --bogus 3"), "--bogus");
   const std::string plain = " --out " + q(out.string()) + " --iters 5";  // default model
-  expect_error(glass("train" + data + plain + " --context 300"), "longer than the model's context length");
+  expect_error(glass("train" + data + plain + " --context 300"),
+               "longer than the model's context length");
   expect_error(glass("train" + data + plain + " --n-heads 3"), "n_heads");
   expect_error(glass("train" + data + tiny() + " --out " + q((dir_ / "a_file" / "sub").string())),
                "a_file");
@@ -247,7 +264,8 @@ TEST_F(TrainCli, FailedRunsLeaveAGoodCheckpointIntact) {
   const std::string state_before = read_file(copy / "train_state.json");
   const std::string data = " --data " + q(text_.string()) + " --out " + q(copy.string()) + tiny();
   // --resume continues the recorded recipe: another --lr is refused, naming both values.
-  const CliRun other_lr = glass("train" + data + " --resume --iters 200 --lr 1e9 --eval-every 1000");
+  const CliRun other_lr =
+      glass("train" + data + " --resume --iters 200 --lr 1e9 --eval-every 1000");
   expect_error(other_lr, "--lr 1e+09 (the run was trained with --lr 0.001)");
   // Diverging: a huge learning rate makes the loss NaN within a few steps; training stops. (A
   // checkpoint without a recorded recipe, as written by older versions, takes the flags.)
@@ -255,7 +273,8 @@ TEST_F(TrainCli, FailedRunsLeaveAGoodCheckpointIntact) {
   state.erase("recipe");
   write_file(copy / "train_state.json", state.dump(1) + "\n");  // fs::copy made a flat checkpoint
   const std::string old_state = read_file(copy / "train_state.json");
-  const CliRun diverged = glass("train" + data + " --resume --iters 200 --lr 1e9 --eval-every 1000");
+  const CliRun diverged =
+      glass("train" + data + " --resume --iters 200 --lr 1e9 --eval-every 1000");
   expect_error(diverged, "NaN");
   EXPECT_NE(diverged.err.find("last good checkpoint"), std::string::npos);
   EXPECT_EQ(read_file(copy / "train_state.json"), old_state);
@@ -288,7 +307,9 @@ TEST_F(TrainCli, ResumeRefusesACheckpointWhoseFilesDisagreeOnTheStepOrTheRun) {
   // checkpoint (the layout of earlier versions) is read the same way.
   const fs::path later = dir_ / "twenty";
   const std::string tiny_data = " --data " + q(text_.string()) + tiny();
-  ASSERT_EQ(glass("train --out " + q(later.string()) + " --iters 20 --eval-every 10" + tiny_data).exit_code, 0);
+  ASSERT_EQ(glass("train --out " + q(later.string()) + " --iters 20 --eval-every 10" + tiny_data)
+                .exit_code,
+            0);
   for (const char* file : {"model.safetensors", "config.json"}) {
     SCOPED_TRACE(file);
     const fs::path mixed = dir_ / (std::string("mixed-") + file);
@@ -305,10 +326,12 @@ TEST_F(TrainCli, ResumeRefusesACheckpointWhoseFilesDisagreeOnTheStepOrTheRun) {
   // training state's.
   const fs::path steps = dir_ / "mixed-steps";
   fs::copy(ckpt_, steps);
-  glass::SafetensorsContents weights = glass::load_safetensors((steps / "model.safetensors").string());
+  glass::SafetensorsContents weights =
+      glass::load_safetensors((steps / "model.safetensors").string());
   weights.metadata["step"] = "15";
   fs::remove(steps / "model.safetensors");
-  glass::save_safetensors((steps / "model.safetensors").string(), weights.tensors, weights.metadata);
+  glass::save_safetensors((steps / "model.safetensors").string(), weights.tensors,
+                          weights.metadata);
   const CliRun r = glass("train --out " + q(steps.string()) + " --iters 40 --resume" + tiny_data);
   // config.json is checked against the weights before the training state is read.
   expect_error(r, "files of two saves mixed");
@@ -327,9 +350,11 @@ TEST_F(TrainCli, BadSampleAndEvalInputsFailClearly) {
   expect_error(glass("sample" + ck + " --top-p 0"), "--top-p: must be a number in (0, 1]");
   expect_error(glass("sample" + ck + " --top-p 1.5"), "--top-p");
   expect_error(glass("sample" + ck + " --temperature -0.5"), "--temperature");
-  expect_error(glass("sample" + ck + " --tokens 0"), "--tokens: must be an integer from 1 to 1000000 (got '0')");
+  expect_error(glass("sample" + ck + " --tokens 0"),
+               "--tokens: must be an integer from 1 to 1000000 (got '0')");
   expect_error(glass("sample" + ck + " --tokens many"), "--tokens");
-  const CliRun unknown_ok = glass("sample" + ck + " --prompt 'Capitu \xc5\xbe' --allow-unknown --tokens 5");
+  const CliRun unknown_ok =
+      glass("sample" + ck + " --prompt 'Capitu \xc5\xbe' --allow-unknown --tokens 5");
   EXPECT_EQ(unknown_ok.exit_code, 0) << unknown_ok.err;
   EXPECT_NE(unknown_ok.err.find("warning"), std::string::npos);
 
@@ -352,5 +377,6 @@ TEST_F(TrainCli, BadSampleAndEvalInputsFailClearly) {
   expect_error(glass("sample --checkpoint " + q(bad.string())), "shape");
 
   expect_error(glass("eval" + ck), "--data is required");
-  expect_error(glass("eval" + ck + " --data " + q((dir_ / "missing.txt").string())), "does not exist");
+  expect_error(glass("eval" + ck + " --data " + q((dir_ / "missing.txt").string())),
+               "does not exist");
 }

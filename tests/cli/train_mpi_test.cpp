@@ -69,7 +69,8 @@ class TrainMpi : public ::testing::Test {
     return " --data " + q(text_.string()) + " --batch-size " + std::to_string(batch_size) +
            " --context 16 --d-model 32 --n-layers 1 --n-heads 2 --n-kv-heads 1 --ffn-hidden 32"
            " --eval-iters 2 --sample-tokens 10 --warmup 5 --decay-iters 80 --threads 1"
-           " --eval-every " + std::to_string(eval_every);
+           " --eval-every " +
+           std::to_string(eval_every);
   }
   static GlassRun glass(const std::string& args, int processes = 1) {
     return glass_test::run_glass(args, dir_, processes > 1 ? mpirun(processes) : "");
@@ -92,14 +93,17 @@ class TrainMpi : public ::testing::Test {
     static std::map<std::string, GlassRun> runs;
     auto it = runs.find(name);
     if (it == runs.end())
-      it = runs.emplace(name, glass("train --out " + q((dir_ / name).string()) + " --iters 80" + tiny(),
-                                    processes)).first;
+      it = runs.emplace(name,
+                        glass("train --out " + q((dir_ / name).string()) + " --iters 80" + tiny(),
+                              processes))
+               .first;
     return it->second;
   }
 
   /// Losses of the two runs' log.csv equal within `tol`; weights within `weight_tol`.
   static void expect_same_run(const fs::path& a, const fs::path& b, double tol, double weight_tol) {
-    const auto rows_a = loss_rows(read_file(a / "log.csv")), rows_b = loss_rows(read_file(b / "log.csv"));
+    const auto rows_a = loss_rows(read_file(a / "log.csv")),
+               rows_b = loss_rows(read_file(b / "log.csv"));
     ASSERT_EQ(rows_a.size(), 3u);  // steps 0, 40, 80
     ASSERT_EQ(rows_a.size(), rows_b.size());
     for (std::size_t i = 0; i < rows_a.size(); ++i) {
@@ -115,7 +119,8 @@ class TrainMpi : public ::testing::Test {
       ASSERT_EQ(wa.tensors[i].data.size(), wb.tensors[i].data.size());
       double max_diff = 0;
       for (std::size_t j = 0; j < wa.tensors[i].data.size(); ++j)
-        max_diff = std::max(max_diff, static_cast<double>(std::abs(wa.tensors[i].data[j] - wb.tensors[i].data[j])));
+        max_diff = std::max(
+            max_diff, static_cast<double>(std::abs(wa.tensors[i].data[j] - wb.tensors[i].data[j])));
       EXPECT_LE(max_diff, weight_tol) << wa.tensors[i].name;
     }
   }
@@ -140,7 +145,8 @@ TEST_F(TrainMpi, TwoProcessesLearnWhatOneLearnsWithTheSameGlobalBatch) {
     return n;
   };
   EXPECT_EQ(count(two.out, "model: d_model 32"), 1u) << two.out;
-  EXPECT_EQ(count(two.out, "data parallel: 2 processes, 2 windows of each batch per process"), 1u) << two.out;
+  EXPECT_EQ(count(two.out, "data parallel: 2 processes, 2 windows of each batch per process"), 1u)
+      << two.out;
   EXPECT_EQ(count(two.out, "---- sample"), 3u) << two.out;
   EXPECT_EQ(count(two.out, "checkpoint: "), 1u) << two.out;
   EXPECT_EQ(one.out.find("data parallel"), std::string::npos);
@@ -153,7 +159,8 @@ TEST_F(TrainMpi, TwoProcessesLearnWhatOneLearnsWithTheSameGlobalBatch) {
 
 TEST_F(TrainMpi, OneProcessUnderMpirunPrintsPlainLinesToo) {
   const fs::path out = dir_ / "mpirun-one";
-  const GlassRun r = glass_test::run_glass("train --out " + q(out.string()) + " --iters 10" + tiny(4, 5), dir_, mpirun(1));
+  const GlassRun r = glass_test::run_glass(
+      "train --out " + q(out.string()) + " --iters 10" + tiny(4, 5), dir_, mpirun(1));
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_EQ(r.out.find('\r'), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find('\x1b'), std::string::npos) << r.out;
@@ -174,11 +181,13 @@ TEST_F(TrainMpi, ABatchThatDoesNotSplitEvenlyIsRefused) {
 TEST_F(TrainMpi, ResumeWorksAcrossProcessCounts) {
   ASSERT_EQ(trained("one", 1).exit_code, 0);
   // 40 steps with one process, the rest with two; and the other way round.
-  for (const auto& [name, first, second] : {std::tuple{"one-then-two", 1, 2}, {"two-then-one", 2, 1}}) {
+  for (const auto& [name, first, second] :
+       {std::tuple{"one-then-two", 1, 2}, {"two-then-one", 2, 1}}) {
     const fs::path out = dir_ / name;
     const GlassRun a = glass("train --out " + q(out.string()) + " --iters 40" + tiny(), first);
     ASSERT_EQ(a.exit_code, 0) << a.err;
-    const GlassRun b = glass("train --out " + q(out.string()) + " --iters 80 --resume" + tiny(), second);
+    const GlassRun b =
+        glass("train --out " + q(out.string()) + " --iters 80 --resume" + tiny(), second);
     ASSERT_EQ(b.exit_code, 0) << b.err;
     EXPECT_NE(b.out.find("resuming from step 40"), std::string::npos) << b.out;
     // tiny() repeats the model's flags, which --resume ignores: rank 0 says so, once.
@@ -203,7 +212,8 @@ TEST_F(TrainMpi, AKilledProcessEndsTheJobAndTheCheckpointSurvives) {
   ASSERT_EQ(std::system(script.c_str()), 0);
   // Wait (at most a minute) for the first checkpoint, then for rank 1 to show up.
   auto wait_for = [](const auto& done) {
-    for (int i = 0; i < 1200 && !done(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    for (int i = 0; i < 1200 && !done(); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
     return done();
   };
   // Whatever happens below (a failed assertion included), the background job does not outlive
@@ -236,23 +246,27 @@ TEST_F(TrainMpi, AKilledProcessEndsTheJobAndTheCheckpointSurvives) {
     fields >> state >> ppid;
     if (ppid != mpirun_pid) continue;
     std::string env = read_file(entry.path() / "environ");
-    for (char& c : env) if (c == '\0') c = '\n';
+    for (char& c : env)
+      if (c == '\0') c = '\n';
     if (("\n" + env).find("\nOMPI_COMM_WORLD_RANK=1\n") != std::string::npos)
       rank1 = std::stoi(entry.path().filename().string());
   }
   ASSERT_GT(rank1, 0) << "rank 1 of mpirun " << mpirun_pid << " not found";
   ASSERT_EQ(::kill(rank1, SIGKILL), 0);
   // The whole job ends: no hang (a minute is far more than mpirun needs; then it is killed).
-  const bool ended = wait_for([&] { return fs::exists(status_file) && !read_file(status_file).empty(); });
+  const bool ended =
+      wait_for([&] { return fs::exists(status_file) && !read_file(status_file).empty(); });
   if (!ended) ::kill(mpirun_pid, SIGKILL);
   ASSERT_TRUE(ended) << "mpirun did not end after rank 1 was killed";
   EXPECT_NE(std::stoi(read_file(status_file)), 0);
   const std::string err = read_file(dir_ / "killed.err");
   EXPECT_NE(err.find("exited on signal 9"), std::string::npos) << err;
   // The last checkpoint is whole: one process continues it.
-  const long saved = nlohmann::json::parse(read_file(out / "train_state.json")).at("step").get<long>();
+  const long saved =
+      nlohmann::json::parse(read_file(out / "train_state.json")).at("step").get<long>();
   const GlassRun resumed = glass("train --out " + q(out.string()) + " --resume --iters " +
                                  std::to_string(saved + 10) + tiny(4, 10));
   EXPECT_EQ(resumed.exit_code, 0) << resumed.err;
-  EXPECT_NE(resumed.out.find("resuming from step " + std::to_string(saved)), std::string::npos) << resumed.out;
+  EXPECT_NE(resumed.out.find("resuming from step " + std::to_string(saved)), std::string::npos)
+      << resumed.out;
 }

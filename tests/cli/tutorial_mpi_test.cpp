@@ -24,7 +24,8 @@ std::string chapter_output(int* exit_code) {
   std::string program;
   for (const auto& entry : std::filesystem::directory_iterator(GLASS_SOURCE_DIR "/tutorials")) {
     const std::string stem = entry.path().stem().string();
-    if (entry.path().extension() == ".cpp" && stem.size() > 3 && stem.substr(2) == "_dados_paralelos")
+    if (entry.path().extension() == ".cpp" && stem.size() > 3 &&
+        stem.substr(2) == "_dados_paralelos")
       program = std::string(GLASS_BINARY_DIR) + "/tutorials/" + stem;
   }
   std::string out;
@@ -59,11 +60,12 @@ std::vector<double> numbers_on(const std::string& out, const std::string& label)
   return {};
 }
 
-void expect_numbers(const std::string& out, const std::string& label, const std::vector<double>& want,
-                    double tolerance = 2e-6) {
+void expect_numbers(const std::string& out, const std::string& label,
+                    const std::vector<double>& want, double tolerance = 2e-6) {
   const std::vector<double> got = numbers_on(out, label);
   ASSERT_EQ(got.size(), want.size()) << label;
-  for (std::size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[i], want[i], tolerance) << label << " [" << i << "]";
+  for (std::size_t i = 0; i < want.size(); ++i)
+    EXPECT_NEAR(got[i], want[i], tolerance) << label << " [" << i << "]";
 }
 
 }  // namespace
@@ -78,9 +80,12 @@ TEST(TutorialDataParallel, TheMeanOfTheHalfBatchGradientsIsTheBatchGradient) {
   expect_numbers(out, "perda do lote", {1.452031});
   expect_numbers(out, "perdas das metades", {1.702205, 1.201856});
   expect_numbers(out, "média das perdas", {1.452031});
-  const std::vector<std::vector<double>> whole = {{0.067678, -0.404511}, {0.083193, -0.136241}, {-0.150871, 0.540751}};
-  const std::vector<std::vector<double>> half0 = {{-0.256400, -1.073624}, {0.258020, 0.237544}, {-0.001620, 0.836080}};
-  const std::vector<std::vector<double>> half1 = {{0.391757, 0.264603}, {-0.091634, -0.510026}, {-0.300122, 0.245423}};
+  const std::vector<std::vector<double>> whole = {
+      {0.067678, -0.404511}, {0.083193, -0.136241}, {-0.150871, 0.540751}};
+  const std::vector<std::vector<double>> half0 = {
+      {-0.256400, -1.073624}, {0.258020, 0.237544}, {-0.001620, 0.836080}};
+  const std::vector<std::vector<double>> half1 = {
+      {0.391757, 0.264603}, {-0.091634, -0.510026}, {-0.300122, 0.245423}};
   for (int i = 0; i < 3; ++i) {
     const std::string row = "[" + std::to_string(i) + "]";
     expect_numbers(out, "dW do lote" + row, whole[i]);

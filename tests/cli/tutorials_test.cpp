@@ -102,7 +102,8 @@ bool is_numbered_source(const std::filesystem::path& p) {
 // The stems of the NN_topic.cpp files in `folder` (under tutorials/), sorted.
 std::vector<std::string> numbered_names(const std::string& folder) {
   std::vector<std::string> names;
-  for (const auto& entry : std::filesystem::directory_iterator(GLASS_SOURCE_DIR "/tutorials" + folder)) {
+  for (const auto& entry :
+       std::filesystem::directory_iterator(GLASS_SOURCE_DIR "/tutorials" + folder)) {
     if (is_numbered_source(entry.path())) names.push_back(entry.path().stem().string());
   }
   std::sort(names.begin(), names.end());
@@ -207,7 +208,8 @@ void expect_same_output(const std::string& name, const std::string& got, const s
     ++line_number;
     if (!more_a || !more_b) {
       EXPECT_EQ(more_a, more_b) << name << ": the output and tutorials/saidas/" << name
-                                << ".txt have different numbers of lines (at line " << line_number << ")";
+                                << ".txt have different numbers of lines (at line " << line_number
+                                << ")";
       return;
     }
     trained = trained || starts_trained_part(lb);
@@ -224,7 +226,8 @@ void expect_same_output(const std::string& name, const std::string& got, const s
       }
       char *ea = nullptr, *eb = nullptr;
       const double va = std::strtod(ta.c_str(), &ea), vb = std::strtod(tb.c_str(), &eb);
-      const bool numbers = ea != ta.c_str() && eb != tb.c_str() && std::string(ea) == std::string(eb);
+      const bool numbers =
+          ea != ta.c_str() && eb != tb.c_str() && std::string(ea) == std::string(eb);
       if (ta == tb) {
         if (!numbers) label = tb;
         continue;
@@ -234,12 +237,16 @@ void expect_same_output(const std::string& name, const std::string& got, const s
         break;
       }
       const std::string printed = tb.substr(0, tb.size() - std::strlen(eb));
-      const double tolerance = last_digit_unit(printed) * (1 + 1e-9) + (trained ? trained_drift(label) : 0);
+      const double tolerance =
+          last_digit_unit(printed) * (1 + 1e-9) + (trained ? trained_drift(label) : 0);
       same = std::fabs(va - vb) <= tolerance || (std::fabs(va) < 1e-4 && std::fabs(vb) < 1e-4);
-      if (!same) why = " (|difference| " + std::to_string(std::fabs(va - vb)) + " > tolerance " + std::to_string(tolerance) + ")";
+      if (!same)
+        why = " (|difference| " + std::to_string(std::fabs(va - vb)) + " > tolerance " +
+              std::to_string(tolerance) + ")";
     }
     EXPECT_TRUE(same) << name << " line " << line_number << " differs from tutorials/saidas/"
-                      << name << ".txt" << why << " (regenerate with the target tutorial_outputs if the "
+                      << name << ".txt" << why
+                      << " (regenerate with the target tutorial_outputs if the "
                       << "change is intended):\n  got:   " << la << "\n  saved: " << lb;
   }
 }
@@ -365,7 +372,8 @@ TEST_F(Tutorials, ChaptersAreNumberedWithoutGaps) {
 TEST_F(Tutorials, EveryChapterHasASavedOutput) {
   // Each chapter's output is compared with its file by the chapter's own tests (output_of).
   for (const std::string& name : tutorial_names()) {
-    EXPECT_TRUE(std::filesystem::is_regular_file(GLASS_SOURCE_DIR "/tutorials/saidas/" + name + ".txt"))
+    EXPECT_TRUE(
+        std::filesystem::is_regular_file(GLASS_SOURCE_DIR "/tutorials/saidas/" + name + ".txt"))
         << "missing tutorials/saidas/" << name << ".txt (build the target tutorial_outputs)";
   }
 }
@@ -421,7 +429,7 @@ TEST_F(Tutorials, Ch04ChainRuleAndAccumulation) {
   const std::string& out = output_of(4);
   expect_numbers(out, "grad x pela fita", {1.761594});  // 2 e^2 / (e^2 + 1)
   expect_numbers(out, "o fator dL/dv · dv/du = e²/(e²+1)", {0.880797});
-  expect_numbers(out, "grad z", {7});                   // 2z + 3 at z = 2
+  expect_numbers(out, "grad z", {7});  // 2z + 3 at z = 2
   expect_numbers(out, "grad z sem zerar", {14});
   expect_numbers(out, "grad z depois de zero_grad", {7});
 }
@@ -498,8 +506,9 @@ TEST_F(Tutorials, Ch10Utf8CharacterTokens) {
   EXPECT_TRUE(contains(out, "bytes: 13   caracteres: 12"));
   EXPECT_TRUE(contains(out, "bytes de 'á': 0xC3 0xA1"));
   EXPECT_EQ(number_on(out, "tamanho do vocabulário"), 13);
-  EXPECT_EQ(number_on(out, "desconhecidos"), 1);             // '?' in "Capitu?"
-  EXPECT_EQ(number_on(out, "posição do byte inválido"), 2);  // "ab\xC3(": the cut sequence starts at 2
+  EXPECT_EQ(number_on(out, "desconhecidos"), 1);  // '?' in "Capitu?"
+  EXPECT_EQ(number_on(out, "posição do byte inválido"),
+            2);  // "ab\xC3(": the cut sequence starts at 2
   // Dom Casmurro: 82 distinct characters (counted with Python) + the unknown id.
   EXPECT_TRUE(contains(out, "vocabulário: 83"));
 }
@@ -609,7 +618,8 @@ TEST_F(Tutorials, Ch17RopeRotatesAndKeepsRelativePosition) {
   // "Girar não muda o tamanho".
   const std::string size = lines_with(out, "|q na posição 7|")[0];
   EXPECT_NEAR(numbers_after(size, "|q| =")[0], numbers_after(size, "|q na posição 7| =")[0], 1e-5);
-  EXPECT_TRUE(contains(out, "par  0: 1.000000 rad por posição, volta completa a cada 6.3 posições"));
+  EXPECT_TRUE(
+      contains(out, "par  0: 1.000000 rad por posição, volta completa a cada 6.3 posições"));
   const std::vector<double> a = numbers_on(out, "rope(seq)[3]");
   const std::vector<double> b = numbers_on(out, "rope(seq[3], start = 3)");
   ASSERT_EQ(a.size(), 4u);
@@ -620,7 +630,8 @@ TEST_F(Tutorials, Ch17RopeRotatesAndKeepsRelativePosition) {
   ASSERT_EQ(only_q.size(), 3u);
   const double only_q_expected[] = {0.163928, -1.910723, -1.118394};
   for (int i = 0; i < 3; ++i) {
-    EXPECT_NEAR(std::strtod(only_q[i].c_str() + only_q[i].rfind("= ") + 2, nullptr), only_q_expected[i], 1e-5)
+    EXPECT_NEAR(std::strtod(only_q[i].c_str() + only_q[i].rfind("= ") + 2, nullptr),
+                only_q_expected[i], 1e-5)
         << only_q[i];
   }
 }
@@ -640,7 +651,8 @@ TEST_F(Tutorials, Ch18SharedKvHeadGetsSummedGradientAndTheCounts) {
 TEST_F(Tutorials, Ch19TheModuleIsTheNineStepsByHand) {
   const std::string& out = output_of(19);
   EXPECT_EQ(number_on(out, "parâmetros"), 49152);
-  EXPECT_EQ(number_on(out, "diferença máxima entre atencao.forward e os nove passos à mão"), 0);  // bit for bit
+  EXPECT_EQ(number_on(out, "diferença máxima entre atencao.forward e os nove passos à mão"),
+            0);  // bit for bit
   // The fast path groups the same sums differently: equal to float rounding, not bit for bit.
   EXPECT_LT(number_on(out, "diferença máxima entre o caminho rápido e o de referência"), 1e-5);
   EXPECT_TRUE(contains(out, "5. notas (B, n_heads, n, n): (1, 4, 5, 5)"));
@@ -681,7 +693,8 @@ TEST_F(Tutorials, Ch22BlockResidualsAndInit) {
   EXPECT_NEAR(numbers_after(with, "com os atalhos:")[0], 27.7128, 0.5);
   EXPECT_NEAR(numbers_after(with, "= ")[0], 27.7128, 1e-3);
   EXPECT_NEAR(number_on(out, "média de dL/dx com os atalhos"), 1, 0.05);
-  EXPECT_LT(number_on(out, "|dL/dx| sem os atalhos"), numbers_after(with, "com os atalhos:")[0] / 100);
+  EXPECT_LT(number_on(out, "|dL/dx| sem os atalhos"),
+            numbers_after(with, "com os atalhos:")[0] / 100);
 }
 
 TEST_F(Tutorials, Ch23DecoderParameterCount) {
@@ -744,8 +757,7 @@ TEST_F(Tutorials, Ch25BatchesSplitAndYardsticks) {
   for (const char* window : {"janela 0   x: \"", "janela 1   x: \""}) {
     std::istringstream lines(out);
     std::string line, next;
-    while (std::getline(lines, line) && line.rfind(window, 0) != 0) {
-    }
+    while (std::getline(lines, line) && line.rfind(window, 0) != 0) {}
     ASSERT_TRUE(std::getline(lines, next)) << out;
     const std::string x = line.substr(std::string(window).size());
     const std::string y = next.substr(next.find('"') + 1);
@@ -770,7 +782,9 @@ TEST_F(Tutorials, Ch26DecoderLossFallsBelowTheBigram) {
   const std::string bigram = lines_with(out, "bigrama, perda mínima no treino:")[0];
   const double optimum = numbers_after(bigram, "no treino:")[0];
   // The same number chapter 25 prints for the same split.
-  EXPECT_NEAR(optimum, number_on(output_of(25), "bigrama, perda mínima no treino (a conta do capítulo 12)"), 1e-4);
+  EXPECT_NEAR(optimum,
+              number_on(output_of(25), "bigrama, perda mínima no treino (a conta do capítulo 12)"),
+              1e-4);
   EXPECT_LT(val, optimum);  // the text claims the decoder beats the best bigram
   EXPECT_TRUE(contains(out, "abaixo do melhor bigrama no treino"));
   // The answer to "tire o clip_grad_norm": how often the clipping acted, and the largest norm after
@@ -787,8 +801,10 @@ TEST_F(Tutorials, Ch26DecoderLossFallsBelowTheBigram) {
     EXPECT_GE(counts[0], 1) << clipped;
   }
   // The same training without clipping (same seeds): "muda pouco", and it still beats the bigram.
-  const std::vector<double> with_clip = numbers_after(lines_with(out, "com o corte: perda final")[0], "validação");
-  const std::vector<double> without = numbers_after(lines_with(out, "sem o corte: perda final")[0], "validação");
+  const std::vector<double> with_clip =
+      numbers_after(lines_with(out, "com o corte: perda final")[0], "validação");
+  const std::vector<double> without =
+      numbers_after(lines_with(out, "sem o corte: perda final")[0], "validação");
   ASSERT_FALSE(with_clip.empty());
   ASSERT_FALSE(without.empty());
   EXPECT_NEAR(with_clip[0], val, 1e-9);
@@ -847,10 +863,12 @@ TEST_F(Tutorials, EveryExperimenteIsAnswered) {
 
 // What each suggestion's text says it shows, asserted on the answers (behaviour, not digits).
 TEST_F(Tutorials, TheAnswersShowWhatTheSuggestionsSay) {
-  const auto after = [](const std::string& out, const std::string& needle, const std::string& word) {
+  const auto after = [](const std::string& out, const std::string& needle,
+                        const std::string& word) {
     const std::vector<std::string> lines = lines_with(out, needle);
     EXPECT_FALSE(lines.empty()) << "no line with \"" << needle << "\"";
-    const std::vector<double> v = lines.empty() ? std::vector<double>{} : numbers_after(lines[0], word);
+    const std::vector<double> v =
+        lines.empty() ? std::vector<double>{} : numbers_after(lines[0], word);
     return v.empty() ? std::nan("") : v[0];
   };
   // 01: the axis -1 of a matrix is axis 1.
@@ -858,7 +876,8 @@ TEST_F(Tutorials, TheAnswersShowWhatTheSuggestionsSay) {
   EXPECT_EQ(numbers_on(c01, "soma no eixo -1"), numbers_on(c01, "soma no eixo 1"));
   // 02: the forward difference's error grows with x (3x·h).
   const std::string& c02 = output_of(2);
-  EXPECT_GT(after(c02, "x = 10.0, h = 1e-2", "erro "), 10 * after(c02, "x =  0.0, h = 1e-2", "erro "));
+  EXPECT_GT(after(c02, "x = 10.0, h = 1e-2", "erro "),
+            10 * after(c02, "x =  0.0, h = 1e-2", "erro "));
   // 03: y without requires_grad: the same grad x, and no gradient for y.
   const std::string& c03 = output_of(3);
   EXPECT_EQ(after(c03, "com y sem requires_grad", "grad x = "), 64);
@@ -871,14 +890,16 @@ TEST_F(Tutorials, TheAnswersShowWhatTheSuggestionsSay) {
   EXPECT_LT(h6, after(c07, "exp e log com h = 1e-02", "máximo "));
   EXPECT_LT(h6, after(c07, "exp e log com h = 1e-10", "máximo "));
   const std::string& c07f = checked_output(7, name_of(7) + "_float");
-  EXPECT_LT(after(c07f, "exp e log com h = 1e-02", "máximo "), after(c07f, "exp e log com h = 1e-06", "máximo "));
+  EXPECT_LT(after(c07f, "exp e log com h = 1e-02", "máximo "),
+            after(c07f, "exp e log com h = 1e-06", "máximo "));
   // 09: ignore_index drops the only target.
   EXPECT_EQ(after(output_of(9), "perda com ignore_index", "alvo 0: "), 0);
   // 12: lr 5 too slow, lr 500 unstable: both end above lr 50; random logits start above log(V).
   const std::string& c12 = output_of(12);
   EXPECT_GT(after(c12, "lr =   5:", "passos "), after(c12, "lr =   5:", "lr = 50: "));
   EXPECT_GT(after(c12, "lr = 500:", "passos "), after(c12, "lr = 500:", "lr = 50: "));
-  EXPECT_GT(after(c12, "com W = randn", "perda inicial "), after(c12, "com W = randn", "log(V) = "));
+  EXPECT_GT(after(c12, "com W = randn", "perda inicial "),
+            after(c12, "com W = randn", "log(V) = "));
   // 13: scores 10 j put almost all the weight on the diagonal.
   EXPECT_GT(numbers_on(output_of(13), "pesos com nota 10 · j[3]")[3], 0.99);
   // 14: Wq = Wk gives Q = K.
@@ -889,7 +910,8 @@ TEST_F(Tutorials, TheAnswersShowWhatTheSuggestionsSay) {
   expect_numbers(c15, "pesos de a com Q de a = [0, 0]", {0.5, 0.5});
   // 16: one position at a time gives the triangle's rows.
   const std::string& c16 = output_of(16);
-  EXPECT_EQ(numbers_on(c16, "uma por uma, start = 2, pesos"), numbers_on(c16, "pesos sem cache[2]"));
+  EXPECT_EQ(numbers_on(c16, "uma por uma, start = 2, pesos"),
+            numbers_on(c16, "pesos sem cache[2]"));
   // 18: MQA < GQA < multi-head, in parameters.
   const std::string& c18 = output_of(18);
   EXPECT_LT(after(c18, "n_kv_heads = 1:", "atenção "), after(c18, "n_kv_heads = 4:", "atenção "));
@@ -897,7 +919,8 @@ TEST_F(Tutorials, TheAnswersShowWhatTheSuggestionsSay) {
   // which saw every key anyway, does not.
   const std::string& c19 = output_of(19);
   EXPECT_GT(after(c19, "sem o passo 2", "máxima "), 1e-5);
-  const std::vector<double> by_position = numbers_after(lines_with(c19, "com causal_mask(n, n, 1)")[0], "posição:");
+  const std::vector<double> by_position =
+      numbers_after(lines_with(c19, "com causal_mask(n, n, 1)")[0], "posição:");
   ASSERT_EQ(by_position.size(), 5u);
   for (std::size_t t = 0; t + 1 < by_position.size(); ++t) EXPECT_GT(by_position[t], 1e-4) << t;
   EXPECT_EQ(by_position.back(), 0);
@@ -947,7 +970,8 @@ TEST_F(Tutorials, Ch31BpeByHandAndOnTheBook) {
   EXPECT_TRUE(contains(out, "fusões da biblioteca: ▁+r ▁r+o ▁+d\n")) << out;
   EXPECT_TRUE(contains(out, "as mesmas fusões que à mão: sim\n")) << out;
   EXPECT_EQ(number_on(out, "tokens do texto pela biblioteca"), 25);
-  EXPECT_TRUE(contains(out, "tamanho do vocabulário: 273 = 3 especiais + 256 bytes + 11 caracteres + 3 fusões"));
+  EXPECT_TRUE(contains(
+      out, "tamanho do vocabulário: 273 = 3 especiais + 256 bytes + 11 caracteres + 3 fusões"));
   // Dom Casmurro: 82 distinct characters (chapter 10's 83 ids minus id 0), so 341 is the
   // smallest vocabulary and 384 leaves 43 merges. Fewer tokens as the vocabulary grows.
   EXPECT_EQ(number_on(out, "vocabulário mínimo"), 341);
@@ -959,7 +983,8 @@ TEST_F(Tutorials, Ch31BpeByHandAndOnTheBook) {
     ASSERT_EQ(n.size(), 1u) << v;
     EXPECT_LT(n[0], previous) << v;
     previous = n[0];
-    const std::vector<double> merges = numbers_after(lines_with(out, "tokens com vocabulário " + std::to_string(v))[0], "fusões:");
+    const std::vector<double> merges =
+        numbers_after(lines_with(out, "tokens com vocabulário " + std::to_string(v))[0], "fusões:");
     ASSERT_EQ(merges.size(), 1u);
     EXPECT_EQ(merges[0], v - 341) << v;
   }
@@ -1010,9 +1035,9 @@ TEST_F(Tutorials, APlausibleWrongAnswerFails) {
   const std::vector<std::string> wrong = numbered_names("/exercicios/erradas");
   ASSERT_GE(wrong.size(), 2u);
   for (const std::string& name : wrong) {
-    const bool of_an_exercise = std::any_of(exercises.begin(), exercises.end(), [&](const std::string& e) {
-      return name.rfind(e, 0) == 0;
-    });
+    const bool of_an_exercise =
+        std::any_of(exercises.begin(), exercises.end(),
+                    [&](const std::string& e) { return name.rfind(e, 0) == 0; });
     EXPECT_TRUE(of_an_exercise) << "exercicios/erradas/" << name << ".cpp names no exercise";
     const ProgramRun& r = run_program("exercicios/errada_" + name);
     EXPECT_EQ(r.exit_code, 1) << "the wrong answer " << name << " passed:\n" << r.out;
@@ -1025,13 +1050,17 @@ TEST_F(Tutorials, APlausibleWrongAnswerFails) {
   // The two that the first checks alone let through: each still passes its first check (the
   // case where the mistake is invisible) and fails the one added for it.
   const std::string& swapped = run_program("exercicios/errada_05_atencao_de_uma_cabeca").out;
-  EXPECT_TRUE(contains(swapped, "resposta: 2.000000 0.000000 0.660477 1.339523 1.197776 1.604448\n"))
+  EXPECT_TRUE(
+      contains(swapped, "resposta: 2.000000 0.000000 0.660477 1.339523 1.197776 1.604448\n"))
       << swapped;
-  EXPECT_TRUE(contains(swapped, "  esperado: 2.000000 0.000000 0.660477 1.339523 1.604448 1.197776"))
+  EXPECT_TRUE(
+      contains(swapped, "  esperado: 2.000000 0.000000 0.660477 1.339523 1.604448 1.197776"))
       << swapped;
   const std::string& first_k = run_program("exercicios/errada_10_top_k_a_mao").out;
-  EXPECT_TRUE(contains(first_k, "resposta: 0.622459 0.377541 0.000000 0.000000 0.000000\n")) << first_k;
-  EXPECT_TRUE(contains(first_k, "  esperado: 0.000000 0.451863 0.000000 0.274069 0.274069")) << first_k;
+  EXPECT_TRUE(contains(first_k, "resposta: 0.622459 0.377541 0.000000 0.000000 0.000000\n"))
+      << first_k;
+  EXPECT_TRUE(contains(first_k, "  esperado: 0.000000 0.451863 0.000000 0.274069 0.274069"))
+      << first_k;
 }
 
 TEST_F(Tutorials, ExerciseAnswers) {
@@ -1050,13 +1079,14 @@ TEST_F(Tutorials, ExerciseAnswers) {
   expect(answer("04_media_dos_dois_ultimos"), {1, 0, 0.5, 0.5, 1, 1.5, 3, 1}, 1e-6);
   expect(answer("05_atencao_de_uma_cabeca"), {2, 0, 0.660477, 1.339523, 1.197776, 1.604448}, 2e-6);
   // K = [[0,1],[2,0],[1,1]] != Q (by hand in the exercise): the last row comes out reversed.
-  expect(numbers_on(run_program("exercicios/solucao_05_atencao_de_uma_cabeca").out, "resposta com K ≠ Q"),
+  expect(numbers_on(run_program("exercicios/solucao_05_atencao_de_uma_cabeca").out,
+                    "resposta com K ≠ Q"),
          {2, 0, 0.660477, 1.339523, 1.604448, 1.197776}, 2e-6);
   // [1,2,3,4] at position 3: pair 0 turns 3 rad, pair 1 turns 0.03 rad (Python math).
   expect(answer("06_rope_a_mao"), {-1.272233, -1.838865, 2.878668, 4.088187}, 2e-6);
   expect(answer("07_contar_parametros"), {101440}, 0);
-  expect(answer("08_rmsnorm_com_ops"), {0.365148, 0.730296, 0.547722, 2.921185, 1.951800,
-                                        -0.390360, 0, 0.390360}, 2e-6);
+  expect(answer("08_rmsnorm_com_ops"),
+         {0.365148, 0.730296, 0.547722, 2.921185, 1.951800, -0.390360, 0, 0.390360}, 2e-6);
   expect(answer("09_agenda_cosseno"), {0.000091, 0.000545, 0.001, 0.00055, 0.0001, 0.0001}, 1e-6);
   expect(answer("10_top_k_a_mao"), {0.622459, 0.377541, 0, 0, 0}, 2e-6);
   // [1, 2, -1, 1.5, 1.5] with k = 2 keeps 2 and both 1.5: [1, e^-0.5, e^-0.5] / (1 + 2 e^-0.5).

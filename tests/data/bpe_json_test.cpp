@@ -34,11 +34,11 @@ std::string error_for(const std::string& text) {
 
 std::string error_for(const ordered_json& j) { return error_for(j.dump()); }
 
-#define EXPECT_ERROR(json_or_text, fragment)                                          \
-  do {                                                                                \
-    const std::string msg = error_for(json_or_text);                                  \
-    EXPECT_NE(msg.find("run/tokenizer.json: "), std::string::npos) << msg;           \
-    EXPECT_NE(msg.find(fragment), std::string::npos) << msg;                          \
+#define EXPECT_ERROR(json_or_text, fragment)                               \
+  do {                                                                     \
+    const std::string msg = error_for(json_or_text);                       \
+    EXPECT_NE(msg.find("run/tokenizer.json: "), std::string::npos) << msg; \
+    EXPECT_NE(msg.find(fragment), std::string::npos) << msg;               \
   } while (0)
 
 }  // namespace
@@ -155,9 +155,14 @@ TEST(BpeJson, RefusesMissingSpecialsAndBytes) {
   j["added_tokens"].erase(2);
   EXPECT_ERROR(j, "\"added_tokens\" must be exactly the three specials");
   // A vocabulary too small to hold the reserved tokens.
-  j = {{"model", {{"type", "BPE"}, {"byte_fallback", true}, {"unk_token", "<unk>"},
-                  {"vocab", {{"<unk>", 0}, {"<s>", 1}, {"</s>", 2}}}, {"merges", ordered_json::array()}}},
-       {"normalizer", small_json()["normalizer"]}, {"decoder", small_json()["decoder"]},
+  j = {{"model",
+        {{"type", "BPE"},
+         {"byte_fallback", true},
+         {"unk_token", "<unk>"},
+         {"vocab", {{"<unk>", 0}, {"<s>", 1}, {"</s>", 2}}},
+         {"merges", ordered_json::array()}}},
+       {"normalizer", small_json()["normalizer"]},
+       {"decoder", small_json()["decoder"]},
        {"added_tokens", small_json()["added_tokens"]}};
   EXPECT_ERROR(j, "the vocabulary has 3 tokens");
 }

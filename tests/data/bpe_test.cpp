@@ -21,7 +21,8 @@ using glass::BpeTokenizer;
 namespace {
 
 const std::u32string& dom_casmurro() {
-  static const std::u32string text = glass::load_text(GLASS_SOURCE_DIR "/data/corpora/domcasmurro.txt");
+  static const std::u32string text =
+      glass::load_text(GLASS_SOURCE_DIR "/data/corpora/domcasmurro.txt");
   return text;
 }
 
@@ -64,7 +65,8 @@ std::vector<std::int32_t> reference_encode(const BpeTokenizer& tok, const std::u
     std::int32_t best_id = -1;
     std::size_t best_i = 0;
     for (std::size_t i = 0; i + 1 < ids.size(); ++i) {
-      const std::int32_t id = tok.id_of_text(tok.token_text32(ids[i]) + tok.token_text32(ids[i + 1]));
+      const std::int32_t id =
+          tok.id_of_text(tok.token_text32(ids[i]) + tok.token_text32(ids[i + 1]));
       if (id != -1 && tok.score(id) > best_score) {
         best_score = tok.score(id);
         best_id = id;
@@ -102,13 +104,15 @@ std::vector<BpeMerge> naive_train(const std::u32string& text, std::size_t vocab_
     std::pair<std::int32_t, std::int32_t> best{-1, -1};
     long best_count = 0;
     for (const auto& [pair, n] : counts) {  // map order: smaller (left, right) first
-      const std::u32string t = texts[static_cast<std::size_t>(pair.first)] + texts[static_cast<std::size_t>(pair.second)];
+      const std::u32string t = texts[static_cast<std::size_t>(pair.first)] +
+                               texts[static_cast<std::size_t>(pair.second)];
       if (made.count(t) || BpeTokenizer::clashes_with_reserved(t)) continue;
       if (n > best_count) best_count = n, best = pair;
     }
     if (best_count == 0) break;
     const auto id = static_cast<std::int32_t>(texts.size());
-    texts.push_back(texts[static_cast<std::size_t>(best.first)] + texts[static_cast<std::size_t>(best.second)]);
+    texts.push_back(texts[static_cast<std::size_t>(best.first)] +
+                    texts[static_cast<std::size_t>(best.second)]);
     made.insert(texts.back());
     merges.push_back({best.first, best.second});
     std::vector<std::int32_t> next;
@@ -143,8 +147,14 @@ TEST(Bpe, TrainsByHandOnATinyText) {
   //  merge 6: (daaab,ac): left 268 < 269 -> "daaabac" 270;  merge 7: "▁aaabdaaabac" 271.
   const BpeTokenizer tok = BpeTokenizer::train(U"aaabdaaabac", 272);
   EXPECT_EQ(tok.chars(), (std::vector<char32_t>{U'a', U'b', U'c', U'd', U'\u2581'}));
-  EXPECT_EQ(tok.merges(), (std::vector<BpeMerge>{{259, 259}, {259, 260}, {264, 265}, {259, 261},
-                                                 {262, 266}, {263, 266}, {268, 267}, {269, 270}}));
+  EXPECT_EQ(tok.merges(), (std::vector<BpeMerge>{{259, 259},
+                                                 {259, 260},
+                                                 {264, 265},
+                                                 {259, 261},
+                                                 {262, 266},
+                                                 {263, 266},
+                                                 {268, 267},
+                                                 {269, 270}}));
   EXPECT_EQ(merge_texts(tok), (std::vector<std::string>{"aa", "ab", "aaab", "ac", "daaab", "▁aaab",
                                                         "daaabac", "▁aaabdaaabac"}));
   EXPECT_EQ(tok.vocab_size(), 272u);
@@ -188,7 +198,8 @@ TEST(Bpe, MergesDoNotCrossAWordBoundary) {
   EXPECT_EQ(tok.encode(U"ab ab b"), (std::vector<std::int32_t>{263, 263, 264}));
   // "ba": "▁ b a" -> "▁b" (264) + "a" (261); "ba" is not a token.
   EXPECT_EQ(tok.encode(U"ba"), (std::vector<std::int32_t>{264, 261}));
-  EXPECT_NE(error_of([] { BpeTokenizer::train(U"ab ab b", 266); }).find("after 3 merges"), std::string::npos);
+  EXPECT_NE(error_of([] { BpeTokenizer::train(U"ab ab b", 266); }).find("after 3 merges"),
+            std::string::npos);
 }
 
 TEST(Bpe, ByteFallbackForCharactersOutsideTheVocabulary) {
@@ -225,7 +236,8 @@ TEST(Bpe, WordCacheEqualsWholeTextGreedyEncoding) {
   const BpeTokenizer tok = BpeTokenizer::train(dom_casmurro(), 1024);
   // ~4 KB of text the tokenizer was not trained on, with foreign characters.
   const std::u32string en = glass::load_text(GLASS_SOURCE_DIR "/data/corpora/tinyshakespeare.txt");
-  const std::u32string text = en.substr(10000, 2000) + U" \U0001F600 猫猫 " + dom_casmurro().substr(50000, 2000);
+  const std::u32string text =
+      en.substr(10000, 2000) + U" \U0001F600 猫猫 " + dom_casmurro().substr(50000, 2000);
   const std::vector<std::int32_t> fast = tok.encode(text);
   EXPECT_EQ(fast, reference_encode(tok, text));
   EXPECT_EQ(tok.decode(fast), text);
@@ -243,14 +255,15 @@ TEST(Bpe, IncrementalTrainingEqualsRecountingEveryMerge) {
   const BpeTokenizer t2 = BpeTokenizer::train(tricky, max);
   EXPECT_EQ(t2.merges(), naive_train(tricky, max, t2.chars()));
   for (std::size_t id = static_cast<std::size_t>(t2.first_merge_id()); id < t2.vocab_size(); ++id)
-    EXPECT_FALSE(BpeTokenizer::clashes_with_reserved(t2.token_text32(static_cast<std::int32_t>(id))))
+    EXPECT_FALSE(
+        BpeTokenizer::clashes_with_reserved(t2.token_text32(static_cast<std::int32_t>(id))))
         << t2.token_text(static_cast<std::int32_t>(id));
 }
 
 TEST(Bpe, ReservedTextRule) {
-  for (const char32_t* t : {U"<s>", U"<s", U"s>", U"</", U"/s>", U"<unk", U"nk>", U"x<s>y",
-                            U"<0x41>", U"<0", U"<0x", U"<0x4", U"<0x4F", U"F>", U"4F>", U"x4F>",
-                            U"0x4F>", U"ab<0xFF>"})
+  for (const char32_t* t :
+       {U"<s>", U"<s", U"s>", U"</", U"/s>", U"<unk", U"nk>", U"x<s>y", U"<0x41>", U"<0", U"<0x",
+        U"<0x4", U"<0x4F", U"F>", U"4F>", U"x4F>", U"0x4F>", U"ab<0xFF>"})
     EXPECT_TRUE(BpeTokenizer::clashes_with_reserved(t)) << glass::u32_to_utf8(t);
   for (const char32_t* t : {U"ab", U"<a", U"a>", U"0x", U"41", U"CA", U"x4", U"<0xf", U"f>", U"<>",
                             U"<<", U"s", U"<0xG"})
@@ -267,13 +280,24 @@ TEST(Bpe, ErrorsSayWhatIsWrong) {
   // Vocabularies that break the rules.
   EXPECT_NE(error_of([] { BpeTokenizer({U'a', U'a'}, {}); }).find("twice"), std::string::npos);
   EXPECT_NE(error_of([] { BpeTokenizer({U'a', U' '}, {}); }).find("space"), std::string::npos);
-  EXPECT_NE(error_of([] { BpeTokenizer({U'a', U'b'}, {{259, 261}}); }).find("not an earlier"), std::string::npos);
-  EXPECT_NE(error_of([] { BpeTokenizer({U'a', U'b'}, {}); }).find("'▁' (U+2581, the space) is not"),
+  EXPECT_NE(error_of([] {
+              BpeTokenizer({U'a', U'b'}, {{259, 261}});
+            }).find("not an earlier"),
             std::string::npos);
-  EXPECT_NE(error_of([] { BpeTokenizer({U'a', U'\u2581'}, {{259, 260}}); }).find("after its start"),
+  EXPECT_NE(error_of([] {
+              BpeTokenizer({U'a', U'b'}, {});
+            }).find("'▁' (U+2581, the space) is not"),
             std::string::npos);
-  EXPECT_NE(error_of([] { BpeTokenizer({U'<', U's', U'>'}, {{259, 260}}); }).find("clashes"),
+  EXPECT_NE(error_of([] {
+              BpeTokenizer({U'a', U'\u2581'}, {{259, 260}});
+            }).find("after its start"),
             std::string::npos);
-  EXPECT_NE(error_of([] { BpeTokenizer({U'a', U'b'}, {{259, 260}, {259, 260}}); }).find("already token 261"),
+  EXPECT_NE(error_of([] {
+              BpeTokenizer({U'<', U's', U'>'}, {{259, 260}});
+            }).find("clashes"),
+            std::string::npos);
+  EXPECT_NE(error_of([] {
+              BpeTokenizer({U'a', U'b'}, {{259, 260}, {259, 260}});
+            }).find("already token 261"),
             std::string::npos);
 }

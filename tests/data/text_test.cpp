@@ -17,16 +17,16 @@
 namespace fs = std::filesystem;
 using glass::load_text;
 using glass::TextInfo;
-using glass::Utf8Error;
 using glass::utf8_to_u32;
+using glass::Utf8Error;
 
 namespace {
 
 /// A fresh file in a per-test temporary directory holding exactly `bytes`.
 std::string write_temp(const std::string& name, const std::string& bytes) {
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  fs::path dir = fs::temp_directory_path() /
-                 ("glass_text_test_" + std::string(info->name()) + "_" + std::to_string(::getpid()));
+  fs::path dir = fs::temp_directory_path() / ("glass_text_test_" + std::string(info->name()) + "_" +
+                                              std::to_string(::getpid()));
   fs::create_directories(dir);
   glass_test::remove_at_exit(dir);
   fs::path p = dir / name;
@@ -65,7 +65,9 @@ TEST(Utf8, InvalidLeadByteReportsOffsetAndValue) {
   // "ab" then a lone continuation byte 0x80 at offset 2.
   Utf8Error err("", 0);
   try {
-    utf8_to_u32(std::string("ab\x80" "cd"));
+    utf8_to_u32(
+        std::string("ab\x80"
+                    "cd"));
     FAIL() << "expected Utf8Error";
   } catch (const Utf8Error& e) {
     err = e;
@@ -114,7 +116,8 @@ TEST(LoadText, DropsBomAndConvertsCrlf) {
   const std::u32string text = load_text(path, &info);
   EXPECT_TRUE(info.had_bom);
   EXPECT_EQ(info.crlf_converted, 2u);
-  EXPECT_EQ(info.bytes, 19u);  // 3 (BOM) + 4 ("olá") + 2 (CRLF) + 5 ("mundo") + 2 (CRLF) + 3 ("x\ry")
+  EXPECT_EQ(info.bytes,
+            19u);  // 3 (BOM) + 4 ("olá") + 2 (CRLF) + 5 ("mundo") + 2 (CRLF) + 3 ("x\ry")
   EXPECT_EQ(glass::u32_to_utf8(text), "ol\xC3\xA1\nmundo\nx\ry");
 }
 
@@ -129,7 +132,9 @@ TEST(LoadText, PlainFileHasNoBom) {
 
 TEST(LoadText, InvalidUtf8NamesFileAndOffset) {
   // BOM (3 bytes) + "abc" + 0xFF: the bad byte is at file offset 6, counting the BOM.
-  const std::string path = write_temp("bad.txt", "\xEF\xBB\xBF" "abc\xFF");
+  const std::string path = write_temp("bad.txt",
+                                      "\xEF\xBB\xBF"
+                                      "abc\xFF");
   try {
     load_text(path);
     FAIL();
@@ -183,8 +188,9 @@ TEST(LoadText, ErrorOffsetsAcrossReadChunks) {
     std::string bytes(at + 10, 'a');
     bytes[at] = '\0';
     const std::string nul = write_temp("nul.txt", bytes);
-    EXPECT_NE(message_of<std::runtime_error>([&] { load_text(nul); })
-                  .find("NUL byte at offset " + std::to_string(at)),
+    EXPECT_NE(message_of<std::runtime_error>([&] {
+                load_text(nul);
+              }).find("NUL byte at offset " + std::to_string(at)),
               std::string::npos)
         << at;
     bytes[at] = 'a';

@@ -73,6 +73,7 @@ TEST(TokenIds, SamplersOnRangesOfOneCorpusDrawTheSameWindowsAsOnCopies) {
     EXPECT_EQ(a.starts, b.starts);
   }
   EXPECT_EQ(on_range.size(), 100u);
-  EXPECT_THROW(BatchSampler(shared, 990, 1000, 2, 16, 1, "validation split"), std::invalid_argument);
+  EXPECT_THROW(BatchSampler(shared, 990, 1000, 2, 16, 1, "validation split"),
+               std::invalid_argument);
   EXPECT_THROW(BatchSampler(shared, 900, 1001, 2, 8, 1), std::invalid_argument);
 }

@@ -39,7 +39,9 @@ TEST(Tokenizer, CapKeepsTheMostFrequent) {
 }
 
 TEST(Tokenizer, RoundTripWithAccentsEmojiAndNewlines) {
-  const std::string utf8 = "Capit\xC3\xBClo I\nS\xC3\xA3o Jo\xC3\xA3o, a\xC3\xA7\xC3\xBA" "car \xF0\x9F\x98\x80!\n";
+  const std::string utf8 =
+      "Capit\xC3\xBClo I\nS\xC3\xA3o Jo\xC3\xA3o, a\xC3\xA7\xC3\xBA"
+      "car \xF0\x9F\x98\x80!\n";
   const std::u32string text = glass::utf8_to_u32(utf8);
   const Tokenizer tok = Tokenizer::from_text(text);
   const std::vector<std::int32_t> ids = tok.encode(text);

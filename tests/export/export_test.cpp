@@ -106,13 +106,20 @@ struct Gguf {
 
 double read_scalar(Reader& r, std::uint32_t type) {
   switch (type) {
-    case 0: return r.pod<std::uint8_t>();
-    case 4: return r.pod<std::uint32_t>();
-    case 5: return r.pod<std::int32_t>();
-    case 6: return r.pod<float>();
-    case 7: return r.pod<std::uint8_t>();
-    case 10: return static_cast<double>(r.pod<std::uint64_t>());
-    case 12: return r.pod<double>();
+    case 0:
+      return r.pod<std::uint8_t>();
+    case 4:
+      return r.pod<std::uint32_t>();
+    case 5:
+      return r.pod<std::int32_t>();
+    case 6:
+      return r.pod<float>();
+    case 7:
+      return r.pod<std::uint8_t>();
+    case 10:
+      return static_cast<double>(r.pod<std::uint64_t>());
+    case 12:
+      return r.pod<double>();
   }
   throw std::runtime_error("unexpected GGUF type " + std::to_string(type));
 }
@@ -135,8 +142,10 @@ Gguf read_gguf(const std::string& bytes) {
       v.elem_type = r.pod<std::uint32_t>();
       const auto n = r.pod<std::uint64_t>();
       for (std::uint64_t k = 0; k < n; ++k) {
-        if (v.elem_type == 8) v.texts.push_back(r.str());
-        else v.numbers.push_back(read_scalar(r, v.elem_type));
+        if (v.elem_type == 8)
+          v.texts.push_back(r.str());
+        else
+          v.numbers.push_back(read_scalar(r, v.elem_type));
       }
     } else {
       v.number = read_scalar(r, v.type);
@@ -186,7 +195,7 @@ TEST(ExportGguf, HeaderKeysAndVocabulary) {
   EXPECT_EQ(g.kv.at("general.description").text,
             "GlassLLM character-level model trained on domcasmurro.txt for 123 steps");
   EXPECT_EQ(u32("general.alignment"), 32);
-  EXPECT_EQ(u32("general.file_type"), 0);  // all F32
+  EXPECT_EQ(u32("general.file_type"), 0);      // all F32
   EXPECT_EQ(u32("llama.context_length"), 24);  // the training context, not the RoPE table size
   EXPECT_EQ(u32("llama.embedding_length"), 16);
   EXPECT_EQ(u32("llama.block_count"), 2);
@@ -203,7 +212,8 @@ TEST(ExportGguf, HeaderKeysAndVocabulary) {
   const auto& tokens = g.kv.at("tokenizer.ggml.tokens").texts;
   ASSERT_EQ(tokens.size(), 10u + 2 + 256);
   EXPECT_EQ(u32("llama.vocab_size"), 268);
-  const std::vector<std::string> first = {"<unk>", "\u2581", "e", "a", "\n", "s", "o", "\u00e9", ",", "C", "<s>", "</s>", "<0x00>"};
+  const std::vector<std::string> first = {"<unk>",  "\u2581", "e", "a",   "\n",   "s",     "o",
+                                          "\u00e9", ",",      "C", "<s>", "</s>", "<0x00>"};
   for (std::size_t i = 0; i < first.size(); ++i) EXPECT_EQ(tokens[i], first[i]) << i;
   EXPECT_EQ(tokens[12 + 0x0A], "<0x0A>");
   EXPECT_EQ(tokens.back(), "<0xFF>");
@@ -259,18 +269,24 @@ TEST(ExportGguf, TensorTable) {
   // The values: Meta-layout weights unchanged (GlassLLM's RoPE turns the interleaved pairs
   // (2i, 2i+1), as llama.cpp's LLAMA_ROPE_TYPE_NORM does), the added tokens' rows copy <unk>'s.
   const Decoder& d = *m.model;
-  EXPECT_EQ(tensor_values(bytes, g, "blk.1.attn_q.weight"), flat(d.layers[1]->attention.wq.weight.value()));
-  EXPECT_EQ(tensor_values(bytes, g, "blk.0.attn_k.weight"), flat(d.layers[0]->attention.wk.weight.value()));
-  EXPECT_EQ(tensor_values(bytes, g, "blk.1.ffn_down.weight"), flat(d.layers[1]->feed_forward.w2.weight.value()));
-  EXPECT_EQ(tensor_values(bytes, g, "blk.0.ffn_norm.weight"), flat(d.layers[0]->ffn_norm.weight.value()));
+  EXPECT_EQ(tensor_values(bytes, g, "blk.1.attn_q.weight"),
+            flat(d.layers[1]->attention.wq.weight.value()));
+  EXPECT_EQ(tensor_values(bytes, g, "blk.0.attn_k.weight"),
+            flat(d.layers[0]->attention.wk.weight.value()));
+  EXPECT_EQ(tensor_values(bytes, g, "blk.1.ffn_down.weight"),
+            flat(d.layers[1]->feed_forward.w2.weight.value()));
+  EXPECT_EQ(tensor_values(bytes, g, "blk.0.ffn_norm.weight"),
+            flat(d.layers[0]->ffn_norm.weight.value()));
   EXPECT_EQ(tensor_values(bytes, g, "output_norm.weight"), flat(d.norm.weight.value()));
   for (const char* name : {"token_embd.weight", "output.weight"}) {
-    const Array& w = std::string(name) == "output.weight" ? d.output.weight.value() : d.tok_embeddings.weight.value();
+    const Array& w = std::string(name) == "output.weight" ? d.output.weight.value()
+                                                          : d.tok_embeddings.weight.value();
     const std::vector<float> v = tensor_values(bytes, g, name);
     const std::vector<float> orig = flat(w);
     EXPECT_TRUE(std::equal(orig.begin(), orig.end(), v.begin())) << name;
     for (std::size_t row = 10; row < 268; ++row)
-      EXPECT_TRUE(std::equal(v.begin() + row * 16, v.begin() + row * 16 + 16, orig.begin())) << name << " row " << row;
+      EXPECT_TRUE(std::equal(v.begin() + row * 16, v.begin() + row * 16 + 16, orig.begin()))
+          << name << " row " << row;
   }
 }
 
@@ -327,8 +343,10 @@ Llama2c read_llama2c(const glass::Llama2cFiles& files) {
   Decoder& d = *out.model;
 
   // memory_map_weights: a pointer walking the floats after the header.
-  const float* ptr = reinterpret_cast<const float*>(files.model_bin.data() + 7 * sizeof(std::int32_t));
-  const float* end = reinterpret_cast<const float*>(files.model_bin.data() + files.model_bin.size());
+  const float* ptr =
+      reinterpret_cast<const float*>(files.model_bin.data() + 7 * sizeof(std::int32_t));
+  const float* end =
+      reinterpret_cast<const float*>(files.model_bin.data() + files.model_bin.size());
   auto take = [&](Array& a, std::size_t n) {
     EXPECT_EQ(a.size(), n);
     EXPECT_LE(ptr + n, end);
@@ -337,19 +355,24 @@ Llama2c read_llama2c(const glass::Llama2cFiles& files) {
   };
   take(d.tok_embeddings.weight.value(), vocab * dim);
   for (std::size_t l = 0; l < L; ++l) take(d.layers[l]->attention_norm.weight.value(), dim);
-  for (std::size_t l = 0; l < L; ++l) take(d.layers[l]->attention.wq.weight.value(), dim * n_heads * head_size);
+  for (std::size_t l = 0; l < L; ++l)
+    take(d.layers[l]->attention.wq.weight.value(), dim * n_heads * head_size);
   for (std::size_t l = 0; l < L; ++l) take(d.layers[l]->attention.wk.weight.value(), dim * kv_dim);
   for (std::size_t l = 0; l < L; ++l) take(d.layers[l]->attention.wv.weight.value(), dim * kv_dim);
-  for (std::size_t l = 0; l < L; ++l) take(d.layers[l]->attention.wo.weight.value(), n_heads * head_size * dim);
+  for (std::size_t l = 0; l < L; ++l)
+    take(d.layers[l]->attention.wo.weight.value(), n_heads * head_size * dim);
   for (std::size_t l = 0; l < L; ++l) take(d.layers[l]->ffn_norm.weight.value(), dim);
-  for (std::size_t l = 0; l < L; ++l) take(d.layers[l]->feed_forward.w1.weight.value(), dim * hidden);
-  for (std::size_t l = 0; l < L; ++l) take(d.layers[l]->feed_forward.w2.weight.value(), hidden * dim);
-  for (std::size_t l = 0; l < L; ++l) take(d.layers[l]->feed_forward.w3.weight.value(), dim * hidden);
+  for (std::size_t l = 0; l < L; ++l)
+    take(d.layers[l]->feed_forward.w1.weight.value(), dim * hidden);
+  for (std::size_t l = 0; l < L; ++l)
+    take(d.layers[l]->feed_forward.w2.weight.value(), hidden * dim);
+  for (std::size_t l = 0; l < L; ++l)
+    take(d.layers[l]->feed_forward.w3.weight.value(), dim * hidden);
   take(d.norm.weight.value(), dim);
   out.freq_cis_real.assign(ptr, ptr + seq_len * head_size / 2);
   ptr += seq_len * head_size / 2;  // run.c: skip what used to be freq_cis_real
   out.freq_cis_imag.assign(ptr, ptr + seq_len * head_size / 2);
-  ptr += seq_len * head_size / 2;  // ... and freq_cis_imag
+  ptr += seq_len * head_size / 2;              // ... and freq_cis_imag
   take(d.output.weight.value(), vocab * dim);  // wcls
   EXPECT_EQ(ptr, end) << "bytes after wcls";
 
@@ -374,7 +397,8 @@ std::vector<std::vector<float>> logits_of(const Decoder& d, const std::vector<st
   const Array y = d.forward(x).value();
   std::vector<std::vector<float>> out(ids.size());
   const std::size_t V = y.shape()[2];
-  for (std::size_t t = 0; t < ids.size(); ++t) out[t].assign(y.data() + t * V, y.data() + (t + 1) * V);
+  for (std::size_t t = 0; t < ids.size(); ++t)
+    out[t].assign(y.data() + t * V, y.data() + (t + 1) * V);
   return out;
 }
 
@@ -385,7 +409,8 @@ TEST(ExportLlama2c, ReadBackAsRunCGivesTheSameLogits) {
   // Header: dim, hidden_dim, n_layers, n_heads, n_kv_heads, -(vocab + <s>), seq_len.
   const std::int32_t header[7] = {16, 24, 2, 4, 2, -11, 24};
   for (int i = 0; i < 7; ++i) EXPECT_EQ(l.header[i], header[i]) << i;
-  const std::vector<std::string> pieces = {"<unk>", "<s>", " ", "e", "a", "\n", "s", "o", "\u00e9", ",", "C"};
+  const std::vector<std::string> pieces = {"<unk>", "<s>", " ",      "e", "a", "\n",
+                                           "s",     "o",   "\u00e9", ",", "C"};
   EXPECT_EQ(l.pieces, pieces);
   EXPECT_EQ(l.max_token_length, 5);  // "<unk>"
   // The RoPE tables run.c skips: cos / sin of pos * 10000^(-2i/4), i = 0, 1; pos 3, i = 1:
@@ -408,7 +433,8 @@ TEST(ExportLlama2c, ReadBackAsRunCGivesTheSameLogits) {
     run_c_ids.push_back(static_cast<std::int32_t>(it - l.pieces.begin()));
     glass_ids.push_back(m.tokenizer.id_of(ch));
   }
-  for (std::size_t i = 1; i < glass_ids.size(); ++i) EXPECT_EQ(run_c_ids[i], glass::llama2c_id(glass_ids[i]));
+  for (std::size_t i = 1; i < glass_ids.size(); ++i)
+    EXPECT_EQ(run_c_ids[i], glass::llama2c_id(glass_ids[i]));
 
   const auto want = logits_of(*m.model, glass_ids);
   const auto got = logits_of(*l.model, run_c_ids);
@@ -416,7 +442,8 @@ TEST(ExportLlama2c, ReadBackAsRunCGivesTheSameLogits) {
   for (std::size_t t = 0; t < want.size(); ++t) {
     ASSERT_EQ(got[t].size(), want[t].size() + 1);
     for (std::size_t g = 0; g < want[t].size(); ++g)
-      EXPECT_NEAR(got[t][glass::llama2c_id(static_cast<std::int32_t>(g))], want[t][g], 1e-4) << "t " << t << " id " << g;
+      EXPECT_NEAR(got[t][glass::llama2c_id(static_cast<std::int32_t>(g))], want[t][g], 1e-4)
+          << "t " << t << " id " << g;
     // <s> scores exactly as <unk>, and greedy run.c (first of equal maxima) never picks it.
     EXPECT_EQ(got[t][1], got[t][0]);
   }
@@ -434,7 +461,8 @@ TEST(ExportLlama2c, RefusesWhatRunCComputesDifferently) {
   c.rope_base = 10000;
   c.norm_eps = 1e-6;
   EXPECT_THROW(glass::llama2c_bytes(small_model(c), {"tiny", "", 8}), ExportError);
-  EXPECT_THROW(glass::llama2c_bytes(small_model({}, U" ab"), {"tiny", "", 8}), ExportError);  // no newline
+  EXPECT_THROW(glass::llama2c_bytes(small_model({}, U" ab"), {"tiny", "", 8}),
+               ExportError);  // no newline
   EXPECT_THROW(glass::llama2c_bytes(small_model(), {"tiny", "", 0}), ExportError);
   // GGUF has no such limits: llama.cpp reads the base and eps from the file.
   c.rope_base = 500000;

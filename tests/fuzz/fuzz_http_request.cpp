@@ -29,7 +29,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
 
   glass::PartialRequest pieces;
   glass::RequestScan scan;
-  for (std::size_t at = 0; at < bytes.size() && scan.state == glass::RequestScan::State::Incomplete; at += piece) {
+  for (std::size_t at = 0; at < bytes.size() && scan.state == glass::RequestScan::State::Incomplete;
+       at += piece) {
     pieces.bytes += bytes.substr(at, piece);
     scan = glass::examine_request(pieces, limits);
   }
@@ -53,8 +54,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       try {
         glass::parse_json_no_duplicate_keys(body);
       } catch (const glass::DuplicateKeyError&) {
-      } catch (const nlohmann::json::exception&) {
-      }
+      } catch (const nlohmann::json::exception&) {}
     }
   }
   return 0;

@@ -63,7 +63,8 @@ void check_training(const std::u32string& text, std::uint8_t first_byte) {
     glass::BpeTokenizer::train(text, minimum - 1);
     GLASS_FUZZ_CHECK(false);
   } catch (const std::invalid_argument& e) {
-    GLASS_FUZZ_CHECK(std::strstr(e.what(), ("at least " + std::to_string(minimum)).c_str()) != nullptr);
+    GLASS_FUZZ_CHECK(std::strstr(e.what(), ("at least " + std::to_string(minimum)).c_str()) !=
+                     nullptr);
   }
   const std::size_t vocab_size = minimum + first_byte % 32;
   glass::BpeTokenizer tok;
@@ -80,7 +81,8 @@ void check_training(const std::u32string& text, std::uint8_t first_byte) {
     GLASS_FUZZ_CHECK(t.find(glass::BpeTokenizer::kSpaceMark, 1) == std::u32string::npos);
   }
   check_round_trip(tok, without_space_marks(text));
-  GLASS_FUZZ_CHECK(glass::bpe_from_json(glass::bpe_to_json(tok), "trained").merges() == tok.merges());
+  GLASS_FUZZ_CHECK(glass::bpe_from_json(glass::bpe_to_json(tok), "trained").merges() ==
+                   tok.merges());
 }
 
 }  // namespace

@@ -13,12 +13,12 @@
 namespace glass::fuzz {
 
 /// Stops the run (libFuzzer saves the input as a crash) when a property of the reader fails.
-#define GLASS_FUZZ_CHECK(cond)                                                              \
-  do {                                                                                      \
-    if (!(cond)) {                                                                          \
-      std::fprintf(stderr, "%s:%d: property failed: %s\n", __FILE__, __LINE__, #cond);      \
-      std::abort();                                                                         \
-    }                                                                                       \
+#define GLASS_FUZZ_CHECK(cond)                                                         \
+  do {                                                                                 \
+    if (!(cond)) {                                                                     \
+      std::fprintf(stderr, "%s:%d: property failed: %s\n", __FILE__, __LINE__, #cond); \
+      std::abort();                                                                    \
+    }                                                                                  \
   } while (0)
 
 /// A directory for the files a harness writes, private to this process, in memory when /dev/shm

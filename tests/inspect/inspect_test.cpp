@@ -55,7 +55,8 @@ Tracer trace(const LoadedModel& loaded, const std::u32string& prompt) {
 
 void expect_equal_arrays(const Array& a, const Array& b, const std::string& what) {
   ASSERT_EQ(shape_of(a), shape_of(b)) << what;
-  for (std::size_t i = 0; i < a.size(); ++i) ASSERT_EQ(a.data()[i], b.data()[i]) << what << " at " << i;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    ASSERT_EQ(a.data()[i], b.data()[i]) << what << " at " << i;
 }
 
 TEST(Inspect, SnapshotsEqualTheTracerAndHaveTheDocumentedShapes) {
@@ -77,14 +78,21 @@ TEST(Inspect, SnapshotsEqualTheTracerAndHaveTheDocumentedShapes) {
   }
   EXPECT_EQ(compared, ins.snapshots.size());
   // Shapes of nn/tracer.hpp, batch removed, for this config (m = n without cache).
-  const std::map<std::string, Shape> expected = {
-      {"attn.q", {H, n, hd}},      {"attn.k", {KV, n, hd}},      {"attn.v", {KV, n, hd}},
-      {"attn.rope_q", {H, n, hd}}, {"attn.rope_k", {KV, n, hd}}, {"attn.scores", {H, n, n}},
-      {"attn.mask", {n, n}},       {"attn.softmax", {H, n, n}},  {"attn.mix", {H, n, hd}},
-      {"attn.out", {n, d}},        {"out", {n, d}}};
+  const std::map<std::string, Shape> expected = {{"attn.q", {H, n, hd}},
+                                                 {"attn.k", {KV, n, hd}},
+                                                 {"attn.v", {KV, n, hd}},
+                                                 {"attn.rope_q", {H, n, hd}},
+                                                 {"attn.rope_k", {KV, n, hd}},
+                                                 {"attn.scores", {H, n, n}},
+                                                 {"attn.mask", {n, n}},
+                                                 {"attn.softmax", {H, n, n}},
+                                                 {"attn.mix", {H, n, hd}},
+                                                 {"attn.out", {n, d}},
+                                                 {"out", {n, d}}};
   for (std::size_t layer = 0; layer < 2; ++layer)
     for (const auto& [name, shape] : expected)
-      EXPECT_EQ(shape_of(ins.get(full_snapshot_name(ins, layer, name))), shape) << layer << " " << name;
+      EXPECT_EQ(shape_of(ins.get(full_snapshot_name(ins, layer, name))), shape)
+          << layer << " " << name;
   EXPECT_EQ(shape_of(ins.get("embeddings")), (Shape{n, d}));
 
   // Logits equal the tracer's; probs are the softmax of the logits (rows sum to 1).
@@ -221,9 +229,9 @@ TEST(Inspect, SummaryAndVisibleCharacters) {
   EXPECT_EQ(visible_char(U'a'), "a");
   EXPECT_EQ(visible_char(U'é'), "é");
   // Characters that draw nothing on their own get their code point.
-  EXPECT_EQ(visible_char(U'\u200D'), "U+200D");   // zero-width joiner
-  EXPECT_EQ(visible_char(U'\uFE0F'), "U+FE0F");   // variation selector 16 (emoji style)
-  EXPECT_EQ(visible_char(U'\u0301'), "U+0301");   // combining acute accent
+  EXPECT_EQ(visible_char(U'\u200D'), "U+200D");  // zero-width joiner
+  EXPECT_EQ(visible_char(U'\uFE0F'), "U+FE0F");  // variation selector 16 (emoji style)
+  EXPECT_EQ(visible_char(U'\u0301'), "U+0301");  // combining acute accent
   EXPECT_EQ(visible_char(U'\U000E0100'), "U+E0100");
   EXPECT_EQ(visible_char(U'猫'), "猫");
 }
@@ -251,7 +259,8 @@ TEST(Inspect, TerminalSnapshotHasLabelsValuesAndAHeatmap) {
   EXPECT_NE(out.find("head 1 of 4: (3, 3)"), std::string::npos) << out;
   EXPECT_NE(out.find("  1 ␣"), std::string::npos) << out;  // row label of position 1
   EXPECT_NE(out.find("Heatmap"), std::string::npos);
-  EXPECT_NE(out.find("  0 a | 1.000     ·     ·\n"), std::string::npos) << "row 0: all weight on itself";
+  EXPECT_NE(out.find("  0 a | 1.000     ·     ·\n"), std::string::npos)
+      << "row 0: all weight on itself";
   EXPECT_NE(out.find("█"), std::string::npos) << "weight 1 is the darkest shade";
   EXPECT_EQ(out.find('\x1b'), std::string::npos);
   RenderOptions color;
@@ -263,14 +272,16 @@ TEST(Inspect, TerminalSnapshotHasLabelsValuesAndAHeatmap) {
   char expected[32];
   std::snprintf(expected, sizeof expected, "%.3f", double(ins.get("layers.1.attn.q")(2, 0, 0)));
   EXPECT_NE(q.find(expected), std::string::npos) << expected << "\n" << q;
-  EXPECT_NE(render_snapshot(ins, 0, 3, "attn.k", plain).find("KV head 1 (for query head 3)"), std::string::npos);
+  EXPECT_NE(render_snapshot(ins, 0, 3, "attn.k", plain).find("KV head 1 (for query head 3)"),
+            std::string::npos);
 }
 
 TEST(Inspect, JsonRoundTrip) {
   const LoadedModel loaded = tiny_model();
   const std::u32string prompt = U"hi\nthe";
   const Inspection ins = inspect(loaded, prompt);
-  const auto dir = std::filesystem::temp_directory_path() / ("glass-inspect-json-" + std::to_string(::getpid()));
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("glass-inspect-json-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   const std::string path = (dir / "inspect.json").string();
   write_json(ins, path);
@@ -312,12 +323,14 @@ TEST(Inspect, HtmlPageIsSelfContainedAndCarriesItsData) {
   options.layer = 7;  // clamped to the last layer
   options.loss = {{0, 4.2, 4.3}, {10, 3.1, std::nan("")}, {20, 2.5, 2.6}};
   const std::string html = inspection_html(ins, options);
-  for (const char* banned : {"src=\"http", "href=\"http", "<script src=", "<link", "@import", "url("})
+  for (const char* banned :
+       {"src=\"http", "href=\"http", "<script src=", "<link", "@import", "url("})
     EXPECT_EQ(html.find(banned), std::string::npos) << banned;
   // The prompt "</script>" must not close a data block early: the two JSON tags and the three
   // inline scripts (common.js, loss_chart.js, script.js) close once each.
   std::size_t closings = 0;
-  for (std::size_t at = html.find("</script>"); at != std::string::npos; at = html.find("</script>", at + 1))
+  for (std::size_t at = html.find("</script>"); at != std::string::npos;
+       at = html.find("</script>", at + 1))
     ++closings;
   EXPECT_EQ(closings, 5u);
   auto json_tag = [&](const std::string& id) {
@@ -334,7 +347,6 @@ TEST(Inspect, HtmlPageIsSelfContainedAndCarriesItsData) {
   EXPECT_TRUE(view["loss"]["val"][1].is_null());
   EXPECT_EQ(view["meaning"].size(), 14u);
 }
-
 
 }  // namespace
 }  // namespace glass

@@ -46,8 +46,8 @@ TEST(LossPlot, LogIsReadByColumnName) {
 
 TEST(LossPlot, JsonHasTheSeriesWithNullForMissingValues) {
   const double nan = std::numeric_limits<double>::quiet_NaN();
-  const nlohmann::json j = nlohmann::json::parse(
-      loss_json({{0, 4.17, 4.18}, {250, 2.5, nan}, {500, 2.0, 2.1}}, "tiny"));
+  const nlohmann::json j =
+      nlohmann::json::parse(loss_json({{0, 4.17, 4.18}, {250, 2.5, nan}, {500, 2.0, 2.1}}, "tiny"));
   EXPECT_EQ(j["title"], "tiny");
   EXPECT_EQ(j["step"], nlohmann::json::parse("[0, 250, 500]"));
   EXPECT_EQ(j["train"], nlohmann::json::parse("[4.17, 2.5, 2.0]"));
@@ -57,11 +57,14 @@ TEST(LossPlot, JsonHasTheSeriesWithNullForMissingValues) {
 }
 
 TEST(LossPlot, PageIsSelfContainedAndCarriesTheData) {
-  const std::string html = loss_plot_html({{0, 4.2, 4.3}, {10, 3.1, 3.3}}, "tiny <shakespeare> & co </script>");
+  const std::string html =
+      loss_plot_html({{0, 4.2, 4.3}, {10, 3.1, 3.3}}, "tiny <shakespeare> & co </script>");
   EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
-  for (const char* banned : {"src=\"http", "href=\"http", "<script src=", "<link", "@import", "url("})
+  for (const char* banned :
+       {"src=\"http", "href=\"http", "<script src=", "<link", "@import", "url("})
     EXPECT_EQ(html.find(banned), std::string::npos) << banned;
-  EXPECT_NE(html.find("function lossChartSvg("), std::string::npos) << "the chart's script is inline";
+  EXPECT_NE(html.find("function lossChartSvg("), std::string::npos)
+      << "the chart's script is inline";
   // The title cannot close the data tag: '<', '>' and '&' are \u escapes inside the JSON.
   EXPECT_EQ(html.find("<shakespeare>"), std::string::npos);
   const nlohmann::json j = json_tag(html, "glass-loss");
@@ -89,7 +92,7 @@ TEST(LossPlot, TheCurveJsonCarriesEveryStepAndV) {
   EXPECT_EQ(j["vocab_size"], 65);
   const std::filesystem::path dir = glass_test::temp_dir("glass-steps-log");
   std::ofstream((dir / "steps.csv").string()) << "step,loss,lr,grad_norm,tokens_per_s,elapsed_s\n"
-                                                  "0,4.25,1.0e-04,1.5,100.0,0.1\n";
+                                                 "0,4.25,1.0e-04,1.5,100.0,0.1\n";
   const std::vector<StepPoint> read = read_steps_log((dir / "steps.csv").string());
   ASSERT_EQ(read.size(), 1u);
   EXPECT_EQ(read[0].loss, 4.25);

@@ -31,7 +31,8 @@ TEST(WebPage, WithJsonFillsTheTagAndEscapesWhatCouldEndIt) {
             R"({"a":"\u003c/script\u003e\u003cb\u003e\u0026"})"
             "</script><p>y</p>");
   EXPECT_THROW(with_json(page, "other", "{}"), std::logic_error);
-  EXPECT_THROW(with_json(with_json(page, "d", "[1]"), "d", "[2]"), std::logic_error) << "filled once";
+  EXPECT_THROW(with_json(with_json(page, "d", "[1]"), "d", "[2]"), std::logic_error)
+      << "filled once";
 }
 
 }  // namespace

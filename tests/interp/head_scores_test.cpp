@@ -19,7 +19,8 @@ Array pattern_of(const std::vector<std::vector<double>>& rows) {
 // A pure previous-token head: every position t >= 1 puts all its weight on t - 1.
 const Array kPrevious = pattern_of({{1, 0, 0, 0}, {1, 0, 0, 0}, {0, 1, 0, 0}, {0, 0, 1, 0}});
 // Uniform causal attention: row t spreads 1/(t+1) over positions 0..t.
-const Array kUniform = pattern_of({{1, 0, 0, 0}, {0.5, 0.5, 0, 0}, {1. / 3, 1. / 3, 1. / 3, 0}, {0.25, 0.25, 0.25, 0.25}});
+const Array kUniform = pattern_of(
+    {{1, 0, 0, 0}, {0.5, 0.5, 0, 0}, {1. / 3, 1. / 3, 1. / 3, 0}, {0.25, 0.25, 0.25, 0.25}});
 
 TEST(HeadScores, PreviousTokenScore) {
   // (1 + 1 + 1) / 3

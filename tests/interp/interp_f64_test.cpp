@@ -19,12 +19,14 @@ const TokenIds kPrompt = {1, 6, 0, 5, 10, 4, 9, 3};
 
 void expect_bitwise_equal(const Array& a, const Array& b, const std::string& what) {
   ASSERT_EQ(a.size(), b.size()) << what;
-  for (std::size_t i = 0; i < a.size(); ++i) ASSERT_EQ(a.data()[i], b.data()[i]) << what << " flat index " << i;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    ASSERT_EQ(a.data()[i], b.data()[i]) << what << " flat index " << i;
 }
 
 void expect_near(const Array& a, const Array& b, double tol, const std::string& what) {
   ASSERT_EQ(a.size(), b.size()) << what;
-  for (std::size_t i = 0; i < a.size(); ++i) ASSERT_NEAR(a.data()[i], b.data()[i], tol) << what << " flat index " << i;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    ASSERT_NEAR(a.data()[i], b.data()[i], tol) << what << " flat index " << i;
 }
 
 // ---- hook points ---------------------------------------------------------------------------
@@ -39,9 +41,11 @@ TEST(HookPoints, HooksThatChangeNothingLeaveTheLogitsBitForBit) {
   expect_bitwise_equal(hooked, plain_logits(*model, tokens), "logits");
   // Every documented hook point of both blocks, in forward order.
   const std::vector<std::string> expected = {
-      "embeddings",
-      "layers.0.attn.softmax", "layers.0.attn.mix", "layers.0.attn.out", "layers.0.mid", "layers.0.feed_forward.out", "layers.0.out",
-      "layers.1.attn.softmax", "layers.1.attn.mix", "layers.1.attn.out", "layers.1.mid", "layers.1.feed_forward.out", "layers.1.out"};
+      "embeddings",        "layers.0.attn.softmax", "layers.0.attn.mix",
+      "layers.0.attn.out", "layers.0.mid",          "layers.0.feed_forward.out",
+      "layers.0.out",      "layers.1.attn.softmax", "layers.1.attn.mix",
+      "layers.1.attn.out", "layers.1.mid",          "layers.1.feed_forward.out",
+      "layers.1.out"};
   EXPECT_EQ(seen, expected);
   // Hook-only points record no snapshot.
   EXPECT_FALSE(tracer.has("layers.0.mid"));
@@ -87,7 +91,8 @@ TEST(HookPoints, HooksThatChangeNothingKeepTheGradientsAndAReplacedValueStopsThe
   Tracer reading;
   reading.add_hook("", [](const std::string&, Array&) {});
   const std::vector<Array> read = gradients(*model, &reading);
-  for (std::size_t i = 0; i < plain.size(); ++i) expect_bitwise_equal(read[i], plain[i], "gradient " + std::to_string(i));
+  for (std::size_t i = 0; i < plain.size(); ++i)
+    expect_bitwise_equal(read[i], plain[i], "gradient " + std::to_string(i));
   // Replacing the stream after block 0 makes it a constant: nothing flows into the embeddings
   // or block 0, while block 1 and the head still get their gradients.
   Tracer replacing;
@@ -98,8 +103,10 @@ TEST(HookPoints, HooksThatChangeNothingKeepTheGradientsAndAReplacedValueStopsThe
     double size = 0;
     for (Scalar g : replaced[i]) size += std::abs(g);
     const bool before = name.rfind("tok_embeddings", 0) == 0 || name.rfind("layers.0.", 0) == 0;
-    if (before) EXPECT_EQ(size, 0.0) << name;
-    else EXPECT_GT(size, 0.0) << name;
+    if (before)
+      EXPECT_EQ(size, 0.0) << name;
+    else
+      EXPECT_GT(size, 0.0) << name;
     ++i;
   }
 }
@@ -107,7 +114,9 @@ TEST(HookPoints, HooksThatChangeNothingKeepTheGradientsAndAReplacedValueStopsThe
 TEST(HookPoints, AHookThatChangesTheShapeIsRefused) {
   auto model = twin_model();
   Tracer tracer;
-  tracer.add_hook("layers.0.out", [](const std::string&, Array& v) { v = Array::from_shape({2, 2}); });
+  tracer.add_hook("layers.0.out", [](const std::string&, Array& v) {
+    v = Array::from_shape({2, 2});
+  });
   EXPECT_THROW(run_with_hooks(*model, glass_test::twin_tokens(), tracer), std::invalid_argument);
 }
 
@@ -120,12 +129,14 @@ TEST(LogitLens, TheLastLayerIsTheModelsLogitsBitForBit) {
   ASSERT_EQ(lens.points, (std::vector<std::string>{"embeddings", "layers.0.out", "layers.1.out"}));
   ASSERT_EQ(shape_of(lens.logits), (Shape{3, T, V}));
   const Array logits = plain_logits(*model, as_batch(kPrompt));  // (1, T, V)
-  for (std::size_t i = 0; i < T * V; ++i) ASSERT_EQ(lens.logits.data()[2 * T * V + i], logits.data()[i]) << i;
+  for (std::size_t i = 0; i < T * V; ++i)
+    ASSERT_EQ(lens.logits.data()[2 * T * V + i], logits.data()[i]) << i;
   // The same through the fast path's forward (no tracer) to rounding.
   auto fast = twin_model();
   fast->set_ops_path(OpsPath::fast);
   const Array fast_logits = plain_logits(*fast, as_batch(kPrompt));
-  for (std::size_t i = 0; i < T * V; ++i) ASSERT_NEAR(lens.logits.data()[2 * T * V + i], fast_logits.data()[i], 1e-12);
+  for (std::size_t i = 0; i < T * V; ++i)
+    ASSERT_NEAR(lens.logits.data()[2 * T * V + i], fast_logits.data()[i], 1e-12);
 }
 
 TEST(LogitLens, TheEmbeddingRowEqualsAHandComputedLens) {
@@ -149,7 +160,8 @@ TEST(LogitLens, TheEmbeddingRowEqualsAHandComputedLens) {
       max = std::max(max, logit[v]);
     }
     for (std::size_t v = 0; v < V; ++v) total += std::exp(logit[v] - max);
-    if (t + 1 < T) EXPECT_NEAR(lens.next_prob(0, t), std::exp(logit[kPrompt[t + 1]] - max) / total, 1e-12);
+    if (t + 1 < T)
+      EXPECT_NEAR(lens.next_prob(0, t), std::exp(logit[kPrompt[t + 1]] - max) / total, 1e-12);
   }
 }
 
@@ -159,16 +171,19 @@ TEST(LogitLens, TopTokensAreSortedAndNextProbReadsTheTrueToken) {
   for (std::size_t s = 0; s < 3; ++s)
     for (std::size_t t = 0; t < kPrompt.size(); ++t) {
       for (std::size_t j = 0; j < 4; ++j) {
-        EXPECT_EQ(lens.top_probs(s, t, j), lens.probs(s, t, static_cast<std::size_t>(lens.top_ids(s, t, j))));
+        EXPECT_EQ(lens.top_probs(s, t, j),
+                  lens.probs(s, t, static_cast<std::size_t>(lens.top_ids(s, t, j))));
         if (j > 0) EXPECT_GE(lens.top_probs(s, t, j - 1), lens.top_probs(s, t, j));
       }
       // No token outside the top 4 is more probable than the 4th.
       for (std::size_t v = 0; v < 11; ++v) {
         bool in_top = false;
-        for (std::size_t j = 0; j < 4; ++j) in_top = in_top || lens.top_ids(s, t, j) == static_cast<std::int32_t>(v);
+        for (std::size_t j = 0; j < 4; ++j)
+          in_top = in_top || lens.top_ids(s, t, j) == static_cast<std::int32_t>(v);
         if (!in_top) EXPECT_LE(lens.probs(s, t, v), lens.top_probs(s, t, 3));
       }
-      if (t + 1 < kPrompt.size()) EXPECT_EQ(lens.next_prob(s, t), lens.probs(s, t, static_cast<std::size_t>(kPrompt[t + 1])));
+      if (t + 1 < kPrompt.size())
+        EXPECT_EQ(lens.next_prob(s, t), lens.probs(s, t, static_cast<std::size_t>(kPrompt[t + 1])));
     }
   EXPECT_THROW(logit_lens(*model, kPrompt, 0), std::invalid_argument);
   EXPECT_THROW(logit_lens(*model, kPrompt, 12), std::invalid_argument);
@@ -183,7 +198,8 @@ Array logits_with_wo_columns_zeroed(const std::vector<HeadRef>& heads, const Ids
   auto model = twin_model();
   const std::size_t hd = model->config().head_dim();
   for (const HeadRef& h : heads) {
-    Array& wo = model->layers[h.layer]->attention.wo.weight.value();  // (d_model, n_heads * head_dim)
+    Array& wo =
+        model->layers[h.layer]->attention.wo.weight.value();  // (d_model, n_heads * head_dim)
     for (std::size_t r = 0; r < wo.shape()[0]; ++r)
       for (std::size_t c = h.head * hd; c < (h.head + 1) * hd; ++c) wo(r, c) = 0;
   }
@@ -193,14 +209,16 @@ Array logits_with_wo_columns_zeroed(const std::vector<HeadRef>& heads, const Ids
 TEST(HeadAblation, ZeroAblationIsTheModelWithThoseColumnsOfWoZeroed) {
   auto model = twin_model();
   const Ids tokens = glass_test::twin_tokens();
-  for (const std::vector<HeadRef>& heads : std::vector<std::vector<HeadRef>>{{{1, 2}}, {{0, 0}}, {{0, 1}, {1, 3}, {1, 0}}}) {
+  for (const std::vector<HeadRef>& heads :
+       std::vector<std::vector<HeadRef>>{{{1, 2}}, {{0, 0}}, {{0, 1}, {1, 3}, {1, 0}}}) {
     const Array ablated = ablated_logits(*model, tokens, heads, AblationMode::zero);
     const Array reference = logits_with_wo_columns_zeroed(heads, tokens);
     expect_near(ablated, reference, 1e-12, "zero ablation");
     // ... and it does change the logits.
     double change = 0;
     const Array plain = plain_logits(*model, tokens);
-    for (std::size_t i = 0; i < plain.size(); ++i) change = std::max(change, std::abs(plain.data()[i] - ablated.data()[i]));
+    for (std::size_t i = 0; i < plain.size(); ++i)
+      change = std::max(change, std::abs(plain.data()[i] - ablated.data()[i]));
     EXPECT_GT(change, 1e-3);
   }
 }
@@ -218,7 +236,8 @@ TEST(HeadAblation, TheLossTableIsTheLossOfEachAblatedModel) {
   EXPECT_NEAR(table.base_loss, base, 1e-12);
   for (std::size_t L = 0; L < 2; ++L)
     for (std::size_t h = 0; h < 4; ++h) {
-      const double loss = cross_entropy(Tensor(logits_with_wo_columns_zeroed({{L, h}}, inputs)), targets).value()();
+      const double loss =
+          cross_entropy(Tensor(logits_with_wo_columns_zeroed({{L, h}}, inputs)), targets).value()();
       EXPECT_NEAR(table.delta_loss(L, h), loss - base, 1e-12) << L << ", " << h;
     }
 }
@@ -263,7 +282,8 @@ TEST(HeadAblation, NextTokenShiftComparesTheLastPositionsDistributions) {
   const Array ablated = logits_with_wo_columns_zeroed({{1, 1}}, as_batch(kPrompt));
   double kl = 0, max = -1e300, total = 0;
   const std::size_t T = kPrompt.size();
-  for (std::size_t v = 0; v < 11; ++v) max = std::max(max, static_cast<double>(ablated(0, T - 1, v)));
+  for (std::size_t v = 0; v < 11; ++v)
+    max = std::max(max, static_cast<double>(ablated(0, T - 1, v)));
   for (std::size_t v = 0; v < 11; ++v) total += std::exp(ablated(0, T - 1, v) - max);
   for (std::size_t v = 0; v < 11; ++v) {
     const double q = std::exp(ablated(0, T - 1, v) - max) / total, p = lens.probs(2, T - 1, v);
@@ -285,14 +305,20 @@ TEST(ActivationPatching, PatchingTheWholeLastLayerRestoresTheCleanLogits) {
   auto model = twin_model();
   Tracer clean_run;
   const Array clean = run_with_hooks(*model, as_batch(kClean), clean_run);  // (1, T, V)
-  const Array patched = patched_logits(*model, kCorrupted, "layers.1.out", clean_run.get("layers.1.out"));
+  const Array patched =
+      patched_logits(*model, kCorrupted, "layers.1.out", clean_run.get("layers.1.out"));
   expect_bitwise_equal(patched, clean, "patched logits");
   // Patching the embeddings at the one position where the prompts differ does too.
-  expect_bitwise_equal(patched_logits(*model, kCorrupted, "embeddings", clean_run.get("embeddings"), 2), clean,
-                       "patched at the differing token");
-  EXPECT_THROW(patched_logits(*model, kCorrupted, "layers.9.out", clean_run.get("layers.1.out")), std::invalid_argument);
-  EXPECT_THROW(patched_logits(*model, kCorrupted, "layers.1.out", clean_run.get("layers.1.out"), 6), std::invalid_argument);
-  EXPECT_THROW(patched_logits(*model, kCorrupted, "layers.1.out", clean_run.get("layers.1.out"), 0, 1), std::invalid_argument);
+  expect_bitwise_equal(
+      patched_logits(*model, kCorrupted, "embeddings", clean_run.get("embeddings"), 2), clean,
+      "patched at the differing token");
+  EXPECT_THROW(patched_logits(*model, kCorrupted, "layers.9.out", clean_run.get("layers.1.out")),
+               std::invalid_argument);
+  EXPECT_THROW(patched_logits(*model, kCorrupted, "layers.1.out", clean_run.get("layers.1.out"), 6),
+               std::invalid_argument);
+  EXPECT_THROW(
+      patched_logits(*model, kCorrupted, "layers.1.out", clean_run.get("layers.1.out"), 0, 1),
+      std::invalid_argument);
 }
 
 TEST(ActivationPatching, PatchingNothingLeavesTheCorruptedLogits) {
@@ -301,8 +327,9 @@ TEST(ActivationPatching, PatchingNothingLeavesTheCorruptedLogits) {
   Tracer corrupted_run;
   run_with_hooks(*model, as_batch(kCorrupted), corrupted_run);
   // Patching the corrupted run with its own values is patching nothing.
-  expect_bitwise_equal(patched_logits(*model, kCorrupted, "layers.0.out", corrupted_run.get("layers.0.out")), corrupted,
-                       "self-patched");
+  expect_bitwise_equal(
+      patched_logits(*model, kCorrupted, "layers.0.out", corrupted_run.get("layers.0.out")),
+      corrupted, "self-patched");
 }
 
 TEST(ActivationPatching, TheResidualSweepRecoversAllAtTheLastPositionOfTheLastLayer) {
@@ -310,7 +337,8 @@ TEST(ActivationPatching, TheResidualSweepRecoversAllAtTheLastPositionOfTheLastLa
   const PatchingResult r = patch_residual_stream(*model, kClean, kCorrupted, 3, 7);
   const std::size_t T = kClean.size();
   ASSERT_EQ(shape_of(r.recovered), (Shape{3, T}));
-  const Array clean = plain_logits(*model, as_batch(kClean)), corrupted = plain_logits(*model, as_batch(kCorrupted));
+  const Array clean = plain_logits(*model, as_batch(kClean)),
+              corrupted = plain_logits(*model, as_batch(kCorrupted));
   EXPECT_EQ(r.clean_diff, clean(0, T - 1, 3) - clean(0, T - 1, 7));
   EXPECT_EQ(r.corrupted_diff, corrupted(0, T - 1, 3) - corrupted(0, T - 1, 7));
   ASSERT_NE(r.clean_diff, r.corrupted_diff);
@@ -326,7 +354,9 @@ TEST(ActivationPatching, TheResidualSweepRecoversAllAtTheLastPositionOfTheLastLa
   // The recovered fraction is the formula on the patched difference.
   for (std::size_t s = 0; s < 3; ++s)
     for (std::size_t t = 0; t < T; ++t)
-      EXPECT_NEAR(r.recovered(s, t), (r.patched_diff(s, t) - r.corrupted_diff) / (r.clean_diff - r.corrupted_diff), 1e-15);
+      EXPECT_NEAR(r.recovered(s, t),
+                  (r.patched_diff(s, t) - r.corrupted_diff) / (r.clean_diff - r.corrupted_diff),
+                  1e-15);
   EXPECT_THROW(patch_residual_stream(*model, kClean, {1, 2}, 3, 7), std::invalid_argument);
   EXPECT_THROW(patch_residual_stream(*model, kClean, kCorrupted, 11, 7), std::invalid_argument);
 }
@@ -341,19 +371,25 @@ TEST(ActivationPatching, PatchingEveryHeadOfTheLastLayerGivesItsCleanOutput) {
   Tracer all_heads;
   all_heads.set_recording(false);
   const Array& mix = clean_run.get("layers.1.attn.mix");
-  all_heads.add_hook("layers.1.attn.mix", [&](const std::string&, Array& v) { std::copy(mix.begin(), mix.end(), v.begin()); });
+  all_heads.add_hook("layers.1.attn.mix", [&](const std::string&, Array& v) {
+    std::copy(mix.begin(), mix.end(), v.begin());
+  });
   const Array a = run_with_hooks(*model, as_batch(kCorrupted), all_heads);
   Tracer out_patch;
   const Array& out = clean_run.get("layers.1.attn.out");
-  out_patch.add_hook("layers.1.attn.out", [&](const std::string&, Array& v) { std::copy(out.begin(), out.end(), v.begin()); });
-  expect_bitwise_equal(a, run_with_hooks(*model, as_batch(kCorrupted), out_patch), "all heads vs attn.out");
+  out_patch.add_hook("layers.1.attn.out", [&](const std::string&, Array& v) {
+    std::copy(out.begin(), out.end(), v.begin());
+  });
+  expect_bitwise_equal(a, run_with_hooks(*model, as_batch(kCorrupted), out_patch),
+                       "all heads vs attn.out");
 
   const PatchingResult r = patch_head_outputs(*model, kClean, kCorrupted, 3, 7);
   ASSERT_EQ(shape_of(r.recovered), (Shape{2, 4}));
   EXPECT_EQ(r.rows, (std::vector<std::string>{"layers.0", "layers.1"}));
   for (std::size_t L = 0; L < 2; ++L)
     for (std::size_t h = 0; h < 4; ++h) {
-      const Array p = patched_logits(*model, kCorrupted, attention_point(L, "mix"), clean_run.get(attention_point(L, "mix")), std::nullopt, h);
+      const Array p = patched_logits(*model, kCorrupted, attention_point(L, "mix"),
+                                     clean_run.get(attention_point(L, "mix")), std::nullopt, h);
       EXPECT_EQ(r.patched_diff(L, h), p(kClean.size() - 1, 3) - p(kClean.size() - 1, 7));
     }
 }

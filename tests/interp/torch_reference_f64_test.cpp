@@ -11,9 +11,11 @@ namespace {
 
 using namespace glass;
 
-void expect_matches(const Array& got, const std::vector<double>& expected, const std::string& what) {
+void expect_matches(const Array& got, const std::vector<double>& expected,
+                    const std::string& what) {
   ASSERT_EQ(got.size(), expected.size()) << what;
-  for (std::size_t i = 0; i < expected.size(); ++i) EXPECT_NEAR(got.data()[i], expected[i], 1e-9) << what << " flat index " << i;
+  for (std::size_t i = 0; i < expected.size(); ++i)
+    EXPECT_NEAR(got.data()[i], expected[i], 1e-9) << what << " flat index " << i;
 }
 
 TEST(PyTorchTwinInterp, LogitLensMatches) {

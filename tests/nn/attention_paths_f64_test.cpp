@@ -85,7 +85,8 @@ TEST(AttentionReference, SpecExampleWeightsAndOutputsTo6Decimals) {
   const Array& mix = tracer.get("attn.mix");    // (2, 3, 2)
   for (std::size_t h = 0; h < 2; ++h)
     for (std::size_t i = 0; i < 3; ++i) {
-      for (std::size_t j = 0; j < 3; ++j) EXPECT_NEAR(w(h, i, j), weights[i][j], 5e-7) << h << i << j;
+      for (std::size_t j = 0; j < 3; ++j)
+        EXPECT_NEAR(w(h, i, j), weights[i][j], 5e-7) << h << i << j;
       for (std::size_t e = 0; e < 2; ++e) EXPECT_NEAR(mix(h, i, e), out[i][e], 5e-7) << h << i << e;
     }
   EXPECT_EQ(w(0, 0, 1), 0.0);  // the future gets weight exactly 0
@@ -107,7 +108,8 @@ Step train_step(const std::string& attention, std::size_t T, bool with_tracer = 
   Tracer tracer;
   tape().clear();
   const Tensor logits = model.forward(tokens, nullptr, with_tracer ? &tracer : nullptr);
-  for (const TapeRecord& r : tape().records()) step.fused = step.fused || r.op == "causal_attention";
+  for (const TapeRecord& r : tape().records())
+    step.fused = step.fused || r.op == "causal_attention";
   step.logits = logits.value();
   cross_entropy(logits, targets).backward();
   for (const auto& [name, p] : model.named_parameters()) step.grads[name] = p.grad();
@@ -120,7 +122,8 @@ TEST(AttentionPaths, SameLogitsAndEveryParameterGradient) {
     const Step ref = train_step("reference", T), fast = train_step("fast", T);
     EXPECT_TRUE(fast.fused) << "the fast path should record causal_attention";
     EXPECT_FALSE(ref.fused);
-    EXPECT_FALSE(train_step("fast", T, true).fused) << "a tracer should force the step-by-step path";
+    EXPECT_FALSE(train_step("fast", T, true).fused)
+        << "a tracer should force the step-by-step path";
     for (std::size_t i = 0; i < ref.logits.size(); ++i)
       ASSERT_NEAR(ref.logits.data()[i], fast.logits.data()[i], 1e-12) << "T " << T;
     ASSERT_EQ(ref.grads.size(), fast.grads.size());
@@ -171,7 +174,8 @@ TEST(AttentionPaths, TheSwitchIsExplicitAndValidated) {
     parse_ops_path("flash");
     ADD_FAILURE() << "\"flash\" was accepted";
   } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("\"reference\" or \"fast\""), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("\"reference\" or \"fast\""), std::string::npos)
+        << e.what();
   }
   EXPECT_EQ(model.layers[1]->attention.path(), "layers.1.attention");
   EXPECT_EQ(model.layers[1]->attention.snapshot_name("q"), "layers.1.attn.q");
@@ -193,7 +197,8 @@ TEST(AttentionPaths, ANaNScoreGivesNaNOnBothPathsNotZeros) {
       NoGradGuard no_grad;
       const Array y = attention.forward(x, with_cache ? &cache.layers[0] : nullptr).value();
       for (std::size_t i = 0; i < y.size(); ++i)
-        ASSERT_TRUE(std::isnan(y.data()[i])) << path << (with_cache ? " with cache" : "") << " at " << i;
+        ASSERT_TRUE(std::isnan(y.data()[i]))
+            << path << (with_cache ? " with cache" : "") << " at " << i;
     }
   }
 }

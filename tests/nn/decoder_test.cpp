@@ -162,8 +162,8 @@ TEST(Decoder, InitIsNanoGptAndReproducible) {
   const double resid_std = 0.02 / std::sqrt(2.0 * 4);
   for (auto& [name, p] : model.named_parameters()) {
     const bool gain = name.find("norm.weight") != std::string::npos;
-    const bool resid = name.find("wo.weight") != std::string::npos ||
-                       name.find("w2.weight") != std::string::npos;
+    const bool resid =
+        name.find("wo.weight") != std::string::npos || name.find("w2.weight") != std::string::npos;
     if (gain) {
       EXPECT_TRUE(std::all_of(p.value().begin(), p.value().end(), [](Scalar x) { return x == 1; }))
           << name;
@@ -173,7 +173,8 @@ TEST(Decoder, InitIsNanoGptAndReproducible) {
     }
   }
   const auto a = model.parameters(), b = same.parameters(), d = other.parameters();
-  for (std::size_t i = 0; i < a.size(); ++i) EXPECT_EQ(max_abs_diff(a[i].value(), b[i].value()), 0.0);
+  for (std::size_t i = 0; i < a.size(); ++i)
+    EXPECT_EQ(max_abs_diff(a[i].value(), b[i].value()), 0.0);
   EXPECT_GT(max_abs_diff(a[0].value(), d[0].value()), 0.0);
 }
 
@@ -254,7 +255,8 @@ std::vector<double> loop_attention(const Attention& a, const Array& x) {
       }
       const Array& Wo = a.wo.weight.value();
       for (std::size_t o = 0; o < d; ++o)
-        for (std::size_t i = 0; i < H * D; ++i) out[(b * n + t) * d + o] += at(Wo, {o, i}) * concat[i];
+        for (std::size_t i = 0; i < H * D; ++i)
+          out[(b * n + t) * d + o] += at(Wo, {o, i}) * concat[i];
     }
   }
   return out;
@@ -469,7 +471,8 @@ TEST(KVCache, DropOldestMovesTheRestToTheFrontAndCountsAbsolutePositions) {
     cache.drop_oldest(4);
     ADD_FAILURE() << "no exception for dropping 4 of 3 positions";
   } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("cannot drop 4 of 3 cached positions"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("cannot drop 4 of 3 cached positions"), std::string::npos)
+        << e.what();
   }
   cache.clear();
   EXPECT_EQ(cache.length(), 0u);
@@ -546,7 +549,8 @@ TEST(Decoder, BadInputIsRejectedWithAClearMessage) {
   expect_invalid_argument([&] { model.forward(random_ids(1, 3, 11, 3), nullptr, &tracer); },
                           "the tracer keeps batch element 1, but the batch has 1");
   Ids bad = {{1, 2, 11}};
-  expect_invalid_argument([&] { model.forward(bad); }, "token id 11 at (0, 2) is outside the vocabulary [0, 11)");
+  expect_invalid_argument([&] { model.forward(bad); },
+                          "token id 11 at (0, 2) is outside the vocabulary [0, 11)");
   bad = {{-1, 2}};
   expect_invalid_argument([&] { model.forward(bad); }, "token id -1 at (0, 0)");
   Ids flat = {1, 2, 3};
@@ -590,7 +594,8 @@ TEST(Tracer, SnapshotsOfTheDefaultModelHaveTheDocumentedShapes) {
   }
   // The batch axis removed keeps element 1.
   for (std::size_t t = 0; t < n; ++t)
-    for (std::size_t v = 0; v < 65; ++v) EXPECT_EQ(at(tracer.get("logits"), {t, v}), logits(1, t, v));
+    for (std::size_t v = 0; v < 65; ++v)
+      EXPECT_EQ(at(tracer.get("logits"), {t, v}), logits(1, t, v));
   // Next-token probabilities: softmax of the logits, rows sum to 1.
   for (std::size_t t = 0; t < n; ++t) {
     double total = 0;
@@ -599,7 +604,8 @@ TEST(Tracer, SnapshotsOfTheDefaultModelHaveTheDocumentedShapes) {
   }
   // RoPE at position 0 leaves the first query unchanged.
   for (std::size_t e = 0; e < 32; ++e)
-    EXPECT_EQ(at(tracer.get("layers.0.attn.rope_q"), {1, 0, e}), at(tracer.get("layers.0.attn.q"), {1, 0, e}));
+    EXPECT_EQ(at(tracer.get("layers.0.attn.rope_q"), {1, 0, e}),
+              at(tracer.get("layers.0.attn.q"), {1, 0, e}));
   // A traced forward runs the reference path: exactly the logits of an untraced reference
   // forward, and those of the fast path to rounding.
   EXPECT_LE(max_abs_diff(model.forward(tokens).value(), logits), 1e-5);
@@ -609,8 +615,8 @@ TEST(Tracer, SnapshotsOfTheDefaultModelHaveTheDocumentedShapes) {
 }
 
 // Checks mask (n, m) == [j > start + i], every softmax row sums to 1 with exact zeros where masked.
-void expect_causal_snapshots(const Tracer& tracer, std::size_t layers, std::size_t n,
-                             std::size_t m, std::size_t start) {
+void expect_causal_snapshots(const Tracer& tracer, std::size_t layers, std::size_t n, std::size_t m,
+                             std::size_t start) {
   for (std::size_t L = 0; L < layers; ++L) {
     const std::string p = "layers." + std::to_string(L) + ".attn.";
     const Array& mask = tracer.get(p + "mask");
@@ -624,8 +630,10 @@ void expect_causal_snapshots(const Tracer& tracer, std::size_t layers, std::size
         for (std::size_t j = 0; j < m; ++j) {
           const Scalar w = at(weights, {h, i, j});
           total += w;
-          if (j > start + i) EXPECT_EQ(w, 0) << p << " head " << h << " (" << i << ", " << j << ")";
-          else EXPECT_GT(w, 0);
+          if (j > start + i)
+            EXPECT_EQ(w, 0) << p << " head " << h << " (" << i << ", " << j << ")";
+          else
+            EXPECT_GT(w, 0);
         }
         EXPECT_NEAR(total, 1.0, 1e-5);
       }
@@ -659,7 +667,8 @@ TEST(Tracer, ScoresSnapshotShowsEveryScoreBeforeTheMask) {
         for (std::size_t j = 0; j < 9; ++j) {
           double dot = 0;
           for (std::size_t e = 0; e < 32; ++e) dot += at(q, {h, i, e}) * at(k, {h / 2, j, e});
-          EXPECT_NEAR(at(scores, {h, i, j}), dot / std::sqrt(32.0), 1e-5) << p << h << " " << i << " " << j;
+          EXPECT_NEAR(at(scores, {h, i, j}), dot / std::sqrt(32.0), 1e-5)
+              << p << h << " " << i << " " << j;
         }
   }
 }

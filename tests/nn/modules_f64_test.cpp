@@ -26,28 +26,29 @@ static_assert(sizeof(Scalar) == sizeof(double), "gradient checks need Scalar = d
 
 // The tests' small model (fixtures.hpp: d_model 16, 2 layers, 4 heads of head_dim 4, 2 KV
 // heads), vocab 11, 16 positions.
-ModelConfig tiny_config() {
-  return glass_test::small_config(11, 16);
-}
+ModelConfig tiny_config() { return glass_test::small_config(11, 16); }
 
 // Runs gradcheck on `forward` with respect to every parameter of `module` plus `extra` inputs
 // (e.g. the module's input x). The closure reads the tensors through the module's members:
 // gradcheck perturbs the same storage in place.
-testing::AssertionResult gradients_match(const std::function<Tensor()>& forward, const Module& module,
-                                         std::vector<Tensor> extra = {}) {
+testing::AssertionResult gradients_match(const std::function<Tensor()>& forward,
+                                         const Module& module, std::vector<Tensor> extra = {}) {
   std::vector<Tensor> inputs = module.parameters();
   inputs.insert(inputs.end(), extra.begin(), extra.end());
   std::size_t scalars = 0;
   for (const auto& t : inputs) scalars += t.size();
-  const GradcheckReport report = gradcheck([&](const std::vector<Tensor>&) { return forward(); }, inputs);
+  const GradcheckReport report =
+      gradcheck([&](const std::vector<Tensor>&) { return forward(); }, inputs);
   std::ostringstream os;
   os << scalars << " scalars in " << report.inputs.size() << " tensors, max abs error "
      << report.max_abs_error << ", max rel error " << report.max_rel_error;
   for (const auto& in : report.inputs) {
-    if (!in.passed) os << "\n  FAILED " << (in.name.empty() ? "input" : in.name) << " #" << in.index
-                       << ": abs " << in.max_abs_error << ", rel " << in.max_rel_error;
+    if (!in.passed)
+      os << "\n  FAILED " << (in.name.empty() ? "input" : in.name) << " #" << in.index << ": abs "
+         << in.max_abs_error << ", rel " << in.max_rel_error;
   }
-  if (report.inputs.size() != inputs.size()) return testing::AssertionFailure() << "not every input was checked; " << os.str();
+  if (report.inputs.size() != inputs.size())
+    return testing::AssertionFailure() << "not every input was checked; " << os.str();
   return (report.passed ? testing::AssertionSuccess() : testing::AssertionFailure()) << os.str();
 }
 
@@ -80,12 +81,14 @@ TEST(ModuleGradcheck, SwiGLU) {
   EXPECT_TRUE(gradients_match([&] { return ffn.forward(x); }, ffn, {x}));
 }
 
-TEST(ModuleGradcheck, AttentionWithGQA) {  // the default (fast) path; the decoder test below runs both
+TEST(ModuleGradcheck,
+     AttentionWithGQA) {  // the default (fast) path; the decoder test below runs both
   Rng rng(11);
   Attention attention(tiny_config(), rng);
   randomize(attention, 0.5, 12);
   Tensor x = random_tensor({2, 5, 16}, 1.0, 13, true);
-  EXPECT_TRUE(gradients_match([&] { return attention.forward(x, nullptr, nullptr); }, attention, {x}));
+  EXPECT_TRUE(
+      gradients_match([&] { return attention.forward(x, nullptr, nullptr); }, attention, {x}));
 }
 
 TEST(ModuleGradcheck, AttentionWithPrefilledCache) {
@@ -103,7 +106,8 @@ TEST(ModuleGradcheck, AttentionWithPrefilledCache) {
     cache.advance(3);
   }
   Tensor x = random_tensor({2, 2, 16}, 1.0, 18, true);
-  EXPECT_TRUE(gradients_match([&] { return attention.forward(x, &cache.layers[0], nullptr); }, attention, {x}));
+  EXPECT_TRUE(gradients_match([&] { return attention.forward(x, &cache.layers[0], nullptr); },
+                              attention, {x}));
 }
 
 TEST(ModuleGradcheck, Block) {
@@ -124,7 +128,8 @@ TEST(ModuleGradcheck, WholeTinyDecoderEveryParameter) {
     randomize(model, 0.4, 25);
     const Ids tokens = random_ids(2, 5, 11, 26);
     const Ids targets = random_ids(2, 5, 11, 27);
-    EXPECT_TRUE(gradients_match([&] { return cross_entropy(model.forward(tokens), targets); }, model))
+    EXPECT_TRUE(
+        gradients_match([&] { return cross_entropy(model.forward(tokens), targets); }, model))
         << path;
   }
 }

@@ -21,7 +21,8 @@ inline Tensor random_tensor(const Shape& shape, double std, std::uint64_t seed,
 }
 
 /// Token ids uniform in [0, vocab) from a fixed seed.
-inline Ids random_ids(std::size_t batch, std::size_t length, std::size_t vocab, std::uint64_t seed) {
+inline Ids random_ids(std::size_t batch, std::size_t length, std::size_t vocab,
+                      std::uint64_t seed) {
   Rng rng(seed);
   std::uniform_int_distribution<int> pick(0, static_cast<int>(vocab) - 1);
   Ids ids = Ids::from_shape({batch, length});
@@ -36,7 +37,8 @@ inline void randomize(Module& module, double std, std::uint64_t seed) {
   Rng rng(seed);
   std::normal_distribution<double> normal(0.0, 1.0);
   for (auto& [name, p] : module.named_parameters()) {
-    const bool is_gain = name.size() >= 11 && name.compare(name.size() - 11, 11, "norm.weight") == 0;
+    const bool is_gain =
+        name.size() >= 11 && name.compare(name.size() - 11, 11, "norm.weight") == 0;
     for (auto& x : p.value()) {
       x = static_cast<Scalar>(is_gain ? 1.0 + 0.2 * normal(rng) : std * normal(rng));
     }

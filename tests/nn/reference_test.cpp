@@ -44,7 +44,8 @@ TEST(PyTorchTwin, CachedChunksMatchTheTwinToo) {
     for (std::size_t t = 0; t < 7; ++t)
       for (std::size_t v = 0; v < 11; ++v) {
         const double got = t < 4 ? a(batch, t, v) : b(batch, t - 4, v);
-        EXPECT_NEAR(got, expected[(batch * 7 + t) * 11 + v], 2e-5) << batch << ", " << t << ", " << v;
+        EXPECT_NEAR(got, expected[(batch * 7 + t) * 11 + v], 2e-5)
+            << batch << ", " << t << ", " << v;
       }
 }
 

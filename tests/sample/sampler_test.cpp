@@ -78,7 +78,7 @@ TEST(Sampling, DrawFollowsTheProbabilitiesAndSeed) {
   std::mt19937_64 rng(7);
   std::vector<int> counts(3, 0);
   for (int i = 0; i < 20000; ++i) ++counts[draw({0.2, 0.0, 0.8}, rng)];
-  EXPECT_EQ(counts[1], 0);                 // zero probability is never drawn
+  EXPECT_EQ(counts[1], 0);                      // zero probability is never drawn
   EXPECT_NEAR(counts[0] / 20000.0, 0.2, 0.02);  // binomial sd = 0.0028
   std::mt19937_64 a(5), b(5);
   for (int i = 0; i < 50; ++i) EXPECT_EQ(draw({0.3, 0.3, 0.4}, a), draw({0.3, 0.3, 0.4}, b));
@@ -101,7 +101,8 @@ TEST(Sampling, NonFiniteLogitsAreAnErrorNotAnArbitraryToken) {
   for (double t : {0.0, 0.8}) {
     o.temperature = t;
     EXPECT_THROW(next_token_probs({0.1, std::nan(""), 0.3}, o), std::runtime_error);
-    EXPECT_THROW(next_token_probs({0.1, std::numeric_limits<double>::infinity()}, o), std::runtime_error);
+    EXPECT_THROW(next_token_probs({0.1, std::numeric_limits<double>::infinity()}, o),
+                 std::runtime_error);
   }
   o.temperature = 1.0;
   const double inf = std::numeric_limits<double>::infinity();
@@ -197,7 +198,7 @@ TEST(Generate, CachedAndUncachedAgreeAtTemperatureZero) {
   SamplingOptions greedy;
   greedy.temperature = 0.0;
   greedy.window_mode = WindowMode::exact;  // past the window, the cache is rebuilt
-  for (std::size_t window : {32u, 8u}) {  // 8: the window slides
+  for (std::size_t window : {32u, 8u}) {   // 8: the window slides
     std::mt19937_64 rng1(1), rng2(1);
     greedy.use_kv_cache = true;
     const auto cached = generate(model, {1, 2, 3, 4, 5}, 20, window, greedy, rng1);
@@ -214,7 +215,8 @@ TEST(Generate, CachedAndUncachedAgreeAtTemperatureZero) {
   hot.top_p = 0.9;
   std::mt19937_64 a(9), b(9);
   std::vector<std::int32_t> long_prompt(40, 3);
-  EXPECT_EQ(generate(model, long_prompt, 15, 8, hot, a), generate(model, long_prompt, 15, 8, hot, b));
+  EXPECT_EQ(generate(model, long_prompt, 15, 8, hot, a),
+            generate(model, long_prompt, 15, 8, hot, b));
 }
 
 // ---- the window modes ------------------------------------------------------------------------
@@ -236,7 +238,8 @@ std::vector<std::vector<double>> logits_of_every_prefix(const Decoder& model, st
   NextTokenLogits next(model, window, options);
   std::vector<std::vector<double>> rows;
   for (std::size_t t = 1; t <= text.size(); ++t)
-    rows.push_back(next(std::vector<std::int32_t>(text.begin(), text.begin() + static_cast<long>(t))));
+    rows.push_back(
+        next(std::vector<std::int32_t>(text.begin(), text.begin() + static_cast<long>(t))));
   return rows;
 }
 
@@ -271,7 +274,8 @@ Array sliding_window_logits(const Decoder& model, const std::vector<std::int32_t
     k = repeat_kv(transpose(k, 1, 2), H / H_kv);
     v = repeat_kv(transpose(v, 1, 2), H / H_kv);
     const Tensor scores = matmul(q, transpose(k, -2, -1)) / std::sqrt(static_cast<Scalar>(D));
-    const Tensor weights = softmax(masked_fill(scores, band, -std::numeric_limits<Scalar>::infinity()));
+    const Tensor weights =
+        softmax(masked_fill(scores, band, -std::numeric_limits<Scalar>::infinity()));
     const Tensor mix = reshape(transpose(matmul(weights, v), 1, 2), {1, N, H * D});
     x = x + a.wo.forward(mix);
     x = x + block->feed_forward.forward(block->ffn_norm.forward(x));
@@ -327,9 +331,11 @@ TEST(WindowMode, ExactIsTheFullForwardOfTheLastWindow) {
       // The model over text[t - window, t) alone (or all of it while shorter), last row.
       const std::size_t begin = t > window ? t - window : 0;
       Ids ids = Ids::from_shape({1, t - begin});
-      std::copy(text.begin() + static_cast<long>(begin), text.begin() + static_cast<long>(t), ids.data());
+      std::copy(text.begin() + static_cast<long>(begin), text.begin() + static_cast<long>(t),
+                ids.data());
       const Array full = model.forward(ids).value();
-      const std::vector<double> last(full.data() + (t - begin - 1) * 13, full.data() + (t - begin) * 13);
+      const std::vector<double> last(full.data() + (t - begin - 1) * 13,
+                                     full.data() + (t - begin) * 13);
       EXPECT_LE(max_abs_diff(cached[t - 1], last), 2e-5) << path << ", prefix " << t;
       EXPECT_EQ(recomputed[t - 1], last) << path << ", prefix " << t;  // the same single call
     }
@@ -351,7 +357,8 @@ TEST(WindowMode, RollingIsSlidingWindowAttentionOverTheWholeText) {
     for (std::size_t t = 1; t <= text.size(); ++t) {
       const std::vector<double> row(expected.data() + (t - 1) * 13, expected.data() + t * 13);
       worst = std::max(worst, max_abs_diff(rolled[t - 1], row));
-      if (t > window) from_exact = std::max(from_exact, max_abs_diff(rolled[t - 1], recomputed[t - 1]));
+      if (t > window)
+        from_exact = std::max(from_exact, max_abs_diff(rolled[t - 1], recomputed[t - 1]));
     }
     EXPECT_LE(worst, 2e-5) << path;
     // Past the window the two modes really compute different things (the test above would not
@@ -389,6 +396,6 @@ TEST(WindowMode, GenerateRollsOnPastTheWindowAndRejectsAShrinkingText) {
   EXPECT_EQ(generate(model, {1, 2, 3}, 100, 8, greedy, b), first);
   NextTokenLogits next(model, 8, greedy);
   next({1, 2, 3});
-  EXPECT_THROW(next({1, 2, 3}), std::invalid_argument);  // no new token
+  EXPECT_THROW(next({1, 2, 3}), std::invalid_argument);                     // no new token
   EXPECT_THROW(NextTokenLogits(model, 33, greedy), std::invalid_argument);  // window > context 32
 }

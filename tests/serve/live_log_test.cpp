@@ -27,7 +27,8 @@ TEST(CsvTable, ParsesNamedColumnsEmptyFieldsAreNaNAndAnUnfinishedLineIsLeftOut) 
   EXPECT_EQ(t.column("val_loss"), 3);
   EXPECT_EQ(t.column("grad_norm"), -1);
   EXPECT_TRUE(glass::parse_csv_numbers("").columns.empty());
-  EXPECT_TRUE(std::isnan(glass::parse_csv_numbers("a,b\r\n1,x\r\n").rows.at(0).at(1))) << "not a number";
+  EXPECT_TRUE(std::isnan(glass::parse_csv_numbers("a,b\r\n1,x\r\n").rows.at(0).at(1)))
+      << "not a number";
 }
 
 TEST(StepLog, ReadsWhatWasAppendedWholeLinesOnlyAndStartsOverForANewFile) {
@@ -57,7 +58,8 @@ TEST(StepLog, ReadsWhatWasAppendedWholeLinesOnlyAndStartsOverForANewFile) {
 
   // A new run replaces the file (another inode): read from the start.
   fs::remove(path);
-  glass_test::write_file(path, "step,loss,lr,grad_norm,tokens_per_s,elapsed_s\n1,4.1,0.001,2.0,100,0.1\n");
+  glass_test::write_file(
+      path, "step,loss,lr,grad_norm,tokens_per_s,elapsed_s\n1,4.1,0.001,2.0,100,0.1\n");
   log.refresh();
   ASSERT_EQ(log.table().rows.size(), 1u);
   EXPECT_DOUBLE_EQ(log.table().rows[0][1], 4.1);

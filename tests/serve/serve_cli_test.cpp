@@ -77,14 +77,17 @@ class Background {
     int status = 0;
     if (waitpid(pid_, &status, WNOHANG) == pid_) {
       exited_ = true;
-      code_ = WIFEXITED(status) ? WEXITSTATUS(status) : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : -1;
+      code_ = WIFEXITED(status)     ? WEXITSTATUS(status)
+              : WIFSIGNALED(status) ? 128 + WTERMSIG(status)
+                                    : -1;
     }
     return !exited_;
   }
   /// Sends `signo`, waits up to `seconds` for the exit; returns the exit code (-2: still running).
   int stop(int signo, int seconds = 60) {
     if (running()) kill(pid_, signo);
-    for (int i = 0; i < seconds * 20 && running(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    for (int i = 0; i < seconds * 20 && running(); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
     return running() ? -2 : code_;
   }
   /// The port of the "serving DIR at http://HOST:PORT/" line, waiting up to `seconds` for it; 0 if
@@ -118,7 +121,8 @@ int run(const std::string& cmd) {
 
 std::size_t count(const std::string& text, const std::string& needle) {
   std::size_t n = 0;
-  for (std::size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
+  for (std::size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1))
+    ++n;
   return n;
 }
 
@@ -149,23 +153,28 @@ TEST(ServeCli, ThePageInHeadlessChromiumAnswersATypedPrompt) {
   fs::remove_all(dir);
   fs::create_directories(dir);
   const fs::path checkpoint = dir / "ckpt";
-  const glass::ModelConfig config = glass_test::write_small_checkpoint(checkpoint.string(), 32, 11, 0.3);
+  const glass::ModelConfig config =
+      glass_test::write_small_checkpoint(checkpoint.string(), 32, 11, 0.3);
   // The same weights, recording step 0 (as the trainer's first save): the page must show it.
   const glass::Tokenizer tokenizer = glass::Tokenizer::from_text(glass_test::kSmallText);
-  glass::save_model(checkpoint.string(), glass::Decoder(config, 11), tokenizer, "model.safetensors", "", 0);
-  glass_test::write_file(checkpoint / "log.csv",
-                         "step,lr,train_loss,val_loss,tokens_per_s,elapsed_s\n0,0.001,3.9,3.95,0,0\n"
-                         "50,0.001,3.1,3.2,900,1\n100,0.0009,2.6,2.8,900,2\n");
-  Background server({"serve", "--checkpoint", checkpoint.string(), "--port", "0", "--probe", "that is"}, dir);
+  glass::save_model(checkpoint.string(), glass::Decoder(config, 11), tokenizer, "model.safetensors",
+                    "", 0);
+  glass_test::write_file(
+      checkpoint / "log.csv",
+      "step,lr,train_loss,val_loss,tokens_per_s,elapsed_s\n0,0.001,3.9,3.95,0,0\n"
+      "50,0.001,3.1,3.2,900,1\n100,0.0009,2.6,2.8,900,2\n");
+  Background server(
+      {"serve", "--checkpoint", checkpoint.string(), "--port", "0", "--probe", "that is"}, dir);
   const int port = server.port();
   ASSERT_GT(port, 0) << server.out() << server.err();
   const std::string base = "http://127.0.0.1:" + std::to_string(port) + "/";
 
   auto dump = [&](const std::string& name, const std::string& hash) {
     const fs::path file = dir / (name + ".html");
-    const int rc = run("timeout 120 " + chromium + kFlags + quote((dir / ("profile-" + name)).string()) +
-                       " --virtual-time-budget=20000 --dump-dom " + quote(base + hash) + " > " +
-                       quote(file.string()) + " 2> " + quote((dir / (name + ".log")).string()));
+    const int rc =
+        run("timeout 120 " + chromium + kFlags + quote((dir / ("profile-" + name)).string()) +
+            " --virtual-time-budget=20000 --dump-dom " + quote(base + hash) + " > " +
+            quote(file.string()) + " 2> " + quote((dir / (name + ".log")).string()));
     EXPECT_EQ(rc, 0) << read_file(dir / (name + ".log"));
     fs::remove_all(dir / ("profile-" + name));
     return read_file(file);
@@ -175,21 +184,26 @@ TEST(ServeCli, ThePageInHeadlessChromiumAnswersATypedPrompt) {
   // the next-token bars are those of the whole prompt; greedy decoding puts all mass on one bar.
   const std::string prompt = "to be or";  // 8 characters
   const std::size_t n = prompt.size();
-  const std::string dom = dump("typed", "#type=to%20be%20or&layer=1&head=2&temperature=0&generate=40");
-  EXPECT_NE(dom.find("data-rendered=\"yes\""), std::string::npos) << "the page's script did not start";
-  EXPECT_NE(dom.find("data-prompt=\"to be or\""), std::string::npos) << "the answer is for the whole typed prompt";
+  const std::string dom =
+      dump("typed", "#type=to%20be%20or&layer=1&head=2&temperature=0&generate=40");
+  EXPECT_NE(dom.find("data-rendered=\"yes\""), std::string::npos)
+      << "the page's script did not start";
+  EXPECT_NE(dom.find("data-prompt=\"to be or\""), std::string::npos)
+      << "the answer is for the whole typed prompt";
   EXPECT_NE(dom.find("id=\"attention-heatmap\""), std::string::npos);
   EXPECT_NE(dom.find("Attention: layer 1, head 2"), std::string::npos);
   const std::size_t at = dom.find("id=\"attention-heatmap\"");
   const std::string heatmap = dom.substr(at, dom.find("</table>", at) - at);
   EXPECT_EQ(count(heatmap, "class=\"hm-cell"), n * n);
   EXPECT_EQ(count(heatmap, "class=\"hm-cell masked\""), n * (n - 1) / 2);
-  EXPECT_TRUE(std::regex_search(heatmap, std::regex(R"(data-i="0" data-j="0" data-value="1.0000")")));
+  EXPECT_TRUE(
+      std::regex_search(heatmap, std::regex(R"(data-i="0" data-j="0" data-value="1.0000")")));
   EXPECT_EQ(count(dom, "class=\"token\""), n) << "one token per character";
   EXPECT_EQ(count(dom, "class=\"next-bar\""), 1u) << "temperature 0: one character can be drawn";
   EXPECT_NE(dom.find("data-p=\"1.0000\""), std::string::npos);
   const std::size_t known = tokenizer.chars().size();
-  EXPECT_NE(dom.find("1 of " + std::to_string(known) + " characters can be drawn"), std::string::npos);
+  EXPECT_NE(dom.find("1 of " + std::to_string(known) + " characters can be drawn"),
+            std::string::npos);
   // The vocabulary in the words of glass train (vocabulary_words), and the step of the save,
   // 0 included (/api/info gives it as a number).
   EXPECT_NE(dom.find("vocabulary " + std::to_string(known + 1) + " (" + std::to_string(known) +
@@ -198,24 +212,31 @@ TEST(ServeCli, ThePageInHeadlessChromiumAnswersATypedPrompt) {
   EXPECT_NE(dom.find("(step 0)"), std::string::npos) << "the step of the save served";
   EXPECT_NE(dom.find("data-generated=\"1\""), std::string::npos) << "the streamed sample arrived";
   EXPECT_NE(dom.find("id=\"live-loss-svg\""), std::string::npos) << "the loss chart from log.csv";
-  EXPECT_NE(dom.find("data-evaluations=\"1\""), std::string::npos) << "the probe's attention at the save";
+  EXPECT_NE(dom.find("data-evaluations=\"1\""), std::string::npos)
+      << "the probe's attention at the save";
   EXPECT_NE(dom.find("id=\"eval-attention\""), std::string::npos);
 
   // The streamed text is what /api/sample answers for the same request (greedy: seed-free).
   httplib::Client client("127.0.0.1", port);
   client.set_read_timeout(30, 0);
-  const auto r = client.Post("/api/sample", json{{"prompt", prompt}, {"temperature", 0}, {"n", 40}}.dump(), "application/json");
+  const auto r =
+      client.Post("/api/sample", json{{"prompt", prompt}, {"temperature", 0}, {"n", 40}}.dump(),
+                  "application/json");
   ASSERT_TRUE(r);
   std::string escaped = r->body;  // as the DOM writes text: & < > escaped
-  for (const auto& [from, to] : std::vector<std::pair<std::string, std::string>>{{"&", "&amp;"}, {"<", "&lt;"}, {">", "&gt;"}})
-    for (std::size_t p = escaped.find(from); p != std::string::npos; p = escaped.find(from, p + to.size()))
+  for (const auto& [from, to] : std::vector<std::pair<std::string, std::string>>{
+           {"&", "&amp;"}, {"<", "&lt;"}, {">", "&gt;"}})
+    for (std::size_t p = escaped.find(from); p != std::string::npos;
+         p = escaped.find(from, p + to.size()))
       escaped.replace(p, from.size(), to);
-  EXPECT_NE(dom.find("<b>to be or</b>" + escaped), std::string::npos) << "the generated text on the page";
+  EXPECT_NE(dom.find("<b>to be or</b>" + escaped), std::string::npos)
+      << "the generated text on the page";
 
   // 1b. Not greedy: at temperature 0.7 with top-k, top-p and the repetition penalty, the bars
   // are the probabilities of the library's sampler (generation_probs, the one glass sample and
   // /api/sample draw from), computed here without the server: the page has no sampler of its own.
-  const std::string sampled = dump("sampled", "#prompt=to%20be%20or&temperature=0.7&top_k=5&top_p=0.9&repeat_penalty=1.3");
+  const std::string sampled =
+      dump("sampled", "#prompt=to%20be%20or&temperature=0.7&top_k=5&top_p=0.9&repeat_penalty=1.3");
   EXPECT_NE(sampled.find("data-next-shown="), std::string::npos) << "the distribution arrived";
   const glass::LoadedModel loaded = glass::load_checkpoint(checkpoint.string());
   glass::SamplingOptions sampling;
@@ -233,7 +254,8 @@ TEST(ServeCli, ThePageInHeadlessChromiumAnswersATypedPrompt) {
   ASSERT_GE(expected.size(), 2u) << "more than one character can be drawn";
   const std::regex bar_re(R"re(class="next-bar" data-char="([^"]*)" data-p="([0-9.]+)")re");
   std::vector<std::pair<std::string, std::string>> bars;
-  for (auto it = std::sregex_iterator(sampled.begin(), sampled.end(), bar_re); it != std::sregex_iterator(); ++it)
+  for (auto it = std::sregex_iterator(sampled.begin(), sampled.end(), bar_re);
+       it != std::sregex_iterator(); ++it)
     bars.emplace_back((*it)[1], (*it)[2]);
   ASSERT_EQ(bars.size(), std::min<std::size_t>(expected.size(), 10));
   for (std::size_t b = 0; b < bars.size(); ++b) {
@@ -241,7 +263,8 @@ TEST(ServeCli, ThePageInHeadlessChromiumAnswersATypedPrompt) {
     EXPECT_EQ(bars[b].first, glass::char_to_utf8(loaded.tokenizer.char_of(id))) << "bar " << b;
     EXPECT_EQ(bars[b].second, fmt::format("{:.4f}", -minus_p)) << "bar " << b;
   }
-  EXPECT_NE(sampled.find(std::to_string(expected.size()) + " of " + std::to_string(known) + " characters can be drawn"),
+  EXPECT_NE(sampled.find(std::to_string(expected.size()) + " of " + std::to_string(known) +
+                         " characters can be drawn"),
             std::string::npos);
 
   // 2. The line view (BertViz-style) of all heads of layer 0: a line per weight >= 0.01.
@@ -258,8 +281,9 @@ TEST(ServeCli, ThePageInHeadlessChromiumAnswersATypedPrompt) {
   const fs::path png = dir / "serve.png";
   ASSERT_EQ(run("timeout 120 " + chromium + kFlags + quote((dir / "profile-shot").string()) +
                 " --virtual-time-budget=20000 --screenshot=" + quote(png.string()) +
-                " --window-size=1200,1600 --hide-scrollbars " + quote(base + "#type=to%20be%20or&layer=1&view=lines-layer") +
-                " > " + quote((dir / "shot.log").string()) + " 2>&1"),
+                " --window-size=1200,1600 --hide-scrollbars " +
+                quote(base + "#type=to%20be%20or&layer=1&view=lines-layer") + " > " +
+                quote((dir / "shot.log").string()) + " 2>&1"),
             0)
       << read_file(dir / "shot.log");
   const std::string image = read_file(png);
@@ -278,10 +302,38 @@ TEST(ServeCli, TrainWithServeShowsTheLogGrowingWhileItTrains) {
   for (int i = 0; i < 200; ++i) text += "to be or not to be, that is the question. ";
   glass_test::write_file(dir / "text.txt", text);
   const fs::path run_dir = dir / "run";
-  Background trainer({"train", "--data", (dir / "text.txt").string(), "--out", run_dir.string(), "--iters", "3000",
-                      "--eval-every", "100", "--eval-iters", "2", "--batch-size", "4", "--context", "16",
-                      "--d-model", "16", "--n-layers", "2", "--n-heads", "2", "--n-kv-heads", "1",
-                      "--ffn-hidden", "32", "--sample-tokens", "8", "--threads", "1", "--serve", "--port", "0"},
+  Background trainer({"train",
+                      "--data",
+                      (dir / "text.txt").string(),
+                      "--out",
+                      run_dir.string(),
+                      "--iters",
+                      "3000",
+                      "--eval-every",
+                      "100",
+                      "--eval-iters",
+                      "2",
+                      "--batch-size",
+                      "4",
+                      "--context",
+                      "16",
+                      "--d-model",
+                      "16",
+                      "--n-layers",
+                      "2",
+                      "--n-heads",
+                      "2",
+                      "--n-kv-heads",
+                      "1",
+                      "--ffn-hidden",
+                      "32",
+                      "--sample-tokens",
+                      "8",
+                      "--threads",
+                      "1",
+                      "--serve",
+                      "--port",
+                      "0"},
                      dir);
   const int port = trainer.port();
   ASSERT_GT(port, 0) << trainer.out() << trainer.err();
@@ -303,8 +355,9 @@ TEST(ServeCli, TrainWithServeShowsTheLogGrowingWhileItTrains) {
     seen.push_back(evals);
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  EXPECT_TRUE(grew_while_training) << "evaluations seen: " << seen.size() << ", last " << (seen.empty() ? 0 : seen.back())
-                                   << "\n" << trainer.out();
+  EXPECT_TRUE(grew_while_training) << "evaluations seen: " << seen.size() << ", last "
+                                   << (seen.empty() ? 0 : seen.back()) << "\n"
+                                   << trainer.out();
   // The saves arrive as evaluations of the probe (the start of the training text).
   ASSERT_TRUE([&] {
     for (int i = 0; i < 400; ++i) {
@@ -341,13 +394,15 @@ std::string send_and_read_status(int port, const std::string& request) {
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
   setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
   for (std::size_t at = 0; at < request.size();) {  // until all is sent or the server closes
-    const ssize_t n = send(fd, request.data() + at, std::min<std::size_t>(4096, request.size() - at), MSG_NOSIGNAL);
+    const ssize_t n = send(fd, request.data() + at,
+                           std::min<std::size_t>(4096, request.size() - at), MSG_NOSIGNAL);
     if (n <= 0) break;
     at += static_cast<std::size_t>(n);
   }
   std::string reply;
   char buf[512];
-  for (ssize_t n; reply.find("\r\n") == std::string::npos && (n = recv(fd, buf, sizeof(buf), 0)) > 0;)
+  for (ssize_t n;
+       reply.find("\r\n") == std::string::npos && (n = recv(fd, buf, sizeof(buf), 0)) > 0;)
     reply.append(buf, static_cast<std::size_t>(n));
   close(fd);
   return reply.substr(0, reply.find("\r\n"));
@@ -364,8 +419,10 @@ TEST(ServeCli, ChunkedBodiesOverTheLimitAnswer413WithoutTheServerGrowing) {
   // Its normal size: after a few answered requests (each worker thread has run once).
   const std::string small = "{\"prompt\": \"to\"}";
   for (int i = 0; i < 32; ++i)
-    ASSERT_EQ(send_and_read_status(port, head + "Content-Length: " + std::to_string(small.size()) + "\r\n\r\n" + small)
-                  .rfind("HTTP/1.1 ", 0), 0u);
+    ASSERT_EQ(send_and_read_status(port, head + "Content-Length: " + std::to_string(small.size()) +
+                                             "\r\n\r\n" + small)
+                  .rfind("HTTP/1.1 ", 0),
+              0u);
   const long before = resident_kib(server.pid());
   ASSERT_GT(before, 0);
   // 16 clients at once, each a 1 MiB chunked body in 1 KiB chunks (the limit is 64 KiB).
@@ -381,7 +438,8 @@ TEST(ServeCli, ChunkedBodiesOverTheLimitAnswer413WithoutTheServerGrowing) {
   const long after = resident_kib(server.pid());
   // Unbounded, each client's megabyte is read whole (16 MiB and their copies); bounded, at most
   // 64 KiB each is held.
-  EXPECT_LT(after - before, 8 * 1024) << "resident memory grew from " << before << " KiB to " << after << " KiB";
+  EXPECT_LT(after - before, 8 * 1024)
+      << "resident memory grew from " << before << " KiB to " << after << " KiB";
   EXPECT_EQ(server.stop(SIGINT), 0) << server.err();
 }
 
@@ -391,16 +449,43 @@ TEST(ServeCli, TrainWithServeSaysWhenTrainingIsDoneAndItStillServesAlsoIntoAFile
   for (int i = 0; i < 100; ++i) text += "to be or not to be, that is the question. ";
   glass_test::write_file(dir / "text.txt", text);
   // Its standard output is a file (Background): not a terminal, so fully buffered unless flushed.
-  Background trainer({"train", "--data", (dir / "text.txt").string(), "--out", (dir / "run").string(), "--iters", "40",
-                      "--eval-every", "20", "--eval-iters", "2", "--batch-size", "4", "--context", "8", "--d-model",
-                      "16", "--n-layers", "1", "--n-heads", "2", "--n-kv-heads", "1", "--ffn-hidden", "32",
-                      "--threads", "1", "--serve", "--port", "0"},
+  Background trainer({"train",
+                      "--data",
+                      (dir / "text.txt").string(),
+                      "--out",
+                      (dir / "run").string(),
+                      "--iters",
+                      "40",
+                      "--eval-every",
+                      "20",
+                      "--eval-iters",
+                      "2",
+                      "--batch-size",
+                      "4",
+                      "--context",
+                      "8",
+                      "--d-model",
+                      "16",
+                      "--n-layers",
+                      "1",
+                      "--n-heads",
+                      "2",
+                      "--n-kv-heads",
+                      "1",
+                      "--ffn-hidden",
+                      "32",
+                      "--threads",
+                      "1",
+                      "--serve",
+                      "--port",
+                      "0"},
                      dir);
   const int port = trainer.port();
   ASSERT_GT(port, 0) << trainer.out() << trainer.err();
-  const std::string done = "training done; still serving " + (dir / "run").string() + " at http://127.0.0.1:" +
-                           std::to_string(port) + "/ until Ctrl-C";
-  for (int i = 0; i < 1200 && trainer.running() && trainer.out().find(done) == std::string::npos; ++i)
+  const std::string done = "training done; still serving " + (dir / "run").string() +
+                           " at http://127.0.0.1:" + std::to_string(port) + "/ until Ctrl-C";
+  for (int i = 0; i < 1200 && trainer.running() && trainer.out().find(done) == std::string::npos;
+       ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   const std::string out = trainer.out();
   ASSERT_TRUE(trainer.running()) << out << trainer.err();
@@ -427,10 +512,37 @@ TEST(ServeCli, TrainWithServeAlwaysStopsOnCtrlCWheneverItComes) {
   for (int k = 0; k < kRuns; ++k) {
     const fs::path dir = root / ("run" + std::to_string(k));
     fs::create_directories(dir);
-    Background trainer({"train", "--data", (root / "text.txt").string(), "--out", (dir / "run").string(), "--iters",
-                        std::to_string(kIters), "--eval-every", "20", "--eval-iters", "4", "--batch-size", "4",
-                        "--context", "8", "--d-model", "16", "--n-layers", "1", "--n-heads", "2", "--n-kv-heads",
-                        "1", "--ffn-hidden", "32", "--sample-tokens", "300", "--threads", "1", "--serve", "--port",
+    Background trainer({"train",
+                        "--data",
+                        (root / "text.txt").string(),
+                        "--out",
+                        (dir / "run").string(),
+                        "--iters",
+                        std::to_string(kIters),
+                        "--eval-every",
+                        "20",
+                        "--eval-iters",
+                        "4",
+                        "--batch-size",
+                        "4",
+                        "--context",
+                        "8",
+                        "--d-model",
+                        "16",
+                        "--n-layers",
+                        "1",
+                        "--n-heads",
+                        "2",
+                        "--n-kv-heads",
+                        "1",
+                        "--ffn-hidden",
+                        "32",
+                        "--sample-tokens",
+                        "300",
+                        "--threads",
+                        "1",
+                        "--serve",
+                        "--port",
                         "0"},
                        dir);
     std::string moment;
@@ -454,9 +566,10 @@ TEST(ServeCli, TrainWithServeAlwaysStopsOnCtrlCWheneverItComes) {
       moment += ", twice";
     }
     const int code = trainer.stop(SIGINT, 10);
-    EXPECT_TRUE(code == 0 || code == 130) << "run " << k << " (Ctrl-C " << moment << "): exit code " << code
-                                          << (code == -2 ? " (still running after 10 s)" : "") << "\n"
-                                          << trainer.out() << trainer.err();
+    EXPECT_TRUE(code == 0 || code == 130)
+        << "run " << k << " (Ctrl-C " << moment << "): exit code " << code
+        << (code == -2 ? " (still running after 10 s)" : "") << "\n"
+        << trainer.out() << trainer.err();
   }
 }
 
@@ -471,38 +584,43 @@ TEST(ServeCli, CtrlCStopsCleanlyABusyPortIsAnErrorAndAnOpenHostIsWarnedAbout) {
   options.port = 0;
   glass::Server holder(options);
   const int taken = holder.start();
-  const auto busy = glass_test::run_glass("serve --checkpoint " + quote(checkpoint.string()) + " --port " +
-                                              std::to_string(taken),
-                                          dir, "timeout 60 ");
+  const auto busy = glass_test::run_glass(
+      "serve --checkpoint " + quote(checkpoint.string()) + " --port " + std::to_string(taken), dir,
+      "timeout 60 ");
   EXPECT_EQ(busy.exit_code, 1) << busy.out << busy.err;
-  EXPECT_NE(busy.err.find("error: cannot listen on 127.0.0.1:" + std::to_string(taken)), std::string::npos) << busy.err;
+  EXPECT_NE(busy.err.find("error: cannot listen on 127.0.0.1:" + std::to_string(taken)),
+            std::string::npos)
+      << busy.err;
   EXPECT_NE(busy.err.find("in use"), std::string::npos) << busy.err;
   holder.stop();
 
-  const auto missing = glass_test::run_glass("serve --checkpoint " + quote((dir / "nothing").string()) + " --port 0",
-                                             dir, "timeout 60 ");
+  const auto missing = glass_test::run_glass(
+      "serve --checkpoint " + quote((dir / "nothing").string()) + " --port 0", dir, "timeout 60 ");
   EXPECT_EQ(missing.exit_code, 1);
   EXPECT_NE(missing.err.find("does not exist"), std::string::npos) << missing.err;
-  const auto bad_port = glass_test::run_glass("serve --checkpoint " + quote(checkpoint.string()) + " --port 70000",
-                                              dir, "timeout 60 ");
+  const auto bad_port = glass_test::run_glass(
+      "serve --checkpoint " + quote(checkpoint.string()) + " --port 70000", dir, "timeout 60 ");
   EXPECT_NE(bad_port.exit_code, 0);
 
   // The short flags of the other commands: -m for the checkpoint, -t/--threads.
   const auto help = glass_test::run_glass("serve --help", dir);
   EXPECT_NE(help.out.find("-m,--checkpoint"), std::string::npos) << help.out;
   EXPECT_NE(help.out.find("-t,--threads"), std::string::npos) << help.out;
-  const auto bad_threads = glass_test::run_glass("serve -m " + quote(checkpoint.string()) + " -t 0 --port 0",
-                                                 dir, "timeout 60 ");
+  const auto bad_threads = glass_test::run_glass(
+      "serve -m " + quote(checkpoint.string()) + " -t 0 --port 0", dir, "timeout 60 ");
   EXPECT_NE(bad_threads.exit_code, 0);
   EXPECT_NE(bad_threads.err.find("--threads"), std::string::npos) << bad_threads.err;
 
   // Any address: a warning; Ctrl-C: a clean stop with exit code 0.
   const fs::path logs = dir / "open";
   fs::create_directories(logs);
-  Background server({"serve", "-m", checkpoint.string(), "-t", "1", "--port", "0", "--host", "0.0.0.0"}, logs);
+  Background server(
+      {"serve", "-m", checkpoint.string(), "-t", "1", "--port", "0", "--host", "0.0.0.0"}, logs);
   const int port = server.port();
   ASSERT_GT(port, 0) << server.err();
-  EXPECT_NE(server.err().find("warning: serving on 0.0.0.0, not only this machine"), std::string::npos) << server.err();
+  EXPECT_NE(server.err().find("warning: serving on 0.0.0.0, not only this machine"),
+            std::string::npos)
+      << server.err();
   httplib::Client client("127.0.0.1", port);
   client.set_read_timeout(10, 0);
   const auto r = client.Get("/api/info");

@@ -73,10 +73,12 @@ void commit_step_save(const fs::path& run, long step, std::uint64_t seed) {
   const glass::Tokenizer tokenizer = glass::Tokenizer::from_text(glass_test::kSmallText);
   const glass::ModelConfig config = glass_test::small_config(tokenizer.vocab_size(), kContext);
   const std::string step_dir = glass::begin_save(run.string(), step);
-  glass::save_model(step_dir, glass::Decoder(config, seed), tokenizer, "model.safetensors", "", step);
-  glass_test::write_file(fs::path(step_dir) / "log.csv",
-                         "step,lr,train_loss,val_loss,tokens_per_s,elapsed_s\n0,0.001,4.0,4.1,0,0\n" +
-                             (step > 0 ? std::to_string(step) + ",0.001,3.0,3.25,100,1\n" : std::string()));
+  glass::save_model(step_dir, glass::Decoder(config, seed), tokenizer, "model.safetensors", "",
+                    step);
+  glass_test::write_file(
+      fs::path(step_dir) / "log.csv",
+      "step,lr,train_loss,val_loss,tokens_per_s,elapsed_s\n0,0.001,4.0,4.1,0,0\n" +
+          (step > 0 ? std::to_string(step) + ",0.001,3.0,3.25,100,1\n" : std::string()));
   glass::commit_save(run.string(), step_dir);
 }
 
@@ -148,7 +150,8 @@ TEST_F(ServerTest, InfoDescribesTheModel) {
   EXPECT_EQ(j["vocab"][static_cast<std::size_t>(tokenizer.id_of(U'b'))], "b");
   EXPECT_EQ(j["probe"], "to be");
   EXPECT_EQ(j["status"], "");
-  EXPECT_TRUE(j["step"].is_null()) << "these weights record no step: null, not \"\" (" << j["step"] << ")";
+  EXPECT_TRUE(j["step"].is_null())
+      << "these weights record no step: null, not \"\" (" << j["step"] << ")";
   EXPECT_TRUE(body_json(client_->Get("/api/log"))["step"].is_null());
 }
 
@@ -175,7 +178,8 @@ TEST_F(ServerTest, InspectAnswersTheAttentionAndLogitsThatInspectComputes) {
         double row_sum = 0;
         for (std::size_t k = 0; k < n; ++k) {
           const double got = j["attention"][l][h][i][k].get<double>();
-          EXPECT_NEAR(got, a.data()[(h * n + i) * n + k], 5.1e-5) << l << "," << h << "," << i << "," << k;
+          EXPECT_NEAR(got, a.data()[(h * n + i) * n + k], 5.1e-5)
+              << l << "," << h << "," << i << "," << k;
           if (k > i) {
             EXPECT_EQ(got, 0.0) << "a future key";
           }
@@ -208,7 +212,8 @@ TEST_F(ServerTest, InspectAnswersTheAttentionAndLogitsThatInspectComputes) {
 
 TEST_F(ServerTest, SampleStreamsTheTextGenerateProduces) {
   const std::string prompt = "to be";
-  const json request = {{"prompt", prompt}, {"temperature", 0.9}, {"top_k", 5}, {"top_p", 0.95}, {"seed", 7}, {"n", 60}};
+  const json request = {{"prompt", prompt}, {"temperature", 0.9}, {"top_k", 5},
+                        {"top_p", 0.95},    {"seed", 7},          {"n", 60}};
   const auto r = client_->Post("/api/sample", request.dump(), "application/json");
   ASSERT_TRUE(r);
   ASSERT_EQ(r->status, 200) << r->body;
@@ -222,14 +227,17 @@ TEST_F(ServerTest, SampleStreamsTheTextGenerateProduces) {
   sampling.top_k = 5;
   sampling.top_p = 0.95;
   std::mt19937_64 rng(7);
-  const std::vector<std::int32_t> ids = glass::generate(
-      *loaded.model, loaded.tokenizer.encode(glass::utf8_to_u32(prompt)), 60, kContext, sampling, rng);
+  const std::vector<std::int32_t> ids =
+      glass::generate(*loaded.model, loaded.tokenizer.encode(glass::utf8_to_u32(prompt)), 60,
+                      kContext, sampling, rng);
   EXPECT_EQ(streamed, loaded.tokenizer.decode_utf8(ids));
   EXPECT_EQ(glass::utf8_to_u32(streamed).size(), 60u);
 
   // Greedy (temperature 0) ignores the seed.
-  const auto a = post("/api/sample", json{{"prompt", "to"}, {"temperature", 0}, {"seed", 1}, {"n", 20}}.dump());
-  const auto b = post("/api/sample", json{{"prompt", "to"}, {"temperature", 0}, {"seed", 2}, {"n", 20}}.dump());
+  const auto a = post("/api/sample",
+                      json{{"prompt", "to"}, {"temperature", 0}, {"seed", 1}, {"n", 20}}.dump());
+  const auto b = post("/api/sample",
+                      json{{"prompt", "to"}, {"temperature", 0}, {"seed", 2}, {"n", 20}}.dump());
   ASSERT_TRUE(a && b);
   EXPECT_EQ(a->body, b->body);
   // No prompt: starts at a new paragraph.
@@ -243,8 +251,9 @@ TEST_F(ServerTest, SampleStreamsTheTextGenerateProduces) {
 // same text as generate() with them; one context for inspect and sample; errors in the API's
 // words (the JSON field "allow_unknown", not the command line's --allow-unknown).
 TEST_F(ServerTest, SampleTakesMinPAndTheRepetitionPenaltyAndErrorsNameJsonFields) {
-  const json request = {{"prompt", "to be"}, {"temperature", 0.9}, {"min_p", 0.1}, {"repeat_penalty", 1.5},
-                        {"repeat_last_n", 8}, {"seed", 7}, {"n", 60}};
+  const json request = {
+      {"prompt", "to be"},  {"temperature", 0.9}, {"min_p", 0.1}, {"repeat_penalty", 1.5},
+      {"repeat_last_n", 8}, {"seed", 7},          {"n", 60}};
   const auto r = post("/api/sample", request.dump());
   ASSERT_TRUE(r);
   ASSERT_EQ(r->status, 200) << r->body;
@@ -255,15 +264,18 @@ TEST_F(ServerTest, SampleTakesMinPAndTheRepetitionPenaltyAndErrorsNameJsonFields
   sampling.repeat_penalty = 1.5;
   sampling.repeat_last_n = 8;
   std::mt19937_64 rng(7);
-  const std::vector<std::int32_t> ids = glass::generate(
-      *loaded.model, loaded.tokenizer.encode(glass::utf8_to_u32("to be")), 60, kContext, sampling, rng);
+  const std::vector<std::int32_t> ids =
+      glass::generate(*loaded.model, loaded.tokenizer.encode(glass::utf8_to_u32("to be")), 60,
+                      kContext, sampling, rng);
   EXPECT_EQ(r->body, loaded.tokenizer.decode_utf8(ids));
 
   // A prompt longer than the context: a sample keeps its last kContext characters (as glass
   // sample does), an inspection refuses it, both saying the context the same way.
   const std::string prompt = std::string(kContext, 'b') + "to be";
-  const auto long_sample = post("/api/sample", json{{"prompt", prompt}, {"temperature", 0}, {"n", 10}}.dump());
-  const auto cropped = post("/api/sample", json{{"prompt", prompt.substr(5)}, {"temperature", 0}, {"n", 10}}.dump());
+  const auto long_sample =
+      post("/api/sample", json{{"prompt", prompt}, {"temperature", 0}, {"n", 10}}.dump());
+  const auto cropped =
+      post("/api/sample", json{{"prompt", prompt.substr(5)}, {"temperature", 0}, {"n", 10}}.dump());
   ASSERT_TRUE(long_sample && cropped);
   EXPECT_EQ(long_sample->status, 200) << long_sample->body;
   EXPECT_EQ(long_sample->body, cropped->body);
@@ -286,8 +298,8 @@ TEST_F(ServerTest, SampleTakesMinPAndTheRepetitionPenaltyAndErrorsNameJsonFields
 // character /api/sample streams for a seed is the one draw() picks from them with that seed.
 TEST_F(ServerTest, NextAnswersTheProbabilitiesTheSampleIsDrawnFrom) {
   const std::string prompt = "to be or";
-  json request = {{"prompt", prompt},         {"temperature", 0.7},   {"top_k", 6},
-                  {"top_p", 0.9},             {"repeat_penalty", 1.3}, {"repeat_last_n", 4}};
+  json request = {{"prompt", prompt}, {"temperature", 0.7},    {"top_k", 6},
+                  {"top_p", 0.9},     {"repeat_penalty", 1.3}, {"repeat_last_n", 4}};
   const auto r = post("/api/next", request.dump());
   ASSERT_TRUE(r);
   ASSERT_EQ(r->status, 200) << r->body;
@@ -333,17 +345,20 @@ TEST_F(ServerTest, NextAnswersTheProbabilitiesTheSampleIsDrawnFrom) {
     const auto sample = post("/api/sample", request.dump());
     ASSERT_TRUE(sample);
     std::mt19937_64 rng(seed);
-    EXPECT_EQ(sample->body, loaded.tokenizer.decode_utf8({glass::draw(probs, rng)})) << "seed " << seed;
+    EXPECT_EQ(sample->body, loaded.tokenizer.decode_utf8({glass::draw(probs, rng)}))
+        << "seed " << seed;
   }
 
   // Greedy: all mass on one character.
-  const json greedy = body_json(post("/api/next", json{{"prompt", prompt}, {"temperature", 0}}.dump()));
+  const json greedy =
+      body_json(post("/api/next", json{{"prompt", prompt}, {"temperature", 0}}.dump()));
   std::size_t ones = 0;
   for (const json& p : greedy["probs"]) ones += p.get<double>() == 1.0;
   EXPECT_EQ(ones, 1u);
 
   // Checked as /api/sample checks them.
-  expect_error(post("/api/next", "{\"prompt\": \"to\", \"seed\": 1}"), 400, "unknown parameter 'seed'");
+  expect_error(post("/api/next", "{\"prompt\": \"to\", \"seed\": 1}"), 400,
+               "unknown parameter 'seed'");
   expect_error(post("/api/next", "{\"temperature\": -1}"), 400, "'temperature'");
   expect_error(post("/api/next", "{\"top_p\": 0}"), 400, "'top_p'");
   expect_error(post("/api/next", "{\"top_k\": 1000}"), 400, "'top_k'");
@@ -356,7 +371,8 @@ TEST_F(ServerTest, TheStaticInspectorPageIsServedForAPrompt) {
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 200);
   EXPECT_NE(r->body.find("<title>GlassLLM inspector</title>"), std::string::npos);
-  EXPECT_NE(r->body.find("\"prompt\":\"to be\""), std::string::npos) << "the inspection is in the page";
+  EXPECT_NE(r->body.find("\"prompt\":\"to be\""), std::string::npos)
+      << "the inspection is in the page";
   expect_error(client_->Get("/inspector"), 400, "prompt");
   expect_error(client_->Get("/inspector?prompt=xyz"), 400, "vocabulary");
 }
@@ -367,11 +383,13 @@ TEST_F(ServerTest, LogAnswersTheStepsSinceAStepAndTheEvaluations) {
   {
     std::ofstream out(steps);
     out << "step,loss,lr,grad_norm,tokens_per_s,elapsed_s\n";
-    for (int s = 1; s <= 5; ++s) out << s << "," << 4.0 - 0.1 * s << ",0.001," << 1.5 << ",1000," << s * 0.1 << "\n";
+    for (int s = 1; s <= 5; ++s)
+      out << s << "," << 4.0 - 0.1 * s << ",0.001," << 1.5 << ",1000," << s * 0.1 << "\n";
     out << "6,3.4,0.00";  // half a line
   }
-  glass_test::write_file(fs::path(checkpoint_) / "log.csv",
-                         "step,lr,train_loss,val_loss,tokens_per_s,elapsed_s\n0,0.001,4.2,4.25,0,0\n5,0.001,3.5,,1000,0.5\n");
+  glass_test::write_file(
+      fs::path(checkpoint_) / "log.csv",
+      "step,lr,train_loss,val_loss,tokens_per_s,elapsed_s\n0,0.001,4.2,4.25,0,0\n5,0.001,3.5,,1000,0.5\n");
   json j = body_json(client_->Get("/api/log"));
   ASSERT_EQ(j["steps"].size(), 5u);
   EXPECT_EQ(j["steps"][0]["step"], 1);
@@ -400,25 +418,31 @@ TEST_F(ServerTest, LogAnswersTheStepsSinceAStepAndTheEvaluations) {
 
 TEST_F(ServerTest, HostileStepRowsAreLeftOutAndLastStepIsAnInteger) {
   // A hand-edited or hostile steps.csv: steps that are not integers from 0 to 2^53.
-  glass_test::write_file(fs::path(checkpoint_) / "steps.csv",
-                         "step,loss,lr,grad_norm,tokens_per_s,elapsed_s\n"
-                         "1,4,0.001,1,1000,0.1\n2,3.9,0.001,1,1000,0.2\n"
-                         "1e+23,3,0.001,1,1000,0.3\n-4,3,0.001,1,1000,0.3\n2.5,3,0.001,1,1000,0.3\n"
-                         "nan,3,0.001,1,1000,0.3\n,3,0.001,1,1000,0.3\n9007199254740994,3,0.001,1,1000,0.3\n");
+  glass_test::write_file(
+      fs::path(checkpoint_) / "steps.csv",
+      "step,loss,lr,grad_norm,tokens_per_s,elapsed_s\n"
+      "1,4,0.001,1,1000,0.1\n2,3.9,0.001,1,1000,0.2\n"
+      "1e+23,3,0.001,1,1000,0.3\n-4,3,0.001,1,1000,0.3\n2.5,3,0.001,1,1000,0.3\n"
+      "nan,3,0.001,1,1000,0.3\n,3,0.001,1,1000,0.3\n9007199254740994,3,0.001,1,1000,0.3\n");
   const json j = body_json(client_->Get("/api/log?since=-1"));
   ASSERT_EQ(j["steps"].size(), 2u) << j.dump();
   ASSERT_TRUE(j["last_step"].is_number_integer()) << j["last_step"];
   EXPECT_EQ(j["last_step"].get<long long>(), 2);
   EXPECT_EQ(j["refused_rows"], 6);
   // The last step is one `since` takes.
-  EXPECT_EQ(client_->Get("/api/log?since=" + std::to_string(j["last_step"].get<long long>()))->status, 200);
+  EXPECT_EQ(
+      client_->Get("/api/log?since=" + std::to_string(j["last_step"].get<long long>()))->status,
+      200);
 }
 
 TEST_F(ServerTest, DuplicateKeysAreRefusedAndErrorsNameTheJsonFields) {
-  expect_error(post("/api/inspect", "{\"prompt\": \"to\", \"prompt\": \"be\"}"), 400, "\"prompt\" appears twice");
-  expect_error(post("/api/sample", "{\"n\": 3, \"seed\": 1, \"n\": 2000}"), 400, "\"n\" appears twice");
+  expect_error(post("/api/inspect", "{\"prompt\": \"to\", \"prompt\": \"be\"}"), 400,
+               "\"prompt\" appears twice");
+  expect_error(post("/api/sample", "{\"n\": 3, \"seed\": 1, \"n\": 2000}"), 400,
+               "\"n\" appears twice");
   // An API caller is told the JSON field, not the command line's --allow-unknown.
-  for (const auto& r : {post("/api/inspect", "{\"prompt\": \"to be?\"}"), post("/api/sample", "{\"prompt\": \"to be?\"}")}) {
+  for (const auto& r : {post("/api/inspect", "{\"prompt\": \"to be?\"}"),
+                        post("/api/sample", "{\"prompt\": \"to be?\"}")}) {
     expect_error(r, 400, "\"allow_unknown\": true");
     EXPECT_EQ(r->body.find("--allow-unknown"), std::string::npos) << r->body;
   }
@@ -451,12 +475,16 @@ TEST_F(ServerTest, BadRequestsAnswer400WithAMessageAndTheServerKeepsAnswering) {
   expect_error(post("/api/inspect", "[1, 2]"), 400, "JSON object");
   expect_error(post("/api/inspect", "{\"prompt\": 5}"), 400, "'prompt' must be a string");
   expect_error(post("/api/inspect", "{}"), 400, "give the prompt");
-  expect_error(post("/api/inspect", "{\"prompt\": \"to\", \"temp\": 1}"), 400, "unknown parameter 'temp'");
+  expect_error(post("/api/inspect", "{\"prompt\": \"to\", \"temp\": 1}"), 400,
+               "unknown parameter 'temp'");
   expect_error(post("/api/inspect", "{\"prompt\": \"\"}"), 400, "empty");
-  expect_error(post("/api/inspect", "{\"prompt\": \"to be?\"}"), 400, "'?'");  // not in the vocabulary
-  expect_error(post("/api/inspect", json{{"prompt", std::string(kContext + 1, 't')}}.dump()), 400, "context");
+  expect_error(post("/api/inspect", "{\"prompt\": \"to be?\"}"), 400,
+               "'?'");  // not in the vocabulary
+  expect_error(post("/api/inspect", json{{"prompt", std::string(kContext + 1, 't')}}.dump()), 400,
+               "context");
   expect_error(post("/api/inspect", "{\"prompt\": \"to\", \"top_k\": 0}"), 400, "'top_k'");
-  expect_error(post("/api/inspect", "{\"prompt\": \"\xff\xfe\"}"), 400, "not valid JSON");  // bad UTF-8
+  expect_error(post("/api/inspect", "{\"prompt\": \"\xff\xfe\"}"), 400,
+               "not valid JSON");  // bad UTF-8
   expect_error(post("/api/sample", "{\"temperature\": -1}"), 400, "'temperature'");
   expect_error(post("/api/sample", "{\"temperature\": \"hot\"}"), 400, "'temperature'");
   expect_error(post("/api/sample", "{\"temperature\": 1e300}"), 400, "'temperature'");
@@ -476,12 +504,13 @@ TEST_F(ServerTest, BadRequestsAnswer400WithAMessageAndTheServerKeepsAnswering) {
   expect_error(client_->Get("/api/evals?since=1x"), 400, "'since'");
 
   // Oversized body (the limit is 64 KiB): 413 with a message, the body is not read.
-  expect_error(post("/api/inspect", json{{"prompt", std::string(100 * 1024, 't')}}.dump()), 413, "too large");
+  expect_error(post("/api/inspect", json{{"prompt", std::string(100 * 1024, 't')}}.dump()), 413,
+               "too large");
   // Unknown paths, and paths that try to leave: 404 (never a file of the machine).
   expect_error(client_->Get("/nothing"), 404, "no such page");
   expect_error(client_->Get("/api/inspect"), 404, "no such page");  // GET on a POST endpoint
-  for (const char* path : {"/../../../../etc/passwd", "/%2e%2e/%2e%2e/etc/passwd", "/live.js", "/index.html",
-                           "/..%2f..%2fetc%2fpasswd", "//etc/passwd"}) {
+  for (const char* path : {"/../../../../etc/passwd", "/%2e%2e/%2e%2e/etc/passwd", "/live.js",
+                           "/index.html", "/..%2f..%2fetc%2fpasswd", "//etc/passwd"}) {
     const auto r = client_->Get(path);
     ASSERT_TRUE(r) << path;
     EXPECT_TRUE(r->status == 404 || r->status == 400) << path << ": " << r->status;
@@ -531,7 +560,8 @@ TEST_F(ServerTest, RequestsThatAreNotHttpAnswer4xxAndTheServerKeepsAnswering) {
       {"GARBAGE\r\n\r\n", "HTTP/1.1 400"},
       {"GET /" + std::string(10000, 'a') + " HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", "HTTP/1.1 414"},
       {"GET / HTTP/9.9\r\n\r\n", "HTTP/1.1 400"},
-      {std::string("\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03", 11) + "\r\n\r\n", "HTTP/1.1 400"},  // TLS hello
+      {std::string("\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03", 11) + "\r\n\r\n",
+       "HTTP/1.1 400"},  // TLS hello
   };
   for (const auto& [request, want] : cases) {
     const int fd = raw_connection(port_, request);
@@ -549,15 +579,18 @@ TEST_F(ServerTest, ClientsThatLeaveMidAnswerOrNeverFinishTheirRequestHoldNothing
   // Clients that hang up while a long sample streams (the server's next write fails).
   for (int k = 0; k < 3; ++k) {
     const std::string body = json{{"n", 2000}, {"seed", k}}.dump();
-    const int fd = raw_connection(port_, "POST /api/sample HTTP/1.1\r\n" + host() + "Content-Type: application/json\r\n"
-                                         "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body);
+    const int fd = raw_connection(port_, "POST /api/sample HTTP/1.1\r\n" + host() +
+                                             "Content-Type: application/json\r\n"
+                                             "Content-Length: " +
+                                             std::to_string(body.size()) + "\r\n\r\n" + body);
     ASSERT_GE(fd, 0);
     char buf[64];
     EXPECT_GT(recv(fd, buf, sizeof(buf), 0), 0) << "the answer began";
     close(fd);
   }
   // A client that announces a body and never sends it, still connected.
-  const int slow = raw_connection(port_, "POST /api/inspect HTTP/1.1\r\n" + host() + "Content-Length: 100\r\n\r\n{\"pro");
+  const int slow = raw_connection(
+      port_, "POST /api/inspect HTTP/1.1\r\n" + host() + "Content-Length: 100\r\n\r\n{\"pro");
   ASSERT_GE(slow, 0);
   // Everyone else is answered, and the model is free again.
   const auto r = post("/api/sample", json{{"n", 20}}.dump());
@@ -580,39 +613,72 @@ std::string status_of(int port, const std::string& request) {
 }
 
 /// A POST of `body` to /api/sample with the given extra header lines (each ending in CRLF).
-std::string sample_post(int port, const std::string& headers, const std::string& body = "{\"n\": 3}") {
-  return "POST /api/sample HTTP/1.1\r\n" + headers + "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+std::string sample_post(int port, const std::string& headers,
+                        const std::string& body = "{\"n\": 3}") {
+  return "POST /api/sample HTTP/1.1\r\n" + headers +
+         "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
 }
 
 TEST_F(ServerTest, OnlyThisMachinesNamesInHostAndOnlySameOriginJsonPostsAreAnswered) {
   const std::string port = std::to_string(port_);
   const std::string json_type = "Content-Type: application/json\r\n";
   // A DNS-rebinding page reaches 127.0.0.1 under its own name: 421, for GET and POST alike.
-  EXPECT_EQ(status_of(port_, "GET /api/info HTTP/1.1\r\nHost: evil.example\r\n\r\n").rfind("HTTP/1.1 421", 0), 0u);
-  EXPECT_EQ(status_of(port_, "GET /api/info HTTP/1.1\r\nHost: evil.example:" + port + "\r\n\r\n").rfind("HTTP/1.1 421", 0), 0u);
-  EXPECT_EQ(status_of(port_, sample_post(port_, "Host: evil.example\r\n" + json_type)).rfind("HTTP/1.1 421", 0), 0u);
-  EXPECT_EQ(status_of(port_, "GET /api/info HTTP/1.1\r\nHost: 127.0.0.1:1\r\n\r\n").rfind("HTTP/1.1 421", 0), 0u);
-  EXPECT_EQ(status_of(port_, "GET /api/info HTTP/1.0\r\n\r\n").rfind("HTTP/1.1 421", 0), 0u);  // no Host
+  EXPECT_EQ(status_of(port_, "GET /api/info HTTP/1.1\r\nHost: evil.example\r\n\r\n")
+                .rfind("HTTP/1.1 421", 0),
+            0u);
+  EXPECT_EQ(status_of(port_, "GET /api/info HTTP/1.1\r\nHost: evil.example:" + port + "\r\n\r\n")
+                .rfind("HTTP/1.1 421", 0),
+            0u);
+  EXPECT_EQ(status_of(port_, sample_post(port_, "Host: evil.example\r\n" + json_type))
+                .rfind("HTTP/1.1 421", 0),
+            0u);
+  EXPECT_EQ(status_of(port_, "GET /api/info HTTP/1.1\r\nHost: 127.0.0.1:1\r\n\r\n")
+                .rfind("HTTP/1.1 421", 0),
+            0u);
+  EXPECT_EQ(status_of(port_, "GET /api/info HTTP/1.0\r\n\r\n").rfind("HTTP/1.1 421", 0),
+            0u);  // no Host
   // This machine's names with the port: answered.
   for (const std::string name : {"127.0.0.1", "localhost", "LocalHost", "[::1]"})
-    EXPECT_EQ(status_of(port_, "GET /api/info HTTP/1.1\r\nHost: " + name + ":" + port + "\r\n\r\n").rfind("HTTP/1.1 200", 0), 0u)
+    EXPECT_EQ(status_of(port_, "GET /api/info HTTP/1.1\r\nHost: " + name + ":" + port + "\r\n\r\n")
+                  .rfind("HTTP/1.1 200", 0),
+              0u)
         << name;
   // A POST computes: only with Content-Type application/json (415 otherwise: a form or a
   // text/plain fetch of another site needs no permission from the browser) and from this
   // server's own page or no page (403 for another Origin).
-  EXPECT_EQ(status_of(port_, sample_post(port_, host() + "Content-Type: text/plain\r\n")).rfind("HTTP/1.1 415", 0), 0u);
+  EXPECT_EQ(status_of(port_, sample_post(port_, host() + "Content-Type: text/plain\r\n"))
+                .rfind("HTTP/1.1 415", 0),
+            0u);
   EXPECT_EQ(status_of(port_, sample_post(port_, host())).rfind("HTTP/1.1 415", 0), 0u);
-  EXPECT_EQ(status_of(port_, sample_post(port_, host() + json_type + "Origin: http://evil.example\r\n")).rfind("HTTP/1.1 403", 0), 0u);
-  EXPECT_EQ(status_of(port_, sample_post(port_, host() + json_type + "Origin: null\r\n")).rfind("HTTP/1.1 403", 0), 0u);
-  EXPECT_EQ(status_of(port_, sample_post(port_, host() + "Content-Type: text/plain\r\nOrigin: http://evil.example\r\n")).rfind("HTTP/1.1 4", 0), 0u);
-  EXPECT_EQ(status_of(port_, sample_post(port_, host() + json_type + "Origin: http://127.0.0.1:" + port + "\r\n")).rfind("HTTP/1.1 200", 0), 0u);
-  EXPECT_EQ(status_of(port_, sample_post(port_, host() + "Content-Type: Application/JSON; charset=utf-8\r\n")).rfind("HTTP/1.1 200", 0), 0u);
+  EXPECT_EQ(
+      status_of(port_, sample_post(port_, host() + json_type + "Origin: http://evil.example\r\n"))
+          .rfind("HTTP/1.1 403", 0),
+      0u);
+  EXPECT_EQ(status_of(port_, sample_post(port_, host() + json_type + "Origin: null\r\n"))
+                .rfind("HTTP/1.1 403", 0),
+            0u);
+  EXPECT_EQ(
+      status_of(port_,
+                sample_post(port_,
+                            host() + "Content-Type: text/plain\r\nOrigin: http://evil.example\r\n"))
+          .rfind("HTTP/1.1 4", 0),
+      0u);
+  EXPECT_EQ(status_of(port_, sample_post(port_, host() + json_type +
+                                                    "Origin: http://127.0.0.1:" + port + "\r\n"))
+                .rfind("HTTP/1.1 200", 0),
+            0u);
+  EXPECT_EQ(
+      status_of(port_,
+                sample_post(port_, host() + "Content-Type: Application/JSON; charset=utf-8\r\n"))
+          .rfind("HTTP/1.1 200", 0),
+      0u);
   // The refusal says why, as JSON.
   const int fd = raw_connection(port_, "GET /api/info HTTP/1.1\r\nHost: evil.example\r\n\r\n");
   ASSERT_GE(fd, 0);
   std::string reply;
   char buf[4096];
-  for (ssize_t n; (n = recv(fd, buf, sizeof(buf), 0)) > 0;) reply.append(buf, static_cast<std::size_t>(n));
+  for (ssize_t n; (n = recv(fd, buf, sizeof(buf), 0)) > 0;)
+    reply.append(buf, static_cast<std::size_t>(n));
   close(fd);
   EXPECT_NE(reply.find("not to Host 'evil.example'"), std::string::npos) << reply;
   EXPECT_NE(reply.find("--allow-host"), std::string::npos) << reply;
@@ -628,9 +694,15 @@ TEST(Server, AnotherNameIsAnsweredWhenAllowed) {
   glass::Server server(options);
   const int port = server.start();
   const std::string p = std::to_string(port);
-  EXPECT_EQ(status_of(port, "GET /api/info HTTP/1.1\r\nHost: glass.lan:" + p + "\r\n\r\n").rfind("HTTP/1.1 200", 0), 0u);
-  EXPECT_EQ(status_of(port, "GET /api/info HTTP/1.1\r\nHost: [::2]:" + p + "\r\n\r\n").rfind("HTTP/1.1 200", 0), 0u);
-  EXPECT_EQ(status_of(port, "GET /api/info HTTP/1.1\r\nHost: other.lan:" + p + "\r\n\r\n").rfind("HTTP/1.1 421", 0), 0u);
+  EXPECT_EQ(status_of(port, "GET /api/info HTTP/1.1\r\nHost: glass.lan:" + p + "\r\n\r\n")
+                .rfind("HTTP/1.1 200", 0),
+            0u);
+  EXPECT_EQ(status_of(port, "GET /api/info HTTP/1.1\r\nHost: [::2]:" + p + "\r\n\r\n")
+                .rfind("HTTP/1.1 200", 0),
+            0u);
+  EXPECT_EQ(status_of(port, "GET /api/info HTTP/1.1\r\nHost: other.lan:" + p + "\r\n\r\n")
+                .rfind("HTTP/1.1 421", 0),
+            0u);
 }
 
 TEST_F(ServerTest, BodiesAreBoundedWhateverTheirFraming) {
@@ -642,37 +714,55 @@ TEST_F(ServerTest, BodiesAreBoundedWhateverTheirFraming) {
   EXPECT_EQ(status_of(port_, chunked).rfind("HTTP/1.1 413", 0), 0u);
   // A small chunked body is read and answered.
   const std::string prompt = "{\"prompt\": \"to be\"}";
-  EXPECT_EQ(status_of(port_, "POST /api/inspect HTTP/1.1\r\n" + host() +
-                                 "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n5\r\n" +
-                                 prompt.substr(0, 5) + "\r\n" + fmt::format("{:x}", prompt.size() - 5) + "\r\n" +
-                                 prompt.substr(5) + "\r\n0\r\n\r\n")
-                .rfind("HTTP/1.1 200", 0),
-            0u);
+  EXPECT_EQ(
+      status_of(port_,
+                "POST /api/inspect HTTP/1.1\r\n" + host() +
+                    "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n5\r\n" +
+                    prompt.substr(0, 5) + "\r\n" + fmt::format("{:x}", prompt.size() - 5) + "\r\n" +
+                    prompt.substr(5) + "\r\n0\r\n\r\n")
+          .rfind("HTTP/1.1 200", 0),
+      0u);
   // An announced length over the limit: 413 before the body is sent.
-  EXPECT_EQ(status_of(port_, "POST /api/inspect HTTP/1.1\r\n" + host() +
-                                 "Content-Type: application/json\r\nContent-Length: 1000000000\r\n\r\n")
-                .rfind("HTTP/1.1 413", 0),
-            0u);
+  EXPECT_EQ(
+      status_of(port_, "POST /api/inspect HTTP/1.1\r\n" + host() +
+                           "Content-Type: application/json\r\nContent-Length: 1000000000\r\n\r\n")
+          .rfind("HTTP/1.1 413", 0),
+      0u);
   // Framing that two readers could read differently (request smuggling), or that is not HTTP/1.1's.
-  for (const std::string& framing : {std::string("Content-Length: 5\r\nTransfer-Encoding: chunked\r\n"),
-                                     std::string("Content-Length: 5\r\nContent-Length: 6\r\n"),
-                                     std::string("Content-Length: -5\r\n"), std::string("Content-Length: 0x10\r\n")})
-    EXPECT_EQ(status_of(port_, "POST /api/inspect HTTP/1.1\r\n" + host() + framing + "\r\n{}").rfind("HTTP/1.1 400", 0), 0u)
+  for (const std::string& framing :
+       {std::string("Content-Length: 5\r\nTransfer-Encoding: chunked\r\n"),
+        std::string("Content-Length: 5\r\nContent-Length: 6\r\n"),
+        std::string("Content-Length: -5\r\n"), std::string("Content-Length: 0x10\r\n")})
+    EXPECT_EQ(status_of(port_, "POST /api/inspect HTTP/1.1\r\n" + host() + framing + "\r\n{}")
+                  .rfind("HTTP/1.1 400", 0),
+              0u)
         << framing;
-  EXPECT_EQ(status_of(port_, "POST /api/inspect HTTP/1.1\r\n" + host() + "Transfer-Encoding: gzip\r\n\r\n").rfind("HTTP/1.1 501", 0), 0u);
-  EXPECT_EQ(status_of(port_, "POST /api/inspect HTTP/1.1\r\n" + host() + "Transfer-Encoding: chunked\r\n\r\nzz\r\n").rfind("HTTP/1.1 400", 0), 0u);
+  EXPECT_EQ(status_of(port_,
+                      "POST /api/inspect HTTP/1.1\r\n" + host() + "Transfer-Encoding: gzip\r\n\r\n")
+                .rfind("HTTP/1.1 501", 0),
+            0u);
+  EXPECT_EQ(status_of(port_, "POST /api/inspect HTTP/1.1\r\n" + host() +
+                                 "Transfer-Encoding: chunked\r\n\r\nzz\r\n")
+                .rfind("HTTP/1.1 400", 0),
+            0u);
   // Headers over 16 KiB: 431.
-  EXPECT_EQ(status_of(port_, "GET /api/info HTTP/1.1\r\n" + host() + "X-Big: " + std::string(20000, 'b') + "\r\n\r\n").rfind("HTTP/1.1 431", 0), 0u);
+  EXPECT_EQ(status_of(port_, "GET /api/info HTTP/1.1\r\n" + host() +
+                                 "X-Big: " + std::string(20000, 'b') + "\r\n\r\n")
+                .rfind("HTTP/1.1 431", 0),
+            0u);
   // A client that waits for "100 Continue" before its body gets it, then the answer.
-  const int fd = raw_connection(port_, "POST /api/inspect HTTP/1.1\r\n" + host() +
-                                           "Content-Type: application/json\r\nExpect: 100-continue\r\nContent-Length: " +
-                                           std::to_string(prompt.size()) + "\r\n\r\n");
+  const int fd = raw_connection(
+      port_, "POST /api/inspect HTTP/1.1\r\n" + host() +
+                 "Content-Type: application/json\r\nExpect: 100-continue\r\nContent-Length: " +
+                 std::to_string(prompt.size()) + "\r\n\r\n");
   ASSERT_GE(fd, 0);
   EXPECT_EQ(status_line(fd), "HTTP/1.1 100 Continue");
-  ASSERT_EQ(send(fd, prompt.data(), prompt.size(), MSG_NOSIGNAL), static_cast<ssize_t>(prompt.size()));
+  ASSERT_EQ(send(fd, prompt.data(), prompt.size(), MSG_NOSIGNAL),
+            static_cast<ssize_t>(prompt.size()));
   std::string reply;
   char buf[4096];
-  for (ssize_t n; (n = recv(fd, buf, sizeof(buf), 0)) > 0;) reply.append(buf, static_cast<std::size_t>(n));
+  for (ssize_t n; (n = recv(fd, buf, sizeof(buf), 0)) > 0;)
+    reply.append(buf, static_cast<std::size_t>(n));
   close(fd);
   EXPECT_EQ(reply.rfind("HTTP/1.1 200", 0), 0u) << reply.substr(0, 200);
   EXPECT_EQ(reply.find("HTTP/1.1 100"), std::string::npos) << "one 100 Continue only";
@@ -699,7 +789,8 @@ TEST(Server, SlowClientsAreClosedAndNeverKeepANormalRequestWaiting) {
   std::thread dripper([&] {
     while (!done) {
       for (int fd : slow) send(fd, "X-Slow: 1\r\n", 11, MSG_NOSIGNAL);
-      for (int i = 0; i < 20 && !done; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      for (int i = 0; i < 20 && !done; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
   });
   // Meanwhile normal requests are answered again and again, each long before the slow ones'
@@ -709,7 +800,8 @@ TEST(Server, SlowClientsAreClosedAndNeverKeepANormalRequestWaiting) {
   for (int k = 0; k < 6; ++k) {
     const auto t0 = std::chrono::steady_clock::now();
     const auto r = client->Get("/api/info");
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     ASSERT_TRUE(r) << httplib::to_string(r.error());
     EXPECT_EQ(r->status, 200);
     EXPECT_LT(seconds, 3.0) << "request " << k;
@@ -729,7 +821,8 @@ TEST(Server, SlowClientsAreClosedAndNeverKeepANormalRequestWaiting) {
 
 TEST_F(ServerTest, EightClientsTimesFiftyRequestsAreAllAnswered) {
   constexpr int kClients = 8, kRequests = 50;
-  const std::vector<std::string> prompts = {"to", "be", "or", "not", "that", "is", "the", "question"};
+  const std::vector<std::string> prompts = {"to",   "be", "or",  "not",
+                                            "that", "is", "the", "question"};
   std::atomic<int> ok{0}, wrong{0};
   std::vector<std::thread> threads;
   for (int c = 0; c < kClients; ++c) {
@@ -739,7 +832,8 @@ TEST_F(ServerTest, EightClientsTimesFiftyRequestsAreAllAnswered) {
         bool good = false;
         switch (k % 4) {
           case 0: {  // inspect: the answer is for this client's prompt
-            const auto r = client->Post("/api/inspect", json{{"prompt", prompts[c]}}.dump(), "application/json");
+            const auto r = client->Post("/api/inspect", json{{"prompt", prompts[c]}}.dump(),
+                                        "application/json");
             good = r && r->status == 200 && json::parse(r->body)["prompt"] == prompts[c];
             break;
           }
@@ -749,7 +843,9 @@ TEST_F(ServerTest, EightClientsTimesFiftyRequestsAreAllAnswered) {
             break;
           }
           case 2: {
-            const auto r = client->Post("/api/sample", json{{"prompt", prompts[c]}, {"n", 10}, {"seed", k}}.dump(), "application/json");
+            const auto r = client->Post("/api/sample",
+                                        json{{"prompt", prompts[c]}, {"n", 10}, {"seed", k}}.dump(),
+                                        "application/json");
             good = r && r->status == 200 && glass::utf8_to_u32(r->body).size() == 10;
             break;
           }
@@ -808,7 +904,8 @@ TEST(Server, ARunDirectoryIsWatchedFromBeforeItsFirstSaveThroughEachNewSave) {
   options.probe = "to be or";
   options.poll_seconds = 0.05;
   glass::Server server(options);
-  EXPECT_NE(server.status().find("waiting for the trainer's first save"), std::string::npos) << server.status();
+  EXPECT_NE(server.status().find("waiting for the trainer's first save"), std::string::npos)
+      << server.status();
   const int port = server.start();
   auto client = client_for(port);
   {
@@ -827,14 +924,16 @@ TEST(Server, ARunDirectoryIsWatchedFromBeforeItsFirstSaveThroughEachNewSave) {
   EXPECT_TRUE(first["step"].is_number_integer()) << "a number, not a string: " << first["step"];
   EXPECT_EQ(first["step"], 0);
   save(10, 2);
-  ASSERT_TRUE(eventually([&] { return body_json(client->Get("/api/evals"))["evaluations"].size() == 2; }));
+  ASSERT_TRUE(
+      eventually([&] { return body_json(client->Get("/api/evals"))["evaluations"].size() == 2; }));
   const json evals = body_json(client->Get("/api/evals"));
   EXPECT_EQ(evals["evaluations"][0]["step"], 0);
   EXPECT_EQ(evals["evaluations"][1]["step"], 10);
   EXPECT_DOUBLE_EQ(evals["evaluations"][1]["val_loss"].get<double>(), 3.25);
   EXPECT_EQ(evals["evaluations"][0]["attention"][0][0].size(), 8u) << "the probe's 8 characters";
   // Different weights, different attention: the slider has something to show.
-  EXPECT_NE(evals["evaluations"][0]["attention"][1][0][7], evals["evaluations"][1]["attention"][1][0][7]);
+  EXPECT_NE(evals["evaluations"][0]["attention"][1][0][7],
+            evals["evaluations"][1]["attention"][1][0][7]);
   const json info = body_json(client->Get("/api/info"));
   EXPECT_TRUE(info["step"].is_number_integer()) << info["step"];
   EXPECT_EQ(info["step"], 10);
@@ -876,18 +975,22 @@ TEST(Server, ANewSaveThatCannotBeLoadedIsReportedAndTheOldModelAnswers) {
   // A save whose weights are broken (a bad disk, a hand edit) becomes current.
   const glass::Tokenizer tokenizer = glass::Tokenizer::from_text(glass_test::kSmallText);
   const std::string step_dir = glass::begin_save(run.string(), 10);
-  glass::save_model(step_dir, glass::Decoder(glass_test::small_config(tokenizer.vocab_size(), kContext), 6), tokenizer,
-                    "model.safetensors", "", 10);
+  glass::save_model(step_dir,
+                    glass::Decoder(glass_test::small_config(tokenizer.vocab_size(), kContext), 6),
+                    tokenizer, "model.safetensors", "", 10);
   glass_test::write_file(fs::path(step_dir) / "model.safetensors", "garbage");
   glass::commit_save(run.string(), step_dir);
   // Said on the status of /api/info and /api/log, and once as a warning; the old model answers.
   ASSERT_TRUE(eventually([&] {
-    return body_json(client->Get("/api/info"))["status"].get<std::string>().find("cannot be loaded") != std::string::npos;
+    return body_json(client->Get("/api/info"))["status"].get<std::string>().find(
+               "cannot be loaded") != std::string::npos;
   }));
   const json info = body_json(client->Get("/api/info"));
   EXPECT_EQ(info["step"], 0);
-  EXPECT_NE(info["status"].get<std::string>().find("step-000010"), std::string::npos) << info["status"];
-  EXPECT_NE(info["status"].get<std::string>().find("still serving the previous one, step-000000"), std::string::npos)
+  EXPECT_NE(info["status"].get<std::string>().find("step-000010"), std::string::npos)
+      << info["status"];
+  EXPECT_NE(info["status"].get<std::string>().find("still serving the previous one, step-000000"),
+            std::string::npos)
       << info["status"];
   EXPECT_EQ(body_json(client->Get("/api/log"))["status"], info["status"]);
   EXPECT_EQ(client->Post("/api/inspect", "{\"prompt\": \"to\"}", "application/json")->status, 200);
@@ -938,13 +1041,16 @@ TEST(Server, EvaluationsKeepTheFirstSaveAndTheNewestOnes) {
   // Saves at steps 0, 10, ..., 60: 7 evaluations (indices 0..6), one at a time.
   for (long k = 1; k <= 6; ++k) {
     commit_step_save(run, 10 * k, static_cast<std::uint64_t>(k + 1));
-    ASSERT_TRUE(eventually([&] { return body_json(client->Get("/api/log"))["evaluations"] == k + 1; })) << k;
+    ASSERT_TRUE(eventually([&] {
+      return body_json(client->Get("/api/log"))["evaluations"] == k + 1;
+    })) << k;
   }
   const json all = body_json(client->Get("/api/evals?since=0"));
   EXPECT_EQ(all["count"], 4) << "capped: the first and the newest 3";
   EXPECT_EQ(all["seen"], 7);
   EXPECT_EQ(all["max_evaluations"], 3);
-  EXPECT_EQ(body_json(client->Get("/api/info"))["evaluations"], 7) << "as /api/log: evaluated so far";
+  EXPECT_EQ(body_json(client->Get("/api/info"))["evaluations"], 7)
+      << "as /api/log: evaluated so far";
   ASSERT_EQ(all["evaluations"].size(), 4u);
   const std::vector<std::pair<int, int>> kept = {{0, 0}, {4, 40}, {5, 50}, {6, 60}};  // index, step
   for (std::size_t i = 0; i < kept.size(); ++i) {
@@ -959,7 +1065,8 @@ TEST(Server, EvaluationsKeepTheFirstSaveAndTheNewestOnes) {
   const json from2 = body_json(client->Get("/api/evals?since=2"));
   ASSERT_EQ(from2["evaluations"].size(), 3u);
   EXPECT_EQ(from2["evaluations"][0]["index"], 4);
-  EXPECT_EQ(body_json(client->Get("/api/evals?since=7"))["evaluations"].size(), 0u) << "nothing new";
+  EXPECT_EQ(body_json(client->Get("/api/evals?since=7"))["evaluations"].size(), 0u)
+      << "nothing new";
   // The next save drops index 4 and keeps the first.
   commit_step_save(run, 70, 9);
   ASSERT_TRUE(eventually([&] { return body_json(client->Get("/api/log"))["evaluations"] == 8; }));
@@ -977,14 +1084,15 @@ TEST(Server, AProbeThatIsNotUtf8FallsBackToTheDefaultProbe) {
   glass::ServeOptions options;
   options.checkpoint = dir.string();
   options.port = 0;
-  options.probe = "\xff\xfe";  // no character of UTF-8 in it
+  options.probe = "\xff\xfe";     // no character of UTF-8 in it
   glass::Server server(options);  // was: CheckpointError "the prompt is empty"
   EXPECT_EQ(server.status(), "");
   auto client = client_for(server.start());
   const json evals = body_json(client->Get("/api/evals"));
   // No training text is known: the default is the vocabulary's first characters.
   const glass::Tokenizer tokenizer = glass::Tokenizer::from_text(glass_test::kSmallText);
-  const std::u32string chars(tokenizer.chars().begin(), tokenizer.chars().end());  // 14 < 32 of them
+  const std::u32string chars(tokenizer.chars().begin(),
+                             tokenizer.chars().end());  // 14 < 32 of them
   EXPECT_EQ(evals["probe"], glass::u32_to_utf8(chars));
   ASSERT_EQ(evals["evaluations"].size(), 1u);
   server.stop();

@@ -11,7 +11,7 @@ using namespace glass;
 namespace {
 struct TwoParams {
   Tensor W = Tensor::from_vector({0.5f, -0.25f, 1.0f, 2.0f}, {2, 2}, true);  // decayed (2-D)
-  Tensor gain = Tensor::from_vector({1.0f, -2.0f, 0.5f}, {3}, true);          // not decayed (1-D)
+  Tensor gain = Tensor::from_vector({1.0f, -2.0f, 0.5f}, {3}, true);         // not decayed (1-D)
   std::vector<std::pair<std::string, Tensor>> named() { return {{"W", W}, {"gain", gain}}; }
 };
 void set_grad(Tensor& t, const std::vector<float>& g) {
@@ -32,7 +32,7 @@ TEST(AdamW, FirstStepByHand) {
   EXPECT_EQ(opt.step_count(), 1);
   EXPECT_NEAR(p.W.value()(0, 0), 0.4895000010, 1e-6);
   EXPECT_NEAR(p.W.value()(1, 1), 2.0 * (1 - 1e-3), 1e-6);  // zero gradient: only the decay moves it
-  EXPECT_NEAR(p.gain.value()(0), 1.0 - 0.01, 1e-6);         // no decay on the gain
+  EXPECT_NEAR(p.gain.value()(0), 1.0 - 0.01, 1e-6);        // no decay on the gain
   EXPECT_NEAR(p.gain.value()(2), 0.5 + 0.01, 1e-6);
 }
 

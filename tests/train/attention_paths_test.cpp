@@ -41,7 +41,8 @@ std::vector<std::int32_t> greedy(const Decoder& model, const std::vector<std::in
     const Array logits = model.forward(ids, &cache).value();  // (1, t, V)
     const std::size_t V = logits.shape()[2], last = logits.shape()[1] - 1;
     const Scalar* row = logits.data() + last * V;
-    const auto next = static_cast<std::int32_t>(std::max_element(row + 1, row + V) - row);  // not id 0
+    const auto next =
+        static_cast<std::int32_t>(std::max_element(row + 1, row + V) - row);  // not id 0
     out.push_back(next);
     ids = Ids::from_shape({1, 1});
     ids(0, 0) = next;
@@ -88,7 +89,8 @@ TEST(AttentionPaths, ConfigJsonKeepsTheSwitchAndDefaultsOldFilesToFast) {
   EXPECT_EQ(model_config_from_json(text, "mem").ops_path, OpsPath::reference);
   // A config.json written before the switch existed has no "attention": it loads as "fast".
   std::string old = text;
-  old.replace(old.find(",\n  \"attention\": \"reference\""), std::string(",\n  \"attention\": \"reference\"").size(), "");
+  old.replace(old.find(",\n  \"attention\": \"reference\""),
+              std::string(",\n  \"attention\": \"reference\"").size(), "");
   ASSERT_EQ(old.find("attention"), std::string::npos) << old;
   EXPECT_EQ(model_config_from_json(old, "mem").ops_path, OpsPath::fast);
   // Any other value is refused with a message naming the field.

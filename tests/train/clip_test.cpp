@@ -74,7 +74,8 @@ TEST(Clip, AnyThreadCountGivesTheSameBits) {
     }
     norms.push_back(clip_grad_norm(params, 1.0));
     std::vector<float> all;
-    for (const Tensor& p : params) all.insert(all.end(), p.grad().data(), p.grad().data() + p.size());
+    for (const Tensor& p : params)
+      all.insert(all.end(), p.grad().data(), p.grad().data() + p.size());
     clipped.push_back(all);
   }
   set_num_threads(1);

@@ -85,7 +85,8 @@ TEST(DataParallel, GivesTheLossAndGradientsOfOneThread) {
         const double got = parallel.loss_and_grad(x, y);
         EXPECT_NEAR(got, expected_loss, 1e-6 * std::abs(expected_loss)) << path << " B " << B;
         const std::vector<double> grads = all_grads(model);
-        EXPECT_LE(relative_diff(grads, expected), 1e-5) << path << " B " << B << " threads " << threads;
+        EXPECT_LE(relative_diff(grads, expected), 1e-5)
+            << path << " B " << B << " threads " << threads;
         // The same bits on a second run, and the evaluation loss without a tape.
         EXPECT_EQ(parallel.loss_and_grad(x, y), got);
         EXPECT_EQ(all_grads(model), grads);
@@ -123,7 +124,7 @@ TEST(DataParallel, ANonFiniteLossInOnePartLeavesEveryGradientAtZero) {
   DataParallel parallel(model, 2);
   Ids x = random_ids(4, 8, 10, 12);  // ids 0..9: id 10 appears only where it is put below
   const Ids y = random_ids(4, 8, 11, 13);
-  x(3, 5) = 10;                      // row 3: the second part (rows 2 and 3)
+  x(3, 5) = 10;  // row 3: the second part (rows 2 and 3)
   Tensor embedding = model.tok_embeddings.weight;
   embedding.value()(10, 0) = std::numeric_limits<Scalar>::quiet_NaN();
   EXPECT_TRUE(std::isnan(parallel.loss_and_grad(x, y)));
@@ -189,7 +190,8 @@ TEST(AdamW, AnyThreadCountGivesTheSameBits) {
       optimizer.step(1e-2);
     }
     std::vector<double> w;
-    for (const Tensor& p : model.parameters()) w.insert(w.end(), p.value().data(), p.value().data() + p.size());
+    for (const Tensor& p : model.parameters())
+      w.insert(w.end(), p.value().data(), p.value().data() + p.size());
     weights.push_back(w);
   }
   EXPECT_EQ(weights[0], weights[1]);

@@ -41,12 +41,8 @@ ModelConfig tiny() {
 }
 
 /// Four windows of 5 ids (B = 4, T = 5) and their targets.
-Ids batch_x() {
-  return Ids({{1, 2, 3, 4, 5}, {6, 7, 8, 9, 10}, {3, 1, 4, 1, 5}, {9, 2, 6, 5, 3}});
-}
-Ids batch_y() {
-  return Ids({{2, 3, 4, 5, 6}, {7, 8, 9, 10, 1}, {1, 4, 1, 5, 9}, {2, 6, 5, 3, 5}});
-}
+Ids batch_x() { return Ids({{1, 2, 3, 4, 5}, {6, 7, 8, 9, 10}, {3, 1, 4, 1, 5}, {9, 2, 6, 5, 3}}); }
+Ids batch_y() { return Ids({{2, 3, 4, 5, 6}, {7, 8, 9, 10, 1}, {1, 4, 1, 5, 9}, {2, 6, 5, 3, 5}}); }
 
 }  // namespace
 
@@ -91,7 +87,8 @@ class DistributedRanks : public ::testing::Test {
  protected:
   void SetUp() override {
     comm_ = Communicator::world();
-    if (comm_.size() != 2) GTEST_SKIP() << "runs under mpirun -np 2 (see Distributed.TwoRanksUnderMpirun)";
+    if (comm_.size() != 2)
+      GTEST_SKIP() << "runs under mpirun -np 2 (see Distributed.TwoRanksUnderMpirun)";
   }
   Communicator comm_;
 };
@@ -166,7 +163,8 @@ TEST_F(DistributedRanks, MeanOfTheHalfBatchGradientsIsTheWholeBatchGradient) {
   for (const Tensor& p : model.parameters()) whole_grads.push_back(p.grad());
   // Each rank its half, then the all-reduce.
   for (Tensor& p : model.parameters()) p.zero_grad();
-  Tensor half = cross_entropy(model.forward(shard_rows(batch_x(), comm_)), shard_rows(batch_y(), comm_));
+  Tensor half =
+      cross_entropy(model.forward(shard_rows(batch_x(), comm_)), shard_rows(batch_y(), comm_));
   half.backward();
   const double mean_loss = average_gradients(model.parameters(), half.item(), comm_);
 
@@ -176,7 +174,8 @@ TEST_F(DistributedRanks, MeanOfTheHalfBatchGradientsIsTheWholeBatchGradient) {
     const Array& g = params[i].grad();
     double max_diff = 0, max_abs = 0;
     for (std::size_t j = 0; j < g.size(); ++j) {
-      max_diff = std::max(max_diff, static_cast<double>(std::abs(g.data()[j] - whole_grads[i].data()[j])));
+      max_diff =
+          std::max(max_diff, static_cast<double>(std::abs(g.data()[j] - whole_grads[i].data()[j])));
       max_abs = std::max(max_abs, static_cast<double>(std::abs(whole_grads[i].data()[j])));
     }
     EXPECT_LE(max_diff, 1e-5 * max_abs + 1e-9) << "parameter " << i;

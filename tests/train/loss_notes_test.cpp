@@ -12,7 +12,9 @@ using namespace glass;
 
 namespace {
 
-bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+bool has(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
 
 LogRow row(long step, double train, double val) {
   LogRow r;
@@ -27,9 +29,12 @@ LogRow row(long step, double train, double val) {
 TEST(LossNotes, StepZeroNearLnVIsANoteFarFromItAWarning) {
   // ln 83 = 4.418840607796598 (python3 -c 'import math; print(math.log(83))').
   const std::string near = step_zero_note(4.455, 83);
-  EXPECT_TRUE(has(near, "note: loss 4.4550 ≈ ln 83 = 4.4188: the model is guessing uniformly")) << near;
+  EXPECT_TRUE(has(near, "note: loss 4.4550 ≈ ln 83 = 4.4188: the model is guessing uniformly"))
+      << near;
   // V = 83 counts the unknown id 0: 82 characters, said so (as the page of glass serve says it).
-  EXPECT_TRUE(has(near, "among the 83 entries of its vocabulary (82 characters + the unknown id 0)")) << near;
+  EXPECT_TRUE(
+      has(near, "among the 83 entries of its vocabulary (82 characters + the unknown id 0)"))
+      << near;
   EXPECT_EQ(vocabulary_words(83), "vocabulary 83 (82 characters + the unknown id 0)");
   const std::string above = step_zero_note(4.4188 + 0.6, 83);
   EXPECT_TRUE(has(above, "warning: loss 5.0188 at step 0 is far above ln 83 = 4.4188")) << above;
@@ -52,7 +57,8 @@ TEST(LossNotes, OverfittingIsNamedAfterThreeEvaluationsWithoutABestValLoss) {
   log.push_back(row(1000, 1.3, 1.94));
   log.push_back(row(1250, 1.2, 1.96));
   const std::string overfit = evaluation_note(log);
-  EXPECT_TRUE(has(overfit, "has not improved for 3 evaluations (best 1.9000 at step 500")) << overfit;
+  EXPECT_TRUE(has(overfit, "has not improved for 3 evaluations (best 1.9000 at step 500"))
+      << overfit;
   EXPECT_TRUE(has(overfit, "overfitting")) << overfit;
   EXPECT_TRUE(has(overfit, "best.safetensors")) << overfit;
   // Both curves flat since the best: a plateau, not overfitting; a val loss that rises but stays
@@ -72,33 +78,42 @@ TEST(LossNotes, AGapThatKeepsWideningIsNotedWhileValidationStillFalls) {
   EXPECT_EQ(evaluation_note(log), "");  // two widenings need three evaluations after step 0
   log.push_back(row(750, 1.56, 2.05));  // gaps 2.20-2.07 = 0.13, 2.10-1.80 = 0.30, 2.05-1.56 = 0.49
   const std::string note = evaluation_note(log);
-  EXPECT_TRUE(has(note, "the validation loss still falls (2.2000 -> 2.0500), but the gap (val - train) "
-                        "keeps widening (+0.13 -> +0.30 -> +0.49)")) << note;
+  EXPECT_TRUE(has(note,
+                  "the validation loss still falls (2.2000 -> 2.0500), but the gap (val - train) "
+                  "keeps widening (+0.13 -> +0.30 -> +0.49)"))
+      << note;
   EXPECT_TRUE(has(note, "first sign of overfitting")) << note;
   log.push_back(row(1000, 1.30, 2.01));  // still widening (+0.71): said once, when it starts
   EXPECT_EQ(evaluation_note(log), "");
   // A gap that widens by less than 0.1 nats in all is noise: no note.
   EXPECT_EQ(evaluation_note({row(0, 4.4, 4.4), row(250, 2.00, 2.10), row(500, 1.90, 2.03),
-                             row(750, 1.80, 1.98)}), "");  // gaps 0.10, 0.13, 0.18: +0.08
+                             row(750, 1.80, 1.98)}),
+            "");  // gaps 0.10, 0.13, 0.18: +0.08
 }
 
 TEST(LossNotes, TheSummaryGivesBitsPerCharacterAndWhatToTryNext) {
   // 1.5 nats / ln 2 = 2.164 bits; e^1.5 = 4.48 (python3: math.exp(1.5) = 4.4817).
   const std::vector<LogRow> falling = {row(0, 4.4, 4.4), row(1000, 1.6, 1.7), row(2000, 1.4, 1.5)};
   const std::string s = final_summary(falling, 83, 2000);
-  EXPECT_TRUE(has(s, "best validation loss: 1.5000 nats per character at step 2000 = 2.164 bits per character")) << s;
+  EXPECT_TRUE(has(
+      s, "best validation loss: 1.5000 nats per character at step 2000 = 2.164 bits per character"))
+      << s;
   EXPECT_TRUE(has(s, "perplexity 4.48")) << s;
   EXPECT_TRUE(has(s, "ln 83 = 4.4188 nats, 6.375 bits")) << s;  // 4.41884 / 0.693147 = 6.3750
   EXPECT_TRUE(has(s, "still falling at the end: train longer")) << s;
   const std::vector<LogRow> overfit = {row(0, 4.4, 4.4), row(250, 2.0, 1.8), row(500, 1.5, 1.9),
                                        row(750, 1.2, 2.0), row(1000, 1.0, 2.1)};
-  EXPECT_TRUE(has(final_summary(overfit, 83, 1000), "stopped improving 3 evaluations before the end"));
-  EXPECT_TRUE(has(final_summary({row(0, 4.4, 4.4), row(10, 4.39, 4.38)}, 83, 10), "learnt almost nothing"));
+  EXPECT_TRUE(
+      has(final_summary(overfit, 83, 1000), "stopped improving 3 evaluations before the end"));
+  EXPECT_TRUE(
+      has(final_summary({row(0, 4.4, 4.4), row(10, 4.39, 4.38)}, 83, 10), "learnt almost nothing"));
   EXPECT_TRUE(has(final_summary(falling, 83, 5000), "stopped early"));
   EXPECT_EQ(final_summary({}, 83, 10), "");
 }
 
 TEST(LossNotes, OverfitBatchPassesBelowTheTarget) {
-  EXPECT_TRUE(has(overfit_batch_note(4.4, 0.05, 200), "overfit check passed: the loss of the one batch went from 4.4000 to 0.0500 in 200 steps"));
+  EXPECT_TRUE(has(
+      overfit_batch_note(4.4, 0.05, 200),
+      "overfit check passed: the loss of the one batch went from 4.4000 to 0.0500 in 200 steps"));
   EXPECT_TRUE(has(overfit_batch_note(4.4, 1.2, 200), "not passed yet"));
 }

@@ -52,7 +52,8 @@ std::string refusal(TrainOptions& o, const RecipeFlagsGiven& given) {
 }  // namespace
 
 TEST(Recipe, ResumeTakesTheRecordedRecipeForTheFlagsLeftOut) {
-  const fs::path dir = fs::temp_directory_path() / ("glass-recipe-take-" + std::to_string(::getpid()));
+  const fs::path dir =
+      fs::temp_directory_path() / ("glass-recipe-take-" + std::to_string(::getpid()));
   write_run(dir, true);
   TrainOptions o;  // the defaults: lr 1e-3, batch 12, context 64, ...
   o.out_dir = dir.string();
@@ -81,7 +82,8 @@ TEST(Recipe, ResumeTakesTheRecordedRecipeForTheFlagsLeftOut) {
 }
 
 TEST(Recipe, ResumeRefusesAFlagThatAsksForAnotherValue) {
-  const fs::path dir = fs::temp_directory_path() / ("glass-recipe-refuse-" + std::to_string(::getpid()));
+  const fs::path dir =
+      fs::temp_directory_path() / ("glass-recipe-refuse-" + std::to_string(::getpid()));
   write_run(dir, true);
   TrainOptions o;
   o.out_dir = dir.string();
@@ -90,11 +92,13 @@ TEST(Recipe, ResumeRefusesAFlagThatAsksForAnotherValue) {
   given.lr = given.batch_size = true;
   const std::string message = refusal(o, given);
   EXPECT_NE(message.find("--resume continues the run in " + dir.string() + " with its own recipe"),
-            std::string::npos) << message;
+            std::string::npos)
+      << message;
   EXPECT_NE(message.find("\n  --lr 0.005 (the run was trained with --lr 0.002)"), std::string::npos)
       << message;
   EXPECT_NE(message.find("\n  --batch-size 8 (the run was trained with --batch-size 4)"),
-            std::string::npos) << message;
+            std::string::npos)
+      << message;
 
   // A checkpoint written before the recipe was recorded: the flags as given.
   write_run(dir, false);
@@ -108,7 +112,8 @@ TEST(Recipe, ResumeRefusesAFlagThatAsksForAnotherValue) {
 }
 
 TEST(Recipe, ResumeRefusesAnotherText) {
-  const fs::path dir = fs::temp_directory_path() / ("glass-recipe-text-" + std::to_string(::getpid()));
+  const fs::path dir =
+      fs::temp_directory_path() / ("glass-recipe-text-" + std::to_string(::getpid()));
   write_run(dir, true);
   TrainOptions o;
   o.out_dir = dir.string();
@@ -122,7 +127,8 @@ TEST(Recipe, ResumeRefusesAnotherText) {
     EXPECT_NE(std::string(e.what()).find("was trained on a text named 'text.txt', not on "
                                          "'other.txt' (the bundled corpus, used when --data is "
                                          "left out): pass --data with the path of 'text.txt'"),
-              std::string::npos) << e.what();
+              std::string::npos)
+        << e.what();
   }
   o.out_dir = (dir / "nothing-here").string();  // no checkpoint: the Trainer says so
   EXPECT_NO_THROW(check_recorded_data(o, false));

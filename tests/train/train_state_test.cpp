@@ -34,7 +34,8 @@ void expect_refused(const std::string& dir, AdamW& optimizer, const std::string&
 // a number that is not an integer (converting 3.5e41 to long is undefined behaviour, reported by
 // UBSan) is refused too.
 TEST(TrainState, OutOfRangeAndNonIntegerNumbersAreCheckpointErrors) {
-  const fs::path dir = fs::temp_directory_path() / ("glass-train-state-" + std::to_string(::getpid()));
+  const fs::path dir =
+      fs::temp_directory_path() / ("glass-train-state-" + std::to_string(::getpid()));
   fs::remove_all(dir);
   const ModelConfig config = glass_test::write_small_checkpoint(dir.string(), 16, 3);
   Decoder model(config, 3);
@@ -51,7 +52,8 @@ TEST(TrainState, OutOfRangeAndNonIntegerNumbersAreCheckpointErrors) {
 // trainer wrote it (a --resume starts the live file from the save's copy), and a file that is
 // not one is refused naming it.
 TEST(TrainState, StepsCsvRoundTripsAndBadFilesAreNamed) {
-  const fs::path dir = fs::temp_directory_path() / ("glass-steps-csv-" + std::to_string(::getpid()));
+  const fs::path dir =
+      fs::temp_directory_path() / ("glass-steps-csv-" + std::to_string(::getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
   const std::vector<StepRow> rows = {{0, 4.4123456, 1.666667e-4, 0.8125, 1234.5, 0.125},
@@ -76,7 +78,8 @@ TEST(TrainState, StepsCsvRoundTripsAndBadFilesAreNamed) {
     read_steps_csv(path);
     FAIL() << "a short line was accepted";
   } catch (const CheckpointError& e) {
-    EXPECT_NE(std::string(e.what()).find("line 2 is not six numbers"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("line 2 is not six numbers"), std::string::npos)
+        << e.what();
   }
   fs::remove_all(dir);
 }
@@ -112,7 +115,8 @@ TEST(TrainState, TheRecipeIsRecordedAndReadBack) {
 /// moments are all m = 0.25 and v = 0.5 (not saved yet), with the state of step 2.
 struct Moments {
   explicit Moments(const std::string& name)
-      : dir(fresh_dir(fs::temp_directory_path() / ("glass-train-state-" + name + "-" + std::to_string(::getpid())))),
+      : dir(fresh_dir(fs::temp_directory_path() /
+                      ("glass-train-state-" + name + "-" + std::to_string(::getpid())))),
         model(glass_test::write_small_checkpoint(dir.string(), 16, 3), 3),
         saved(model.named_parameters()) {
     state.step = 2;
@@ -182,7 +186,8 @@ TEST(TrainState, ANonFiniteMomentIsRefusedAndTheOptimizerIsLeftAsItWas) {
       target(2) = bad;
       save_train_state(dir.string(), saved, state);
       AdamW resumed(model.named_parameters());
-      expect_refused(dir.string(), resumed, std::string("tensor '") + moment + "." + last.name + "' holds");
+      expect_refused(dir.string(), resumed,
+                     std::string("tensor '") + moment + "." + last.name + "' holds");
       expect_refused(dir.string(), resumed, "at index 2");
       for (const AdamWParam& p : resumed.params()) {  // nothing was copied
         EXPECT_EQ(p.m(0), 0.0f) << p.name;

@@ -29,7 +29,8 @@ namespace {
 struct TempDir {
   fs::path path;
   explicit TempDir(const std::string& name) {
-    path = fs::temp_directory_path() / ("glass_train_test_" + std::to_string(::getpid()) + "_" + name);
+    path =
+        fs::temp_directory_path() / ("glass_train_test_" + std::to_string(::getpid()) + "_" + name);
     fs::remove_all(path);
     fs::create_directories(path);
   }
@@ -90,7 +91,7 @@ TEST(Trainer, LossFallsWellBelowLogVocab) {
   const double log_v = std::log(static_cast<double>(trainer.tokenizer().vocab_size()));
   const TrainResult r = trainer.run();
   EXPECT_EQ(r.step, 150);
-  ASSERT_EQ(trainer.log().size(), 4u);  // steps 0, 50, 100, 150
+  ASSERT_EQ(trainer.log().size(), 4u);                      // steps 0, 50, 100, 150
   EXPECT_NEAR(trainer.log().front().val_loss, log_v, 0.3);  // untrained: about uniform
   EXPECT_LT(r.last_eval.val_loss, log_v - 1.0) << "ln V = " << log_v;
   EXPECT_LT(r.last_eval.train_loss, log_v - 1.0);
@@ -120,7 +121,10 @@ TEST(Trainer, ResumeGivesTheSameLossesAsOneRun) {
   TrainOptions first = tiny_options(data, dir.str("two"));
   first.iters = 20;
   first.decay_iters = 40;
-  { Trainer t(first, sink); t.run(); }
+  {
+    Trainer t(first, sink);
+    t.run();
+  }
   TrainOptions second = first;
   second.iters = 40;
   second.resume = true;
@@ -147,12 +151,14 @@ TEST(Trainer, ResumeGivesTheSameLossesAsOneRun) {
     std::string line, out;
     while (std::getline(in, line)) {
       std::size_t cut = 0;
-      for (int commas = 0; commas < 4 && cut != std::string::npos; ++commas) cut = line.find(',', cut + 1);
+      for (int commas = 0; commas < 4 && cut != std::string::npos; ++commas)
+        cut = line.find(',', cut + 1);
       out += line.substr(0, cut) + "\n";
     }
     return out;
   };
-  EXPECT_EQ(loss_columns(read_file(dir.str("one/log.csv"))), loss_columns(read_file(dir.str("two/log.csv"))));
+  EXPECT_EQ(loss_columns(read_file(dir.str("one/log.csv"))),
+            loss_columns(read_file(dir.str("two/log.csv"))));
 }
 
 TEST(Trainer, TwoThreadsTrainLikeOneAndResumeExactly) {
@@ -181,7 +187,10 @@ TEST(Trainer, TwoThreadsTrainLikeOneAndResumeExactly) {
   TrainOptions half = tiny_options(data, dir.str("half"));
   half.iters = 10;
   half.decay_iters = 20;
-  { Trainer t(half, sink); t.run(); }
+  {
+    Trainer t(half, sink);
+    t.run();
+  }
   half.iters = 20;
   half.resume = true;
   Trainer resumed(half, sink);
@@ -192,7 +201,8 @@ TEST(Trainer, TwoThreadsTrainLikeOneAndResumeExactly) {
   ASSERT_EQ(one_thread.log().size(), 3u);
   ASSERT_EQ(resumed.log().size(), 3u);
   for (std::size_t i = 0; i < 3; ++i) {
-    EXPECT_NEAR(two_threads.log()[i].train_loss, one_thread.log()[i].train_loss, 1e-3) << "row " << i;
+    EXPECT_NEAR(two_threads.log()[i].train_loss, one_thread.log()[i].train_loss, 1e-3)
+        << "row " << i;
     EXPECT_NEAR(two_threads.log()[i].val_loss, one_thread.log()[i].val_loss, 1e-3) << "row " << i;
     EXPECT_EQ(resumed.log()[i].train_loss, two_threads.log()[i].train_loss) << "row " << i;
     EXPECT_EQ(resumed.log()[i].val_loss, two_threads.log()[i].val_loss) << "row " << i;

@@ -28,7 +28,9 @@ int main() {
                                    {0.313262, 0.693147, 2.126928});
   if (y.requires_grad()) {
     sum(y).backward();
-    certo = exercicio::conferir("grad x", exercicio::valores(x.grad()), {0.268941, 0.5, 0.880797}) && certo;
+    certo =
+        exercicio::conferir("grad x", exercicio::valores(x.grad()), {0.268941, 0.5, 0.880797}) &&
+        certo;
   } else {
     std::printf("softplus(x) não entrou na fita: falta o registro.\n");
     certo = false;
@@ -37,7 +39,8 @@ int main() {
   Tensor entrada = Tensor::randn({3, 4}, 2.0, rng, true);
   bool passou = false;
   try {
-    passou = gradcheck([](const std::vector<Tensor>& in) { return softplus(in[0]); }, {entrada}).passed;
+    passou =
+        gradcheck([](const std::vector<Tensor>& in) { return softplus(in[0]); }, {entrada}).passed;
   } catch (const std::exception& e) {
     std::printf("gradcheck: %s\n", e.what());
   }

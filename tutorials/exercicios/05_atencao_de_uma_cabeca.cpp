@@ -36,6 +36,7 @@ int main() {
   Tensor K = Tensor::from_vector({0, 1, 2, 0, 1, 1}, {3, 2});
   const Tensor saida_qk = atencao(Q, K, V);
   certo = exercicio::conferir("resposta com K ≠ Q", exercicio::valores(saida_qk.value()),
-                              {2, 0, 0.660477, 1.339523, 1.604448, 1.197776}) && certo;
+                              {2, 0, 0.660477, 1.339523, 1.604448, 1.197776}) &&
+          certo;
   return exercicio::resultado(certo);
 }

@@ -25,9 +25,8 @@ int main() {
   const Tensor minha = minha_rms_norm(x, g, 1e-5);
   tut::linha("rms_norm da biblioteca", rms_norm(x, g, 1e-5).value());
   // Linha 0: [1,2,3,4] / sqrt(7.5 + 1e-5) * g (Python math, double); a linha 1 confere com a biblioteca.
-  const bool certo =
-      exercicio::conferir("resposta", exercicio::valores(minha.value()),
-                          exercicio::valores(rms_norm(x, g, 1e-5).value())) &&
-      std::fabs(minha.value()(0, 3) - 2.921185) < 1e-5;
+  const bool certo = exercicio::conferir("resposta", exercicio::valores(minha.value()),
+                                         exercicio::valores(rms_norm(x, g, 1e-5).value())) &&
+                     std::fabs(minha.value()(0, 3) - 2.921185) < 1e-5;
   return exercicio::resultado(certo);
 }

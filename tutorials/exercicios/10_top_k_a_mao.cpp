@@ -27,13 +27,15 @@ int main() {
   o.top_k = 2;
   tut::linha("next_token_probs, top-k 2", next_token_probs(logits, o));
   // softmax([2, 1.5]) = [0.622459, 0.377541] (Python math, double).
-  bool certo = exercicio::conferir("resposta", top_k(logits, 2), {0.622459, 0.377541, 0, 0, 0}, 2e-6);
+  bool certo =
+      exercicio::conferir("resposta", top_k(logits, 2), {0.622459, 0.377541, 0, 0, 0}, 2e-6);
   // Fora de ordem e com empate: o 2º maior é 1.5, e há dois 1.5, então ficam três logits,
   // 2, 1.5 e 1.5: softmax = [1, e^-0.5, e^-0.5] / (1 + 2 e^-0.5) = [0.451863, 0.274069, 0.274069]
   // (Python math, double).
   const std::vector<double> embaralhados = {1.0, 2.0, -1.0, 1.5, 1.5};
   tut::linha("next_token_probs, top-k 2, fora de ordem", next_token_probs(embaralhados, o));
   certo = exercicio::conferir("resposta fora de ordem", top_k(embaralhados, 2),
-                              {0, 0.451863, 0, 0.274069, 0.274069}, 2e-6) && certo;
+                              {0, 0.451863, 0, 0.274069, 0.274069}, 2e-6) &&
+          certo;
   return exercicio::resultado(certo);
 }

@@ -29,8 +29,9 @@ int main() {
   // O modelo uniforme com V = 83: L = ln 83 = 4.418841; perplexidade 83; log2(83) = 6.375039
   // bits. Uma perda de 2 nats: e² = 7.389056; 2 / ln 2 = 2.885390 bits (Python math).
   const Medidas uniforme = medidas(std::log(83.0)), duas = medidas(2.0);
-  const bool certo = exercicio::conferir("resposta", {uniforme.perplexidade, uniforme.bits_por_caractere,
-                                                      duas.perplexidade, duas.bits_por_caractere},
+  const bool certo = exercicio::conferir("resposta",
+                                         {uniforme.perplexidade, uniforme.bits_por_caractere,
+                                          duas.perplexidade, duas.bits_por_caractere},
                                          {83, 6.375039, 7.389056, 2.885390}, 2e-6);
   return exercicio::resultado(certo);
 }

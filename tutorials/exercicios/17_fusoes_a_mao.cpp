@@ -18,7 +18,7 @@
 
 // As fusões, em ordem (a de número 0 primeiro): cada uma junta dois pedaços num token.
 static const std::vector<std::pair<std::string, std::string>> kFusoes = {
-    {"q", "u"}, {"qu", "e"}, {"▁", "que"}, {"a", "s"}, {"▁", "c"}, {"▁c", "as"},
+    {"q", "u"}, {"qu", "e"}, {"▁", "que"},  {"a", "s"}, {"▁", "c"}, {"▁c", "as"},
     {"s", "a"}, {"▁c", "a"}, {"▁ca", "sa"}, {"▁", "a"}, {"e", "s"}};
 
 // pedacos: os caracteres de uma palavra ("▁", "c", "a", "s", "a"); numero: o texto de cada
@@ -35,17 +35,22 @@ static std::vector<std::string> aplicar_fusoes(std::vector<std::string> pedacos,
 int main() {
   exercicio::titulo(17, "Aplicar as fusões à mão", "31");
   std::map<std::string, int> numero;
-  for (std::size_t n = 0; n < kFusoes.size(); ++n) numero[kFusoes[n].first + kFusoes[n].second] = static_cast<int>(n);
+  for (std::size_t n = 0; n < kFusoes.size(); ++n)
+    numero[kFusoes[n].first + kFusoes[n].second] = static_cast<int>(n);
 
   // A referência da biblioteca: o mesmo vocabulário como BpeTokenizer (os caracteres, depois
   // as fusões por id), codificando com BpeTokenizer::encode.
   std::vector<char32_t> chars;
-  for (const char* c : {"▁", "q", "u", "e", "a", "s", "c"}) chars.push_back(glass::utf8_to_u32(c)[0]);
+  for (const char* c : {"▁", "q", "u", "e", "a", "s", "c"})
+    chars.push_back(glass::utf8_to_u32(c)[0]);
   std::map<std::string, std::int32_t> id;
-  for (std::size_t i = 0; i < chars.size(); ++i) id[glass::char_to_utf8(chars[i])] = glass::BpeTokenizer::kFirstCharId + static_cast<std::int32_t>(i);
+  for (std::size_t i = 0; i < chars.size(); ++i)
+    id[glass::char_to_utf8(chars[i])] =
+        glass::BpeTokenizer::kFirstCharId + static_cast<std::int32_t>(i);
   std::vector<glass::BpeMerge> merges;
   for (const auto& [esq, dir] : kFusoes) {
-    id[esq + dir] = glass::BpeTokenizer::kFirstCharId + static_cast<std::int32_t>(chars.size() + merges.size());
+    id[esq + dir] =
+        glass::BpeTokenizer::kFirstCharId + static_cast<std::int32_t>(chars.size() + merges.size());
     merges.push_back({id.at(esq), id.at(dir)});
   }
   const glass::BpeTokenizer tok(chars, merges);
@@ -67,10 +72,12 @@ int main() {
   std::vector<double> tamanhos;
   for (const auto& [palavra, esperado] : casos) {
     std::vector<std::string> letras;
-    for (char32_t c : glass::BpeTokenizer::normalize(glass::utf8_to_u32(palavra))) letras.push_back(glass::char_to_utf8(c));
+    for (char32_t c : glass::BpeTokenizer::normalize(glass::utf8_to_u32(palavra)))
+      letras.push_back(glass::char_to_utf8(c));
     const std::vector<std::string> seus = aplicar_fusoes(letras, numero);
     std::vector<std::string> da_biblioteca;
-    for (std::int32_t t : tok.encode(glass::utf8_to_u32(palavra))) da_biblioteca.push_back(tok.token_text(t));
+    for (std::int32_t t : tok.encode(glass::utf8_to_u32(palavra)))
+      da_biblioteca.push_back(tok.token_text(t));
     auto juntar = [](const std::vector<std::string>& v) {
       std::string r;
       for (const std::string& p : v) r += (r.empty() ? "" : "|") + p;
@@ -78,7 +85,8 @@ int main() {
     };
     std::printf("%s -> %s\n", palavra.c_str(), juntar(seus).c_str());
     if (seus != esperado || seus != da_biblioteca) {
-      std::printf("  esperado: %s (a biblioteca: %s)\n", juntar(esperado).c_str(), juntar(da_biblioteca).c_str());
+      std::printf("  esperado: %s (a biblioteca: %s)\n", juntar(esperado).c_str(),
+                  juntar(da_biblioteca).c_str());
       certo = false;
     }
     tamanhos.push_back(static_cast<double>(seus.size()));

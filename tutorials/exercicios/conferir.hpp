@@ -17,7 +17,8 @@ namespace exercicio {
 
 /// The exercise's title line.
 inline void titulo(int numero, const char* texto, const char* capitulos) {
-  std::printf("=== Exercício %02d — %s ===\n(depois dos capítulos %s)\n\n", numero, texto, capitulos);
+  std::printf("=== Exercício %02d — %s ===\n(depois dos capítulos %s)\n\n", numero, texto,
+              capitulos);
 }
 
 /// Prints "rotulo: numbers" for the learner's answer and says whether it matches `esperado`

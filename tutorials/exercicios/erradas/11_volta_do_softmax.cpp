@@ -61,7 +61,7 @@ int main() {
   Tensor entrada = Tensor::randn({3, 5}, 2.0, rng, true);
   const GradcheckReport juiz =
       gradcheck([](const std::vector<Tensor>& in) { return meu_softmax(in[0]); }, {entrada});
-  std::printf("gradcheck meu_softmax: %s (maior erro relativo %.1e)\n", juiz.passed ? "PASS" : "FAIL",
-              juiz.max_rel_error);
+  std::printf("gradcheck meu_softmax: %s (maior erro relativo %.1e)\n",
+              juiz.passed ? "PASS" : "FAIL", juiz.max_rel_error);
   return exercicio::resultado(certo && juiz.passed);
 }

@@ -33,7 +33,8 @@ static void passo_adamw(std::vector<double>& p, const std::vector<double>& g, Mo
 int main() {
   exercicio::titulo(13, "Dois passos do AdamW à mão", "24 a 30");
   const std::vector<double> inicio = {1.0, -2.0, 0.5, 3.0};
-  const std::vector<std::vector<double>> gradientes = {{0.1, -0.2, 0.0, 1.0}, {0.3, 0.1, -0.5, 1.0}};
+  const std::vector<std::vector<double>> gradientes = {{0.1, -0.2, 0.0, 1.0},
+                                                       {0.3, 0.1, -0.5, 1.0}};
   const double lr = 0.1;
   const AdamWConfig c;  // betas (0.9, 0.99), eps 1e-8, weight decay 0.1
 
@@ -51,6 +52,7 @@ int main() {
   // À mão (Python, double). O último número: g = 1 nos dois passos, então m̂ = v̂ = 1 e cada
   // passo anda exatamente lr depois do decaimento: 3·0.99 - 0.1 = 2.87; 2.87·0.99 - 0.1 = 2.7413.
   // O terceiro: g = 0 no passo 1 (m = v = 0, não anda), -0.5 no 2: 0.5·0.99² + 0.074246.
-  const bool certo = exercicio::conferir("resposta", p, {0.789488, -1.834530, 0.564296, 2.741300}, 2e-6);
+  const bool certo =
+      exercicio::conferir("resposta", p, {0.789488, -1.834530, 0.564296, 2.741300}, 2e-6);
   return exercicio::resultado(certo);
 }

@@ -46,7 +46,8 @@ int main() {
   Tensor a = Tensor::zeros({2}, true), b = Tensor::zeros({2}, true);
   a.grad()(0) = 3, a.grad()(1) = 4, b.grad()(1) = 12;
   const double da_biblioteca = clip_grad_norm({a, b}, 1.0);
-  std::printf("clip_grad_norm da biblioteca: norma %.6f, a = %.6f %.6f, b = %.6f %.6f\n", da_biblioteca,
-              double(a.grad()(0)), double(a.grad()(1)), double(b.grad()(0)), double(b.grad()(1)));
+  std::printf("clip_grad_norm da biblioteca: norma %.6f, a = %.6f %.6f, b = %.6f %.6f\n",
+              da_biblioteca, double(a.grad()(0)), double(a.grad()(1)), double(b.grad()(0)),
+              double(b.grad()(1)));
   return exercicio::resultado(certo);
 }

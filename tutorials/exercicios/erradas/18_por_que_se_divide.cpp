@@ -37,21 +37,23 @@ int main() {
   for (const char* c : {"▁", "c", "a", "s"}) chars.push_back(glass::utf8_to_u32(c)[0]);
   const std::int32_t ESPACO = 259, C = 260, A = 261, S = 262;
   const std::vector<glass::BpeMerge> merges = {
-      {A, S},      // 0: as    (263)
-      {ESPACO, C}, // 1: ▁c    (264)
-      {264, A},    // 2: ▁ca   (265)
-      {S, A},      // 3: sa    (266)
-      {265, 266},  // 4: ▁casa (267)
-      {264, 263},  // 5: ▁cas  (268)
+      {A, S},       // 0: as    (263)
+      {ESPACO, C},  // 1: ▁c    (264)
+      {264, A},     // 2: ▁ca   (265)
+      {S, A},       // 3: sa    (266)
+      {265, 266},   // 4: ▁casa (267)
+      {264, 263},   // 5: ▁cas  (268)
   };
   const BpeTokenizer tok(chars, merges);
   const BpeTokenizer sem_a_ultima(chars, {merges.begin(), merges.end() - 1});
   std::printf("casa com as fusões 0 a 4:");
-  for (std::int32_t id : sem_a_ultima.encode(U"casa")) std::printf(" %s", sem_a_ultima.token_text(id).c_str());
+  for (std::int32_t id : sem_a_ultima.encode(U"casa"))
+    std::printf(" %s", sem_a_ultima.token_text(id).c_str());
   std::printf("   (e o token ▁casa existe: id %d)\n", sem_a_ultima.id_of_text(U"▁casa"));
   for (const char* palavra : {"casa", "ca", "sa"}) {
     std::printf("%s com as fusões 0 a %zu:", palavra, merges.size() - 1);
-    for (std::int32_t id : tok.encode(glass::utf8_to_u32(palavra))) std::printf(" %s", tok.token_text(id).c_str());
+    for (std::int32_t id : tok.encode(glass::utf8_to_u32(palavra)))
+      std::printf(" %s", tok.token_text(id).c_str());
     std::printf("\n");
   }
   // À mão: "▁casa" tem os pares ▁c (fusão 1), as (0) e sa (3): junta 'as' primeiro, e então

@@ -16,7 +16,8 @@ static Tensor atencao(const Tensor& Q, const Tensor& K, const Tensor& V) {
   // --- a sua parte ---
   const std::size_t n = Q.shape()[0], d = Q.shape()[1];
   Tensor notas = matmul(Q, transpose(K, 0, 1)) / std::sqrt(Scalar(d));
-  Tensor pesos = softmax(masked_fill(notas, causal_mask(n, n), -std::numeric_limits<Scalar>::infinity()));
+  Tensor pesos =
+      softmax(masked_fill(notas, causal_mask(n, n), -std::numeric_limits<Scalar>::infinity()));
   return matmul(pesos, V);
   // --- fim ---
 }
@@ -38,6 +39,7 @@ int main() {
   Tensor K = Tensor::from_vector({0, 1, 2, 0, 1, 1}, {3, 2});
   const Tensor saida_qk = atencao(Q, K, V);
   certo = exercicio::conferir("resposta com K ≠ Q", exercicio::valores(saida_qk.value()),
-                              {2, 0, 0.660477, 1.339523, 1.604448, 1.197776}) && certo;
+                              {2, 0, 0.660477, 1.339523, 1.604448, 1.197776}) &&
+          certo;
   return exercicio::resultado(certo);
 }

@@ -12,9 +12,9 @@ using namespace glass;
 static double contar(const ModelConfig& c) {
   // --- a sua parte ---
   const double d = double(c.d_model), kv = double(c.n_kv_heads * c.head_dim());
-  const double atencao = 2 * d * d + 2 * kv * d;          // wq, wo; wk, wv
-  const double swiglu = 3 * double(c.ffn_hidden) * d;     // w1, w2, w3
-  const double normas = 2 * d;                            // attention_norm, ffn_norm
+  const double atencao = 2 * d * d + 2 * kv * d;         // wq, wo; wk, wv
+  const double swiglu = 3 * double(c.ffn_hidden) * d;    // w1, w2, w3
+  const double normas = 2 * d;                           // attention_norm, ffn_norm
   const double fora = 2 * double(c.vocab_size) * d + d;  // embeddings, saída, norma final
   return double(c.n_layers) * (atencao + swiglu + normas) + fora;
   // --- fim ---
@@ -26,8 +26,8 @@ int main() {
   const Decoder modelo(cfg, 7);
   std::printf("Decoder::num_parameters(): %zu\n", modelo.num_parameters());
   // À mão: por bloco 2·64·64 + 2·32·64 + 3·176·64 + 2·64 = 46208; 2 blocos + 2·70·64 + 64.
-  const bool certo = exercicio::conferir("resposta", {contar(cfg)},
-                                         {double(modelo.num_parameters())}, 0) &&
-                     modelo.num_parameters() == 101440;
+  const bool certo =
+      exercicio::conferir("resposta", {contar(cfg)}, {double(modelo.num_parameters())}, 0) &&
+      modelo.num_parameters() == 101440;
   return exercicio::resultado(certo);
 }

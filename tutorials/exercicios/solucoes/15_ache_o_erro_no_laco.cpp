@@ -29,6 +29,7 @@ int main() {
   exercicio::titulo(15, "Ache o erro no laço de treino", "24 a 30");
   // À mão: dL/dw = 2 (w - 3), então w <- w - 0.25 · 2 (w - 3) e w - 3 cai pela metade a cada
   // passo: -3 -> -1.5 -> -0.75 -> ..., w = 1.5, 2.25, 2.625, 2.8125, 2.90625.
-  const bool certo = exercicio::conferir("resposta", treinar(), {1.5, 2.25, 2.625, 2.8125, 2.90625}, 1e-6);
+  const bool certo =
+      exercicio::conferir("resposta", treinar(), {1.5, 2.25, 2.625, 2.8125, 2.90625}, 1e-6);
   return exercicio::resultado(certo);
 }
