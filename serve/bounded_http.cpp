@@ -329,7 +329,9 @@ void BoundedHttpServer::reception_loop() {
   std::vector<Reading> conns;
   const auto deadline = std::chrono::duration_cast<Clock::duration>(
       std::chrono::duration<double>(limits_.deadline_seconds));
-  const auto drain_time = std::chrono::seconds(1);
+  // A refused client is drained until it closes, for at most 5 s: a loaded machine can take
+  // over a second to send what the client had queued, and closing before would reset it.
+  const auto drain_time = std::chrono::seconds(5);
   auto refuse = [&](Reading& c, int status, const std::string& message) {
     send_refusal(c.fd, status, message);
     ::shutdown(c.fd, SHUT_WR);

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -310,5 +311,60 @@ int main() {
       "codifique um texto em inglês com o vocabulário de 1024: quantos tokens por caractere?",
       "resolva os exercícios 17 (fusões à mão) e 18 (por que esta palavra se divide assim).",
   });
+
+  tut::respostas();
+  // 1. Os empates de 'a casa da casa da capa': a biblioteca conta os pares e funde o primeiro.
+  const std::u32string casa = utf8_to_u32("a casa da casa da capa");
+  std::map<std::pair<char32_t, char32_t>, int> pares_casa;
+  {
+    const std::u32string n = BpeTokenizer::normalize(casa);
+    for (std::size_t i = 0; i + 1 < n.size(); ++i)
+      if (n[i + 1] != BpeTokenizer::kSpaceMark) ++pares_casa[{n[i], n[i + 1]}];
+  }
+  int mais = 0;
+  for (const auto& [par, n] : pares_casa) mais = std::max(mais, n);
+  std::printf("1. pares que aparecem %d vezes:", mais);
+  for (const auto& [par, n] : pares_casa)
+    if (n == mais)
+      std::printf(" %s+%s", utf8(std::u32string(1, par.first)).c_str(),
+                  utf8(std::u32string(1, par.second)).c_str());
+  std::set<char32_t> letras_casa(BpeTokenizer::normalize(casa).begin(),
+                                 BpeTokenizer::normalize(casa).end());
+  const BpeTokenizer uma =
+      BpeTokenizer::train(casa, BpeTokenizer::kFirstCharId + letras_casa.size() + 1);
+  const BpeMerge& primeira = uma.merges().at(0);
+  std::printf("\n   a biblioteca funde primeiro: %s+%s\n", uma.token_text(primeira.left).c_str(),
+              uma.token_text(primeira.right).c_str());
+  tut::texto(
+      "   No empate, ganha o par cujo token da esquerda tem o menor id (e depois o da direita);\n"
+      "   os caracteres recebem ids pela frequência no texto (o mais frequente primeiro), então\n"
+      "   o par que começa pelo caractere mais comum vence. É uma regra: qualquer regra fixa\n"
+      "   serve, desde que o treino seja sempre o mesmo para o mesmo texto.");
+  // 2. A janela de 64 tokens em outros pontos do livro.
+  std::printf("2. caracteres cobertos por 64 tokens (vocabulário 1024):");
+  for (std::size_t inicio : {std::size_t{0}, todos.size() / 2, todos.size() - 64}) {
+    const std::vector<std::int32_t> j(todos.begin() + static_cast<std::ptrdiff_t>(inicio),
+                                      todos.begin() + static_cast<std::ptrdiff_t>(inicio + 64));
+    std::printf(" %zu (token %zu)", medio.decode(j, /*drop_dummy_prefix=*/false).size(), inicio);
+  }
+  std::printf(
+      "\n   varia com o trecho: palavras comuns viram um token, nomes raros viram vários.\n");
+  // 3. Inglês com o vocabulário do português.
+  const std::u32string ingles =
+      load_text(GLASS_SOURCE_DIR "/data/corpora/tinyshakespeare.txt").substr(0, 20000);
+  const std::u32string portugues = livro.substr(0, 20000);
+  const double tpc_en =
+      static_cast<double>(medio.encode(ingles).size()) / static_cast<double>(ingles.size());
+  const double tpc_pt =
+      static_cast<double>(medio.encode(portugues).size()) / static_cast<double>(portugues.size());
+  std::printf(
+      "3. tokens por caractere, vocabulário 1024 do livro: português %.3f, inglês (tinyshakespeare) "
+      "%.3f\n",
+      tpc_pt, tpc_en);
+  std::printf("   o inglês precisa de %.2f vezes mais tokens: as fusões aprenderam o português.\n",
+              tpc_en / tpc_pt);
+  tut::texto(
+      "4. As soluções dos exercícios 17 e 18 estão em tutorials/exercicios/solucoes/, e o teste\n"
+      "   Tutorials.ExerciseAnswersOfPart6 confere as respostas.");
   return 0;
 }

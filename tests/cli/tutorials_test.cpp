@@ -956,6 +956,17 @@ TEST_F(Tutorials, Ch31BpeByHandAndOnTheBook) {
   // roma (5); ▁ro starts roeu, roupa, roma (3); ▁d starts do, de (2). Each merge removes one
   // token per occurrence: 35 - 5 = 30, 30 - 3 = 27, 27 - 2 = 25.
   EXPECT_TRUE(contains(out, "passo 1, pares mais frequentes: ▁+r 5, r+o 3, ▁+d 2,")) << out;
+  // The Experimente's answers. "▁a▁casa▁da▁casa▁da▁capa" by hand: ▁c and ca occur 3 times each
+  // (casa, casa, capa); 'a' (9) is the most frequent character, then '▁' (6), then 'c' (3), so
+  // '▁' has the smaller id and ▁+c wins the tie.
+  EXPECT_TRUE(contains(out, "1. pares que aparecem 3 vezes: c+a ▁+c\n")) << out;
+  EXPECT_TRUE(contains(out, "a biblioteca funde primeiro: ▁+c\n")) << out;
+  // English needs more tokens per character than the Portuguese the merges were learned on.
+  const std::vector<std::string> per_char = lines_with(out, "3. tokens por caractere");
+  ASSERT_EQ(per_char.size(), 1u) << out;
+  const double pt = std::stod(per_char[0].substr(per_char[0].find("português ") + 11));
+  const double en = std::stod(per_char[0].substr(per_char[0].find("(tinyshakespeare) ") + 18));
+  EXPECT_GT(en, pt) << per_char[0];
   EXPECT_TRUE(contains(out, "passo 1, junta: ▁ + r -> ▁r (5 vezes)\n")) << out;
   EXPECT_TRUE(contains(out, "passo 2, junta: ▁r + o -> ▁ro (3 vezes)\n")) << out;
   EXPECT_TRUE(contains(out, "passo 3, junta: ▁ + d -> ▁d (2 vezes)\n")) << out;
