@@ -328,8 +328,8 @@ int main() {
     if (n == mais)
       std::printf(" %s+%s", utf8(std::u32string(1, par.first)).c_str(),
                   utf8(std::u32string(1, par.second)).c_str());
-  std::set<char32_t> letras_casa(BpeTokenizer::normalize(casa).begin(),
-                                 BpeTokenizer::normalize(casa).end());
+  const std::u32string casa_normal = BpeTokenizer::normalize(casa);
+  const std::set<char32_t> letras_casa(casa_normal.begin(), casa_normal.end());
   const BpeTokenizer uma =
       BpeTokenizer::train(casa, BpeTokenizer::kFirstCharId + letras_casa.size() + 1);
   const BpeMerge& primeira = uma.merges().at(0);
