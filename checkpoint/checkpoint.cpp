@@ -156,17 +156,29 @@ using namespace checkpoint_files;
 
 // ---- model ------------------------------------------------------------------------------------
 
+/// The model's parameters as named tensors, in parameter order (the weights file's content).
+static std::vector<NamedTensor> named_weights(const Decoder& model) {
+  std::vector<NamedTensor> tensors;
+  for (const auto& [name, param] : model.named_parameters())
+    tensors.push_back(to_named(name, param.value()));
+  return tensors;
+}
+
+/// The weights file's metadata common to both tokenizers: format, step (if >= 0), run id.
+static std::map<std::string, std::string> weights_metadata(long step, const std::string& run_id) {
+  std::map<std::string, std::string> metadata = {{"format", "pt"}};
+  if (step >= 0) metadata["step"] = std::to_string(step);
+  if (!run_id.empty()) metadata["run_id"] = run_id;
+  return metadata;
+}
+
 void save_model(const std::string& dir, const Decoder& model, const Tokenizer& tokenizer,
                 const std::string& weights_file, const std::string& extra_json, long step,
                 const std::string& run_id) {
   as_checkpoint_error([&] {
     ensure_directory(dir);
-    std::vector<NamedTensor> tensors;
-    for (const auto& [name, param] : model.named_parameters())
-      tensors.push_back(to_named(name, param.value()));
-    std::map<std::string, std::string> metadata = {{"format", "pt"}};
-    if (step >= 0) metadata["step"] = std::to_string(step);
-    if (!run_id.empty()) metadata["run_id"] = run_id;
+    const std::vector<NamedTensor> tensors = named_weights(model);
+    std::map<std::string, std::string> metadata = weights_metadata(step, run_id);
     metadata["tokenizer_chars"] = tokenizer_fingerprint(tokenizer);
     save_safetensors(path_in(dir, weights_file), tensors, metadata);
     write_file_atomic(path_in(dir, "config.json"),
@@ -187,12 +199,8 @@ void save_model(const std::string& dir, const Decoder& model, const BpeTokenizer
     ensure_directory(dir);
     const std::string tokenizer_json = bpe_to_json(tokenizer);
     write_file_atomic(path_in(dir, kBpeTokenizerFile), tokenizer_json);
-    std::vector<NamedTensor> tensors;
-    for (const auto& [name, param] : model.named_parameters())
-      tensors.push_back(to_named(name, param.value()));
-    std::map<std::string, std::string> metadata = {{"format", "pt"}};
-    if (step >= 0) metadata["step"] = std::to_string(step);
-    if (!run_id.empty()) metadata["run_id"] = run_id;
+    const std::vector<NamedTensor> tensors = named_weights(model);
+    std::map<std::string, std::string> metadata = weights_metadata(step, run_id);
     metadata["tokenizer"] = "bpe";
     metadata["tokenizer_sha256"] = sha256_hex(tokenizer_json);
     save_safetensors(path_in(dir, weights_file), tensors, metadata);
