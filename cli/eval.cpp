@@ -45,8 +45,9 @@ void warn_if_training_text(const EvalFlags& f, const glass::LoadedModel& loaded)
 }
 
 void run_eval(const EvalFlags& f) {
-  glass::cli::apply_threads(f.threads);
   glass::LoadedModel loaded = glass::load_checkpoint(f.checkpoint, f.best);
+  glass::cli::apply_threads(f.threads, glass::cli::Work::forward,
+                            static_cast<double>(loaded.model->num_parameters()));
   if (!loaded.warning.empty()) std::cerr << "warning: " << loaded.warning << "\n";
   warn_if_training_text(f, loaded);
   std::u32string text = glass::load_text(f.data);
@@ -147,7 +148,7 @@ void add_eval_command(CLI::App& app) {
   cmd->add_flag("--best", f->best, "use best.safetensors instead of the latest weights");
   cmd->add_flag("--allow-unknown", f->allow_unknown,
                 "map characters outside the vocabulary to id 0");
-  glass::cli::add_threads_option(cmd, f->threads);
+  glass::cli::add_threads_option(cmd, f->threads, glass::cli::Work::forward);
   cmd->footer(
       "Examples:\n"
       "  glass eval -m runs/tinyshakespeare --data heldout.txt\n"

@@ -90,8 +90,6 @@ void run_inspect(const InspectOptions& opt) {
         "--json - and --html - both ask for standard output: send one of them to a file");
   if (!opt.json_path.empty() && !json_to_stdout) check_output_path(opt.json_path, "--json");
   if (!opt.html_path.empty() && !html_to_stdout) check_output_path(opt.html_path, "--html");
-  glass::cli::apply_threads(opt.threads);
-
   std::u32string prompt;
   try {
     prompt = glass::utf8_to_u32(opt.prompt);
@@ -114,6 +112,8 @@ void run_inspect(const InspectOptions& opt) {
     throw CommandError("cannot load checkpoint '" + opt.checkpoint + "': " + e.what());
   }
   if (!loaded.warning.empty()) std::cerr << "warning: " << loaded.warning << "\n";
+  glass::cli::apply_threads(opt.threads, glass::cli::Work::forward,
+                            static_cast<double>(loaded.model->num_parameters()));
   const glass::ModelConfig& config = loaded.model->config();
   if (opt.layer < 0 || static_cast<std::size_t>(opt.layer) >= config.n_layers)
     throw CommandError(fmt::format("--layer {} is out of range: the model has {} layers (0..{})",
@@ -229,7 +229,7 @@ void add_inspect_command(CLI::App& app) {
   cmd->add_flag("--allow-unknown", opt->allow_unknown,
                 "map prompt characters outside the vocabulary to the unknown id 0 (with a warning) "
                 "instead of stopping");
-  glass::cli::add_threads_option(cmd, opt->threads);
+  glass::cli::add_threads_option(cmd, opt->threads, glass::cli::Work::forward);
   cmd->footer(
       "Examples:\n"
       "  glass inspect --checkpoint runs/domcasmurro --prompt 'Capitu' --layer 1\n"

@@ -28,6 +28,7 @@
 #include "data/text.hpp"
 #include "checkpoint/checkpoint.hpp"
 #include "cli/commands.hpp"
+#include "autograd/threads.hpp"
 #include "cli/threads.hpp"
 #include "cli/validators.hpp"
 #include "sample/sampler.hpp"
@@ -168,8 +169,9 @@ std::vector<std::int32_t> encode_prompt(const SampleFlags& f, const glass::Loade
 void run_sample(SampleFlags& f, bool prompt_given) {
   glass::validate(f.sampling);  // std::invalid_argument -> "error: ..."
   f.prompt = read_prompt(f, prompt_given);
-  glass::cli::apply_threads(f.threads);
   glass::LoadedModel loaded = glass::load_checkpoint(f.checkpoint, f.best);
+  glass::cli::apply_threads(f.threads, glass::cli::Work::generation,
+                            static_cast<double>(loaded.model->num_parameters()));
   if (!loaded.warning.empty()) std::cerr << "warning: " << loaded.warning << "\n";
   loaded.model->set_ops_path(glass::parse_ops_path(f.attention));
   const glass::Tokenizer& tokenizer = loaded.tokenizer;
@@ -299,8 +301,10 @@ void run_sample(SampleFlags& f, bool prompt_given) {
                                 {"samples", samples}};
     write(out.dump(2) + "\n");
   }
-  std::cerr << fmt::format("{} {} in {:.2f} s ({:.1f} {}/s{})\n", characters, unit, seconds,
-                           seconds > 0 ? static_cast<double>(characters) / seconds : 0.0, unit,
+  const std::size_t threads = glass::num_threads();
+  std::cerr << fmt::format("{} {} in {:.2f} s ({:.1f} {}/s, {} thread{}{})\n", characters, unit,
+                           seconds, seconds > 0 ? static_cast<double>(characters) / seconds : 0.0,
+                           unit, threads, threads == 1 ? "" : "s",
                            f.json ? ", with the probabilities of --json" : "");
 }
 
@@ -373,7 +377,7 @@ void add_sample_command(CLI::App& app) {
   cmd->add_flag("--json", f->json,
                 "print JSON instead of text: each sample's text and its tokens with their "
                 "probabilities (prob: as drawn; model_prob: at temperature 1)");
-  glass::cli::add_threads_option(cmd, f->threads);
+  glass::cli::add_threads_option(cmd, f->threads, glass::cli::Work::generation);
   CLI::Option* window_mode =
       cmd->add_option(
              "--window-mode", f->window_mode,
