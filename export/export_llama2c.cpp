@@ -47,6 +47,7 @@ void write_table(Writer& w, const Array& a, std::size_t bos_row) {
 Llama2cFiles llama2c_bytes(const LoadedModel& loaded, const ExportInfo& info) {
   const ModelConfig& c = loaded.config;
   const Decoder& m = *loaded.model;
+  if (loaded.bpe) throw ExportError("llama2.c export of a BPE model is not written yet");
   if (c.rope_base != kRunCRopeBase)
     throw ExportError(
         fmt::format("llama2.c's run.c computes RoPE with base 10000; this model was "
