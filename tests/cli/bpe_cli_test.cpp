@@ -2,7 +2,7 @@
 // sampled and resumed end to end; its tokenizer.json in each save (atomic, in the manifest);
 // bits per byte printed as the formula says on counts computed here; and the refusals (a bad
 // --vocab-size, a missing, corrupt or foreign tokenizer.json, the commands that do not read BPE
-// checkpoints yet), each with a clear message and a non-zero exit.
+// checkpoints yet), each with a clear message and a non-zero exit; glass export of it.
 
 #include <unistd.h>
 
@@ -276,13 +276,24 @@ TEST_F(BpeCli, AMissingCorruptOrForeignTokenizerJsonIsRefused) {
   expect_error(glass("sample -m " + q(other.string()) + sample), "is not the tokenizer");
 }
 
-TEST_F(BpeCli, ExportInspectAndServeRefuseABpeCheckpoint) {
+TEST_F(BpeCli, ExportWritesTheBpeVocabulary) {
+  // The files' contents are tested in tests/export (and run in llama.cpp by export_llama_cpp).
   const std::string m = " -m " + q(ckpt_.string());
-  expect_error(glass("export" + m + " --format gguf --out " + q((dir_ / "x.gguf").string())),
-               "glass export does not support BPE checkpoints yet");
-  EXPECT_FALSE(fs::exists(dir_ / "x.gguf"));
-  expect_error(glass("export" + m + " --format llama2c --out " + q((dir_ / "l2c").string())),
-               "glass export does not support BPE checkpoints yet");
+  const CliRun g = glass("export" + m + " --format gguf --out " + q((dir_ / "x.gguf").string()));
+  ASSERT_EQ(g.exit_code, 0) << g.err;
+  EXPECT_NE(g.out.find("a BPE vocabulary of 384 tokens, context 16 tokens"), std::string::npos)
+      << g.out;
+  const std::string gguf = read_file(dir_ / "x.gguf");
+  EXPECT_EQ(gguf.substr(0, 4), "GGUF");
+  // The vocabulary's texts are in the file once each: the byte tokens are not added again.
+  std::size_t count = 0;
+  for (std::size_t at = gguf.find("<0x0A>"); at != std::string::npos; at = gguf.find("<0x0A>", at + 1))
+    ++count;
+  EXPECT_EQ(count, 1u);
+}
+
+TEST_F(BpeCli, InspectAndServeRefuseABpeCheckpoint) {
+  const std::string m = " -m " + q(ckpt_.string());
   expect_error(glass("inspect" + m + " --prompt 'Era'"),
                "glass inspect does not support BPE checkpoints yet");
   expect_error(glass("serve" + m + " --port 0"),
