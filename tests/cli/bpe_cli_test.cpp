@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <filesystem>
 #include <regex>
 #include <string>
@@ -290,6 +292,21 @@ TEST_F(BpeCli, ExportWritesTheBpeVocabulary) {
   for (std::size_t at = gguf.find("<0x0A>"); at != std::string::npos; at = gguf.find("<0x0A>", at + 1))
     ++count;
   EXPECT_EQ(count, 1u);
+
+  const CliRun l = glass("export" + m + " --format llama2c --out " + q((dir_ / "l2c").string()));
+  ASSERT_EQ(l.exit_code, 0) << l.err;
+  EXPECT_NE(l.out.find("seq_len 16 tokens"), std::string::npos) << l.out;
+  // model.bin's header holds the vocabulary as it is (negative: wcls follows): 384 tokens.
+  const std::string bin = read_file(dir_ / "l2c" / "model.bin");
+  ASSERT_GE(bin.size(), 28u);
+  std::int32_t vocab = 0;
+  std::memcpy(&vocab, bin.data() + 20, 4);
+  EXPECT_EQ(vocab, -384);
+  // tokenizer.bin: the first pieces are run.c's <unk>, <s>, </s>, <0x00> (score 0, length, text).
+  const std::string tok = read_file(dir_ / "l2c" / "tokenizer.bin");
+  EXPECT_NE(tok.find(std::string("\5\0\0\0<unk>", 9) + std::string("\0\0\0\0\3\0\0\0<s>", 11)),
+            std::string::npos);
+  EXPECT_EQ(tok.find("\u2581"), std::string::npos);  // '▁' is written as ' '
 }
 
 TEST_F(BpeCli, InspectAndServeRefuseABpeCheckpoint) {
