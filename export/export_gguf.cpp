@@ -92,7 +92,6 @@ GgufTensor with_unknown_rows(const std::string& name, const Array& a, std::size_
   return t;
 }
 
-
 /// The tokenizer as llama.cpp's `llama` (SentencePiece-style) vocabulary: token texts, scores
 /// and types, the special ids, whether a space goes before the text, and how many tokens it adds
 /// after the model's own ids (their rows copy the unknown token's).
@@ -146,7 +145,7 @@ GgufVocab bpe_vocab(const BpeTokenizer& bpe) {
   for (std::int32_t id = 0; id < static_cast<std::int32_t>(bpe.vocab_size()); ++id) {
     v.tokens.push_back(bpe.token_text(id));
     v.scores.push_back(bpe.score(id));
-    v.types.push_back(id == BpeTokenizer::kUnknownId                                ? kUnknown
+    v.types.push_back(id == BpeTokenizer::kUnknownId                             ? kUnknown
                       : id == BpeTokenizer::kBosId || id == BpeTokenizer::kEosId ? kControl
                       : id < BpeTokenizer::kFirstCharId                          ? kByte
                                                                                  : kNormal);

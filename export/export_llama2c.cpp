@@ -69,7 +69,7 @@ Llama2cFiles llama2c_bytes(const LoadedModel& loaded, const ExportInfo& info) {
                     "trained with norm_eps {} and would give other numbers there",
                     c.norm_eps));
   const BpeTokenizer* bpe = loaded.bpe ? &*loaded.bpe : nullptr;
-  const std::int32_t newline_id = bpe                               ? bpe->id_of_text(U"\n")
+  const std::int32_t newline_id = bpe                                ? bpe->id_of_text(U"\n")
                                   : loaded.tokenizer.contains(U'\n') ? loaded.tokenizer.id_of(U'\n')
                                                                      : -1;
   if (newline_id < 0)

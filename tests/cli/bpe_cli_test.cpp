@@ -289,7 +289,8 @@ TEST_F(BpeCli, ExportWritesTheBpeVocabulary) {
   EXPECT_EQ(gguf.substr(0, 4), "GGUF");
   // The vocabulary's texts are in the file once each: the byte tokens are not added again.
   std::size_t count = 0;
-  for (std::size_t at = gguf.find("<0x0A>"); at != std::string::npos; at = gguf.find("<0x0A>", at + 1))
+  for (std::size_t at = gguf.find("<0x0A>"); at != std::string::npos;
+       at = gguf.find("<0x0A>", at + 1))
     ++count;
   EXPECT_EQ(count, 1u);
 

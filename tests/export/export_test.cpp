@@ -387,7 +387,7 @@ TEST(ExportGguf, ABpeVocabularyIsWrittenAsItIsWithItsScores) {
   EXPECT_EQ(g.kv.at("tokenizer.ggml.unknown_token_id").number, 0);
   EXPECT_EQ(g.kv.at("tokenizer.ggml.bos_token_id").number, 1);
   EXPECT_EQ(g.kv.at("tokenizer.ggml.eos_token_id").number, 2);
-  EXPECT_EQ(g.kv.at("tokenizer.ggml.add_bos_token").number, 0);  // glass reads no BOS
+  EXPECT_EQ(g.kv.at("tokenizer.ggml.add_bos_token").number, 0);     // glass reads no BOS
   EXPECT_EQ(g.kv.at("tokenizer.ggml.add_space_prefix").number, 1);  // the dummy prefix
   EXPECT_EQ(glass::gguf_note(m), "");
 }
