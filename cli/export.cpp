@@ -45,10 +45,13 @@ std::string shell_quote(const std::string& text) {
 /// words and a space of the first line with at least three words (a sentence rather than a
 /// title), read from the first 64 KiB of the file config.json names (`data`, a file name),
 /// looked for in the current directory, beside the checkpoint directory `checkpoint` and among
-/// the bundled corpora; every character must be in the vocabulary. When no file is found or it
-/// has no such line: the most frequent character of the vocabulary that is not a space.
+/// the bundled corpora; for a character model every character must be in the vocabulary (a BPE
+/// model reads any text). When no file is found or it has no such line: the most frequent
+/// character of the vocabulary that is not a space.
 std::string prompt_from_training_text(const std::string& data, const std::string& checkpoint,
-                                      const glass::Tokenizer& tokenizer) {
+                                      const glass::LoadedModel& loaded) {
+  const std::vector<char32_t>& chars = loaded.bpe ? loaded.bpe->chars() : loaded.tokenizer.chars();
+  const auto known = [&](char32_t c) { return loaded.bpe || loaded.tokenizer.contains(c); };
   std::error_code ec;
   fs::path found;
   if (!data.empty()) {
@@ -71,15 +74,15 @@ std::string prompt_from_training_text(const std::string& data, const std::string
       if (!(words >> w1 >> w2 >> w3)) continue;
       const std::string prompt = w1 + " " + w2 + " ";
       try {
-        bool known = true;
-        for (char32_t c : glass::utf8_to_u32(prompt)) known = known && tokenizer.contains(c);
-        if (known) return prompt;
+        bool ok = true;
+        for (char32_t c : glass::utf8_to_u32(prompt)) ok = ok && known(c);
+        if (ok) return prompt;
       } catch (const glass::Utf8Error&) {  // a character cut at the end of the 64 KiB
       }
     }
   }
-  for (char32_t c : tokenizer.chars())
-    if (c != U' ' && c != U'\n') return glass::char_to_utf8(c);
+  for (char32_t c : chars)
+    if (c != U' ' && c != U'\n' && c != U'\u2581') return glass::char_to_utf8(c);
   return " ";
 }
 
@@ -95,12 +98,6 @@ void run_export(const ExportFlags& f) {
                     "e.g. --out {}/model.gguf",
                     f.out, f.out));
   const glass::LoadedModel loaded = glass::load_checkpoint(f.checkpoint, f.best);
-  if (loaded.bpe)
-    throw CommandError(
-        fmt::format("{}: glass export does not support BPE checkpoints yet (a model "
-                    "trained with --tokenizer bpe): its tokenizer would be written as "
-                    "characters and the file would read wrong",
-                    f.checkpoint));
   if (!loaded.warning.empty()) std::cerr << "warning: " << loaded.warning << "\n";
 
   glass::ExportInfo info;
@@ -111,20 +108,26 @@ void run_export(const ExportFlags& f) {
   if (info.context == 0) info.context = loaded.config.context_length;
 
   const std::string prompt =
-      shell_quote(prompt_from_training_text(info.data, f.checkpoint, loaded.tokenizer));
+      shell_quote(prompt_from_training_text(info.data, f.checkpoint, loaded));
+  const char* unit = loaded.bpe ? "tokens" : "characters";
   if (f.format == "gguf") {
     glass::export_gguf(loaded, info, f.out);
+    const std::string note = glass::gguf_note(loaded);
+    if (!note.empty()) std::cout << "note: " << note << "\n";
     std::cout << fmt::format(
-        "wrote {} (GGUF, llama architecture, context {} characters: the windows it "
+        "wrote {} (GGUF, llama architecture, {}context {} {}: the windows it "
         "trained on); run it with llama.cpp, e.g. llama-completion -m {} -p {} -n 50 --temp 0\n",
-        f.out, info.context, f.out, prompt);
+        f.out,
+        loaded.bpe ? fmt::format("a BPE vocabulary of {} tokens, ", loaded.bpe->vocab_size())
+                   : std::string(),
+        info.context, unit, f.out, prompt);
   } else {
     glass::export_llama2c(loaded, info, f.out);
     const fs::path dir(f.out);
     std::cout << fmt::format(
-        "wrote {} and {} (llama2.c, seq_len {}: the windows it trained on); run them "
+        "wrote {} and {} (llama2.c, seq_len {} {}: the windows it trained on); run them "
         "with llama2.c's run: ./run {} -z {} -t 0 -i {}\n",
-        (dir / "model.bin").string(), (dir / "tokenizer.bin").string(), info.context,
+        (dir / "model.bin").string(), (dir / "tokenizer.bin").string(), info.context, unit,
         (dir / "model.bin").string(), (dir / "tokenizer.bin").string(), prompt);
   }
 }

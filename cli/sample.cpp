@@ -288,8 +288,13 @@ void run_sample(SampleFlags& f, bool prompt_given) {
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (f.json) {
+    // The ids the model read the prompt as (after any crop to the window), each with its text.
+    nlohmann::json prompt_tokens = nlohmann::json::array();
+    for (const std::int32_t id : prompt)
+      prompt_tokens.push_back({{"id", id}, {"text", decode({id})}});
     const nlohmann::json out = {{"checkpoint", f.checkpoint},
                                 {"prompt", shown_prompt},
+                                {"prompt_tokens", prompt_tokens},
                                 {"context", window},
                                 {"seed", f.seed},
                                 {"temperature", f.sampling.temperature},

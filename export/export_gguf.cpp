@@ -17,7 +17,14 @@ namespace {
 // GGUF value types (ggml's gguf.h: enum gguf_type).
 enum GgufType : std::uint32_t { kU32 = 4, kI32 = 5, kF32 = 6, kBool = 7, kString = 8, kArray = 9 };
 // llama.cpp's token types (llama.h: enum llama_token_type).
-enum TokenType : std::int32_t { kNormal = 1, kUnknown = 2, kControl = 3, kByte = 6 };
+enum TokenType : std::int32_t {
+  kNormal = 1,
+  kUnknown = 2,
+  kControl = 3,
+  kUserDefined = 4,
+  kByte = 6
+};
+constexpr char32_t kSpaceMark = U'\u2581';  // SentencePiece's "▁": a space in token texts
 constexpr std::uint32_t kAlignment = 32;
 constexpr std::uint32_t kGgmlTypeF32 = 0;
 constexpr std::uint32_t kFileTypeAllF32 = 0;  // llama.h: LLAMA_FTYPE_ALL_F32
@@ -85,7 +92,80 @@ GgufTensor with_unknown_rows(const std::string& name, const Array& a, std::size_
   return t;
 }
 
+/// The tokenizer as llama.cpp's `llama` (SentencePiece-style) vocabulary: token texts, scores
+/// and types, the special ids, whether a space goes before the text, and how many tokens it adds
+/// after the model's own ids (their rows copy the unknown token's).
+struct GgufVocab {
+  std::vector<std::string> tokens;
+  std::vector<float> scores;
+  std::vector<std::int32_t> types;
+  std::uint32_t unknown_id = 0, bos_id = 0, eos_id = 0;
+  bool add_space_prefix = false;
+  std::size_t extra = 0;
+};
+
+/// A character vocabulary (see the header): the checkpoint's ids, then <s>, </s> and the 256
+/// byte tokens. With U+2581 in the vocabulary, the space and U+2581 become user-defined tokens
+/// " " and "▁".
+GgufVocab char_vocab(const Tokenizer& tokenizer) {
+  const bool block = tokenizer.contains(kSpaceMark);
+  GgufVocab v;
+  v.tokens = {"<unk>"};
+  v.scores = {0.0f};
+  v.types = {kUnknown};
+  for (std::size_t i = 0; i < tokenizer.chars().size(); ++i) {
+    const char32_t ch = tokenizer.chars()[i];
+    const bool user_defined = block && (ch == U' ' || ch == kSpaceMark);
+    v.tokens.push_back(ch == U' ' && !block ? std::string("\u2581") : char_to_utf8(ch));
+    v.scores.push_back(-static_cast<float>(i + 1));  // most frequent first, as ids are
+    v.types.push_back(user_defined ? kUserDefined : kNormal);
+  }
+  const std::size_t V = v.tokens.size();
+  v.bos_id = static_cast<std::uint32_t>(V);
+  v.eos_id = static_cast<std::uint32_t>(V + 1);
+  v.tokens.push_back("<s>");
+  v.tokens.push_back("</s>");
+  for (int k = 0; k < 2; ++k) {
+    v.scores.push_back(0.0f);
+    v.types.push_back(kControl);
+  }
+  for (int b = 0; b < 256; ++b) {
+    v.tokens.push_back(fmt::format("<0x{:02X}>", b));
+    v.scores.push_back(0.0f);
+    v.types.push_back(kByte);
+  }
+  v.extra = v.tokens.size() - V;
+  return v;
+}
+
+/// A BPE vocabulary (data/bpe_tokenizer.hpp) as it is: its texts (already SentencePiece's:
+/// "▁" for the space, "<0xHH>" for the bytes), its scores, and the types of its fixed layout.
+GgufVocab bpe_vocab(const BpeTokenizer& bpe) {
+  GgufVocab v;
+  for (std::int32_t id = 0; id < static_cast<std::int32_t>(bpe.vocab_size()); ++id) {
+    v.tokens.push_back(bpe.token_text(id));
+    v.scores.push_back(bpe.score(id));
+    v.types.push_back(id == BpeTokenizer::kUnknownId                             ? kUnknown
+                      : id == BpeTokenizer::kBosId || id == BpeTokenizer::kEosId ? kControl
+                      : id < BpeTokenizer::kFirstCharId                          ? kByte
+                                                                                 : kNormal);
+  }
+  v.unknown_id = BpeTokenizer::kUnknownId;
+  v.bos_id = BpeTokenizer::kBosId;
+  v.eos_id = BpeTokenizer::kEosId;
+  v.add_space_prefix = true;  // the dummy prefix, as BpeTokenizer::normalize adds it
+  return v;
+}
+
 }  // namespace
+
+std::string gguf_note(const LoadedModel& model) {
+  if (model.bpe || !model.tokenizer.contains(kSpaceMark)) return "";
+  return "the vocabulary holds U+2581 (\u2581), the character llama.cpp writes for a space: the "
+         "space and U+2581 are written as user-defined tokens \" \" and \"\u2581\", which "
+         "llama.cpp matches before it rewrites spaces and copies back as they are, so it reads "
+         "both characters as glass does";
+}
 
 std::string gguf_bytes(const LoadedModel& loaded, const ExportInfo& info) {
   const ModelConfig& c = loaded.config;
@@ -96,34 +176,12 @@ std::string gguf_bytes(const LoadedModel& loaded, const ExportInfo& info) {
                     "context_length {}",
                     info.context, c.context_length));
 
-  // The vocabulary (see the header for the layout).
-  std::vector<std::string> tokens{"<unk>"};
-  std::vector<float> scores{0.0f};
-  std::vector<std::int32_t> types{kUnknown};
-  for (std::size_t i = 0; i < loaded.tokenizer.chars().size(); ++i) {
-    const char32_t ch = loaded.tokenizer.chars()[i];
-    if (ch == U'\u2581')
-      throw ExportError(
-          "the vocabulary holds U+2581 (LOWER ONE EIGHTH BLOCK), the character a "
-          "llama (SentencePiece) vocabulary uses for the space; GGUF export cannot "
-          "tell the two apart");
-    tokens.push_back(ch == U' ' ? std::string("\u2581") : char_to_utf8(ch));
-    scores.push_back(-static_cast<float>(i + 1));  // most frequent first, as ids are
-    types.push_back(kNormal);
-  }
-  const std::size_t V = tokens.size();
-  tokens.push_back("<s>");
-  tokens.push_back("</s>");
-  for (int k = 0; k < 2; ++k) {
-    scores.push_back(0.0f);
-    types.push_back(kControl);
-  }
-  for (int b = 0; b < 256; ++b) {
-    tokens.push_back(fmt::format("<0x{:02X}>", b));
-    scores.push_back(0.0f);
-    types.push_back(kByte);
-  }
-  const std::size_t extra = tokens.size() - V;
+  const GgufVocab vocab = loaded.bpe ? bpe_vocab(*loaded.bpe) : char_vocab(loaded.tokenizer);
+  if (vocab.tokens.size() - vocab.extra != m.tok_embeddings.weight.value().shape()[0])
+    throw ExportError(fmt::format("the tokenizer has {} tokens but the weights {} rows",
+                                  vocab.tokens.size() - vocab.extra,
+                                  m.tok_embeddings.weight.value().shape()[0]));
+  const std::size_t extra = vocab.extra;
 
   std::vector<GgufTensor> tensors;
   tensors.push_back(with_unknown_rows("token_embd.weight", m.tok_embeddings.weight.value(), extra));
@@ -151,10 +209,13 @@ std::string gguf_bytes(const LoadedModel& loaded, const ExportInfo& info) {
   if (!info.step.empty()) kv.kv_str("glass.training.step", info.step);
   if (!info.data.empty()) {
     kv.kv_str("glass.training.data", info.data);
-    kv.kv_str("general.description", "GlassLLM character-level model trained on " + info.data +
-                                         (info.step.empty() ? "" : " for " + info.step + " steps"));
+    kv.kv_str("general.description",
+              (loaded.bpe ? fmt::format("GlassLLM BPE model ({} tokens)", loaded.bpe->vocab_size())
+                          : std::string("GlassLLM character-level model")) +
+                  " trained on " + info.data +
+                  (info.step.empty() ? "" : " for " + info.step + " steps"));
   }
-  kv.kv_u32("llama.vocab_size", static_cast<std::uint32_t>(tokens.size()));
+  kv.kv_u32("llama.vocab_size", static_cast<std::uint32_t>(vocab.tokens.size()));
   kv.kv_u32("llama.context_length", static_cast<std::uint32_t>(info.context));
   kv.kv_u32("llama.embedding_length", static_cast<std::uint32_t>(c.d_model));
   kv.kv_u32("llama.block_count", static_cast<std::uint32_t>(c.n_layers));
@@ -167,22 +228,22 @@ std::string gguf_bytes(const LoadedModel& loaded, const ExportInfo& info) {
   kv.kv_str("tokenizer.ggml.model", "llama");
   kv.key("tokenizer.ggml.tokens", kArray);
   kv.pod<std::uint32_t>(kString);
-  kv.pod<std::uint64_t>(tokens.size());
-  for (const auto& t : tokens) kv.str(t);
+  kv.pod<std::uint64_t>(vocab.tokens.size());
+  for (const auto& t : vocab.tokens) kv.str(t);
   kv.key("tokenizer.ggml.scores", kArray);
   kv.pod<std::uint32_t>(kF32);
-  kv.pod<std::uint64_t>(scores.size());
-  for (float s : scores) kv.pod(s);
+  kv.pod<std::uint64_t>(vocab.scores.size());
+  for (float s : vocab.scores) kv.pod(s);
   kv.key("tokenizer.ggml.token_type", kArray);
   kv.pod<std::uint32_t>(kI32);
-  kv.pod<std::uint64_t>(types.size());
-  for (std::int32_t t : types) kv.pod(t);
-  kv.kv_u32("tokenizer.ggml.unknown_token_id", 0);
-  kv.kv_u32("tokenizer.ggml.bos_token_id", static_cast<std::uint32_t>(V));
-  kv.kv_u32("tokenizer.ggml.eos_token_id", static_cast<std::uint32_t>(V + 1));
+  kv.pod<std::uint64_t>(vocab.types.size());
+  for (std::int32_t t : vocab.types) kv.pod(t);
+  kv.kv_u32("tokenizer.ggml.unknown_token_id", vocab.unknown_id);
+  kv.kv_u32("tokenizer.ggml.bos_token_id", vocab.bos_id);
+  kv.kv_u32("tokenizer.ggml.eos_token_id", vocab.eos_id);
   kv.kv_bool("tokenizer.ggml.add_bos_token", false);
   kv.kv_bool("tokenizer.ggml.add_eos_token", false);
-  kv.kv_bool("tokenizer.ggml.add_space_prefix", false);
+  kv.kv_bool("tokenizer.ggml.add_space_prefix", vocab.add_space_prefix);
 
   Writer out;
   out.bytes = "GGUF";

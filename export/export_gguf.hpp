@@ -9,14 +9,29 @@
 //                 (out, in) matrix is written as [in, out]), type (u32, 0 = F32), offset (u64)
 //   padding to general.alignment (32), then the tensor data, each tensor at a multiple of 32.
 //
-// The character vocabulary becomes a `llama` (SentencePiece-style) vocabulary that llama.cpp
-// tokenizes one character per token:
+// The tokenizer becomes a `llama` (SentencePiece-style) vocabulary (llama.cpp's llm_tokenizer_spm:
+// token texts, scores and types; tokenizing = merging the adjacent pair whose text is the token
+// with the best score). Token types are llama.h's llama_token_type.
+//
+// A character model, tokenized by llama.cpp one character per token:
 //   id 0 .. V-1     the checkpoint's ids unchanged: 0 = "<unk>" (UNKNOWN), then the characters
 //                   (NORMAL), the space written as U+2581 "▁" as SentencePiece does
 //   id V, V+1       "<s>", "</s>" (CONTROL): bos/eos ids, never added (add_bos_token = false)
 //   id V+2 .. V+257 "<0x00>" .. "<0xFF>" (BYTE): the byte fallback llama.cpp's loader looks up
 // The added tokens get the unknown token's embedding and output rows, so that they are never
 // more likely than it. No space prefix is added (add_space_prefix = false).
+// When the vocabulary holds U+2581 itself, llama.cpp could not tell it from a space (it writes
+// every space as "▁" before it tokenizes, and two tokens "▁" would make its loader abort): the
+// space is then written as the USER_DEFINED token " " and U+2581 as the USER_DEFINED token "▁".
+// llama.cpp cuts the text at user-defined tokens before it rewrites spaces, and detokenizes them
+// verbatim, so both characters keep their ids (gguf_note() says so for the user).
+//
+// A BPE model (data/bpe_tokenizer.hpp) is written as it is, no token added: its layout already
+// is SentencePiece's (0 "<unk>" UNKNOWN, 1 "<s>" and 2 "</s>" CONTROL: the bos/eos ids, 3..258
+// "<0x00>".."<0xFF>" BYTE, then the characters and the merged tokens NORMAL, "▁" for the space),
+// each token with its score (a merged token: minus its merge rank), add_space_prefix = true (the
+// dummy prefix glass puts before a text) and add_bos_token = false (glass reads a prompt
+// without BOS), so llama.cpp splits a prompt into glass's ids.
 
 #include <string>
 
@@ -25,10 +40,14 @@
 
 namespace glass {
 
-/// The whole GGUF file for `model` as bytes. Throws ExportError when the vocabulary holds
-/// U+2581 (the character that stands for the space) or info.context is 0 or exceeds the model's
-/// context_length.
+/// The whole GGUF file for `model` (a character or a BPE model) as bytes. Throws ExportError
+/// when info.context is 0 or exceeds the model's context_length, or when the tokenizer's size
+/// is not the weights' number of embedding rows.
 std::string gguf_bytes(const LoadedModel& model, const ExportInfo& info);
+
+/// "" or one sentence for the user about a choice the export makes for this model's vocabulary
+/// (today: how a character vocabulary holding U+2581 is written).
+std::string gguf_note(const LoadedModel& model);
 
 /// Writes gguf_bytes() to `path` atomically (write_file_atomic). Throws ExportError or FileError;
 /// `path` is then untouched.

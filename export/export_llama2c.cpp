@@ -34,12 +34,23 @@ struct Writer {
   void array(const Array& a) { floats(a.data(), a.size()); }
 };
 
-/// A (vocab, d_model) table in llama2.c's id order: row 0, then `bos_row`, then rows 1.. .
+/// A character model's (vocab, d_model) table in llama2.c's id order: row 0, then `bos_row`,
+/// then rows 1.. .
 void write_table(Writer& w, const Array& a, std::size_t bos_row) {
   const std::size_t d = a.shape()[1];
   w.floats(a.data(), d);
   w.floats(a.data() + bos_row * d, d);
   w.floats(a.data() + d, (a.shape()[0] - 1) * d);
+}
+
+/// A BPE model's (vocab, d_model) table, whose ids already are llama2.c's, with the row of
+/// "<s>" (id 1) replaced by row `bos_row`.
+void write_bpe_table(Writer& w, const Array& a, std::size_t bos_row) {
+  const std::size_t d = a.shape()[1];
+  const std::size_t bos = BpeTokenizer::kBosId;
+  w.floats(a.data(), bos * d);
+  w.floats(a.data() + bos_row * d, d);
+  w.floats(a.data() + (bos + 1) * d, (a.shape()[0] - bos - 1) * d);
 }
 
 }  // namespace
@@ -57,7 +68,11 @@ Llama2cFiles llama2c_bytes(const LoadedModel& loaded, const ExportInfo& info) {
         fmt::format("llama2.c's run.c computes RMSNorm with eps 1e-5; this model was "
                     "trained with norm_eps {} and would give other numbers there",
                     c.norm_eps));
-  if (!loaded.tokenizer.contains(U'\n'))
+  const BpeTokenizer* bpe = loaded.bpe ? &*loaded.bpe : nullptr;
+  const std::int32_t newline_id = bpe                                ? bpe->id_of_text(U"\n")
+                                  : loaded.tokenizer.contains(U'\n') ? loaded.tokenizer.id_of(U'\n')
+                                                                     : -1;
+  if (newline_id < 0)
     throw ExportError(
         "the vocabulary has no newline, whose embedding the llama2.c start token "
         "<s> takes; llama2.c export needs a model trained on text with newlines");
@@ -67,8 +82,8 @@ Llama2cFiles llama2c_bytes(const LoadedModel& loaded, const ExportInfo& info) {
                     "context_length {}",
                     info.context, c.context_length));
 
-  const std::size_t newline = static_cast<std::size_t>(loaded.tokenizer.id_of(U'\n'));
-  const std::size_t vocab = c.vocab_size + 1;  // + "<s>"
+  const std::size_t newline = static_cast<std::size_t>(newline_id);
+  const std::size_t vocab = bpe ? c.vocab_size : c.vocab_size + 1;  // characters: + "<s>"
   const std::size_t L = m.layers.size(), head_dim = c.head_dim(), seq_len = info.context;
 
   Writer w;
@@ -77,7 +92,10 @@ Llama2cFiles llama2c_bytes(const LoadedModel& loaded, const ExportInfo& info) {
   w.pod(-static_cast<std::int32_t>(vocab));  // negative: wcls follows, not shared
   w.pod(static_cast<std::int32_t>(seq_len));
 
-  write_table(w, m.tok_embeddings.weight.value(), newline);
+  if (bpe)
+    write_bpe_table(w, m.tok_embeddings.weight.value(), newline);
+  else
+    write_table(w, m.tok_embeddings.weight.value(), newline);
   for (std::size_t l = 0; l < L; ++l) w.array(m.layers[l]->attention_norm.weight.value());
   for (std::size_t l = 0; l < L; ++l) w.array(m.layers[l]->attention.wq.weight.value());
   for (std::size_t l = 0; l < L; ++l) w.array(m.layers[l]->attention.wk.weight.value());
@@ -98,18 +116,36 @@ Llama2cFiles llama2c_bytes(const LoadedModel& loaded, const ExportInfo& info) {
             std::pow(kRunCRopeBase, -2.0 * static_cast<double>(i) / static_cast<double>(head_dim));
         w.pod(static_cast<float>(part == 0 ? std::cos(angle) : std::sin(angle)));
       }
-  write_table(w, m.output.weight.value(), /*bos_row=*/0);  // "<s>" scores as "<unk>"
+  if (bpe)
+    w.array(m.output.weight.value());  // unchanged: the logits are glass's, id for id
+  else
+    write_table(w, m.output.weight.value(), /*bos_row=*/0);  // "<s>" scores as "<unk>"
 
-  // tokenizer.bin: the characters as UTF-8 (the space as itself: run.c looks up " "), scored
-  // by frequency rank (run.c only uses scores to merge pairs, and no pair is a token here).
-  std::vector<std::string> pieces{"<unk>", "<s>"};
-  for (char32_t ch : loaded.tokenizer.chars()) pieces.push_back(char_to_utf8(ch));
+  // tokenizer.bin. Characters: as UTF-8 (the space as itself: run.c looks up " "), scored by
+  // frequency rank (run.c only uses scores to merge pairs, and no pair is a token here).
+  // BPE: the vocabulary's texts with '▁' written as ' ' (as llama2.c's tokenizer.py writes
+  // Llama 2's), and its scores, which run.c's encode merges by.
+  std::vector<std::string> pieces;
+  std::vector<float> scores;
+  if (bpe) {
+    for (std::int32_t id = 0; id < static_cast<std::int32_t>(bpe->vocab_size()); ++id) {
+      std::u32string text = bpe->token_text32(id);
+      std::replace(text.begin(), text.end(), BpeTokenizer::kSpaceMark, U' ');
+      pieces.push_back(u32_to_utf8(text));
+      scores.push_back(bpe->score(id));
+    }
+  } else {
+    pieces = {"<unk>", "<s>"};
+    for (char32_t ch : loaded.tokenizer.chars()) pieces.push_back(char_to_utf8(ch));
+    for (std::size_t i = 0; i < pieces.size(); ++i)
+      scores.push_back(i < 2 ? 0.0f : -static_cast<float>(i));
+  }
   std::int32_t max_len = 0;
   for (const auto& p : pieces) max_len = std::max(max_len, static_cast<std::int32_t>(p.size()));
   Writer t;
   t.pod(max_len);
   for (std::size_t i = 0; i < pieces.size(); ++i) {
-    t.pod(i < 2 ? 0.0f : -static_cast<float>(i));
+    t.pod(scores[i]);
     t.pod(static_cast<std::int32_t>(pieces[i].size()));
     t.bytes += pieces[i];
   }

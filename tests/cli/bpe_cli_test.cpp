@@ -2,11 +2,13 @@
 // sampled and resumed end to end; its tokenizer.json in each save (atomic, in the manifest);
 // bits per byte printed as the formula says on counts computed here; and the refusals (a bad
 // --vocab-size, a missing, corrupt or foreign tokenizer.json, the commands that do not read BPE
-// checkpoints yet), each with a clear message and a non-zero exit.
+// checkpoints yet), each with a clear message and a non-zero exit; glass export of it.
 
 #include <unistd.h>
 
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <filesystem>
 #include <regex>
 #include <string>
@@ -276,13 +278,40 @@ TEST_F(BpeCli, AMissingCorruptOrForeignTokenizerJsonIsRefused) {
   expect_error(glass("sample -m " + q(other.string()) + sample), "is not the tokenizer");
 }
 
-TEST_F(BpeCli, ExportInspectAndServeRefuseABpeCheckpoint) {
+TEST_F(BpeCli, ExportWritesTheBpeVocabulary) {
+  // The files' contents are tested in tests/export (and run in llama.cpp by export_llama_cpp).
   const std::string m = " -m " + q(ckpt_.string());
-  expect_error(glass("export" + m + " --format gguf --out " + q((dir_ / "x.gguf").string())),
-               "glass export does not support BPE checkpoints yet");
-  EXPECT_FALSE(fs::exists(dir_ / "x.gguf"));
-  expect_error(glass("export" + m + " --format llama2c --out " + q((dir_ / "l2c").string())),
-               "glass export does not support BPE checkpoints yet");
+  const CliRun g = glass("export" + m + " --format gguf --out " + q((dir_ / "x.gguf").string()));
+  ASSERT_EQ(g.exit_code, 0) << g.err;
+  EXPECT_NE(g.out.find("a BPE vocabulary of 384 tokens, context 16 tokens"), std::string::npos)
+      << g.out;
+  const std::string gguf = read_file(dir_ / "x.gguf");
+  EXPECT_EQ(gguf.substr(0, 4), "GGUF");
+  // The vocabulary's texts are in the file once each: the byte tokens are not added again.
+  std::size_t count = 0;
+  for (std::size_t at = gguf.find("<0x0A>"); at != std::string::npos;
+       at = gguf.find("<0x0A>", at + 1))
+    ++count;
+  EXPECT_EQ(count, 1u);
+
+  const CliRun l = glass("export" + m + " --format llama2c --out " + q((dir_ / "l2c").string()));
+  ASSERT_EQ(l.exit_code, 0) << l.err;
+  EXPECT_NE(l.out.find("seq_len 16 tokens"), std::string::npos) << l.out;
+  // model.bin's header holds the vocabulary as it is (negative: wcls follows): 384 tokens.
+  const std::string bin = read_file(dir_ / "l2c" / "model.bin");
+  ASSERT_GE(bin.size(), 28u);
+  std::int32_t vocab = 0;
+  std::memcpy(&vocab, bin.data() + 20, 4);
+  EXPECT_EQ(vocab, -384);
+  // tokenizer.bin: the first pieces are run.c's <unk>, <s>, </s>, <0x00> (score 0, length, text).
+  const std::string tok = read_file(dir_ / "l2c" / "tokenizer.bin");
+  EXPECT_NE(tok.find(std::string("\5\0\0\0<unk>", 9) + std::string("\0\0\0\0\3\0\0\0<s>", 11)),
+            std::string::npos);
+  EXPECT_EQ(tok.find("\u2581"), std::string::npos);  // '▁' is written as ' '
+}
+
+TEST_F(BpeCli, InspectAndServeRefuseABpeCheckpoint) {
+  const std::string m = " -m " + q(ckpt_.string());
   expect_error(glass("inspect" + m + " --prompt 'Era'"),
                "glass inspect does not support BPE checkpoints yet");
   expect_error(glass("serve" + m + " --port 0"),

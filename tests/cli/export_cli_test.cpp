@@ -1,6 +1,7 @@
 // `glass export` through the real binary: both formats written from a trained checkpoint, and
 // bad input (an unknown format, an unwritable path, a directory that is not a checkpoint, a
-// model llama2.c cannot run) refused with a clear message, a non-zero exit and no file written.
+// model llama2.c cannot run) refused with a clear message, a non-zero exit and no file written;
+// a vocabulary holding U+2581 exported to GGUF with a note.
 
 #include <unistd.h>
 
@@ -182,6 +183,29 @@ TEST_F(ExportCli, ModelLlama2cCannotRun) {
   r = glass("export --checkpoint " + quote((out / "ckpt").string()) + " --format gguf --out " +
             quote((out / "m.gguf").string()));
   EXPECT_EQ(r.exit_code, 0) << r.err;
+}
+
+TEST_F(ExportCli, AVocabularyHoldingU2581IsExportedWithANote) {
+  // The character llama.cpp writes for a space, in the text: the export goes on and says, in one
+  // line, what it wrote for it (the file itself is run in llama.cpp by export_llama_cpp).
+  const fs::path out = glass_test::temp_dir("glass-export-cli-u2581");
+  glass::ModelConfig c;
+  c.vocab_size = 5;
+  c.d_model = 8;
+  c.n_layers = 1;
+  c.n_heads = 2;
+  c.n_kv_heads = 1;
+  c.ffn_hidden = 8;
+  c.context_length = 16;
+  glass::save_model((out / "ckpt").string(), glass::Decoder(c, 1),
+                    glass::Tokenizer({U'a', U' ', U'\u2581', U'\n'}));
+  const GlassRun r = glass("export --checkpoint " + quote((out / "ckpt").string()) +
+                           " --format gguf --out " + quote((out / "m.gguf").string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("note: the vocabulary holds U+2581 (\u2581)", 0), 0u) << r.out;
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 2) << r.out;  // the note, "wrote ..."
+  const std::string gguf = glass_test::read_file(out / "m.gguf");
+  EXPECT_EQ(gguf.substr(0, 4), "GGUF");
 }
 
 }  // namespace

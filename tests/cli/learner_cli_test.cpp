@@ -486,6 +486,14 @@ TEST_F(LearnerCli, NumSamplesStopAndJson) {
   ASSERT_EQ(js.exit_code, 0) << js.err;
   const json j = json::parse(js.out);
   EXPECT_EQ(j["prompt"], "Capitu");
+  // The prompt as the model read it: one token per character.
+  ASSERT_EQ(j["prompt_tokens"].size(), 6u) << js.out;
+  std::string prompt_joined;
+  for (const json& t : j["prompt_tokens"]) {
+    EXPECT_GT(t["id"].get<int>(), 0) << t;  // no unknown character
+    prompt_joined += t["text"].get<std::string>();
+  }
+  EXPECT_EQ(prompt_joined, "Capitu");
   ASSERT_EQ(j["samples"].size(), 2u);
   EXPECT_EQ(greedy.out.rfind("Capitu" + j["samples"][0]["text"].get<std::string>(), 0), 0u)
       << "the same greedy text\n"

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstring>
 #include <map>
+#include <set>
 #include <memory>
 #include <string>
 #include <vector>
@@ -294,13 +295,101 @@ TEST(ExportGguf, RefusesWhatItCannotWrite) {
   const LoadedModel m = small_model();
   EXPECT_THROW(glass::gguf_bytes(m, {"tiny", "", 0}), ExportError);
   EXPECT_THROW(glass::gguf_bytes(m, {"tiny", "", 33}), ExportError);  // above context_length
-  const LoadedModel block = small_model({}, U" a\u2581");
-  try {
-    glass::gguf_bytes(block, {"tiny", "", 8});
-    FAIL() << "U+2581 in the vocabulary was accepted";
-  } catch (const ExportError& e) {
-    EXPECT_NE(std::string(e.what()).find("U+2581"), std::string::npos) << e.what();
+  EXPECT_EQ(glass::gguf_note(m), "");  // nothing to say about an ordinary vocabulary
+}
+
+/// Whether every text of a GGUF vocabulary is different (llama.cpp's loader aborts otherwise:
+/// its text -> id map must hold as many entries as there are ids).
+bool all_different(const std::vector<std::string>& texts) {
+  return std::set<std::string>(texts.begin(), texts.end()).size() == texts.size();
+}
+
+TEST(ExportGguf, AVocabularyHoldingU2581WritesTheSpaceAndU2581AsUserDefinedTokens) {
+  // ids: 0 unknown, 1 ' ', 2 'a', 3 U+2581, 4 '\n'
+  const LoadedModel m = small_model({}, U" a\u2581\n");
+  const Gguf g = read_gguf(glass::gguf_bytes(m, {"tiny", "", 8}));
+  const auto& tokens = g.kv.at("tokenizer.ggml.tokens").texts;
+  const auto& types = g.kv.at("tokenizer.ggml.token_type").numbers;
+  ASSERT_EQ(tokens.size(), 5u + 2 + 256);
+  const std::vector<std::string> first = {"<unk>", " ", "a", "\u2581", "\n", "<s>", "</s>"};
+  const std::vector<double> first_types = {2, 4, 1, 4, 1, 3, 3};  // 4 = USER_DEFINED
+  for (std::size_t i = 0; i < first.size(); ++i) {
+    EXPECT_EQ(tokens[i], first[i]) << i;
+    EXPECT_EQ(types[i], first_types[i]) << i;
   }
+  EXPECT_TRUE(all_different(tokens));
+  EXPECT_EQ(g.kv.at("tokenizer.ggml.add_space_prefix").number, 0);
+  const std::string note = glass::gguf_note(m);
+  EXPECT_NE(note.find("U+2581"), std::string::npos) << note;
+  EXPECT_NE(note.find("user-defined"), std::string::npos) << note;
+}
+
+/// A small model with a BPE vocabulary trained on a short text.
+LoadedModel small_bpe_model(std::size_t merges = 6) {
+  const std::u32string text = U"o gato e o rato, o pato e o gato; o rato e o pato.\n";
+  // 259 specials and bytes + 12 distinct characters ('\u2581' for the space) + the merges.
+  glass::BpeTokenizer bpe = glass::BpeTokenizer::train(text, 259 + 12 + merges);
+  ModelConfig c;
+  c.vocab_size = bpe.vocab_size();
+  LoadedModel m = small_model(c);
+  m.config.vocab_size = bpe.vocab_size();
+  m.model = std::make_unique<Decoder>(m.config, 42);
+  m.tokenizer = Tokenizer();
+  m.bpe = std::move(bpe);
+  return m;
+}
+
+TEST(ExportGguf, ABpeVocabularyIsWrittenAsItIsWithItsScores) {
+  const LoadedModel m = small_bpe_model();
+  const glass::BpeTokenizer& bpe = *m.bpe;
+  ASSERT_EQ(bpe.vocab_size(), 277u);
+  const std::string bytes = glass::gguf_bytes(m, {"tiny", "5", 24, "gatos.txt"});
+  const Gguf g = read_gguf(bytes);
+  EXPECT_EQ(g.kv.at("general.description").text,
+            "GlassLLM BPE model (277 tokens) trained on gatos.txt for 5 steps");
+  EXPECT_EQ(g.kv.at("tokenizer.ggml.model").text, "llama");
+  const auto& tokens = g.kv.at("tokenizer.ggml.tokens").texts;
+  const auto& scores = g.kv.at("tokenizer.ggml.scores").numbers;
+  const auto& types = g.kv.at("tokenizer.ggml.token_type").numbers;
+  // No token added: the vocabulary already has its specials and bytes, and the weights' rows.
+  ASSERT_EQ(tokens.size(), 277u);
+  EXPECT_EQ(g.kv.at("llama.vocab_size").number, 277);
+  EXPECT_EQ(g.tensors.at("token_embd.weight").ne, (std::vector<std::uint64_t>{16, 277}));
+  EXPECT_EQ(g.tensors.at("output.weight").ne, (std::vector<std::uint64_t>{16, 277}));
+  EXPECT_EQ(tensor_values(bytes, g, "output.weight"), flat(m.model->output.weight.value()));
+  EXPECT_TRUE(all_different(tokens));
+  // SentencePiece's layout and types (llama.h: 2 UNKNOWN, 3 CONTROL, 6 BYTE, 1 NORMAL).
+  EXPECT_EQ(tokens[0], "<unk>");
+  EXPECT_EQ(tokens[1], "<s>");
+  EXPECT_EQ(tokens[2], "</s>");
+  EXPECT_EQ(tokens[3], "<0x00>");
+  EXPECT_EQ(tokens[3 + 0x0A], "<0x0A>");
+  EXPECT_EQ(tokens[258], "<0xFF>");
+  EXPECT_EQ(tokens[259], "\u2581");  // the most frequent character: the space, as '▁'
+  EXPECT_EQ(types[0], 2);
+  EXPECT_EQ(types[1], 3);
+  EXPECT_EQ(types[2], 3);
+  EXPECT_EQ(types[3], 6);
+  EXPECT_EQ(types[258], 6);
+  for (std::size_t id = 259; id < tokens.size(); ++id) EXPECT_EQ(types[id], 1) << id;
+  for (std::int32_t id = 0; id < 277; ++id) {
+    EXPECT_EQ(tokens[id], bpe.token_text(id)) << id;
+    EXPECT_EQ(scores[id], bpe.score(id)) << id;
+  }
+  // Counted by hand: the pairs ("▁", "o"), ("a", "t") and ("t", "o") occur 6 times each, and
+  // "▁" has the smallest id (the most frequent character, 15 times): the first merge (id 259 +
+  // 12 characters) is "▁o", scored 0; the second scores -1; the base characters score below
+  // every merge, the last (id 270, the 12th) -(6 merges + 11).
+  EXPECT_EQ(tokens[271], "\u2581o");
+  EXPECT_EQ(scores[271], 0);
+  EXPECT_EQ(scores[272], -1);
+  EXPECT_EQ(scores[270], -(6 + 11));
+  EXPECT_EQ(g.kv.at("tokenizer.ggml.unknown_token_id").number, 0);
+  EXPECT_EQ(g.kv.at("tokenizer.ggml.bos_token_id").number, 1);
+  EXPECT_EQ(g.kv.at("tokenizer.ggml.eos_token_id").number, 2);
+  EXPECT_EQ(g.kv.at("tokenizer.ggml.add_bos_token").number, 0);     // glass reads no BOS
+  EXPECT_EQ(g.kv.at("tokenizer.ggml.add_space_prefix").number, 1);  // the dummy prefix
+  EXPECT_EQ(glass::gguf_note(m), "");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -447,6 +536,94 @@ TEST(ExportLlama2c, ReadBackAsRunCGivesTheSameLogits) {
     // <s> scores exactly as <unk>, and greedy run.c (first of equal maxima) never picks it.
     EXPECT_EQ(got[t][1], got[t][0]);
   }
+}
+
+/// run.c's encode (llama2.c, run.c: encode), written again here from its source over the
+/// pieces and scores read back from tokenizer.bin: BOS = 1, the dummy prefix " " before a
+/// non-empty text, each UTF-8 character looked up (or its bytes as ids byte + 3), then the
+/// adjacent pair whose concatenation is a piece of best score (the leftmost on ties, since only
+/// a strictly better score replaces the best) merged until none is.
+std::vector<std::int32_t> run_c_encode(const Llama2c& l, const std::string& text) {
+  const auto lookup = [&](const std::string& piece) -> std::int32_t {
+    const auto it = std::find(l.pieces.begin(), l.pieces.end(), piece);
+    return it == l.pieces.end() ? -1 : static_cast<std::int32_t>(it - l.pieces.begin());
+  };
+  std::vector<std::int32_t> ids{1};
+  if (!text.empty()) ids.push_back(lookup(" "));
+  for (std::size_t i = 0; i < text.size();) {
+    std::size_t n = 1;
+    while (i + n < text.size() && (static_cast<unsigned char>(text[i + n]) & 0xC0) == 0x80 && n < 4)
+      ++n;
+    const std::int32_t id = lookup(text.substr(i, n));
+    if (id >= 0) {
+      ids.push_back(id);
+    } else {
+      for (std::size_t k = 0; k < n; ++k)
+        ids.push_back(static_cast<unsigned char>(text[i + k]) + 3);
+    }
+    i += n;
+  }
+  while (true) {
+    float best_score = -1e10f;
+    std::int32_t best_id = -1;
+    std::size_t best_idx = 0;
+    for (std::size_t i = 0; i + 1 < ids.size(); ++i) {
+      const std::int32_t id = lookup(l.pieces[ids[i]] + l.pieces[ids[i + 1]]);
+      if (id != -1 && l.scores[id] > best_score) {
+        best_score = l.scores[id];
+        best_id = id;
+        best_idx = i;
+      }
+    }
+    if (best_id == -1) break;
+    ids[best_idx] = best_id;
+    ids.erase(ids.begin() + static_cast<long>(best_idx) + 1);
+  }
+  return ids;
+}
+
+TEST(ExportLlama2c, ABpeModelKeepsItsIdsAndRunCEncodesAsGlass) {
+  const LoadedModel m = small_bpe_model();
+  const glass::BpeTokenizer& bpe = *m.bpe;
+  const glass::Llama2cFiles files = glass::llama2c_bytes(m, {"tiny", "5", 24});
+  const Llama2c l = read_llama2c(files);
+  const std::int32_t header[7] = {16, 24, 2, 4, 2, -277, 24};  // the vocabulary as it is
+  for (int i = 0; i < 7; ++i) EXPECT_EQ(l.header[i], header[i]) << i;
+  ASSERT_EQ(l.pieces.size(), 277u);
+  // run.c's layout; '▁' written as ' ' ("▁o" is the first merge, id 271: see the GGUF test).
+  EXPECT_EQ(l.pieces[0], "<unk>");
+  EXPECT_EQ(l.pieces[1], "<s>");
+  EXPECT_EQ(l.pieces[2], "</s>");
+  EXPECT_EQ(l.pieces[3 + 'A'], "<0x41>");
+  EXPECT_EQ(l.pieces[259], " ");
+  EXPECT_EQ(l.pieces[271], " o");
+  for (std::int32_t id = 0; id < 277; ++id) EXPECT_EQ(l.scores[id], bpe.score(id)) << id;
+  EXPECT_EQ(l.max_token_length, 6);  // "<0x00>"
+
+  // run.c's ids: BOS, then glass's ids of the prompt (dummy prefix, merges by score, byte
+  // fallback for "ç" and "✓", which the vocabulary lacks).
+  const std::int32_t newline = bpe.id_of_text(U"\n");
+  ASSERT_GE(newline, 0);
+  for (const std::string prompt : {"o gato", "o rato e o pato", "ça e o ✓ gato;", "pato.\no"}) {
+    const std::vector<std::int32_t> run_c_ids = run_c_encode(l, prompt);
+    std::vector<std::int32_t> glass_ids = bpe.encode(glass::utf8_to_u32(prompt));
+    glass_ids.insert(glass_ids.begin(), glass::BpeTokenizer::kBosId);
+    EXPECT_EQ(run_c_ids, glass_ids) << prompt;
+    // The logits: "<s>" has the newline's embedding, every other row is glass's.
+    glass_ids.front() = newline;
+    const auto want = logits_of(*m.model, glass_ids);
+    const auto got = logits_of(*l.model, run_c_ids);
+    ASSERT_EQ(got.size(), want.size());
+    for (std::size_t t = 0; t < want.size(); ++t) {
+      ASSERT_EQ(got[t].size(), want[t].size());
+      for (std::size_t g = 0; g < want[t].size(); ++g)
+        EXPECT_NEAR(got[t][g], want[t][g], 1e-4) << prompt << " t " << t << " id " << g;
+    }
+  }
+  // "o gato" by hand: " o" (the first merge) then the word " gato" from its characters.
+  const std::vector<std::int32_t> o_gato = run_c_encode(l, "o gato");
+  ASSERT_GE(o_gato.size(), 3u);
+  EXPECT_EQ(o_gato[1], 271);
 }
 
 TEST(ExportLlama2c, RefusesWhatRunCComputesDifferently) {
