@@ -239,18 +239,18 @@ void run_sample(SampleFlags& f, bool prompt_given) {
     std::string text;                              // the generated text so far (for --stop)
     bool stopped = false;
     try {
-      glass::generate(
-          *loaded.model, prompt, f.tokens, window, f.sampling, rng, [&](std::int32_t id) {
-            ids.push_back(id);
-            const std::string piece = stream.push(id);
-            text += piece;
-            if (!f.json) write(piece);
-            if (!f.stop.empty() && text.size() >= f.stop.size() &&
-                text.compare(text.size() - f.stop.size(), f.stop.size(), f.stop) == 0) {
-              stopped = true;
-              throw StopSample{};
-            }
-          });
+      glass::generate(*loaded.model, prompt, f.tokens, window, f.sampling, rng,
+                      [&](std::int32_t id) {
+                        ids.push_back(id);
+                        const std::string piece = stream.push(id);
+                        text += piece;
+                        if (!f.json) write(piece);
+                        if (!f.stop.empty() && text.size() >= f.stop.size() &&
+                            text.compare(text.size() - f.stop.size(), f.stop.size(), f.stop) == 0) {
+                          stopped = true;
+                          throw StopSample{};
+                        }
+                      });
     } catch (const StopSample&) {}
     if (const std::string rest = stream.flush(); !rest.empty()) {  // an incomplete character
       if (!f.json) write(rest);
@@ -310,9 +310,10 @@ void add_sample_command(CLI::App& app) {
       ->check(CLI::ExistingFile);
   cmd->add_option("--start", f->start,
                   "nanoGPT's spelling: the prompt TEXT, or FILE:path to read it from a file");
-  cmd->add_option("-n,--tokens,--n-predict,--max_new_tokens", f->tokens,
-                  "tokens to generate per sample (a character model's characters, a BPE model's subword "
-                  "tokens)")
+  cmd->add_option(
+         "-n,--tokens,--n-predict,--max_new_tokens", f->tokens,
+         "tokens to generate per sample (a character model's characters, a BPE model's subword "
+         "tokens)")
       ->check(
           glass::cli::integer_in(1, kMaxTokens, fmt::format("an integer from 1 to {}", kMaxTokens)))
       ->capture_default_str();
@@ -337,9 +338,8 @@ void add_sample_command(CLI::App& app) {
                   "the last --repeat-last-n by this, as llama.cpp does (1 = off)")
       ->check(glass::cli::kPositiveNumber)
       ->capture_default_str();
-  cmd->add_option(
-         "--repeat-last-n", f->sampling.repeat_last_n,
-         "how many of the last tokens (prompt included) the repetition penalty looks at")
+  cmd->add_option("--repeat-last-n", f->sampling.repeat_last_n,
+                  "how many of the last tokens (prompt included) the repetition penalty looks at")
       ->check(glass::cli::integer_in(0, 1'000'000, "an integer from 0 to 1000000"))
       ->capture_default_str();
   cmd->add_option("-c,--ctx-size", f->ctx_size,
@@ -367,14 +367,12 @@ void add_sample_command(CLI::App& app) {
              "the model saw in training)")
           ->check(CLI::IsMember({"rolling", "exact"}))
           ->capture_default_str();
-  cmd->add_flag(
-         "--no-kv-cache", f->no_kv_cache,
-         "recompute the whole window for every new token (the exact mode without a cache)")
+  cmd->add_flag("--no-kv-cache", f->no_kv_cache,
+                "recompute the whole window for every new token (the exact mode without a cache)")
       ->excludes(window_mode);
-  cmd->add_flag(
-      "--allow-unknown", f->allow_unknown,
-      "map prompt characters outside a character model's vocabulary to the unknown token "
-      "instead of failing (a BPE model needs none: it spells them in byte tokens)");
+  cmd->add_flag("--allow-unknown", f->allow_unknown,
+                "map prompt characters outside a character model's vocabulary to the unknown token "
+                "instead of failing (a BPE model needs none: it spells them in byte tokens)");
   cmd->add_option(
          "--attention", f->attention,
          "attention code: fast (fused kernels) or reference (the nine steps on the primitive ops)")

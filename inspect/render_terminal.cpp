@@ -48,8 +48,7 @@ Array as_matrix(const Array& a) {
 
 std::vector<std::string> position_labels(const Inspection& ins, std::size_t count) {
   std::vector<std::string> labels;
-  for (std::size_t i = 0; i < count; ++i)
-    labels.push_back(ins.position_label(i));
+  for (std::size_t i = 0; i < count; ++i) labels.push_back(ins.position_label(i));
   return labels;
 }
 
@@ -284,8 +283,7 @@ std::string render_overview(const Inspection& ins, std::size_t layer, std::size_
       "context {}\n",
       c.vocab_size, c.d_model, c.n_layers, c.n_heads, c.n_kv_heads, c.head_dim(), c.context_length);
   out += fmt::format("Prompt: {} ({} characters = {} tokens{})\n", quoted_prompt(ins.prompt),
-                     ins.prompt.size(), ins.n(),
-                     ins.bpe ? "; '▁' is a space, <0xNN> a byte" : "");
+                     ins.prompt.size(), ins.n(), ins.bpe ? "; '▁' is a space, <0xNN> a byte" : "");
   out += prompt_rows(ins);
   out += fmt::format("\nLayer {} snapshots (batch axis removed; n = {} positions, m = {} keys):\n",
                      layer, ins.n(), ins.n());

@@ -168,9 +168,9 @@ void refuse_past_context(const std::u32string& prompt, const LoadedModel& model,
   const std::size_t length = model.bpe ? prompt_tokens(model, prompt).size() : prompt.size();
   const char* unit = token_unit(model);
   if (length > window)
-    throw BadRequest(fmt::format(
-        "the prompt has {} {}; {}. Inspection shows one window: send at most {} {}", length, unit,
-        context_sentence(window, unit), window, unit));
+    throw BadRequest(
+        fmt::format("the prompt has {} {}; {}. Inspection shows one window: send at most {} {}",
+                    length, unit, context_sentence(window, unit), window, unit));
 }
 
 std::int32_t start_id(const LoadedModel& model) {

@@ -653,12 +653,11 @@ std::string domcasmurro_start(std::size_t bytes) {
 
 /// The flags of a tiny BPE model of 384 tokens on `text` (context 16 tokens).
 std::vector<std::string> tiny_bpe_flags(const fs::path& text, const fs::path& out) {
-  return {"train",        "--data",      text.string(), "--out",        out.string(),
-          "--tokenizer",  "bpe",         "--vocab-size", "384",         "--batch-size",
-          "4",            "--context",   "16",          "--d-model",    "32",
-          "--n-layers",   "1",           "--n-heads",   "2",            "--n-kv-heads",
-          "1",            "--ffn-hidden", "32",         "--eval-iters", "2",
-          "--warmup",     "5",           "--threads",   "1"};
+  return {"train", "--data",       text.string(), "--out",        out.string(), "--tokenizer",
+          "bpe",   "--vocab-size", "384",         "--batch-size", "4",          "--context",
+          "16",    "--d-model",    "32",          "--n-layers",   "1",          "--n-heads",
+          "2",     "--n-kv-heads", "1",           "--ffn-hidden", "32",         "--eval-iters",
+          "2",     "--warmup",     "5",           "--threads",    "1"};
 }
 
 std::string joined(const std::vector<std::string>& args) {
@@ -741,8 +740,8 @@ TEST(ServeCli, ABpeModelIsServedInTokens) {
   const auto [s3, streamed] =
       post("/api/sample", {{"prompt", "Era"}, {"temperature", 0}, {"n", 30}});
   ASSERT_EQ(s3, 200) << streamed;
-  const glass_test::GlassRun sampled = glass_test::run_glass(
-      "sample -m " + quote(ckpt.string()) + " -p Era -n 30 --temp 0", dir);
+  const glass_test::GlassRun sampled =
+      glass_test::run_glass("sample -m " + quote(ckpt.string()) + " -p Era -n 30 --temp 0", dir);
   ASSERT_EQ(sampled.exit_code, 0) << sampled.err;
   EXPECT_EQ("Era" + streamed + "\n", sampled.out);
 
@@ -771,6 +770,33 @@ TEST(ServeCli, ABpeModelIsServedInTokens) {
   ASSERT_TRUE(page);
   EXPECT_EQ(page->status, 200);
   EXPECT_NE(page->body.find("\"tokenizer\":\"bpe\""), std::string::npos);
+
+  // The live page in headless Chromium: one chip per token, its text and its id.
+  const char* skip = std::getenv("GLASS_SKIP_BROWSER");
+  const std::string chromium = find_chromium();
+  if (!(skip && std::string(skip) == "1") && !chromium.empty()) {
+    const fs::path file = dir / "live.html";
+    const int rc =
+        run("timeout 120 " + chromium + kFlags + quote((dir / "profile").string()) +
+            " --virtual-time-budget=15000 --dump-dom " +
+            quote("http://127.0.0.1:" + std::to_string(port) + "/#prompt=Era%20um%20%F0%9F%99%82") +
+            " > " + quote(file.string()) + " 2> /dev/null");
+    EXPECT_EQ(rc, 0);
+    const std::string dom = read_file(file);
+    const std::size_t at = dom.find("id=\"prompt-tokens\"");
+    ASSERT_NE(at, std::string::npos) << dom;
+    const std::string chips = dom.substr(at, dom.find("</div>", at) - at);
+    EXPECT_EQ(count(chips, "class=\"token\""), ids.size()) << chips;
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+      std::string label = bpe.token_text(ids[i]);  // as the DOM writes it: < and > escaped
+      label = std::regex_replace(std::regex_replace(label, std::regex("<"), "&lt;"),
+                                 std::regex(">"), "&gt;");
+      EXPECT_NE(chips.find(">" + label + "<small>" + std::to_string(ids[i]) + "</small>"),
+                std::string::npos)
+          << "chip " << i << " " << label << " in " << chips;
+    }
+    EXPECT_NE(dom.find("of 384 tokens can be drawn"), std::string::npos);
+  }
   EXPECT_EQ(server.stop(SIGINT, 30), 0) << server.err();
 }
 
