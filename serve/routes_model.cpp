@@ -108,8 +108,9 @@ void Server::answer_sample(const httplib::Request& req, httplib::Response& res) 
         StreamDecoder stream(&m->tokenizer, m->bpe ? &*m->bpe : nullptr);
         try {
           generate(*m->model, ids, n, window, sampling, rng, [&](std::int32_t id) {
-            const std::string piece = stream.push(id);
-            if (stopping_ || !sink.write(piece.data(), piece.size())) throw ClientGone{};
+            const std::string piece = stream.push(id);  // "" while a character waits for bytes
+            if (stopping_ || (!piece.empty() && !sink.write(piece.data(), piece.size())))
+              throw ClientGone{};
           });
           const std::string rest = stream.flush();  // an incomplete character: U+FFFD
           if (!rest.empty() && !sink.write(rest.data(), rest.size())) return false;
