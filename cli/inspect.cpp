@@ -100,12 +100,6 @@ void run_inspect(const InspectOptions& opt) {
   glass::LoadedModel loaded;
   try {
     loaded = glass::load_checkpoint(opt.checkpoint, opt.best);
-    if (loaded.bpe)
-      throw CommandError(
-          fmt::format("{}: glass inspect does not support BPE checkpoints yet (a model "
-                      "trained with --tokenizer bpe); use glass sample and glass eval "
-                      "on it",
-                      opt.checkpoint));
     loaded.model->set_ops_path(
         glass::OpsPath::reference);  // the snapshots are the reference path's steps
   } catch (const glass::CheckpointError& e) {
@@ -126,11 +120,14 @@ void run_inspect(const InspectOptions& opt) {
   const auto head = static_cast<std::size_t>(opt.head);
   std::size_t window = glass::training_context(loaded.files_dir);  // 0: not recorded
   if (window == 0 || window > config.context_length) window = config.context_length;
-  if (prompt.size() > window)
+  // The context counts tokens: a character model's characters, a BPE model's subwords.
+  const std::size_t length = glass::prompt_tokens(loaded, prompt).size();
+  const char* unit = glass::token_unit(loaded);
+  if (length > window)
     throw CommandError(fmt::format(
-        "the prompt has {} characters; {}. inspect shows one window, position by position: give "
-        "at most {} characters (glass sample continues longer texts)",
-        prompt.size(), glass::context_sentence(window), window));
+        "the prompt has {} {}; {}. inspect shows one window, position by position: give "
+        "at most {} {} (glass sample continues longer texts)",
+        length, unit, glass::context_sentence(window, unit), window, unit));
 
   glass::Inspection inspection;
   try {
@@ -204,7 +201,8 @@ void add_inspect_command(CLI::App& app) {
   cmd->add_option("-m,--checkpoint", opt->checkpoint, "checkpoint directory written by glass train")
       ->required();
   cmd->add_option("-p,--prompt", opt->prompt,
-                  "the text to run through the model (one token per character)")
+                  "the text to run through the model (one token per character; a BPE model: "
+                  "its subword tokens)")
       ->required();
   cmd->add_option("--layer", opt->layer, "layer to show (0 .. n_layers-1)")->capture_default_str();
   cmd->add_option("--head", opt->head,
@@ -236,7 +234,8 @@ void add_inspect_command(CLI::App& app) {
       "  glass inspect --checkpoint runs/domcasmurro --prompt 'Capitu' --layer 1 --head 2 --snapshot attn.softmax\n"
       "  glass inspect --checkpoint runs/domcasmurro --prompt $'Bentinho\\ne Capitu' --html inspect.html\n"
       "  glass inspect --checkpoint runs/domcasmurro --prompt 'Capitu' --json - | python3 -m json.tool\n"
-      "Spaces and newlines are shown as \u2423 and \u23ce in the labels; see README (glass inspect).");
+      "Spaces and newlines are shown as \u2423 and \u23ce in the labels (a BPE model's tokens write\n"
+      "a space as \u2581 and a byte as <0xNN>, as its vocabulary does); see README (glass inspect).");
   cmd->callback([opt] { run_inspect(*opt); });
 }
 

@@ -76,7 +76,7 @@ std::string read_bounded(std::istream& in, const std::string& source) {
   if (text.size() > kMaxPromptBytes)
     throw CommandError(fmt::format(
         "the prompt from {} is longer than {} bytes (1 MiB), the most glass reads; the model sees "
-        "only the last characters of its context anyway: pass the end of the text (e.g. tail -c 4096)",
+        "only the last tokens of its context anyway: pass the end of the text (e.g. tail -c 4096)",
         source, kMaxPromptBytes));
   if (!text.empty() && text.back() == '\n') {
     text.pop_back();
@@ -213,7 +213,7 @@ void run_sample(SampleFlags& f, bool prompt_given) {
     std::cerr << fmt::format(
         "note: the prompt has {} {}; the model sees only its last {}: "
         "{}\n",
-        prompt.size(), unit, window, glass::context_sentence(window));
+        prompt.size(), unit, window, glass::context_sentence(window, unit));
     prompt.erase(prompt.begin(), prompt.end() - static_cast<long>(window));
     shown_prompt = decode(prompt);
   }
@@ -232,50 +232,33 @@ void run_sample(SampleFlags& f, bool prompt_given) {
   };
   std::mt19937_64 rng(f.seed);  // one stream for all samples: sample k is reproducible
   nlohmann::json samples = nlohmann::json::array();
-  std::size_t characters = 0;
+  std::size_t generated = 0;  // tokens
   const auto t0 = std::chrono::steady_clock::now();
   for (long long k = 0; k < f.num_samples; ++k) {
     if (!f.json) write((k > 0 ? "---------------\n" : "") + shown_prompt);
     std::vector<std::int32_t> ids;
-    std::vector<std::int32_t> pending;  // BPE: the tokens not printed yet (an incomplete character)
-    std::string text;                   // the generated text so far (for --stop)
+    glass::StreamDecoder stream(&tokenizer, bpe);  // BPE: bytes wait for their whole character
+    std::string text;                              // the generated text so far (for --stop)
     bool stopped = false;
     try {
-      glass::generate(
-          *loaded.model, prompt, f.tokens, window, f.sampling, rng, [&](std::int32_t id) {
-            ids.push_back(id);
-            std::string piece;
-            if (bpe) {
-              // A character still missing bytes (byte tokens that do not yet form valid UTF-8 decode
-              // to U+FFFD at the end) waits for them, at most the 4 bytes of a UTF-8 character.
-              pending.push_back(id);
-              const std::string decoded = decode(pending);
-              const bool waiting = id >= glass::BpeTokenizer::kFirstByteId &&
-                                   id < glass::BpeTokenizer::kFirstCharId && pending.size() < 4 &&
-                                   decoded.size() >= 3 &&
-                                   decoded.compare(decoded.size() - 3, 3, "\xEF\xBF\xBD") == 0;
-              if (!waiting) {
-                piece = decoded;
-                pending.clear();
-              }
-            } else {
-              piece = tokenizer.decode_utf8({id});
-            }
-            text += piece;
-            if (!f.json) write(piece);
-            if (!f.stop.empty() && text.size() >= f.stop.size() &&
-                text.compare(text.size() - f.stop.size(), f.stop.size(), f.stop) == 0) {
-              stopped = true;
-              throw StopSample{};
-            }
-          });
+      glass::generate(*loaded.model, prompt, f.tokens, window, f.sampling, rng,
+                      [&](std::int32_t id) {
+                        ids.push_back(id);
+                        const std::string piece = stream.push(id);
+                        text += piece;
+                        if (!f.json) write(piece);
+                        if (!f.stop.empty() && text.size() >= f.stop.size() &&
+                            text.compare(text.size() - f.stop.size(), f.stop.size(), f.stop) == 0) {
+                          stopped = true;
+                          throw StopSample{};
+                        }
+                      });
     } catch (const StopSample&) {}
-    if (!pending.empty()) {  // bytes held back at the end (an incomplete character: U+FFFD)
-      const std::string rest = decode(pending);
+    if (const std::string rest = stream.flush(); !rest.empty()) {  // an incomplete character
       if (!f.json) write(rest);
       text += rest;
     }
-    characters += ids.size();
+    generated += ids.size();
     if (!f.json) {
       write("\n");
       continue;
@@ -307,8 +290,8 @@ void run_sample(SampleFlags& f, bool prompt_given) {
     write(out.dump(2) + "\n");
   }
   const std::size_t threads = glass::num_threads();
-  std::cerr << fmt::format("{} {} in {:.2f} s ({:.1f} {}/s, {} thread{}{})\n", characters, unit,
-                           seconds, seconds > 0 ? static_cast<double>(characters) / seconds : 0.0,
+  std::cerr << fmt::format("{} {} in {:.2f} s ({:.1f} {}/s, {} thread{}{})\n", generated, unit,
+                           seconds, seconds > 0 ? static_cast<double>(generated) / seconds : 0.0,
                            unit, threads, threads == 1 ? "" : "s",
                            f.json ? ", with the probabilities of --json" : "");
 }
@@ -336,39 +319,40 @@ void add_sample_command(CLI::App& app) {
       ->check(CLI::ExistingFile);
   cmd->add_option("--start", f->start,
                   "nanoGPT's spelling: the prompt TEXT, or FILE:path to read it from a file");
-  cmd->add_option("-n,--tokens,--n-predict,--max_new_tokens", f->tokens,
-                  "characters to generate (per sample)")
+  cmd->add_option(
+         "-n,--tokens,--n-predict,--max_new_tokens", f->tokens,
+         "tokens to generate per sample (a character model's characters, a BPE model's subword "
+         "tokens)")
       ->check(
           glass::cli::integer_in(1, kMaxTokens, fmt::format("an integer from 1 to {}", kMaxTokens)))
       ->capture_default_str();
   cmd->add_option("--temperature,--temp", f->sampling.temperature,
-                  "divide the logits by this; 0 = greedy (always the most likely character)")
+                  "divide the logits by this; 0 = greedy (always the most likely token)")
       ->check(glass::cli::number_in(0.0, HUGE_VAL, false, "a number >= 0 (0 = greedy)"))
       ->capture_default_str();
   cmd->add_option("--top-k,--top_k", f->sampling.top_k,
-                  "keep only the K most likely characters (0 = off)")
+                  "keep only the K most likely tokens (0 = off)")
       ->check(glass::cli::kNonNegativeInteger)
       ->capture_default_str();
   cmd->add_option("--top-p,--top_p", f->sampling.top_p,
-                  "keep the most likely characters whose probabilities add up to P (1 = off)")
+                  "keep the most likely tokens whose probabilities add up to P (1 = off)")
       ->check(glass::cli::number_in(0.0, 1.0, true, "a number in (0, 1]"))
       ->capture_default_str();
   cmd->add_option("--min-p", f->sampling.min_p,
-                  "keep the characters at least P times as likely as the most likely one (0 = off)")
+                  "keep the tokens at least P times as likely as the most likely one (0 = off)")
       ->check(glass::cli::number_in(0.0, 1.0, false, "a number in [0, 1]"))
       ->capture_default_str();
   cmd->add_option("--repeat-penalty", f->sampling.repeat_penalty,
-                  "divide the positive logits (multiply the negative ones) of the characters among "
+                  "divide the positive logits (multiply the negative ones) of the tokens among "
                   "the last --repeat-last-n by this, as llama.cpp does (1 = off)")
       ->check(glass::cli::kPositiveNumber)
       ->capture_default_str();
-  cmd->add_option(
-         "--repeat-last-n", f->sampling.repeat_last_n,
-         "how many of the last characters (prompt included) the repetition penalty looks at")
+  cmd->add_option("--repeat-last-n", f->sampling.repeat_last_n,
+                  "how many of the last tokens (prompt included) the repetition penalty looks at")
       ->check(glass::cli::integer_in(0, 1'000'000, "an integer from 0 to 1000000"))
       ->capture_default_str();
   cmd->add_option("-c,--ctx-size", f->ctx_size,
-                  "the window each prediction sees, in characters (default: the training context; "
+                  "the window each prediction sees, in tokens (default: the training context; "
                   "at most the model's context_length)")
       ->check(glass::cli::kPositiveInteger);
   cmd->add_option("-s,--seed", f->seed, "seed of the random draws (same seed, same text)")
@@ -387,18 +371,17 @@ void add_sample_command(CLI::App& app) {
       cmd->add_option(
              "--window-mode", f->window_mode,
              "past the window (the training context): rolling = keep the KV cache and drop "
-             "its oldest position for each new character (fast; sliding-window attention), "
-             "exact = recompute the last window of characters for each new one (slow; what "
+             "its oldest position for each new token (fast; sliding-window attention), "
+             "exact = recompute the last window of tokens for each new one (slow; what "
              "the model saw in training)")
           ->check(CLI::IsMember({"rolling", "exact"}))
           ->capture_default_str();
-  cmd->add_flag(
-         "--no-kv-cache", f->no_kv_cache,
-         "recompute the whole window for every new character (the exact mode without a cache)")
+  cmd->add_flag("--no-kv-cache", f->no_kv_cache,
+                "recompute the whole window for every new token (the exact mode without a cache)")
       ->excludes(window_mode);
-  cmd->add_flag(
-      "--allow-unknown", f->allow_unknown,
-      "map prompt characters outside the vocabulary to the unknown token instead of failing");
+  cmd->add_flag("--allow-unknown", f->allow_unknown,
+                "map prompt characters outside a character model's vocabulary to the unknown token "
+                "instead of failing (a BPE model needs none: it spells them in byte tokens)");
   cmd->add_option(
          "--attention", f->attention,
          "attention code: fast (fused kernels) or reference (the nine steps on the primitive ops)")
@@ -411,7 +394,9 @@ void add_sample_command(CLI::App& app) {
       "  glass sample -m runs/domcasmurro -p 'Capitu ' -n 300\n"
       "  echo 'Bentinho' | glass sample -m runs/domcasmurro -p - --num-samples 3 --stop $'\\n\\n'\n"
       "  glass sample -m runs/domcasmurro -p 'Cap' -n 20 --temp 0 --json\n"
-      "The last line on standard error gives the speed in characters/s.");
+      "Tokens are characters for a character model, subwords for a BPE model (glass train\n"
+      "--tokenizer bpe; docs/en/bpe.md). The last line on standard error gives the speed in\n"
+      "characters/s or tokens/s.");
   cmd->callback([f, prompt] { run_sample(*f, prompt->count() > 0); });
 }
 

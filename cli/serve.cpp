@@ -54,17 +54,7 @@ std::unique_ptr<Server> start_server(const ServeOptions& options, std::ostream& 
   std::unique_ptr<Server> server;
   try {
     // A checkpoint that cannot be read yet is the server's to report (it may watch a run that
-    // has not saved); only a readable BPE config.json is refused here.
-    bool bpe = false;
-    try {
-      bpe = checkpoint_tokenizer_kind(options.checkpoint) == TokenizerKind::kBpe;
-    } catch (const std::exception&) {}
-    if (bpe)
-      throw CommandError(
-          fmt::format("{}: glass serve does not support BPE checkpoints yet (a model "
-                      "trained with --tokenizer bpe); use glass sample and glass "
-                      "eval on it",
-                      options.checkpoint));
+    // has not saved).
     server = std::make_unique<Server>(options);
     server->start();
   } catch (const ServeError& e) {

@@ -212,16 +212,7 @@ void run_train(TrainFlags& flags, CLI::App* cmd) {
   std::unique_ptr<glass::Trainer> trainer;
   std::unique_ptr<glass::Server> server;
   {
-    if (flags.serve && o.tokenizer == glass::TokenizerKind::kBpe)
-      throw glass::cli::CommandError(
-          "--serve: glass serve does not support BPE checkpoints yet (a "
-          "model trained with --tokenizer bpe); train without --serve");
     trainer = std::make_unique<glass::Trainer>(o, std::cout);
-    if (flags.serve && trainer->bpe_tokenizer() != nullptr) {
-      throw glass::cli::CommandError(
-          "--serve: glass serve does not support BPE checkpoints yet (a "
-          "model trained with --tokenizer bpe); resume without --serve");
-    }
     if (flags.serve && o.comm.is_root()) {
       glass::ServeOptions serve;
       serve.checkpoint = o.out_dir;

@@ -41,4 +41,24 @@ std::string TextTokenizer::token_text(std::int32_t id) const {
   return bpe()->token_text(id);
 }
 
+std::string StreamDecoder::push(std::int32_t id) {
+  if (!bpe_) return chars_->decode_utf8({id});
+  pending_.push_back(id);
+  const std::string decoded = bpe_->decode_utf8(pending_, /*drop_dummy_prefix=*/false);
+  // A byte token whose character still misses bytes decodes to U+FFFD at the end: wait.
+  const bool waiting = id >= BpeTokenizer::kFirstByteId && id < BpeTokenizer::kFirstCharId &&
+                       pending_.size() < 4 && decoded.size() >= 3 &&
+                       decoded.compare(decoded.size() - 3, 3, "\xEF\xBF\xBD") == 0;
+  if (waiting) return "";
+  pending_.clear();
+  return decoded;
+}
+
+std::string StreamDecoder::flush() {
+  if (pending_.empty()) return "";
+  const std::string rest = bpe_->decode_utf8(pending_, /*drop_dummy_prefix=*/false);
+  pending_.clear();
+  return rest;
+}
+
 }  // namespace glass

@@ -53,4 +53,24 @@ class TextTokenizer {
   std::variant<Tokenizer, BpeTokenizer> impl_;
 };
 
+/// Generated ids -> text as they come, to print a sample while it is drawn: a character model's
+/// id is its character; a BPE model's token is decoded with its leading '▁' as a space (a piece
+/// from the middle of a text), and byte tokens that do not yet form a whole UTF-8 character wait
+/// for the rest of it (at most 4 bytes; an incomplete one becomes U+FFFD). The pieces joined are
+/// the text of all the ids decoded at once. Exactly one of `chars` and `bpe` is given; the
+/// tokenizer must outlive the decoder. push throws std::out_of_range for a bad id.
+class StreamDecoder {
+ public:
+  StreamDecoder(const Tokenizer* chars, const BpeTokenizer* bpe) : chars_(chars), bpe_(bpe) {}
+  /// The text `id` adds now (UTF-8; "" while a character waits for its other bytes).
+  std::string push(std::int32_t id);
+  /// The bytes still waiting, decoded (U+FFFD for an incomplete character); "" when none.
+  std::string flush();
+
+ private:
+  const Tokenizer* chars_;
+  const BpeTokenizer* bpe_;
+  std::vector<std::int32_t> pending_;  // BPE: the tokens not returned yet
+};
+
 }  // namespace glass

@@ -57,42 +57,83 @@ const Array& Inspection::get(const std::string& full_name) const {
   throw InspectError("no snapshot named '" + full_name + "'; recorded: " + join(names, ", "));
 }
 
+std::string token_label(const std::string& token_text) {
+  std::u32string text;
+  try {
+    text = utf8_to_u32(token_text);
+  } catch (const Utf8Error&) {
+    return token_text;  // vocabulary texts are valid UTF-8; shown as they are if not
+  }
+  std::string out;
+  for (char32_t c : text) out += visible_char(c);
+  return out;
+}
+
+std::string Inspection::position_label(std::size_t i) const {
+  return i < token_texts.size() ? token_label(token_texts[i]) : "?";
+}
+
+std::string Inspection::vocab_label(std::int32_t id) const {
+  if (id < 0 || static_cast<std::size_t>(id) >= vocab_texts.size()) return "?";
+  if (!bpe && id == 0) return "<unk>";
+  return token_label(vocab_texts[static_cast<std::size_t>(id)]);
+}
+
+std::vector<std::int32_t> prompt_tokens(const LoadedModel& loaded, const std::u32string& prompt) {
+  if (loaded.bpe) return loaded.bpe->encode(prompt);
+  return loaded.tokenizer.encode(prompt, /*map_unknown=*/true);
+}
+
+const char* token_unit(const LoadedModel& loaded) { return loaded.bpe ? "tokens" : "characters"; }
+
 Inspection inspect(const LoadedModel& loaded, const std::u32string& prompt, bool allow_unknown,
                    std::size_t* unknown_count) {
   if (!loaded.model) throw InspectError("no model loaded");
   const ModelConfig& config = loaded.model->config();
   if (prompt.empty()) throw InspectError("the prompt is empty: give at least one character");
-  if (prompt.size() > config.context_length)
-    throw InspectError(fmt::format(
-        "the prompt has {} characters but the model's context holds at most {} (context_length)",
-        prompt.size(), config.context_length));
-  std::vector<std::string> unknown;
-  for (std::size_t i = 0; i < prompt.size(); ++i)
-    if (!loaded.tokenizer.contains(prompt[i]))
-      unknown.push_back(describe_char(prompt[i]) + " at position " + std::to_string(i));
-  if (unknown_count) *unknown_count = unknown.size();
-  if (!unknown.empty() && !allow_unknown) {
-    // The first few, and how many: a long prompt in another script would list hundreds.
-    constexpr std::size_t kShown = 5;
-    std::vector<std::string> shown(
-        unknown.begin(), unknown.begin() + static_cast<long>(std::min(kShown, unknown.size())));
-    if (unknown.size() > kShown)
-      shown.push_back(fmt::format("and {} more", unknown.size() - kShown));
-    throw InspectError(fmt::format(
-        "the prompt has {} character(s) outside the model's vocabulary of {} characters: {}\n"
-        "(--allow-unknown maps them to the unknown id 0)",
-        unknown.size(), loaded.tokenizer.chars().size(), join(shown, ", ")));
-  }
+  if (unknown_count) *unknown_count = 0;
 
   Inspection ins;
   ins.config = config;
+  ins.bpe = loaded.bpe.has_value();
   ins.prompt = prompt;
-  ins.tokens = loaded.tokenizer.encode(prompt, allow_unknown);
-  ins.vocab.resize(config.vocab_size);
-  for (std::size_t id = 0; id < config.vocab_size; ++id)
-    ins.vocab[id] = id < loaded.tokenizer.vocab_size()
-                        ? loaded.tokenizer.char_of(static_cast<std::int32_t>(id))
-                        : char32_t(0xFFFD);
+  ins.vocab.assign(config.vocab_size, char32_t(0xFFFD));
+  ins.vocab_texts.assign(config.vocab_size, char_to_utf8(0xFFFD));
+  if (const BpeTokenizer* bpe = loaded.bpe ? &*loaded.bpe : nullptr) {
+    // Byte fallback: every prompt has tokens, none unknown.
+    ins.tokens = bpe->encode(prompt);
+    for (std::int32_t id : ins.tokens) ins.token_texts.push_back(bpe->token_text(id));
+    for (std::size_t id = 0; id < config.vocab_size && id < bpe->vocab_size(); ++id)
+      ins.vocab_texts[id] = bpe->token_text(static_cast<std::int32_t>(id));
+  } else {
+    std::vector<std::string> unknown;
+    for (std::size_t i = 0; i < prompt.size(); ++i)
+      if (!loaded.tokenizer.contains(prompt[i]))
+        unknown.push_back(describe_char(prompt[i]) + " at position " + std::to_string(i));
+    if (unknown_count) *unknown_count = unknown.size();
+    if (!unknown.empty() && !allow_unknown) {
+      // The first few, and how many: a long prompt in another script would list hundreds.
+      constexpr std::size_t kShown = 5;
+      std::vector<std::string> shown(
+          unknown.begin(), unknown.begin() + static_cast<long>(std::min(kShown, unknown.size())));
+      if (unknown.size() > kShown)
+        shown.push_back(fmt::format("and {} more", unknown.size() - kShown));
+      throw InspectError(fmt::format(
+          "the prompt has {} character(s) outside the model's vocabulary of {} characters: {}\n"
+          "(--allow-unknown maps them to the unknown id 0)",
+          unknown.size(), loaded.tokenizer.chars().size(), join(shown, ", ")));
+    }
+    ins.tokens = loaded.tokenizer.encode(prompt, allow_unknown);
+    for (char32_t c : prompt) ins.token_texts.push_back(char_to_utf8(c));
+    for (std::size_t id = 0; id < config.vocab_size && id < loaded.tokenizer.vocab_size(); ++id) {
+      ins.vocab[id] = loaded.tokenizer.char_of(static_cast<std::int32_t>(id));
+      ins.vocab_texts[id] = char_to_utf8(ins.vocab[id]);
+    }
+  }
+  if (ins.tokens.size() > config.context_length)
+    throw InspectError(fmt::format(
+        "the prompt has {} {} but the model's context holds at most {} (context_length)",
+        ins.tokens.size(), ins.unit(), config.context_length));
 
   const std::size_t n = ins.tokens.size();
   Ids ids = Ids::from_shape({std::size_t(1), n});
@@ -219,8 +260,9 @@ std::vector<TopToken> top_k(const Inspection& ins, std::size_t position, std::si
                     });
   std::vector<TopToken> out;
   for (std::size_t r = 0; r < k; ++r)
-    out.push_back(
-        {ids[r], ins.vocab.at(static_cast<std::size_t>(ids[r])), static_cast<double>(row[ids[r]])});
+    out.push_back({ids[r], ins.vocab.at(static_cast<std::size_t>(ids[r])),
+                   ins.vocab_texts.at(static_cast<std::size_t>(ids[r])),
+                   static_cast<double>(row[ids[r]])});
   return out;
 }
 

@@ -26,37 +26,74 @@ namespace glass {
 struct LoadedModel;  // checkpoint/checkpoint.hpp
 
 /// Bad inspector input the user can fix (layer/head out of range, unknown snapshot, a prompt
-/// that is empty, too long or has characters outside the vocabulary). The message says what
-/// is wrong and what would be valid.
+/// that is empty, too long or has characters outside a character model's vocabulary). The
+/// message says what is wrong and what would be valid.
 class InspectError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
 
-/// Everything one forward pass over a prompt produced, batch axis removed (n = prompt length,
-/// V = vocab_size). Snapshot names are the Tracer's (nn/tracer.hpp): "embeddings",
+/// Everything one forward pass over a prompt produced, batch axis removed (n = prompt length in
+/// tokens, V = vocab_size). Snapshot names are the Tracer's (nn/tracer.hpp): "embeddings",
 /// "layers.L.attn.q", ..., "layers.L.out"; "logits" and "probs" are kept apart.
+///
+/// A character model has one token per character: token_texts[i] is the prompt's character i.
+/// A BPE model's tokens are subwords as its vocabulary writes them (docs/bpe.md): "▁de" (the
+/// space as '▁'), "<0xF0>" (a byte of a character outside the vocabulary).
 struct Inspection {
   ModelConfig config;
-  std::u32string prompt;             ///< the prompt's characters (one token each)
+  bool bpe = false;                  ///< the model reads BPE tokens (else one per character)
+  std::u32string prompt;             ///< the prompt's characters
   std::vector<std::int32_t> tokens;  ///< (n) token ids
-  std::vector<char32_t> vocab;       ///< vocab[id] = character of id; vocab[0] = U+FFFD (unknown)
+  /// (n) each position's token as text (UTF-8): the character for a character model (the
+  /// prompt's own, also when it was mapped to the unknown id 0), the vocabulary's text for BPE.
+  std::vector<std::string> token_texts;
+  /// (V) each id's text (UTF-8): the character, U+FFFD for a character model's unknown id 0;
+  /// the BPE vocabulary's "<unk>", "<s>", "<0x00>", "▁de"...
+  std::vector<std::string> vocab_texts;
+  /// vocab[id] = character of id (a character model; U+FFFD for id 0 and for every id of a
+  /// BPE model, whose tokens are not single characters: use vocab_texts).
+  std::vector<char32_t> vocab;
   std::vector<std::pair<std::string, Array>> snapshots;  ///< every tracer snapshot, recording order
   Array logits;  ///< (n, V) next-token logits at every position
   Array probs;   ///< (n, V) softmax of the logits (rows sum to 1)
 
   std::size_t n() const { return tokens.size(); }
+  /// What a token is called in messages: "tokens" for a BPE model, "characters" otherwise.
+  const char* unit() const { return bpe ? "tokens" : "characters"; }
+  /// The visible label of position i's token (token_label of token_texts[i]).
+  std::string position_label(std::size_t i) const;
+  /// The visible label of vocabulary id `id`: "<unk>" for a character model's id 0, else
+  /// token_label of vocab_texts[id]; "?" for an id outside the vocabulary.
+  std::string vocab_label(std::int32_t id) const;
   /// True when a snapshot of that full name (e.g. "layers.0.attn.q") was recorded.
   bool has(const std::string& full_name) const;
   /// The snapshot with that full name; throws InspectError listing the recorded names.
   const Array& get(const std::string& full_name) const;
 };
 
-/// Runs `loaded.model` on `prompt` (UTF-8 decoded, one token per character) under NoGradGuard
-/// with a Tracer, and returns every snapshot, the logits and the probabilities.
-/// Throws InspectError for an empty prompt, a prompt longer than config.context_length, or
-/// characters outside the vocabulary (all of them are named, with their positions) unless
-/// `allow_unknown`: then they become the unknown id 0 and `unknown_count` (if given) says how many.
+/// A token's text as a visible label (UTF-8): each character as visible_char shows it
+/// (' ' -> "␣", '\n' -> "⏎"), so a character token looks as it always did and a BPE token keeps
+/// its '▁' for a space and its "<0xNN>" for a byte: "▁de", "⏎", "<0x0A>".
+std::string token_label(const std::string& token_text);
+
+/// The prompt's token ids as `loaded`'s tokenizer reads it: a BPE model's encode (the dummy
+/// prefix before the text, no BOS; unknown characters become byte tokens), a character model's
+/// one id per character (unknown characters -> id 0; say whether to accept them with
+/// inspect's `allow_unknown`).
+std::vector<std::int32_t> prompt_tokens(const LoadedModel& loaded, const std::u32string& prompt);
+
+/// "tokens" for a BPE model, "characters" for a character model: the unit of the context and
+/// of the prompt's length in messages.
+const char* token_unit(const LoadedModel& loaded);
+
+/// Runs `loaded.model` on `prompt` (UTF-8 decoded; a character model reads one token per
+/// character, a BPE model its tokens, prompt_tokens) under NoGradGuard with a Tracer, and returns
+/// every snapshot, the logits and the probabilities.
+/// Throws InspectError for an empty prompt, a prompt of more tokens than config.context_length,
+/// or (a character model) characters outside the vocabulary (all of them are named, with their
+/// positions) unless `allow_unknown`: then they become the unknown id 0 and `unknown_count` (if
+/// given) says how many. A BPE model has no unknown characters (byte fallback).
 Inspection inspect(const LoadedModel& loaded, const std::u32string& prompt,
                    bool allow_unknown = false, std::size_t* unknown_count = nullptr);
 
@@ -99,7 +136,8 @@ Summary summarize(const Array& values);
 /// One candidate next token.
 struct TopToken {
   std::int32_t id = 0;
-  char32_t character = 0;
+  char32_t character = 0;  ///< a character model's character (U+FFFD for BPE)
+  std::string text;        ///< the token's text (vocab_texts[id])
   double prob = 0;
 };
 /// The k most probable next tokens after position `position` (0-based), highest first (ties:

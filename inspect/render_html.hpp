@@ -22,7 +22,7 @@ struct HtmlOptions {
 
 /// One self-contained HTML page that needs no network: web/ (built into the
 /// program) with the data in it — inspection_json(inspection) and the options as JSON. In a
-/// browser it shows layer/head selectors, attention heatmaps with character labels and values on
+/// browser it shows layer/head selectors, attention heatmaps with token labels and values on
 /// hover, a snapshot browser with shapes, next-token top-k bars for every position and the
 /// training loss curve.
 std::string inspection_html(const Inspection& inspection, const HtmlOptions& options = {});

@@ -60,12 +60,13 @@ std::string inspection_json(const Inspection& ins, int indent) {
   j["format"] = "glass-inspect";
   j["version"] = 1;
   j["prompt"] = u32_to_utf8(ins.prompt);
+  j["tokenizer"] = ins.bpe ? "bpe" : "char";
   j["tokens"] = ins.tokens;
-  std::vector<std::string> chars, vocab;
+  j["token_texts"] = ins.token_texts;  // one per token: "▁de", "<0x0A>"; a character model's char
+  std::vector<std::string> chars;
   for (char32_t c : ins.prompt) chars.push_back(char_to_utf8(c));
-  for (char32_t c : ins.vocab) vocab.push_back(char_to_utf8(c));
   j["chars"] = chars;
-  j["vocab"] = vocab;
+  j["vocab"] = ins.vocab_texts;
   j["config"] = config_json(ins.config);
   j["logits"] = array_json(ins.logits);
   j["probs"] = array_json(ins.probs);

@@ -9,8 +9,8 @@
 namespace glass {
 
 /// The whole inspection as JSON text (format in the README, section "The JSON format"): prompt,
-/// tokens, vocabulary, config, logits and probs (n, V), and every snapshot with its shape and
-/// nested values (non-finite values as null).
+/// tokenizer ("char" or "bpe"), tokens and token_texts, vocabulary texts, config, logits and
+/// probs (n, V), and every snapshot with its shape and nested values (non-finite values as null).
 std::string inspection_json(const Inspection& inspection, int indent = -1);
 
 /// Writes inspection_json to `path` atomically (temp file + rename). Throws std::runtime_error

@@ -48,9 +48,24 @@ Array as_matrix(const Array& a) {
 
 std::vector<std::string> position_labels(const Inspection& ins, std::size_t count) {
   std::vector<std::string> labels;
-  for (std::size_t i = 0; i < count; ++i)
-    labels.push_back(i < ins.prompt.size() ? visible_char(ins.prompt[i]) : "?");
+  for (std::size_t i = 0; i < count; ++i) labels.push_back(ins.position_label(i));
   return labels;
+}
+
+/// The first characters of `label` that fit in `width` columns (a heatmap's column is 2 wide:
+/// a BPE token "▁de" shows as "▁d" there; the row labels and the table above show it whole).
+std::string clip_to_width(const std::string& label, std::size_t width) {
+  if (display_width(label) <= width) return label;
+  std::string out;
+  for (std::size_t i = 0; i < label.size();) {
+    std::size_t n = 1;
+    while (i + n < label.size() && (static_cast<unsigned char>(label[i + n]) & 0xC0) == 0x80) ++n;
+    const std::string next = label.substr(i, n);
+    if (display_width(out + next) > width) break;
+    out += next;
+    i += n;
+  }
+  return out;
 }
 
 /// Columns per block when `cols` columns are split into blocks of at most `fit`, as evenly as
@@ -124,7 +139,7 @@ const char* kAttentionVsProbabilities =
     "Attention weights (attn.softmax) and output probabilities (probs) are different things:\n"
     "  - an attention weight A[h,i,j] says how much query position i of head h mixes in the value\n"
     "    of key position j; each row spreads 1 over the context positions it may see (j <= i);\n"
-    "  - the next-token probabilities spread 1 over the vocabulary (every possible next character).\n"
+    "  - the next-token probabilities spread 1 over the vocabulary (every possible next token).\n"
     "A high attention weight alone is not an explanation of the prediction: the mixed values still\n"
     "pass through W_O, the residual stream, SwiGLU and the later layers before the LM head.\n";
 
@@ -149,7 +164,7 @@ std::string render_heatmap(const Array& values, const std::vector<std::string>& 
     for (std::size_t c = c0; c < c1; ++c) out += std::to_string(c % 10) + " ";
     out += "\n" + std::string(label_w, ' ') + "  ";
     for (std::size_t c = c0; c < c1; ++c)
-      out += pad_right(c < col_labels.size() ? col_labels[c] : "", 2);
+      out += pad_right(c < col_labels.size() ? clip_to_width(col_labels[c], 2) : "", 2);
     out += "\n";
     for (std::size_t r = 0; r < rows; ++r) {
       out += pad_right(r < row_labels.size() ? row_labels[r] : "", label_w) + " ";
@@ -183,19 +198,22 @@ std::string render_heatmap(const Array& values, const std::vector<std::string>& 
 
 namespace {
 
-/// The prompt as three aligned rows: position, character, token id.
+/// The prompt as three aligned rows: position, character (a BPE model: token, its text as the
+/// vocabulary writes it, '▁' for a space), token id. Each column is one token's chip.
 std::string prompt_rows(const Inspection& ins) {
   std::vector<std::string> pos, chr, ids;
   for (std::size_t i = 0; i < ins.n(); ++i) {
-    std::string p = std::to_string(i), ch = visible_char(ins.prompt[i]),
+    std::string p = std::to_string(i), ch = ins.position_label(i),
                 id = std::to_string(ins.tokens[i]);
     std::size_t w = std::max({display_width(p), display_width(ch), display_width(id)});
     pos.push_back(pad_left(p, w));
     chr.push_back(pad_left(ch, w));
     ids.push_back(pad_left(id, w));
   }
-  return "  position  " + join(pos, " ") + "\n" + "  character " + join(chr, " ") + "\n" +
-         "  token id  " + join(ids, " ") + "\n";
+  // A BPE model's tokens are several characters long: a '|' between them shows the boundaries.
+  const std::string sep = ins.bpe ? "|" : " ";
+  return "  position  " + join(pos, sep) + "\n" + (ins.bpe ? "  token     " : "  character ") +
+         join(chr, sep) + "\n" + "  token id  " + join(ids, sep) + "\n";
 }
 
 /// Every snapshot of `layer`, then the model-wide ones: name, shape, min, max, mean, meaning.
@@ -239,7 +257,8 @@ std::string next_token_bars(const Inspection& ins, std::size_t k) {
   for (std::size_t r = 0; r < top.size(); ++r) {
     const TopToken& t = top[r];
     total += t.prob;
-    std::string label = t.id == 0 ? "<unk>" : "'" + visible_char(t.character) + "'";
+    const std::string shown_label = ins.vocab_label(t.id);
+    std::string label = !ins.bpe && t.id == 0 ? shown_label : "'" + shown_label + "'";
     const double shown =
         t.prob > 0 ? std::min(t.prob, 1.0) : 0.0;  // NaN -> no bar (not 2^63 blocks)
     std::size_t bar = static_cast<std::size_t>(std::lround(shown * 40));
@@ -263,8 +282,8 @@ std::string render_overview(const Inspection& ins, std::size_t layer, std::size_
       "Model: vocab {}, d_model {}, {} layers, {} query heads and {} KV heads of dim {}, "
       "context {}\n",
       c.vocab_size, c.d_model, c.n_layers, c.n_heads, c.n_kv_heads, c.head_dim(), c.context_length);
-  out += fmt::format("Prompt: {} ({} characters = {} tokens)\n", quoted_prompt(ins.prompt),
-                     ins.prompt.size(), ins.n());
+  out += fmt::format("Prompt: {} ({} characters = {} tokens{})\n", quoted_prompt(ins.prompt),
+                     ins.prompt.size(), ins.n(), ins.bpe ? "; '▁' is a space, <0xNN> a byte" : "");
   out += prompt_rows(ins);
   out += fmt::format("\nLayer {} snapshots (batch axis removed; n = {} positions, m = {} keys):\n",
                      layer, ins.n(), ins.n());
@@ -314,9 +333,9 @@ std::string render_snapshot(const Inspection& ins, std::size_t layer, std::size_
     for (std::size_t c = 0; c < cols; ++c) {
       std::string label;
       if (view.cols_are_positions)
-        label = c < ins.prompt.size() ? visible_char(ins.prompt[c]) : "?";
+        label = ins.position_label(c);
       else
-        label = c == 0 ? "<unk>" : visible_char(c < ins.vocab.size() ? ins.vocab[c] : U'?');
+        label = ins.vocab_label(static_cast<std::int32_t>(c));
       header.back().push_back(label);
       col_chars.push_back(label);
     }

@@ -23,8 +23,8 @@ std::string render_overview(const Inspection& inspection, std::size_t layer, std
                             const RenderOptions& options = {});
 
 /// `glass inspect --snapshot NAME`: the chosen head's values, rounded and aligned, with the
-/// prompt's characters as labels where an axis is positions; a heatmap for attn.softmax,
-/// attn.scores and attn.mask.
+/// prompt's tokens as labels (characters, or a BPE model's token texts) where an axis is
+/// positions; a heatmap for attn.softmax, attn.scores and attn.mask.
 std::string render_snapshot(const Inspection& inspection, std::size_t layer, std::size_t head,
                             const std::string& name, const RenderOptions& options = {});
 

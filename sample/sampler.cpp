@@ -13,12 +13,15 @@
 namespace glass {
 inline namespace GLASS_PRECISION {
 
-std::string context_sentence(std::size_t window) {
+std::string context_sentence(std::size_t window, const std::string& unit) {
   const std::string t = std::to_string(window);
-  return "the model's context is " + t +
-         " characters (the windows it trained on); past them, "
-         "generation rolls its window on: each new character sees the " +
-         t + " before it";
+  const std::string one = !unit.empty() && unit.back() == 's'
+                              ? unit.substr(0, unit.size() - 1)
+                              : unit;  // "characters" -> "character"
+  return "the model's context is " + t + " " + unit +
+         " (the windows it trained on); past them, "
+         "generation rolls its window on: each new " +
+         one + " sees the " + t + " before it";
 }
 
 void validate(const SamplingOptions& options) {

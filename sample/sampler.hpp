@@ -36,11 +36,12 @@ const char* to_string(WindowMode mode);
 /// The WindowMode named "rolling" or "exact"; std::invalid_argument for any other name.
 WindowMode parse_window_mode(const std::string& name);
 
-/// The one sentence every command uses to state the model's context (`window` characters: the
+/// The one sentence every command uses to state the model's context (`window` tokens: the
 /// training context recorded in config.json, else the model's context_length) and what happens
 /// past it, e.g. "the model's context is 64 characters (the windows it trained on); past them,
-/// generation rolls its window on: each new character sees the 64 before it".
-std::string context_sentence(std::size_t window);
+/// generation rolls its window on: each new character sees the 64 before it". `unit` names the
+/// tokens in the plural: "characters" (a character model) or "tokens" (a BPE model).
+std::string context_sentence(std::size_t window, const std::string& unit = "characters");
 
 /// How the next character is chosen from the logits. The steps, in this order (next_token_probs):
 /// repetition penalty on the raw logits, temperature, top-k, softmax, top-p, min-p. llama.cpp's

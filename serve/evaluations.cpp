@@ -71,7 +71,8 @@ std::string choose_probe(const ServeOptions& o, const LoadedModel& m,
     if (!probe.empty()) return probe;
   }
   std::u32string letters;
-  for (char32_t c : m.tokenizer.chars())
+  const std::vector<char32_t>& chars = m.bpe ? m.bpe->chars() : m.tokenizer.chars();
+  for (char32_t c : chars)
     if (letters.size() < std::min(kProbeChars, context)) letters += c;
   return u32_to_utf8(letters);
 }
@@ -86,13 +87,17 @@ std::size_t window_of(const std::string& files_dir, const ModelConfig& config) {
 }
 
 /// The evaluation of the save in `files_dir` (the model `loaded`, sampling window `window`):
-/// its step and save, its losses in log.csv, a sample of `sample_tokens` characters (seed 1337)
+/// its step and save, its losses in log.csv, a sample of `sample_tokens` tokens (seed 1337)
 /// and the attention of `probe`. Its forward passes run under `compute`, one at a time with the
 /// requests'.
 json evaluate_save(const LoadedModel& loaded, const std::string& files_dir,
                    const std::string& probe, std::size_t window, std::size_t sample_tokens,
                    std::mutex& compute) {
-  const std::u32string probe_text = utf8_to_u32(probe).substr(0, window);
+  std::u32string probe_text = utf8_to_u32(probe).substr(0, window);
+  // A BPE probe of more tokens than the window (the dummy prefix, byte tokens) loses characters
+  // at its end until it fits.
+  while (probe_text.size() > 1 && prompt_tokens(loaded, probe_text).size() > window)
+    probe_text.pop_back();
   Inspection ins;
   std::vector<std::int32_t> ids;
   {
@@ -100,8 +105,8 @@ json evaluate_save(const LoadedModel& loaded, const std::string& files_dir,
     ins = inspect(loaded, probe_text, /*allow_unknown=*/true);
     SamplingOptions sampling;
     std::mt19937_64 rng(1337);
-    ids = generate(*loaded.model, {serve_api::start_id(loaded.tokenizer)}, sample_tokens, window,
-                   sampling, rng);
+    ids = generate(*loaded.model, {serve_api::start_id(loaded)}, sample_tokens, window, sampling,
+                   rng);
   }
   json e;
   long step = -1;
@@ -115,7 +120,10 @@ json evaluate_save(const LoadedModel& loaded, const std::string& files_dir,
     if (std::isfinite(p.train_loss)) e["train_loss"] = p.train_loss;
     if (std::isfinite(p.val_loss)) e["val_loss"] = p.val_loss;
   }
-  e["sample"] = loaded.tokenizer.decode_utf8(ids);
+  e["sample"] = loaded.bpe ? loaded.bpe->decode_utf8(ids, /*drop_dummy_prefix=*/false)
+                           : loaded.tokenizer.decode_utf8(ids);
+  e["tokens"] = ins.tokens;  // the probe's tokens, the attention's rows and columns
+  e["token_texts"] = ins.token_texts;
   e["attention"] = serve_api::attention_json(ins);
   return e;
 }
@@ -133,10 +141,6 @@ bool Server::load_if_new(const std::string& files_dir, std::string* error) {
   std::size_t window = 0;
   try {
     *loaded = load_checkpoint(files_dir);
-    if (loaded->bpe)  // the live page and its routes speak characters so far
-      throw CheckpointError(files_dir +
-                            ": glass serve does not support BPE checkpoints yet (a model "
-                            "trained with --tokenizer bpe)");
     window = window_of(files_dir, loaded->config);
     {
       std::lock_guard lock(state_mutex_);

@@ -65,7 +65,9 @@ json inspect_json(const Inspection& ins, std::size_t k, std::size_t unknown) {
   json j;
   j["prompt"] = u32_to_utf8(ins.prompt);
   j["chars"] = chars_json(ins.prompt);
+  j["tokenizer"] = ins.bpe ? "bpe" : "char";
   j["tokens"] = ins.tokens;
+  j["token_texts"] = ins.token_texts;
   j["unknown"] = unknown;
   j["attention"] = attention_json(ins);
   const std::size_t n = ins.n(), V = ins.config.vocab_size;
@@ -77,7 +79,8 @@ json inspect_json(const Inspection& ins, std::size_t k, std::size_t unknown) {
     json best = json::array();
     for (const TopToken& t : top_k(ins, i, k))
       best.push_back({{"id", t.id},
-                      {"char", t.id == 0 ? std::string() : char_to_utf8(t.character)},
+                      {"char", ins.bpe || t.id == 0 ? std::string() : char_to_utf8(t.character)},
+                      {"text", !ins.bpe && t.id == 0 ? std::string() : t.text},
                       {"p", rounded(t.prob)}});
     top.push_back(std::move(best));
   }

@@ -30,7 +30,9 @@ nlohmann::json chars_json(const std::u32string& text);
 /// attn.softmax of every layer: [layer][head][query i][key j], rounded.
 nlohmann::json attention_json(const Inspection& inspection);
 
-/// The answer of /api/inspect: prompt, chars, tokens, `unknown` (characters mapped to id 0),
+/// The answer of /api/inspect: prompt, chars (the prompt's characters), tokenizer ("char" or
+/// "bpe"), tokens and token_texts (one per position: a BPE token as its vocabulary writes it,
+/// "▁de", "<0x0A>"; a character model's character), `unknown` (characters mapped to id 0),
 /// the attention, rounded logits and the `k` most probable next tokens at every position, and
 /// every snapshot's shape, min, max and mean.
 nlohmann::json inspect_json(const Inspection& inspection, std::size_t k, std::size_t unknown);

@@ -11,6 +11,7 @@
 
 #include "data/json_no_duplicates.hpp"
 #include "data/text.hpp"
+#include "inspect/inspect.hpp"
 
 namespace glass::serve_api {
 
@@ -144,7 +145,9 @@ SamplingOptions sampling_fields(const json& body, std::size_t vocab_size) {
 
 /// A 400 naming the prompt's characters outside the vocabulary, unless there are none; the fix
 /// is named in the API's words (the JSON field allow_unknown, not the command line's flag).
-void refuse_unknown(const std::u32string& prompt, const Tokenizer& tokenizer) {
+void refuse_unknown(const std::u32string& prompt, const LoadedModel& model) {
+  if (model.bpe) return;  // byte fallback: every character has tokens
+  const Tokenizer& tokenizer = model.tokenizer;
   std::set<char32_t> unknown;
   for (char32_t c : prompt)
     if (!tokenizer.contains(c)) unknown.insert(c);
@@ -159,23 +162,45 @@ void refuse_unknown(const std::u32string& prompt, const Tokenizer& tokenizer) {
 
 /// A 400 when an inspected prompt is longer than the model's context (`window`): inspection
 /// shows one window, position by position, as glass inspect does.
-void refuse_past_context(const std::u32string& prompt, std::size_t window) {
-  if (prompt.size() > window)
+void refuse_past_context(const std::u32string& prompt, const LoadedModel& model,
+                         std::size_t window) {
+  // A character model's length is its characters; a BPE prompt is encoded to count its tokens.
+  const std::size_t length = model.bpe ? prompt_tokens(model, prompt).size() : prompt.size();
+  const char* unit = token_unit(model);
+  if (length > window)
     throw BadRequest(
-        fmt::format("the prompt has {} characters; {}. Inspection shows one window: "
-                    "send at most {} characters",
-                    prompt.size(), context_sentence(window), window));
+        fmt::format("the prompt has {} {}; {}. Inspection shows one window: send at most {} {}",
+                    length, unit, context_sentence(window, unit), window, unit));
 }
 
-std::int32_t start_id(const Tokenizer& tokenizer) {
+std::int32_t start_id(const LoadedModel& model) {
+  if (model.bpe) return model.bpe->encode(U"\n").back();  // "\n" after the dummy prefix
+  const Tokenizer& tokenizer = model.tokenizer;
   return tokenizer.contains(U'\n') ? tokenizer.id_of(U'\n') : 1;
 }
 
-std::vector<std::int32_t> prompt_ids(const std::u32string& prompt, const Tokenizer& tokenizer,
+std::vector<std::int32_t> prompt_ids(const std::u32string& prompt, const LoadedModel& model,
                                      std::size_t window) {
-  std::vector<std::int32_t> ids = tokenizer.encode(prompt, /*map_unknown=*/true);
-  if (ids.empty()) ids = {start_id(tokenizer)};
+  std::vector<std::int32_t> ids = prompt_tokens(model, prompt);
+  if (ids.empty()) ids = {start_id(model)};
   if (ids.size() > window) ids.erase(ids.begin(), ids.end() - static_cast<long>(window));
+  return ids;
+}
+
+std::vector<std::int32_t> token_ids_field(const json& body, std::size_t vocab_size,
+                                          std::size_t window) {
+  const json& list = body.at("tokens");
+  if (!list.is_array() || list.empty() || list.size() > window)
+    throw BadRequest(fmt::format(
+        "'tokens' must be a list of 1 to {} token ids (the context), as /api/inspect answers them",
+        window));
+  std::vector<std::int32_t> ids;
+  for (const json& v : list) {
+    if (!v.is_number_unsigned() || v.get<std::uint64_t>() >= vocab_size)
+      throw BadRequest(fmt::format("'tokens' must hold token ids from 0 to {} (got {})",
+                                   vocab_size - 1, v.dump()));
+    ids.push_back(static_cast<std::int32_t>(v.get<std::uint64_t>()));
+  }
   return ids;
 }
 

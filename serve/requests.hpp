@@ -13,6 +13,7 @@
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
+#include "checkpoint/checkpoint.hpp"
 #include "data/tokenizer.hpp"
 #include "sample/sampler.hpp"
 
@@ -64,20 +65,28 @@ SamplingOptions sampling_fields(const json& body, std::size_t vocab_size);
 
 /// The prompt as characters. Throws BadRequest when it is not valid UTF-8.
 std::u32string decode_prompt(const std::string& utf8);
-/// A 400 naming the prompt's characters outside the vocabulary, unless there are none; the fix
-/// is named in the API's words (the JSON field allow_unknown, not the command line's flag).
-void refuse_unknown(const std::u32string& prompt, const Tokenizer& tokenizer);
-/// A 400 when an inspected prompt is longer than the model's context (`window`): inspection
-/// shows one window, position by position, as glass inspect does.
-void refuse_past_context(const std::u32string& prompt, std::size_t window);
+/// A 400 naming the prompt's characters outside a character model's vocabulary, unless there
+/// are none; the fix is named in the API's words (the JSON field allow_unknown, not the command
+/// line's flag). A BPE model has no unknown characters (byte fallback): never a 400.
+void refuse_unknown(const std::u32string& prompt, const LoadedModel& model);
+/// A 400 when an inspected prompt is longer than the model's context (`window` tokens: a
+/// character model's characters, a BPE model's tokens): inspection shows one window, position
+/// by position, as glass inspect does.
+void refuse_past_context(const std::u32string& prompt, const LoadedModel& model,
+                         std::size_t window);
 
 /// The id generation starts from when the prompt is empty: a newline (start of a paragraph),
-/// as `glass sample` does.
-std::int32_t start_id(const Tokenizer& tokenizer);
-/// The ids generation continues from: the prompt's (unknown characters as id 0), start_id for
-/// an empty prompt, a prompt longer than `window` cropped to its last `window` (as glass sample).
-std::vector<std::int32_t> prompt_ids(const std::u32string& prompt, const Tokenizer& tokenizer,
+/// as `glass sample` does (a BPE model: the last token of "\n" after the dummy prefix).
+std::int32_t start_id(const LoadedModel& model);
+/// The ids generation continues from: the prompt's (a character model's unknown characters as
+/// id 0; a BPE model's tokens, inspect's prompt_tokens), start_id for an empty prompt, a prompt
+/// longer than `window` tokens cropped to its last `window` (as glass sample).
+std::vector<std::int32_t> prompt_ids(const std::u32string& prompt, const LoadedModel& model,
                                      std::size_t window);
+/// The ids of a body's "tokens" field (a list of ids, as /api/inspect answers them): each below
+/// `vocab_size`, 1 to `window` of them. Throws BadRequest naming the field.
+std::vector<std::int32_t> token_ids_field(const json& body, std::size_t vocab_size,
+                                          std::size_t window);
 
 /// `text` with every `from` replaced by `to`.
 std::string replace_all(std::string text, const std::string& from, const std::string& to);

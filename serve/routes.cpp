@@ -101,7 +101,7 @@ void Server::answer_inspector(const httplib::Request& req, httplib::Response& re
   const std::u32string prompt = decode_prompt(req.get_param_value("prompt"));
   std::size_t window = 0;
   const auto m = model(&window);
-  refuse_past_context(prompt, window);
+  refuse_past_context(prompt, *m, window);
   Inspection ins;
   try {
     std::lock_guard lock(compute_mutex_);

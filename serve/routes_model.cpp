@@ -46,9 +46,17 @@ void Server::answer_info(const httplib::Request&, httplib::Response& res) {
     j["config"] = model_sizes_json(model_->config);
     j["window"] = window_;
     j["max_prompt_chars"] = window_;  // inspection; a sample keeps a longer prompt's last window_
-    j["context_note"] = context_sentence(window_);
-    json vocab = json::array({""});  // id 0: the unknown token
-    for (char32_t c : model_->tokenizer.chars()) vocab.push_back(char_to_utf8(c));
+    j["tokenizer"] = model_->bpe ? "bpe" : "char";
+    j["unit"] = token_unit(*model_);  // what the context counts: "characters" or "tokens"
+    j["context_note"] = context_sentence(window_, token_unit(*model_));
+    json vocab = json::array();
+    if (model_->bpe) {  // each id's text as the vocabulary writes it: "<unk>", "<0x0A>", "▁de"
+      for (std::size_t id = 0; id < model_->bpe->vocab_size(); ++id)
+        vocab.push_back(model_->bpe->token_text(static_cast<std::int32_t>(id)));
+    } else {
+      vocab.push_back("");  // id 0: the unknown token
+      for (char32_t c : model_->tokenizer.chars()) vocab.push_back(char_to_utf8(c));
+    }
     j["vocab"] = std::move(vocab);
   }
   send_json(res, j);
@@ -62,8 +70,8 @@ void Server::answer_inspect(const httplib::Request& req, httplib::Response& res)
   const bool allow_unknown = bool_field(body, "allow_unknown", false);
   std::size_t window = 0;
   const auto m = model(&window);
-  refuse_past_context(prompt, window);
-  if (!allow_unknown) refuse_unknown(prompt, m->tokenizer);
+  refuse_past_context(prompt, *m, window);
+  if (!allow_unknown) refuse_unknown(prompt, *m);
   std::size_t unknown = 0;
   Inspection ins;
   try {
@@ -86,21 +94,26 @@ void Server::answer_sample(const httplib::Request& req, httplib::Response& res) 
   const std::uint64_t seed = integer_field(body, "seed", 1337, 0, UINT64_MAX);
   const auto n =
       static_cast<std::size_t>(integer_field(body, "n", 200, 1, options_.max_sample_tokens));
-  // A prompt longer than the context is cropped to its last `window` characters, as glass
+  // A prompt longer than the context is cropped to its last `window` tokens, as glass
   // sample does (the body limit bounds it).
-  if (!bool_field(body, "allow_unknown", false)) refuse_unknown(prompt, m->tokenizer);
-  const std::vector<std::int32_t> ids = prompt_ids(prompt, m->tokenizer, window);
-  // The characters go out as they are chosen (chunked transfer encoding).
+  if (!bool_field(body, "allow_unknown", false)) refuse_unknown(prompt, *m);
+  const std::vector<std::int32_t> ids = prompt_ids(prompt, *m, window);
+  // The text goes out as the tokens are chosen (chunked transfer encoding); a BPE model's byte
+  // tokens wait until they make a whole character.
   res.set_chunked_content_provider(
       "text/plain; charset=utf-8",
       [this, m, ids, n, window, sampling, seed](std::size_t, httplib::DataSink& sink) {
         std::lock_guard lock(compute_mutex_);
         std::mt19937_64 rng(seed);
+        StreamDecoder stream(&m->tokenizer, m->bpe ? &*m->bpe : nullptr);
         try {
           generate(*m->model, ids, n, window, sampling, rng, [&](std::int32_t id) {
-            const std::string piece = m->tokenizer.decode_utf8({id});
-            if (stopping_ || !sink.write(piece.data(), piece.size())) throw ClientGone{};
+            const std::string piece = stream.push(id);  // "" while a character waits for bytes
+            if (stopping_ || (!piece.empty() && !sink.write(piece.data(), piece.size())))
+              throw ClientGone{};
           });
+          const std::string rest = stream.flush();  // an incomplete character: U+FFFD
+          if (!rest.empty() && !sink.write(rest.data(), rest.size())) return false;
         } catch (const ClientGone&) {
           return false;
         } catch (const std::exception& e) {  // after the first character the status is sent
@@ -113,16 +126,24 @@ void Server::answer_sample(const httplib::Request& req, httplib::Response& res) 
 }
 
 void Server::answer_next(const httplib::Request& req, httplib::Response& res) {
-  const json body = parse_body(req, {"prompt", "temperature", "top_k", "top_p", "min_p",
+  const json body = parse_body(req, {"prompt", "tokens", "temperature", "top_k", "top_p", "min_p",
                                      "repeat_penalty", "repeat_last_n", "allow_unknown"});
   const std::u32string prompt = decode_prompt(string_field(body, "prompt", ""));
   std::size_t window = 0;
   const auto m = model(&window);
   const SamplingOptions sampling = sampling_fields(body, m->config.vocab_size);
-  if (!bool_field(body, "allow_unknown", false)) refuse_unknown(prompt, m->tokenizer);
-  // The ids the first character of /api/sample would follow (the prompt's last `window`), and
-  // the probabilities it would be drawn from: the same logits, the same sampler.
-  const std::vector<std::int32_t> ids = prompt_ids(prompt, m->tokenizer, window);
+  // The ids the first token of /api/sample would follow (the prompt's last `window`), and the
+  // probabilities it would be drawn from: the same logits, the same sampler. "tokens" (ids as
+  // /api/inspect answers them) instead of the prompt: the tokens up to one position exactly,
+  // where a BPE prompt cut after a token might encode otherwise.
+  std::vector<std::int32_t> ids;
+  if (body.contains("tokens")) {
+    if (body.contains("prompt")) throw BadRequest("give \"prompt\" or \"tokens\", not both");
+    ids = token_ids_field(body, m->config.vocab_size, window);
+  } else {
+    if (!bool_field(body, "allow_unknown", false)) refuse_unknown(prompt, *m);
+    ids = prompt_ids(prompt, *m, window);
+  }
   std::vector<double> probs;
   {
     std::lock_guard lock(compute_mutex_);

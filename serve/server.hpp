@@ -7,16 +7,20 @@
 //   POST /api/inspect          {"prompt": T, "top_k": K}: attention weights of every layer and
 //                              head, logits and top-k next tokens at every position, the shape
 //                              and min/max/mean of every snapshot
-//   POST /api/sample           {"prompt", "temperature", "top_k", "top_p", "seed", "n"}: the
-//                              generated characters, streamed as they are chosen (text/plain)
-//   POST /api/next             {"prompt", "temperature", "top_k", "top_p", ...}: the
-//                              probabilities the sampler draws the character after the prompt
+//   POST /api/sample           {"prompt", "temperature", "top_k", "top_p", "seed", "n"}: the text
+//                              of n generated tokens, streamed as they are chosen (text/plain)
+//   POST /api/next             {"prompt" or "tokens", "temperature", "top_k", "top_p", ...}: the
+//                              probabilities the sampler draws the token after the prompt
 //                              from (sample/sampler.hpp, generation_probs)
 //   GET  /api/log?since=S      the per-step log rows with step > S (RUN/steps.csv) and the
 //                              evaluations of the current save (log.csv)
 //   GET  /api/evals?since=K    the evaluations kept whose index is K or more: their step, a sample
 //                              and the attention of the fixed probe prompt (the first save's and
 //                              the last max_evaluations are kept)
+//
+// A token is a character of a character model or a subword of a BPE model (its tokenizer.json):
+// prompts go through the checkpoint's tokenizer, the context counts tokens, and the answers give
+// each token's id and text.
 //
 // Safe by default: it binds 127.0.0.1 unless told otherwise; it serves only the pages built into
 // the program (no request path reaches the file system); bodies are at most 64 KiB and prompts
@@ -73,8 +77,8 @@ struct ServeOptions {
   /// a request may give; any other answers 421 (a web page of another site reaching this server
   /// through DNS rebinding sends its own name).
   std::vector<std::string> allowed_hosts;
-  std::size_t max_sample_tokens = 2000;  ///< most characters one /api/sample may ask for
-  std::size_t eval_sample_tokens = 120;  ///< characters sampled at each new save
+  std::size_t max_sample_tokens = 2000;  ///< most tokens one /api/sample may ask for
+  std::size_t eval_sample_tokens = 120;  ///< tokens sampled at each new save
   /// Evaluations kept for /api/evals besides the first save's: the newest ones (older ones are
   /// dropped, so the server's memory and the answer to since=0 stay bounded on a long run).
   std::size_t max_evaluations = 200;

@@ -25,6 +25,13 @@ function visible(c) {
   return c;
 }
 
+// A token's text as a visible label: each character through visible(), so a character model's
+// token looks as above and a BPE token keeps its "▁" for a space and "<0xNN>" for a byte
+// ("▁de", "⏎", "<0x0A>"; as token_label in inspect/inspect.cpp).
+function visibleText(text) {
+  return Array.from(text, visible).join("");
+}
+
 // A new element `tag` with class `cls` (if any) and text `text` (if given).
 function make(tag, cls, text) {
   const e = document.createElement(tag);

@@ -60,12 +60,19 @@ function attentionTable(id, labels, weights, info, describe) {
   return table;
 }
 
+// The labels of an /api/inspect answer's positions: one per token (a character, or a BPE
+// token's text: "▁de", "<0x0A>").
+function tokenLabels(R) { return (R.token_texts || R.chars).map(visibleText); }
+
+// Whether the served model reads BPE tokens (else one token per character).
+function isBpe() { return !!live.info && live.info.tokenizer === "bpe"; }
+
 function drawAttention() {
   const R = live.result;
   const box = $("attn-heatmap"), linesBox = $("attn-lines");
   box.textContent = ""; linesBox.textContent = "";
   if (!R) return;
-  const labels = R.chars.map(visible);
+  const labels = tokenLabels(R);
   const C = live.info.config;
   const L = live.layer, H = live.head;
   const describe = (l, h) => (i, j, v) => "layer " + l + " head " + h + ": query " + i + " '" + labels[i] + "' → key " + j + " '" + labels[j] + "' = " + v.toFixed(4) + (j > i ? " (future: masked)" : "");
@@ -76,7 +83,7 @@ function drawAttention() {
     $("attn-info").textContent = "query " + i + " '" + labels[i] + "' (layer " + L + ", head " + H + ") looks most at " + best.map(([v, j]) => j + " '" + labels[j] + "' " + v.toFixed(3)).join(", ");
   };
   if (live.view === "heatmap") {
-    $("attn-title").textContent = "Attention: layer " + L + ", head " + H + " — (" + R.chars.length + " × " + R.chars.length + ")";
+    $("attn-title").textContent = "Attention: layer " + L + ", head " + H + " — (" + R.tokens.length + " × " + R.tokens.length + ")";
     box.appendChild(attentionTable("attention-heatmap", labels, R.attention[L][H], $("attn-info"), describe(L, H)));
     return;
   }
@@ -142,14 +149,15 @@ async function drawNext() {
   $("min-p-value").textContent = s.min_p.toFixed(2) + (s.min_p === 0 ? " (off)" : "");
   const R = live.result;
   if (!R) { $("next-bars").textContent = ""; return; }
-  const n = R.chars.length;
+  const n = R.tokens.length;
   const pos = live.pos >= 0 && live.pos < n ? live.pos : n - 1;
   const seq = ++live.nextSeq;
   let answer;
   try {
     const r = await fetch("api/next", {
       method: "POST", headers: { "Content-Type": "application/json" },
-      body: JSON.stringify({ prompt: R.chars.slice(0, pos + 1).join(""), ...samplingBody(s) }),
+      // The tokens up to the position (a BPE prompt cut there might encode otherwise).
+      body: JSON.stringify({ tokens: R.tokens.slice(0, pos + 1), ...samplingBody(s) }),
     });
     answer = await r.json();
     if (seq !== live.nextSeq) return;  // the settings or the position changed meanwhile
@@ -163,19 +171,19 @@ async function drawNext() {
   drawBars(R, pos, answer.probs);
 }
 
-// The 10 most probable next characters after `pos` as bars (probs: one per vocabulary id).
+// The 10 most probable next tokens after `pos` as bars (probs: one per vocabulary id).
 function drawBars(R, pos, probs) {
   const box = $("next-bars");
   box.textContent = "";
-  const labels = R.chars.map(visible);
+  const labels = tokenLabels(R);
   const order = probs.map((_, id) => id).sort((a, b) => probs[b] - probs[a] || a - b);
   const kept = probs.filter((v) => v > 0).length;
   $("next-title").textContent = "Next token after position " + pos + " (…" + labels.slice(0, pos + 1).join("").slice(-24) + ")";
-  $("next-kept").textContent = kept + " of " + (probs.length - 1) + " characters can be drawn; the 10 most probable:";
+  $("next-kept").textContent = kept + " of " + (isBpe() ? probs.length + " tokens" : (probs.length - 1) + " characters") + " can be drawn; the 10 most probable:";
   for (const id of order.slice(0, 10)) {
     if (probs[id] <= 0) break;
     const bar = make("div", "next-bar");
-    const label = visible(live.info.vocab[id]);
+    const label = visibleText(live.info.vocab[id]);
     bar.dataset.char = live.info.vocab[id];
     bar.dataset.p = probs[id].toFixed(4);
     bar.appendChild(make("span", "ch", "'" + label + "'"));
@@ -197,18 +205,20 @@ function drawPrompt() {
   const tokens = $("prompt-tokens");
   tokens.textContent = "";
   if (!R) return;
-  R.chars.forEach((c, i) => {
-    const t = make("span", "token", visible(c));
+  // One chip per token: its text and its id.
+  const labels = tokenLabels(R);
+  labels.forEach((label, i) => {
+    const t = make("span", "token", label);
     t.appendChild(make("small", "", String(R.tokens[i])));
-    t.title = "position " + i + ", token id " + R.tokens[i];
+    t.title = "position " + i + ", token id " + R.tokens[i] + (R.token_texts ? ", text '" + R.token_texts[i] + "'" : "");
     tokens.appendChild(t);
   });
   const sel = $("pos-select");
   const keep = live.pos;
   sel.textContent = "";
-  R.chars.forEach((c, i) => { const o = make("option", "", i + " '" + visible(c) + "'"); o.value = String(i); sel.appendChild(o); });
-  live.pos = keep >= 0 && keep < R.chars.length ? keep : -1;
-  sel.value = String(live.pos >= 0 ? live.pos : R.chars.length - 1);
+  labels.forEach((label, i) => { const o = make("option", "", i + " '" + label + "'"); o.value = String(i); sel.appendChild(o); });
+  live.pos = keep >= 0 && keep < labels.length ? keep : -1;
+  sel.value = String(live.pos >= 0 ? live.pos : labels.length - 1);
   $("inspector-link").href = "inspector?prompt=" + encodeURIComponent(R.prompt) + "#layer=" + live.layer + "&head=" + live.head;
 }
 
@@ -356,7 +366,7 @@ function drawEvaluation() {
   if (live.evals.length === 0) return;
   const k = Number(slider.value);
   const e = live.evals[k];
-  const labels = live.probeChars.map(visible);
+  const labels = (e.token_texts || live.probeChars).map(visibleText);
   const L = Math.min(live.layer, e.attention.length - 1), H = Math.min(live.head, e.attention[L].length - 1);
   $("eval-label").textContent = "evaluation " + (k + 1) + " of " + live.evals.length + ": step " + e.step +
       (e.val_loss !== null ? ", val loss " + e.val_loss.toFixed(4) : "") + " — layer " + L + ", head " + H;
@@ -414,7 +424,7 @@ async function refreshInfo() {
   const C = info.config;
   // The vocabulary in glass train's words (train/loss_notes.hpp, vocabulary_words).
   $("meta").textContent = "checkpoint " + info.checkpoint + " · save " + info.save + (info.step != null ? " (step " + info.step + ")" : "") +
-      " · vocabulary " + C.vocab_size + " (" + (C.vocab_size - 1) + " characters + the unknown id 0) · d_model " + C.d_model + " · " + C.n_layers + " layers · " + C.n_heads +
+      " · vocabulary " + C.vocab_size + (info.tokenizer === "bpe" ? " BPE tokens (▁ = space, <0xNN> = a byte)" : " (" + (C.vocab_size - 1) + " characters + the unknown id 0)") + " · d_model " + C.d_model + " · " + C.n_layers + " layers · " + C.n_heads +
       " query heads, " + C.n_kv_heads + " KV heads of dim " + C.head_dim + " · " + info.context_note;
   if (first) {
     for (let l = 0; l < C.n_layers; l++) { const o = make("option", "", "layer " + l); o.value = String(l); $("layer-select").appendChild(o); }

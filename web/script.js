@@ -26,7 +26,7 @@ function topK(probs, k) {
   for (let i = 0; i < probs.shape[0]; i++) {
     const row = probs.values.slice(i * V, (i + 1) * V);
     const ids = row.map((_, id) => id).sort((a, b) => row[b] - row[a] || a - b).slice(0, k);
-    rows.push(ids.map((id) => ({ id, label: visible(I.vocab[id]), p: row[id] })));
+    rows.push(ids.map((id) => ({ id, label: D.vocab_labels[id], p: row[id] })));
   }
   return rows;
 }
@@ -35,8 +35,10 @@ const D = {
   title: VIEW.title, checkpoint: VIEW.checkpoint, meaning: VIEW.meaning || {}, loss: VIEW.loss,
   initial: { layer: Math.min(VIEW.layer || 0, I.config.n_layers - 1), head: Math.min(VIEW.head || 0, I.config.n_heads - 1) },
   config: I.config, tokens: I.tokens,
-  labels: I.chars.map(visible),
-  vocab_labels: I.vocab.map((c, id) => id === 0 ? "<unk>" : visible(c)),
+  // A BPE model's tokens are subwords: each position is one token, labelled with its text.
+  bpe: I.tokenizer === "bpe",
+  labels: (I.token_texts || I.chars).map(visibleText),
+  vocab_labels: I.vocab.map((c, id) => id === 0 && I.tokenizer !== "bpe" ? "<unk>" : visibleText(c)),
   top_k: Math.min(VIEW.top_k || 5, I.vocab.length),
   snapshots: {}, order: [],
 };
@@ -270,7 +272,7 @@ function drawTopK() {
     box.appendChild(make("div", "ctx", "after " + i + ": …" + ctx(i).slice(-24)));
     for (const t of D.topk[i]) {
       const bar = make("div", "topk-bar");
-      bar.appendChild(make("span", "ch", t.id === 0 ? "<unk>" : "'" + t.label + "'"));
+      bar.appendChild(make("span", "ch", t.id === 0 && !D.bpe ? "<unk>" : "'" + t.label + "'"));
       const track = make("div", "track");
       const fill = make("div", "fill");
       fill.style.width = (100 * t.p).toFixed(1) + "%";
@@ -292,7 +294,7 @@ function drawLoss() {
     return;
   }
   box.innerHTML = lossChartSvg(L, { title: "", id: "loss-svg" });
-  box.appendChild(make("div", "legend", "cross-entropy in nats per character; " + L.step.length + " logged steps"));
+  box.appendChild(make("div", "legend", "cross-entropy in nats per " + (D.bpe ? "token" : "character") + "; " + L.step.length + " logged steps"));
 }
 
 function drawAll() {
@@ -323,11 +325,12 @@ function loadHash() {
 // Header and selectors.
 document.title = D.title;
 $("title").textContent = D.title;
-$("meta").textContent = "checkpoint " + D.checkpoint + " · vocab " + C.vocab_size + " · d_model " + C.d_model + " · " + C.n_layers + " layers · " + C.n_heads + " query heads, " + C.n_kv_heads + " KV heads of dim " + C.head_dim + " · prompt of " + n + " characters";
+$("meta").textContent = "checkpoint " + D.checkpoint + " · vocab " + C.vocab_size + " · d_model " + C.d_model + " · " + C.n_layers + " layers · " + C.n_heads + " query heads, " + C.n_kv_heads + " KV heads of dim " + C.head_dim + " · prompt of " + (D.bpe ? n + " BPE tokens (▁ = space, <0xNN> = a byte)" : n + " characters");
+// One chip per token: its text and its id.
 for (let i = 0; i < n; i++) {
   const t = make("span", "token", D.labels[i]);
   t.appendChild(make("small", "", String(D.tokens[i])));
-  t.title = "position " + i + ", token id " + D.tokens[i];
+  t.title = "position " + i + ", token id " + D.tokens[i] + (D.bpe ? ", text '" + I.token_texts[i] + "'" : "");
   $("prompt-tokens").appendChild(t);
 }
 for (let l = 0; l < C.n_layers; l++) { const o = make("option", "", "layer " + l); o.value = String(l); $("layer-select").appendChild(o); }

@@ -1,8 +1,9 @@
 // `glass train --tokenizer bpe` through the real binary: a tiny BPE model trained, evaluated,
 // sampled and resumed end to end; its tokenizer.json in each save (atomic, in the manifest);
-// bits per byte printed as the formula says on counts computed here; and the refusals (a bad
-// --vocab-size, a missing, corrupt or foreign tokenizer.json, the commands that do not read BPE
-// checkpoints yet), each with a clear message and a non-zero exit; glass export of it.
+// bits per byte printed as the formula says on counts computed here; glass inspect drawing each
+// token (terminal, --json, --html) with its text and id; glass export of it; and the refusals (a
+// bad --vocab-size, a missing, corrupt or foreign tokenizer.json), each with a clear message and
+// a non-zero exit. glass serve on a BPE model: the BPE tests of tests/serve/serve_cli_test.cpp.
 
 #include <unistd.h>
 
@@ -13,6 +14,7 @@
 #include <regex>
 #include <string>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -310,15 +312,101 @@ TEST_F(BpeCli, ExportWritesTheBpeVocabulary) {
   EXPECT_EQ(tok.find("\u2581"), std::string::npos);  // '▁' is written as ' '
 }
 
-TEST_F(BpeCli, InspectAndServeRefuseABpeCheckpoint) {
-  const std::string m = " -m " + q(ckpt_.string());
-  expect_error(glass("inspect" + m + " --prompt 'Era'"),
-               "glass inspect does not support BPE checkpoints yet");
-  expect_error(glass("serve" + m + " --port 0"),
-               "glass serve does not support BPE checkpoints yet");
-  expect_error(glass("train --out " + q((dir_ / "served").string()) +
-                     " --iters 2 --serve --port 0" + train_flags()),
-               "glass serve does not support BPE checkpoints yet");
+/// The checkpoint's own tokenizer, read from its tokenizer.json.
+glass::BpeTokenizer checkpoint_tokenizer(const fs::path& ckpt) {
+  const fs::path file = fs::canonical(ckpt / "current") / "tokenizer.json";
+  return glass::bpe_from_json(read_file(file), file.string());
+}
+
+TEST_F(BpeCli, InspectShowsEachTokenAsAChipWithItsTextAndId) {
+  ASSERT_EQ(first_run_.exit_code, 0) << first_run_.err;
+  const glass::BpeTokenizer bpe = checkpoint_tokenizer(ckpt_);
+  // A word of the text, a space and a character the text never had (byte fallback: 4 bytes).
+  const std::string prompt = "Era um \xF0\x9F\x99\x82";  // "Era um 🙂"
+  const std::vector<std::int32_t> ids = bpe.encode(glass::utf8_to_u32(prompt));
+  ASSERT_GE(ids.size(), 6u);
+  ASSERT_LE(ids.size(), 16u) << "the tiny model's context is 16 tokens";
+  // The last four tokens are the emoji's UTF-8 bytes F0 9F 99 82 (id = byte + 3).
+  EXPECT_EQ(std::vector<std::int32_t>(ids.end() - 4, ids.end()),
+            (std::vector<std::int32_t>{0xF0 + 3, 0x9F + 3, 0x99 + 3, 0x82 + 3}));
+
+  const CliRun r = glass("inspect -m " + q(ckpt_.string()) + " --prompt " + q(prompt));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // The token row holds every token's text (its '▁' for a space) and the id row every id,
+  // both in the order of the tokens, chips separated by '|'.
+  const auto row = [&](const std::string& name) {
+    const std::size_t at = r.out.find("\n  " + name);
+    EXPECT_NE(at, std::string::npos) << name << " row missing:\n" << r.out;
+    if (at == std::string::npos) return std::string();
+    return r.out.substr(at + 3 + name.size(), r.out.find('\n', at + 1) - at - 3 - name.size());
+  };
+  const std::string texts = row("token     "), id_row = row("token id  ");
+  std::size_t from = 0, id_from = 0;
+  for (std::int32_t id : ids) {
+    const std::size_t at = texts.find(bpe.token_text(id), from);
+    EXPECT_NE(at, std::string::npos) << "token " << bpe.token_text(id) << " in " << texts;
+    if (at != std::string::npos) from = at + 1;
+    const std::size_t id_at = id_row.find(std::to_string(id), id_from);
+    EXPECT_NE(id_at, std::string::npos) << "id " << id << " in " << id_row;
+    if (id_at != std::string::npos) id_from = id_at + 1;
+  }
+  EXPECT_NE(texts.find("\u2581"), std::string::npos) << "a space is shown as '\u2581': " << texts;
+  EXPECT_NE(texts.find("<0xF0>|<0x9F>|<0x99>|<0x82>"), std::string::npos) << texts;
+  EXPECT_EQ(texts.find("\u2423"), std::string::npos) << "no character-model space mark: " << texts;
+  EXPECT_NE(r.out.find(fmt::format("= {} tokens", ids.size())), std::string::npos) << r.out;
+  // The next-token bars are labelled with vocabulary texts, and count the vocabulary's 384.
+  EXPECT_NE(r.out.find("of 384 vocabulary entries"), std::string::npos) << r.out;
+
+  // A snapshot's heatmap: rows labelled with the token texts.
+  const CliRun soft = glass("inspect -m " + q(ckpt_.string()) + " --prompt " + q(prompt) +
+                            " --snapshot attn.softmax");
+  ASSERT_EQ(soft.exit_code, 0) << soft.err;
+  EXPECT_NE(soft.out.find(fmt::format("{:>3} {}", 0, bpe.token_text(ids[0]))), std::string::npos)
+      << soft.out;
+  EXPECT_NE(soft.out.find(fmt::format("{:>3} <0x82>", ids.size() - 1)), std::string::npos)
+      << soft.out;
+}
+
+TEST_F(BpeCli, InspectJsonAndHtmlCarryTheTokenTexts) {
+  ASSERT_EQ(first_run_.exit_code, 0) << first_run_.err;
+  const glass::BpeTokenizer bpe = checkpoint_tokenizer(ckpt_);
+  const std::string prompt = "Era uma vez";
+  const std::vector<std::int32_t> ids = bpe.encode(glass::utf8_to_u32(prompt));
+  const CliRun r = glass("inspect -m " + q(ckpt_.string()) + " --prompt " + q(prompt) +
+                         " --json - --html " + q((dir_ / "bpe.html").string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j["tokenizer"], "bpe");
+  EXPECT_EQ(j["tokens"].get<std::vector<std::int32_t>>(), ids);
+  ASSERT_EQ(j["token_texts"].size(), ids.size());
+  for (std::size_t i = 0; i < ids.size(); ++i)
+    EXPECT_EQ(j["token_texts"][i], bpe.token_text(ids[i])) << i;
+  EXPECT_EQ(j["token_texts"][0].get<std::string>().rfind("\u2581", 0), 0u)
+      << "the dummy prefix: the first token starts with '\u2581'";
+  ASSERT_EQ(j["vocab"].size(), 384u);
+  EXPECT_EQ(j["vocab"][0], "<unk>");
+  EXPECT_EQ(j["vocab"][1], "<s>");
+  EXPECT_EQ(j["vocab"][3 + 0x0A], "<0x0A>");
+  EXPECT_EQ(j["vocab"][383], bpe.token_text(383));
+  EXPECT_EQ(j["probs"]["shape"], json::array({ids.size(), 384}));
+  EXPECT_EQ(j["chars"].size(), prompt.size()) << "the prompt's characters stay listed";
+  // The page holds the same inspection for its chips.
+  const std::string page = read_file(dir_ / "bpe.html");
+  EXPECT_NE(page.find("\"token_texts\""), std::string::npos);
+  EXPECT_NE(page.find("\"tokenizer\":\"bpe\""), std::string::npos);
+}
+
+TEST_F(BpeCli, InspectCountsTheContextInTokens) {
+  ASSERT_EQ(first_run_.exit_code, 0) << first_run_.err;
+  const glass::BpeTokenizer bpe = checkpoint_tokenizer(ckpt_);
+  const std::string prompt =
+      "Uma noite destas, vindo da cidade para o Engenho Novo, encontrei no trem";
+  const std::size_t n = bpe.encode(glass::utf8_to_u32(prompt)).size();
+  ASSERT_GT(n, 16u);
+  ASSERT_LT(n, prompt.size()) << "fewer tokens than characters";
+  const CliRun r = glass("inspect -m " + q(ckpt_.string()) + " --prompt " + q(prompt));
+  expect_error(r, fmt::format("the prompt has {} tokens; the model's context is 16 tokens", n));
+  EXPECT_NE(r.err.find("give at most 16 tokens"), std::string::npos) << r.err;
 }
 
 TEST_F(BpeCli, ACharacterCheckpointHasNoTokenizerJson) {

@@ -51,3 +51,27 @@ TEST(TextTokenizer, BpeTokenizerThroughTheInterface) {
   EXPECT_NE(tok.bpe(), nullptr);
   EXPECT_EQ(tok.chars(), nullptr);
 }
+
+TEST(StreamDecoder, ByteTokensWaitForTheirWholeCharacter) {
+  // "a 🙂": after the dummy prefix, 'a', a space and the emoji's four UTF-8 bytes F0 9F 99 82
+  // (byte b is id b + 3), as the BPE tokenizer spells a character outside its vocabulary.
+  const glass::BpeTokenizer bpe = glass::BpeTokenizer::train(U"a a a", 259 + 2);
+  const std::vector<std::int32_t> ids = bpe.encode(U"a \U0001F642");
+  ASSERT_EQ(ids.size(), 7u);
+  glass::StreamDecoder stream(nullptr, &bpe);
+  std::vector<std::string> pieces;
+  for (std::int32_t id : ids) pieces.push_back(stream.push(id));
+  // The tokens "▁", "a", "▁" give " ", "a", " "; the first three bytes give nothing yet, the
+  // fourth the whole emoji.
+  EXPECT_EQ(pieces, (std::vector<std::string>{" ", "a", " ", "", "", "", "\xF0\x9F\x99\x82"}));
+  EXPECT_EQ(stream.flush(), "");
+  // An incomplete character at the end: flush gives U+FFFD.
+  glass::StreamDecoder cut(nullptr, &bpe);
+  EXPECT_EQ(cut.push(0xF0 + 3), "");
+  EXPECT_EQ(cut.flush(), "\xEF\xBF\xBD");
+  // A character model: one character per id.
+  const glass::Tokenizer chars = glass::Tokenizer::from_text(U"abca");
+  glass::StreamDecoder plain(&chars, nullptr);
+  EXPECT_EQ(plain.push(3), "c");
+  EXPECT_EQ(plain.flush(), "");
+}

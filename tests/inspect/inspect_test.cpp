@@ -348,5 +348,73 @@ TEST(Inspect, HtmlPageIsSelfContainedAndCarriesItsData) {
   EXPECT_EQ(view["meaning"].size(), 14u);
 }
 
+TEST(Inspect, TokenLabelsShowEachCharacterAsVisibleChar) {
+  EXPECT_EQ(token_label(" "), "␣");
+  EXPECT_EQ(token_label("a\n"), "a⏎");
+  EXPECT_EQ(token_label("\u2581de"), "\u2581de") << "a BPE token keeps its '▁'";
+  EXPECT_EQ(token_label("<0x0A>"), "<0x0A>") << "a byte token as its vocabulary writes it";
+}
+
+TEST(Inspect, ACharacterModelsTokensAreItsCharacters) {
+  const LoadedModel loaded = tiny_model();
+  const Inspection ins = inspect(loaded, U"hi t");
+  EXPECT_FALSE(ins.bpe);
+  EXPECT_EQ(ins.token_texts, (std::vector<std::string>{"h", "i", " ", "t"}));
+  EXPECT_EQ(ins.position_label(2), "␣");
+  EXPECT_EQ(ins.vocab_label(0), "<unk>");
+  ASSERT_EQ(ins.vocab_texts.size(), loaded.config.vocab_size);
+  for (std::size_t id = 1; id < ins.vocab_texts.size(); ++id)
+    EXPECT_EQ(ins.vocab_texts[id], char_to_utf8(ins.vocab[id]));
+  EXPECT_STREQ(ins.unit(), "characters");
+}
+
+TEST(Inspect, ABpeModelIsInspectedInItsTokens) {
+  // A BPE vocabulary of a few merges on the text, and a model of its size.
+  LoadedModel loaded;
+  loaded.bpe = BpeTokenizer::train(kText, 259 + 30 + 4);
+  loaded.config = glass_test::small_config(loaded.bpe->vocab_size(), 16);
+  loaded.model = std::make_unique<Decoder>(loaded.config, 3);
+  const std::u32string prompt = U"the cat \U0001F642";  // 🙂 is outside the vocabulary: bytes
+  const std::vector<std::int32_t> ids = loaded.bpe->encode(prompt);
+  ASSERT_LE(ids.size(), 16u);
+  const Inspection ins = inspect(loaded, prompt);
+  EXPECT_TRUE(ins.bpe);
+  EXPECT_STREQ(ins.unit(), "tokens");
+  EXPECT_EQ(ins.tokens, ids);
+  ASSERT_EQ(ins.token_texts.size(), ids.size());
+  for (std::size_t i = 0; i < ids.size(); ++i)
+    EXPECT_EQ(ins.token_texts[i], loaded.bpe->token_text(ids[i]));
+  EXPECT_EQ(ins.token_texts.back(), "<0x82>");
+  EXPECT_EQ(ins.vocab_label(0), "<unk>");
+  EXPECT_EQ(ins.vocab_label(3 + 0x41), "<0x41>");
+  // The snapshots are those of the same ids through the tracer.
+  Ids batch = Ids::from_shape({std::size_t(1), ids.size()});
+  std::copy(ids.begin(), ids.end(), batch.data());
+  Tracer tracer;
+  {
+    NoGradGuard no_grad;
+    loaded.model->forward(batch, nullptr, &tracer);
+  }
+  expect_equal_arrays(ins.get("layers.0.attn.softmax"), tracer.get("layers.0.attn.softmax"),
+                      "attn.softmax");
+  for (const TopToken& t : top_k(ins, ids.size() - 1, 3))
+    EXPECT_EQ(t.text, loaded.bpe->token_text(t.id));
+  // The terminal shows a token row of texts, '|' between the chips.
+  const std::string overview = render_overview(ins, 0, 3, RenderOptions{});
+  EXPECT_NE(overview.find("  token     "), std::string::npos) << overview;
+  EXPECT_NE(overview.find("<0xF0>|<0x9F>|<0x99>|<0x82>"), std::string::npos) << overview;
+  // The context counts tokens: more tokens than the context is refused in tokens.
+  std::u32string long_prompt;
+  while (loaded.bpe->encode(long_prompt).size() <= 16) long_prompt += U"\U0001F642";
+  try {
+    inspect(loaded, long_prompt);
+    FAIL() << "a prompt past the context accepted";
+  } catch (const InspectError& e) {
+    EXPECT_NE(std::string(e.what()).find(" tokens but the model's context holds at most 16"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace glass

@@ -34,6 +34,7 @@
 #include "fixtures.hpp"
 #include "test_util.hpp"
 #include "checkpoint/checkpoint.hpp"
+#include "data/bpe_tokenizer.hpp"
 #include "data/text.hpp"
 #include "sample/sampler.hpp"
 #include "serve/server.hpp"
@@ -639,3 +640,187 @@ TEST(ServeCli, CtrlCStopsCleanlyABusyPortIsAnErrorAndAnOpenHostIsWarnedAbout) {
 }
 
 }  // namespace
+
+namespace {
+
+/// The first `bytes` bytes of the bundled Dom Casmurro, cut at a character boundary.
+std::string domcasmurro_start(std::size_t bytes) {
+  const std::string corpus = read_file(GLASS_SOURCE_DIR "/data/corpora/domcasmurro.txt");
+  std::size_t cut = bytes;
+  while (cut < corpus.size() && (static_cast<unsigned char>(corpus[cut]) & 0xC0) == 0x80) ++cut;
+  return corpus.substr(0, cut);
+}
+
+/// The flags of a tiny BPE model of 384 tokens on `text` (context 16 tokens).
+std::vector<std::string> tiny_bpe_flags(const fs::path& text, const fs::path& out) {
+  return {"train", "--data",       text.string(), "--out",        out.string(), "--tokenizer",
+          "bpe",   "--vocab-size", "384",         "--batch-size", "4",          "--context",
+          "16",    "--d-model",    "32",          "--n-layers",   "1",          "--n-heads",
+          "2",     "--n-kv-heads", "1",           "--ffn-hidden", "32",         "--eval-iters",
+          "2",     "--warmup",     "5",           "--threads",    "1"};
+}
+
+std::string joined(const std::vector<std::string>& args) {
+  std::string out;
+  for (const std::string& a : args) out += " " + quote(a);
+  return out;
+}
+
+}  // namespace
+
+TEST(ServeCli, ABpeModelIsServedInTokens) {
+  const fs::path dir = glass_test::temp_dir("serve_bpe");
+  glass_test::write_file(dir / "text.txt", domcasmurro_start(20000));
+  const fs::path ckpt = dir / "run";
+  std::vector<std::string> train = tiny_bpe_flags(dir / "text.txt", ckpt);
+  for (const char* a : {"--iters", "20", "--eval-every", "10"}) train.push_back(a);
+  const glass_test::GlassRun trained = glass_test::run_glass(joined(train), dir);
+  ASSERT_EQ(trained.exit_code, 0) << trained.err;
+  const fs::path tokenizer_file = fs::canonical(ckpt / "current") / "tokenizer.json";
+  const glass::BpeTokenizer bpe =
+      glass::bpe_from_json(read_file(tokenizer_file), tokenizer_file.string());
+
+  Background server({"serve", "--checkpoint", ckpt.string(), "--port", "0", "--probe", "Era um"},
+                    dir);
+  const int port = server.port();
+  ASSERT_GT(port, 0) << server.out() << server.err();
+  httplib::Client client("127.0.0.1", port);
+  client.set_read_timeout(60, 0);
+  auto post = [&](const std::string& path, const json& body) {
+    const auto r = client.Post(path, body.dump(), "application/json");
+    EXPECT_TRUE(r) << path;
+    return r ? std::make_pair(r->status, r->body) : std::make_pair(0, std::string());
+  };
+
+  // /api/info: the vocabulary as token texts, the context in tokens.
+  const auto info_r = client.Get("/api/info");
+  ASSERT_TRUE(info_r);
+  const json info = json::parse(info_r->body);
+  ASSERT_TRUE(info["loaded"].get<bool>()) << info.dump();
+  EXPECT_EQ(info["tokenizer"], "bpe");
+  EXPECT_EQ(info["unit"], "tokens");
+  ASSERT_EQ(info["vocab"].size(), 384u);
+  EXPECT_EQ(info["vocab"][0], "<unk>");
+  EXPECT_EQ(info["vocab"][3 + 0x0A], "<0x0A>");
+  EXPECT_EQ(info["vocab"][383], bpe.token_text(383));
+  EXPECT_EQ(info["context_note"], glass::context_sentence(16, "tokens"));
+
+  // /api/inspect: one position per token, with its text; an emoji is four byte tokens.
+  const std::string prompt = "Era um \xF0\x9F\x99\x82";
+  const std::vector<std::int32_t> ids = bpe.encode(glass::utf8_to_u32(prompt));
+  const auto [status, body] = post("/api/inspect", {{"prompt", prompt}, {"top_k", 3}});
+  ASSERT_EQ(status, 200) << body;
+  const json ins = json::parse(body);
+  EXPECT_EQ(ins["tokenizer"], "bpe");
+  EXPECT_EQ(ins["tokens"].get<std::vector<std::int32_t>>(), ids);
+  ASSERT_EQ(ins["token_texts"].size(), ids.size());
+  for (std::size_t i = 0; i < ids.size(); ++i)
+    EXPECT_EQ(ins["token_texts"][i], bpe.token_text(ids[i])) << i;
+  EXPECT_EQ(ins["token_texts"][ids.size() - 1], "<0x82>");
+  EXPECT_EQ(ins["attention"][0][0].size(), ids.size()) << "attention rows are tokens";
+  for (const json& t : ins["top"][0])
+    EXPECT_EQ(t["text"], bpe.token_text(t["id"].get<std::int32_t>()));
+
+  // /api/next on the tokens up to a position is /api/next on the prompt they encode.
+  const json sampling = {{"temperature", 1.0}};
+  json by_tokens = sampling, by_prompt = sampling;
+  by_tokens["tokens"] = ids;
+  by_prompt["prompt"] = prompt;
+  const auto [s1, next_tokens] = post("/api/next", by_tokens);
+  const auto [s2, next_prompt] = post("/api/next", by_prompt);
+  ASSERT_EQ(s1, 200) << next_tokens;
+  ASSERT_EQ(s2, 200) << next_prompt;
+  EXPECT_EQ(json::parse(next_tokens)["probs"], json::parse(next_prompt)["probs"]);
+  EXPECT_EQ(json::parse(next_tokens)["probs"].size(), 384u);
+  json bad = sampling;
+  bad["tokens"] = json::array({384});
+  EXPECT_EQ(post("/api/next", bad).first, 400);
+
+  // /api/sample: greedy text equal to glass sample's on the same checkpoint.
+  const auto [s3, streamed] =
+      post("/api/sample", {{"prompt", "Era"}, {"temperature", 0}, {"n", 30}});
+  ASSERT_EQ(s3, 200) << streamed;
+  const glass_test::GlassRun sampled =
+      glass_test::run_glass("sample -m " + quote(ckpt.string()) + " -p Era -n 30 --temp 0", dir);
+  ASSERT_EQ(sampled.exit_code, 0) << sampled.err;
+  EXPECT_EQ("Era" + streamed + "\n", sampled.out);
+
+  // The context counts tokens: a prompt of more than 16 tokens is refused, in tokens.
+  const std::string long_prompt =
+      "Uma noite destas, vindo da cidade para o Engenho Novo, encontrei no trem";
+  const std::size_t n_long = bpe.encode(glass::utf8_to_u32(long_prompt)).size();
+  const auto [s4, refused] = post("/api/inspect", {{"prompt", long_prompt}});
+  EXPECT_EQ(s4, 400);
+  EXPECT_NE(refused.find(fmt::format("the prompt has {} tokens", n_long)), std::string::npos)
+      << refused;
+
+  // /api/evals: the probe's attention labelled with its tokens.
+  const auto evals_r = client.Get("/api/evals");
+  ASSERT_TRUE(evals_r);
+  const json evals = json::parse(evals_r->body);
+  ASSERT_FALSE(evals["evaluations"].empty()) << evals_r->body;
+  const std::vector<std::int32_t> probe_ids = bpe.encode(U"Era um");
+  const json& first = evals["evaluations"][0];
+  EXPECT_EQ(first["tokens"].get<std::vector<std::int32_t>>(), probe_ids);
+  EXPECT_EQ(first["token_texts"].size(), probe_ids.size());
+  EXPECT_EQ(first["attention"][0][0].size(), probe_ids.size());
+
+  // The static inspector page of the prompt.
+  const auto page = client.Get("/inspector?prompt=Era%20um");
+  ASSERT_TRUE(page);
+  EXPECT_EQ(page->status, 200);
+  EXPECT_NE(page->body.find("\"tokenizer\":\"bpe\""), std::string::npos);
+
+  // The live page in headless Chromium: one chip per token, its text and its id.
+  const char* skip = std::getenv("GLASS_SKIP_BROWSER");
+  const std::string chromium = find_chromium();
+  if (!(skip && std::string(skip) == "1") && !chromium.empty()) {
+    const fs::path file = dir / "live.html";
+    const int rc =
+        run("timeout 120 " + chromium + kFlags + quote((dir / "profile").string()) +
+            " --virtual-time-budget=15000 --dump-dom " +
+            quote("http://127.0.0.1:" + std::to_string(port) + "/#prompt=Era%20um%20%F0%9F%99%82") +
+            " > " + quote(file.string()) + " 2> /dev/null");
+    EXPECT_EQ(rc, 0);
+    const std::string dom = read_file(file);
+    const std::size_t at = dom.find("id=\"prompt-tokens\"");
+    ASSERT_NE(at, std::string::npos) << dom;
+    const std::string chips = dom.substr(at, dom.find("</div>", at) - at);
+    EXPECT_EQ(count(chips, "class=\"token\""), ids.size()) << chips;
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+      std::string label = bpe.token_text(ids[i]);  // as the DOM writes it: < and > escaped
+      label = std::regex_replace(std::regex_replace(label, std::regex("<"), "&lt;"),
+                                 std::regex(">"), "&gt;");
+      EXPECT_NE(chips.find(">" + label + "<small>" + std::to_string(ids[i]) + "</small>"),
+                std::string::npos)
+          << "chip " << i << " " << label << " in " << chips;
+    }
+    EXPECT_NE(dom.find("of 384 tokens can be drawn"), std::string::npos);
+  }
+  EXPECT_EQ(server.stop(SIGINT, 30), 0) << server.err();
+}
+
+TEST(ServeCli, TrainWithServeWatchesABpeRun) {
+  const fs::path dir = glass_test::temp_dir("serve_bpe_train");
+  glass_test::write_file(dir / "text.txt", domcasmurro_start(20000));
+  std::vector<std::string> args = tiny_bpe_flags(dir / "text.txt", dir / "run");
+  for (const char* a : {"--iters", "20", "--eval-every", "10", "--serve", "--port", "0"})
+    args.push_back(a);
+  Background trainer(args, dir);
+  const int port = trainer.port();
+  ASSERT_GT(port, 0) << trainer.out() << trainer.err();
+  httplib::Client client("127.0.0.1", port);
+  client.set_read_timeout(30, 0);
+  json info;
+  for (int i = 0; i < 1200 && trainer.running(); ++i) {
+    const auto r = client.Get("/api/info");
+    if (r && r->status == 200) {
+      info = json::parse(r->body);
+      if (info.value("loaded", false)) break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_TRUE(info.value("loaded", false)) << info.dump() << trainer.out() << trainer.err();
+  EXPECT_EQ(info.value("tokenizer", ""), "bpe");
+  EXPECT_EQ(trainer.stop(SIGINT, 60), 0) << trainer.err();
+}
