@@ -1,0 +1,440 @@
+// The interpretability lab of `glass serve` (serve/routes_interp.cpp, serve/interp_lab.hpp)
+// through a real HTTP client: POST /api/lens and /api/ablate against the interp/ library
+// computed here on the same checkpoint, every kind of bad request answered 400 with the JSON
+// field named, and GET /api/interp over a run directory whose saves hold interp.json files
+// written here in the shared format (with and without the record, a tampered one, a malformed
+// one, a save removed after the server saw it).
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+
+#include "checkpoint/checkpoint.hpp"
+#include "checkpoint/manifest.hpp"
+#include "checkpoint/run_dir.hpp"
+#include "data/text.hpp"
+#include "fixtures.hpp"
+#include "interp/interp.hpp"
+#include "serve/interp_lab.hpp"
+#include "serve/server.hpp"
+#include "test_util.hpp"
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+namespace {
+
+constexpr std::size_t kContext = 32;
+
+std::unique_ptr<httplib::Client> client_for(int port) {
+  auto c = std::make_unique<httplib::Client>("127.0.0.1", port);
+  c->set_connection_timeout(5, 0);
+  c->set_read_timeout(30, 0);
+  c->set_write_timeout(5, 0);
+  return c;
+}
+
+/// The prompt's ids as the server encodes them (one per character).
+std::vector<std::int32_t> ids_of(const glass::LoadedModel& m, const std::string& prompt) {
+  return m.tokenizer.encode(glass::utf8_to_u32(prompt));
+}
+
+/// A server on a small untrained checkpoint (init_std 0.3, so distributions are not flat).
+class LabTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = glass_test::temp_dir("serve_lab");
+    checkpoint_ = (dir_ / "ckpt").string();
+    glass_test::write_small_checkpoint(checkpoint_, kContext, 11, 0.3);
+    start({});
+  }
+  void start(const std::string& data_path) {
+    server_.reset();
+    glass::ServeOptions options;
+    options.checkpoint = checkpoint_;
+    options.port = 0;
+    options.probe = "to be";
+    options.poll_seconds = 0.05;
+    options.data_path = data_path;
+    server_ = std::make_unique<glass::Server>(options);
+    port_ = server_->start();
+    ASSERT_GT(port_, 0);
+    client_ = client_for(port_);
+    loaded_ = std::make_unique<glass::LoadedModel>(glass::load_checkpoint(checkpoint_));
+  }
+  json post_ok(const std::string& path, const json& body) {
+    const auto r = client_->Post(path.c_str(), body.dump(), "application/json");
+    EXPECT_TRUE(r) << httplib::to_string(r.error());
+    if (!r) return json();
+    EXPECT_EQ(r->status, 200) << r->body;
+    return json::parse(r->body);
+  }
+  /// Expects 400 (or `status`) with an {"error"} naming `words`.
+  void expect_error(const std::string& path, const std::string& body, const std::string& words,
+                    int status = 400) {
+    const auto r = client_->Post(path.c_str(), body, "application/json");
+    ASSERT_TRUE(r) << httplib::to_string(r.error());
+    EXPECT_EQ(r->status, status) << body << " -> " << r->body;
+    const json j = json::parse(r->body, nullptr, false);
+    ASSERT_TRUE(j.is_object() && j.contains("error")) << r->body;
+    EXPECT_NE(j["error"].get<std::string>().find(words), std::string::npos)
+        << body << " -> " << j["error"];
+  }
+  void TearDown() override { server_.reset(); }
+
+  fs::path dir_;
+  std::string checkpoint_;
+  std::unique_ptr<glass::Server> server_;
+  int port_ = 0;
+  std::unique_ptr<httplib::Client> client_;
+  std::unique_ptr<glass::LoadedModel> loaded_;
+};
+
+TEST_F(LabTest, TheLensIsTheLibrarysAndItsLastRowIsTheModelsOwnNextTokenDistribution) {
+  const std::string prompt = "to be or not";
+  const json j = post_ok("/api/lens", {{"prompt", prompt}, {"top_k", 4}});
+  const auto ids = ids_of(*loaded_, prompt);
+  const std::size_t T = ids.size(), L = loaded_->config.n_layers;
+  const glass::LogitLens lens = glass::logit_lens(*loaded_->model, ids, 4);
+  ASSERT_EQ(j["points"], json(lens.points));
+  ASSERT_EQ(j["points"].size(), L + 1) << "embeddings, then after each block";
+  EXPECT_EQ(j["tokens"], json(ids));
+  ASSERT_EQ(j["top"].size(), L + 1);
+  for (std::size_t s = 0; s <= L; ++s) {
+    ASSERT_EQ(j["top"][s].size(), T);
+    for (std::size_t t = 0; t < T; ++t) {
+      ASSERT_EQ(j["top"][s][t].size(), 4u);
+      for (std::size_t k = 0; k < 4; ++k) {
+        const json& cell = j["top"][s][t][k];
+        EXPECT_EQ(cell["id"].get<int>(), lens.top_ids(s, t, k)) << s << "," << t << "," << k;
+        EXPECT_EQ(cell["p"].get<double>(), static_cast<double>(lens.top_probs(s, t, k)));
+        EXPECT_EQ(cell["char"], glass::char_to_utf8(loaded_->tokenizer.char_of(cell["id"])));
+      }
+      if (t + 1 < T)
+        EXPECT_EQ(j["next_prob"][s][t].get<double>(), static_cast<double>(lens.next_prob(s, t)));
+      else
+        EXPECT_TRUE(j["next_prob"][s][t].is_null()) << "no true next token after the prompt";
+    }
+  }
+  // The last row: the model's own distribution, from a plain forward pass (no hooks) and from
+  // /api/inspect (rounded to 4 decimals there).
+  glass::Array probs;
+  {
+    glass::NoGradGuard no_grad;
+    probs = glass::softmax(loaded_->model->forward(glass::as_batch(ids))).value();
+  }
+  const std::size_t V = loaded_->config.vocab_size;
+  const json inspected = post_ok("/api/inspect", {{"prompt", prompt}, {"top_k", 4}});
+  for (std::size_t t = 0; t < T; ++t) {
+    for (std::size_t k = 0; k < 4; ++k) {
+      const json& cell = j["top"][L][t][k];
+      const std::size_t id = cell["id"].get<std::size_t>();
+      EXPECT_NEAR(cell["p"].get<double>(), probs.data()[t * V + id], 1e-6) << t << "," << k;
+      EXPECT_EQ(inspected["top"][t][k]["id"], cell["id"]) << t << "," << k;
+      EXPECT_NEAR(inspected["top"][t][k]["p"].get<double>(), cell["p"].get<double>(), 5e-5);
+    }
+  }
+  // Reading the stream before the last block gives other predictions: the lens shows something.
+  EXPECT_NE(j["top"][0][T - 1][0]["p"], j["top"][L][T - 1][0]["p"]);
+}
+
+TEST_F(LabTest, ZeroAblationIsTheLibrarysAndChangesTheDistribution) {
+  const std::string prompt = "that is the";
+  const json j =
+      post_ok("/api/ablate", {{"prompt", prompt}, {"heads", {{1, 2}, {0, 0}}}, {"mode", "zero"}});
+  const auto ids = ids_of(*loaded_, prompt);
+  const glass::NextTokenShift shift = glass::next_token_shift(
+      *loaded_->model, ids, {{1, 2}, {0, 0}}, glass::AblationMode::zero);
+  const std::size_t V = loaded_->config.vocab_size;
+  ASSERT_EQ(j["probs_normal"].size(), V);
+  ASSERT_EQ(j["probs_ablated"].size(), V);
+  double changed = 0;
+  for (std::size_t v = 0; v < V; ++v) {
+    EXPECT_EQ(j["probs_normal"][v].get<double>(), static_cast<double>(shift.before(v))) << v;
+    EXPECT_EQ(j["probs_ablated"][v].get<double>(), static_cast<double>(shift.after(v))) << v;
+    changed = std::max(changed, std::abs(j["probs_ablated"][v].get<double>() -
+                                         j["probs_normal"][v].get<double>()));
+  }
+  EXPECT_GT(changed, 1e-3) << "two heads knocked out move the distribution";
+  EXPECT_DOUBLE_EQ(j["kl_divergence"].get<double>(), shift.kl_divergence);
+  EXPECT_GT(j["kl_divergence"].get<double>(), 0);
+  EXPECT_EQ(j["heads"], json({{1, 2}, {0, 0}}));
+  EXPECT_EQ(j["mode"], "zero");
+  // The top-k lists are the probabilities above, most probable first.
+  ASSERT_EQ(j["normal"].size(), 10u) << "top_k 10 by default";
+  for (std::size_t k = 0; k < 10; ++k) {
+    const std::size_t id = j["ablated"][k]["id"];
+    EXPECT_EQ(j["ablated"][k]["p"], j["probs_ablated"][id]);
+    if (k > 0) EXPECT_GE(j["ablated"][k - 1]["p"].get<double>(), j["ablated"][k]["p"].get<double>());
+  }
+  // No head: both distributions are the model's own.
+  const json none = post_ok("/api/ablate", {{"prompt", prompt}, {"heads", json::array()}});
+  EXPECT_EQ(none["probs_normal"], none["probs_ablated"]);
+  EXPECT_EQ(none["kl_divergence"].get<double>(), 0.0);
+  EXPECT_EQ(none["probs_normal"], j["probs_normal"]);
+}
+
+TEST_F(LabTest, MeanAblationAveragesOverTheTrainingTextOrElseThePrompt) {
+  const std::string prompt = "to be";
+  const auto ids = ids_of(*loaded_, prompt);
+  {  // No training text known: the mean over the prompt's own positions.
+    const json j =
+        post_ok("/api/ablate", {{"prompt", prompt}, {"heads", {{0, 1}}}, {"mode", "mean"}});
+    EXPECT_NE(j["mean_over"].get<std::string>().find("the prompt"), std::string::npos)
+        << j["mean_over"];
+    const glass::HeadMeans means = glass::head_means(*loaded_->model, glass::as_batch(ids));
+    const auto shift = glass::next_token_shift(*loaded_->model, ids, {{0, 1}},
+                                               glass::AblationMode::mean, &means);
+    for (std::size_t v = 0; v < loaded_->config.vocab_size; ++v)
+      EXPECT_EQ(j["probs_ablated"][v].get<double>(), static_cast<double>(shift.after(v))) << v;
+  }
+  // With --data: its first 4 windows of 32 characters (the context), as a batch (4, 32).
+  std::u32string text;
+  while (text.size() < 200) text += glass_test::kSmallText + std::u32string(U"\n");
+  const fs::path data = dir_ / "text.txt";
+  glass_test::write_file(data, glass::u32_to_utf8(text));
+  start(data.string());
+  const json j =
+      post_ok("/api/ablate", {{"prompt", prompt}, {"heads", {{0, 1}, {1, 3}}}, {"mode", "mean"}});
+  EXPECT_EQ(j["mean_over"], "the first 128 characters of the training text text.txt");
+  const auto ref = loaded_->tokenizer.encode(text.substr(0, 4 * kContext));
+  glass::Ids batch = glass::Ids::from_shape({4, kContext});
+  std::copy(ref.begin(), ref.end(), batch.data());
+  const glass::HeadMeans means = glass::head_means(*loaded_->model, batch);
+  const auto shift = glass::next_token_shift(*loaded_->model, ids, {{0, 1}, {1, 3}},
+                                             glass::AblationMode::mean, &means);
+  for (std::size_t v = 0; v < loaded_->config.vocab_size; ++v)
+    EXPECT_EQ(j["probs_ablated"][v].get<double>(), static_cast<double>(shift.after(v))) << v;
+  EXPECT_DOUBLE_EQ(j["kl_divergence"].get<double>(), shift.kl_divergence);
+}
+
+TEST_F(LabTest, BadRequestsNameTheField) {
+  const std::string too_long(kContext + 1, 't');
+  // The lens.
+  expect_error("/api/lens", "{}", "give the prompt");
+  expect_error("/api/lens", R"({"prompt": ""})", "'prompt' is empty");
+  expect_error("/api/lens", R"({"prompt": 5})", "'prompt' must be a string");
+  expect_error("/api/lens", json{{"prompt", too_long}}.dump(), "send at most 32 characters");
+  expect_error("/api/lens", R"({"prompt": "to", "top_k": 0})", "'top_k' must be an integer from 1");
+  expect_error("/api/lens", R"({"prompt": "to", "top_k": 21})", "'top_k' must be an integer from 1 to 20");
+  expect_error("/api/lens", R"({"prompt": "to", "topk": 3})", "unknown parameter 'topk'");
+  expect_error("/api/lens", R"({"prompt": "xyz"})", "never saw in training");
+  expect_error("/api/lens", R"({"prompt": "to", "prompt": "be"})", "ambiguous");
+  expect_error("/api/lens", "[1, 2]", "must be a JSON object");
+  // The ablation: 2 layers of 4 heads.
+  expect_error("/api/ablate", R"({"heads": [[0, 0]]})", "give the prompt");
+  expect_error("/api/ablate", R"({"prompt": "to", "heads": {"0": 1}})", "'heads' must be an array");
+  expect_error("/api/ablate", R"({"prompt": "to", "heads": [[0]]})", "'heads[0]' must be a pair");
+  expect_error("/api/ablate", R"({"prompt": "to", "heads": [[0, 0], [-1, 2]]})",
+               "'heads[1]' must be a pair [layer, head] of integers >= 0");
+  expect_error("/api/ablate", R"({"prompt": "to", "heads": [[0, 1.5]]})", "'heads[0]' must be a pair");
+  expect_error("/api/ablate", R"({"prompt": "to", "heads": [[2, 0]]})",
+               "'heads[0]' names layer 2; the layers are 0 to 1");
+  expect_error("/api/ablate", R"({"prompt": "to", "heads": [[1, 4]]})",
+               "'heads[0]' names head 4; the heads of a layer are 0 to 3");
+  expect_error("/api/ablate", R"({"prompt": "to", "heads": [[1, 3], [0, 0], [1, 3]]})",
+               "'heads[2]' repeats [1, 3]");
+  expect_error("/api/ablate",
+               R"({"prompt": "to", "heads": [[0,0],[0,1],[0,2],[0,3],[1,0],[1,1],[1,2],[1,3],[0,0]]})",
+               "'heads' lists 9 heads; the model has 8");
+  expect_error("/api/ablate", R"({"prompt": "to", "mode": "max"})",
+               "'mode' must be \"zero\" or \"mean\"");
+  expect_error("/api/ablate", R"({"prompt": "to", "mode": 1})", "'mode' must be a string");
+  expect_error("/api/ablate", json{{"prompt", too_long}}.dump(), "send at most 32 characters");
+  expect_error("/api/ablate", R"({"prompt": "to", "top_k": 100})", "'top_k' must be an integer");
+  // Bounded like every request: a body over 64 KiB is refused before it is parsed.
+  const std::string huge = json{{"prompt", "to"}, {"pad", std::string(70 * 1024, ' ')}}.dump();
+  expect_error("/api/ablate", huge, "too large", 413);
+  // A POST from another site's page is refused before any computation.
+  httplib::Headers foreign = {{"Origin", "http://evil.example"}};
+  const auto r = client_->Post("/api/lens", foreign, R"({"prompt": "to"})", "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 403);
+  // The server still answers.
+  EXPECT_EQ(post_ok("/api/lens", {{"prompt", "to"}})["points"].size(), 3u);
+}
+
+/// A save of run `run` (id kRun) as glass train writes it: weights, config.json, log.csv with a
+/// row at `step`, `interp` as interp.json when not empty (written before the manifest, as the
+/// trainer does), the manifest, then the switch of `current`. Returns the step directory.
+constexpr const char* kRun = "00ff00ff00ff00ff";
+std::string save_with_record(const fs::path& run, long step, const std::string& interp) {
+  const glass::Tokenizer tokenizer = glass::Tokenizer::from_text(glass_test::kSmallText);
+  const glass::ModelConfig config = glass_test::small_config(tokenizer.vocab_size(), kContext);
+  const std::string step_dir = glass::begin_save(run.string(), step);
+  glass::save_model(step_dir, glass::Decoder(config, 7 + static_cast<std::uint64_t>(step)),
+                    tokenizer, "model.safetensors", "", step, kRun);
+  glass_test::write_file(fs::path(step_dir) / "log.csv",
+                         fmt::format("step,lr,train_loss,val_loss,tokens_per_s,elapsed_s\n"
+                                     "0,0.001,4.0,4.1,0,0\n{},0.001,{},{},100,1\n",
+                                     step, 3.0 - step / 100.0, 3.5 - step / 100.0));
+  if (!interp.empty()) glass_test::write_file(fs::path(step_dir) / glass::kInterpFile, interp);
+  glass::write_manifest(step_dir, kRun, step);
+  glass::commit_save(run.string(), step_dir);
+  return step_dir;
+}
+
+/// An interp.json of the shared format for 2 layers of 4 heads; score (l, h) = base + l/10 + h/100.
+json record(long step, double base) {
+  json j = {{"format", "glass-interp-1"},
+            {"step", step},
+            {"probe", {{"source", "validation"}, {"tokens", 32}, {"period", 8}, {"seed", 1234}}},
+            {"probe_loss", 3.0},
+            {"n_layers", 2},
+            {"n_heads", 4},
+            {"seconds", 0.01}};
+  for (const char* kind : glass::kInterpKinds) {
+    json rows = json::array();
+    for (int l = 0; l < 2; ++l) {
+      json row = json::array();
+      for (int h = 0; h < 4; ++h) row.push_back(base + l / 10.0 + h / 100.0);
+      rows.push_back(row);
+    }
+    j[kind] = rows;
+  }
+  return j;
+}
+
+TEST(ServeInterp, TheScoresOfEverySaveSeenWithTheirStepAndLoss) {
+  const fs::path run = glass_test::temp_dir("serve_interp_history");
+  save_with_record(run, 0, "");  // a save from before the recording: no interp.json
+  const std::string s10 = save_with_record(run, 10, record(10, 0.1).dump());
+  glass::ServeOptions options;
+  options.checkpoint = run.string();
+  options.port = 0;
+  options.probe = "to be";
+  // The watcher looks once at the start; after that each GET /api/interp looks itself, so the
+  // test knows what the server has read (a tampered file below is never read before the change).
+  options.poll_seconds = 600;
+  glass::Server server(options);
+  const int port = server.start();
+  auto client = client_for(port);
+  auto history = [&] {
+    const auto r = client->Get("/api/interp");
+    EXPECT_TRUE(r && r->status == 200);
+    return r ? json::parse(r->body) : json();
+  };
+  json h = history();
+  ASSERT_EQ(h["saves"].size(), 2u) << h.dump();
+  EXPECT_EQ(h["recorded"], 1);
+  EXPECT_EQ(h["n_layers"], 2);
+  EXPECT_EQ(h["n_heads"], 4);
+  EXPECT_EQ(h["saves"][0]["save"], "step-000000");
+  EXPECT_EQ(h["saves"][0]["recorded"], false);
+  EXPECT_FALSE(h["saves"][0].contains("error")) << "no record is not an error";
+  EXPECT_EQ(h["saves"][1]["step"], 10);
+  EXPECT_EQ(h["saves"][1]["recorded"], true);
+  EXPECT_DOUBLE_EQ(h["saves"][1]["val_loss"].get<double>(), 3.4);
+  EXPECT_DOUBLE_EQ(h["saves"][1]["train_loss"].get<double>(), 2.9);
+  EXPECT_EQ(h["saves"][1]["interp"], record(10, 0.1));
+
+  // The trainer removes the previous save once the next is current: the server keeps what it
+  // read. A tampered record and a malformed one are reported, never shown as scores.
+  const std::string s20 = save_with_record(run, 20, record(20, 0.5).dump());
+  ASSERT_EQ(history()["saves"].size(), 3u);
+  fs::remove_all(s10);
+  const std::string s30 = save_with_record(run, 30, record(30, 0.7).dump());
+  glass_test::write_file(fs::path(s30) / glass::kInterpFile, record(30, 0.9).dump());
+  json bad = record(40, 0.2);
+  bad["induction"][1].erase(3);
+  save_with_record(run, 40, bad.dump());
+  json other = record(50, 0.2);
+  other["step"] = 49;
+  save_with_record(run, 50, other.dump());
+  h = history();
+  ASSERT_EQ(h["saves"].size(), 6u) << h.dump();
+  EXPECT_EQ(h["recorded"], 2);
+  std::vector<long> steps;
+  for (const json& s : h["saves"]) steps.push_back(s["step"].get<long>());
+  EXPECT_EQ(steps, (std::vector<long>{0, 10, 20, 30, 40, 50})) << "by step, the removed one kept";
+  EXPECT_EQ(h["saves"][1]["interp"], record(10, 0.1));
+  EXPECT_EQ(h["saves"][2]["interp"], record(20, 0.5));
+  EXPECT_DOUBLE_EQ(h["saves"][2]["val_loss"].get<double>(), 3.3);
+  EXPECT_EQ(h["saves"][3]["recorded"], false);
+  EXPECT_NE(h["saves"][3]["error"].get<std::string>().find("step-000030/interp.json"),
+            std::string::npos)
+      << h["saves"][3];
+  EXPECT_NE(h["saves"][3]["error"].get<std::string>().find("changed"), std::string::npos)
+      << h["saves"][3];
+  EXPECT_NE(h["saves"][4]["error"].get<std::string>().find("'induction' row 1 must have one "
+                                                           "value per head, 4 (n_heads)"),
+            std::string::npos)
+      << h["saves"][4];
+  EXPECT_NE(h["saves"][5]["error"].get<std::string>().find("it records step 49, the save is of "
+                                                           "step 50"),
+            std::string::npos)
+      << h["saves"][5];
+  server.stop();
+}
+
+TEST(ServeInterp, ARecordIsCheckedFieldByField) {
+  EXPECT_EQ(glass::parse_interp_record(record(5, 0.3).dump()), record(5, 0.3));
+  auto refused = [](json j, const std::string& words) {
+    try {
+      glass::parse_interp_record(j.dump());
+      ADD_FAILURE() << "accepted: " << j.dump();
+    } catch (const std::runtime_error& e) {
+      EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what();
+    }
+  };
+  json j = record(5, 0.3);
+  j["format"] = "glass-interp-2";
+  refused(j, "'format' must be \"glass-interp-1\"");
+  j = record(5, 0.3);
+  j.erase("n_heads");
+  refused(j, "'n_heads' is missing");
+  j = record(5, 0.3);
+  j["step"] = -1;
+  refused(j, "'step' must be an integer of at least 0");
+  j = record(5, 0.3);
+  j["previous_token"][0][2] = "0.5";
+  refused(j, "'previous_token[0][2]' must be a finite number");
+  j = record(5, 0.3);
+  j["first_position"].push_back(j["first_position"][0]);
+  refused(j, "'first_position' must have one row per layer, 2 rows");
+  j = record(5, 0.3);
+  j.erase("ablation_delta_loss");
+  refused(j, "'ablation_delta_loss' is missing");
+  j = record(5, 0.3);
+  j["probe_loss"] = nullptr;
+  refused(j, "'probe_loss' must be a finite number");
+  try {
+    glass::parse_interp_record(R"({"format": "glass-interp-1", "format": "x"})");
+    ADD_FAILURE() << "a duplicate key accepted";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("twice"), std::string::npos) << e.what();
+  }
+  // Extra fields of a later writer are left out of the answer, not refused.
+  j = record(5, 0.3);
+  j["comment"] = "x";
+  EXPECT_EQ(glass::parse_interp_record(j.dump()), record(5, 0.3));
+}
+
+TEST(ServeInterp, ARunWithoutRecordsSaysSoAndAFlatCheckpointIsReadToo) {
+  const fs::path dir = glass_test::temp_dir("serve_interp_flat");
+  glass_test::write_small_checkpoint((dir / "ckpt").string(), kContext, 3, 0.3);
+  glass::ServeOptions options;
+  options.checkpoint = (dir / "ckpt").string();
+  options.port = 0;
+  glass::Server server(options);
+  auto client = client_for(server.start());
+  const auto r = client->Get("/api/interp");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  const json h = json::parse(r->body);
+  ASSERT_EQ(h["saves"].size(), 1u) << h.dump();
+  EXPECT_EQ(h["recorded"], 0);
+  EXPECT_EQ(h["saves"][0]["recorded"], false);
+  EXPECT_TRUE(h["saves"][0]["step"].is_null()) << "a flat checkpoint records no step";
+  server.stop();
+}
+
+}  // namespace
