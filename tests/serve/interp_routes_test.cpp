@@ -22,6 +22,7 @@
 #include "checkpoint/run_dir.hpp"
 #include "data/text.hpp"
 #include "fixtures.hpp"
+#include "interp_fixtures.hpp"
 #include "interp/interp.hpp"
 #include "serve/interp_lab.hpp"
 #include "serve/server.hpp"
@@ -29,10 +30,12 @@
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
+using interp_test::record;
+using interp_test::save_with_record;
 
 namespace {
 
-constexpr std::size_t kContext = 32;
+using interp_test::kContext;
 
 std::unique_ptr<httplib::Client> client_for(int port) {
   auto c = std::make_unique<httplib::Client>("127.0.0.1", port);
@@ -116,12 +119,15 @@ TEST_F(LabTest, TheLensIsTheLibrarysAndItsLastRowIsTheModelsOwnNextTokenDistribu
         const json& cell = j["top"][s][t][k];
         EXPECT_EQ(cell["id"].get<int>(), lens.top_ids(s, t, k)) << s << "," << t << "," << k;
         EXPECT_EQ(cell["p"].get<double>(), static_cast<double>(lens.top_probs(s, t, k)));
-        EXPECT_EQ(cell["char"], glass::char_to_utf8(loaded_->tokenizer.char_of(cell["id"])));
+        const int id = cell["id"];
+        EXPECT_EQ(cell["char"],
+                  id == 0 ? "" : glass::char_to_utf8(loaded_->tokenizer.char_of(id)));
       }
-      if (t + 1 < T)
+      if (t + 1 < T) {
         EXPECT_EQ(j["next_prob"][s][t].get<double>(), static_cast<double>(lens.next_prob(s, t)));
-      else
+      } else {
         EXPECT_TRUE(j["next_prob"][s][t].is_null()) << "no true next token after the prompt";
+      }
     }
   }
   // The last row: the model's own distribution, from a plain forward pass (no hooks) and from
@@ -173,7 +179,9 @@ TEST_F(LabTest, ZeroAblationIsTheLibrarysAndChangesTheDistribution) {
   for (std::size_t k = 0; k < 10; ++k) {
     const std::size_t id = j["ablated"][k]["id"];
     EXPECT_EQ(j["ablated"][k]["p"], j["probs_ablated"][id]);
-    if (k > 0) EXPECT_GE(j["ablated"][k - 1]["p"].get<double>(), j["ablated"][k]["p"].get<double>());
+    if (k > 0) {
+      EXPECT_GE(j["ablated"][k - 1]["p"].get<double>(), j["ablated"][k]["p"].get<double>());
+    }
   }
   // No head: both distributions are the model's own.
   const json none = post_ok("/api/ablate", {{"prompt", prompt}, {"heads", json::array()}});
@@ -224,7 +232,8 @@ TEST_F(LabTest, BadRequestsNameTheField) {
   expect_error("/api/lens", R"({"prompt": 5})", "'prompt' must be a string");
   expect_error("/api/lens", json{{"prompt", too_long}}.dump(), "send at most 32 characters");
   expect_error("/api/lens", R"({"prompt": "to", "top_k": 0})", "'top_k' must be an integer from 1");
-  expect_error("/api/lens", R"({"prompt": "to", "top_k": 21})", "'top_k' must be an integer from 1 to 20");
+  // At most 20, and at most the vocabulary (15 here).
+  expect_error("/api/lens", R"({"prompt": "to", "top_k": 16})", "'top_k' must be an integer from 1 to 15");
   expect_error("/api/lens", R"({"prompt": "to", "topk": 3})", "unknown parameter 'topk'");
   expect_error("/api/lens", R"({"prompt": "xyz"})", "never saw in training");
   expect_error("/api/lens", R"({"prompt": "to", "prompt": "be"})", "ambiguous");
@@ -260,47 +269,6 @@ TEST_F(LabTest, BadRequestsNameTheField) {
   EXPECT_EQ(r->status, 403);
   // The server still answers.
   EXPECT_EQ(post_ok("/api/lens", {{"prompt", "to"}})["points"].size(), 3u);
-}
-
-/// A save of run `run` (id kRun) as glass train writes it: weights, config.json, log.csv with a
-/// row at `step`, `interp` as interp.json when not empty (written before the manifest, as the
-/// trainer does), the manifest, then the switch of `current`. Returns the step directory.
-constexpr const char* kRun = "00ff00ff00ff00ff";
-std::string save_with_record(const fs::path& run, long step, const std::string& interp) {
-  const glass::Tokenizer tokenizer = glass::Tokenizer::from_text(glass_test::kSmallText);
-  const glass::ModelConfig config = glass_test::small_config(tokenizer.vocab_size(), kContext);
-  const std::string step_dir = glass::begin_save(run.string(), step);
-  glass::save_model(step_dir, glass::Decoder(config, 7 + static_cast<std::uint64_t>(step)),
-                    tokenizer, "model.safetensors", "", step, kRun);
-  glass_test::write_file(fs::path(step_dir) / "log.csv",
-                         fmt::format("step,lr,train_loss,val_loss,tokens_per_s,elapsed_s\n"
-                                     "0,0.001,4.0,4.1,0,0\n{},0.001,{},{},100,1\n",
-                                     step, 3.0 - step / 100.0, 3.5 - step / 100.0));
-  if (!interp.empty()) glass_test::write_file(fs::path(step_dir) / glass::kInterpFile, interp);
-  glass::write_manifest(step_dir, kRun, step);
-  glass::commit_save(run.string(), step_dir);
-  return step_dir;
-}
-
-/// An interp.json of the shared format for 2 layers of 4 heads; score (l, h) = base + l/10 + h/100.
-json record(long step, double base) {
-  json j = {{"format", "glass-interp-1"},
-            {"step", step},
-            {"probe", {{"source", "validation"}, {"tokens", 32}, {"period", 8}, {"seed", 1234}}},
-            {"probe_loss", 3.0},
-            {"n_layers", 2},
-            {"n_heads", 4},
-            {"seconds", 0.01}};
-  for (const char* kind : glass::kInterpKinds) {
-    json rows = json::array();
-    for (int l = 0; l < 2; ++l) {
-      json row = json::array();
-      for (int h = 0; h < 4; ++h) row.push_back(base + l / 10.0 + h / 100.0);
-      rows.push_back(row);
-    }
-    j[kind] = rows;
-  }
-  return j;
 }
 
 TEST(ServeInterp, TheScoresOfEverySaveSeenWithTheirStepAndLoss) {

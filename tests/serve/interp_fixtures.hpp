@@ -1,0 +1,83 @@
+#pragma once
+// Run directories for the tests of the lab of `glass serve`: saves as glass train writes them,
+// holding interp.json records of the shared format ("glass-interp-1", serve/interp_lab.hpp)
+// written here, for a small untrained model (fixtures.hpp: 2 layers of 4 heads).
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <string>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "checkpoint/checkpoint.hpp"
+#include "checkpoint/manifest.hpp"
+#include "checkpoint/run_dir.hpp"
+#include "fixtures.hpp"
+#include "serve/interp_lab.hpp"
+#include "test_util.hpp"
+
+namespace interp_test {
+
+/// The context of the saved models.
+inline constexpr std::size_t kContext = 32;
+/// The run id of every save written here.
+inline constexpr const char* kRun = "00ff00ff00ff00ff";
+
+/// A save of run `run` as glass train writes it: weights (drawn from 7 + step), config.json,
+/// log.csv with a row at `step` (train loss 3 - step/100, validation loss 3.5 - step/100),
+/// `interp` as interp.json when not empty (before the manifest, as the trainer does), the
+/// manifest, then the switch of `current`. Returns the step directory.
+inline std::string save_with_record(const std::filesystem::path& run, long step,
+                                    const std::string& interp) {
+  const glass::Tokenizer tokenizer = glass::Tokenizer::from_text(glass_test::kSmallText);
+  const glass::ModelConfig config = glass_test::small_config(tokenizer.vocab_size(), kContext);
+  const std::string step_dir = glass::begin_save(run.string(), step);
+  glass::save_model(step_dir, glass::Decoder(config, 7 + static_cast<std::uint64_t>(step)),
+                    tokenizer, "model.safetensors",
+                    fmt::format(R"({{"training": {{"run_id": "{}", "step": {}}}}})", kRun, step),
+                    step, kRun);
+  glass_test::write_file(std::filesystem::path(step_dir) / "log.csv",
+                         fmt::format("step,lr,train_loss,val_loss,tokens_per_s,elapsed_s\n"
+                                     "0,0.001,4.0,4.1,0,0\n{},0.001,{},{},100,1\n",
+                                     step, 3.0 - step / 100.0, 3.5 - step / 100.0));
+  if (!interp.empty())
+    glass_test::write_file(std::filesystem::path(step_dir) / glass::kInterpFile, interp);
+  glass::write_manifest(step_dir, kRun, step);
+  glass::commit_save(run.string(), step_dir);
+  return step_dir;
+}
+
+/// An interp.json of the shared format for 2 layers of 4 heads whose score `kind` of head
+/// (l, h) is value(kind, l, h).
+inline nlohmann::json record_with(
+    long step, const std::function<double(const std::string&, int, int)>& value) {
+  nlohmann::json j = {
+      {"format", "glass-interp-1"},
+      {"step", step},
+      {"probe", {{"source", "validation"}, {"tokens", 32}, {"period", 8}, {"seed", 1234}}},
+      {"probe_loss", 3.0},
+      {"n_layers", 2},
+      {"n_heads", 4},
+      {"seconds", 0.01}};
+  for (const char* kind : glass::kInterpKinds) {
+    nlohmann::json rows = nlohmann::json::array();
+    for (int l = 0; l < 2; ++l) {
+      nlohmann::json row = nlohmann::json::array();
+      for (int h = 0; h < 4; ++h) row.push_back(value(kind, l, h));
+      rows.push_back(row);
+    }
+    j[kind] = rows;
+  }
+  return j;
+}
+
+/// record_with every score of head (l, h) = base + l/10 + h/100.
+inline nlohmann::json record(long step, double base) {
+  return record_with(step, [base](const std::string&, int l, int h) {
+    return base + l / 10.0 + h / 100.0;
+  });
+}
+
+}  // namespace interp_test
