@@ -45,6 +45,9 @@ function bump(name) {
 
 // ---- the logit lens -------------------------------------------------------------------------
 
+// A token's label: its visible character, or "∅" for the unknown id 0 (its text is "").
+function tokenLabel(c) { return c ? visible(c) : "\u2205"; }
+
 // The name of residual-stream point s: "embeddings", "after layer L", the last one the output.
 function pointLabel(points, s) {
   if (s === 0) return "embeddings";
@@ -81,7 +84,7 @@ function drawLens() {
   nexts.appendChild(make("th", "rowlabel", "true next →"));
   for (let t = 0; t < n; t++) {
     inputs.appendChild(make("th", "collabel", labels[t]));
-    nexts.appendChild(make("th", "collabel next", t + 1 < n ? labels[t + 1] : "?"));
+    nexts.appendChild(make("th", "collabel next", t + 1 < n ? labels[t + 1] : "…"));
   }
   table.appendChild(inputs);
   table.appendChild(nexts);
@@ -90,7 +93,7 @@ function drawLens() {
     tr.appendChild(make("th", "rowlabel", pointLabel(R.points, s)));
     for (let t = 0; t < n; t++) {
       const top = R.top[s][t], best = top[0], pNext = R.next_prob[s][t];
-      const td = make("td", "hm-cell lens-cell", visible(best.char || "?"));
+      const td = make("td", "hm-cell lens-cell", tokenLabel(best.char));
       td.style.background = colour(best.p, 0, 1, false);
       td.style.color = best.p > 0.55 ? "#fff" : "#333";
       if (t + 1 < n && best.char === R.chars[t + 1]) td.classList.add("hit");
@@ -98,7 +101,7 @@ function drawLens() {
       td.dataset.top = best.char; td.dataset.p = best.p.toFixed(4);
       if (pNext !== null) td.dataset.nextP = pNext.toFixed(4);
       td.title = pointLabel(R.points, s) + ", position " + t + " '" + labels[t] + "': " +
-          top.map((c) => "'" + visible(c.char || "?") + "' " + c.p.toFixed(3)).join(", ") +
+          top.map((c) => (c.char ? "'" + visible(c.char) + "'" : "∅ (unknown)") + " " + c.p.toFixed(3)).join(", ") +
           (pNext !== null ? " · true next '" + labels[t + 1] + "': " + pNext.toFixed(4) : " · (the next token is not in the prompt)");
       tr.appendChild(td);
     }
@@ -206,14 +209,14 @@ function drawAblation() {
   $("ablation-title").textContent = "Next token after \"…" + labels.join("").slice(-24) + "\": normal vs " +
       (A.heads.length ? names + " " + A.mode + "-ablated" : "nothing ablated (click heads above)");
   $("ablation-kl").textContent = A.heads.length
-      ? "KL(normal ‖ ablated) = " + A.kl_divergence.toFixed(4) + " nats" + (A.mean_over ? " · mean over " + A.mean_over : "")
+      ? " · KL(normal ‖ ablated) = " + A.kl_divergence.toFixed(4) + " nats" + (A.mean_over ? " · mean over " + A.mean_over : "")
       : "";
   for (const id of ids.slice(0, 12)) {
     const p = A.probs_normal[id], q = A.probs_ablated[id];
     const c = live.info.vocab[id];
     const row = make("div", "ablation-bar");
     row.dataset.char = c; row.dataset.pNormal = p.toFixed(4); row.dataset.pAblated = q.toFixed(4);
-    row.appendChild(make("span", "ch", "'" + visible(c || "?") + "'"));
+    row.appendChild(make("span", "ch", c ? "'" + visible(c) + "'" : "\u2205"));
     const bars = make("div", "pair");
     for (const [v, cls] of [[p, "normal"], [q, "ablated"]]) {
       const track = make("div", "track"), fill = make("div", "fill " + cls);
@@ -226,7 +229,7 @@ function drawAblation() {
     row.appendChild(make("span", "p", p.toFixed(3) + " → " + q.toFixed(3)));
     const delta = make("span", "delta " + (change > 0.0005 ? "up" : change < -0.0005 ? "down" : ""), (change >= 0 ? "+" : "") + change.toFixed(3));
     row.appendChild(delta);
-    row.title = "P(next = '" + visible(c || "?") + "'): " + p.toFixed(5) + " normally, " + q.toFixed(5) + " ablated (id " + id + ")";
+    row.title = "P(next = " + (c ? "'" + visible(c) + "'" : "the unknown token") + "): " + p.toFixed(5) + " normally, " + q.toFixed(5) + " ablated (id " + id + ")";
     box.appendChild(row);
   }
 }
@@ -237,7 +240,7 @@ function drawAblation() {
 // by every chart so that they line up). series: [{name, colour, dash, points: [[step, v], ...]}].
 // Each point has a marker (a run the server saw from its end may have a single save).
 function stepChart(id, title, series, xLo, xHi, options) {
-  const W = 560, H = options.height || 150, left = 56, right = 12, top = 20, bottom = 22;
+  const W = 640, H = options.height || 150, left = 56, right = 90, top = 20, bottom = 22;
   const NS = "http://www.w3.org/2000/svg";
   const el = (tag, attrs, text) => {
     const e = document.createElementNS(NS, tag);
@@ -275,6 +278,16 @@ function stepChart(id, title, series, xLo, xHi, options) {
     }
     for (const p of s.points) g.appendChild(el("circle", { cx: px(p[0]).toFixed(1), cy: py(p[1]).toFixed(1), r: 2.5, fill: s.colour }));
     svg.appendChild(g);
+  }
+  // Name the series that end highest (options.label of them), at their last point: the heads
+  // that formed.
+  const ending = series.filter((s) => s.points.length).map((s) => ({ s, last: s.points[s.points.length - 1] }))
+      .sort((a, b) => b.last[1] - a.last[1]).slice(0, options.label || 0);
+  let previousY = -Infinity;
+  for (const { s, last } of ending) {
+    const y = Math.max(py(last[1]) + 4, previousY + 12);
+    previousY = y;
+    svg.appendChild(el("text", { x: px(last[0]) + 6, y: y.toFixed(1), fill: s.colour, class: "end-label" }, s.short + " " + last[1].toFixed(2)));
   }
   return svg;
 }
@@ -318,7 +331,7 @@ function drawScores() {
   loss.sort((a, b) => a[0] - b[0]);
   const steps = [...recorded.map((s) => s.step), ...loss.map((p) => p[0])];
   const xLo = Math.min(...steps), xHi = Math.max(...steps);
-  box.appendChild(stepChart("scores-loss", "validation loss (nats)", [{ name: "validation loss", colour: "#d62728", points: loss }], xLo, xHi, { height: 120 }));
+  box.appendChild(stepChart("scores-loss", "validation loss (nats)", [{ name: "validation loss", short: "val", colour: "#d62728", points: loss }], xLo, xHi, { height: 120, label: 1 }));
   const legend = make("div", "legend score-legend");
   const L = recorded[0].interp.n_layers, H = recorded[0].interp.n_heads;
   for (let h = 0; h < H; h++) { const s = make("span", "", "■ head " + h + "  "); s.style.color = headColour(h); legend.appendChild(s); }
@@ -328,12 +341,12 @@ function drawScores() {
     const series = [];
     for (let l = 0; l < L; l++) {
       for (let h = 0; h < H; h++) {
-        series.push({ name: "layer " + l + " head " + h, colour: headColour(h), dash: LAYER_DASH[l % LAYER_DASH.length],
+        series.push({ name: "layer " + l + " head " + h, short: "L" + l + " H" + h, colour: headColour(h), dash: LAYER_DASH[l % LAYER_DASH.length],
                       points: recorded.filter((s) => s.interp.n_layers === L && s.interp.n_heads === H).map((s) => [s.step, s.interp[kind][l][h]]) });
       }
     }
     const bounded = kind !== "ablation_delta_loss";
-    box.appendChild(stepChart("scores-" + kind, SCORE_KINDS[kind], series, xLo, xHi, bounded ? { yMin: 0, yMax: 1 } : {}));
+    box.appendChild(stepChart("scores-" + kind, SCORE_KINDS[kind], series, xLo, xHi, bounded ? { yMin: 0, yMax: 1, label: 2 } : { label: 2 }));
   }
 }
 

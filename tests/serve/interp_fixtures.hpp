@@ -25,14 +25,20 @@ inline constexpr std::size_t kContext = 32;
 /// The run id of every save written here.
 inline constexpr const char* kRun = "00ff00ff00ff00ff";
 
-/// A save of run `run` as glass train writes it: weights (drawn from 7 + step), config.json,
-/// log.csv with a row at `step` (train loss 3 - step/100, validation loss 3.5 - step/100),
+/// The validation loss the saves below record at `step`: 2 + 1.5 * 100 / (100 + step), falling
+/// from 3.5 like a training's; the training loss is 0.5 below it.
+inline double val_loss_at(long step) { return 2.0 + 1.5 * 100.0 / (100.0 + step); }
+
+/// A save of run `run` as glass train writes it: weights (drawn from 7 + step with standard
+/// deviation 0.3, so that heads matter), config.json, log.csv with a row at `step`
+/// (val_loss_at),
 /// `interp` as interp.json when not empty (before the manifest, as the trainer does), the
 /// manifest, then the switch of `current`. Returns the step directory.
 inline std::string save_with_record(const std::filesystem::path& run, long step,
                                     const std::string& interp) {
   const glass::Tokenizer tokenizer = glass::Tokenizer::from_text(glass_test::kSmallText);
-  const glass::ModelConfig config = glass_test::small_config(tokenizer.vocab_size(), kContext);
+  glass::ModelConfig config = glass_test::small_config(tokenizer.vocab_size(), kContext);
+  config.init_std = 0.3;
   const std::string step_dir = glass::begin_save(run.string(), step);
   glass::save_model(step_dir, glass::Decoder(config, 7 + static_cast<std::uint64_t>(step)),
                     tokenizer, "model.safetensors",
@@ -41,7 +47,7 @@ inline std::string save_with_record(const std::filesystem::path& run, long step,
   glass_test::write_file(std::filesystem::path(step_dir) / "log.csv",
                          fmt::format("step,lr,train_loss,val_loss,tokens_per_s,elapsed_s\n"
                                      "0,0.001,4.0,4.1,0,0\n{},0.001,{},{},100,1\n",
-                                     step, 3.0 - step / 100.0, 3.5 - step / 100.0));
+                                     step, val_loss_at(step) - 0.5, val_loss_at(step)));
   if (!interp.empty())
     glass_test::write_file(std::filesystem::path(step_dir) / glass::kInterpFile, interp);
   glass::write_manifest(step_dir, kRun, step);
