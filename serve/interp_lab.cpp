@@ -61,8 +61,8 @@ std::string read_bounded(const fs::path& path, std::size_t limit) {
 /// The step a save directory's name gives ("step-000250", "step-000250.1" -> 250), or -1.
 long long step_of_name(const std::string& name) {
   if (!is_step_dir_name(name)) return -1;
-  return std::stoll(name.substr(5, name.find('.') == std::string::npos ? std::string::npos
-                                                                        : name.find('.') - 5));
+  return std::stoll(
+      name.substr(5, name.find('.') == std::string::npos ? std::string::npos : name.find('.') - 5));
 }
 
 }  // namespace
@@ -141,8 +141,8 @@ json read_save_record(const std::string& save_dir) {
       check_against_manifest(manifest, save_dir, kInterpFile, text);
       json record = parse_interp_record(text);
       if (step >= 0 && record["step"] != step)
-        throw std::runtime_error(fmt::format("it records step {}, the save is of step {}",
-                                             record["step"].dump(), step));
+        throw std::runtime_error(
+            fmt::format("it records step {}, the save is of step {}", record["step"].dump(), step));
       step = record["step"].get<long long>();
       r["interp"] = std::move(record);
       r["recorded"] = true;

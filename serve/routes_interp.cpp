@@ -78,18 +78,18 @@ std::vector<HeadRef> heads_field(const json& body, const ModelConfig& config) {
   std::set<std::pair<std::size_t, std::size_t>> seen;
   for (std::size_t i = 0; i < heads.size(); ++i) {
     const json& h = heads[i];
-    if (!h.is_array() || h.size() != 2 || !h[0].is_number_unsigned() ||
-        !h[1].is_number_unsigned())
-      throw BadRequest(fmt::format("'heads[{}]' must be a pair [layer, head] of integers >= 0 "
-                                   "(got {})",
-                                   i, h.dump()));
+    if (!h.is_array() || h.size() != 2 || !h[0].is_number_unsigned() || !h[1].is_number_unsigned())
+      throw BadRequest(
+          fmt::format("'heads[{}]' must be a pair [layer, head] of integers >= 0 "
+                      "(got {})",
+                      i, h.dump()));
     const auto layer = h[0].get<std::uint64_t>(), head = h[1].get<std::uint64_t>();
     if (layer >= config.n_layers)
       throw BadRequest(fmt::format("'heads[{}]' names layer {}; the layers are 0 to {}", i, layer,
                                    config.n_layers - 1));
     if (head >= config.n_heads)
-      throw BadRequest(fmt::format("'heads[{}]' names head {}; the heads of a layer are 0 to {}",
-                                   i, head, config.n_heads - 1));
+      throw BadRequest(fmt::format("'heads[{}]' names head {}; the heads of a layer are 0 to {}", i,
+                                   head, config.n_heads - 1));
     if (!seen.insert({layer, head}).second)
       throw BadRequest(fmt::format("'heads[{}]' repeats [{}, {}]", i, layer, head));
     out.push_back({static_cast<std::size_t>(layer), static_cast<std::size_t>(head)});
@@ -209,8 +209,8 @@ void Server::answer_ablate(const httplib::Request& req, httplib::Response& res) 
                 batch.data());
       means = head_means(*m->model, batch);
     }
-    shift = next_token_shift(*m->model, ids, heads, mode, mode == AblationMode::mean ? &means
-                                                                                     : nullptr);
+    shift = next_token_shift(*m->model, ids, heads, mode,
+                             mode == AblationMode::mean ? &means : nullptr);
   }
   json j;
   j["prompt"] = u32_to_utf8(chars);

@@ -81,9 +81,8 @@ inline nlohmann::json record_with(
 
 /// record_with every score of head (l, h) = base + l/10 + h/100.
 inline nlohmann::json record(long step, double base) {
-  return record_with(step, [base](const std::string&, int l, int h) {
-    return base + l / 10.0 + h / 100.0;
-  });
+  return record_with(
+      step, [base](const std::string&, int l, int h) { return base + l / 10.0 + h / 100.0; });
 }
 
 }  // namespace interp_test

@@ -5,6 +5,11 @@
 // written here in the shared format (with and without the record, a tampered one, a malformed
 // one, a save removed after the server saw it).
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -48,6 +53,31 @@ std::unique_ptr<httplib::Client> client_for(int port) {
 /// The prompt's ids as the server encodes them (one per character).
 std::vector<std::int32_t> ids_of(const glass::LoadedModel& m, const std::string& prompt) {
   return m.tokenizer.encode(glass::utf8_to_u32(prompt));
+}
+
+/// Sends `bytes` (raw HTTP) on a new connection to the server and returns everything it answers
+/// until it closes the connection (at most 10 s; "" when the connection fails).
+std::string raw_exchange(int port, const std::string& bytes) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<std::uint16_t>(port));
+  inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
+  if (fd < 0 || connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) return "";
+  timeval tv{10, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  std::size_t sent = 0;
+  while (sent < bytes.size()) {  // the server may answer 413 and close before reading it all
+    const ssize_t n = send(fd, bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL);
+    if (n <= 0) break;
+    sent += static_cast<std::size_t>(n);
+  }
+  std::string reply;
+  char buf[4096];
+  for (ssize_t n; (n = recv(fd, buf, sizeof(buf), 0)) > 0;)
+    reply.append(buf, static_cast<std::size_t>(n));
+  close(fd);
+  return reply;
 }
 
 /// A server on a small untrained checkpoint (init_std 0.3, so distributions are not flat).
@@ -120,8 +150,7 @@ TEST_F(LabTest, TheLensIsTheLibrarysAndItsLastRowIsTheModelsOwnNextTokenDistribu
         EXPECT_EQ(cell["id"].get<int>(), lens.top_ids(s, t, k)) << s << "," << t << "," << k;
         EXPECT_EQ(cell["p"].get<double>(), static_cast<double>(lens.top_probs(s, t, k)));
         const int id = cell["id"];
-        EXPECT_EQ(cell["char"],
-                  id == 0 ? "" : glass::char_to_utf8(loaded_->tokenizer.char_of(id)));
+        EXPECT_EQ(cell["char"], id == 0 ? "" : glass::char_to_utf8(loaded_->tokenizer.char_of(id)));
       }
       if (t + 1 < T) {
         EXPECT_EQ(j["next_prob"][s][t].get<double>(), static_cast<double>(lens.next_prob(s, t)));
@@ -157,8 +186,8 @@ TEST_F(LabTest, ZeroAblationIsTheLibrarysAndChangesTheDistribution) {
   const json j =
       post_ok("/api/ablate", {{"prompt", prompt}, {"heads", {{1, 2}, {0, 0}}}, {"mode", "zero"}});
   const auto ids = ids_of(*loaded_, prompt);
-  const glass::NextTokenShift shift = glass::next_token_shift(
-      *loaded_->model, ids, {{1, 2}, {0, 0}}, glass::AblationMode::zero);
+  const glass::NextTokenShift shift =
+      glass::next_token_shift(*loaded_->model, ids, {{1, 2}, {0, 0}}, glass::AblationMode::zero);
   const std::size_t V = loaded_->config.vocab_size;
   ASSERT_EQ(j["probs_normal"].size(), V);
   ASSERT_EQ(j["probs_ablated"].size(), V);
@@ -199,8 +228,8 @@ TEST_F(LabTest, MeanAblationAveragesOverTheTrainingTextOrElseThePrompt) {
     EXPECT_NE(j["mean_over"].get<std::string>().find("the prompt"), std::string::npos)
         << j["mean_over"];
     const glass::HeadMeans means = glass::head_means(*loaded_->model, glass::as_batch(ids));
-    const auto shift = glass::next_token_shift(*loaded_->model, ids, {{0, 1}},
-                                               glass::AblationMode::mean, &means);
+    const auto shift =
+        glass::next_token_shift(*loaded_->model, ids, {{0, 1}}, glass::AblationMode::mean, &means);
     for (std::size_t v = 0; v < loaded_->config.vocab_size; ++v)
       EXPECT_EQ(j["probs_ablated"][v].get<double>(), static_cast<double>(shift.after(v))) << v;
   }
@@ -233,7 +262,8 @@ TEST_F(LabTest, BadRequestsNameTheField) {
   expect_error("/api/lens", json{{"prompt", too_long}}.dump(), "send at most 32 characters");
   expect_error("/api/lens", R"({"prompt": "to", "top_k": 0})", "'top_k' must be an integer from 1");
   // At most 20, and at most the vocabulary (15 here).
-  expect_error("/api/lens", R"({"prompt": "to", "top_k": 16})", "'top_k' must be an integer from 1 to 15");
+  expect_error("/api/lens", R"({"prompt": "to", "top_k": 16})",
+               "'top_k' must be an integer from 1 to 15");
   expect_error("/api/lens", R"({"prompt": "to", "topk": 3})", "unknown parameter 'topk'");
   expect_error("/api/lens", R"({"prompt": "xyz"})", "never saw in training");
   expect_error("/api/lens", R"({"prompt": "to", "prompt": "be"})", "ambiguous");
@@ -244,16 +274,18 @@ TEST_F(LabTest, BadRequestsNameTheField) {
   expect_error("/api/ablate", R"({"prompt": "to", "heads": [[0]]})", "'heads[0]' must be a pair");
   expect_error("/api/ablate", R"({"prompt": "to", "heads": [[0, 0], [-1, 2]]})",
                "'heads[1]' must be a pair [layer, head] of integers >= 0");
-  expect_error("/api/ablate", R"({"prompt": "to", "heads": [[0, 1.5]]})", "'heads[0]' must be a pair");
+  expect_error("/api/ablate", R"({"prompt": "to", "heads": [[0, 1.5]]})",
+               "'heads[0]' must be a pair");
   expect_error("/api/ablate", R"({"prompt": "to", "heads": [[2, 0]]})",
                "'heads[0]' names layer 2; the layers are 0 to 1");
   expect_error("/api/ablate", R"({"prompt": "to", "heads": [[1, 4]]})",
                "'heads[0]' names head 4; the heads of a layer are 0 to 3");
   expect_error("/api/ablate", R"({"prompt": "to", "heads": [[1, 3], [0, 0], [1, 3]]})",
                "'heads[2]' repeats [1, 3]");
-  expect_error("/api/ablate",
-               R"({"prompt": "to", "heads": [[0,0],[0,1],[0,2],[0,3],[1,0],[1,1],[1,2],[1,3],[0,0]]})",
-               "'heads' lists 9 heads; the model has 8");
+  expect_error(
+      "/api/ablate",
+      R"({"prompt": "to", "heads": [[0,0],[0,1],[0,2],[0,3],[1,0],[1,1],[1,2],[1,3],[0,0]]})",
+      "'heads' lists 9 heads; the model has 8");
   expect_error("/api/ablate", R"({"prompt": "to", "mode": "max"})",
                "'mode' must be \"zero\" or \"mean\"");
   expect_error("/api/ablate", R"({"prompt": "to", "mode": 1})", "'mode' must be a string");
@@ -269,6 +301,38 @@ TEST_F(LabTest, BadRequestsNameTheField) {
   EXPECT_EQ(r->status, 403);
   // The server still answers.
   EXPECT_EQ(post_ok("/api/lens", {{"prompt", "to"}})["points"].size(), 3u);
+}
+
+TEST_F(LabTest, RawRequestsAreBoundedAndCheckedLikeEveryOther) {
+  const std::string host = "Host: 127.0.0.1:" + std::to_string(port_) + "\r\n";
+  auto post = [&](const std::string& path, const std::string& headers, const std::string& body) {
+    return raw_exchange(port_, "POST " + path + " HTTP/1.1\r\n" + headers +
+                                   "Content-Length: " + std::to_string(body.size()) +
+                                   "\r\nConnection: close\r\n\r\n" + body);
+  };
+  const std::string ok = post("/api/lens", host + "Content-Type: application/json\r\n",
+                              R"({"prompt": "to be", "top_k": 2})");
+  EXPECT_EQ(ok.rfind("HTTP/1.1 200", 0), 0u) << ok;
+  const std::string json_body = ok.substr(ok.find("\r\n\r\n") + 4);
+  EXPECT_EQ(json::parse(json_body)["top"][2][4].size(), 2u) << json_body;
+  // A chunked body past 64 KiB: 413 as soon as the chunks read pass the limit.
+  std::string chunked = "POST /api/ablate HTTP/1.1\r\n" + host +
+                        "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n";
+  const std::string chunk(16 * 1024, ' ');
+  for (int i = 0; i < 6; ++i) chunked += fmt::format("{:x}\r\n{}\r\n", chunk.size(), chunk);
+  chunked += "0\r\n\r\n";
+  const std::string big = raw_exchange(port_, chunked);
+  EXPECT_EQ(big.rfind("HTTP/1.1 413", 0), 0u) << big.substr(0, 200);
+  // A form or text/plain POST (which another site's page may send without asking): 415.
+  const std::string text = post("/api/ablate", host + "Content-Type: text/plain\r\n",
+                                R"({"prompt": "to", "heads": [[0, 0]]})");
+  EXPECT_EQ(text.rfind("HTTP/1.1 415", 0), 0u) << text;
+  // Another name in Host (DNS rebinding): 421, also for the records.
+  const std::string rebound = raw_exchange(
+      port_, "GET /api/interp HTTP/1.1\r\nHost: evil.example:" + std::to_string(port_) +
+                 "\r\nConnection: close\r\n\r\n");
+  EXPECT_EQ(rebound.rfind("HTTP/1.1 421", 0), 0u) << rebound;
+  EXPECT_NE(rebound.find("\"error\""), std::string::npos) << rebound;
 }
 
 TEST(ServeInterp, TheScoresOfEverySaveSeenWithTheirStepAndLoss) {

@@ -67,11 +67,16 @@ const std::string kFlags =
 std::string dom_escaped(std::string s) {
   std::string out;
   for (char c : s) {
-    if (c == '&') out += "&amp;";
-    else if (c == '<') out += "&lt;";
-    else if (c == '>') out += "&gt;";
-    else if (c == '"') out += "&quot;";
-    else out += c;
+    if (c == '&')
+      out += "&amp;";
+    else if (c == '<')
+      out += "&lt;";
+    else if (c == '>')
+      out += "&gt;";
+    else if (c == '"')
+      out += "&quot;";
+    else
+      out += c;
   }
   return out;
 }
@@ -111,7 +116,8 @@ TEST(LabBrowser, TheLensTheClickedHeadsAndTheScoresOverTheSaves) {
         run_dir, step,
         interp_test::record_with(step, [t](const std::string& kind, int l, int h) {
           const double jump = [](double x) { return 1 / (1 + std::exp(-x)); }(12 * (t - 0.45));
-          if (kind == "previous_token") return l == 0 && h == 1 ? 0.1 + 0.8 * jump : 0.05 + 0.02 * h;
+          if (kind == "previous_token")
+            return l == 0 && h == 1 ? 0.1 + 0.8 * jump : 0.05 + 0.02 * h;
           if (kind == "induction")
             return l == 1 && h == 2 ? 0.02 + 0.6 * std::max(0.0, t - 0.6) / 0.4 : 0.01 * (h + 1);
           if (kind == "first_position") return l == 1 ? 0.6 - 0.4 * t + 0.03 * h : 0.2 + 0.02 * h;
@@ -124,8 +130,8 @@ TEST(LabBrowser, TheLensTheClickedHeadsAndTheScoresOverTheSaves) {
     const fs::path file = dir / (name + ".html");
     const int rc =
         run("timeout 120 " + chromium + kFlags + quote((dir / ("profile-" + name)).string()) +
-            " --virtual-time-budget=20000 --dump-dom " + quote(url) + " > " +
-            quote(file.string()) + " 2> " + quote((dir / (name + ".log")).string()));
+            " --virtual-time-budget=20000 --dump-dom " + quote(url) + " > " + quote(file.string()) +
+            " 2> " + quote((dir / (name + ".log")).string()));
     EXPECT_EQ(rc, 0) << read_file(dir / (name + ".log"));
     fs::remove_all(dir / ("profile-" + name));
     return read_file(file);
@@ -147,8 +153,9 @@ TEST(LabBrowser, TheLensTheClickedHeadsAndTheScoresOverTheSaves) {
   for (std::size_t t = 0; t < n; ++t) {
     const std::int32_t id = lens.top_ids(2, t, 0);
     const std::string top = id == 0 ? "" : glass::char_to_utf8(loaded.tokenizer.char_of(id));
-    const std::string cell = fmt::format(R"(data-point="2" data-pos="{}" data-top="{}" data-p="{:.4f}")",
-                                         t, dom_escaped(top), lens.top_probs(2, t, 0));
+    const std::string cell =
+        fmt::format(R"(data-point="2" data-pos="{}" data-top="{}" data-p="{:.4f}")", t,
+                    dom_escaped(top), lens.top_probs(2, t, 0));
     EXPECT_NE(dom.find(cell), std::string::npos) << cell;
   }
 
@@ -204,8 +211,8 @@ TEST(LabBrowser, TheLensTheClickedHeadsAndTheScoresOverTheSaves) {
   fs::create_directories(bare);
   interp_test::save_with_record(bare, 0, "");
   server = serve(bare);
-  const std::string plain = dump("bare", "http://127.0.0.1:" + std::to_string(server->port()) +
-                                             "/#prompt=to%20be&ablate=0.0");
+  const std::string plain = dump(
+      "bare", "http://127.0.0.1:" + std::to_string(server->port()) + "/#prompt=to%20be&ablate=0.0");
   EXPECT_NE(plain.find("The head scores are not recorded for this run"), std::string::npos);
   EXPECT_NE(plain.find("data-scores-recorded=\"0\""), std::string::npos);
   EXPECT_EQ(count(plain, "class=\"hm-cell lens-cell"), 3 * 5u);
