@@ -170,8 +170,9 @@ void InterpHistory::look(const std::string& checkpoint) {
       candidates.push_back(it->path().string());
   }
   try {
+    // (A run directory before its first save is no save: it has no config.json yet.)
     const std::string files = checkpoint_files_dir(checkpoint);
-    if (fs::is_directory(files, ec))
+    if (fs::exists(fs::path(files) / "config.json", ec))
       candidates.push_back((fs::path(files) == fs::path(checkpoint)) ? checkpoint : files);
   } catch (const std::exception&) {}
   for (const std::string& dir : candidates) {

@@ -193,15 +193,17 @@ void Server::answer_ablate(const httplib::Request& req, httplib::Response& res) 
   const std::vector<HeadRef> heads = heads_field(body, m->config);
   std::u32string chars;
   const std::vector<std::int32_t> ids = lab_prompt(body, *m, window, chars);
+  // The means are needed only to ablate a head (no head: both distributions are the model's).
+  const bool means_needed = mode == AblationMode::mean && !heads.empty();
   std::string source;
   const std::vector<std::int32_t> reference =
-      mode == AblationMode::mean ? mean_reference(options_.data_path, *m, window, ids, source)
-                                 : std::vector<std::int32_t>();
+      means_needed ? mean_reference(options_.data_path, *m, window, ids, source)
+                   : std::vector<std::int32_t>();
   NextTokenShift shift;
   {
     std::lock_guard lock(compute_mutex_);
     HeadMeans means;
-    if (mode == AblationMode::mean) {
+    if (means_needed) {
       // (rows, cols): whole windows of the training text, or the prompt as one row.
       const std::size_t cols = std::min(window, reference.size()), rows = reference.size() / cols;
       Ids batch = Ids::from_shape({rows, cols});
@@ -209,8 +211,8 @@ void Server::answer_ablate(const httplib::Request& req, httplib::Response& res) 
                 batch.data());
       means = head_means(*m->model, batch);
     }
-    shift = next_token_shift(*m->model, ids, heads, mode,
-                             mode == AblationMode::mean ? &means : nullptr);
+    shift = next_token_shift(*m->model, ids, heads, means_needed ? mode : AblationMode::zero,
+                             means_needed ? &means : nullptr);
   }
   json j;
   j["prompt"] = u32_to_utf8(chars);
@@ -220,7 +222,7 @@ void Server::answer_ablate(const httplib::Request& req, httplib::Response& res) 
   for (const HeadRef& h : heads) listed.push_back({h.layer, h.head});
   j["heads"] = std::move(listed);
   j["mode"] = mode_name;
-  if (mode == AblationMode::mean) j["mean_over"] = source;
+  if (means_needed) j["mean_over"] = source;
   j["normal"] = top_json(*m, shift.before, k);
   j["ablated"] = top_json(*m, shift.after, k);
   j["probs_normal"] = std::vector<double>(shift.before.begin(), shift.before.end());

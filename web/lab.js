@@ -7,7 +7,8 @@
 //     the steps under the validation loss, to see when a head forms.
 // The numbers all come from the server (interp/ on the reference path); this file only draws.
 // It listens to the events live.js sends: "glass:prompt" (a new answer of /api/inspect for the
-// prompt typed), "glass:info" (the model is known) and "glass:save" (a new save is served).
+// prompt typed), "glass:info" (the model is known), "glass:save" (a new save is served) and
+// "glass:log" (the training log was read again).
 // $, make, visible, colour come from common.js, headColour from lines.js, live and readHash from
 // live.js (loaded before this file).
 "use strict";
@@ -379,6 +380,13 @@ function labMain() {
   });
   // A new save: its scores (the prompt runs again through live.js, which sends "glass:prompt").
   document.addEventListener("glass:save", loadHistory);
+  // The evaluations of the training log: the validation loss drawn over the scores.
+  let evaluationsDrawn = -1;
+  document.addEventListener("glass:log", () => {
+    if (!lab.history || live.evalRows.length === evaluationsDrawn) return;
+    evaluationsDrawn = live.evalRows.length;
+    drawScores();
+  });
   document.addEventListener("glass:info", () => { drawHeads(); loadHistory(); }, { once: true });
   $("ablation-mode").addEventListener("change", (e) => { lab.mode = e.target.value; runAblation(); });
   $("colour-by").addEventListener("change", (e) => { lab.colourBy = e.target.value; drawHeads(); });

@@ -377,6 +377,7 @@ async function pollLog() {
     }
     live.evalRows = j.evals;
     drawTraining();
+    document.dispatchEvent(new Event("glass:log"));  // lab.js
     if (j.evaluations > nextEvalIndex()) await pollEvals();
     if (live.info && j.step !== live.info.step) await refreshInfo();
   } catch (e) {

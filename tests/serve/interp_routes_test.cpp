@@ -467,6 +467,23 @@ TEST(ServeInterp, ARunWithoutRecordsSaysSoAndAFlatCheckpointIsReadToo) {
   EXPECT_EQ(h["saves"][0]["recorded"], false);
   EXPECT_TRUE(h["saves"][0]["step"].is_null()) << "a flat checkpoint records no step";
   server.stop();
+
+  // A run directory before its first save has no save to list; then its first save, whose
+  // record is read at the next look.
+  const fs::path run = dir / "run";
+  fs::create_directories(run);
+  options.checkpoint = run.string();
+  options.poll_seconds = 0.05;
+  glass::Server watching(options);
+  auto watcher = client_for(watching.start());
+  auto saves = [&] { return json::parse(watcher->Get("/api/interp")->body)["saves"]; };
+  EXPECT_EQ(saves().size(), 0u) << saves().dump();
+  save_with_record(run, 5, record(5, 0.4).dump());
+  const json after = saves();
+  ASSERT_EQ(after.size(), 1u) << after.dump();
+  EXPECT_EQ(after[0]["save"], "step-000005");
+  EXPECT_EQ(after[0]["interp"], record(5, 0.4));
+  watching.stop();
 }
 
 }  // namespace
