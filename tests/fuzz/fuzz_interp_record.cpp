@@ -25,7 +25,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   GLASS_FUZZ_CHECK(record["format"] == glass::kInterpFormat);
   GLASS_FUZZ_CHECK(record["step"].is_number_integer() && record["step"].get<long long>() >= 0);
-  const auto layers = record["n_layers"].get<long long>(), heads = record["n_heads"].get<long long>();
+  const auto layers = record["n_layers"].get<long long>(),
+             heads = record["n_heads"].get<long long>();
   GLASS_FUZZ_CHECK(layers >= 1 && heads >= 1);
   for (const char* kind : glass::kInterpKinds) {
     const nlohmann::json& table = record[kind];
