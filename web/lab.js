@@ -9,8 +9,8 @@
 // It listens to the events live.js sends: "glass:prompt" (a new answer of /api/inspect for the
 // prompt typed), "glass:info" (the model is known), "glass:save" (a new save is served) and
 // "glass:log" (the training log was read again).
-// $, make, visible, colour come from common.js, headColour from lines.js, live and readHash from
-// live.js (loaded before this file).
+// $, make, visible, colour come from common.js, headColour from lines.js, live, getJson and
+// readHash from live.js (loaded before this file).
 "use strict";
 
 const lab = {
@@ -298,7 +298,7 @@ const LAYER_DASH = ["", "6 3", "2 2", "8 3 2 3", "1 3"];
 
 async function loadHistory() {
   try {
-    lab.history = await (await fetch("api/interp", { cache: "no-store" })).json();
+    lab.history = await getJson("api/interp");  // live.js: throws the server's error
   } catch (e) {
     $("scores-note").textContent = "no answer from the server: " + e.message;
     return;
