@@ -184,7 +184,7 @@ class Server {
   std::vector<std::shared_ptr<const Evaluation>> evaluations_;  // the first, then the newest
   std::size_t evaluations_seen_ = 0;  // saves evaluated so far (the next index)
   StepLog step_log_;
-  InterpHistory interp_history_;  // the saves' interp.json seen so far (its own lock)
+  serve_api::InterpHistory interp_history_;  // the saves' records seen so far (its own lock)
 
   std::mutex compute_mutex_;  // one forward pass at a time; never held with state_mutex_
 };

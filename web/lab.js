@@ -315,7 +315,7 @@ function drawScores() {
   box.textContent = "";
   const saves = lab.history ? lab.history.saves : [];
   const recorded = saves.filter((s) => s.recorded);
-  const errors = saves.filter((s) => s.error).map((s) => s.error);
+  const errors = saves.flatMap((s) => [s.error, s.history_error]).filter((e) => e);
   document.body.dataset.scoresRecorded = String(recorded.length);
   if (recorded.length === 0) {
     $("scores-note").textContent = "The head scores are not recorded for this run: no save seen holds interp.json " +

@@ -18,17 +18,17 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::string text(reinterpret_cast<const char*>(data), size);
   nlohmann::json record;
   try {
-    record = glass::parse_interp_record(text);
+    record = glass::serve_api::parse_interp_record(text);
   } catch (const std::runtime_error& e) {
     GLASS_FUZZ_CHECK(e.what()[0] != '\0');
     return 0;
   }
-  GLASS_FUZZ_CHECK(record["format"] == glass::kInterpFormat);
+  GLASS_FUZZ_CHECK(record["format"] == glass::serve_api::kInterpRecordFormat);
   GLASS_FUZZ_CHECK(record["step"].is_number_integer() && record["step"].get<long long>() >= 0);
   const auto layers = record["n_layers"].get<long long>(),
              heads = record["n_heads"].get<long long>();
   GLASS_FUZZ_CHECK(layers >= 1 && heads >= 1);
-  for (const char* kind : glass::kInterpKinds) {
+  for (const char* kind : glass::serve_api::kInterpKinds) {
     const nlohmann::json& table = record[kind];
     GLASS_FUZZ_CHECK(table.is_array() && static_cast<long long>(table.size()) == layers);
     for (const nlohmann::json& row : table) {
@@ -37,6 +37,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         GLASS_FUZZ_CHECK(v.is_number() && std::isfinite(v.get<double>()));
     }
   }
-  GLASS_FUZZ_CHECK(glass::parse_interp_record(record.dump()) == record);
+  GLASS_FUZZ_CHECK(glass::serve_api::parse_interp_record(record.dump()) == record);
   return 0;
 }

@@ -31,11 +31,12 @@ inline double val_loss_at(long step) { return 2.0 + 1.5 * 100.0 / (100.0 + step)
 
 /// A save of run `run` as glass train writes it: weights (drawn from 7 + step with standard
 /// deviation 0.3, so that heads matter), config.json, log.csv with a row at `step`
-/// (val_loss_at),
-/// `interp` as interp.json when not empty (before the manifest, as the trainer does), the
+/// (and at every multiple of 50 before it, as the evaluations of a run: val_loss_at),
+/// `interp` as interp.json and `history` as interp_history.json when not empty (before the
+/// manifest, as the trainer does), the
 /// manifest, then the switch of `current`. Returns the step directory.
 inline std::string save_with_record(const std::filesystem::path& run, long step,
-                                    const std::string& interp) {
+                                    const std::string& interp, const std::string& history = "") {
   const glass::Tokenizer tokenizer = glass::Tokenizer::from_text(glass_test::kSmallText);
   glass::ModelConfig config = glass_test::small_config(tokenizer.vocab_size(), kContext);
   config.init_std = 0.3;
@@ -44,12 +45,19 @@ inline std::string save_with_record(const std::filesystem::path& run, long step,
                     tokenizer, "model.safetensors",
                     fmt::format(R"({{"training": {{"run_id": "{}", "step": {}}}}})", kRun, step),
                     step, kRun);
-  glass_test::write_file(std::filesystem::path(step_dir) / "log.csv",
-                         fmt::format("step,lr,train_loss,val_loss,tokens_per_s,elapsed_s\n"
-                                     "0,0.001,4.0,4.1,0,0\n{},0.001,{},{},100,1\n",
-                                     step, val_loss_at(step) - 0.5, val_loss_at(step)));
+  std::string log = "step,lr,train_loss,val_loss,tokens_per_s,elapsed_s\n";
+  auto row = [](long at) {
+    return fmt::format("{},0.001,{},{},100,1\n", at, val_loss_at(at) - 0.5, val_loss_at(at));
+  };
+  for (long at = 0; at < step; at += 50) log += row(at);
+  log += row(step);
+  glass_test::write_file(std::filesystem::path(step_dir) / "log.csv", log);
   if (!interp.empty())
-    glass_test::write_file(std::filesystem::path(step_dir) / glass::kInterpFile, interp);
+    glass_test::write_file(std::filesystem::path(step_dir) / glass::serve_api::kInterpRecordFile,
+                           interp);
+  if (!history.empty())
+    glass_test::write_file(std::filesystem::path(step_dir) / glass::serve_api::kInterpHistoryFile,
+                           history);
   glass::write_manifest(step_dir, kRun, step);
   glass::commit_save(run.string(), step_dir);
   return step_dir;
@@ -67,7 +75,7 @@ inline nlohmann::json record_with(
       {"n_layers", 2},
       {"n_heads", 4},
       {"seconds", 0.01}};
-  for (const char* kind : glass::kInterpKinds) {
+  for (const char* kind : glass::serve_api::kInterpKinds) {
     nlohmann::json rows = nlohmann::json::array();
     for (int l = 0; l < 2; ++l) {
       nlohmann::json row = nlohmann::json::array();

@@ -374,7 +374,8 @@ TEST(ServeInterp, TheScoresOfEverySaveSeenWithTheirStepAndLoss) {
   ASSERT_EQ(history()["saves"].size(), 3u);
   fs::remove_all(s10);
   const std::string s30 = save_with_record(run, 30, record(30, 0.7).dump());
-  glass_test::write_file(fs::path(s30) / glass::kInterpFile, record(30, 0.9).dump());
+  glass_test::write_file(fs::path(s30) / glass::serve_api::kInterpRecordFile,
+                         record(30, 0.9).dump());
   json bad = record(40, 0.2);
   bad["induction"][1].erase(3);
   save_with_record(run, 40, bad.dump());
@@ -407,11 +408,77 @@ TEST(ServeInterp, TheScoresOfEverySaveSeenWithTheirStepAndLoss) {
   server.stop();
 }
 
+/// interp_history.json of run kRun holding `records`.
+std::string history_of(const std::vector<json>& records,
+                       const std::string& run_id = interp_test::kRun) {
+  return json{{"format", "glass-interp-history-1"}, {"run_id", run_id}, {"records", records}}
+      .dump();
+}
+
+TEST(ServeInterp, AServerStartedAfterTheRunSeesItsEarlierSavesThroughTheHistoryFile) {
+  // The trainer removed the saves of steps 100 and 200; the save of step 300 holds their
+  // records in its interp_history.json, and its log.csv every evaluation.
+  const fs::path run = glass_test::temp_dir("serve_interp_history_file");
+  save_with_record(run, 300, record(300, 0.6).dump(),
+                   history_of({record(100, 0.1), record(200, 0.3), record(300, 0.6)}));
+  glass::ServeOptions options;
+  options.checkpoint = run.string();
+  options.port = 0;
+  options.poll_seconds = 600;
+  glass::Server server(options);
+  auto client = client_for(server.start());
+  auto history = [&] { return json::parse(client->Get("/api/interp")->body); };
+  json h = history();
+  ASSERT_EQ(h["saves"].size(), 3u) << h.dump();
+  EXPECT_EQ(h["recorded"], 3);
+  for (int k = 0; k < 3; ++k) {
+    const long step = 100 * (k + 1);
+    EXPECT_EQ(h["saves"][k]["step"], step);
+    EXPECT_EQ(h["saves"][k]["interp"], record(step, k == 0 ? 0.1 : k == 1 ? 0.3 : 0.6));
+    EXPECT_NEAR(h["saves"][k]["val_loss"].get<double>(), interp_test::val_loss_at(step), 1e-12);
+  }
+  EXPECT_TRUE(h["saves"][0]["save"].is_null()) << "known only from the history file";
+  EXPECT_EQ(h["saves"][0]["from"], "step-000300/interp_history.json");
+  EXPECT_EQ(h["saves"][2]["save"], "step-000300");
+
+  // The next save: its own record, and a history whose older records change nothing known.
+  save_with_record(run, 400, record(400, 0.7).dump(),
+                   history_of({record(100, 0.9), record(400, 0.7)}));
+  h = history();
+  ASSERT_EQ(h["saves"].size(), 4u) << h.dump();
+  EXPECT_EQ(h["saves"][0]["interp"], record(100, 0.1)) << "what was read stays";
+  EXPECT_EQ(h["saves"][3]["save"], "step-000400");
+
+  // A history of another run, or with a bad record, is reported on its save and not used.
+  save_with_record(run, 500, record(500, 0.7).dump(),
+                   history_of({record(450, 0.7)}, "1111111111111111"));
+  json bad = record(460, 0.7);
+  bad["n_heads"] = 3;
+  save_with_record(run, 600, record(600, 0.7).dump(), history_of({bad}));
+  save_with_record(run, 700, record(700, 0.7).dump(), history_of({record(800, 0.7)}));
+  h = history();
+  ASSERT_EQ(h["saves"].size(), 7u) << h.dump();
+  EXPECT_NE(h["saves"][4]["history_error"].get<std::string>().find(
+                "step-000500/interp_history.json: 'run_id' must be the save's"),
+            std::string::npos)
+      << h["saves"][4];
+  EXPECT_NE(h["saves"][5]["history_error"].get<std::string>().find(
+                "records[0]: 'previous_token' row 0 must have one value per head, 3"),
+            std::string::npos)
+      << h["saves"][5];
+  EXPECT_NE(h["saves"][6]["history_error"].get<std::string>().find(
+                "records[0]: step 800 comes after the save's"),
+            std::string::npos)
+      << h["saves"][6];
+  for (const json& s : h["saves"]) EXPECT_TRUE(s["recorded"].get<bool>()) << s;
+  server.stop();
+}
+
 TEST(ServeInterp, ARecordIsCheckedFieldByField) {
-  EXPECT_EQ(glass::parse_interp_record(record(5, 0.3).dump()), record(5, 0.3));
+  EXPECT_EQ(glass::serve_api::parse_interp_record(record(5, 0.3).dump()), record(5, 0.3));
   auto refused = [](json j, const std::string& words) {
     try {
-      glass::parse_interp_record(j.dump());
+      glass::serve_api::parse_interp_record(j.dump());
       ADD_FAILURE() << "accepted: " << j.dump();
     } catch (const std::runtime_error& e) {
       EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what();
@@ -439,7 +506,7 @@ TEST(ServeInterp, ARecordIsCheckedFieldByField) {
   j["probe_loss"] = nullptr;
   refused(j, "'probe_loss' must be a finite number");
   try {
-    glass::parse_interp_record(R"({"format": "glass-interp-1", "format": "x"})");
+    glass::serve_api::parse_interp_record(R"({"format": "glass-interp-1", "format": "x"})");
     ADD_FAILURE() << "a duplicate key accepted";
   } catch (const std::runtime_error& e) {
     EXPECT_NE(std::string(e.what()).find("twice"), std::string::npos) << e.what();
@@ -447,7 +514,7 @@ TEST(ServeInterp, ARecordIsCheckedFieldByField) {
   // Extra fields of a later writer are left out of the answer, not refused.
   j = record(5, 0.3);
   j["comment"] = "x";
-  EXPECT_EQ(glass::parse_interp_record(j.dump()), record(5, 0.3));
+  EXPECT_EQ(glass::serve_api::parse_interp_record(j.dump()), record(5, 0.3));
 }
 
 TEST(ServeInterp, ARunWithoutRecordsSaysSoAndAFlatCheckpointIsReadToo) {
