@@ -150,14 +150,20 @@ TEST(LabBrowser, TheLensTheClickedHeadsAndTheScoresOverTheSaves) {
   const std::vector<std::int32_t> ids = loaded.tokenizer.encode(glass::utf8_to_u32(prompt));
   const glass::LogitLens lens = glass::logit_lens(*loaded.model, ids, 1);
   EXPECT_EQ(count(dom, "class=\"hm-cell lens-cell"), 3 * n);
-  for (std::size_t t = 0; t < n; ++t) {
+  const std::regex cell_re(
+      R"re(data-point="2" data-pos="([0-9]+)" data-top="([^"]*)" data-p="([0-9.]+)")re");
+  std::size_t cells = 0;
+  for (auto it = std::sregex_iterator(dom.begin(), dom.end(), cell_re);
+       it != std::sregex_iterator(); ++it, ++cells) {
+    const std::size_t t = std::stoul((*it)[1]);
+    ASSERT_LT(t, n);
     const std::int32_t id = lens.top_ids(2, t, 0);
-    const std::string top = id == 0 ? "" : glass::char_to_utf8(loaded.tokenizer.char_of(id));
-    const std::string cell =
-        fmt::format(R"(data-point="2" data-pos="{}" data-top="{}" data-p="{:.4f}")", t,
-                    dom_escaped(top), lens.top_probs(2, t, 0));
-    EXPECT_NE(dom.find(cell), std::string::npos) << cell;
+    EXPECT_EQ((*it)[2],
+              dom_escaped(id == 0 ? "" : glass::char_to_utf8(loaded.tokenizer.char_of(id))))
+        << "position " << t;
+    EXPECT_NEAR(std::stod((*it)[3]), lens.top_probs(2, t, 0), 6e-5) << "position " << t;
   }
+  EXPECT_EQ(cells, n) << "the output row";
 
   // The clicks: both heads marked, and the bars are the library's distributions without and
   // with those two heads zeroed.
@@ -175,14 +181,17 @@ TEST(LabBrowser, TheLensTheClickedHeadsAndTheScoresOverTheSaves) {
     const std::u32string u = glass::utf8_to_u32(c);  // "" for the unknown id 0
     ASSERT_LE(u.size(), 1u) << c;
     const std::int32_t id = u.empty() ? 0 : loaded.tokenizer.id_of(u[0]);
-    EXPECT_EQ((*it)[2], fmt::format("{:.4f}", shift.before(id))) << c;
-    EXPECT_EQ((*it)[3], fmt::format("{:.4f}", shift.after(id))) << c;
+    // The page writes 4 decimals.
+    EXPECT_NEAR(std::stod((*it)[2]), shift.before(id), 6e-5) << c;
+    EXPECT_NEAR(std::stod((*it)[3]), shift.after(id), 6e-5) << c;
     if ((*it)[2] != (*it)[3]) ++changed;
   }
   EXPECT_GE(bars, 10u) << "the normal top 10, and those the ablation brings up";
   EXPECT_GE(changed, 5u) << "the bars changed with the clicks";
-  EXPECT_NE(dom.find("KL(normal ‖ ablated) = " + fmt::format("{:.4f}", shift.kl_divergence)),
-            std::string::npos);
+  const std::regex kl_re(R"re(KL\(normal ‖ ablated\) = ([0-9.]+) nats)re");
+  std::smatch kl;
+  ASSERT_TRUE(std::regex_search(dom, kl, kl_re)) << "the KL divergence shown";
+  EXPECT_NEAR(std::stod(kl[1]), shift.kl_divergence, 6e-5);
 
   // The scores of the 5 saves, a chart per kind under the validation loss.
   EXPECT_NE(dom.find("data-scores-recorded=\"5\""), std::string::npos);
