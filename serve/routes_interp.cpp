@@ -53,6 +53,13 @@ std::string token_text(const LoadedModel& m, std::int32_t id) {
   return id == 0 ? std::string() : char_to_utf8(m.tokenizer.char_of(id));
 }
 
+/// The text of each token of `ids` (token_text): the labels of the positions.
+json texts_json(const LoadedModel& m, const std::vector<std::int32_t>& ids) {
+  json texts = json::array();
+  for (std::int32_t id : ids) texts.push_back(token_text(m, id));
+  return texts;
+}
+
 /// The `k` most probable ids of `probs` (vocab_size) as [{"id", "char", "p"}], most probable
 /// first (ties: the lower id).
 json top_json(const LoadedModel& m, const Array& probs, std::size_t k) {
@@ -173,6 +180,7 @@ void Server::answer_lens(const httplib::Request& req, httplib::Response& res) {
   j["prompt"] = u32_to_utf8(chars);
   j["chars"] = chars_json(chars);
   j["tokens"] = ids;
+  j["texts"] = texts_json(*m, ids);
   j["points"] = lens.points;
   j["top"] = std::move(top);
   j["next_prob"] = std::move(next);
@@ -218,6 +226,7 @@ void Server::answer_ablate(const httplib::Request& req, httplib::Response& res) 
   j["prompt"] = u32_to_utf8(chars);
   j["chars"] = chars_json(chars);
   j["tokens"] = ids;
+  j["texts"] = texts_json(*m, ids);
   json listed = json::array();
   for (const HeadRef& h : heads) listed.push_back({h.layer, h.head});
   j["heads"] = std::move(listed);

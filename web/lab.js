@@ -77,7 +77,7 @@ function drawLens() {
   box.textContent = "";
   const R = lab.lens;
   if (!R) return;
-  const n = R.chars.length, labels = R.chars.map(visible);
+  const n = R.tokens.length, labels = R.texts.map(tokenLabel);  // a label per token
   const table = make("table", "heatmap lens");
   table.id = "lens-table";
   const inputs = make("tr"), nexts = make("tr");
@@ -97,7 +97,7 @@ function drawLens() {
       const td = make("td", "hm-cell lens-cell", tokenLabel(best.char));
       td.style.background = colour(best.p, 0, 1, false);
       td.style.color = best.p > 0.55 ? "#fff" : "#333";
-      if (t + 1 < n && best.char === R.chars[t + 1]) td.classList.add("hit");
+      if (t + 1 < n && best.id === R.tokens[t + 1]) td.classList.add("hit");
       td.dataset.point = String(s); td.dataset.pos = String(t);
       td.dataset.top = best.char; td.dataset.p = best.p.toFixed(4);
       if (pNext !== null) td.dataset.nextP = pNext.toFixed(4);
@@ -205,7 +205,7 @@ function drawAblation() {
   const ids = [];
   for (const c of [...A.normal, ...A.ablated]) if (!ids.includes(c.id)) ids.push(c.id);
   ids.sort((a, b) => A.probs_normal[b] - A.probs_normal[a] || a - b);
-  const labels = A.chars.map(visible);
+  const labels = A.texts.map(tokenLabel);
   const names = A.heads.map((h) => "L" + h[0] + " H" + h[1]).join(", ");
   $("ablation-title").textContent = "Next token after \"…" + labels.join("").slice(-24) + "\": normal vs " +
       (A.heads.length ? names + " " + A.mode + "-ablated" : "nothing ablated (click heads above)");

@@ -145,6 +145,7 @@ TEST_F(LabTest, TheLensIsTheLibrarysAndItsLastRowIsTheModelsOwnNextTokenDistribu
   ASSERT_EQ(j["points"], json(lens.points));
   ASSERT_EQ(j["points"].size(), L + 1) << "embeddings, then after each block";
   EXPECT_EQ(j["tokens"], json(ids));
+  EXPECT_EQ(j["texts"], j["chars"]) << "a character model: one token per character";
   ASSERT_EQ(j["top"].size(), L + 1);
   for (std::size_t s = 0; s <= L; ++s) {
     ASSERT_EQ(j["top"][s].size(), T);
