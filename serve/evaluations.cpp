@@ -208,6 +208,7 @@ void Server::watch_loop() {
   while (!stopping_) {
     try {
       load_if_new(checkpoint_files_dir(options_.checkpoint));
+      interp_history_.look(options_.checkpoint);  // before the trainer removes a save
     } catch (const std::exception&) {  // a save switched while we looked: try again next time
     }
     ++looks_;

@@ -81,6 +81,9 @@ void Server::add_routes() {
   s.Post("/api/next", answer(&Server::answer_next));
   s.Get("/api/log", answer(&Server::answer_log));
   s.Get("/api/evals", answer(&Server::answer_evals));
+  s.Post("/api/lens", answer(&Server::answer_lens));
+  s.Post("/api/ablate", answer(&Server::answer_ablate));
+  s.Get("/api/interp", answer(&Server::answer_interp));
 
   // Errors without a body of their own (404 unknown path, 413 body too large, 400 a malformed
   // request line) still answer {"error": ...}.

@@ -17,6 +17,13 @@
 //   GET  /api/evals?since=K    the evaluations kept whose index is K or more: their step, a sample
 //                              and the attention of the fixed probe prompt (the first save's and
 //                              the last max_evaluations are kept)
+//   POST /api/lens             {"prompt": T, "top_k": K}: the logit lens (interp/logit_lens.hpp):
+//                              at every residual-stream point and position the top-k next
+//                              tokens and the probability of the true next one
+//   POST /api/ablate           {"prompt": T, "heads": [[layer, head], ...], "mode": "zero" |
+//                              "mean"}: the next-token distribution with and without those heads
+//   GET  /api/interp           the head scores recorded at each save seen (SAVE/interp.json),
+//                              with the save's step and losses
 //
 // A token is a character of a character model or a subword of a BPE model (its tokenizer.json):
 // prompts go through the checkpoint's tokenizer, the context counts tokens, and the answers give
@@ -39,6 +46,7 @@
 #include <thread>
 #include <vector>
 
+#include "serve/interp_lab.hpp"
 #include "serve/live_log.hpp"
 
 namespace httplib {  // <httplib.h>
@@ -140,6 +148,11 @@ class Server {
   // The run (serve/routes_run.cpp): GET /api/log, /api/evals.
   void answer_log(const httplib::Request& req, httplib::Response& res);
   void answer_evals(const httplib::Request& req, httplib::Response& res);
+  // The interpretability lab (serve/routes_interp.cpp): POST /api/lens, /api/ablate, GET
+  // /api/interp.
+  void answer_lens(const httplib::Request& req, httplib::Response& res);
+  void answer_ablate(const httplib::Request& req, httplib::Response& res);
+  void answer_interp(const httplib::Request& req, httplib::Response& res);
   /// "" when the Host and, for a POST, Content-Type and Origin headers are acceptable; else
   /// the status (421, 403, 415) through `status` and the reason.
   std::string refusal(const std::string& host, const std::string& method,
@@ -175,6 +188,7 @@ class Server {
   std::vector<std::shared_ptr<const Evaluation>> evaluations_;  // the first, then the newest
   std::size_t evaluations_seen_ = 0;  // saves evaluated so far (the next index)
   StepLog step_log_;
+  serve_api::InterpHistory interp_history_;  // the saves' records seen so far (its own lock)
 
   std::mutex compute_mutex_;  // one forward pass at a time; never held with state_mutex_
 };

@@ -239,6 +239,7 @@ async function runPrompt() {
     $("prompt-error").textContent = "";
     live.result = j;
     drawPrompt(); drawAttention(); drawNext();
+    document.dispatchEvent(new CustomEvent("glass:prompt", { detail: j }));  // lab.js
     document.body.dataset.prompt = j.prompt;
     document.body.dataset.inspected = String(Number(document.body.dataset.inspected || 0) + 1);
   } catch (e) {
@@ -386,6 +387,7 @@ async function pollLog() {
     }
     live.evalRows = j.evals;
     drawTraining();
+    document.dispatchEvent(new Event("glass:log"));  // lab.js
     if (j.evaluations > nextEvalIndex()) await pollEvals();
     if (live.info && j.step !== live.info.step) await refreshInfo();
   } catch (e) {
@@ -426,6 +428,7 @@ async function refreshInfo() {
   $("meta").textContent = "checkpoint " + info.checkpoint + " · save " + info.save + (info.step != null ? " (step " + info.step + ")" : "") +
       " · vocabulary " + C.vocab_size + (info.tokenizer === "bpe" ? " BPE tokens (▁ = space, <0xNN> = a byte)" : " (" + (C.vocab_size - 1) + " characters + the unknown id 0)") + " · d_model " + C.d_model + " · " + C.n_layers + " layers · " + C.n_heads +
       " query heads, " + C.n_kv_heads + " KV heads of dim " + C.head_dim + " · " + info.context_note;
+  document.dispatchEvent(new Event(first ? "glass:info" : "glass:save"));  // lab.js
   if (first) {
     for (let l = 0; l < C.n_layers; l++) { const o = make("option", "", "layer " + l); o.value = String(l); $("layer-select").appendChild(o); }
     for (let h = 0; h < C.n_heads; h++) { const o = make("option", "", "head " + h); o.value = String(h); $("head-select").appendChild(o); }

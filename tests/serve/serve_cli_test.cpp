@@ -32,6 +32,8 @@
 #include <nlohmann/json.hpp>
 
 #include "fixtures.hpp"
+#include "interp/interp.hpp"
+#include "interp_fixtures.hpp"
 #include "test_util.hpp"
 #include "checkpoint/checkpoint.hpp"
 #include "data/bpe_tokenizer.hpp"
@@ -637,6 +639,57 @@ TEST(ServeCli, CtrlCStopsCleanlyABusyPortIsAnErrorAndAnOpenHostIsWarnedAbout) {
   EXPECT_EQ(r->status, 200);
   EXPECT_EQ(server.stop(SIGINT), 0) << server.err();
   EXPECT_NE(server.out().find("stopped serving (Ctrl-C)"), std::string::npos);
+}
+
+TEST(ServeCli, TheLabAnswersThroughTheBinaryWithTheTrainingTextGiven) {
+  // A run of two saves, the second with its interp.json; the training text given with --data.
+  const fs::path dir = glass_test::temp_dir("serve_cli_lab");
+  const fs::path run_dir = dir / "run";
+  fs::create_directories(run_dir);
+  interp_test::save_with_record(run_dir, 0, "");
+  interp_test::save_with_record(run_dir, 50, interp_test::record(50, 0.2).dump());
+  std::u32string text;
+  while (text.size() < 200) text += glass_test::kSmallText + std::u32string(U"\n");
+  const fs::path data = dir / "text.txt";
+  glass_test::write_file(data, glass::u32_to_utf8(text));
+  Background server(
+      {"serve", "-m", run_dir.string(), "--data", data.string(), "-t", "1", "--port", "0"}, dir);
+  const int port = server.port();
+  ASSERT_GT(port, 0) << server.out() << server.err();
+  httplib::Client client("127.0.0.1", port);
+  client.set_read_timeout(30, 0);
+
+  // Mean ablation of two heads: the mean over the first 4 windows of 32 characters of --data,
+  // the numbers of the library on the same weights.
+  const auto r =
+      client.Post("/api/ablate",
+                  R"({"prompt": "that is", "heads": [[0, 1], [1, 0]], "mode": "mean", "top_k": 3})",
+                  "application/json");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  const json j = json::parse(r->body);
+  EXPECT_EQ(j["mean_over"], "the first 128 characters of the training text text.txt");
+  const glass::LoadedModel loaded = glass::load_checkpoint(run_dir.string());
+  const auto ids = loaded.tokenizer.encode(glass::utf8_to_u32("that is"));
+  const auto ref = loaded.tokenizer.encode(text.substr(0, 4 * interp_test::kContext));
+  glass::Ids batch = glass::Ids::from_shape({4, interp_test::kContext});
+  std::copy(ref.begin(), ref.end(), batch.data());
+  const glass::HeadMeans means = glass::head_means(*loaded.model, batch);
+  const auto shift = glass::next_token_shift(*loaded.model, ids, {{0, 1}, {1, 0}},
+                                             glass::AblationMode::mean, &means);
+  for (std::size_t v = 0; v < loaded.config.vocab_size; ++v)
+    EXPECT_NEAR(j["probs_ablated"][v].get<double>(), shift.after(v), 1e-6) << v;
+  EXPECT_EQ(j["ablated"].size(), 3u);
+
+  // The records of the two saves, as the page reads them.
+  const auto h = client.Get("/api/interp");
+  ASSERT_TRUE(h);
+  ASSERT_EQ(h->status, 200) << h->body;
+  const json history = json::parse(h->body);
+  ASSERT_EQ(history["saves"].size(), 2u) << h->body;
+  EXPECT_EQ(history["recorded"], 1);
+  EXPECT_EQ(history["saves"][1]["interp"], interp_test::record(50, 0.2));
+  EXPECT_EQ(server.stop(SIGINT), 0) << server.err();
 }
 
 }  // namespace

@@ -1,0 +1,291 @@
+// The per-save interpretability records `glass serve` reads (SAVE/interp.json and
+// SAVE/interp_history.json) and the history of the saves it has seen. See interp_lab.hpp.
+
+#include "serve/interp_lab.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "checkpoint/manifest.hpp"
+#include "checkpoint/run_dir.hpp"
+#include "data/json_no_duplicates.hpp"
+#include "inspect/loss_plot.hpp"
+
+namespace glass::serve_api {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+namespace {
+
+/// A finite JSON number, or throws naming `what`.
+double finite_number(const json& v, const std::string& what) {
+  if (!v.is_number() || !std::isfinite(v.get<double>()))
+    throw std::runtime_error(fmt::format("'{}' must be a finite number (got {})", what, v.dump()));
+  return v.get<double>();
+}
+
+/// An integer >= `lo`, or throws naming `what`.
+long long integer_at_least(const json& j, const char* what, long long lo) {
+  if (!j.contains(what)) throw std::runtime_error(fmt::format("'{}' is missing", what));
+  const json& v = j[what];
+  if (!v.is_number_integer() || v.get<long long>() < lo)
+    throw std::runtime_error(
+        fmt::format("'{}' must be an integer of at least {} (got {})", what, lo, v.dump()));
+  return v.get<long long>();
+}
+
+/// JSON text as an object, refusing a key given twice.
+json parse_object(const std::string& text) {
+  json j;
+  try {
+    j = parse_json_no_duplicate_keys(text);
+  } catch (const DuplicateKeyError& e) {
+    throw std::runtime_error(std::string("a key is given twice: ") + e.what());
+  } catch (const json::exception&) {
+    throw std::runtime_error("not valid JSON");
+  }
+  if (!j.is_object()) throw std::runtime_error("not a JSON object");
+  return j;
+}
+
+/// The whole file, at most `limit` bytes (std::runtime_error past it or when unreadable).
+std::string read_bounded(const fs::path& path, std::size_t limit) {
+  std::error_code ec;
+  const auto size = fs::file_size(path, ec);
+  if (ec) throw std::runtime_error("cannot read " + path.string() + ": " + ec.message());
+  if (size > limit)
+    throw std::runtime_error(fmt::format("{} has {} bytes, more than the {} the server reads",
+                                         path.filename().string(), size, limit));
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot read " + path.string());
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+/// The step a save directory's name gives ("step-000250", "step-000250.1" -> 250), or -1.
+long long step_of_name(const std::string& name) {
+  if (!is_step_dir_name(name)) return -1;
+  const std::size_t dot = name.find('.');
+  return std::stoll(name.substr(5, dot == std::string::npos ? std::string::npos : dot - 5));
+}
+
+/// An entry of the history: `save` (or null), `step` (or null when < 0), no losses yet.
+json entry(const json& save, long long step) {
+  return json{{"save", save},
+              {"step", step >= 0 ? json(step) : json()},
+              {"train_loss", nullptr},
+              {"val_loss", nullptr},
+              {"recorded", false}};
+}
+
+/// What one save directory holds: its own entry and the entries of interp_history.json.
+struct SaveEntries {
+  json own;
+  std::vector<json> history;
+};
+
+/// Reads the records of the complete save `save_dir`, each file checked against the save's
+/// manifest. Throws std::runtime_error only when the directory is gone.
+SaveEntries read_save(const std::string& save_dir) {
+  const fs::path dir(save_dir);
+  const std::string name = dir.filename().string();
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) throw std::runtime_error(save_dir + " is gone");
+  SaveEntries out;
+  long long step = step_of_name(name);
+  Manifest manifest;
+  try {
+    manifest = read_manifest(save_dir);
+    if (manifest.present) step = manifest.step;
+  } catch (const std::exception& e) {
+    out.own = entry(name, step);
+    out.own["error"] = e.what();
+    return out;
+  }
+  out.own = entry(name, step);
+  // Reads `file` of the save (checked against the manifest) as a JSON object.
+  auto read_json = [&](const char* file, std::size_t limit) {
+    const std::string text = read_bounded(dir / file, limit);
+    check_against_manifest(manifest, save_dir, file, text);
+    return parse_object(text);
+  };
+  if (fs::exists(dir / kInterpRecordFile, ec)) {
+    try {
+      json record = check_interp_record(read_json(kInterpRecordFile, kMaxInterpRecordBytes));
+      if (step >= 0 && record["step"] != step)
+        throw std::runtime_error(
+            fmt::format("it records step {}, the save is of step {}", record["step"].dump(), step));
+      step = record["step"].get<long long>();
+      out.own["step"] = step;
+      out.own["interp"] = std::move(record);
+      out.own["recorded"] = true;
+    } catch (const std::exception& e) {
+      out.own["error"] = fmt::format("{}/{}: {}", name, kInterpRecordFile, e.what());
+    }
+  }
+  if (fs::exists(dir / kInterpHistoryFile, ec)) {
+    try {
+      const json doc = read_json(kInterpHistoryFile, kMaxInterpHistoryBytes);
+      if (doc.value("format", json()) != kInterpHistoryFormat)
+        throw std::runtime_error(fmt::format("'format' must be \"{}\"", kInterpHistoryFormat));
+      if (manifest.present && doc.value("run_id", json()) != manifest.run_id)
+        throw std::runtime_error(fmt::format("'run_id' must be the save's, {}", manifest.run_id));
+      if (!doc.contains("records") || !doc["records"].is_array())
+        throw std::runtime_error("'records' must be an array");
+      for (std::size_t i = 0; i < doc["records"].size(); ++i) {
+        try {
+          json record = check_interp_record(doc["records"][i]);
+          const long long at = record["step"].get<long long>();
+          if (step >= 0 && at > step)
+            throw std::runtime_error(fmt::format("step {} comes after the save's", at));
+          json e = entry(nullptr, at);
+          e["interp"] = std::move(record);
+          e["recorded"] = true;
+          e["from"] = fmt::format("{}/{}", name, kInterpHistoryFile);
+          out.history.push_back(std::move(e));
+        } catch (const std::exception& e) {
+          throw std::runtime_error(fmt::format("records[{}]: {}", i, e.what()));
+        }
+      }
+    } catch (const std::exception& e) {
+      out.history.clear();
+      out.own["history_error"] = fmt::format("{}/{}: {}", name, kInterpHistoryFile, e.what());
+    }
+  }
+  // The losses of each step, from this save's log.csv (every evaluation of the run so far).
+  try {
+    const std::vector<LossPoint> log = read_loss_log((dir / "log.csv").string());
+    auto losses = [&log](json& e) {
+      if (!e["step"].is_number()) return;
+      for (const LossPoint& p : log) {
+        if (static_cast<long long>(p.step) != e["step"].get<long long>()) continue;
+        if (std::isfinite(p.train_loss)) e["train_loss"] = p.train_loss;
+        if (std::isfinite(p.val_loss)) e["val_loss"] = p.val_loss;
+      }
+    };
+    losses(out.own);
+    for (json& e : out.history) losses(e);
+  } catch (const std::exception&) {}  // no log.csv: no losses
+  return out;
+}
+
+}  // namespace
+
+json check_interp_record(const json& j) {
+  if (!j.is_object()) throw std::runtime_error("a record must be a JSON object");
+  if (!j.contains("format") || j["format"] != kInterpRecordFormat)
+    throw std::runtime_error(fmt::format("'format' must be \"{}\" (got {})", kInterpRecordFormat,
+                                         j.contains("format") ? j["format"].dump() : "nothing"));
+  json out;
+  out["format"] = kInterpRecordFormat;
+  out["step"] = integer_at_least(j, "step", 0);
+  const long long L = integer_at_least(j, "n_layers", 1), H = integer_at_least(j, "n_heads", 1);
+  out["n_layers"] = L;
+  out["n_heads"] = H;
+  for (const char* kind : kInterpKinds) {
+    if (!j.contains(kind)) throw std::runtime_error(fmt::format("'{}' is missing", kind));
+    const json& rows = j[kind];
+    if (!rows.is_array() || static_cast<long long>(rows.size()) != L)
+      throw std::runtime_error(
+          fmt::format("'{}' must have one row per layer, {} rows (n_layers)", kind, L));
+    json table = json::array();
+    for (std::size_t l = 0; l < rows.size(); ++l) {
+      if (!rows[l].is_array() || static_cast<long long>(rows[l].size()) != H)
+        throw std::runtime_error(
+            fmt::format("'{}' row {} must have one value per head, {} (n_heads)", kind, l, H));
+      json row = json::array();
+      for (std::size_t h = 0; h < rows[l].size(); ++h)
+        row.push_back(finite_number(rows[l][h], fmt::format("{}[{}][{}]", kind, l, h)));
+      table.push_back(std::move(row));
+    }
+    out[kind] = std::move(table);
+  }
+  for (const char* name : {"probe_loss", "seconds"})
+    if (j.contains(name)) out[name] = finite_number(j[name], name);
+  if (j.contains("probe")) {
+    if (!j["probe"].is_object()) throw std::runtime_error("'probe' must be an object");
+    out["probe"] = j["probe"];
+  }
+  return out;
+}
+
+json parse_interp_record(const std::string& text) {
+  return check_interp_record(parse_object(text));
+}
+
+void InterpHistory::add(json e, bool own) {
+  const long long key = e["step"].is_number() ? e["step"].get<long long>() : -1 - unknown_steps_++;
+  if (!own && by_step_.count(key) != 0) return;  // what is known of that step stays
+  by_step_[key] = std::move(e);
+  if (by_step_.size() > kMaxSaves) by_step_.erase(std::next(by_step_.begin()));  // keep the first
+}
+
+void InterpHistory::look(const std::string& checkpoint) {
+  std::vector<std::string> candidates;
+  std::error_code ec;
+  for (fs::directory_iterator it(checkpoint, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (is_step_dir_name(name) && fs::exists(it->path() / kManifestFile, ec))
+      candidates.push_back(it->path().string());
+  }
+  try {
+    // (A run directory before its first save is no save: it has no config.json yet.)
+    const std::string files = checkpoint_files_dir(checkpoint);
+    if (fs::exists(fs::path(files) / "config.json", ec))
+      candidates.push_back(fs::path(files) == fs::path(checkpoint) ? checkpoint : files);
+  } catch (const std::exception&) {}
+  std::set<std::string> present;
+  for (const std::string& dir : candidates) {
+    const std::string key = fs::weakly_canonical(dir, ec).string();
+    present.insert(key);
+    {
+      std::lock_guard lock(mutex_);
+      if (read_.count(key) != 0) continue;
+    }
+    SaveEntries entries;
+    try {
+      entries = read_save(dir);
+    } catch (const std::exception&) {
+      continue;  // removed meanwhile
+    }
+    std::lock_guard lock(mutex_);
+    read_.insert(key);
+    for (json& e : entries.history) add(std::move(e), /*own=*/false);
+    add(std::move(entries.own), /*own=*/true);
+  }
+  // Forget the saves no longer on disk (their entries stay): read_ stays as small as the
+  // directory.
+  std::lock_guard lock(mutex_);
+  for (auto it = read_.begin(); it != read_.end();)
+    it = present.count(*it) != 0 ? std::next(it) : read_.erase(it);
+}
+
+json InterpHistory::to_json() const {
+  json saves = json::array();
+  std::size_t recorded = 0;
+  {
+    std::lock_guard lock(mutex_);
+    for (const auto& [step, e] : by_step_) {  // negative keys (no step) first
+      recorded += e["recorded"].get<bool>() ? 1 : 0;
+      saves.push_back(e);
+    }
+  }
+  json j;
+  j["saves"] = std::move(saves);
+  j["recorded"] = recorded;
+  j["kinds"] = kInterpKinds;
+  return j;
+}
+
+}  // namespace glass::serve_api
