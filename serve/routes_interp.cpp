@@ -36,20 +36,21 @@ constexpr std::uint64_t kMaxLabTopK = 20;
 /// Windows of the training text the mean of each head's output is taken over (mean ablation).
 constexpr std::size_t kMeanWindows = 4;
 
-/// The prompt of a lab request: present, not empty, at most `window` characters, each in the
+/// The prompt of a lab request: present, not empty, at most `window` tokens, each character in the
 /// vocabulary unless allow_unknown. Returns it as token ids (unknown characters as id 0).
 std::vector<std::int32_t> lab_prompt(const json& body, const LoadedModel& m, std::size_t window,
                                      std::u32string& chars) {
   if (!body.contains("prompt")) throw BadRequest("give the prompt: {\"prompt\": \"TEXT\"}");
   chars = decode_prompt(string_field(body, "prompt", ""));
   if (chars.empty()) throw BadRequest("'prompt' is empty: give at least one character");
-  refuse_past_context(chars, window);
-  if (!bool_field(body, "allow_unknown", false)) refuse_unknown(chars, m.tokenizer);
-  return m.tokenizer.encode(chars, /*map_unknown=*/true);
+  refuse_past_context(chars, m, window);
+  if (!bool_field(body, "allow_unknown", false)) refuse_unknown(chars, m);
+  return prompt_ids(chars, m, window);
 }
 
 /// The label of token `id` as the API writes it ("" for the unknown id 0).
 std::string token_text(const LoadedModel& m, std::int32_t id) {
+  if (m.bpe) return m.bpe->token_text(id);
   return id == 0 ? std::string() : char_to_utf8(m.tokenizer.char_of(id));
 }
 
@@ -131,11 +132,15 @@ std::vector<std::int32_t> mean_reference(const std::string& data_option, const L
         break;
       } catch (const Utf8Error&) {}
     }
-    const std::size_t full = std::min(text.size() / window, kMeanWindows) * window;
+    // A character model reads one token a character; a BPE model's tokens are fewer.
+    std::vector<std::int32_t> ids =
+        m.bpe ? m.bpe->encode(text) : m.tokenizer.encode(text, /*map_unknown=*/true);
+    const std::size_t full = std::min(ids.size() / window, kMeanWindows) * window;
     if (full > 0) {
-      source = fmt::format("the first {} characters of the training text {}", full,
-                           fs::path(data).filename().string());
-      return m.tokenizer.encode(text.substr(0, full), /*map_unknown=*/true);
+      ids.resize(full);
+      source = fmt::format("the first {} {} of the training text {}", full,
+                           m.bpe ? "tokens" : "characters", fs::path(data).filename().string());
+      return ids;
     }
   }
   source = "the prompt (no training text found; give it with --data)";
