@@ -119,8 +119,8 @@ int main() {
               melhor_h, double(zero.delta_loss(melhor_L, melhor_h)));
   std::printf("a que menos pesa (zero): Δperda %.4f\n", menor);
   tut::texto(
-      "As cabeças não pesam igual: algumas custam décimos de nat, outras quase nada (o modelo\n"
-      "tem o mesmo caminho em outra cabeça). Com GQA (capítulo 18) as cabeças 0 e 1 dividem K e\n"
+      "As cabeças não pesam igual: a que mais pesa custa várias vezes a que menos pesa (que o\n"
+      "modelo quase não usa, ou cujo trabalho outra cabeça também faz). Com GQA (capítulo 18) as cabeças 0 e 1 dividem K e\n"
       "V, mas cada uma tem a sua consulta e o seu vetor: desligamos a consulta, não o K/V.");
 
   tut::secao("O que muda na próxima letra depois de \"Capitu, disse eu\"");
@@ -149,8 +149,9 @@ int main() {
     std::printf("1. camada 1 inteira por zero: Δperda %.4f; soma dos 4 Δ sozinhas: %.4f\n",
                 juntas, soma);
     tut::texto(
-        "   Não soma: as cabeças se cobrem umas às outras (desligar uma, as outras ainda passam\n"
-        "   parte do que ela passava). A tabela mede cada cabeça no modelo com as outras ligadas.");
+        "   Não soma: juntas pesam mais que a soma. Sem uma cabeça, as outras ainda cobrem parte\n"
+        "   do que ela passava; sem todas, nada cobre. A tabela mede cada cabeça com as outras\n"
+        "   ligadas, e cabeças trabalham juntas.");
   }
   {
     std::vector<HeadRef> todas;
@@ -170,9 +171,10 @@ int main() {
     std::printf("3. cabeças em que zero pesa mais que a média: %zu de %zu\n", maior,
                 zero.delta_loss.size());
     tut::texto(
-        "   O zero também tira a parte constante da contribuição (a média, que a cabeça soma em\n"
-        "   toda posição), coisa que o resto do modelo nunca viu faltar. A média tira só o que\n"
-        "   depende da entrada: é a medida mais justa do que a cabeça calcula.");
+        "   Metade a metade: aqui as duas medidas quase concordam. A diferença entre elas é a parte\n"
+        "   constante da contribuição (a média, que a cabeça soma em toda posição): o zero a tira,\n"
+        "   a média não. Neste modelo ela é pequena. A média é a medida mais justa do que a cabeça\n"
+        "   CALCULA (tira só o que depende da entrada); o zero, do que o modelo perde sem ela.");
   }
   return 0;
 }

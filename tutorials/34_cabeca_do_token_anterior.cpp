@@ -129,8 +129,8 @@ int main() {
   tut::texto(
       "A resposta honesta: neste modelo de 200 passos nenhuma cabeça é uma cabeça do token\n"
       "anterior. A melhor fica em cerca de 3 vezes a régua, longe de 1: olha para trás mais\n"
-      "que o acaso, misturado com outras posições. E pesa: desligá-la custa mais que a média\n"
-      "das cabeças no capítulo 33. É o que se mede; a figura do capítulo 29, lida a olho,\n"
+      "que o acaso, misturado com outras posições. E faz falta: desligá-la sobe a perda\n"
+      "(Δperda acima). É o que se mede; a figura do capítulo 29, lida a olho,\n"
       "sugeria mais.");
 
   tut::experimente({
