@@ -171,7 +171,7 @@ int main() {
     std::printf("3. cabeças em que zero pesa mais que a média: %zu de %zu\n", maior,
                 zero.delta_loss.size());
     tut::texto(
-        "   Metade a metade: aqui as duas medidas quase concordam. A diferença entre elas é a parte\n"
+        "   Nem sempre: aqui as duas medidas quase concordam. A diferença entre elas é a parte\n"
         "   constante da contribuição (a média, que a cabeça soma em toda posição): o zero a tira,\n"
         "   a média não. Neste modelo ela é pequena. A média é a medida mais justa do que a cabeça\n"
         "   CALCULA (tira só o que depende da entrada); o zero, do que o modelo perde sem ela.");
