@@ -1300,4 +1300,32 @@ TEST_F(Tutorials, ExerciseAnswersOfPart6) {
             (std::vector<double>{268, 266, -1}));
 }
 
+TEST_F(Tutorials, ExerciseAnswersOfPart7) {
+  // Exercise 19, by hand in the exercise: previous-token (0.5 + 0.6 + 0.7 + 4 * 0.1) / 7 = 2.2 / 7
+  // = 0.314286; induction (0.6 + 0.5 + 0.4 + 0.3) / 4 = 0.45. The library agrees.
+  const std::string& scores = run_program("exercicios/solucao_19_escores_de_cabecas").out;
+  EXPECT_EQ(numbers_on(scores, "resposta"), (std::vector<double>{0.314286, 0.45}));
+  EXPECT_TRUE(contains(scores, "da biblioteca: token anterior 0.314286, indução 0.450000\n"))
+      << scores;
+  // The two wrong answers fail where the hand work says: the same token (t - P) gives (0.1 + 0.2 +
+  // 0.1 + 0.1) / 4 = 0.125; dividing by n gives 2.2 / 8 = 0.275.
+  EXPECT_EQ(numbers_on(run_program("exercicios/errada_19_escores_de_cabecas_token_igual").out,
+                       "resposta"),
+            (std::vector<double>{0.314286, 0.125}));
+  EXPECT_EQ(numbers_on(run_program("exercicios/errada_19_escores_de_cabecas_divide_por_n").out,
+                       "resposta"),
+            (std::vector<double>{0.275, 0.45}));
+  // Exercise 20: the fixed lens gives the model's own logits at the last point; the lens without
+  // the gain, or divided by |x| instead of the rms, does not.
+  const std::string& lens = run_program("exercicios/solucao_20_ache_o_erro_na_lente").out;
+  EXPECT_LT(number_on(lens, "diferença máxima para os logits do modelo no último ponto"), 1e-4);
+  for (const char* wrong : {"errada_20_ache_o_erro_na_lente_sem_ganho",
+                            "errada_20_ache_o_erro_na_lente_divide_pela_norma",
+                            "20_ache_o_erro_na_lente"}) {
+    const std::string& out = run_program(std::string("exercicios/") + wrong).out;
+    EXPECT_GT(number_on(out, "diferença máxima para os logits do modelo no último ponto"), 1e-2)
+        << wrong << ":\n" << out;
+  }
+}
+
 }  // namespace
