@@ -160,8 +160,8 @@ int main() {
   const Array logits_modelo = run_with_hooks(modelo, as_batch(ids), tracer);  // (1, T, V)
   double dif = 0;
   for (std::size_t i = 0; i < T * V; ++i) {
-    dif = std::max(dif, double(std::fabs(logits_modelo.data()[i] -
-                                         lente.logits.data()[(S - 1) * T * V + i])));
+    dif = std::max(
+        dif, double(std::fabs(logits_modelo.data()[i] - lente.logits.data()[(S - 1) * T * V + i])));
   }
   std::printf("diferença máxima entre a lente em %s e os logits do modelo: %.6f\n",
               lente.points[S - 1].c_str(), dif);
@@ -177,7 +177,7 @@ int main() {
   for (std::size_t i = 0; i < d; ++i) quad += double(x[i]) * x[i];
   const double rms = std::sqrt(quad / double(d) + modelo.config().norm_eps);
   std::printf("|x| = %.4f   rms(x) = %.4f\n", std::sqrt(quad), rms);
-  const Array& ganho = modelo.norm.weight.value();     // (d_model)
+  const Array& ganho = modelo.norm.weight.value();    // (d_model)
   const Array& w_out = modelo.output.weight.value();  // (V, d_model)
   double dif_mao = 0;
   for (std::size_t v = 0; v < V; ++v) {

@@ -64,7 +64,7 @@ int main() {
 
   Ids x, y;
   tut::janelas_de_validacao(m.tokenizer, 32, 32, x, y);
-  const Ids ref = linhas(x, 0, 16);                        // referência das médias
+  const Ids ref = linhas(x, 0, 16);                          // referência das médias
   const Ids xv = linhas(x, 16, 16), yv = linhas(y, 16, 16);  // onde se mede a perda
   std::printf("lote de validação: 16 janelas de 32 caracteres; referência das médias: outras 16\n");
 
@@ -99,7 +99,8 @@ int main() {
   std::printf("                  cabeça 0  cabeça 1  cabeça 2  cabeça 3\n");
   for (std::size_t L = 0; L < cfg.n_layers; ++L) {
     std::printf("zero, camada %zu:  ", L);
-    for (std::size_t h = 0; h < cfg.n_heads; ++h) std::printf(" %9.4f", double(zero.delta_loss(L, h)));
+    for (std::size_t h = 0; h < cfg.n_heads; ++h)
+      std::printf(" %9.4f", double(zero.delta_loss(L, h)));
     std::printf("\n");
   }
   for (std::size_t L = 0; L < cfg.n_layers; ++L) {
@@ -146,8 +147,8 @@ int main() {
       soma += zero.delta_loss(1, h);
     }
     const double juntas = ablated_loss(modelo, xv, yv, camada1, AblationMode::zero) - base;
-    std::printf("1. camada 1 inteira por zero: Δperda %.4f; soma dos 4 Δ sozinhas: %.4f\n",
-                juntas, soma);
+    std::printf("1. camada 1 inteira por zero: Δperda %.4f; soma dos 4 Δ sozinhas: %.4f\n", juntas,
+                soma);
     tut::texto(
         "   Não soma: juntas pesam mais que a soma. Sem uma cabeça, as outras ainda cobrem parte\n"
         "   do que ela passava; sem todas, nada cobre. A tabela mede cada cabeça com as outras\n"

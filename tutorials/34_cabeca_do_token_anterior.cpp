@@ -31,8 +31,8 @@ Array escores_no_texto(const Decoder& modelo, const Ids& x) {
   Array s = xt::zeros<Scalar>({c.n_layers, c.n_heads});
   for (std::size_t b = 0; b < n; ++b) {
     Tracer tracer;
-    run_with_hooks(modelo, as_batch(std::vector<std::int32_t>(x.data() + b * T,
-                                                              x.data() + (b + 1) * T)),
+    run_with_hooks(modelo,
+                   as_batch(std::vector<std::int32_t>(x.data() + b * T, x.data() + (b + 1) * T)),
                    tracer);
     for (std::size_t L = 0; L < c.n_layers; ++L)
       for (std::size_t h = 0; h < c.n_heads; ++h)
@@ -112,8 +112,9 @@ int main() {
     for (std::size_t h = 0; h < cfg.n_heads; ++h)
       no_prompt(L, h) = Scalar(previous_token_score(padrao(tracer, L, h)));
   tabela("escore no prompt (16 posições)", no_prompt);
-  tut::texto("A cabeça (0, 0), que parecia do token anterior, tem um escore modesto no prompt\n"
-             "inteiro: as duas linhas do capítulo 29 eram exceções.");
+  tut::texto(
+      "A cabeça (0, 0), que parecia do token anterior, tem um escore modesto no prompt\n"
+      "inteiro: as duas linhas do capítulo 29 eram exceções.");
 
   tut::secao("Em 16 janelas de validação de 32 caracteres");
   Ids x, y;

@@ -212,6 +212,7 @@ int main(int argc, char** argv) {
       "lr 3e-3, lotes de 16 janelas. A cada 50 passos, a perda da 1ª cópia e a da repetição no\n"
       "lote do passo, e o maior escore de indução das 8 cabeças numa sonda fixa (P = 16).");
   std::printf("log(16) = %.4f\n", std::log(16.0));
+  tut::secao("Treino");  // daqui em diante, números de modelos treinados aqui
   const long total = 800;
   Treino t2 = treinar(2, total, true);
   std::size_t virada = t2.passos.size();
@@ -279,10 +280,11 @@ int main(int argc, char** argv) {
     std::vector<std::size_t> periodos;
     lote(rng, x, y, periodos);
     const Array normal = ablated_logits(modelo, x, {}, AblationMode::zero);
-    const Array sem = ablated_logits(modelo, x, {{cabeca.camada, cabeca.cabeca}}, AblationMode::zero);
-    std::printf("1. perda da repetição num lote novo: com a cabeça %.3f, sem ela %.3f (log(16) = %.3f)\n",
-                perda_em(normal, y, periodos, true), perda_em(sem, y, periodos, true),
-                std::log(16.0));
+    const Array sem =
+        ablated_logits(modelo, x, {{cabeca.camada, cabeca.cabeca}}, AblationMode::zero);
+    std::printf(
+        "1. perda da repetição num lote novo: com a cabeça %.3f, sem ela %.3f (log(16) = %.3f)\n",
+        perda_em(normal, y, periodos, true), perda_em(sem, y, periodos, true), std::log(16.0));
     tut::texto(
         "   Sem a cabeça de indução o modelo perde boa parte do que ganhou na repetição: era ela\n"
         "   que copiava (o resto vem das outras cabeças da camada 1, que também copiam um pouco).");

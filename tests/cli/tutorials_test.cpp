@@ -875,7 +875,8 @@ TEST_F(Tutorials, Ch32TheLogitLensSettlesAndItsLastLayerIsTheModel) {
   EXPECT_NEAR(without[0], log_v, 0.3);
   EXPECT_GT(without[0], loss[0] + 1);
   EXPECT_GT(std::fabs(without[2] - loss[2]), 0.1);
-  const std::vector<double> size = numbers_after(lines_with(out, "|x| médio do fluxo")[0], "ponto:");
+  const std::vector<double> size =
+      numbers_after(lines_with(out, "|x| médio do fluxo")[0], "ponto:");
   ASSERT_EQ(size.size(), 3u);
   EXPECT_LT(size[0], size[1]);  // "cada bloco o alonga"
   EXPECT_LT(size[1], size[2]);
@@ -1319,12 +1320,13 @@ TEST_F(Tutorials, ExerciseAnswersOfPart7) {
   // the gain, or divided by |x| instead of the rms, does not.
   const std::string& lens = run_program("exercicios/solucao_20_ache_o_erro_na_lente").out;
   EXPECT_LT(number_on(lens, "diferença máxima para os logits do modelo no último ponto"), 1e-4);
-  for (const char* wrong : {"errada_20_ache_o_erro_na_lente_sem_ganho",
-                            "errada_20_ache_o_erro_na_lente_divide_pela_norma",
-                            "20_ache_o_erro_na_lente"}) {
+  for (const char* wrong :
+       {"errada_20_ache_o_erro_na_lente_sem_ganho",
+        "errada_20_ache_o_erro_na_lente_divide_pela_norma", "20_ache_o_erro_na_lente"}) {
     const std::string& out = run_program(std::string("exercicios/") + wrong).out;
     EXPECT_GT(number_on(out, "diferença máxima para os logits do modelo no último ponto"), 1e-2)
-        << wrong << ":\n" << out;
+        << wrong << ":\n"
+        << out;
   }
 }
 

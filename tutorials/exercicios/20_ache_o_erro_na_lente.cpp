@@ -58,8 +58,8 @@ int main() {
     bool igual = true;
     for (std::size_t v = 0; v < V; ++v) igual = igual && std::fabs(minha[v] - esperado[v]) <= 1e-4;
     std::printf("%s, 3 primeiros logits:\n", da_biblioteca.points[s].c_str());
-    exercicio::conferir(s + 1 == da_biblioteca.points.size() ? "resposta" : "  a sua lente",
-                        tres, tres_esperado, 1e-4);
+    exercicio::conferir(s + 1 == da_biblioteca.points.size() ? "resposta" : "  a sua lente", tres,
+                        tres_esperado, 1e-4);
     certo = certo && igual;
   }
   // O último ponto é o modelo: a lente tem de dar os logits dele.
