@@ -249,8 +249,8 @@ int main(int argc, char** argv) {
       "existe depois que uma cabeça da camada 0 copiou o token anterior para o fluxo (Elhage et\n"
       "al. 2021 chamam isso de composição K): veja o escore de token anterior da camada 0. Três\n"
       "cabeças da camada 1 dividem o trabalho, cada uma com um escore parcial. Treinando mais\n"
-      "(1500 passos, medido uma vez) o escore da melhor passa de 0.5 e a perda da repetição cai\n"
-      "abaixo de 0.25. A resposta 2 do Experimente testa com 1 camada.");
+      "(1500 passos, medido uma vez) o escore da melhor chega a 0.5 e a perda da repetição a\n"
+      "0.25. A resposta 2 do Experimente testa com 1 camada.");
 
   tut::secao("E o modelo padrão em Dom Casmurro?");
   tut::texto(
@@ -286,8 +286,8 @@ int main(int argc, char** argv) {
         "1. perda da repetição num lote novo: com a cabeça %.3f, sem ela %.3f (log(16) = %.3f)\n",
         perda_em(normal, y, periodos, true), perda_em(sem, y, periodos, true), std::log(16.0));
     tut::texto(
-        "   Sem a cabeça de indução o modelo perde boa parte do que ganhou na repetição: era ela\n"
-        "   que copiava (o resto vem das outras cabeças da camada 1, que também copiam um pouco).");
+        "   Sem a cabeça de indução a perda da repetição sobe: era ela que mais copiava.\n"
+        "   Não volta a log(16) porque as outras duas cabeças da camada 1 também copiam.");
   }
   {
     const Treino t1 = treinar(1, total, false);

@@ -21,7 +21,6 @@ static std::vector<double> lente(const Decoder& modelo, const Scalar* x) {
   // --- a sua parte ---
   // O erro: faltava a RMSNorm final. O modelo só lê o fluxo através dela (capítulo 21):
   // x / sqrt(média(x²) + eps), vezes o ganho aprendido, e só então W_out.
-  const Array& ganho = modelo.norm.weight.value();  // (d_model)
   double quad = 0;
   for (std::size_t i = 0; i < d; ++i) quad += double(x[i]) * x[i];
   const double rms = std::sqrt(quad / double(d) + modelo.norm.eps);
