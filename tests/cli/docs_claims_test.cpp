@@ -1033,8 +1033,8 @@ TEST(DocsOverfitting, TheTableIsTheSavedRunsLog) {
 
 TEST_F(DocsClaims, Interpretability) {
   // The baselines of a head with no preference (1/(t+1) at row t), printed by chapters 34 and 35:
-  // previous-token over 32 positions (H_32 - 1) / 31 = 0.098729, induction with P = 16
-  // (H_32 - H_16) / 16 = 0.042373 (Python's fractions module).
+  // previous-token over 32 positions (H_32 - 1) / 31 = 0.098661, induction with P = 16
+  // (H_32 - H_16) / 16 = 0.042360 (Python's fractions module).
   const std::string ch34 = chapter_output("cabeca_do_token_anterior");
   expect_printed("interpretabilidade.md", "0.0987", ch34, "escore do padrão uniforme");
   const std::string ch35 = chapter_output("cabecas_de_inducao");

@@ -935,11 +935,11 @@ TEST_F(Tutorials, Ch33ZeroAblationIsTheModelWithoutTheHeadsColumns) {
 TEST_F(Tutorials, Ch34ThePreviousTokenScoreMeasured) {
   const std::string& out = output_of(34);
   // By hand: (0.2 + 0.6 + 0.25) / 3 = 0.35; the uniform pattern of 32 positions scores
-  // (H_32 - 1) / 31 = 0.098729 (Python: sum(1/(t+1) for t in range(1, 32)) / 31).
+  // (H_32 - 1) / 31 = 0.098661 (Python's fractions module).
   EXPECT_NEAR(number_on(out, "previous_token_score(A)"), 0.35, 1e-6);
   EXPECT_NEAR(number_on(out, "escore à mão (0.2 + 0.6 + 0.25) / 3"), 0.35, 1e-6);
   const double ruler = numbers_after(lines_with(out, "escore do padrão uniforme")[0], "n = 32:")[0];
-  EXPECT_NEAR(ruler, 0.0987, 1e-4);
+  EXPECT_NEAR(ruler, 0.098661, 5e-5);
   // Chapter 29's two rows, then the head's score on the whole prompt: modest.
   const std::string rows = lines_with(out, "cabeça (0, 0): peso de 'i'")[0];
   EXPECT_NEAR(numbers_after(rows, "em 'p':")[0], 0.81, 0.02);
@@ -961,13 +961,14 @@ TEST_F(Tutorials, Ch34ThePreviousTokenScoreMeasured) {
 TEST_F(Tutorials, Ch35AnInductionHeadFormsWithTheLossDrop) {
   const std::string& out = output_of(35);
   // The hand-built patterns on "a b c d a b c d": induction 1 and 0, previous-token 1; the
-  // uniform pattern's induction score with P = 16 is (H_32 - H_16) / 16 = 0.042373 (Python).
+  // uniform pattern's induction score with P = 16 is (H_32 - H_16) / 16 = 0.042360 (Python's
+  // fractions module).
   EXPECT_EQ(number_on(out, "escore de indução da cabeça de indução"), 1);
   EXPECT_EQ(number_on(out, "escore de indução da cabeça do token anterior"), 0);
   EXPECT_EQ(number_on(out, "escore de token anterior da cabeça do token anterior"), 1);
   const double ruler =
       numbers_after(lines_with(out, "régua: escore de indução do padrão uniforme")[0], "16:")[0];
-  EXPECT_NEAR(ruler, 0.0424, 1e-4);
+  EXPECT_NEAR(ruler, 0.042360, 5e-5);
   EXPECT_NEAR(numbers_after(lines_with(out, "log(16) = ")[0], "log(16) =")[0], std::log(16.0),
               1e-4);
   // The training rows: at step 0 the score is the ruler and both losses are log(16); at the end
