@@ -1,7 +1,7 @@
 #pragma once
-// A tiny decoder trained for a few seconds on the start of Dom Casmurro, for chapters 27-29
-// (chapter 26 writes the same loop out in full and explains it), and the validation loss of
-// chapters 25-26. No downloaded weights.
+// A tiny decoder trained for a few seconds on the start of Dom Casmurro, for chapters 27-29 and
+// 32-34 (chapter 26 writes the same loop out in full and explains it), the validation loss of
+// chapters 25-26, and fixed validation windows for chapters 33-34. No downloaded weights.
 
 #include <cstdio>
 #include <memory>
@@ -86,6 +86,25 @@ inline ModeloPequeno treinar_rapido(long passos = 200, std::uint64_t seed = 21) 
   std::printf("(modelo pequeno treinado por %ld passos: perda %.3f -> %.3f)\n", passos,
               r.perda_inicial, r.perda_final);
   return r;
+}
+
+/// `n` windows of `contexto` ids from the text that follows the 30000 characters treinar_rapido
+/// trains on, one after the other: inputs x (n, contexto) and targets y = x shifted by one
+/// character. Characters outside the vocabulary become id 0 (chapters 33 and 34).
+inline void janelas_de_validacao(const glass::Tokenizer& tokenizer, std::size_t n,
+                                 std::size_t contexto, glass::Ids& x, glass::Ids& y) {
+  using namespace glass;
+  const std::u32string livro = load_text(GLASS_SOURCE_DIR "/data/corpora/domcasmurro.txt");
+  const std::vector<std::int32_t> ids =
+      tokenizer.encode(livro.substr(30000, n * contexto + 1), /*map_unknown=*/true);
+  x = Ids::from_shape({n, contexto});
+  y = Ids::from_shape({n, contexto});
+  for (std::size_t b = 0; b < n; ++b) {
+    for (std::size_t t = 0; t < contexto; ++t) {
+      x(b, t) = ids[b * contexto + t];
+      y(b, t) = ids[b * contexto + t + 1];
+    }
+  }
 }
 
 }  // namespace tut

@@ -389,6 +389,16 @@ TEST(DocsPages, CitedFunctionsAreInTheFilesNamed) {
       {"bpe.md", "BpeTokenizer::train", "data/bpe_tokenizer.hpp", "static BpeTokenizer train("},
       {"bpe.md", "BpeTokenizer::encode", "data/bpe_tokenizer.hpp",
        "std::vector<std::int32_t> encode("},
+      {"interpretabilidade.md", "logit_lens", "interp/logit_lens.hpp", "LogitLens logit_lens("},
+      {"interpretabilidade.md", "ablated_loss", "interp/ablation.hpp", "double ablated_loss("},
+      {"interpretabilidade.md", "ablation_table", "interp/ablation.hpp",
+       "AblationTable ablation_table("},
+      {"interpretabilidade.md", "previous_token_score", "interp/head_scores.hpp",
+       "double previous_token_score("},
+      {"interpretabilidade.md", "induction_score", "interp/head_scores.hpp",
+       "double induction_score("},
+      {"interpretabilidade.md", "patch_residual_stream", "interp/patching.hpp",
+       "PatchingResult patch_residual_stream("},
   };
   for (const Citation& c : citations) {
     expect_stated(c.page, c.function);
@@ -1017,6 +1027,30 @@ TEST(DocsOverfitting, TheTableIsTheSavedRunsLog) {
             "8");  // "eight times larger"
   expect_stated("sobreajuste-e-dropout.md", "`--weight-decay`, 0.1");
   EXPECT_EQ(options.weight_decay, 0.1);
+}
+
+// ---- interpretabilidade.md -----------------------------------------------------------------------
+
+TEST_F(DocsClaims, Interpretability) {
+  // The baselines of a head with no preference (1/(t+1) at row t), printed by chapters 34 and 35:
+  // previous-token over 32 positions (H_32 - 1) / 31 = 0.098661, induction with P = 16
+  // (H_32 - H_16) / 16 = 0.042360 (Python's fractions module).
+  const std::string ch34 = chapter_output("cabeca_do_token_anterior");
+  expect_printed("interpretabilidade.md", "0.0987", ch34, "escore do padrão uniforme");
+  const std::string ch35 = chapter_output("cabecas_de_inducao");
+  expect_printed("interpretabilidade.md", "0.0424", ch35,
+                 "régua: escore de indução do padrão uniforme");
+  // The default model's best induction score was measured once with glass train (not recomputed
+  // here): the page quotes the number chapter 35 quotes, and both say "below 0.02".
+  expect_printed("interpretabilidade.md", "0.0161", ch35, "O maior escore de indução das 16");
+  EXPECT_NE(line_with(ch35, "0.0161").find("todas abaixo de"), std::string::npos);
+  expect_stated("interpretabilidade.md", "0.02");
+  const glass::TrainOptions options;
+  expect_claim("interpretabilidade.md", "2000", std::to_string(options.iters));
+  // "At the last layer the lens is exactly the model (chapter 32 prints a difference of 0)".
+  EXPECT_EQ(last_number(chapter_output("lente_de_logits"),
+                        "diferença máxima entre a lente em layers.1.out e os logits do modelo"),
+            0);
 }
 
 // ---- the README and the manual pages -------------------------------------------------------------

@@ -843,6 +843,171 @@ TEST_F(Tutorials, Ch29TracerSnapshotsAreConsistent) {
   EXPECT_NEAR(number_on(out, "soma das probabilidades de saída"), 1, 1e-5);
 }
 
+// ---- part 7: interpretability ----------------------------------------------------------------
+
+TEST_F(Tutorials, Ch32TheLogitLensSettlesAndItsLastLayerIsTheModel) {
+  const std::string& out = output_of(32);
+  EXPECT_TRUE(contains(out, "pontos da lente: 3 (embeddings, layers.0.out, layers.1.out)")) << out;
+  // The lens at the last point is the model's logits, bit for bit (same operations, same path).
+  EXPECT_EQ(number_on(out, "diferença máxima entre a lente em layers.1.out e os logits do modelo"),
+            0);
+  // By hand: W_out (x / rms(x) * gain) in double equals the lens up to float rounding.
+  EXPECT_LT(number_on(out, "diferença máxima entre W_out · (x / rms(x) · ganho) e a lente"), 1e-5);
+  // "A perda cai de ponto em ponto", "cresce até 1", and the embeddings are "bem abaixo de log(V)".
+  const std::vector<double> loss = numbers_on(out, "lente, perda do próximo caractere (nats)");
+  const std::vector<double> agree = numbers_on(out, "lente, top-1 igual ao da última camada");
+  ASSERT_EQ(loss.size(), 3u);
+  ASSERT_EQ(agree.size(), 3u);
+  EXPECT_GT(loss[0], loss[1]);
+  EXPECT_GT(loss[1], loss[2]);
+  EXPECT_LT(agree[0], agree[1]);
+  EXPECT_EQ(agree[2], 1);
+  const double log_v = numbers_after(lines_with(out, "log(V) = ")[0], "log(V) =")[0];
+  EXPECT_NEAR(log_v, std::log(82.0), 1e-4);  // 81 characters of the first 30000 + id 0
+  EXPECT_LT(loss[0], log_v - 1);
+  // The answers: the first block already holds most final guesses; without the final RMSNorm the
+  // embeddings look uniform (their stream is short), and the last layer is no longer the model.
+  const std::string one = lines_with(out, "1. \"Bentinho e Capitu\"")[0];
+  EXPECT_GT(numbers_after(one, "layers.0.out em")[0], numbers_after(one, "embeddings em")[0]);
+  const std::vector<double> without =
+      numbers_on(out, "2. sem a RMSNorm final, perda do próximo caractere (nats)");
+  ASSERT_EQ(without.size(), 3u);
+  EXPECT_NEAR(without[0], log_v, 0.3);
+  EXPECT_GT(without[0], loss[0] + 1);
+  EXPECT_GT(std::fabs(without[2] - loss[2]), 0.1);
+  const std::vector<double> size =
+      numbers_after(lines_with(out, "|x| médio do fluxo")[0], "ponto:");
+  ASSERT_EQ(size.size(), 3u);
+  EXPECT_LT(size[0], size[1]);  // "cada bloco o alonga"
+  EXPECT_LT(size[1], size[2]);
+}
+
+TEST_F(Tutorials, Ch33ZeroAblationIsTheModelWithoutTheHeadsColumns) {
+  const std::string& out = output_of(33);
+  const double base = number_on(out, "perda normal");
+  const std::string zero00 = lines_with(out, "perda sem a cabeça (0, 0), por zero")[0];
+  const double ablated = numbers_after(zero00, "por zero:")[0];
+  EXPECT_NEAR(numbers_after(zero00, "Δperda:")[0], ablated - base, 2e-6);
+  // Zeroing the head's output before W_O = zeroing its 16 columns of W_O (head_dim 64 / 4).
+  EXPECT_EQ(number_on(out, "diferença para a ablação por zero"), 0);
+  EXPECT_TRUE(contains(out, "perda com as colunas 0 a 15 de W_O da camada 0 zeradas: "));
+  // The table: 2 layers x 4 heads, each mode; its (0, 0) entry is the Δ above.
+  std::vector<std::vector<double>> zero, mean;
+  for (int layer : {0, 1}) {
+    zero.push_back(numbers_on(out, "zero, camada " + std::to_string(layer)));
+    mean.push_back(numbers_on(out, "média, camada " + std::to_string(layer)));
+    ASSERT_EQ(zero.back().size(), 4u);
+    ASSERT_EQ(mean.back().size(), 4u);
+  }
+  EXPECT_NEAR(zero[0][0], numbers_after(zero00, "Δperda:")[0], 1e-4);
+  double largest = 0, smallest = 1e9, sum1 = 0, gap = 0;
+  for (int l = 0; l < 2; ++l) {
+    for (int h = 0; h < 4; ++h) {
+      largest = std::max(largest, zero[l][h]);
+      smallest = std::min(smallest, zero[l][h]);
+      gap = std::max(gap, std::fabs(zero[l][h] - mean[l][h]));
+    }
+  }
+  for (int h = 0; h < 4; ++h) sum1 += zero[1][h];
+  const std::string best = lines_with(out, "a cabeça que mais pesa (zero)")[0];
+  EXPECT_NEAR(numbers_after(best, "Δperda")[0], largest, 1e-4);
+  EXPECT_NEAR(numbers_after(lines_with(out, "a que menos pesa (zero)")[0], "Δperda")[0], smallest,
+              1e-4);
+  EXPECT_GT(largest, 5 * smallest);  // "várias vezes"
+  // The shift of the next character: a KL divergence is positive when the distribution moves.
+  EXPECT_GT(number_on(out, "divergência KL(antes || depois)"), 0);
+  // The answers: layer 1 together weighs more than its heads' sum; without attention the loss
+  // rises but stays below log(V); zero and mean nearly agree here.
+  const std::string together = lines_with(out, "1. camada 1 inteira por zero")[0];
+  EXPECT_NEAR(numbers_after(together, "soma dos 4 Δ sozinhas:")[0], sum1, 2e-4);
+  EXPECT_GT(numbers_after(together, "Δperda")[0], sum1);
+  const std::string none = lines_with(out, "2. sem nenhuma cabeça")[0];
+  EXPECT_GT(numbers_after(none, "perda")[0], base + 0.1);
+  EXPECT_LT(numbers_after(none, "perda")[0], numbers_after(none, "log(V) =")[0]);
+  EXPECT_LT(gap, 0.5 * largest);
+  const std::string count = lines_with(out, "3. cabeças em que zero pesa mais que a média")[0];
+  int more = 0;
+  for (int l = 0; l < 2; ++l)
+    for (int h = 0; h < 4; ++h) more += zero[l][h] > mean[l][h];
+  EXPECT_EQ(numbers_after(count, "média:")[0], more);
+}
+
+TEST_F(Tutorials, Ch34ThePreviousTokenScoreMeasured) {
+  const std::string& out = output_of(34);
+  // By hand: (0.2 + 0.6 + 0.25) / 3 = 0.35; the uniform pattern of 32 positions scores
+  // (H_32 - 1) / 31 = 0.098661 (Python's fractions module).
+  EXPECT_NEAR(number_on(out, "previous_token_score(A)"), 0.35, 1e-6);
+  EXPECT_NEAR(number_on(out, "escore à mão (0.2 + 0.6 + 0.25) / 3"), 0.35, 1e-6);
+  const double ruler = numbers_after(lines_with(out, "escore do padrão uniforme")[0], "n = 32:")[0];
+  EXPECT_NEAR(ruler, 0.098661, 5e-5);
+  // Chapter 29's two rows, then the head's score on the whole prompt: modest.
+  const std::string rows = lines_with(out, "cabeça (0, 0): peso de 'i'")[0];
+  EXPECT_NEAR(numbers_after(rows, "em 'p':")[0], 0.81, 0.02);
+  EXPECT_LT(numbers_on(out, "escore no prompt (16 posições), camada 0")[0], 0.5);
+  // On the text: the best head is above the ruler, far from 1 (no clean previous-token head).
+  const std::string best = lines_with(out, "maior escore no texto")[0];
+  const double best_score = numbers_after(best, "cabeça")[1];
+  EXPECT_GT(best_score, 2 * ruler) << best;
+  EXPECT_LT(best_score, 0.5) << best;
+  EXPECT_GT(number_on(out, "Δperda ao desligar essa cabeça (zero)"), 0);
+  // The answers: random tokens bring the scores down towards the ruler; 600 steps raise the best.
+  const std::string random = lines_with(out, "1. maior escore nos sorteados")[0];
+  EXPECT_LT(numbers_after(random, "cabeça")[1], best_score) << random;
+  EXPECT_LT(numbers_after(random, "cabeça")[1], 2 * ruler) << random;
+  const std::string longer = lines_with(out, "2. maior escore com 600 passos")[0];
+  EXPECT_GT(numbers_after(longer, "cabeça")[1], numbers_after(longer, "com 200:")[0]) << longer;
+}
+
+TEST_F(Tutorials, Ch35AnInductionHeadFormsWithTheLossDrop) {
+  const std::string& out = output_of(35);
+  // The hand-built patterns on "a b c d a b c d": induction 1 and 0, previous-token 1; the
+  // uniform pattern's induction score with P = 16 is (H_32 - H_16) / 16 = 0.042360 (Python's
+  // fractions module).
+  EXPECT_EQ(number_on(out, "escore de indução da cabeça de indução"), 1);
+  EXPECT_EQ(number_on(out, "escore de indução da cabeça do token anterior"), 0);
+  EXPECT_EQ(number_on(out, "escore de token anterior da cabeça do token anterior"), 1);
+  const double ruler =
+      numbers_after(lines_with(out, "régua: escore de indução do padrão uniforme")[0], "16:")[0];
+  EXPECT_NEAR(ruler, 0.042360, 5e-5);
+  EXPECT_NEAR(numbers_after(lines_with(out, "log(16) = ")[0], "log(16) =")[0], std::log(16.0),
+              1e-4);
+  // The training rows: at step 0 the score is the ruler and both losses are log(16); at the end
+  // an induction head (score > 4x the ruler, in layer 1) and the repetition's loss far below the
+  // first copy's, which stays near log(16).
+  const std::vector<std::string> rows = lines_with(out, "passo ");
+  std::vector<double> repeat, score;
+  for (const std::string& row : rows) {
+    if (row.rfind("passo ", 0) != 0) continue;
+    repeat.push_back(numbers_after(row, "repetição")[0]);
+    score.push_back(numbers_after(row, "indução máx")[0]);
+  }
+  ASSERT_EQ(score.size(), 17u);  // steps 0, 50, ..., 800
+  EXPECT_NEAR(score[0], ruler, 0.01);
+  EXPECT_NEAR(repeat[0], std::log(16.0), 0.1);
+  EXPECT_GT(score.back(), 4 * ruler);
+  EXPECT_LT(repeat.back(), repeat[0] - 1);
+  // The jump: the score crosses 0.15 at a step where the repetition's loss falls.
+  const std::string jump = lines_with(out, "o escore passou de 0.15 no passo")[0];
+  const std::vector<double> losses = numbers_after(jump, "nesse:");
+  ASSERT_EQ(losses.size(), 1u);
+  EXPECT_GT(losses[0], numbers_after(jump, "->")[0]) << jump;
+  EXPECT_GT(numbers_after(jump, "no passo")[0], 100);  // "por centenas de passos"
+  const std::string head = lines_with(out, "a cabeça de indução: camada")[0];
+  EXPECT_EQ(numbers_after(head, "camada")[0], 1);  // "está na camada 1"
+  // The default model, measured once: quoted, every head below 0.02.
+  EXPECT_TRUE(contains(out, "O maior escore de indução das 16 cabeças foi 0.0161")) << out;
+  // The answers: ablating the head raises the repetition's loss; one layer forms no induction head
+  // with a random period, and fakes one with a fixed period.
+  const std::string one = lines_with(out, "1. perda da repetição num lote novo")[0];
+  EXPECT_GT(numbers_after(one, "sem ela")[0], numbers_after(one, "com a cabeça")[0] + 0.2);
+  const std::string two = lines_with(out, "2. 1 camada, 800 passos")[0];
+  EXPECT_LT(numbers_after(two, "maior escore de indução")[0], score.back());
+  EXPECT_GT(numbers_after(two, "no fim")[0], repeat.back() + 0.5);
+  const std::string three = lines_with(out, "3. 1 camada, período sempre 16")[0];
+  EXPECT_GT(numbers_after(three, "maior escore de indução")[0], 0.8);
+  EXPECT_LT(numbers_after(three, "perda da repetição")[0], 0.2);
+}
+
 // ---- the answers to the Experimente ------------------------------------------------------------
 
 // Every chapter answers its "Experimente" in its output: chapters 17, 24, 26 and 28 in their
@@ -1136,6 +1301,35 @@ TEST_F(Tutorials, ExerciseAnswersOfPart6) {
   EXPECT_EQ(answer("18_por_que_se_divide"), (std::vector<double>{269, 266, -1}));
   EXPECT_EQ(numbers_on(run_program("exercicios/errada_18_por_que_se_divide").out, "resposta"),
             (std::vector<double>{268, 266, -1}));
+}
+
+TEST_F(Tutorials, ExerciseAnswersOfPart7) {
+  // Exercise 19, by hand in the exercise: previous-token (0.5 + 0.6 + 0.7 + 4 * 0.1) / 7 = 2.2 / 7
+  // = 0.314286; induction (0.6 + 0.5 + 0.4 + 0.3) / 4 = 0.45. The library agrees.
+  const std::string& scores = run_program("exercicios/solucao_19_escores_de_cabecas").out;
+  EXPECT_EQ(numbers_on(scores, "resposta"), (std::vector<double>{0.314286, 0.45}));
+  EXPECT_TRUE(contains(scores, "da biblioteca: token anterior 0.314286, indução 0.450000\n"))
+      << scores;
+  // The two wrong answers fail where the hand work says: the same token (t - P) gives (0.1 + 0.2 +
+  // 0.1 + 0.1) / 4 = 0.125; dividing by n gives 2.2 / 8 = 0.275.
+  EXPECT_EQ(numbers_on(run_program("exercicios/errada_19_escores_de_cabecas_token_igual").out,
+                       "resposta"),
+            (std::vector<double>{0.314286, 0.125}));
+  EXPECT_EQ(numbers_on(run_program("exercicios/errada_19_escores_de_cabecas_divide_por_n").out,
+                       "resposta"),
+            (std::vector<double>{0.275, 0.45}));
+  // Exercise 20: the fixed lens gives the model's own logits at the last point; the lens without
+  // the gain, or divided by |x| instead of the rms, does not.
+  const std::string& lens = run_program("exercicios/solucao_20_ache_o_erro_na_lente").out;
+  EXPECT_LT(number_on(lens, "diferença máxima para os logits do modelo no último ponto"), 1e-4);
+  for (const char* wrong :
+       {"errada_20_ache_o_erro_na_lente_sem_ganho",
+        "errada_20_ache_o_erro_na_lente_divide_pela_norma", "20_ache_o_erro_na_lente"}) {
+    const std::string& out = run_program(std::string("exercicios/") + wrong).out;
+    EXPECT_GT(number_on(out, "diferença máxima para os logits do modelo no último ponto"), 1e-2)
+        << wrong << ":\n"
+        << out;
+  }
 }
 
 }  // namespace
