@@ -43,7 +43,7 @@ std::vector<std::int32_t> encode_prompt(const LoadedModel& loaded, const std::u3
   if (loaded.bpe) return loaded.bpe->encode(text);  // byte fallback: every text encodes
   try {
     return loaded.tokenizer.encode(text, allow_unknown, unknown);
-  } catch (const UnknownCharError& e) {
+  } catch (const UnknownCharacterError& e) {
     throw std::invalid_argument(std::string(e.what()) +
                                 " (--allow-unknown maps such characters to the unknown id 0)");
   }
@@ -177,16 +177,6 @@ std::string label(const InterpReport& r, std::int32_t id) {
 
 nlohmann::ordered_json token_json(const InterpReport& r, std::int32_t id) {
   return {{"id", id}, {"text", label(r, id)}};
-}
-
-nlohmann::ordered_json table_json(const Array& t) {
-  nlohmann::ordered_json rows = nlohmann::ordered_json::array();
-  for (std::size_t L = 0; L < t.shape()[0]; ++L) {
-    nlohmann::ordered_json row = nlohmann::ordered_json::array();
-    for (std::size_t h = 0; h < t.shape()[1]; ++h) row.push_back(json_number(t(L, h)));
-    rows.push_back(std::move(row));
-  }
-  return rows;
 }
 
 std::string html_escape(const std::string& s) {
