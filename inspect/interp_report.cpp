@@ -54,6 +54,9 @@ std::vector<HeadRef> parse_head_list(const std::string& text, std::size_t n_laye
   const std::string valid = fmt::format(
       "give heads as LAYER.HEAD separated by commas, e.g. 0.1,2.3 (layers 0..{}, heads 0..{})",
       n_layers - 1, n_heads - 1);
+  if (text.empty() || text.front() == ',' || text.back() == ',' ||
+      text.find(",,") != std::string::npos)
+    throw std::invalid_argument(fmt::format("'{}' has an empty item: {}", text, valid));
   std::vector<HeadRef> heads;
   std::set<std::pair<std::size_t, std::size_t>> seen;
   std::stringstream in(text);

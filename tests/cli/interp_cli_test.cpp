@@ -93,14 +93,15 @@ TEST_F(InterpCli, LensEqualsTheLibrary) {
         EXPECT_NEAR(j["lens"]["top"][s][t][k]["prob"].get<double>(), lens.top_probs(s, t, k),
                     1e-6);
       }
-      if (t + 1 < 8)
+      if (t + 1 < 8) {
         EXPECT_NEAR(j["lens"]["true_next_prob"][s][t].get<double>(), lens.next_prob(s, t), 1e-6);
+      }
     }
-  // The last row is the model itself: its top token is what glass inspect's overview lists.
+  // The terminal table: one block per position, labelled with the token and the true next one.
   const CliRun text = inspect("--prompt 'Capitu e' --lens --top-k 3");
   ASSERT_EQ(text.exit_code, 0) << text.err;
   EXPECT_NE(text.out.find("Logit lens"), std::string::npos);
-  EXPECT_NE(text.out.find("position 7 '␣'"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("position 6 '␣' -> true next 'e'"), std::string::npos) << text.out;
 }
 
 TEST_F(InterpCli, AblationEqualsTheLibraryInBothModes) {
@@ -262,12 +263,41 @@ TEST_F(InterpCli, HtmlHasASectionPerView) {
   EXPECT_EQ(html.find("<script"), std::string::npos);  // self-contained tables, no script
 }
 
+TEST_F(InterpCli, ABpeRunRecordsAndInspectsInTokens) {
+  const fs::path run = dir_ / "bpe";
+  const CliRun t = glass_test::run_glass("train --data " + q((dir_ / "text.txt").string()) +
+                                             " --out " + q(run.string()) + kRecipe +
+                                             " --tokenizer bpe --vocab-size 320",
+                                         dir_);
+  ASSERT_EQ(t.exit_code, 0) << t.err;
+  const glass::InterpRecord saved =
+      glass::parse_interp_record(glass_test::read_file(run / "current" / "interp.json"));
+  EXPECT_EQ(saved.step, 20);
+  EXPECT_EQ(saved.probe.tokens, 256u);  // tokens (subwords), not characters
+  const CliRun h = inspect("--history", "bpe");
+  ASSERT_EQ(h.exit_code, 0) << h.err;
+  EXPECT_NE(h.out.find("3 saves"), std::string::npos) << h.out;
+  // The lens of a BPE prompt has one column per subword, fewer than its characters.
+  const CliRun lens = inspect("--prompt 'Capitu e Bentinho' --lens --json -", "bpe");
+  ASSERT_EQ(lens.exit_code, 0) << lens.err;
+  const json j = json::parse(lens.out);
+  glass::LoadedModel m = glass::load_checkpoint(run.string());
+  m.model->set_ops_path(glass::OpsPath::reference);
+  const std::vector<std::int32_t> ids =
+      glass::encode_prompt(m, glass::utf8_to_u32("Capitu e Bentinho"), false);
+  ASSERT_EQ(j["prompt"].size(), ids.size());
+  EXPECT_LT(ids.size(), std::string("Capitu e Bentinho").size());
+  const glass::LogitLens expected = glass::logit_lens(*m.model, ids, 5);
+  EXPECT_EQ(j["lens"]["top"][2][ids.size() - 1][0]["id"].get<int>(),
+            expected.top_ids(2, ids.size() - 1, 0));
+}
+
 TEST_F(InterpCli, BadInputsFailWithAClearMessage) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"--prompt 'Capitu' --ablate 5.0", "there is no layer 5, the model has 2 layers (0..1)"},
       {"--prompt 'Capitu' --ablate 0.2", "there is no head 2, each layer has 2 heads (0..1)"},
       {"--prompt 'Capitu' --ablate zero", "'zero' is not a head"},
-      {"--prompt 'Capitu' --ablate 0.1,", "no head given"},
+      {"--prompt 'Capitu' --ablate 0.1,", "has an empty item"},
       {"--prompt 'Capitu' --ablate 1.-1", "'1.-1' is not a head"},
       {"--prompt 'Capitu' --ablate 0.0 --ablation half", "--ablation"},
       {"--prompt 'Capitu' --ablation mean", "add --ablate"},
