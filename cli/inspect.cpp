@@ -57,7 +57,10 @@ struct InspectOptions {
   std::string corrupted;
   bool history = false;
   bool prompt_given = false;
-  bool any_interp() const { return lens || !ablate.empty() || head_scores || patch || history; }
+  bool any_interp() const {
+    return lens || !ablate.empty() || ablation != "zero" || head_scores || patch ||
+           !corrupted.empty() || history;
+  }
 };
 
 /// Refuses (CommandError) an output path that cannot be written: a directory, or a file whose
@@ -193,7 +196,7 @@ void run_interp(const InspectOptions& opt) {
               "--head-scores measures on the prompt, which needs at least 3 tokens (it has {})",
               tokens.size()));
         s.record = glass::measure_head_scores(model, tokens, window);
-        s.source = fmt::format("the prompt ({} tokens)", s.record.probe.tokens);
+        s.source = "the prompt";
       } else {
         if (opt.best)
           throw CommandError(

@@ -26,10 +26,12 @@ using nlohmann::json;
 
 namespace {
 
-/// A two-layer model of two heads each, trained 20 steps with a save every 10.
+/// A two-layer model of two heads each, trained 60 steps with a save every 20 (long enough for
+/// its next-token prediction to depend on the prompt).
 const char* kRecipe =
     " --batch-size 4 --context 16 --d-model 32 --n-layers 2 --n-heads 2 --n-kv-heads 1"
-    " --ffn-hidden 32 --eval-iters 2 --sample-tokens 0 --warmup 5 --iters 20 --eval-every 10";
+    " --ffn-hidden 32 --eval-iters 2 --sample-tokens 0 --warmup 5 --lr 3e-3 --iters 60"
+    " --eval-every 20";
 
 class InterpCli : public ::testing::Test {
  protected:
@@ -129,7 +131,7 @@ TEST_F(InterpCli, AblationEqualsTheLibraryInBothModes) {
 }
 
 TEST_F(InterpCli, HeadScoresOnAPromptEqualTheLibrarysPatternsAndAblation) {
-  const std::string prompt = "Capitu e Bentinho";
+  const std::string prompt = "Capitu e a casa";
   const json j = inspect_json("--prompt '" + prompt + "' --head-scores");
   const glass::LoadedModel m = load();
   const std::vector<std::int32_t> ids = tokens(m, prompt);
@@ -142,8 +144,9 @@ TEST_F(InterpCli, HeadScoresOnAPromptEqualTheLibrarysPatternsAndAblation) {
   const glass::AblationTable table =
       glass::ablation_table(*m.model, inputs, targets, glass::AblationMode::zero);
   EXPECT_NEAR(j["head_scores"]["probe_loss"].get<double>(), table.base_loss, 1e-6);
+  const std::size_t period = n / 2;  // 32 does not fit a window of n tokens
   const glass::HeadScores induction = glass::head_scores(
-      *m.model, glass::repeated_random_tokens(8, m.model->config().vocab_size, 1234), 8);
+      *m.model, glass::repeated_random_tokens(period, m.model->config().vocab_size, 1234), period);
   for (std::size_t L = 0; L < 2; ++L) {
     const glass::Array& softmax = tracer.get(glass::attention_point(L, "softmax"));  // (H, n, n)
     for (std::size_t h = 0; h < 2; ++h) {
@@ -159,14 +162,14 @@ TEST_F(InterpCli, HeadScoresOnAPromptEqualTheLibrarysPatternsAndAblation) {
                   1e-6);
     }
   }
-  EXPECT_EQ(j["head_scores"]["probe"]["period"], 8);  // 32 does not fit a window of 16
+  EXPECT_EQ(j["head_scores"]["probe"]["period"], period);
 }
 
 TEST_F(InterpCli, HeadScoresWithoutAPromptAreTheSavesRecord) {
   const json j = inspect_json("--head-scores");
   const glass::InterpRecord saved = glass::parse_interp_record(
       glass_test::read_file(dir_ / "run" / "current" / "interp.json"));
-  EXPECT_EQ(j["head_scores"]["step"], 20);
+  EXPECT_EQ(j["head_scores"]["step"], 60);
   EXPECT_EQ(j["head_scores"]["probe"]["source"], "validation");
   for (std::size_t L = 0; L < 2; ++L)
     for (std::size_t h = 0; h < 2; ++h)
@@ -195,15 +198,17 @@ TEST_F(InterpCli, PatchingEqualsTheLibrary) {
     return static_cast<std::int32_t>(
         glass::top_k_indices(logits.data() + (T - 1) * V, V, 1).front());
   };
-  // A corrupted prompt of the same length whose next token differs.
+  // A corrupted prompt of the same length whose next token differs: one character changed.
   std::string corrupted;
-  for (const char* candidate : {"Capitu o", "Capitu a", "Escobar ", "Capitu,", "capitu e"}) {
-    if (std::string(candidate).size() != clean.size()) continue;
-    if (predicted(tokens(m, candidate)) != predicted(clean_ids)) {
-      corrupted = candidate;
-      break;
+  const std::u32string clean32 = glass::utf8_to_u32(clean);
+  for (std::size_t p = T; p-- > 0 && corrupted.empty();)
+    for (std::size_t v = 1; v < V && corrupted.empty(); ++v) {
+      std::u32string candidate = clean32;
+      candidate[p] = m.tokenizer.char_of(static_cast<std::int32_t>(v));
+      if (candidate[p] == '\'' || candidate[p] == '\n' || candidate == clean32) continue;
+      const std::string text = glass::u32_to_utf8(candidate);
+      if (predicted(tokens(m, text)) != predicted(clean_ids)) corrupted = text;
     }
-  }
   ASSERT_FALSE(corrupted.empty()) << "no candidate changes the prediction";
   const json j = inspect_json("--prompt '" + clean + "' --patch --corrupted '" + corrupted + "'");
   const glass::PatchingResult res = glass::patch_residual_stream(
@@ -224,19 +229,19 @@ TEST_F(InterpCli, PatchingEqualsTheLibrary) {
 
 TEST_F(InterpCli, HistoryListsEverySaveNextToItsValidationLoss) {
   const json j = inspect_json("--history");
-  EXPECT_EQ(j["history"]["steps"], json::parse("[0,10,20]"));
+  EXPECT_EQ(j["history"]["steps"], json::parse("[0,20,40,60]"));
   const std::vector<glass::LossPoint> log =
       glass::read_loss_log((dir_ / "run" / "current" / "log.csv").string());
-  ASSERT_EQ(log.size(), 3u);
-  for (std::size_t i = 0; i < 3; ++i)
+  ASSERT_EQ(log.size(), 4u);
+  for (std::size_t i = 0; i < 4; ++i)
     EXPECT_NEAR(j["history"]["val_loss"][i].get<double>(), log[i].val_loss, 1e-9);
   const json history =
       json::parse(glass_test::read_file(dir_ / "run" / "current" / "interp_history.json"));
-  for (std::size_t i = 0; i < 3; ++i)
+  for (std::size_t i = 0; i < 4; ++i)
     EXPECT_EQ(j["history"]["records"][i]["previous_token"], history["records"][i]["previous_token"]);
   const CliRun text = inspect("--history");
   ASSERT_EQ(text.exit_code, 0) << text.err;
-  EXPECT_NE(text.out.find("Head scores over training: 3 saves"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("Head scores over training: 4 saves"), std::string::npos) << text.out;
   const CliRun none = inspect("--history", "off");
   EXPECT_EQ(none.exit_code, 0) << none.err;
   EXPECT_NE(none.out.find("No interpretability record"), std::string::npos);
@@ -267,16 +272,16 @@ TEST_F(InterpCli, ABpeRunRecordsAndInspectsInTokens) {
   const fs::path run = dir_ / "bpe";
   const CliRun t = glass_test::run_glass("train --data " + q((dir_ / "text.txt").string()) +
                                              " --out " + q(run.string()) + kRecipe +
-                                             " --tokenizer bpe --vocab-size 320",
+                                             " --tokenizer bpe --vocab-size 400",
                                          dir_);
   ASSERT_EQ(t.exit_code, 0) << t.err;
   const glass::InterpRecord saved =
       glass::parse_interp_record(glass_test::read_file(run / "current" / "interp.json"));
-  EXPECT_EQ(saved.step, 20);
+  EXPECT_EQ(saved.step, 60);
   EXPECT_EQ(saved.probe.tokens, 256u);  // tokens (subwords), not characters
   const CliRun h = inspect("--history", "bpe");
   ASSERT_EQ(h.exit_code, 0) << h.err;
-  EXPECT_NE(h.out.find("3 saves"), std::string::npos) << h.out;
+  EXPECT_NE(h.out.find("4 saves"), std::string::npos) << h.out;
   // The lens of a BPE prompt has one column per subword, fewer than its characters.
   const CliRun lens = inspect("--prompt 'Capitu e Bentinho' --lens --json -", "bpe");
   ASSERT_EQ(lens.exit_code, 0) << lens.err;
@@ -306,7 +311,7 @@ TEST_F(InterpCli, BadInputsFailWithAClearMessage) {
       {"--prompt 'Capitu' --corrupted 'Escoba'", "add --patch"},
       {"--prompt 'Capitu' --patch --corrupted 'Escobar'",
        "--corrupted has 7 tokens and --prompt 6"},
-      {"--prompt 'Capitu e Bentinho e Escobar' --lens", "tokens"},
+      {"--prompt 'Capitu e a casa e a sala' --lens", "has 24 tokens"},
       {"--prompt 'Ca' --head-scores", "at least 3 tokens"},
       {"--prompt 'Capitu' --lens --snapshot attn.q", "does not combine"},
       {"--prompt 'Capitu' --lens --top-k 0", "--top-k"},
