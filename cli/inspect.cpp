@@ -50,8 +50,8 @@ struct InspectOptions {
   int threads = 0;
   // The interpretability lab (interp/).
   bool lens = false;
-  std::string ablate;              // "L.H[,L.H...]"
-  std::string ablation = "zero";   // zero | mean
+  std::string ablate;             // "L.H[,L.H...]"
+  std::string ablation = "zero";  // zero | mean
   bool head_scores = false;
   bool patch = false;
   std::string corrupted;
@@ -116,7 +116,8 @@ void run_interp(const InspectOptions& opt) {
     throw CommandError("--ablation says how --ablate knocks heads out: add --ablate L.H");
   const bool needs_prompt = opt.lens || !opt.ablate.empty() || opt.patch;
   if (needs_prompt && !opt.prompt_given)
-    throw CommandError("--lens, --ablate and --patch run the model on a prompt: give --prompt TEXT");
+    throw CommandError(
+        "--lens, --ablate and --patch run the model on a prompt: give --prompt TEXT");
   const bool json_to_stdout = opt.json_path == "-", html_to_stdout = opt.html_path == "-";
   if (json_to_stdout && html_to_stdout)
     throw CommandError(
@@ -169,8 +170,8 @@ void run_interp(const InspectOptions& opt) {
 
   try {
     if (opt.lens) {
-      const std::size_t k = std::min<std::size_t>(static_cast<std::size_t>(opt.top_k),
-                                                  config.vocab_size);
+      const std::size_t k =
+          std::min<std::size_t>(static_cast<std::size_t>(opt.top_k), config.vocab_size);
       report.lens = glass::logit_lens(model, tokens, k);
     }
     if (!opt.ablate.empty()) {
@@ -218,8 +219,8 @@ void run_interp(const InspectOptions& opt) {
           throw CommandError(fmt::format("{}: interp.json is not of the weights' step {}",
                                          opt.checkpoint, loaded.weights_step));
         s.record = *it;
-        s.source = fmt::format("the validation probe, recorded by glass train at step {}",
-                               s.record.step);
+        s.source =
+            fmt::format("the validation probe, recorded by glass train at step {}", s.record.step);
       }
       report.head_scores = std::move(s);
     }
@@ -467,9 +468,10 @@ void add_inspect_command(CLI::App& app) {
                 "logit lens: for each layer and position, the top --top-k next tokens read off the "
                 "residual stream and the probability of the true next token")
       ->group("Interpretability");
-  cmd->add_option("--ablate", opt->ablate,
-                  "knock out heads LAYER.HEAD[,LAYER.HEAD...] (e.g. 0.1,2.3) and show the next-token "
-                  "distribution after --prompt with and without them")
+  cmd->add_option(
+         "--ablate", opt->ablate,
+         "knock out heads LAYER.HEAD[,LAYER.HEAD...] (e.g. 0.1,2.3) and show the next-token "
+         "distribution after --prompt with and without them")
       ->group("Interpretability");
   cmd->add_option("--ablation", opt->ablation,
                   "how --ablate knocks a head out: zero (its output before W_O set to 0) or mean "

@@ -72,13 +72,15 @@ std::vector<HeadRef> parse_head_list(const std::string& text, std::size_t n_laye
       throw std::invalid_argument(fmt::format("'{}' is not a head: {}", item, valid));
     const std::size_t L = number(item.substr(0, dot), item), h = number(item.substr(dot + 1), item);
     if (L >= n_layers)
-      throw std::invalid_argument(fmt::format("head {}: there is no layer {}, the model has {} "
-                                              "layers (0..{})",
-                                              item, L, n_layers, n_layers - 1));
+      throw std::invalid_argument(
+          fmt::format("head {}: there is no layer {}, the model has {} "
+                      "layers (0..{})",
+                      item, L, n_layers, n_layers - 1));
     if (h >= n_heads)
-      throw std::invalid_argument(fmt::format("head {}: there is no head {}, each layer has {} "
-                                              "heads (0..{})",
-                                              item, h, n_heads, n_heads - 1));
+      throw std::invalid_argument(
+          fmt::format("head {}: there is no head {}, each layer has {} "
+                      "heads (0..{})",
+                      item, h, n_heads, n_heads - 1));
     if (seen.insert({L, h}).second) heads.push_back({L, h});
   }
   if (heads.empty()) throw std::invalid_argument("no head given: " + valid);
@@ -186,11 +188,20 @@ std::string html_escape(const std::string& s) {
   std::string out;
   for (char c : s) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -210,10 +221,14 @@ const char* kScoreNames[] = {"previous-token", "induction", "first-position", "a
 
 const Array& score_table(const InterpRecord& r, int which) {
   switch (which) {
-    case 0: return r.previous_token;
-    case 1: return r.induction;
-    case 2: return r.first_position;
-    default: return r.ablation_delta_loss;
+    case 0:
+      return r.previous_token;
+    case 1:
+      return r.induction;
+    case 2:
+      return r.first_position;
+    default:
+      return r.ablation_delta_loss;
   }
 }
 
@@ -351,15 +366,16 @@ std::string history_terminal(const InterpReport& r, std::size_t width) {
       first.probe.seed);
   const std::size_t n_layers = first.n_layers, n_heads = first.n_heads;
   const std::size_t cell = 7, fixed = 8 + 9 + 9;
-  const std::size_t per_block = std::max<std::size_t>(
-      1, (std::max(width, fixed + cell) - fixed) / cell);
+  const std::size_t per_block =
+      std::max<std::size_t>(1, (std::max(width, fixed + cell) - fixed) / cell);
   for (int which = 0; which < 4; ++which) {
     out += fmt::format("\n{}{}\n", kScoreNames[which], which == 3 ? " (nats/token)" : "");
     const std::size_t H = n_layers * n_heads;
     for (std::size_t j0 = 0; j0 < H; j0 += per_block) {
       const std::size_t j1 = std::min(H, j0 + per_block);
       std::string head = "    step  val loss  probe   ";
-      for (std::size_t j = j0; j < j1; ++j) head += pad_left(head_name(j / n_heads, j % n_heads), cell);
+      for (std::size_t j = j0; j < j1; ++j)
+        head += pad_left(head_name(j / n_heads, j % n_heads), cell);
       out += head + "\n";
       for (const InterpRecord& rec : hist.records) {
         const auto it = val.find(rec.step);
@@ -475,7 +491,8 @@ nlohmann::ordered_json interp_json(const InterpReport& r) {
     nlohmann::ordered_json rec = nlohmann::ordered_json::array(),
                            pd = nlohmann::ordered_json::array();
     for (std::size_t i = 0; i < res.rows.size(); ++i) {
-      nlohmann::ordered_json a = nlohmann::ordered_json::array(), b = nlohmann::ordered_json::array();
+      nlohmann::ordered_json a = nlohmann::ordered_json::array(),
+                             b = nlohmann::ordered_json::array();
       for (std::size_t t = 0; t < res.recovered.shape()[1]; ++t) {
         a.push_back(json_number(res.recovered(i, t)));
         b.push_back(json_number(res.patched_diff(i, t)));
@@ -520,13 +537,13 @@ std::string scores_html_table(const InterpRecord& rec) {
   const double dl = std::max(1e-9, max_abs(rec.ablation_delta_loss));
   for (std::size_t L = 0; L < rec.n_layers; ++L)
     for (std::size_t h = 0; h < rec.n_heads; ++h)
-      out += "<tr><th>" + head_name(L, h) + "</th>" +
-             html_cell(num(rec.previous_token(L, h)), rec.previous_token(L, h)) +
-             html_cell(num(rec.induction(L, h)), rec.induction(L, h)) +
-             html_cell(num(rec.first_position(L, h)), rec.first_position(L, h)) +
-             html_cell(signed_num(rec.ablation_delta_loss(L, h)),
-                       rec.ablation_delta_loss(L, h) / dl) +
-             "</tr>";
+      out +=
+          "<tr><th>" + head_name(L, h) + "</th>" +
+          html_cell(num(rec.previous_token(L, h)), rec.previous_token(L, h)) +
+          html_cell(num(rec.induction(L, h)), rec.induction(L, h)) +
+          html_cell(num(rec.first_position(L, h)), rec.first_position(L, h)) +
+          html_cell(signed_num(rec.ablation_delta_loss(L, h)), rec.ablation_delta_loss(L, h) / dl) +
+          "</tr>";
   return out + "</table>";
 }
 
@@ -541,17 +558,20 @@ std::string interp_html_sections(const InterpReport& r) {
   if (r.lens) {
     const LogitLens& lens = *r.lens;
     const std::size_t S = lens.points.size(), T = lens.tokens.size();
-    out += "<section class=\"glass-interp\" id=\"interp-lens\"><h2>Logit lens</h2><p>The "
-           "residual stream after each block read through the final RMSNorm and the output matrix "
-           "(nostalgebraist 2020). Each cell: the most probable next token and its probability; "
-           "shade: the probability of the true next token.</p><table><tr><th></th>";
-    for (std::size_t t = 0; t < T; ++t) out += "<th>" + html_escape(label(r, lens.tokens[t])) + "</th>";
+    out +=
+        "<section class=\"glass-interp\" id=\"interp-lens\"><h2>Logit lens</h2><p>The "
+        "residual stream after each block read through the final RMSNorm and the output matrix "
+        "(nostalgebraist 2020). Each cell: the most probable next token and its probability; "
+        "shade: the probability of the true next token.</p><table><tr><th></th>";
+    for (std::size_t t = 0; t < T; ++t)
+      out += "<th>" + html_escape(label(r, lens.tokens[t])) + "</th>";
     out += "</tr>";
     for (std::size_t s = 0; s < S; ++s) {
       out += "<tr><th>" + html_escape(lens.points[s]) + "</th>";
       for (std::size_t t = 0; t < T; ++t) {
         const double p = t + 1 < T ? static_cast<double>(lens.next_prob(s, t)) : 0.0;
-        out += html_cell(label(r, lens.top_ids(s, t, 0)) + " " + num(lens.top_probs(s, t, 0), 2), p);
+        out +=
+            html_cell(label(r, lens.top_ids(s, t, 0)) + " " + num(lens.top_probs(s, t, 0), 2), p);
       }
       out += "</tr>";
     }
@@ -574,28 +594,31 @@ std::string interp_html_sections(const InterpReport& r) {
       const double d = a.shift.after(id) - a.shift.before(id);
       out += "<tr><th>" + html_escape(label(r, static_cast<std::int32_t>(id))) + "</th>" +
              html_cell(num(a.shift.before(id)), a.shift.before(id)) +
-             html_cell(num(a.shift.after(id)), a.shift.after(id)) +
-             html_cell(signed_num(d, 3), d) + "</tr>";
+             html_cell(num(a.shift.after(id)), a.shift.after(id)) + html_cell(signed_num(d, 3), d) +
+             "</tr>";
     }
     out += "</table><p>KL(without || with) = " + num(a.shift.kl_divergence, 4) +
            " nats</p></section>\n";
   }
   if (r.head_scores) {
-    out += "<section class=\"glass-interp\" id=\"interp-head-scores\"><h2>Head scores</h2><p>"
-           "Previous-token, first-position share and zero-ablation Δloss on " +
-           html_escape(r.head_scores->source) + "; induction on " +
-           std::to_string(r.head_scores->record.probe.period) +
-           " random tokens repeated twice (Olsson et al. 2022).</p>" +
-           scores_html_table(r.head_scores->record) + "</section>\n";
+    out +=
+        "<section class=\"glass-interp\" id=\"interp-head-scores\"><h2>Head scores</h2><p>"
+        "Previous-token, first-position share and zero-ablation Δloss on " +
+        html_escape(r.head_scores->source) + "; induction on " +
+        std::to_string(r.head_scores->record.probe.period) +
+        " random tokens repeated twice (Olsson et al. 2022).</p>" +
+        scores_html_table(r.head_scores->record) + "</section>\n";
   }
   if (r.patch) {
     const PatchingResult& res = r.patch->result;
-    out += "<section class=\"glass-interp\" id=\"interp-patching\"><h2>Activation patching</h2>"
-           "<p>Fraction of the logit difference logit['" +
-           html_escape(label(r, res.answer)) + "'] - logit['" + html_escape(label(r, res.other)) +
-           "'] recovered by copying the clean residual stream at (point, position) into the "
-           "corrupted run (clean " + num(res.clean_diff, 4) + ", corrupted " +
-           num(res.corrupted_diff, 4) + ").</p><table><tr><th>clean / corrupted</th>";
+    out +=
+        "<section class=\"glass-interp\" id=\"interp-patching\"><h2>Activation patching</h2>"
+        "<p>Fraction of the logit difference logit['" +
+        html_escape(label(r, res.answer)) + "'] - logit['" + html_escape(label(r, res.other)) +
+        "'] recovered by copying the clean residual stream at (point, position) into the "
+        "corrupted run (clean " +
+        num(res.clean_diff, 4) + ", corrupted " + num(res.corrupted_diff, 4) +
+        ").</p><table><tr><th>clean / corrupted</th>";
     for (std::size_t t = 0; t < r.prompt.size(); ++t)
       out += "<th>" + html_escape(label(r, r.prompt[t])) + " / " +
              html_escape(label(r, r.patch->corrupted[t])) + "</th>";
@@ -609,8 +632,9 @@ std::string interp_html_sections(const InterpReport& r) {
     out += "</table></section>\n";
   }
   if (r.history) {
-    out += "<section class=\"glass-interp\" id=\"interp-history\"><h2>Head scores over "
-           "training</h2>";
+    out +=
+        "<section class=\"glass-interp\" id=\"interp-history\"><h2>Head scores over "
+        "training</h2>";
     if (r.history->records.empty()) {
       out += "<p>No interpretability record in this run directory.</p>";
     } else {
@@ -618,7 +642,8 @@ std::string interp_html_sections(const InterpReport& r) {
       for (const LossPoint& p : r.history->loss) val[static_cast<long>(p.step)] = p.val_loss;
       const InterpRecord& first = r.history->records.front();
       for (int which = 0; which < 4; ++which) {
-        out += std::string("<h3>") + kScoreNames[which] + "</h3><table><tr><th>step</th><th>val "
+        out += std::string("<h3>") + kScoreNames[which] +
+               "</h3><table><tr><th>step</th><th>val "
                "loss</th><th>probe loss</th>";
         for (std::size_t L = 0; L < first.n_layers; ++L)
           for (std::size_t h = 0; h < first.n_heads; ++h) out += "<th>" + head_name(L, h) + "</th>";
@@ -645,9 +670,10 @@ std::string interp_html_sections(const InterpReport& r) {
 
 std::string interp_page(const InterpReport& r, const std::string& title) {
   return "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>" +
-         html_escape(title) + "</title></head><body><h1 style=\"font-family:system-ui,sans-serif;"
-         "margin:.5em 1em\">" + html_escape(title) + "</h1>\n" + interp_html_sections(r) +
-         "</body></html>\n";
+         html_escape(title) +
+         "</title></head><body><h1 style=\"font-family:system-ui,sans-serif;"
+         "margin:.5em 1em\">" +
+         html_escape(title) + "</h1>\n" + interp_html_sections(r) + "</body></html>\n";
 }
 
 std::string insert_before_body_end(std::string page, const std::string& sections) {

@@ -87,7 +87,8 @@ nlohmann::json table_json(const Array& table) {
   nlohmann::json rows = nlohmann::json::array();
   for (std::size_t L = 0; L < table.shape()[0]; ++L) {
     nlohmann::json row = nlohmann::json::array();
-    for (std::size_t h = 0; h < table.shape()[1]; ++h) row.push_back(static_cast<double>(table(L, h)));
+    for (std::size_t h = 0; h < table.shape()[1]; ++h)
+      row.push_back(static_cast<double>(table(L, h)));
     rows.push_back(std::move(row));
   }
   return rows;
@@ -97,14 +98,14 @@ Array table_from_json(const nlohmann::json& doc, const char* key, std::size_t n_
                       std::size_t n_heads) {
   const std::string where = std::string("interp record: \"") + key + "\"";
   if (!doc.contains(key) || !doc[key].is_array() || doc[key].size() != n_layers)
-    throw std::invalid_argument(where + " must be a list of n_layers = " +
-                                std::to_string(n_layers) + " rows");
+    throw std::invalid_argument(
+        where + " must be a list of n_layers = " + std::to_string(n_layers) + " rows");
   Array table = Array::from_shape({n_layers, n_heads});
   for (std::size_t L = 0; L < n_layers; ++L) {
     const nlohmann::json& row = doc[key][L];
     if (!row.is_array() || row.size() != n_heads)
-      throw std::invalid_argument(where + " row " + std::to_string(L) + " must hold n_heads = " +
-                                  std::to_string(n_heads) + " numbers");
+      throw std::invalid_argument(where + " row " + std::to_string(L) +
+                                  " must hold n_heads = " + std::to_string(n_heads) + " numbers");
     for (std::size_t h = 0; h < n_heads; ++h) {
       if (!row[h].is_number() || !std::isfinite(row[h].get<double>()))
         throw std::invalid_argument(where + " [" + std::to_string(L) + "][" + std::to_string(h) +
@@ -139,8 +140,7 @@ InterpRecord record_interp(const Decoder& model, const InterpProbe& probe, long 
   check_finite(record.first_position, "a first-position share");
   check_finite(record.induction, "an induction score");
   check_finite(record.ablation_delta_loss, "an ablation delta loss");
-  record.seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  record.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return record;
 }
 

@@ -43,9 +43,9 @@ struct ProbeSpec {
 
 /// The probe itself, built once per run by make_probe.
 struct InterpProbe {
-  ProbeSpec spec;             ///< as measured: tokens and period after fitting the model
-  Ids inputs;                 ///< (W, T) windows of the probe text
-  Ids targets;                ///< (W, T) the next token of each input
+  ProbeSpec spec;                      ///< as measured: tokens and period after fitting the model
+  Ids inputs;                          ///< (W, T) windows of the probe text
+  Ids targets;                         ///< (W, T) the next token of each input
   std::vector<std::int32_t> repeated;  ///< (2 period) repeated_random_tokens(period, V, seed)
 };
 

@@ -42,11 +42,11 @@ class InterpCli : public ::testing::Test {
     fs::create_directories(dir_);
     glass_test::write_file(dir_ / "text.txt", glass_test::corpus_start(6000));
     for (const char* name : {"run", "off"}) {
-      const CliRun r = glass_test::run_glass(
-          "train --data " + q((dir_ / "text.txt").string()) + " --out " +
-              q((dir_ / name).string()) + kRecipe +
-              (std::string(name) == "off" ? " --no-interp-record" : ""),
-          dir_);
+      const CliRun r =
+          glass_test::run_glass("train --data " + q((dir_ / "text.txt").string()) + " --out " +
+                                    q((dir_ / name).string()) + kRecipe +
+                                    (std::string(name) == "off" ? " --no-interp-record" : ""),
+                                dir_);
       ASSERT_EQ(r.exit_code, 0) << r.err;
     }
   }
@@ -92,8 +92,7 @@ TEST_F(InterpCli, LensEqualsTheLibrary) {
     for (std::size_t t = 0; t < 8; ++t) {
       for (std::size_t k = 0; k < 3; ++k) {
         EXPECT_EQ(j["lens"]["top"][s][t][k]["id"].get<int>(), lens.top_ids(s, t, k));
-        EXPECT_NEAR(j["lens"]["top"][s][t][k]["prob"].get<double>(), lens.top_probs(s, t, k),
-                    1e-6);
+        EXPECT_NEAR(j["lens"]["top"][s][t][k]["prob"].get<double>(), lens.top_probs(s, t, k), 1e-6);
       }
       if (t + 1 < 8) {
         EXPECT_NEAR(j["lens"]["true_next_prob"][s][t].get<double>(), lens.next_prob(s, t), 1e-6);
@@ -167,8 +166,8 @@ TEST_F(InterpCli, HeadScoresOnAPromptEqualTheLibrarysPatternsAndAblation) {
 
 TEST_F(InterpCli, HeadScoresWithoutAPromptAreTheSavesRecord) {
   const json j = inspect_json("--head-scores");
-  const glass::InterpRecord saved = glass::parse_interp_record(
-      glass_test::read_file(dir_ / "run" / "current" / "interp.json"));
+  const glass::InterpRecord saved =
+      glass::parse_interp_record(glass_test::read_file(dir_ / "run" / "current" / "interp.json"));
   EXPECT_EQ(j["head_scores"]["step"], 60);
   EXPECT_EQ(j["head_scores"]["probe"]["source"], "validation");
   for (std::size_t L = 0; L < 2; ++L)
@@ -211,9 +210,9 @@ TEST_F(InterpCli, PatchingEqualsTheLibrary) {
     }
   ASSERT_FALSE(corrupted.empty()) << "no candidate changes the prediction";
   const json j = inspect_json("--prompt '" + clean + "' --patch --corrupted '" + corrupted + "'");
-  const glass::PatchingResult res = glass::patch_residual_stream(
-      *m.model, clean_ids, tokens(m, corrupted), predicted(clean_ids),
-      predicted(tokens(m, corrupted)));
+  const glass::PatchingResult res =
+      glass::patch_residual_stream(*m.model, clean_ids, tokens(m, corrupted), predicted(clean_ids),
+                                   predicted(tokens(m, corrupted)));
   EXPECT_EQ(j["patching"]["answer"]["id"].get<int>(), res.answer);
   EXPECT_EQ(j["patching"]["other"]["id"].get<int>(), res.other);
   EXPECT_NEAR(j["patching"]["clean_diff"].get<double>(), res.clean_diff, 1e-5);
@@ -238,7 +237,8 @@ TEST_F(InterpCli, HistoryListsEverySaveNextToItsValidationLoss) {
   const json history =
       json::parse(glass_test::read_file(dir_ / "run" / "current" / "interp_history.json"));
   for (std::size_t i = 0; i < 4; ++i)
-    EXPECT_EQ(j["history"]["records"][i]["previous_token"], history["records"][i]["previous_token"]);
+    EXPECT_EQ(j["history"]["records"][i]["previous_token"],
+              history["records"][i]["previous_token"]);
   const CliRun text = inspect("--history");
   ASSERT_EQ(text.exit_code, 0) << text.err;
   EXPECT_NE(text.out.find("Head scores over training: 4 saves"), std::string::npos) << text.out;
@@ -249,8 +249,10 @@ TEST_F(InterpCli, HistoryListsEverySaveNextToItsValidationLoss) {
 
 TEST_F(InterpCli, HtmlHasASectionPerView) {
   const fs::path page = dir_ / "lab.html";
-  const CliRun r = inspect("--prompt 'Capitu e' --lens --ablate 0.0 --head-scores --patch "
-                           "--corrupted 'Escobar ' --history --html " + q(page.string()));
+  const CliRun r = inspect(
+      "--prompt 'Capitu e' --lens --ablate 0.0 --head-scores --patch "
+      "--corrupted 'Escobar ' --history --html " +
+      q(page.string()));
   // Escobar may predict what Capitu does; either way the page is written only on success.
   if (r.exit_code == 0) {
     const std::string html = glass_test::read_file(page);
@@ -270,10 +272,10 @@ TEST_F(InterpCli, HtmlHasASectionPerView) {
 
 TEST_F(InterpCli, ABpeRunRecordsAndInspectsInTokens) {
   const fs::path run = dir_ / "bpe";
-  const CliRun t = glass_test::run_glass("train --data " + q((dir_ / "text.txt").string()) +
-                                             " --out " + q(run.string()) + kRecipe +
-                                             " --tokenizer bpe --vocab-size 400",
-                                         dir_);
+  const CliRun t =
+      glass_test::run_glass("train --data " + q((dir_ / "text.txt").string()) + " --out " +
+                                q(run.string()) + kRecipe + " --tokenizer bpe --vocab-size 400",
+                            dir_);
   ASSERT_EQ(t.exit_code, 0) << t.err;
   const glass::InterpRecord saved =
       glass::parse_interp_record(glass_test::read_file(run / "current" / "interp.json"));

@@ -89,7 +89,8 @@ TEST(TrainerInterp, RecordingChangesNoWeightNoLossNoSample) {
     EXPECT_EQ(a.log()[i].train_loss, b.log()[i].train_loss);
     EXPECT_EQ(a.log()[i].val_loss, b.log()[i].val_loss);
   }
-  for (std::size_t i = 0; i < a.steps().size(); ++i) EXPECT_EQ(a.steps()[i].loss, b.steps()[i].loss);
+  for (std::size_t i = 0; i < a.steps().size(); ++i)
+    EXPECT_EQ(a.steps()[i].loss, b.steps()[i].loss);
   // The samples printed at each evaluation come from the run's sampling generator: the same
   // text in both runs means the recording did not draw from it.
   auto samples = [](const std::string& text) {
