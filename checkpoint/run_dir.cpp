@@ -59,8 +59,8 @@ bool is_save_dir(const fs::path& dir) {
     for (const std::string& file : checkpoint_file_names())
       if (name == file || name.rfind(file + ".tmp.", 0) == 0) known = true;
     // The per-step log is saved too, but not linked from DIR: DIR/steps.csv is the trainer's
-    // live copy (train/trainer.hpp).
-    for (const char* extra : {kStepsFile, kManifestFile})
+    // live copy (train/trainer.hpp); so are the interpretability records.
+    for (const char* extra : {kStepsFile, kManifestFile, kInterpFile, kInterpHistoryFile})
       if (name == extra || name.rfind(std::string(extra) + ".tmp.", 0) == 0) known = true;
     if (!known) return false;
   }

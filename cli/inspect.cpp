@@ -24,6 +24,7 @@
 #include "data/text.hpp"
 #include "checkpoint/atomic_file.hpp"
 #include "checkpoint/checkpoint.hpp"
+#include "checkpoint/run_dir.hpp"
 #include "cli/commands.hpp"
 #include "sample/sampler.hpp"
 #include "cli/threads.hpp"

@@ -25,12 +25,9 @@ inline namespace GLASS_PRECISION {
 
 /// The format name of interp.json.
 inline constexpr const char* kInterpRecordFormat = "glass-interp-1";
-/// The record's file in a save directory.
-inline constexpr const char* kInterpFile = "interp.json";
-/// Every record of the run up to that save, in step order (the saves before it are removed
-/// when the next one is complete, as log.csv keeps every evaluation):
+/// The format of interp_history.json, every record of the run up to a save in step order
+/// (the file names: kInterpFile, kInterpHistoryFile in checkpoint/run_dir.hpp):
 ///   {"format": "glass-interp-history-1", "run_id": "3f9c...", "records": [{interp.json}, ...]}
-inline constexpr const char* kInterpHistoryFile = "interp_history.json";
 inline constexpr const char* kInterpHistoryFormat = "glass-interp-history-1";
 
 /// What the probe is: fixed for a run, so that its saves compare.
