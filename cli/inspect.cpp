@@ -505,9 +505,9 @@ void add_inspect_command(CLI::App& app) {
       "  glass inspect --checkpoint runs/domcasmurro --prompt 'Capitu' --json - | python3 -m json.tool\n"
       "Interpretability (in tokens; each with --json FILE|- and --html FILE|-):\n"
       "  glass inspect --checkpoint runs/domcasmurro --prompt 'Capitu e Bentinho' --lens --top-k 3\n"
-      "  glass inspect --checkpoint runs/domcasmurro --prompt 'Capitu e Bentinho' --ablate 0.1,1.2 --ablation mean\n"
+      "  glass inspect --checkpoint runs/domcasmurro --prompt 'Capitu e Bentinho' --ablate 2.0,3.2 --ablation mean\n"
       "  glass inspect --checkpoint runs/domcasmurro --head-scores\n"
-      "  glass inspect --checkpoint runs/domcasmurro --prompt 'Capitu sorriu' --patch --corrupted 'Escobar sorriu'\n"
+      "  glass inspect --checkpoint runs/domcasmurro --prompt 'Disse Capitu' --patch --corrupted 'Disse Escoba'\n"
       "  glass inspect --checkpoint runs/domcasmurro --history --html history.html\n"
       "Spaces and newlines are shown as \u2423 and \u23ce in the labels; see README (glass inspect).");
   cmd->callback([opt, cmd] {
