@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "checkpoint/atomic_file.hpp"
+#include "checkpoint/config_json.hpp"
 #include "checkpoint/manifest.hpp"
 
 namespace glass {
@@ -59,8 +60,10 @@ bool is_save_dir(const fs::path& dir) {
     for (const std::string& file : checkpoint_file_names())
       if (name == file || name.rfind(file + ".tmp.", 0) == 0) known = true;
     // The per-step log is saved too, but not linked from DIR: DIR/steps.csv is the trainer's
-    // live copy (train/trainer.hpp).
-    for (const char* extra : {kStepsFile, kManifestFile})
+    // live copy (train/trainer.hpp); so are the interpretability records and a BPE model's
+    // tokenizer.json.
+    for (const char* extra :
+         {kStepsFile, kManifestFile, kInterpFile, kInterpHistoryFile, kBpeTokenizerFile})
       if (name == extra || name.rfind(std::string(extra) + ".tmp.", 0) == 0) known = true;
     if (!known) return false;
   }

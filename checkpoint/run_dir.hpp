@@ -27,6 +27,11 @@ inline constexpr const char* kLockFile = "run.lock";
 /// The per-step log: each save holds its complete copy; DIR's own is a regular file the trainer
 /// appends to after every step (not a link to the save's).
 inline constexpr const char* kStepsFile = "steps.csv";
+/// The interpretability record of a save (interp/record.hpp): the head scores of that save,
+/// and every record of the run up to it (the saves before are removed, as log.csv keeps every
+/// evaluation). Saved but not linked from DIR, like steps.csv.
+inline constexpr const char* kInterpFile = "interp.json";
+inline constexpr const char* kInterpHistoryFile = "interp_history.json";
 
 /// True for the names begin_save gives a save's directory: "step-" and at least six digits,
 /// optionally ".k" ("step-000250", "step-000250.1").

@@ -2,7 +2,11 @@
 //
 //   glass inspect --checkpoint DIR --prompt TEXT [--layer L] [--head H] [--snapshot NAME]
 //                 [--top-k K] [--json FILE|-] [--html FILE|-]    (- = standard output)
+//   glass inspect --checkpoint DIR [--prompt TEXT] [--lens] [--ablate L.H,... [--ablation
+//                 zero|mean]] [--head-scores] [--patch --corrupted TEXT] [--history]
+//                 (the interpretability lab, interp/; views in inspect/interp_report.hpp)
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -18,11 +22,14 @@
 #include <fmt/format.h>
 
 #include "data/text.hpp"
+#include "checkpoint/atomic_file.hpp"
 #include "checkpoint/checkpoint.hpp"
+#include "checkpoint/run_dir.hpp"
 #include "cli/commands.hpp"
 #include "sample/sampler.hpp"
 #include "cli/threads.hpp"
 #include "inspect/inspect.hpp"
+#include "inspect/interp_report.hpp"
 #include "inspect/render_html.hpp"
 #include "inspect/render_json.hpp"
 #include "inspect/render_terminal.hpp"
@@ -42,6 +49,19 @@ struct InspectOptions {
   bool best = false;
   bool allow_unknown = false;
   int threads = 0;
+  // The interpretability lab (interp/).
+  bool lens = false;
+  std::string ablate;             // "L.H[,L.H...]"
+  std::string ablation = "zero";  // zero | mean
+  bool head_scores = false;
+  bool patch = false;
+  std::string corrupted;
+  bool history = false;
+  bool prompt_given = false;
+  bool any_interp() const {
+    return lens || !ablate.empty() || ablation != "zero" || head_scores || patch ||
+           !corrupted.empty() || history;
+  }
 };
 
 /// Refuses (CommandError) an output path that cannot be written: a directory, or a file whose
@@ -75,8 +95,222 @@ glass::RenderOptions terminal_options() {
   return options;
 }
 
+/// `glass inspect` with --lens, --ablate, --head-scores, --patch or --history: the
+/// interpretability lab (interp/) on the checkpoint, in tokens.
+void run_interp(const InspectOptions& opt) {
+  using glass::cli::CommandError;
+  if (opt.top_k < 1 || opt.top_k > 1000)
+    throw CommandError(fmt::format("--top-k must be from 1 to 1000 (got {})", opt.top_k));
+  if (!std::filesystem::is_directory(opt.checkpoint))
+    throw CommandError("checkpoint directory '" + opt.checkpoint +
+                       "' does not exist (train one with: glass train --out DIR)");
+  if (!opt.snapshot.empty())
+    throw CommandError(
+        "--snapshot shows one snapshot of the overview; it does not combine with --lens, "
+        "--ablate, --head-scores, --patch or --history (run them apart)");
+  if (opt.patch && opt.corrupted.empty())
+    throw CommandError(
+        "--patch needs the corrupted prompt: --corrupted \"TEXT\" (as many tokens as --prompt)");
+  if (!opt.corrupted.empty() && !opt.patch)
+    throw CommandError("--corrupted is the second prompt of --patch: add --patch");
+  if (opt.ablation != "zero" && opt.ablate.empty())
+    throw CommandError("--ablation says how --ablate knocks heads out: add --ablate L.H");
+  const bool needs_prompt = opt.lens || !opt.ablate.empty() || opt.patch;
+  if (needs_prompt && !opt.prompt_given)
+    throw CommandError(
+        "--lens, --ablate and --patch run the model on a prompt: give --prompt TEXT");
+  const bool json_to_stdout = opt.json_path == "-", html_to_stdout = opt.html_path == "-";
+  if (json_to_stdout && html_to_stdout)
+    throw CommandError(
+        "--json - and --html - both ask for standard output: send one of them to a file");
+  if (!opt.json_path.empty() && !json_to_stdout) check_output_path(opt.json_path, "--json");
+  if (!opt.html_path.empty() && !html_to_stdout) check_output_path(opt.html_path, "--html");
+  glass::LoadedModel loaded;
+  try {
+    loaded = glass::load_checkpoint(opt.checkpoint, opt.best);
+    loaded.model->set_ops_path(glass::OpsPath::reference);  // the hook points' path
+  } catch (const glass::CheckpointError& e) {
+    throw CommandError("cannot load checkpoint '" + opt.checkpoint + "': " + e.what());
+  }
+  if (!loaded.warning.empty()) std::cerr << "warning: " << loaded.warning << "\n";
+  glass::cli::apply_threads(opt.threads, glass::cli::Work::forward,
+                            static_cast<double>(loaded.model->num_parameters()));
+  const glass::Decoder& model = *loaded.model;
+  const glass::ModelConfig& config = model.config();
+  std::size_t window = glass::training_context(loaded.files_dir);  // 0: not recorded
+  if (window == 0 || window > config.context_length) window = config.context_length;
+
+  glass::InterpReport report;
+  report.checkpoint = opt.checkpoint;
+  report.labels = glass::token_labels(loaded);
+  auto tokens_of = [&](const std::string& text, const char* flag) {
+    std::u32string chars;
+    try {
+      chars = glass::utf8_to_u32(text);
+    } catch (const glass::Utf8Error& e) {
+      throw CommandError(fmt::format("{} is not valid UTF-8: {}", flag, e.what()));
+    }
+    std::vector<std::int32_t> ids;
+    std::size_t unknown = 0;
+    try {
+      ids = glass::encode_prompt(loaded, chars, opt.allow_unknown, &unknown);
+    } catch (const std::invalid_argument& e) {
+      throw CommandError(fmt::format("{}: {}", flag, e.what()));
+    }
+    if (unknown > 0)
+      std::cerr << "warning: " << unknown << " character(s) of " << flag
+                << " outside the vocabulary mapped to the unknown id 0\n";
+    if (ids.empty()) throw CommandError(fmt::format("{} is empty: give some text", flag));
+    if (ids.size() > window)
+      throw CommandError(fmt::format("{} has {} tokens; {}. Give at most {} tokens", flag,
+                                     ids.size(), glass::context_sentence(window), window));
+    return ids;
+  };
+  if (opt.prompt_given) report.prompt = tokens_of(opt.prompt, "--prompt");
+  const std::vector<std::int32_t>& tokens = report.prompt;
+
+  try {
+    if (opt.lens) {
+      const std::size_t k =
+          std::min<std::size_t>(static_cast<std::size_t>(opt.top_k), config.vocab_size);
+      report.lens = glass::logit_lens(model, tokens, k);
+    }
+    if (!opt.ablate.empty()) {
+      glass::InterpReport::Ablation a;
+      try {
+        a.heads = glass::parse_head_list(opt.ablate, config.n_layers, config.n_heads);
+      } catch (const std::invalid_argument& e) {
+        throw CommandError(std::string("--ablate: ") + e.what());
+      }
+      a.mode = opt.ablation == "mean" ? glass::AblationMode::mean : glass::AblationMode::zero;
+      a.top_k = static_cast<std::size_t>(opt.top_k);
+      glass::HeadMeans means;
+      if (a.mode == glass::AblationMode::mean)
+        means = glass::head_means(model, glass::as_batch(tokens));  // over the prompt's positions
+      a.shift = glass::next_token_shift(model, tokens, a.heads, a.mode, &means);
+      report.ablation = std::move(a);
+    }
+    if (opt.head_scores) {
+      glass::InterpReport::Scores s;
+      if (opt.prompt_given) {
+        if (tokens.size() < 3)
+          throw CommandError(fmt::format(
+              "--head-scores measures on the prompt, which needs at least 3 tokens (it has {})",
+              tokens.size()));
+        s.record = glass::measure_head_scores(model, tokens, window);
+        s.source = "the prompt";
+      } else {
+        if (opt.best)
+          throw CommandError(
+              "--head-scores without --prompt shows the save's interp.json, measured on the "
+              "latest weights, not on best.safetensors: give --prompt to measure --best");
+        const std::filesystem::path file =
+            std::filesystem::path(loaded.files_dir) / glass::kInterpFile;
+        if (!std::filesystem::exists(file))
+          throw CommandError(fmt::format(
+              "{} holds no interp.json (a save of glass train --no-interp-record, or older): "
+              "give --prompt TEXT to measure the head scores on a text",
+              opt.checkpoint));
+        const std::vector<glass::InterpRecord> records =
+            glass::read_interp_history(loaded.files_dir);
+        const auto it = std::find_if(records.begin(), records.end(), [&](const auto& r) {
+          return std::to_string(r.step) == loaded.weights_step;
+        });
+        if (it == records.end())
+          throw CommandError(fmt::format("{}: interp.json is not of the weights' step {}",
+                                         opt.checkpoint, loaded.weights_step));
+        s.record = *it;
+        s.source =
+            fmt::format("the validation probe, recorded by glass train at step {}", s.record.step);
+      }
+      report.head_scores = std::move(s);
+    }
+    if (opt.patch) {
+      glass::InterpReport::Patch p;
+      p.corrupted = tokens_of(opt.corrupted, "--corrupted");
+      if (p.corrupted.size() != tokens.size())
+        throw CommandError(fmt::format(
+            "--corrupted has {} tokens and --prompt {}: patching copies activations position "
+            "by position, so the two prompts need the same length in tokens",
+            p.corrupted.size(), tokens.size()));
+      const std::size_t V = config.vocab_size, T = tokens.size();
+      auto predicted = [&](const std::vector<std::int32_t>& ids) {
+        const glass::Array logits =
+            glass::ablated_logits(model, glass::as_batch(ids), {}, glass::AblationMode::zero);
+        return static_cast<std::int32_t>(
+            glass::top_k_indices(logits.data() + (T - 1) * V, V, 1).front());
+      };
+      const std::int32_t answer = predicted(tokens), other = predicted(p.corrupted);
+      if (answer == other)
+        throw CommandError(fmt::format(
+            "both prompts make the model predict '{}' next: there is no logit difference to "
+            "recover; choose a corrupted prompt that changes the prediction",
+            report.labels[static_cast<std::size_t>(answer)]));
+      p.result = glass::patch_residual_stream(model, tokens, p.corrupted, answer, other);
+      report.patch = std::move(p);
+    }
+    if (opt.history) {
+      glass::InterpReport::History h;
+      h.records = glass::read_interp_history(opt.checkpoint);
+      try {
+        h.loss =
+            glass::read_loss_log((std::filesystem::path(loaded.files_dir) / "log.csv").string());
+      } catch (const std::exception& e) {
+        std::cerr << "warning: no validation losses next to the history: " << e.what() << "\n";
+      }
+      report.history = std::move(h);
+    }
+  } catch (const glass::CheckpointError& e) {
+    throw CommandError(e.what());
+  } catch (const std::invalid_argument& e) {
+    throw CommandError(e.what());
+  }
+
+  std::string wrote;
+  const std::string json = glass::interp_json(report).dump(2) + "\n";
+  if (!opt.json_path.empty() && !json_to_stdout) {
+    glass::write_file_atomic(opt.json_path, json);
+    wrote += "\nwrote " + opt.json_path + " (docs/en/cli.md, glass inspect: the JSON shape)\n";
+  }
+  if (!opt.html_path.empty()) {
+    std::string page;
+    const std::string title = "GlassLLM interpretability: " + opt.checkpoint;
+    if (opt.prompt_given) {
+      // The inspector page of the prompt, with the lab's sections under it.
+      glass::HtmlOptions html;
+      html.top_k = static_cast<std::size_t>(opt.top_k);
+      html.checkpoint = opt.checkpoint;
+      html.title = title;
+      glass::Inspection inspection;
+      try {
+        inspection = glass::inspect(loaded, glass::utf8_to_u32(opt.prompt), opt.allow_unknown);
+      } catch (const glass::InspectError& e) {
+        throw CommandError(e.what());
+      }
+      page = glass::insert_before_body_end(glass::inspection_html(inspection, html),
+                                           glass::interp_html_sections(report));
+    } else {
+      page = glass::interp_page(report, title);
+    }
+    if (html_to_stdout) {
+      std::cout << page;
+    } else {
+      glass::write_file_atomic(opt.html_path, page);
+      wrote += "\nwrote " + opt.html_path + " (one self-contained page: open it in a browser)\n";
+    }
+  }
+  if (json_to_stdout) std::cout << json;
+  if (json_to_stdout || html_to_stdout) {
+    std::cerr << (wrote.empty() ? "" : wrote.substr(1));
+    return;
+  }
+  std::cout << glass::interp_terminal(report, terminal_options().width) << wrote;
+}
+
 void run_inspect(const InspectOptions& opt) {
   using glass::cli::CommandError;
+  if (opt.any_interp()) return run_interp(opt);
+  if (!opt.prompt_given) throw CommandError("--prompt is required: the text to look inside");
   if (opt.top_k < 1)
     throw CommandError(fmt::format("--top-k must be at least 1 (got {})", opt.top_k));
   if (!std::filesystem::is_directory(opt.checkpoint))
@@ -202,8 +436,7 @@ void add_inspect_command(CLI::App& app) {
       ->required();
   cmd->add_option("-p,--prompt", opt->prompt,
                   "the text to run through the model (one token per character; a BPE model: "
-                  "its subword tokens)")
-      ->required();
+                  "its subword tokens); needed except for --history and --head-scores alone");
   cmd->add_option("--layer", opt->layer, "layer to show (0 .. n_layers-1)")->capture_default_str();
   cmd->add_option("--head", opt->head,
                   "query head to show (0 .. n_heads-1); K/V show the KV head it uses")
@@ -228,15 +461,56 @@ void add_inspect_command(CLI::App& app) {
                 "map prompt characters outside the vocabulary to the unknown id 0 (with a warning) "
                 "instead of stopping");
   glass::cli::add_threads_option(cmd, opt->threads, glass::cli::Work::forward);
+  cmd->add_flag("--lens", opt->lens,
+                "logit lens: for each layer and position, the top --top-k next tokens read off the "
+                "residual stream and the probability of the true next token")
+      ->group("Interpretability");
+  cmd->add_option(
+         "--ablate", opt->ablate,
+         "knock out heads LAYER.HEAD[,LAYER.HEAD...] (e.g. 0.1,2.3) and show the next-token "
+         "distribution after --prompt with and without them")
+      ->group("Interpretability");
+  cmd->add_option("--ablation", opt->ablation,
+                  "how --ablate knocks a head out: zero (its output before W_O set to 0) or mean "
+                  "(set to its mean over the prompt's positions)")
+      ->check(CLI::IsMember({"zero", "mean"}))
+      ->capture_default_str()
+      ->group("Interpretability");
+  cmd->add_flag("--head-scores", opt->head_scores,
+                "layers x heads table: previous-token, induction and first-position scores and the "
+                "ablation loss change; on --prompt, or without it the save's validation probe "
+                "(interp.json)")
+      ->group("Interpretability");
+  cmd->add_flag("--patch", opt->patch,
+                "activation patching: copy the residual stream of --prompt into the run of "
+                "--corrupted at each (layer, position); the fraction of the logit difference "
+                "between their next tokens it recovers")
+      ->group("Interpretability");
+  cmd->add_option("--corrupted", opt->corrupted,
+                  "the corrupted prompt of --patch (as many tokens as --prompt)")
+      ->group("Interpretability");
+  cmd->add_flag("--history", opt->history,
+                "the head scores recorded at every save of the run directory, as tables over the "
+                "steps next to the validation loss")
+      ->group("Interpretability");
   cmd->footer(
       "Examples:\n"
       "  glass inspect --checkpoint runs/domcasmurro --prompt 'Capitu' --layer 1\n"
       "  glass inspect --checkpoint runs/domcasmurro --prompt 'Capitu' --layer 1 --head 2 --snapshot attn.softmax\n"
       "  glass inspect --checkpoint runs/domcasmurro --prompt $'Bentinho\\ne Capitu' --html inspect.html\n"
       "  glass inspect --checkpoint runs/domcasmurro --prompt 'Capitu' --json - | python3 -m json.tool\n"
+      "Interpretability (in tokens; each with --json FILE|- and --html FILE|-):\n"
+      "  glass inspect --checkpoint runs/domcasmurro --prompt 'Capitu e Bentinho' --lens --top-k 3\n"
+      "  glass inspect --checkpoint runs/domcasmurro --prompt 'Capitu e Bentinho' --ablate 2.0,3.2 --ablation mean\n"
+      "  glass inspect --checkpoint runs/domcasmurro --head-scores\n"
+      "  glass inspect --checkpoint runs/domcasmurro --prompt 'Disse Capitu' --patch --corrupted 'Disse Escoba'\n"
+      "  glass inspect --checkpoint runs/domcasmurro --history --html history.html\n"
       "Spaces and newlines are shown as \u2423 and \u23ce in the labels (a BPE model's tokens write\n"
       "a space as \u2581 and a byte as <0xNN>, as its vocabulary does); see README (glass inspect).");
-  cmd->callback([opt] { run_inspect(*opt); });
+  cmd->callback([opt, cmd] {
+    opt->prompt_given = cmd->count("--prompt") > 0;
+    run_inspect(*opt);
+  });
 }
 
 }  // namespace glass::cli

@@ -4,4 +4,5 @@
 #include "interp/head_scores.hpp"  // previous-token, induction, attention-sink scores
 #include "interp/logit_lens.hpp"   // the residual stream read through the output head
 #include "interp/patching.hpp"     // activation patching, recovered logit difference
+#include "interp/record.hpp"       // the per-save record: head scores and ablation over training
 #include "interp/run.hpp"          // prompts as token ids, hook-point names

@@ -6,6 +6,7 @@
 // saves and the per-step log), trainer_report.cpp (what it prints); recipe.hpp (what --resume
 // takes back).
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <csignal>
@@ -70,6 +71,11 @@ struct TrainOptions {
                                     ///< that the loop can learn: the loss should go to ~0); the
                                     ///< evaluations' train loss is then that batch's
   ModelConfig model;                ///< vocab_size is set from the tokenizer
+  /// Record the head scores and per-head ablation Δloss of a fixed validation probe in every
+  /// save (interp.json and interp_history.json, interp/record.hpp; --no-interp-record turns it
+  /// off). Reads the model only: the weights, the optimizer and every random generator of the
+  /// run are the same with it and without it.
+  bool interp_record = true;
   /// --tokenizer: characters (the default) or a BPE vocabulary trained on the training split
   /// (data/bpe_tokenizer.hpp). A resumed run keeps the tokenizer of its checkpoint.
   TokenizerKind tokenizer = TokenizerKind::kChar;
@@ -157,6 +163,11 @@ class Trainer {
   /// The validation split's tokens and UTF-8 bytes (the counts bits_per_byte converts with).
   std::size_t val_tokens() const { return corpus_->size() - n_train_; }
   std::size_t val_bytes() const { return val_bytes_; }
+  /// The first min(n, val_tokens()) ids of the validation split (the interpretability probe's
+  /// text is its first 257).
+  std::vector<std::int32_t> validation_ids(std::size_t n) const {
+    return corpus_->to_vector(n_train_, n_train_ + std::min(n, val_tokens()));
+  }
   long step() const { return step_; }
   const std::vector<LogRow>& log() const { return log_; }
   /// One row per optimizer step taken (including before a resume, when the save had them).
@@ -181,6 +192,9 @@ class Trainer {
   void print_banner(std::size_t text_chars);
 
   void save(bool also_best);
+  // Writes interp.json and interp_history.json into the save being written (trainer_interp.cpp);
+  // `previous` is the directory of the last complete save (or out_dir when there is none).
+  void write_interp_record(const std::string& step_dir, const std::string& previous);
   void keep_best(const std::string& previous_best, const std::string& best) const;
   void lock_out_dir();
   void print_progress(long it, double loss, double lr, double tokens_per_s, double eta_s);

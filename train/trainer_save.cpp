@@ -85,6 +85,7 @@ void Trainer::save(bool also_best) {
     save_train_state(step_dir, *optimizer_, state);
     write_file_atomic((files / "log.csv").string(), log_csv(log_));
     write_file_atomic((files / "steps.csv").string(), steps_csv(steps_));
+    if (options_.interp_record) write_interp_record(step_dir, previous.string());
     // Last: the checksums of every file above (checkpoint/manifest.hpp); a save without them
     // never becomes current.
     write_manifest(step_dir, run_id_, step_);
