@@ -5,7 +5,6 @@
 // sections. The tools work in tokens: a character model's tokens are characters, a BPE
 // model's are its subwords.
 
-// The checkpoint first: data/ declares glass::TokenIds before interp/ declares its own.
 #include "checkpoint/checkpoint.hpp"
 
 #include <cstdint>

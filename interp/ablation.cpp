@@ -99,7 +99,7 @@ AblationTable ablation_table(const Decoder& model, const Ids& inputs, const Ids&
   return table;
 }
 
-NextTokenShift next_token_shift(const Decoder& model, const TokenIds& prompt,
+NextTokenShift next_token_shift(const Decoder& model, const Tokens& prompt,
                                 const std::vector<HeadRef>& heads, AblationMode mode,
                                 const HeadMeans* means) {
   const Ids batch = as_batch(prompt);

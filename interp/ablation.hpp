@@ -65,7 +65,7 @@ struct NextTokenShift {
 };
 
 /// NextTokenShift of `prompt` (T >= 1 ids).
-NextTokenShift next_token_shift(const Decoder& model, const TokenIds& prompt,
+NextTokenShift next_token_shift(const Decoder& model, const Tokens& prompt,
                                 const std::vector<HeadRef>& heads, AblationMode mode,
                                 const HeadMeans* means = nullptr);
 

@@ -47,17 +47,17 @@ double first_position_share(const Array& pattern) {
   return sum / static_cast<double>(n - 1);
 }
 
-TokenIds repeated_random_tokens(std::size_t period, std::size_t vocab_size, std::uint64_t seed) {
+Tokens repeated_random_tokens(std::size_t period, std::size_t vocab_size, std::uint64_t seed) {
   if (period == 0 || vocab_size == 0)
     throw std::invalid_argument("repeated_random_tokens: period and vocab_size must be positive");
   Rng rng(seed);
   std::uniform_int_distribution<std::int32_t> pick(0, static_cast<std::int32_t>(vocab_size) - 1);
-  TokenIds tokens(2 * period);
+  Tokens tokens(2 * period);
   for (std::size_t t = 0; t < period; ++t) tokens[t] = tokens[t + period] = pick(rng);
   return tokens;
 }
 
-HeadScores head_scores(const Decoder& model, const TokenIds& tokens, std::size_t period) {
+HeadScores head_scores(const Decoder& model, const Tokens& tokens, std::size_t period) {
   if (period == 0 || tokens.size() != 2 * period) {
     throw std::invalid_argument("head_scores: expected 2 * period = " + std::to_string(2 * period) +
                                 " tokens, got " + std::to_string(tokens.size()));

@@ -35,7 +35,7 @@ double first_position_share(const Array& pattern);
 
 /// `period` token ids uniform in [0, vocab_size) from `seed` (std::mt19937_64), then the same
 /// `period` ids again: the probe of induction_score, (2 * period).
-TokenIds repeated_random_tokens(std::size_t period, std::size_t vocab_size, std::uint64_t seed);
+Tokens repeated_random_tokens(std::size_t period, std::size_t vocab_size, std::uint64_t seed);
 
 /// The three scores of every head, (n_layers, n_heads) each.
 struct HeadScores {
@@ -48,7 +48,7 @@ struct HeadScores {
 /// (repeated_random_tokens), from the attention patterns "layers.L.attn.softmax" of one
 /// forward pass. std::invalid_argument when tokens.size() != 2 * period or the second half
 /// does not repeat the first.
-HeadScores head_scores(const Decoder& model, const TokenIds& tokens, std::size_t period);
+HeadScores head_scores(const Decoder& model, const Tokens& tokens, std::size_t period);
 
 }  // namespace GLASS_PRECISION
 }  // namespace glass

@@ -19,7 +19,7 @@ std::vector<std::size_t> top_k_indices(const Scalar* row, std::size_t n, std::si
   return index;
 }
 
-LogitLens logit_lens(const Decoder& model, const TokenIds& tokens, std::size_t top_k) {
+LogitLens logit_lens(const Decoder& model, const Tokens& tokens, std::size_t top_k) {
   const std::size_t V = model.config().vocab_size, d = model.config().d_model;
   if (top_k == 0 || top_k > V) {
     throw std::invalid_argument("logit_lens: top_k must be in [1, " + std::to_string(V) +

@@ -15,7 +15,7 @@ inline namespace GLASS_PRECISION {
 /// residual_points() ("embeddings", "layers.0.out", ..., "layers.{n_layers-1}.out").
 struct LogitLens {
   std::vector<std::string> points;  ///< (S) hook-point names, rows of the arrays below
-  TokenIds tokens;                  ///< (T) the prompt
+  Tokens tokens;                  ///< (T) the prompt
   Array logits;  ///< (S, T, vocab_size) output(norm(stream)), in nats (log-odds up to a constant)
   Array probs;   ///< (S, T, vocab_size) softmax of logits over the vocabulary
   Ids top_ids;  ///< (S, T, k) the k most probable next tokens, most probable first (ties: lower id first)
@@ -29,7 +29,7 @@ struct LogitLens {
 /// model.norm and model.output exactly as Decoder::forward sends the last one, so the last row
 /// equals the model's logits bit for bit (on the path a traced forward takes).
 /// std::invalid_argument for a bad top_k, an empty prompt or ids the model rejects.
-LogitLens logit_lens(const Decoder& model, const TokenIds& tokens, std::size_t top_k = 5);
+LogitLens logit_lens(const Decoder& model, const Tokens& tokens, std::size_t top_k = 5);
 
 /// The `k` largest entries of `row` (n) as indices, largest first (ties: lower index first).
 std::vector<std::size_t> top_k_indices(const Scalar* row, std::size_t n, std::size_t k);

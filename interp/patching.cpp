@@ -17,7 +17,7 @@ double logit_diff(const Array& logits, std::int32_t answer, std::int32_t other) 
 }
 
 // Validates the pair of prompts and the answers.
-void check_inputs(const Decoder& model, const TokenIds& clean, const TokenIds& corrupted,
+void check_inputs(const Decoder& model, const Tokens& clean, const Tokens& corrupted,
                   std::int32_t answer, std::int32_t other) {
   if (clean.empty() || clean.size() != corrupted.size()) {
     throw std::invalid_argument("activation patching: the clean (" + std::to_string(clean.size()) +
@@ -34,7 +34,7 @@ void check_inputs(const Decoder& model, const TokenIds& clean, const TokenIds& c
 
 // Runs the clean prompt (recording every snapshot into clean_run) and the corrupted one; the
 // result holds their logit differences.
-PatchingResult start(const Decoder& model, const TokenIds& clean, const TokenIds& corrupted,
+PatchingResult start(const Decoder& model, const Tokens& clean, const Tokens& corrupted,
                      std::int32_t answer, std::int32_t other, Tracer& clean_run) {
   check_inputs(model, clean, corrupted, answer, other);
   PatchingResult result;
@@ -58,7 +58,7 @@ void fill(PatchingResult& result, std::size_t r, std::size_t c, double patched) 
 
 }  // namespace
 
-Array patched_logits(const Decoder& model, const TokenIds& corrupted, const std::string& point,
+Array patched_logits(const Decoder& model, const Tokens& corrupted, const std::string& point,
                      const Array& clean_value, std::optional<std::size_t> position,
                      std::optional<std::size_t> head) {
   const bool heads_axis = point.size() >= 8 && point.compare(point.size() - 8, 8, "attn.mix") == 0;
@@ -107,8 +107,8 @@ Array patched_logits(const Decoder& model, const TokenIds& corrupted, const std:
   return logits;
 }
 
-PatchingResult patch_residual_stream(const Decoder& model, const TokenIds& clean,
-                                     const TokenIds& corrupted, std::int32_t answer,
+PatchingResult patch_residual_stream(const Decoder& model, const Tokens& clean,
+                                     const Tokens& corrupted, std::int32_t answer,
                                      std::int32_t other) {
   Tracer clean_run;
   PatchingResult result = start(model, clean, corrupted, answer, other, clean_run);
@@ -125,8 +125,8 @@ PatchingResult patch_residual_stream(const Decoder& model, const TokenIds& clean
   return result;
 }
 
-PatchingResult patch_head_outputs(const Decoder& model, const TokenIds& clean,
-                                  const TokenIds& corrupted, std::int32_t answer,
+PatchingResult patch_head_outputs(const Decoder& model, const Tokens& clean,
+                                  const Tokens& corrupted, std::int32_t answer,
                                   std::int32_t other) {
   Tracer clean_run;
   PatchingResult result = start(model, clean, corrupted, answer, other, clean_run);

@@ -22,7 +22,7 @@ inline namespace GLASS_PRECISION {
 /// (B, T, d_model), axis 2 of "attn.mix" (B, n_heads, T, head_dim)) or at every position when
 /// none. With `head`, only that head of an "attn.mix" point is patched.
 /// std::invalid_argument for a shape mismatch or a position/head out of range.
-Array patched_logits(const Decoder& model, const TokenIds& corrupted, const std::string& point,
+Array patched_logits(const Decoder& model, const Tokens& corrupted, const std::string& point,
                      const Array& clean_value, std::optional<std::size_t> position = std::nullopt,
                      std::optional<std::size_t> head = std::nullopt);
 
@@ -40,14 +40,14 @@ struct PatchingResult {
 /// Patches the residual stream at every (point, position): rows = residual_points(model)
 /// ("embeddings", "layers.L.out"), columns = the T positions. `clean` and `corrupted` have the
 /// same length T >= 1; answer and other are token ids. std::invalid_argument otherwise.
-PatchingResult patch_residual_stream(const Decoder& model, const TokenIds& clean,
-                                     const TokenIds& corrupted, std::int32_t answer,
+PatchingResult patch_residual_stream(const Decoder& model, const Tokens& clean,
+                                     const Tokens& corrupted, std::int32_t answer,
                                      std::int32_t other);
 
 /// Patches each head's output before W_O ("layers.L.attn.mix", head h) at every position at
 /// once: rows = the layers ("layers.L"), columns = the n_heads heads.
-PatchingResult patch_head_outputs(const Decoder& model, const TokenIds& clean,
-                                  const TokenIds& corrupted, std::int32_t answer,
+PatchingResult patch_head_outputs(const Decoder& model, const Tokens& clean,
+                                  const Tokens& corrupted, std::int32_t answer,
                                   std::int32_t other);
 
 }  // namespace GLASS_PRECISION

@@ -5,7 +5,7 @@
 namespace glass {
 inline namespace GLASS_PRECISION {
 
-Ids as_batch(const TokenIds& tokens) {
+Ids as_batch(const Tokens& tokens) {
   if (tokens.empty()) throw std::invalid_argument("interp: the prompt has no tokens");
   Ids ids = Ids::from_shape({1, tokens.size()});
   for (std::size_t t = 0; t < tokens.size(); ++t) ids(0, t) = tokens[t];

@@ -12,7 +12,7 @@ namespace glass {
 inline namespace GLASS_PRECISION {
 
 /// A prompt as token ids (the tools work in tokens, whatever the tokenizer).
-using TokenIds = std::vector<std::int32_t>;
+using Tokens = std::vector<std::int32_t>;
 
 /// One attention head: block `layer` (0 .. n_layers-1), query head `head` (0 .. n_heads-1).
 struct HeadRef {
@@ -21,7 +21,7 @@ struct HeadRef {
 };
 
 /// The prompt as a batch of one: (1, T). std::invalid_argument when empty.
-Ids as_batch(const TokenIds& tokens);
+Ids as_batch(const Tokens& tokens);
 
 /// Runs the model on `tokens` (B, T) with `tracer` (its hooks and snapshots) under NoGradGuard
 /// and returns the logits (B, T, vocab_size). A tracer sends the attention through the

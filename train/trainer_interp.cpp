@@ -3,7 +3,6 @@
 // before its manifest, so the manifest covers it. It reads the model and the validation ids
 // only: no weight, optimizer moment, batch position or random generator of the run changes.
 
-// First: the class's TokenIds (data/) is resolved before interp/ declares its own.
 #include "train/trainer.hpp"
 
 #include <filesystem>

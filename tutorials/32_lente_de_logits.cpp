@@ -8,7 +8,6 @@
 #include "data/text.hpp"
 #include "treino_rapido.hpp"
 
-// Depois dos cabeçalhos de data/ (interp/ tem o seu próprio TokenIds).
 #include "interp/logit_lens.hpp"
 
 using namespace glass;

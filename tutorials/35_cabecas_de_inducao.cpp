@@ -10,7 +10,6 @@
 #include "common.hpp"
 #include "treino_rapido.hpp"
 
-// Depois dos cabeçalhos de data/ (interp/ tem o seu próprio TokenIds).
 #include "interp/ablation.hpp"
 #include "interp/head_scores.hpp"
 

@@ -66,7 +66,7 @@ TEST(HeadScores, InductionScore) {
 }
 
 TEST(HeadScores, RepeatedRandomTokensRepeat) {
-  const TokenIds tokens = repeated_random_tokens(5, 11, 3);
+  const Tokens tokens = repeated_random_tokens(5, 11, 3);
   ASSERT_EQ(tokens.size(), 10u);
   for (std::size_t t = 0; t < 5; ++t) {
     EXPECT_EQ(tokens[t], tokens[t + 5]);
@@ -78,7 +78,7 @@ TEST(HeadScores, RepeatedRandomTokensRepeat) {
 
 TEST(HeadScores, OfAModelAreTheScoresOfItsPatterns) {
   auto model = interp_test::twin_model();
-  const TokenIds tokens = repeated_random_tokens(4, 11, 9);
+  const Tokens tokens = repeated_random_tokens(4, 11, 9);
   const HeadScores scores = head_scores(*model, tokens, 4);
   Tracer tracer;
   run_with_hooks(*model, as_batch(tokens), tracer);
@@ -93,7 +93,7 @@ TEST(HeadScores, OfAModelAreTheScoresOfItsPatterns) {
       EXPECT_EQ(scores.first_position(L, h), static_cast<Scalar>(first_position_share(pattern)));
     }
   }
-  TokenIds broken = tokens;
+  Tokens broken = tokens;
   broken[5] = (broken[5] + 1) % 11;
   EXPECT_THROW(head_scores(*model, broken, 4), std::invalid_argument);
   EXPECT_THROW(head_scores(*model, tokens, 3), std::invalid_argument);

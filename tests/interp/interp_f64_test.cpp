@@ -15,7 +15,7 @@ using interp_test::plain_logits;
 using interp_test::twin_model;
 
 // A prompt of the twin's vocabulary (11 ids).
-const TokenIds kPrompt = {1, 6, 0, 5, 10, 4, 9, 3};
+const Tokens kPrompt = {1, 6, 0, 5, 10, 4, 9, 3};
 
 void expect_bitwise_equal(const Array& a, const Array& b, const std::string& what) {
   ASSERT_EQ(a.size(), b.size()) << what;
@@ -298,8 +298,8 @@ TEST(HeadAblation, NextTokenShiftComparesTheLastPositionsDistributions) {
 // ---- activation patching -------------------------------------------------------------------
 
 // Clean and corrupted prompts differ at position 2 only.
-const TokenIds kClean = {1, 6, 0, 5, 10, 4};
-const TokenIds kCorrupted = {1, 6, 8, 5, 10, 4};
+const Tokens kClean = {1, 6, 0, 5, 10, 4};
+const Tokens kCorrupted = {1, 6, 8, 5, 10, 4};
 
 TEST(ActivationPatching, PatchingTheWholeLastLayerRestoresTheCleanLogits) {
   auto model = twin_model();

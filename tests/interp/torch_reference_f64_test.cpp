@@ -21,7 +21,7 @@ void expect_matches(const Array& got, const std::vector<double>& expected,
 TEST(PyTorchTwinInterp, LogitLensMatches) {
   auto model = interp_test::twin_model();
   const Ids tokens = glass_test::twin_tokens();
-  TokenIds row0;
+  Tokens row0;
   for (std::size_t t = 0; t < tokens.shape()[1]; ++t) row0.push_back(tokens(0, t));
   expect_matches(logit_lens(*model, row0, 3).logits, interp_reference::lens_logits(), "lens");
 }

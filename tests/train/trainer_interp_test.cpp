@@ -16,7 +16,6 @@
 #include "data/text.hpp"
 #include "train/trainer.hpp"
 
-// After trainer.hpp: interp/ has its own TokenIds (a std::vector), the trainer's is data/'s.
 #include "interp/record.hpp"
 
 #include "fixtures.hpp"
