@@ -15,7 +15,7 @@ inline namespace GLASS_PRECISION {
 /// residual_points() ("embeddings", "layers.0.out", ..., "layers.{n_layers-1}.out").
 struct LogitLens {
   std::vector<std::string> points;  ///< (S) hook-point names, rows of the arrays below
-  Tokens tokens;                  ///< (T) the prompt
+  Tokens tokens;                    ///< (T) the prompt
   Array logits;  ///< (S, T, vocab_size) output(norm(stream)), in nats (log-odds up to a constant)
   Array probs;   ///< (S, T, vocab_size) softmax of logits over the vocabulary
   Ids top_ids;  ///< (S, T, k) the k most probable next tokens, most probable first (ties: lower id first)

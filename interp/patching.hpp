@@ -47,8 +47,7 @@ PatchingResult patch_residual_stream(const Decoder& model, const Tokens& clean,
 /// Patches each head's output before W_O ("layers.L.attn.mix", head h) at every position at
 /// once: rows = the layers ("layers.L"), columns = the n_heads heads.
 PatchingResult patch_head_outputs(const Decoder& model, const Tokens& clean,
-                                  const Tokens& corrupted, std::int32_t answer,
-                                  std::int32_t other);
+                                  const Tokens& corrupted, std::int32_t answer, std::int32_t other);
 
 }  // namespace GLASS_PRECISION
 }  // namespace glass
