@@ -8,10 +8,12 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <random>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -378,6 +380,54 @@ TEST_F(LearnerCli, ASecondCtrlCStopsAtOnceAndSaysWhatIsKept) {
       << b.err;
   EXPECT_NE(b.err.find(" --resume\n"), std::string::npos) << b.err;
   EXPECT_EQ(glass::load_checkpoint(second.string()).weights_step, "0");
+}
+
+TEST_F(LearnerCli, TwoCtrlCsAtRandomMomentsNameTheSaveThatIsCurrent) {
+  // Runs saving every step, each stopped by two Ctrl-Cs 50 ms apart at a random moment: the step
+  // the second one names is always the save `current` points to when the process has ended. Half
+  // the runs replace an older run of 3 steps (--overwrite), whose `current` was step-000003: the
+  // new run's save of step 3 takes that name again, so a handler that compared link targets with
+  // the one it first saw could not tell the switch to it from no switch.
+  std::random_device random;
+  std::string seen;
+  int named_runs = 0;
+  for (int i = 0; i < 8; ++i) {
+    const bool overwrite = i % 2 == 1;
+    const int delay_ms = static_cast<int>(random() % 600);
+    const fs::path run = dir_ / ("ctrl-c-twice-" + std::to_string(i));
+    const fs::path err = dir_ / ("ctrl-c-twice-" + std::to_string(i) + "-err.txt");
+    const std::string flags = std::string(GLASS_BINARY_DIR "/glass train") + data() + " --out " +
+                              q(run.string()) + tiny(0) +
+                              " --eval-every 1 --eval-iters 1 --threads 2";
+    if (overwrite) {
+      const CliRun older = glass("train" + data() + " --out " + q(run.string()) + tiny(0) +
+                                 " --eval-every 1 --eval-iters 1 --iters 3");
+      ASSERT_EQ(older.exit_code, 0) << older.err;
+    }
+    const std::string old_target =
+        overwrite ? fs::read_symlink(run / "current").string() : std::string("none");
+    const std::string line =
+        flags + " --iters 100000" + (overwrite ? " --overwrite" : "") + " >/dev/null 2>" +
+        q(err.string()) + " & pid=$!; for k in $(seq 1 1500); do t=$(readlink " +
+        q((run / "current").string()) + " 2>/dev/null); [ -n \"$t\" ] && [ \"$t\" != " +
+        q(old_target) + " ] && break; sleep 0.02; done; sleep " +
+        fmt::format("{}.{:03d}", delay_ms / 1000, delay_ms % 1000) +
+        "; kill -INT $pid; sleep 0.05; kill -INT $pid; wait $pid; echo $?";
+    const CliRun sh = shell(line);
+    const std::string message = read_file(err);
+    const std::string current = fs::read_symlink(run / "current").string();
+    seen += fmt::format("\nrun {} ({}, {} ms): exit {}, current {}", i,
+                        overwrite ? "--overwrite" : "new", delay_ms, sh.out, current);
+    const int exit_code = std::atoi(sh.out.c_str());
+    EXPECT_TRUE(exit_code == 130 || exit_code == 0) << seen << "\n" << message;
+    const std::string said = "the last complete save, of step ";
+    const std::size_t at = message.find(said);
+    if (at == std::string::npos) continue;  // the first Ctrl-C's save ended the run
+    ++named_runs;
+    const long step = std::atol(message.c_str() + at + said.size());
+    EXPECT_EQ(current.substr(0, 11), fmt::format("step-{:06d}", step)) << seen << "\n" << message;
+  }
+  EXPECT_GT(named_runs, 0) << seen;
 }
 
 // ---- conventions: help, version, short flags ----------------------------------------------------
