@@ -434,20 +434,40 @@ TEST(ServeCli, ChunkedBodiesOverTheLimitAnswer413WithoutTheServerGrowing) {
   for (std::size_t c = 0; c < statuses.size(); ++c)
     clients.emplace_back([&, c] { statuses[c] = send_and_read_status(port, chunked); });
   for (auto& t : clients) t.join();
-  // Each is refused with 413. A loaded machine (the whole suite running beside this test) has
-  // reset an odd client before it read its answer (an empty status here, about one run in
-  // three): that is still a refusal, but most must read their 413.
-  std::size_t refused_413 = 0;
-  for (const std::string& s : statuses) {
-    EXPECT_TRUE(s.empty() || s.rfind("HTTP/1.1 413", 0) == 0) << s;
-    refused_413 += s.rfind("HTTP/1.1 413", 0) == 0 ? 1 : 0;
-  }
-  EXPECT_GE(refused_413, statuses.size() / 2);
+  // Each reads its 413 (16 connections at once overflowed cpp-httplib's queue of 5 connections
+  // not yet accepted when the machine was loaded: a client was then reset unanswered).
+  for (const std::string& s : statuses) EXPECT_EQ(s.rfind("HTTP/1.1 413", 0), 0u) << s;
   const long after = resident_kib(server.pid());
   // Unbounded, each client's megabyte is read whole (16 MiB and their copies); bounded, at most
   // 64 KiB each is held.
   EXPECT_LT(after - before, 8 * 1024)
       << "resident memory grew from " << before << " KiB to " << after << " KiB";
+  EXPECT_EQ(server.stop(SIGINT), 0) << server.err();
+}
+
+TEST(ServeCli, ABurstOfClientsWhileTheServerIsPausedIsAnsweredEveryOne) {
+  // 24 clients connect and send a 1 MiB chunked body while the server is paused (SIGSTOP, as a
+  // loaded machine pauses it for a moment): none can be accepted until it goes on. Each must
+  // then read its 413; with cpp-httplib's queue of 5 unaccepted connections, the kernel reset
+  // several of them unanswered (connection reset, or an empty reply).
+  const fs::path dir = glass_test::temp_dir("serve_burst");
+  glass_test::write_small_checkpoint((dir / "ckpt").string(), 16, 3);
+  Background server({"serve", "-m", (dir / "ckpt").string(), "-t", "1", "--port", "0"}, dir);
+  const int port = server.port();
+  ASSERT_GT(port, 0) << server.err();
+  std::string chunked = "POST /api/inspect HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(port) +
+                        "\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n";
+  for (int i = 0; i < 1024; ++i) chunked += "400\r\n" + std::string(1024, ' ') + "\r\n";
+  chunked += "0\r\n\r\n";
+  ASSERT_EQ(::kill(server.pid(), SIGSTOP), 0);
+  std::vector<std::string> statuses(24);
+  std::vector<std::thread> clients;
+  for (std::size_t c = 0; c < statuses.size(); ++c)
+    clients.emplace_back([&, c] { statuses[c] = send_and_read_status(port, chunked); });
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  ASSERT_EQ(::kill(server.pid(), SIGCONT), 0);
+  for (auto& t : clients) t.join();
+  for (const std::string& s : statuses) EXPECT_EQ(s.rfind("HTTP/1.1 413", 0), 0u) << "'" << s << "'";
   EXPECT_EQ(server.stop(SIGINT), 0) << server.err();
 }
 
