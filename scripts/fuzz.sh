@@ -3,7 +3,8 @@
 # builds the harnesses of tests/fuzz into ./build-fuzz and runs each for N seconds, as many at
 # a time as there are cores. Harnesses: text (UTF-8 reader and tokenizer), tokenizer_json (the
 # BPE tokenizer's tokenizer.json reader, trainer and encoder), safetensors,
-# config_json, train_state, http_request (the request reader of glass serve).
+# config_json, manifest (a save's manifest.json and the checks against it), train_state,
+# http_request (the request reader of glass serve).
 # Usage: scripts/fuzz.sh [--seconds N] [HARNESS ...]
 #   scripts/fuzz.sh --seconds 30              every harness for 30 s (what CI runs)
 #   scripts/fuzz.sh --seconds 14400 text      the text reader for 4 hours
@@ -21,12 +22,12 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --seconds) seconds="${2:?--seconds needs a number}"; shift 2 ;;
     --seconds=*) seconds="${1#--seconds=}"; shift ;;
-    -h|--help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) harnesses+=("$1"); shift ;;
   esac
 done
 case "$seconds" in ''|*[!0-9]*) echo "fuzz: --seconds needs a whole number, got '$seconds'" >&2; exit 2 ;; esac
-all=(text tokenizer_json safetensors config_json train_state http_request)
+all=(text tokenizer_json safetensors config_json manifest train_state http_request)
 [ ${#harnesses[@]} -eq 0 ] && harnesses=("${all[@]}")
 for h in "${harnesses[@]}"; do
   [ -d "tests/fuzz/corpus/$h" ] || { echo "fuzz: unknown harness '$h' (harnesses: ${all[*]})" >&2; exit 2; }
