@@ -86,7 +86,8 @@ class CorruptionProbe : public ::testing::Test {
   }
 
   /// Runs `reader` on the run directory `run`; `scratch` receives the files it writes.
-  static Outcome read_with(const std::string& reader, const fs::path& run, const fs::path& scratch) {
+  static Outcome read_with(const std::string& reader, const fs::path& run,
+                           const fs::path& scratch) {
     fs::remove_all(scratch);
     fs::create_directories(scratch);
     const std::string m = " -m " + q(run.string());
@@ -122,10 +123,11 @@ class CorruptionProbe : public ::testing::Test {
           "sleep 0.01; done; if [ -n \"$port\" ]; then exec 3<>/dev/tcp/127.0.0.1/$port; "
           "printf 'GET /api/info HTTP/1.1\\r\\nHost: 127.0.0.1:%s\\r\\nConnection: "
           "close\\r\\n\\r\\n' $port >&3; cat <&3 >" +
-          q(info.string()) + "; kill -TERM $pid; wait $pid; echo served; else wait $pid; echo $?; fi";
-      const int status = std::system(("bash -c " + q(script) + " >" +
-                                      q((scratch / "serve-rc.txt").string()) + " 2>/dev/null")
-                                         .c_str());
+          q(info.string()) +
+          "; kill -TERM $pid; wait $pid; echo served; else wait $pid; echo $?; fi";
+      const int status = std::system(
+          ("bash -c " + q(script) + " >" + q((scratch / "serve-rc.txt").string()) + " 2>/dev/null")
+              .c_str());
       const std::string rc = read_file(scratch / "serve-rc.txt");
       o.err = read_file(err);
       if (status != 0 || rc.rfind("served", 0) != 0) {
@@ -138,14 +140,17 @@ class CorruptionProbe : public ::testing::Test {
       o.output = reply.substr(0, reply.find("\r\n")) +
                  (body == std::string::npos ? "" : "\n" + reply.substr(body + 4));
       // The name of the run directory is the same for every variant.
-      if (o.output.rfind("HTTP/1.1 200", 0) != 0 || o.output.find("\"loaded\":false") != std::string::npos)
+      if (o.output.rfind("HTTP/1.1 200", 0) != 0 ||
+          o.output.find("\"loaded\":false") != std::string::npos)
         o.exit_code = 1;
     } else if (reader == "train --resume") {
       // One more step; the weights it saves must be the clean run's, bit for bit.
-      take(glass("train --out " + q(run.string()) + recipe() + " --resume --iters 5 --eval-every 5"));
+      take(glass("train --out " + q(run.string()) + recipe() +
+                 " --resume --iters 5 --eval-every 5"));
       o.output.clear();
       if (o.exit_code == 0)
-        o.output = read_file(fs::path(glass::checkpoint_files_dir(run.string())) / "model.safetensors");
+        o.output =
+            read_file(fs::path(glass::checkpoint_files_dir(run.string())) / "model.safetensors");
     }
     return o;
   }
@@ -212,8 +217,8 @@ std::vector<Variant> variants(const fs::path& older_save) {
   };
   const std::vector<std::string> weights = {"model.safetensors"};
   for (double at : {0.0, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0})
-    v.push_back({fmt::format("model.safetensors: bit flip at {:.0f}% of the data", 100 * at),
-                 false, weights, in("model.safetensors", flip_data(at, at < 0.5 ? 0 : 6))});
+    v.push_back({fmt::format("model.safetensors: bit flip at {:.0f}% of the data", 100 * at), false,
+                 weights, in("model.safetensors", flip_data(at, at < 0.5 ? 0 : 6))});
   v.push_back({"model.safetensors: bit flip in the JSON header", false, weights,
                in("model.safetensors", [](std::string& b) { b[20] ^= 0x01; })});
   v.push_back({"model.safetensors: bit flip in the header length", false, weights,
@@ -226,12 +231,15 @@ std::vector<Variant> variants(const fs::path& older_save) {
                                                   {"0", 0.0f}})
     v.push_back({"model.safetensors: a weight set to " + what, false, weights,
                  in("model.safetensors", set_float(0.37, value))});
-  v.push_back({"best.safetensors: bit flip", false, {"best.safetensors"},
+  v.push_back({"best.safetensors: bit flip",
+               false,
+               {"best.safetensors"},
                in("best.safetensors", flip_data(0.5, 3))});
   const std::vector<std::string> state = {"train_state.safetensors"};
   for (double at : {0.05, 0.5, 0.95})
-    v.push_back({fmt::format("train_state.safetensors (AdamW moments): bit flip at {:.0f}%", 100 * at),
-                 false, state, in("train_state.safetensors", flip_data(at, 2))});
+    v.push_back(
+        {fmt::format("train_state.safetensors (AdamW moments): bit flip at {:.0f}%", 100 * at),
+         false, state, in("train_state.safetensors", flip_data(at, 2))});
   v.push_back({"train_state.safetensors: a moment set to NaN", false, state,
                in("train_state.safetensors", set_float(0.6, std::nanf("")))});
   const std::vector<std::string> ts = {"train_state.json"};
@@ -257,8 +265,12 @@ std::vector<Variant> variants(const fs::path& older_save) {
               [](json& j) { j["training"]["run_id"] = "0123456789abcdef"; });
   config_edit("reformatted", [](json&) {});
   auto truncate = [&](const char* file, double keep) {
-    v.push_back({fmt::format("{} truncated to {:.0f}%", file, 100 * keep), false, {file},
-                 in(file, [keep](std::string& b) { b.resize(static_cast<std::size_t>(keep * b.size())); })});
+    v.push_back({fmt::format("{} truncated to {:.0f}%", file, 100 * keep),
+                 false,
+                 {file},
+                 in(file, [keep](std::string& b) {
+                   b.resize(static_cast<std::size_t>(keep * b.size()));
+                 })});
   };
   truncate("model.safetensors", 0.5);
   truncate("model.safetensors", 0.0);
@@ -267,7 +279,9 @@ std::vector<Variant> variants(const fs::path& older_save) {
   truncate("train_state.safetensors", 0.9);
   for (const char* file : {"model.safetensors", "config.json", "manifest.json", "train_state.json",
                            "train_state.safetensors", "best.safetensors", "log.csv", "steps.csv"})
-    v.push_back({fmt::format("{} missing", file), false, {file},
+    v.push_back({fmt::format("{} missing", file),
+                 false,
+                 {file},
                  [file](const fs::path& save, const fs::path&) { fs::remove(save / file); }});
   const std::vector<std::string> manifest = {"manifest.json"};
   auto manifest_edit = [&](const std::string& what, std::vector<std::string> named,
@@ -305,7 +319,9 @@ std::vector<Variant> variants(const fs::path& older_save) {
   from_older({"config.json"});
   from_older({"train_state.json", "train_state.safetensors"});
   from_older({"model.safetensors", "manifest.json"});
-  v.push_back({"current -> a step directory that does not exist", false, {"current", "step-000009"},
+  v.push_back({"current -> a step directory that does not exist",
+               false,
+               {"current", "step-000009"},
                [](const fs::path&, const fs::path& run) {
                  fs::remove(run / "current");
                  fs::create_directory_symlink("step-000009", run / "current");
@@ -333,9 +349,9 @@ TEST_F(CorruptionProbe, EveryReaderRefusesEachCorruptedSaveByNameOrGivesTheClean
 #endif
   // The run: 2 steps, kept as `older`, then 2 more with --resume (saves at steps 2 and 4).
   const fs::path base = dir_ / "base", older = dir_ / "older", bpe = dir_ / "bpe";
-  ASSERT_EQ(glass("train --out " + q(base.string()) + recipe() + " --iters 2 --eval-every 2")
-                .exit_code,
-            0);
+  ASSERT_EQ(
+      glass("train --out " + q(base.string()) + recipe() + " --iters 2 --eval-every 2").exit_code,
+      0);
   ASSERT_EQ(std::system(("cp -a " + q(base.string()) + " " + q(older.string())).c_str()), 0);
   const CliRun resumed =
       glass("train --out " + q(base.string()) + recipe() + " --resume --iters 4 --eval-every 2");
@@ -374,11 +390,10 @@ TEST_F(CorruptionProbe, EveryReaderRefusesEachCorruptedSaveByNameOrGivesTheClean
       const Outcome& want = (variant.bpe ? clean_bpe : clean)[reader];
       ++cases;
       const std::string where = variant.name + " | " + reader;
-      const bool named = std::any_of(variant.files.begin(), variant.files.end(),
-                                     [&](const std::string& f) {
-                                       return o.err.find(f) != std::string::npos ||
-                                              o.output.find(f) != std::string::npos;
-                                     });
+      const bool named =
+          std::any_of(variant.files.begin(), variant.files.end(), [&](const std::string& f) {
+            return o.err.find(f) != std::string::npos || o.output.find(f) != std::string::npos;
+          });
       if (o.exit_code < 0 || o.exit_code >= 124 ||
           o.err.find("terminate called") != std::string::npos) {
         ++crashes;

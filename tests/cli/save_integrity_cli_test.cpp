@@ -334,8 +334,8 @@ TEST_F(SaveIntegrityCli, ResumeTakesTheRecordedContextAndWarnsOnlyOfAContextGive
   EXPECT_EQ(r.out.find("warning"), std::string::npos) << r.out;
 
   const fs::path run = copy_run("context-given");
-  const CliRun g = glass("train --out " + q(run.string()) + no_context +
-                         " --context 8 --resume --iters 31");
+  const CliRun g =
+      glass("train --out " + q(run.string()) + no_context + " --context 8 --resume --iters 31");
   ASSERT_EQ(g.exit_code, 0) << g.out << g.err;
   EXPECT_NE(g.out.find("warning: the run in " + run.string() +
                        " was trained with context 16 (recorded in its save); this run trains "

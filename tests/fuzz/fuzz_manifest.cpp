@@ -83,8 +83,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   if (save_ok) {
     for (const auto& [name, entry] : manifest.files) {
-      const std::string bytes = name == "config.json" ? kConfig
-                                : name == "log.csv"   ? kLog
+      const std::string bytes = name == "config.json"     ? kConfig
+                                : name == "log.csv"       ? kLog
                                 : name == "manifest.json" ? text
                                                           : std::string("\x01 not a file");
       GLASS_FUZZ_CHECK(entry.bytes == bytes.size());

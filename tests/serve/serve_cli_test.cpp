@@ -482,7 +482,8 @@ TEST(ServeCli, ABurstOfClientsWhileTheServerIsPausedIsAnsweredEveryOne) {
   std::this_thread::sleep_for(std::chrono::seconds(1));
   ASSERT_EQ(::kill(server.pid(), SIGCONT), 0);
   for (auto& t : clients) t.join();
-  for (const std::string& s : statuses) EXPECT_EQ(s.rfind("HTTP/1.1 413", 0), 0u) << "'" << s << "'";
+  for (const std::string& s : statuses)
+    EXPECT_EQ(s.rfind("HTTP/1.1 413", 0), 0u) << "'" << s << "'";
   EXPECT_EQ(server.stop(SIGINT), 0) << server.err();
 }
 
