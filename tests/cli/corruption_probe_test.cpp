@@ -379,6 +379,8 @@ TEST_F(CorruptionProbe, EveryReaderRefusesEachCorruptedSaveByNameOrGivesTheClean
   EXPECT_NE(clean["sample"].output, "");
   int cases = 0, handled = 0, refused = 0, crashes = 0, silent_wrong = 0, unnamed = 0, lost = 0;
   std::string report;
+  // GLASS_PROBE_LIST=1 prints each case's outcome.
+  const bool list_cases = std::getenv("GLASS_PROBE_LIST") != nullptr;
   const fs::path older_save = glass::checkpoint_files_dir(older.string());
   for (const Variant& variant : variants(older_save)) {
     for (const char* reader : kReaders) {
@@ -390,6 +392,7 @@ TEST_F(CorruptionProbe, EveryReaderRefusesEachCorruptedSaveByNameOrGivesTheClean
       const Outcome& want = (variant.bpe ? clean_bpe : clean)[reader];
       ++cases;
       const std::string where = variant.name + " | " + reader;
+      const char* outcome = "";
       const bool named =
           std::any_of(variant.files.begin(), variant.files.end(), [&](const std::string& f) {
             return o.err.find(f) != std::string::npos || o.output.find(f) != std::string::npos;
@@ -400,9 +403,11 @@ TEST_F(CorruptionProbe, EveryReaderRefusesEachCorruptedSaveByNameOrGivesTheClean
         report += fmt::format("\nCRASH {} (exit {}): {}", where, o.exit_code, o.err);
       } else if (o.exit_code == want.exit_code && o.output == want.output) {
         ++handled;  // the clean save's output, byte for byte
+        outcome = "clean output";
       } else if (o.exit_code != 0 && named) {
         ++handled;  // refused, naming the file
         ++refused;
+        outcome = "refused";
       } else if (o.exit_code != 0) {
         ++unnamed;
         report += fmt::format("\nREFUSED WITHOUT NAMING {} (exit {}): {}", where, o.exit_code,
@@ -411,6 +416,7 @@ TEST_F(CorruptionProbe, EveryReaderRefusesEachCorruptedSaveByNameOrGivesTheClean
         ++silent_wrong;
         report += fmt::format("\nSILENT-WRONG {}: exit 0 with another output", where);
       }
+      if (list_cases) std::printf("case %s: %s\n", where.c_str(), outcome);
       // A reader, or a resume that was refused, leaves the save as it found it.
       if (o.exit_code != 0 || std::string(reader) != "train --resume")
         if (files_in(run) != before) {
