@@ -383,21 +383,33 @@ TEST_F(LearnerCli, ASecondCtrlCStopsAtOnceAndSaysWhatIsKept) {
 }
 
 TEST_F(LearnerCli, TwoCtrlCsAtRandomMomentsNameTheSaveThatIsCurrent) {
-  // Runs saving every step, each stopped by two Ctrl-Cs 50 ms apart at a random moment: the step
+  // Runs saving every step, each stopped by two Ctrl-Cs at random moments: the step
   // the second one names is always the save `current` points to when the process has ended. Half
   // the runs replace an older run of 3 steps (--overwrite), whose `current` was step-000003: the
   // new run's save of step 3 takes that name again, so a handler that compared link targets with
   // the one it first saw could not tell the switch to it from no switch.
+  // Evaluations of 300 batches (a step, its evaluation and its save take some 30 ms): the
+  // second Ctrl-C, 2 to 31 ms after the first, often comes before the first one's save has
+  // ended the run.
+  std::string slow_evaluations = tiny(0);
+  const std::string two = " --eval-iters 2";
+  slow_evaluations.replace(slow_evaluations.find(two), two.size(), " --eval-iters 300");
   std::random_device random;
   std::string seen;
   int named_runs = 0;
-  for (int i = 0; i < 8; ++i) {
+#ifdef GLASS_SANITIZE
+  const int runs = 4;  // each run is several times slower under the sanitizers
+#else
+  const int runs = 8;
+#endif
+  for (int i = 0; i < runs; ++i) {
     const bool overwrite = i % 2 == 1;
     const int delay_ms = static_cast<int>(random() % 600);
+    const int gap_ms = 2 + static_cast<int>(random() % 30);
     const fs::path run = dir_ / ("ctrl-c-twice-" + std::to_string(i));
     const fs::path err = dir_ / ("ctrl-c-twice-" + std::to_string(i) + "-err.txt");
     const std::string flags = std::string(GLASS_BINARY_DIR "/glass train") + data() + " --out " +
-                              q(run.string()) + tiny(0) + " --eval-every 1 --threads 2";
+                              q(run.string()) + slow_evaluations + " --eval-every 1 --threads 2";
     if (overwrite) {
       const CliRun older = glass("train" + data() + " --out " + q(run.string()) + tiny(0) +
                                  " --eval-every 1 --iters 3");
@@ -405,21 +417,21 @@ TEST_F(LearnerCli, TwoCtrlCsAtRandomMomentsNameTheSaveThatIsCurrent) {
     }
     const std::string old_target =
         overwrite ? fs::read_symlink(run / "current").string() : std::string("none");
-    const std::string line = flags + " --iters 100000" + (overwrite ? " --overwrite" : "") +
-                             " >/dev/null 2>" + q(err.string()) +
-                             " & pid=$!; for k in $(seq 1 1500); do t=$(readlink " +
-                             q((run / "current").string()) +
-                             " 2>/dev/null); [ -n \"$t\" ] && [ \"$t\" != " + q(old_target) +
-                             " ] && break; sleep 0.02; done; sleep " +
-                             fmt::format("{}.{:03d}", delay_ms / 1000, delay_ms % 1000) +
-                             "; kill -INT $pid; sleep 0.05; kill -INT $pid; wait $pid; echo $?";
+    const std::string line =
+        flags + " --iters 100000" + (overwrite ? " --overwrite" : "") + " >/dev/null 2>" +
+        q(err.string()) + " & pid=$!; for k in $(seq 1 1500); do t=$(readlink " +
+        q((run / "current").string()) +
+        " 2>/dev/null); [ -n \"$t\" ] && [ \"$t\" != " + q(old_target) +
+        " ] && break; sleep 0.02; done; sleep " +
+        fmt::format("{}.{:03d}", delay_ms / 1000, delay_ms % 1000) + "; kill -INT $pid; sleep " +
+        fmt::format("0.{:03d}", gap_ms) + "; kill -INT $pid; wait $pid; echo $?";
     const CliRun sh = shell(line);
     const std::string message = read_file(err);
     std::error_code no_link;
     const std::string current = fs::read_symlink(run / "current", no_link).string();
     ASSERT_FALSE(current.empty()) << message;
-    seen += fmt::format("\nrun {} ({}, {} ms): exit {}, current {}", i,
-                        overwrite ? "--overwrite" : "new", delay_ms, sh.out, current);
+    seen += fmt::format("\nrun {} ({}, {} ms, then {} ms): exit {}, current {}", i,
+                        overwrite ? "--overwrite" : "new", delay_ms, gap_ms, sh.out, current);
     const int exit_code = std::atoi(sh.out.c_str());
     EXPECT_TRUE(exit_code == 130 || exit_code == 0) << seen << "\n" << message;
     const std::string said = "the last complete save, of step ";
