@@ -94,8 +94,14 @@ Manifest read_manifest(const std::string& dir) {
   m.run_id = j["run_id"].get<std::string>();
   m.step = j["step"].get<long>();
   for (const auto& [name, entry] : j["files"].items()) {
-    if (name.empty() || name.find('/') != std::string::npos || name == "." || name == "..")
-      throw bad(fmt::format("\"{}\" is not a file name of a save", name));
+    // A NUL would end the name where the file system reads it (a listed "config.json\0x"
+    // would check the bytes of config.json); no file of a save has a control character.
+    const bool control = std::any_of(name.begin(), name.end(),
+                                     [](char c) { return static_cast<unsigned char>(c) < 0x20; });
+    if (name.empty() || name.find('/') != std::string::npos || name == "." || name == ".." ||
+        control)
+      throw bad(fmt::format("{} is not a file name of a save",  // quoted, with escapes
+                            json(name).dump(-1, ' ', false, json::error_handler_t::replace)));
     if (!entry.is_object() || !entry.contains("bytes") || !entry["bytes"].is_number_unsigned() ||
         !entry.contains("sha256") || !entry["sha256"].is_string() ||
         entry["sha256"].get<std::string>().size() != 64)

@@ -3,13 +3,11 @@
 
 #include "cli/stop_signals.hpp"
 
+#include <sys/syscall.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstring>
-#include <filesystem>
-#include <system_error>
-
-#include "checkpoint/run_dir.hpp"
 
 namespace glass::cli {
 
@@ -19,14 +17,11 @@ std::atomic<long> g_saved_step{-1};
 
 namespace {
 
-namespace fs = std::filesystem;
-
 // Set by set_stop_messages and install_stop_handlers before the handler can run.
 bool g_say_signals = false;
 std::string g_after_saved_step;  // "N" follows "the last complete save, of step N"
-std::string g_current_link;      // DIR/current
-std::string g_initial_target;    // its target when the handlers were installed
 std::string g_when_nothing_saved;
+pid_t g_training_thread = 0;  // the thread that installed the handlers, and saves
 
 /// Writes `text` to standard error with write(2), which a signal handler may call.
 void say(const char* text, std::size_t n) {
@@ -45,10 +40,23 @@ void say(const std::string& text) { say(text.data(), text.size()); }
 /// number. A second one ends the program at once, saying what stays: the last complete save
 /// (saves are all-or-nothing, so none is ever half-written), or that none was made yet.
 extern "C" void on_stop_signal(int signo) {
+  // The kernel may run the handler on any thread of the process (a BLAS or server thread, e.g.
+  // while the training thread holds the signals back during a save's switch of `current`). Such
+  // a thread passes the signal on to the training thread: there the handler runs while the
+  // training is paused, and never between the switch of `current` and the store of g_saved_step
+  // (the trainer holds the signals back over both), so the step it names is the save `current`
+  // points to when the process ends.
+  const int saved_errno = errno;
+  if (g_training_thread != 0 && static_cast<pid_t>(::syscall(SYS_gettid)) != g_training_thread) {
+    ::syscall(SYS_tgkill, static_cast<pid_t>(::getpid()), g_training_thread, signo);
+    errno = saved_errno;
+    return;
+  }
   const char* name = signo == SIGTERM ? "SIGTERM" : "Ctrl-C";
   if (g_serving_only != 0) {  // `train --serve` after training: stop serving; a second one at once
     if (g_stop != 0) ::_exit(128 + signo);
     g_stop = signo;
+    errno = saved_errno;
     return;
   }
   if (g_stop == 0) {
@@ -58,23 +66,13 @@ extern "C" void on_stop_signal(int signo) {
       say(": stopping after the current step or evaluation, with a save first (");
       say(name), say(" again stops at once, without it)\n");
     }
+    errno = saved_errno;
     return;
   }
   if (g_say_signals) {
     say("\n"), say(name),
         say(" again: stopped at once, without the save the first one asked for. ");
-    long step = g_saved_step.load();
-    char target[256];
-    const ssize_t n =
-        g_current_link.empty() ? -1 : ::readlink(g_current_link.c_str(), target, sizeof target - 1);
-    const bool moved =
-        n > 5 && (static_cast<std::size_t>(n) != g_initial_target.size() ||
-                  std::memcmp(target, g_initial_target.data(), static_cast<std::size_t>(n)) != 0);
-    if (moved && std::memcmp(target, "step-", 5) == 0 && target[5] >= '0' && target[5] <= '9') {
-      step = 0;  // "step-000049" or "step-000049.1": a save of this run switched to it
-      for (ssize_t i = 5; i < n && target[i] >= '0' && target[i] <= '9'; ++i)
-        step = 10 * step + (target[i] - '0');
-    }
+    const long step = g_saved_step.load();
     if (step >= 0) {
       char digits[24];
       std::size_t n = 0;
@@ -97,10 +95,8 @@ void set_stop_messages(bool speak, std::string after_saved_step, std::string whe
   g_when_nothing_saved = std::move(when_nothing_saved);
 }
 
-void install_stop_handlers(const std::string& out_dir) {
-  g_current_link = (fs::path(out_dir) / kCurrentLink).string();
-  std::error_code no_link;
-  g_initial_target = fs::read_symlink(g_current_link, no_link).string();
+void install_stop_handlers() {
+  g_training_thread = static_cast<pid_t>(::syscall(SYS_gettid));
   std::signal(SIGINT, on_stop_signal);
   std::signal(SIGTERM, on_stop_signal);
 }

@@ -1,7 +1,7 @@
 #pragma once
 // Ctrl-C (SIGINT) and SIGTERM during `glass train`: the first asks the training loop to save and
 // stop; a second stops at once and says what stays (the last complete save and how to continue
-// it), using only what a signal handler may call (write(2), readlink(2), _exit(2)).
+// it), using only what a signal handler may call (write(2), tgkill(2), _exit(2)).
 
 #include <atomic>
 #include <csignal>
@@ -22,10 +22,11 @@ extern std::atomic<long> g_saved_step;
 /// a second signal says when nothing was saved yet.
 void set_stop_messages(bool speak, std::string after_saved_step, std::string when_nothing_saved);
 
-/// Installs the handler of SIGINT and SIGTERM. Remembers out_dir/current and its target now: a
-/// second signal reads the link again, so that it names the save that is current even when a
-/// save switched the link an instant before g_saved_step was updated.
-void install_stop_handlers(const std::string& out_dir);
+/// Installs the handler of SIGINT and SIGTERM, to be called by the thread that trains (and
+/// saves): a signal the kernel hands to another thread is passed on to it, so the handler reads
+/// g_saved_step only while the training is paused, never between a save's switch of `current`
+/// and the store of its step (the trainer holds the signals back over both, train/trainer.hpp).
+void install_stop_handlers();
 
 /// SIGINT and SIGTERM back to their default action.
 void restore_default_signals();

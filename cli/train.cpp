@@ -221,7 +221,7 @@ void run_train(TrainFlags& flags, CLI::App* cmd) {
       serve.data_path = o.data_path;
       server = glass::cli::start_server(serve, std::cout);
     }
-    install_stop_handlers(o.out_dir);
+    install_stop_handlers();
     try {
       result = trainer->run();
     } catch (const glass::NonFiniteError& e) {

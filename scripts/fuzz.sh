@@ -3,8 +3,9 @@
 # builds the harnesses of tests/fuzz into ./build-fuzz and runs each for N seconds, as many at
 # a time as there are cores. Harnesses: text (UTF-8 reader and tokenizer), tokenizer_json (the
 # BPE tokenizer's tokenizer.json reader, trainer and encoder), safetensors,
-# config_json, train_state, http_request (the request reader of glass serve), interp_record
-# (a save's interp.json as glass serve reads it).
+# config_json, manifest (a save's manifest.json and the checks against it), train_state,
+# http_request (the request reader of glass serve), interp_record (a save's interp.json as
+# glass serve reads it).
 # Usage: scripts/fuzz.sh [--seconds N] [HARNESS ...]
 #   scripts/fuzz.sh --seconds 30              every harness for 30 s (what CI runs)
 #   scripts/fuzz.sh --seconds 14400 text      the text reader for 4 hours
@@ -22,12 +23,12 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --seconds) seconds="${2:?--seconds needs a number}"; shift 2 ;;
     --seconds=*) seconds="${1#--seconds=}"; shift ;;
-    -h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) harnesses+=("$1"); shift ;;
   esac
 done
 case "$seconds" in ''|*[!0-9]*) echo "fuzz: --seconds needs a whole number, got '$seconds'" >&2; exit 2 ;; esac
-all=(text tokenizer_json safetensors config_json train_state http_request interp_record)
+all=(text tokenizer_json safetensors config_json manifest train_state http_request interp_record)
 [ ${#harnesses[@]} -eq 0 ] && harnesses=("${all[@]}")
 for h in "${harnesses[@]}"; do
   [ -d "tests/fuzz/corpus/$h" ] || { echo "fuzz: unknown harness '$h' (harnesses: ${all[*]})" >&2; exit 2; }

@@ -24,6 +24,9 @@ fi
 if [ "${GLASS_WITH_LIBXSMM:-1}" = "1" ] && [ "$(dpkg --print-architecture 2>/dev/null)" = "amd64" ]; then
   PACKAGES+=(libxsmm-dev)
 fi
+# The test of a second Ctrl-C during a save's switch of `current` (tests/cli) pauses the
+# trainer's renames with strace; it is skipped without it.
+PACKAGES+=(strace)
 # The headless browser test of the inspector page (tests/inspect) needs Chromium.
 if [ "${GLASS_WITH_BROWSER:-1}" = "1" ]; then
   PACKAGES+=(chromium)

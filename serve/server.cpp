@@ -5,6 +5,8 @@
 
 #include "serve/server.hpp"
 
+#include <sys/socket.h>
+
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -128,9 +130,12 @@ int Server::start() {
       {{"X-Content-Type-Options", "nosniff"}, {"Cache-Control", "no-store"}});
   // SO_REUSEADDR (a restarted server may bind at once) but not httplib's default SO_REUSEPORT,
   // with which a second server on the same port would silently share its connections.
-  http_->set_socket_options([](socket_t sock) {
+  // The socket is kept to widen its queue of connections once bound (below).
+  auto listening = std::make_shared<socket_t>(-1);
+  http_->set_socket_options([listening](socket_t sock) {
     int yes = 1;
     setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+    *listening = sock;
   });
   add_routes();
   const std::string& host = options_.host;
@@ -149,6 +154,12 @@ int Server::start() {
         host, options_.port, err != 0 ? " (" : "",
         err != 0 ? std::string(std::strerror(err)) + ")" : ""));
   }
+  // cpp-httplib listens with a queue of 5 connections not yet accepted. A burst of clients
+  // overflows it whenever the accepting thread is a moment late (a loaded machine): the kernel
+  // then drops handshakes, and one completed by a SYN cookie while the queue is still full is
+  // reset before the server ever sees it (the client reads "connection reset" instead of an
+  // answer). listen() again on the bound socket sets the queue to the system's maximum.
+  if (*listening >= 0) ::listen(*listening, SOMAXCONN);
   listen_thread_ = std::thread([this] { http_->listen_after_bind(); });
   // stop() only reaches a server that is already listening: wait until it is (a moment).
   for (int i = 0; i < 5000 && !http_->is_running(); ++i)

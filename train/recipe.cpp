@@ -14,15 +14,37 @@
 #include <fmt/format.h>
 
 #include "checkpoint/checkpoint.hpp"
+#include "checkpoint/run_dir.hpp"
 
 namespace glass {
+
+namespace {
+
+/// The save --resume continues in out_dir: the one `current` points to, or, when that link was
+/// lost, the newest complete save (the one the Trainer resumes from and links again). Its
+/// recipe, context and text name are the run's.
+std::string resumed_save(const std::string& out_dir) {
+  namespace fs = std::filesystem;
+  std::error_code no_link;
+  if (!fs::is_directory(out_dir, no_link) ||
+      fs::exists(fs::symlink_status(fs::path(out_dir) / kCurrentLink, no_link)))
+    return out_dir;
+  const std::string newest = newest_complete_save(out_dir);
+  return newest.empty() ? out_dir : (fs::path(out_dir) / newest).string();
+}
+
+}  // namespace
 
 TrainRecipe recipe_of(const TrainOptions& o) {
   return {o.lr, o.min_lr, o.grad_clip, o.warmup, o.decay_iters, o.batch_size};
 }
 
 void take_recorded_recipe(TrainOptions& o, const RecipeFlagsGiven& given) {
-  const std::optional<TrainRecipe> recorded = load_train_recipe(o.out_dir);
+  const std::string save = resumed_save(o.out_dir);
+  // The window is recorded in config.json; another --context is allowed (the Trainer warns).
+  const std::size_t context = training_context(save);
+  if (!given.context && context > 0) o.context = context;
+  const std::optional<TrainRecipe> recorded = load_train_recipe(save);
   if (!recorded) return;
   std::string differ;
   // Rates as the recipe line prints them ({:g}), or in full when that would print both alike.
@@ -54,9 +76,6 @@ void take_recorded_recipe(TrainOptions& o, const RecipeFlagsGiven& given) {
   take("--decay-iters", given.decay_iters, o.decay_iters, recorded->decay_iters);
   take("--batch-size", given.batch_size, o.batch_size, recorded->batch_size);
   take("--grad-clip", given.grad_clip, o.grad_clip, recorded->grad_clip);
-  // The window is recorded in config.json; another --context is allowed (with a warning).
-  const std::size_t context = training_context(o.out_dir);
-  if (!given.context && context > 0) o.context = context;
   if (!differ.empty())
     throw std::invalid_argument(
         "--resume continues the run in " + o.out_dir +
@@ -70,7 +89,7 @@ void take_recorded_recipe(TrainOptions& o, const RecipeFlagsGiven& given) {
 void check_recorded_data(const TrainOptions& o, bool data_defaulted) {
   std::string recorded_data;
   try {
-    recorded_data = training_data(o.out_dir);
+    recorded_data = training_data(resumed_save(o.out_dir));
   } catch (const std::exception&) {
     // no readable checkpoint in --out: the Trainer says so
   }

@@ -86,7 +86,9 @@ struct TrainOptions {
   const volatile std::sig_atomic_t* stop_flag = nullptr;
   /// When set, receives the step of the last complete save in out_dir: -1 before the first save
   /// of a new run, the checkpoint's step on resume, then each save's step. Lock-free, so a signal
-  /// handler may read it to say what a stop at once keeps.
+  /// handler may read it to say what a stop at once keeps. The saving thread holds SIGINT and
+  /// SIGTERM back from the switch of `current` to this store, so a handler running on it sees
+  /// the two agree.
   std::atomic<long>* saved_step = nullptr;
   /// The processes training together (mpirun -np N, train/distributed.hpp): each takes
   /// batch_size / N windows of every batch; rank 0 alone prints, samples and writes out_dir.

@@ -5,11 +5,13 @@
 #include "train/trainer.hpp"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -28,6 +30,31 @@ namespace glass {
 
 namespace fs = std::filesystem;
 using trainer_detail::seconds_since;
+
+namespace {
+
+/// Holds SIGINT and SIGTERM back from this thread while it lives (they stay pending and are
+/// handled when it ends). Held over the switch of `current` and the store of saved_step, so that
+/// a handler running on this thread sees both before or both after: never a `current` that names
+/// the new save next to a saved_step that still names the one before.
+class SignalsHeld {
+ public:
+  SignalsHeld() {
+    sigset_t stop;
+    sigemptyset(&stop);
+    sigaddset(&stop, SIGINT);
+    sigaddset(&stop, SIGTERM);
+    ::pthread_sigmask(SIG_BLOCK, &stop, &before_);
+  }
+  ~SignalsHeld() { ::pthread_sigmask(SIG_SETMASK, &before_, nullptr); }
+  SignalsHeld(const SignalsHeld&) = delete;
+  SignalsHeld& operator=(const SignalsHeld&) = delete;
+
+ private:
+  sigset_t before_;
+};
+
+}  // namespace
 
 // The best weights of the previous save, carried into the new one: a hard link when they
 // belong to this run, or rewritten with this run's id when they do not (a checkpoint written
@@ -49,6 +76,7 @@ void Trainer::save(bool also_best) {
   const std::string& dir = options_.out_dir;
   const fs::path previous = checkpoint_files_dir(dir);  // the last complete save, if any
   std::string step_dir;
+  std::optional<SignalsHeld> held;  // from the switch of `current` to the store of saved_step
   try {
     // All files of the save go into a new step directory; one rename of the `current` link
     // then switches to it (checkpoint/run_dir.hpp).
@@ -89,6 +117,7 @@ void Trainer::save(bool also_best) {
     // Last: the checksums of every file above (checkpoint/manifest.hpp); a save without them
     // never becomes current.
     write_manifest(step_dir, run_id_, step_);
+    held.emplace();
     commit_save(dir, step_dir);
   } catch (const std::exception& e) {
     if (!step_dir.empty()) {
@@ -105,6 +134,7 @@ void Trainer::save(bool also_best) {
   }
   last_saved_step_ = step_;
   if (options_.saved_step != nullptr) options_.saved_step->store(step_);
+  held.reset();
   const std::string previous_save =
       previous == fs::path(dir) ? std::string() : previous.filename().string();
   const std::string warning = finish_save(dir, previous_save);

@@ -424,9 +424,12 @@ void Trainer::restore_training_state(const ResumePoint& from) {
     if (from_zero) ++r.step;
     if (r.step <= step_) steps_.push_back(r);
   }
+  // o.context is the recorded one unless --context gave another (take_recorded_recipe).
   if (state.context != 0 && state.context != o.context)
-    out_ << "warning: resuming with --context " << o.context
-         << " but the checkpoint was trained with " << state.context << "\n";
+    out_ << fmt::format(
+        "warning: the run in {} was trained with context {} (recorded in its save); this run "
+        "trains with --context {} as given, from step {} on (leave --context out to keep {})\n",
+        o.out_dir, state.context, o.context, state.step, state.context);
 }
 
 // ---- the output directory must be writable before any training ----------------------------------

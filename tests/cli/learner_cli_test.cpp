@@ -8,10 +8,12 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <random>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -378,6 +380,103 @@ TEST_F(LearnerCli, ASecondCtrlCStopsAtOnceAndSaysWhatIsKept) {
       << b.err;
   EXPECT_NE(b.err.find(" --resume\n"), std::string::npos) << b.err;
   EXPECT_EQ(glass::load_checkpoint(second.string()).weights_step, "0");
+}
+
+TEST_F(LearnerCli, TwoCtrlCsAtRandomMomentsNameTheSaveThatIsCurrent) {
+  // Runs saving every step, each stopped by two Ctrl-Cs at random moments: the step
+  // the second one names is always the save `current` points to when the process has ended. Half
+  // the runs replace an older run of 3 steps (--overwrite), whose `current` was step-000003: the
+  // new run's save of step 3 takes that name again, so a handler that compared link targets with
+  // the one it first saw could not tell the switch to it from no switch.
+  // Evaluations of 300 batches (a step, its evaluation and its save take some 30 ms): the
+  // second Ctrl-C, 2 to 31 ms after the first, often comes before the first one's save has
+  // ended the run.
+  std::string slow_evaluations = tiny(0);
+  const std::string two = " --eval-iters 2";
+  slow_evaluations.replace(slow_evaluations.find(two), two.size(), " --eval-iters 300");
+  std::random_device random;
+  std::string seen;
+  int named_runs = 0;
+#ifdef GLASS_SANITIZE
+  const int runs = 4;  // each run is several times slower under the sanitizers
+#else
+  const int runs = 8;
+#endif
+  for (int i = 0; i < runs; ++i) {
+    const bool overwrite = i % 2 == 1;
+    const int delay_ms = static_cast<int>(random() % 600);
+    const int gap_ms = 2 + static_cast<int>(random() % 30);
+    const fs::path run = dir_ / ("ctrl-c-twice-" + std::to_string(i));
+    const fs::path err = dir_ / ("ctrl-c-twice-" + std::to_string(i) + "-err.txt");
+    const std::string flags = std::string(GLASS_BINARY_DIR "/glass train") + data() + " --out " +
+                              q(run.string()) + slow_evaluations + " --eval-every 1 --threads 2";
+    if (overwrite) {
+      const CliRun older = glass("train" + data() + " --out " + q(run.string()) + tiny(0) +
+                                 " --eval-every 1 --iters 3");
+      ASSERT_EQ(older.exit_code, 0) << older.err;
+    }
+    const std::string old_target =
+        overwrite ? fs::read_symlink(run / "current").string() : std::string("none");
+    const std::string line =
+        flags + " --iters 100000" + (overwrite ? " --overwrite" : "") + " >/dev/null 2>" +
+        q(err.string()) + " & pid=$!; for k in $(seq 1 1500); do t=$(readlink " +
+        q((run / "current").string()) +
+        " 2>/dev/null); [ -n \"$t\" ] && [ \"$t\" != " + q(old_target) +
+        " ] && break; sleep 0.02; done; sleep " +
+        fmt::format("{}.{:03d}", delay_ms / 1000, delay_ms % 1000) + "; kill -INT $pid; sleep " +
+        fmt::format("0.{:03d}", gap_ms) + "; kill -INT $pid; wait $pid; echo $?";
+    const CliRun sh = shell(line);
+    const std::string message = read_file(err);
+    std::error_code no_link;
+    const std::string current = fs::read_symlink(run / "current", no_link).string();
+    ASSERT_FALSE(current.empty()) << message;
+    seen += fmt::format("\nrun {} ({}, {} ms, then {} ms): exit {}, current {}", i,
+                        overwrite ? "--overwrite" : "new", delay_ms, gap_ms, sh.out, current);
+    const int exit_code = std::atoi(sh.out.c_str());
+    EXPECT_TRUE(exit_code == 130 || exit_code == 0) << seen << "\n" << message;
+    const std::string said = "the last complete save, of step ";
+    const std::size_t at = message.find(said);
+    if (at == std::string::npos) continue;  // the first Ctrl-C's save ended the run
+    ++named_runs;
+    const long step = std::atol(message.c_str() + at + said.size());
+    EXPECT_EQ(current.substr(0, 11), fmt::format("step-{:06d}", step)) << seen << "\n" << message;
+  }
+  EXPECT_GT(named_runs, 0) << seen;
+}
+
+TEST_F(LearnerCli, ASecondCtrlCRightAfterTheSwitchOfCurrentNamesTheNewSave) {
+  // strace holds each rename(2) of the trainer 0.7 s after it is done. The first Ctrl-C comes
+  // when the new run's save of step 3 has its manifest (written last, by a rename), the second
+  // one a second later: between that save's switch of `current` and the moment the trainer
+  // records the save. The run
+  // replaces one of 3 steps (--overwrite), so its save of step 3 takes the old `current` target's
+  // name: the message once said "of step 2" while `current` pointed to step-000003.
+#ifdef GLASS_SANITIZE
+  GTEST_SKIP() << "some 25 s of waiting for strace's pauses; the normal build runs it";
+#endif
+  if (std::system("strace -f -qq -o /dev/null true >/dev/null 2>&1") != 0)
+    GTEST_SKIP() << "needs strace (and ptrace permitted)";
+  const fs::path run = dir_ / "ctrl-c-switch", err = dir_ / "ctrl-c-switch-err.txt";
+  const std::string flags = data() + " --out " + q(run.string()) + tiny(0) + " --eval-every 1";
+  ASSERT_EQ(glass("train" + flags + " --iters 3").exit_code, 0);
+  const std::string line =
+      "strace -f -qq -o /dev/null -e trace=rename -e inject=rename:delay_exit=700000 " GLASS_BINARY_DIR
+      "/glass train" +
+      flags + " --iters 100 --overwrite >/dev/null 2>" + q(err.string()) +
+      " & pid=$!; for i in $(seq 1 6000); do [ \"$(readlink " + q((run / "current").string()) +
+      ")\" = step-000002 ] && [ -e " + q((run / "step-000003" / "manifest.json").string()) +
+      " ] && break; sleep 0.005; done; glass=$(pgrep -P $pid); kill -INT $glass; sleep 1; "
+      "kill -INT $glass; wait $pid; echo $?";
+  const CliRun sh = shell(line);
+  const std::string message = read_file(err);
+  std::error_code no_link;
+  const std::string current = fs::read_symlink(run / "current", no_link).string();
+  EXPECT_EQ(std::atoi(sh.out.c_str()), 130) << message;
+  const std::string said = "the last complete save, of step ";
+  const std::size_t at = message.find(said);
+  ASSERT_NE(at, std::string::npos) << message;
+  const long step = std::atol(message.c_str() + at + said.size());
+  EXPECT_EQ(current, fmt::format("step-{:06d}", step)) << message;
 }
 
 // ---- conventions: help, version, short flags ----------------------------------------------------

@@ -317,6 +317,36 @@ TEST_F(SaveIntegrityCli, ResumeFindsTheNewestCompleteSaveWhenCurrentIsMissingAnd
   EXPECT_EQ(fs::read_symlink(run / "current").string(), "step-000032");
 }
 
+TEST_F(SaveIntegrityCli, ResumeTakesTheRecordedContextAndWarnsOnlyOfAContextGiven) {
+  // The run was trained with --context 16. Resumed without --context, from a save found without
+  // `current`, it trains on with 16 (not the default 64) and warns of nothing; with --context 8
+  // it trains with 8 and the warning says which context was recorded and which one is used.
+  std::string no_context = recipe();
+  const std::string flag = " --context 16";
+  ASSERT_NE(no_context.find(flag), std::string::npos) << no_context;
+  no_context.erase(no_context.find(flag), flag.size());
+  const fs::path lost = copy_run("context-no-current");
+  fs::remove(lost / "current");
+  const CliRun r = glass("train --out " + q(lost.string()) + no_context + " --resume --iters 31");
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("x context 16,"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("context 64"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("warning"), std::string::npos) << r.out;
+
+  const fs::path run = copy_run("context-given");
+  const CliRun g =
+      glass("train --out " + q(run.string()) + no_context + " --context 8 --resume --iters 31");
+  ASSERT_EQ(g.exit_code, 0) << g.out << g.err;
+  EXPECT_NE(g.out.find("warning: the run in " + run.string() +
+                       " was trained with context 16 (recorded in its save); this run trains "
+                       "with --context 8 as given, from step 30 on (leave --context out to keep "
+                       "16)"),
+            std::string::npos)
+      << g.out;
+  EXPECT_NE(g.out.find("x context 8,"), std::string::npos) << g.out;
+  EXPECT_EQ(json::parse(read_file(save_of(run) / "config.json"))["training"]["context"], 8);
+}
+
 TEST_F(SaveIntegrityCli, AFullDiskWhileAppendingStepsCsvIsNamed) {
   // The file operations of a short run, to find the first append to steps.csv.
   const fs::path run = dir_ / "steps-full";

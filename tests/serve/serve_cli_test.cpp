@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -385,29 +386,41 @@ long resident_kib(pid_t pid) {
 }
 
 /// Sends `request` on a new connection to 127.0.0.1:`port` (as far as the server reads it) and
-/// returns the status line of the answer ("" if none came within 10 s).
+/// returns the status line of the answer, or why there is none in parentheses (the connection
+/// refused or reset, nothing within 10 s). A signal to this process does not end the wait.
 std::string send_and_read_status(int port, const std::string& request) {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(static_cast<std::uint16_t>(port));
   inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
-  if (fd < 0 || connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) return "";
+  if (fd < 0 || connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    const std::string why = std::string("(connect: ") + std::strerror(errno) + ")";
+    if (fd >= 0) close(fd);
+    return why;
+  }
   timeval tv{10, 0};
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
   setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
   for (std::size_t at = 0; at < request.size();) {  // until all is sent or the server closes
     const ssize_t n = send(fd, request.data() + at,
                            std::min<std::size_t>(4096, request.size() - at), MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;  // a signal to this process (e.g. SIGCHLD)
     if (n <= 0) break;
     at += static_cast<std::size_t>(n);
   }
+  const int send_errno = errno;
   std::string reply;
   char buf[512];
-  for (ssize_t n;
-       reply.find("\r\n") == std::string::npos && (n = recv(fd, buf, sizeof(buf), 0)) > 0;)
-    reply.append(buf, static_cast<std::size_t>(n));
+  ssize_t n = 0;
+  while (reply.find("\r\n") == std::string::npos &&
+         ((n = recv(fd, buf, sizeof(buf), 0)) > 0 || (n < 0 && errno == EINTR)))
+    if (n > 0) reply.append(buf, static_cast<std::size_t>(n));
+  const int recv_errno = errno;
   close(fd);
+  if (reply.empty())  // why there is no status, for the test's message
+    return fmt::format("(no reply: {} after sending, then {})", std::strerror(send_errno),
+                       n == 0 ? std::string("end of stream") : std::strerror(recv_errno));
   return reply.substr(0, reply.find("\r\n"));
 }
 
@@ -437,20 +450,43 @@ TEST(ServeCli, ChunkedBodiesOverTheLimitAnswer413WithoutTheServerGrowing) {
   for (std::size_t c = 0; c < statuses.size(); ++c)
     clients.emplace_back([&, c] { statuses[c] = send_and_read_status(port, chunked); });
   for (auto& t : clients) t.join();
-  // Each is refused with 413. A loaded machine (the whole suite running beside this test) has
-  // reset an odd client before it read its answer (an empty status here, about one run in
-  // three): that is still a refusal, but most must read their 413.
-  std::size_t refused_413 = 0;
-  for (const std::string& s : statuses) {
-    EXPECT_TRUE(s.empty() || s.rfind("HTTP/1.1 413", 0) == 0) << s;
-    refused_413 += s.rfind("HTTP/1.1 413", 0) == 0 ? 1 : 0;
-  }
-  EXPECT_GE(refused_413, statuses.size() / 2);
+  // Each reads its 413. Two causes made an odd client read nothing on a loaded machine: 16
+  // connections at once overflowed cpp-httplib's queue of 5 not yet accepted (the kernel then
+  // reset one unanswered), and a signal to this process interrupted a client's recv (now
+  // retried in send_and_read_status).
+  for (const std::string& s : statuses) EXPECT_EQ(s.rfind("HTTP/1.1 413", 0), 0u) << s;
   const long after = resident_kib(server.pid());
   // Unbounded, each client's megabyte is read whole (16 MiB and their copies); bounded, at most
   // 64 KiB each is held.
   EXPECT_LT(after - before, 8 * 1024)
       << "resident memory grew from " << before << " KiB to " << after << " KiB";
+  EXPECT_EQ(server.stop(SIGINT), 0) << server.err();
+}
+
+TEST(ServeCli, ABurstOfClientsWhileTheServerIsPausedIsAnsweredEveryOne) {
+  // 24 clients connect and send a 1 MiB chunked body while the server is paused (SIGSTOP, as a
+  // loaded machine pauses it for a moment): none can be accepted until it goes on. Each must
+  // then read its 413; with cpp-httplib's queue of 5 unaccepted connections, the kernel reset
+  // several of them unanswered (connection reset, or an empty reply).
+  const fs::path dir = glass_test::temp_dir("serve_burst");
+  glass_test::write_small_checkpoint((dir / "ckpt").string(), 16, 3);
+  Background server({"serve", "-m", (dir / "ckpt").string(), "-t", "1", "--port", "0"}, dir);
+  const int port = server.port();
+  ASSERT_GT(port, 0) << server.err();
+  std::string chunked = "POST /api/inspect HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(port) +
+                        "\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n";
+  for (int i = 0; i < 1024; ++i) chunked += "400\r\n" + std::string(1024, ' ') + "\r\n";
+  chunked += "0\r\n\r\n";
+  ASSERT_EQ(::kill(server.pid(), SIGSTOP), 0);
+  std::vector<std::string> statuses(24);
+  std::vector<std::thread> clients;
+  for (std::size_t c = 0; c < statuses.size(); ++c)
+    clients.emplace_back([&, c] { statuses[c] = send_and_read_status(port, chunked); });
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  ASSERT_EQ(::kill(server.pid(), SIGCONT), 0);
+  for (auto& t : clients) t.join();
+  for (const std::string& s : statuses)
+    EXPECT_EQ(s.rfind("HTTP/1.1 413", 0), 0u) << "'" << s << "'";
   EXPECT_EQ(server.stop(SIGINT), 0) << server.err();
 }
 
