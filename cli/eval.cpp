@@ -46,8 +46,7 @@ void warn_if_training_text(const EvalFlags& f, const glass::LoadedModel& loaded)
 
 void run_eval(const EvalFlags& f) {
   glass::LoadedModel loaded = glass::load_checkpoint(f.checkpoint, f.best);
-  glass::cli::apply_threads(f.threads, glass::cli::Work::forward,
-                            static_cast<double>(loaded.model->num_parameters()));
+  glass::cli::apply_threads(f.threads);
   if (!loaded.warning.empty()) std::cerr << "warning: " << loaded.warning << "\n";
   warn_if_training_text(f, loaded);
   std::u32string text = glass::load_text(f.data);
@@ -148,7 +147,7 @@ void add_eval_command(CLI::App& app) {
   cmd->add_flag("--best", f->best, "use best.safetensors instead of the latest weights");
   cmd->add_flag("--allow-unknown", f->allow_unknown,
                 "map characters outside the vocabulary to id 0");
-  glass::cli::add_threads_option(cmd, f->threads, glass::cli::Work::forward);
+  glass::cli::add_threads_option(cmd, f->threads);
   cmd->footer(
       "Examples:\n"
       "  glass eval -m runs/tinyshakespeare --data heldout.txt\n"

@@ -133,8 +133,7 @@ void run_interp(const InspectOptions& opt) {
     throw CommandError("cannot load checkpoint '" + opt.checkpoint + "': " + e.what());
   }
   if (!loaded.warning.empty()) std::cerr << "warning: " << loaded.warning << "\n";
-  glass::cli::apply_threads(opt.threads, glass::cli::Work::forward,
-                            static_cast<double>(loaded.model->num_parameters()));
+  glass::cli::apply_threads(opt.threads);
   const glass::Decoder& model = *loaded.model;
   const glass::ModelConfig& config = model.config();
   std::size_t window = glass::training_context(loaded.files_dir);  // 0: not recorded
@@ -340,8 +339,7 @@ void run_inspect(const InspectOptions& opt) {
     throw CommandError("cannot load checkpoint '" + opt.checkpoint + "': " + e.what());
   }
   if (!loaded.warning.empty()) std::cerr << "warning: " << loaded.warning << "\n";
-  glass::cli::apply_threads(opt.threads, glass::cli::Work::forward,
-                            static_cast<double>(loaded.model->num_parameters()));
+  glass::cli::apply_threads(opt.threads);
   const glass::ModelConfig& config = loaded.model->config();
   if (opt.layer < 0 || static_cast<std::size_t>(opt.layer) >= config.n_layers)
     throw CommandError(fmt::format("--layer {} is out of range: the model has {} layers (0..{})",
@@ -460,7 +458,7 @@ void add_inspect_command(CLI::App& app) {
   cmd->add_flag("--allow-unknown", opt->allow_unknown,
                 "map prompt characters outside the vocabulary to the unknown id 0 (with a warning) "
                 "instead of stopping");
-  glass::cli::add_threads_option(cmd, opt->threads, glass::cli::Work::forward);
+  glass::cli::add_threads_option(cmd, opt->threads);
   cmd->add_flag("--lens", opt->lens,
                 "logit lens: for each layer and position, the top --top-k next tokens read off the "
                 "residual stream and the probability of the true next token")

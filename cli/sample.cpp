@@ -170,8 +170,7 @@ void run_sample(SampleFlags& f, bool prompt_given) {
   glass::validate(f.sampling);  // std::invalid_argument -> "error: ..."
   f.prompt = read_prompt(f, prompt_given);
   glass::LoadedModel loaded = glass::load_checkpoint(f.checkpoint, f.best);
-  glass::cli::apply_threads(f.threads, glass::cli::Work::generation,
-                            static_cast<double>(loaded.model->num_parameters()));
+  glass::cli::apply_threads(f.threads);
   if (!loaded.warning.empty()) std::cerr << "warning: " << loaded.warning << "\n";
   loaded.model->set_ops_path(glass::parse_ops_path(f.attention));
   const glass::Tokenizer& tokenizer = loaded.tokenizer;
@@ -366,7 +365,7 @@ void add_sample_command(CLI::App& app) {
   cmd->add_flag("--json", f->json,
                 "print JSON instead of text: each sample's text and its tokens with their "
                 "probabilities (prob: as drawn; model_prob: at temperature 1)");
-  glass::cli::add_threads_option(cmd, f->threads, glass::cli::Work::generation);
+  glass::cli::add_threads_option(cmd, f->threads);
   CLI::Option* window_mode =
       cmd->add_option(
              "--window-mode", f->window_mode,

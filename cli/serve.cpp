@@ -16,11 +16,7 @@
 #include "cli/commands.hpp"
 #include "cli/threads.hpp"
 #include "cli/validators.hpp"
-#include "checkpoint/atomic_file.hpp"
 #include "checkpoint/checkpoint.hpp"
-#include "checkpoint/config_json.hpp"
-#include "checkpoint/model_size.hpp"
-#include "checkpoint/run_dir.hpp"
 
 namespace glass::cli {
 
@@ -29,19 +25,6 @@ namespace {
 volatile std::sig_atomic_t g_serve_stop = 0;
 
 extern "C" void on_serve_signal(int signo) { g_serve_stop = signo; }
-
-// The parameter count of the model in `dir` (a run or checkpoint directory), for the default
-// thread count; 0 when there is no readable config.json yet (the server says why when it loads).
-double checkpoint_parameters(const std::string& dir) {
-  try {
-    const std::string files = checkpoint_files_dir(dir);
-    const CheckpointConfig config =
-        config_from_json(read_file(files + "/config.json"), files + "/config.json");
-    return parameter_count(config.model);
-  } catch (const std::exception&) {
-    return 0;
-  }
-}
 
 }  // namespace
 
@@ -114,7 +97,7 @@ void add_serve_command(CLI::App& app) {
                   "the training text (its start is the default probe)")
       ->check(CLI::ExistingFile);
   auto threads = std::make_shared<int>(0);
-  glass::cli::add_threads_option(cmd, *threads, glass::cli::Work::generation);
+  glass::cli::add_threads_option(cmd, *threads);
   cmd->footer(
       "Examples:\n"
       "  glass serve --checkpoint runs/domcasmurro          then open http://127.0.0.1:8080/\n"
@@ -122,8 +105,7 @@ void add_serve_command(CLI::App& app) {
       "  glass train --serve                                 train and watch it in the browser\n"
       "See README (Live in the browser: glass serve).");
   cmd->callback([options, threads] {
-    // The forward passes of /api/inspect, /api/sample and /api/next, sized by the model.
-    apply_threads(*threads, Work::generation, checkpoint_parameters(options->checkpoint));
+    apply_threads(*threads);  // the forward passes of /api/inspect, /api/sample and /api/next
     std::unique_ptr<Server> server = start_server(*options, std::cout);
     serve_until_signal(*server, std::cout);
   });

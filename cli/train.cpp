@@ -156,7 +156,7 @@ std::string non_finite_message(const std::string& what, const CLI::App* cmd,
 
 void run_train(TrainFlags& flags, CLI::App* cmd) {
   glass::TrainOptions& o = flags.options;
-  glass::cli::apply_threads(flags.threads, glass::cli::Work::training, 0);
+  glass::cli::apply_threads(flags.threads);
   const bool default_data = o.data_path.empty();
   if (default_data) o.data_path = default_corpus();
   if (o.out_dir.empty()) o.out_dir = (fs::path("runs") / fs::path(o.data_path).stem()).string();
@@ -358,7 +358,7 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--seed", o.seed, "seed of the initial weights and of the batches")
       ->check(glass::cli::kNonNegativeInteger)
       ->capture_default_str();
-  glass::cli::add_threads_option(cmd, flags->threads, glass::cli::Work::training);
+  glass::cli::add_threads_option(cmd, flags->threads);
   cmd->add_flag("--resume", o.resume,
                 "continue the checkpoint in --out exactly where it stopped (with its recorded "
                 "--lr, --min-lr, --warmup, --decay-iters, --batch-size and --grad-clip)");
