@@ -41,11 +41,13 @@ TrainRecipe recipe_of(const TrainOptions& o) {
 
 void take_recorded_recipe(TrainOptions& o, const RecipeFlagsGiven& given) {
   const std::string save = resumed_save(o.out_dir);
+  // No recorded recipe: a directory with no save (the Trainer then says so) or a checkpoint
+  // from before the recipe was recorded (its flags as given).
+  const std::optional<TrainRecipe> recorded = load_train_recipe(save);
+  if (!recorded) return;
   // The window is recorded in config.json; another --context is allowed (the Trainer warns).
   const std::size_t context = training_context(save);
   if (!given.context && context > 0) o.context = context;
-  const std::optional<TrainRecipe> recorded = load_train_recipe(save);
-  if (!recorded) return;
   std::string differ;
   // Rates as the recipe line prints them ({:g}), or in full when that would print both alike.
   auto shown = [](auto v, auto other) {

@@ -238,7 +238,7 @@ TEST(ExportGguf, HeaderKeysAndVocabulary) {
 
 TEST(ExportGguf, TensorTable) {
   const LoadedModel m = small_model();
-  const std::string bytes = glass::gguf_bytes(m, {"tiny", "", 32});
+  const std::string bytes = glass::gguf_bytes(m, {"tiny", "", 32, ""});
   const Gguf g = read_gguf(bytes);
   EXPECT_EQ(g.kv.count("glass.training.step"), 0u);  // no step: no key
   ASSERT_EQ(g.order.size(), 1u + 2 * 9 + 2);
@@ -293,8 +293,8 @@ TEST(ExportGguf, TensorTable) {
 
 TEST(ExportGguf, RefusesWhatItCannotWrite) {
   const LoadedModel m = small_model();
-  EXPECT_THROW(glass::gguf_bytes(m, {"tiny", "", 0}), ExportError);
-  EXPECT_THROW(glass::gguf_bytes(m, {"tiny", "", 33}), ExportError);  // above context_length
+  EXPECT_THROW(glass::gguf_bytes(m, {"tiny", "", 0, ""}), ExportError);
+  EXPECT_THROW(glass::gguf_bytes(m, {"tiny", "", 33, ""}), ExportError);  // above context_length
   EXPECT_EQ(glass::gguf_note(m), "");  // nothing to say about an ordinary vocabulary
 }
 
@@ -307,7 +307,7 @@ bool all_different(const std::vector<std::string>& texts) {
 TEST(ExportGguf, AVocabularyHoldingU2581WritesTheSpaceAndU2581AsUserDefinedTokens) {
   // ids: 0 unknown, 1 ' ', 2 'a', 3 U+2581, 4 '\n'
   const LoadedModel m = small_model({}, U" a\u2581\n");
-  const Gguf g = read_gguf(glass::gguf_bytes(m, {"tiny", "", 8}));
+  const Gguf g = read_gguf(glass::gguf_bytes(m, {"tiny", "", 8, ""}));
   const auto& tokens = g.kv.at("tokenizer.ggml.tokens").texts;
   const auto& types = g.kv.at("tokenizer.ggml.token_type").numbers;
   ASSERT_EQ(tokens.size(), 5u + 2 + 256);
@@ -493,7 +493,7 @@ std::vector<std::vector<float>> logits_of(const Decoder& d, const std::vector<st
 
 TEST(ExportLlama2c, ReadBackAsRunCGivesTheSameLogits) {
   const LoadedModel m = small_model();
-  const glass::Llama2cFiles files = glass::llama2c_bytes(m, {"tiny", "123", 24});
+  const glass::Llama2cFiles files = glass::llama2c_bytes(m, {"tiny", "123", 24, ""});
   const Llama2c l = read_llama2c(files);
   // Header: dim, hidden_dim, n_layers, n_heads, n_kv_heads, -(vocab + <s>), seq_len.
   const std::int32_t header[7] = {16, 24, 2, 4, 2, -11, 24};
@@ -585,7 +585,7 @@ std::vector<std::int32_t> run_c_encode(const Llama2c& l, const std::string& text
 TEST(ExportLlama2c, ABpeModelKeepsItsIdsAndRunCEncodesAsGlass) {
   const LoadedModel m = small_bpe_model();
   const glass::BpeTokenizer& bpe = *m.bpe;
-  const glass::Llama2cFiles files = glass::llama2c_bytes(m, {"tiny", "5", 24});
+  const glass::Llama2cFiles files = glass::llama2c_bytes(m, {"tiny", "5", 24, ""});
   const Llama2c l = read_llama2c(files);
   const std::int32_t header[7] = {16, 24, 2, 4, 2, -277, 24};  // the vocabulary as it is
   for (int i = 0; i < 7; ++i) EXPECT_EQ(l.header[i], header[i]) << i;
@@ -630,20 +630,20 @@ TEST(ExportLlama2c, RefusesWhatRunCComputesDifferently) {
   ModelConfig c;
   c.rope_base = 500000;
   try {
-    glass::llama2c_bytes(small_model(c), {"tiny", "", 8});
+    glass::llama2c_bytes(small_model(c), {"tiny", "", 8, ""});
     FAIL() << "rope_base 500000 was accepted";
   } catch (const ExportError& e) {
     EXPECT_NE(std::string(e.what()).find("rope_base 500000"), std::string::npos) << e.what();
   }
   c.rope_base = 10000;
   c.norm_eps = 1e-6;
-  EXPECT_THROW(glass::llama2c_bytes(small_model(c), {"tiny", "", 8}), ExportError);
-  EXPECT_THROW(glass::llama2c_bytes(small_model({}, U" ab"), {"tiny", "", 8}),
+  EXPECT_THROW(glass::llama2c_bytes(small_model(c), {"tiny", "", 8, ""}), ExportError);
+  EXPECT_THROW(glass::llama2c_bytes(small_model({}, U" ab"), {"tiny", "", 8, ""}),
                ExportError);  // no newline
-  EXPECT_THROW(glass::llama2c_bytes(small_model(), {"tiny", "", 0}), ExportError);
+  EXPECT_THROW(glass::llama2c_bytes(small_model(), {"tiny", "", 0, ""}), ExportError);
   // GGUF has no such limits: llama.cpp reads the base and eps from the file.
   c.rope_base = 500000;
-  EXPECT_NO_THROW(glass::gguf_bytes(small_model(c), {"tiny", "", 8}));
+  EXPECT_NO_THROW(glass::gguf_bytes(small_model(c), {"tiny", "", 8, ""}));
 }
 
 }  // namespace

@@ -160,8 +160,9 @@ TEST(LogitLens, TheEmbeddingRowEqualsAHandComputedLens) {
       max = std::max(max, logit[v]);
     }
     for (std::size_t v = 0; v < V; ++v) total += std::exp(logit[v] - max);
-    if (t + 1 < T)
+    if (t + 1 < T) {
       EXPECT_NEAR(lens.next_prob(0, t), std::exp(logit[kPrompt[t + 1]] - max) / total, 1e-12);
+    }
   }
 }
 
@@ -173,17 +174,22 @@ TEST(LogitLens, TopTokensAreSortedAndNextProbReadsTheTrueToken) {
       for (std::size_t j = 0; j < 4; ++j) {
         EXPECT_EQ(lens.top_probs(s, t, j),
                   lens.probs(s, t, static_cast<std::size_t>(lens.top_ids(s, t, j))));
-        if (j > 0) EXPECT_GE(lens.top_probs(s, t, j - 1), lens.top_probs(s, t, j));
+        if (j > 0) {
+          EXPECT_GE(lens.top_probs(s, t, j - 1), lens.top_probs(s, t, j));
+        }
       }
       // No token outside the top 4 is more probable than the 4th.
       for (std::size_t v = 0; v < 11; ++v) {
         bool in_top = false;
         for (std::size_t j = 0; j < 4; ++j)
           in_top = in_top || lens.top_ids(s, t, j) == static_cast<std::int32_t>(v);
-        if (!in_top) EXPECT_LE(lens.probs(s, t, v), lens.top_probs(s, t, 3));
+        if (!in_top) {
+          EXPECT_LE(lens.probs(s, t, v), lens.top_probs(s, t, 3));
+        }
       }
-      if (t + 1 < kPrompt.size())
+      if (t + 1 < kPrompt.size()) {
         EXPECT_EQ(lens.next_prob(s, t), lens.probs(s, t, static_cast<std::size_t>(kPrompt[t + 1])));
+      }
     }
   EXPECT_THROW(logit_lens(*model, kPrompt, 0), std::invalid_argument);
   EXPECT_THROW(logit_lens(*model, kPrompt, 12), std::invalid_argument);
