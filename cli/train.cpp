@@ -320,7 +320,8 @@ void add_train_command(CLI::App& app) {
       ->check(glass::cli::integer_in(1, 1'000'000, "an integer from 1 to 1000000"))
       ->capture_default_str();
   cmd->add_option("--context", o.context,
-                  "characters per training window (T); also the sampling window")
+                  "tokens per training window (T): characters, or a BPE model's subwords; also "
+                  "the sampling window")
       ->check(glass::cli::kPositiveInteger)
       ->capture_default_str();
   cmd->add_option("--lr", o.lr, "peak learning rate")
@@ -350,7 +351,7 @@ void add_train_command(CLI::App& app) {
                                      fmt::format("an integer from 1 to {}", glass::kMaxEvalIters)))
       ->capture_default_str();
   cmd->add_option("--sample-tokens", o.sample_tokens,
-                  "characters sampled at each evaluation (0 = none)")
+                  "tokens sampled at each evaluation (0 = none)")
       ->check(
           glass::cli::integer_in(0, static_cast<long long>(glass::kMaxSampleTokens),
                                  fmt::format("an integer from 0 to {}", glass::kMaxSampleTokens)))
