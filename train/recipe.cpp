@@ -40,14 +40,21 @@ TrainRecipe recipe_of(const TrainOptions& o) {
 }
 
 void take_recorded_recipe(TrainOptions& o, const RecipeFlagsGiven& given) {
+  namespace fs = std::filesystem;
   const std::string save = resumed_save(o.out_dir);
-  // No recorded recipe: a directory with no save (the Trainer then says so) or a checkpoint
-  // from before the recipe was recorded (its flags as given).
-  const std::optional<TrainRecipe> recorded = load_train_recipe(save);
-  if (!recorded) return;
-  // The window is recorded in config.json; another --context is allowed (the Trainer warns).
+  // A directory with no save at all (no `current` link, no config.json): the Trainer refuses the
+  // resume with its own message.
+  std::error_code ec;
+  if (!fs::exists(fs::symlink_status(fs::path(save) / kCurrentLink, ec)) &&
+      !fs::exists(fs::path(save) / "config.json", ec))
+    return;
+  // The window is recorded in config.json, read through `current` (a link to a save that is gone
+  // is an error naming the file); another --context is allowed (the Trainer warns).
   const std::size_t context = training_context(save);
   if (!given.context && context > 0) o.context = context;
+  // No recorded recipe: a checkpoint from before the recipe was recorded (its flags as given).
+  const std::optional<TrainRecipe> recorded = load_train_recipe(save);
+  if (!recorded) return;
   std::string differ;
   // Rates as the recipe line prints them ({:g}), or in full when that would print both alike.
   auto shown = [](auto v, auto other) {
