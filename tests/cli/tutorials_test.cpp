@@ -283,6 +283,18 @@ const std::string& output_of(int chapter) {
   return out;
 }
 
+// The saved output of chapter `chapter`, tutorials/saidas/NN_topic.txt. Each chapter's own test
+// compares it with what the program prints (output_of), so the tests that read the answers of
+// every chapter read these files instead of running every program again.
+std::string saved_output_of(int chapter) {
+  const std::string path = GLASS_SOURCE_DIR "/tutorials/saidas/" + name_of(chapter) + ".txt";
+  std::ifstream in(path);
+  EXPECT_TRUE(in) << "missing " << path << " (build the target tutorial_outputs)";
+  std::stringstream saved;
+  saved << in.rdbuf();
+  return saved.str();
+}
+
 // The numbers on the line that starts with "<label>: " (they are printed space-separated).
 std::vector<double> numbers_on(const std::string& out, const std::string& label) {
   std::istringstream lines(out);
@@ -1008,16 +1020,23 @@ TEST_F(Tutorials, Ch35AnInductionHeadFormsWithTheLossDrop) {
   EXPECT_LT(numbers_after(three, "perda da repetição")[0], 0.2);
 }
 
+TEST_F(Tutorials, Chapter30RunsAndMatchesItsSavedOutput) {
+  // Its numbers under mpirun are tests/cli/tutorial_mpi_test.cpp's; here the program alone.
+  const std::string& out = output_of(30);
+  EXPECT_NE(out.find("3 + 1 janelas"), std::string::npos) << out;
+}
+
 // ---- the answers to the Experimente ------------------------------------------------------------
 
 // Every chapter answers its "Experimente" in its output: chapters 17, 24, 26 and 28 in their
 // body (their tests above check it), the others in a last part, "Respostas do Experimente",
-// that runs each suggestion.
+// that runs each suggestion. Read from the saved outputs, which each chapter's own test proves
+// equal to the program's.
 TEST_F(Tutorials, EveryExperimenteIsAnswered) {
   const std::set<int> answered_in_the_body = {17, 24, 26, 28};
   for (const std::string& name : tutorial_names()) {
     const int chapter = std::stoi(name.substr(0, 2));
-    const std::string& out = output_of(chapter);
+    const std::string out = saved_output_of(chapter);
     const std::size_t suggestions = out.find("Experimente:");
     ASSERT_NE(suggestions, std::string::npos) << name;
     if (answered_in_the_body.count(chapter)) continue;
@@ -1037,20 +1056,20 @@ TEST_F(Tutorials, TheAnswersShowWhatTheSuggestionsSay) {
     return v.empty() ? std::nan("") : v[0];
   };
   // 01: the axis -1 of a matrix is axis 1.
-  const std::string& c01 = output_of(1);
+  const std::string& c01 = saved_output_of(1);
   EXPECT_EQ(numbers_on(c01, "soma no eixo -1"), numbers_on(c01, "soma no eixo 1"));
   // 02: the forward difference's error grows with x (3x·h).
-  const std::string& c02 = output_of(2);
+  const std::string& c02 = saved_output_of(2);
   EXPECT_GT(after(c02, "x = 10.0, h = 1e-2", "erro "),
             10 * after(c02, "x =  0.0, h = 1e-2", "erro "));
   // 03: y without requires_grad: the same grad x, and no gradient for y.
-  const std::string& c03 = output_of(3);
+  const std::string& c03 = saved_output_of(3);
   EXPECT_EQ(after(c03, "com y sem requires_grad", "grad x = "), 64);
   EXPECT_TRUE(contains(c03, "y tem gradiente? não"));
   // 05: a scalar used six times gets 6.
-  EXPECT_EQ(number_on(output_of(5), "grad do escalar somado"), 6);
+  EXPECT_EQ(number_on(saved_output_of(5), "grad do escalar somado"), 6);
   // 07: in double h = 1e-6 beats both 1e-2 and 1e-10; in float 1e-2 beats 1e-6.
-  const std::string& c07 = output_of(7);
+  const std::string& c07 = saved_output_of(7);
   const double h6 = after(c07, "exp e log com h = 1e-06", "máximo ");
   EXPECT_LT(h6, after(c07, "exp e log com h = 1e-02", "máximo "));
   EXPECT_LT(h6, after(c07, "exp e log com h = 1e-10", "máximo "));
@@ -1058,31 +1077,31 @@ TEST_F(Tutorials, TheAnswersShowWhatTheSuggestionsSay) {
   EXPECT_LT(after(c07f, "exp e log com h = 1e-02", "máximo "),
             after(c07f, "exp e log com h = 1e-06", "máximo "));
   // 09: ignore_index drops the only target.
-  EXPECT_EQ(after(output_of(9), "perda com ignore_index", "alvo 0: "), 0);
+  EXPECT_EQ(after(saved_output_of(9), "perda com ignore_index", "alvo 0: "), 0);
   // 12: lr 5 too slow, lr 500 unstable: both end above lr 50; random logits start above log(V).
-  const std::string& c12 = output_of(12);
+  const std::string& c12 = saved_output_of(12);
   EXPECT_GT(after(c12, "lr =   5:", "passos "), after(c12, "lr =   5:", "lr = 50: "));
   EXPECT_TRUE(contains(c12, "lr = 500: perda depois de 50 passos acima da de lr = 50")) << c12;
   EXPECT_GT(after(c12, "com W = randn", "perda inicial "),
             after(c12, "com W = randn", "log(V) = "));
   // 13: scores 10 j put almost all the weight on the diagonal.
-  EXPECT_GT(numbers_on(output_of(13), "pesos com nota 10 · j[3]")[3], 0.99);
+  EXPECT_GT(numbers_on(saved_output_of(13), "pesos com nota 10 · j[3]")[3], 0.99);
   // 14: Wq = Wk gives Q = K.
-  EXPECT_EQ(after(output_of(14), "com Wq = Wk", "Q e K "), 0);
+  EXPECT_EQ(after(saved_output_of(14), "com Wq = Wk", "Q e K "), 0);
   // 15: a longer query concentrates the weights; a zero query splits them evenly.
-  const std::string& c15 = output_of(15);
+  const std::string& c15 = saved_output_of(15);
   EXPECT_GT(numbers_on(c15, "pesos de a com Q de a = [4, 0]")[0], numbers_on(c15, "pesos de a")[0]);
   expect_numbers(c15, "pesos de a com Q de a = [0, 0]", {0.5, 0.5});
   // 16: one position at a time gives the triangle's rows.
-  const std::string& c16 = output_of(16);
+  const std::string& c16 = saved_output_of(16);
   EXPECT_EQ(numbers_on(c16, "uma por uma, start = 2, pesos"),
             numbers_on(c16, "pesos sem cache[2]"));
   // 18: MQA < GQA < multi-head, in parameters.
-  const std::string& c18 = output_of(18);
+  const std::string& c18 = saved_output_of(18);
   EXPECT_LT(after(c18, "n_kv_heads = 1:", "atenção "), after(c18, "n_kv_heads = 4:", "atenção "));
   // 19: without RoPE, or with the wrong start, the hand computation differs; the last position,
   // which saw every key anyway, does not.
-  const std::string& c19 = output_of(19);
+  const std::string& c19 = saved_output_of(19);
   EXPECT_GT(after(c19, "sem o passo 2", "máxima "), 1e-5);
   const std::vector<double> by_position =
       numbers_after(lines_with(c19, "com causal_mask(n, n, 1)")[0], "posição:");
@@ -1090,26 +1109,26 @@ TEST_F(Tutorials, TheAnswersShowWhatTheSuggestionsSay) {
   for (std::size_t t = 0; t + 1 < by_position.size(); ++t) EXPECT_GT(by_position[t], 1e-4) << t;
   EXPECT_EQ(by_position.back(), 0);
   // 20: with w3 = 0 the gate multiplies zero.
-  for (double v : numbers_on(output_of(20), "y com w3 = 0")) EXPECT_EQ(v, 0);
+  for (double v : numbers_on(saved_output_of(20), "y com w3 = 0")) EXPECT_EQ(v, 0);
   // 21: the zero vector stays zero (the eps avoids 0/0).
-  expect_numbers(output_of(21), "y de [0, 0, 0, 0]", {0, 0, 0, 0});
+  expect_numbers(saved_output_of(21), "y de [0, 0, 0, 0]", {0, 0, 0, 0});
   // 22: wo x 10 makes the block move the stream more.
-  const std::string& c22 = output_of(22);
+  const std::string& c22 = saved_output_of(22);
   EXPECT_GT(after(c22, "wo × 10", "x| = "), 5 * after(c22, "wo × 10", "(antes "));
   // 23: the counts the suggestions give.
-  EXPECT_EQ(number_on(output_of(23), "parâmetros com n_layers = 2"), 379776);
-  EXPECT_EQ(number_on(output_of(23), "parâmetros com vocab_size = 83"), 747392);
+  EXPECT_EQ(number_on(saved_output_of(23), "parâmetros com n_layers = 2"), 379776);
+  EXPECT_EQ(number_on(saved_output_of(23), "parâmetros com vocab_size = 83"), 747392);
   // 27: a new seed leaves greedy decoding alone and changes sampling; top-k 1 is greedy.
-  const std::string& c27 = output_of(27);
+  const std::string& c27 = saved_output_of(27);
   EXPECT_TRUE(contains(c27, "semente 22 contra 99, guloso: textos iguais? sim"));
   EXPECT_TRUE(contains(c27, "semente 22 contra 99, T = 1: textos iguais? não"));
   EXPECT_TRUE(contains(c27, "top-k 1 com T = 1 igual ao guloso? sim"));
   // 29: RoPE leaves position 0 alone and turns position 1.
-  const std::string& c29 = output_of(29);
+  const std::string& c29 = saved_output_of(29);
   EXPECT_EQ(after(c29, "|rope_k - k| máximo", "posição 0 "), 0);
   EXPECT_GT(after(c29, "|rope_k - k| máximo", "posição 1 "), 0.01);
   // 30: pieces of 3 and 1 windows: the weighted mean is the batch's gradient, the plain one is not.
-  const std::string& c30 = output_of(30);
+  const std::string& c30 = saved_output_of(30);
   EXPECT_GT(after(c30, "3 + 1 janelas", "simples "), 0.1);
   EXPECT_LT(after(c30, "3 + 1 janelas", "(3 e 1) "), 1e-5);
 }
