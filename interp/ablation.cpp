@@ -52,7 +52,10 @@ void add_ablation_hooks(Tracer& tracer, const Decoder& model, const std::vector<
     check_head(model, head);
     by_layer[head.layer].push_back(head.head);
   }
-  for (const auto& [layer, hs] : by_layer) {
+  for (const auto& entry : by_layer) {
+    // Named copies, not a structured binding: a lambda may not capture one before C++20.
+    const std::size_t layer = entry.first;
+    const std::vector<std::size_t> hs = entry.second;
     const Array* layer_means = mode == AblationMode::mean ? &(*means)[layer] : nullptr;
     tracer.add_hook(
         attention_point(layer, "mix"), [hs, layer_means, hd](const std::string&, Array& mix) {

@@ -7,7 +7,7 @@
 # http_request (the request reader of glass serve), interp_record (a save's interp.json as
 # glass serve reads it).
 # Usage: scripts/fuzz.sh [--seconds N] [HARNESS ...]
-#   scripts/fuzz.sh --seconds 30              every harness for 30 s (what CI runs)
+#   scripts/fuzz.sh --seconds 20              every harness for 20 s (what CI runs)
 #   scripts/fuzz.sh --seconds 14400 text      the text reader for 4 hours
 # Each run starts from the seeds in tests/fuzz/corpus/<harness>/ and the inputs earlier runs
 # kept in build-fuzz/corpus/<harness>/ (new inputs that reach new code are added there). A
