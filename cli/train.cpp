@@ -156,7 +156,7 @@ std::string non_finite_message(const std::string& what, const CLI::App* cmd,
 
 void run_train(TrainFlags& flags, CLI::App* cmd) {
   glass::TrainOptions& o = flags.options;
-  glass::cli::apply_threads(flags.threads, /*training=*/true);
+  glass::cli::apply_threads(flags.threads);
   const bool default_data = o.data_path.empty();
   if (default_data) o.data_path = default_corpus();
   if (o.out_dir.empty()) o.out_dir = (fs::path("runs") / fs::path(o.data_path).stem()).string();

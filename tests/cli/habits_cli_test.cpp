@@ -240,14 +240,3 @@ TEST_F(HabitsCli, SampleNamesItsThreadCountAndTheCountDoesNotChangeTheText) {
   EXPECT_NE(two.err.find("characters/s, 2 threads)"), std::string::npos) << two.err;
   EXPECT_EQ(two.out, one.out) << "the thread count does not change the text";
 }
-
-TEST_F(HabitsCli, OnCoresBusyWithOtherProcessesSampleDefaultsToOneThread) {
-  // A matrix-product thread that shares its core with another running process waits a time slice
-  // at every product (generation ran 280x slower on two threads than on one beside a compiler):
-  // without -t, sample leaves out the cores other processes are running on.
-  const std::string busy = "for i in 1 2 3 4; do (while :; do :; done) & done; ";
-  const CliRun r = shell(busy + "sleep 0.3; " GLASS_BINARY_DIR "/glass sample" + m() +
-                         " -n 20 --seed 3; status=$?; kill $(jobs -p); exit $status");
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.err.find("characters/s, 1 thread)"), std::string::npos) << r.err;
-}
