@@ -260,7 +260,8 @@ void InterpHistory::look(const std::string& checkpoint) {
       continue;  // removed meanwhile
     }
     std::lock_guard lock(mutex_);
-    read_.insert(key);
+    // Another thread (the route and the watcher both look) may have read it meanwhile.
+    if (!read_.insert(key).second) continue;
     for (json& e : entries.history) add(std::move(e), /*own=*/false);
     add(std::move(entries.own), /*own=*/true);
   }

@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -562,6 +563,27 @@ TEST(ServeInterp, ARunWithoutRecordsSaysSoAndAFlatCheckpointIsReadToo) {
   EXPECT_EQ(after[0]["save"], "step-000005");
   EXPECT_EQ(after[0]["interp"], record(5, 0.4));
   watching.stop();
+}
+
+TEST(ServeInterp, LooksFromManyThreadsAtOnceListEachSaveOnce) {
+  // The page's route and the server's watcher both look at the run; a save read by two of
+  // them at once is still one entry (a flat checkpoint has no step to tell two entries apart).
+  const fs::path dir = glass_test::temp_dir("serve_interp_threads");
+  glass_test::write_small_checkpoint((dir / "ckpt").string(), kContext, 3, 0.3);
+  for (int round = 0; round < 20; ++round) {
+    glass::serve_api::InterpHistory history;
+    std::atomic<bool> go{false};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 8; ++t)
+      threads.emplace_back([&] {
+        while (!go) std::this_thread::yield();
+        history.look((dir / "ckpt").string());
+      });
+    go = true;
+    for (std::thread& t : threads) t.join();
+    const json saves = history.to_json()["saves"];
+    ASSERT_EQ(saves.size(), 1u) << "round " << round << ": " << saves.dump();
+  }
 }
 
 }  // namespace
