@@ -75,11 +75,23 @@ struct InterpRecord {
   double seconds = 0;  ///< wall time the measurement took
 };
 
+/// Which heads' ablations one process measures when several share a record (data-parallel
+/// training: each rank measures a share, then the shares are summed). Head (L, h) is measured
+/// by part (L * n_heads + h) % parts; the other entries of ablation_delta_loss are left 0, so
+/// the sum of every part's table is the whole table, bit for bit.
+struct HeadShare {
+  std::size_t part = 0;   ///< 0 .. parts-1 (the rank)
+  std::size_t parts = 1;  ///< how many processes share the record (the number of ranks)
+};
+
 /// Measures the record of `model` at `step` on `probe`: text_head_scores of the probe text,
-/// head_scores of the repeated sequence (induction), ablation_table (zero) of the probe text.
-/// n_layers * n_heads + 3 forward passes on the reference path, no gradient, no random number.
-/// std::invalid_argument when a value is not finite.
-InterpRecord record_interp(const Decoder& model, const InterpProbe& probe, long step);
+/// head_scores of the repeated sequence (induction), the zero-ablation Δloss of each head
+/// of `share` on the probe text (ablation_table's definition; every head by default).
+/// n_layers * n_heads / parts + 3 forward passes on the reference path, no gradient, no random
+/// number. std::invalid_argument when a value is not finite or the share is not a part of
+/// `parts`.
+InterpRecord record_interp(const Decoder& model, const InterpProbe& probe, long step,
+                           HeadShare share = {});
 
 /// The record as the JSON text of interp.json (format above, kInterpRecordFormat).
 std::string interp_record_json(const InterpRecord& record);

@@ -194,9 +194,13 @@ class Trainer {
   void print_banner(std::size_t text_chars);
 
   void save(bool also_best);
-  // Writes interp.json and interp_history.json into the save being written (trainer_interp.cpp);
-  // `previous` is the directory of the last complete save (or out_dir when there is none).
-  void write_interp_record(const std::string& step_dir, const std::string& previous);
+  // The interp.json text of this step (trainer_interp.cpp), measured by every rank together
+  // (each its share of the heads); nullopt, with a warning, when it cannot be measured.
+  std::optional<std::string> measure_interp_record();
+  // Writes `record_text` as interp.json and the run's interp_history.json into the save being
+  // written; `previous` is the directory of the last complete save (or out_dir when none).
+  void write_interp_record(const std::string& step_dir, const std::string& previous,
+                           const std::string& record_text);
   void keep_best(const std::string& previous_best, const std::string& best) const;
   void lock_out_dir();
   void print_progress(long it, double loss, double lr, double tokens_per_s, double eta_s);

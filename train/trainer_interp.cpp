@@ -5,7 +5,9 @@
 
 #include "train/trainer.hpp"
 
+#include <algorithm>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -46,20 +48,42 @@ std::vector<nlohmann::json> earlier_records(const std::string& previous, const s
 
 }  // namespace
 
-void Trainer::write_interp_record(const std::string& step_dir, const std::string& previous) {
+std::optional<std::string> Trainer::measure_interp_record() {
   // The probe: the first tokens of the validation split, the same at every save of the run.
+  // Under mpirun each rank measures the ablations of its share of the heads; the sum of the
+  // shares is the whole table (the others' entries are 0), the same bits as one process.
+  const Communicator& comm = options_.comm;
   const ProbeSpec spec;
-  std::string record_text;
+  std::optional<InterpRecord> record;
+  std::string problem;
   try {
     const InterpProbe probe =
         make_probe(validation_ids(spec.tokens + 1), options_.context, model_->config(), spec);
-    record_text = interp_record_json(record_interp(*model_, probe, step_));
+    record = record_interp(
+        *model_, probe, step_,
+        {static_cast<std::size_t>(comm.rank()), static_cast<std::size_t>(comm.size())});
   } catch (const std::invalid_argument& e) {
-    // A measurement that cannot be made (a validation split too short, a non-finite score)
-    // leaves this save without a record; readers show nothing for it.
-    out_ << "warning: no interpretability record in this save: " << e.what() << "\n";
-    return;
+    problem = e.what();
   }
+  // A measurement that cannot be made (a validation split too short, a non-finite score)
+  // leaves this save without a record; readers show nothing for it. Every rank agrees.
+  if (comm.any(!record)) {
+    out_ << "warning: no interpretability record in this save: "
+         << (problem.empty() ? "a head's ablation was not finite on another process" : problem)
+         << "\n";
+    return std::nullopt;
+  }
+  if (comm.size() > 1) {
+    Array& table = record->ablation_delta_loss;
+    std::vector<double> shares(table.begin(), table.end());
+    comm.all_reduce_sum(shares);
+    std::copy(shares.begin(), shares.end(), table.begin());
+  }
+  return interp_record_json(*record);
+}
+
+void Trainer::write_interp_record(const std::string& step_dir, const std::string& previous,
+                                  const std::string& record_text) {
   std::vector<nlohmann::json> records;
   try {
     records = earlier_records(previous, run_id_, step_);

@@ -72,6 +72,9 @@ void Trainer::keep_best(const std::string& previous_best, const std::string& bes
 }
 
 void Trainer::save(bool also_best) {
+  // Measured by every rank together, before rank 0 alone writes the save.
+  const std::optional<std::string> record =
+      options_.interp_record ? measure_interp_record() : std::nullopt;
   if (!options_.comm.is_root()) return;  // rank 0 writes for all
   const std::string& dir = options_.out_dir;
   const fs::path previous = checkpoint_files_dir(dir);  // the last complete save, if any
@@ -113,7 +116,7 @@ void Trainer::save(bool also_best) {
     save_train_state(step_dir, *optimizer_, state);
     write_file_atomic((files / "log.csv").string(), log_csv(log_));
     write_file_atomic((files / "steps.csv").string(), steps_csv(steps_));
-    if (options_.interp_record) write_interp_record(step_dir, previous.string());
+    if (record) write_interp_record(step_dir, previous.string(), *record);
     // Last: the checksums of every file above (checkpoint/manifest.hpp); a save without them
     // never becomes current.
     write_manifest(step_dir, run_id_, step_);

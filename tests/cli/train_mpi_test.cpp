@@ -32,6 +32,7 @@ namespace {
 
 using glass_test::GlassRun;
 using glass_test::read_file;
+using json = nlohmann::json;
 using glass_test::write_file;
 
 std::string q(const std::string& s) { return glass_test::quote(s); }
@@ -138,6 +139,19 @@ TEST_F(TrainMpi, TwoProcessesLearnWhatOneLearnsWithTheSameGlobalBatch) {
   // Float sums in another order: the losses agree within the 2e-3 the design allows (measured:
   // equal to the 6 decimals of log.csv), the weights within 1e-4 (measured: 1.2e-7).
   expect_same_run(dir_ / "one", dir_ / "two", 2e-3, 1e-4);
+  // The interpretability record: each process measured the ablations of half of the heads,
+  // and the halves were summed into one table, the one process's (up to the weights' 1e-7).
+  const json record_one = json::parse(read_file(dir_ / "one" / "current" / "interp.json"));
+  const json record_two = json::parse(read_file(dir_ / "two" / "current" / "interp.json"));
+  for (const char* kind : {"ablation_delta_loss", "previous_token", "induction"})
+    for (std::size_t L = 0; L < record_one[kind].size(); ++L)
+      for (std::size_t h = 0; h < record_one[kind][L].size(); ++h) {
+        const double a = record_one[kind][L][h], b = record_two[kind][L][h];
+        EXPECT_NEAR(a, b, 1e-4) << kind << " " << L << "." << h;
+        if (std::string(kind) == "ablation_delta_loss") {
+          EXPECT_NE(b, 0.0) << L << "." << h;
+        }
+      }
   // Rank 0 alone printed: one header, one data-parallel line, one sample per evaluation, one report.
   auto count = [](const std::string& s, const std::string& what) {
     std::size_t n = 0;

@@ -139,6 +139,27 @@ TEST(TrainerInterp, TheRecordIsPartOfTheSaveAndEqualsTheLibrary) {
       EXPECT_NEAR(saved.first_position(L, h), again.first_position(L, h), 1e-6);
       EXPECT_NEAR(saved.ablation_delta_loss(L, h), again.ablation_delta_loss(L, h), 1e-6);
     }
+  // Shared between processes (mpirun): each part measures its heads, the rest of its table
+  // is 0, and the parts add up to the whole table, bit for bit; an impossible part is refused.
+  const InterpRecord part0 = record_interp(t.model(), probe, 30, {0, 3});
+  const InterpRecord part1 = record_interp(t.model(), probe, 30, {1, 3});
+  const InterpRecord part2 = record_interp(t.model(), probe, 30, {2, 3});
+  for (std::size_t L = 0; L < saved.n_layers; ++L)
+    for (std::size_t h = 0; h < saved.n_heads; ++h) {
+      const InterpRecord* parts[] = {&part0, &part1, &part2};
+      const std::size_t owner = (L * saved.n_heads + h) % 3;
+      for (std::size_t p = 0; p < 3; ++p)
+        if (p != owner) EXPECT_EQ(parts[p]->ablation_delta_loss(L, h), 0.0f);
+      EXPECT_EQ(part0.ablation_delta_loss(L, h) + part1.ablation_delta_loss(L, h) +
+                    part2.ablation_delta_loss(L, h),
+                again.ablation_delta_loss(L, h));
+      EXPECT_NE(again.ablation_delta_loss(L, h), 0.0f);
+      EXPECT_EQ(part1.previous_token(L, h), again.previous_token(L, h));
+    }
+  EXPECT_EQ(part2.probe_loss, again.probe_loss);
+  EXPECT_THROW(record_interp(t.model(), probe, 30, {3, 3}), std::invalid_argument);
+  EXPECT_THROW(record_interp(t.model(), probe, 30, {0, 0}), std::invalid_argument);
+
   // The probe loss is the model's loss on those windows (nats per token): not a constant.
   EXPECT_LT(saved.probe_loss, std::log(static_cast<double>(t.vocab_size())));
 
