@@ -10,6 +10,7 @@
 // (--start, --max_new_tokens, --num_samples, --top_k); llama.cpp's -ngl is refused in main.cpp.
 
 #include <chrono>
+#include <optional>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -30,6 +31,7 @@
 #include "cli/commands.hpp"
 #include "autograd/threads.hpp"
 #include "cli/threads.hpp"
+#include "sample/thread_choice.hpp"
 #include "cli/validators.hpp"
 #include "sample/sampler.hpp"
 
@@ -229,6 +231,11 @@ void run_sample(SampleFlags& f, bool prompt_given) {
                          (err != 0 ? std::string(": ") + std::strerror(err) : std::string()));
     }
   };
+  // Without -t, generation measures one thread against every core as it goes and keeps the
+  // faster (sample/thread_choice.hpp); the choice changes no generated token.
+  std::optional<glass::ThreadChoice> choice;
+  if (f.threads == 0 && glass::available_cores() > 1)
+    choice.emplace(glass::available_cores(), [](std::size_t n) { glass::set_num_threads(n); });
   std::mt19937_64 rng(f.seed);  // one stream for all samples: sample k is reproducible
   nlohmann::json samples = nlohmann::json::array();
   std::size_t generated = 0;  // tokens
@@ -239,9 +246,15 @@ void run_sample(SampleFlags& f, bool prompt_given) {
     glass::StreamDecoder stream(&tokenizer, bpe);  // BPE: bytes wait for their whole character
     std::string text;                              // the generated text so far (for --stop)
     bool stopped = false;
+    auto last = std::chrono::steady_clock::now();
     try {
       glass::generate(*loaded.model, prompt, f.tokens, window, f.sampling, rng,
                       [&](std::int32_t id) {
+                        const auto now = std::chrono::steady_clock::now();
+                        // The first token's time also holds the prompt's: not measured.
+                        if (choice && !ids.empty())
+                          choice->token_took(std::chrono::duration<double>(now - last).count());
+                        last = now;
                         ids.push_back(id);
                         const std::string piece = stream.push(id);
                         text += piece;
@@ -289,10 +302,16 @@ void run_sample(SampleFlags& f, bool prompt_given) {
     write(out.dump(2) + "\n");
   }
   const std::size_t threads = glass::num_threads();
-  std::cerr << fmt::format("{} {} in {:.2f} s ({:.1f} {}/s, {} thread{}{})\n", generated, unit,
-                           seconds, seconds > 0 ? static_cast<double>(generated) / seconds : 0.0,
-                           unit, threads, threads == 1 ? "" : "s",
-                           f.json ? ", with the probabilities of --json" : "");
+  const std::size_t cores = glass::available_cores();
+  const std::string thread_words =
+      !choice ? fmt::format("{} thread{}", threads, threads == 1 ? "" : "s")
+              : fmt::format(
+                    "threads chosen by measuring: {} {} on 1 thread, {} on {}; -t sets "
+                    "the count",
+                    choice->tokens_on(1), unit, choice->tokens_on(cores), cores);
+  std::cerr << fmt::format("{} {} in {:.2f} s ({:.1f} {}/s, {}{})\n", generated, unit, seconds,
+                           seconds > 0 ? static_cast<double>(generated) / seconds : 0.0, unit,
+                           thread_words, f.json ? ", with the probabilities of --json" : "");
 }
 
 /// Characters one `glass sample` generates, at most (a million take minutes; more is a typo).

@@ -11,11 +11,13 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <regex>
 #include <string>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "autograd/threads.hpp"
 #include "cli_test_util.hpp"
 
 namespace fs = std::filesystem;
@@ -230,8 +232,7 @@ TEST_F(HabitsCli, EndlessPromptsStopAtOneMebibyteWithAClearMessage) {
 // ---- the thread count ----------------------------------------------------------------------------
 
 TEST_F(HabitsCli, SampleNamesItsThreadCountAndTheCountDoesNotChangeTheText) {
-  // Every core by default (measured fastest on an idle machine: bench/README.md, "Default thread
-  // counts"); the speed line says how many were used, so a user can compare -t values.
+  // -t sets the count; the speed line says how many were used, so a user can compare -t values.
   const CliRun one = glass("sample" + m() + " -n 20 --seed 3 -t 1");
   ASSERT_EQ(one.exit_code, 0) << one.err;
   EXPECT_NE(one.err.find("characters/s, 1 thread)"), std::string::npos) << one.err;
@@ -239,4 +240,29 @@ TEST_F(HabitsCli, SampleNamesItsThreadCountAndTheCountDoesNotChangeTheText) {
   ASSERT_EQ(two.exit_code, 0) << two.err;
   EXPECT_NE(two.err.find("characters/s, 2 threads)"), std::string::npos) << two.err;
   EXPECT_EQ(two.out, one.out) << "the thread count does not change the text";
+
+  // Without -t, generation measures one thread against every core as it goes and keeps the
+  // faster (sample/thread_choice.hpp); the line says how many characters each count made (all
+  // but the first, whose time holds the prompt's), and the text is the same.
+  const CliRun chosen = glass("sample" + m() + " -n 200 --seed 3");
+  const CliRun one_long = glass("sample" + m() + " -n 200 --seed 3 -t 1");
+  ASSERT_EQ(chosen.exit_code, 0) << chosen.err;
+  EXPECT_EQ(chosen.out, one_long.out);
+  const std::size_t cores = glass::available_cores();
+  if (cores == 1) {
+    EXPECT_NE(chosen.err.find("characters/s, 1 thread)"), std::string::npos) << chosen.err;
+    return;
+  }
+  std::smatch match;
+  const std::string err = chosen.err;
+  ASSERT_TRUE(std::regex_search(
+      err, match,
+      std::regex(R"(threads chosen by measuring: (\d+) characters on 1 thread, (\d+) on (\d+); )"
+                 R"(-t sets the count\))")))
+      << err;
+  const int on_one = std::stoi(match[1]), on_all = std::stoi(match[2]);
+  EXPECT_EQ(std::stoul(match[3].str()), cores);
+  EXPECT_EQ(on_one + on_all, 199) << err;
+  EXPECT_GE(on_one, 8) << "the first measurement is 8 tokens on one thread";
+  EXPECT_GE(on_all, 1) << "then every core is measured";
 }
