@@ -65,7 +65,7 @@ int main() {
       "  Tensor q = reshape(wq.forward(x), {B, n, n_heads, head_dim});\n"
       "  Tensor k = reshape(wk.forward(x), {B, n, n_kv_heads, head_dim});\n"
       "  Tensor v = reshape(wv.forward(x), {B, n, n_kv_heads, head_dim});\n"
-      "Os nove passos dessa função são os da página docs/atencao.md; os capítulos 15 a 19\n"
+      "Os nove passos dessa função são os da página docs/atencao.md; os capítulos 15 a 20\n"
       "explicam os outros.");
 
   tut::experimente({

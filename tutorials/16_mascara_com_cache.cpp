@@ -29,7 +29,7 @@ int main() {
   tut::novo("consultas novas contra chaves antigas: causal_mask(n, m, start) com m = start + n.");
   tut::texto(
       "Na geração, o texto cresce um caractere por vez. As chaves e valores das posições\n"
-      "já processadas não mudam, então ficam guardados num cache (capítulo 28). A cada\n"
+      "já processadas não mudam, então ficam guardados num cache (capítulo 29). A cada\n"
       "passo entram só n consultas novas, nas posições start .. start+n-1, e elas são\n"
       "comparadas com todas as m = start + n chaves. A regra da máscara continua a\n"
       "mesma, mas em posições absolutas: a consulta i (posição start+i) não pode ver a\n"
