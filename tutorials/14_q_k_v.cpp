@@ -55,7 +55,7 @@ int main() {
               cfg.d_model, cfg.n_kv_heads * cfg.head_dim(), cfg.d_model,
               cfg.n_kv_heads * cfg.head_dim(), cfg.d_model);
   tut::texto(
-      "K e V são menores que Q: o modelo usa GQA (capítulo 18). Nenhuma projeção tem bias.\n"
+      "K e V são menores que Q: o modelo usa GQA (capítulo 19). Nenhuma projeção tem bias.\n"
       "No próximo capítulo, com Q, K e V prontos, fazemos a atenção em três passos.");
 
   tut::secao("No código do modelo");

@@ -43,7 +43,7 @@ int main() {
     std::printf("  %-22s %s\n", nome.c_str(), shape_str(shape_of(tracer.get(nome))).c_str());
   }
   std::printf("  (a camada 1 tem as mesmas)\n");
-  tut::texto("Q tem 4 cabeças, K e V têm 2 (GQA, capítulo 18); notas e pesos são (cabeças, n, m).");
+  tut::texto("Q tem 4 cabeças, K e V têm 2 (GQA, capítulo 19); notas e pesos são (cabeças, n, m).");
 
   tut::secao("Pesos de atenção: camada 0, cabeça 0");
   const Array& pesos = tracer.get("layers.0.attn.softmax");  // (4, n, n)

@@ -120,7 +120,7 @@ int main() {
   std::printf("a que menos pesa (zero): Δperda %.4f\n", menor);
   tut::texto(
       "As cabeças não pesam igual: a que mais pesa custa várias vezes a que menos pesa (que o\n"
-      "modelo quase não usa, ou cujo trabalho outra cabeça também faz). Com GQA (capítulo 18) as cabeças 0 e 1 dividem K e\n"
+      "modelo quase não usa, ou cujo trabalho outra cabeça também faz). Com GQA (capítulo 19) as cabeças 0 e 1 dividem K e\n"
       "V, mas cada uma tem a sua consulta e o seu vetor: desligamos a consulta, não o K/V.");
 
   tut::secao("O que muda na próxima letra depois de \"Capitu, disse eu\"");

@@ -55,15 +55,16 @@ struct ModeloPequeno {
   double perda_inicial = 0, perda_final = 0;  ///< training-batch losses of the first/last step
 };
 
-/// Trains the chapter-27 model for `passos` AdamW steps (batches of 16 windows of 32
-/// characters from the first 30000 characters of data/corpora/domcasmurro.txt).
-inline ModeloPequeno treinar_rapido(long passos = 200, std::uint64_t seed = 21) {
+/// Trains a model of configuration `cfg` (its vocab_size is set from the text) for `passos`
+/// AdamW steps (batches of 16 windows of cfg.context_length characters from the first 30000
+/// characters of data/corpora/domcasmurro.txt).
+inline ModeloPequeno treinar_modelo(glass::ModelConfig cfg, long passos, std::uint64_t seed) {
   using namespace glass;
   const std::u32string livro = load_text(GLASS_SOURCE_DIR "/data/corpora/domcasmurro.txt");
   const std::u32string texto = livro.substr(0, 30000);
   ModeloPequeno r;
   r.tokenizer = Tokenizer::from_text(texto);
-  const ModelConfig cfg = config_pequena(r.tokenizer.vocab_size());
+  cfg.vocab_size = r.tokenizer.vocab_size();
   r.modelo = std::make_unique<Decoder>(cfg, seed);
   BatchSampler lotes(r.tokenizer.encode(texto), 16, cfg.context_length, seed + 1);
   AdamW otimizador(r.modelo->named_parameters());
@@ -86,6 +87,11 @@ inline ModeloPequeno treinar_rapido(long passos = 200, std::uint64_t seed = 21) 
   std::printf("(modelo pequeno treinado por %ld passos: perda %.3f -> %.3f)\n", passos,
               r.perda_inicial, r.perda_final);
   return r;
+}
+
+/// Trains the chapter-27 model (config_pequena) for `passos` AdamW steps.
+inline ModeloPequeno treinar_rapido(long passos = 200, std::uint64_t seed = 21) {
+  return treinar_modelo(config_pequena(0), passos, seed);
 }
 
 /// `n` windows of `contexto` ids from the text that follows the 30000 characters treinar_rapido

@@ -574,13 +574,13 @@ TEST_F(DocsClaims, Rope) {
 // ---- gqa-e-cache.md ------------------------------------------------------------------------------
 
 TEST_F(DocsClaims, GqaAndCache) {
-  const std::string ch18 = chapter_output("multi_cabecas");
-  expect_printed("gqa-e-cache.md", "49152", ch18, "parâmetros da atenção por camada, GQA");
-  expect_printed("gqa-e-cache.md", "65536", ch18, "parâmetros da atenção por camada, 4 cabeças");
-  expect_printed("gqa-e-cache.md", "128", ch18, "números no cache por posição");
-  expect_printed("gqa-e-cache.md", "256", ch18, "números no cache por posição");
-  expect_printed("gqa-e-cache.md", "512 KiB", ch18, "cache completo");
-  expect_printed("gqa-e-cache.md", "1024 KiB", ch18, "cache completo");
+  const std::string ch19 = chapter_output("gqa");
+  expect_printed("gqa-e-cache.md", "49152", ch19, "parâmetros da atenção por camada, GQA");
+  expect_printed("gqa-e-cache.md", "65536", ch19, "parâmetros da atenção por camada, 4 cabeças");
+  expect_printed("gqa-e-cache.md", "128", ch19, "números no cache por posição");
+  expect_printed("gqa-e-cache.md", "256", ch19, "números no cache por posição");
+  expect_printed("gqa-e-cache.md", "512 KiB", ch19, "cache completo");
+  expect_printed("gqa-e-cache.md", "1024 KiB", ch19, "cache completo");
 
   const std::string ch29 = chapter_output("kv_cache");
   // The small model of that chapter has a context of 32: 1 + 2 + ... + 32 = 528 against 32.
