@@ -51,8 +51,9 @@ import subprocess
 import sys
 
 NUM = r"(?<![\w.,])\d{1,2}(?!\w)"
-# A run of spaces, possibly across one line break and the comment marker of the next line.
-S = r"(?:[ \t]*\n[ \t]*(?://|#|\*)?[ \t]*|[ \t]+)"
+# A run of spaces, possibly across one line break and the comment marker of the next line, or
+# across the seam of two C++ string literals ("... capítulos\n"  /  "21 a 24 ...").
+S = r'(?:[ \t]*(?:\\n")?[ \t]*\n[ \t]*(?://|#|\*|")?[ \t]*|[ \t]+)'
 # A list of chapter numbers: "26", "26 a 29", "22, 26 e 29", "24–27", "16 and 28", with an
 # optional parenthesis after each number ("22 (o fluxo residual), 29 (o Tracer) e 26").
 SEP = (r"(?:[ \t]*,(?:" + S + r"(?:e|and))?" + S + r"|" + S + r"(?:e|a|and|to|or|ou|até)" + S +
