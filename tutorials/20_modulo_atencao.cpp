@@ -25,7 +25,7 @@ int main() {
       "Attention::forward_reference (nn/attention.cpp), em nove passos:\n"
       "  1. Q, K, V = projeções de x, cortadas em cabeças    (capítulos 14 e 18)\n"
       "  2. RoPE em Q e K                                      (capítulo 17)\n"
-      "  3. o cache de K/V (aqui não há cache)                 (capítulos 16 e 29)\n"
+      "  3. o cache de K/V (aqui não há cache)                 (capítulo 29)\n"
       "  4. GQA: repeat_kv                                     (capítulo 19)\n"
       "  5. notas Q Kᵀ / √head_dim                             (capítulo 15)\n"
       "  6. máscara causal                                     (capítulos 13 e 15)\n"

@@ -2,7 +2,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <limits>
 #include <random>
+#include <string>
 
 #include "common.hpp"
 #include "data/text.hpp"
@@ -10,6 +12,28 @@
 #include "treino_rapido.hpp"
 
 using namespace glass;
+
+namespace {
+
+Array como_numeros(const Mask& mascara) {
+  Array a(shape_of(mascara));
+  for (std::size_t i = 0; i < a.size(); ++i) a.data()[i] = mascara.data()[i] ? 1 : 0;
+  return a;
+}
+
+// Atenção causal com escala de n consultas novas contra todas as m chaves, com `start`
+// posições já no cache (m = start + n).
+Tensor atencao(const Tensor& q, const Tensor& k, const Tensor& v, std::size_t start,
+               Tensor* pesos_saida = nullptr) {
+  const std::size_t n = q.shape()[0], m = k.shape()[0];
+  Tensor notas = matmul(q, transpose(k, 0, 1)) / std::sqrt(Scalar(q.shape()[1]));
+  Tensor pesos = softmax(
+      masked_fill(notas, causal_mask(n, m, start), -std::numeric_limits<Scalar>::infinity()));
+  if (pesos_saida) *pesos_saida = pesos;
+  return matmul(pesos, v);
+}
+
+}  // namespace
 
 int main() {
   tut::capitulo(29, "O cache de K/V");
@@ -21,9 +45,56 @@ int main() {
       "posições, em todas as camadas. Mas, com a máscara causal, K e V da posição j só\n"
       "dependem dos caracteres 0..j: não mudam quando o texto cresce. E o RoPE usa a\n"
       "posição absoluta (start). Então basta guardar K (já girado) e V de cada camada\n"
-      "e, a cada passo, calcular só a posição nova (capítulo 16: start > 0).\n"
+      "e, a cada passo, calcular só a posição nova. A máscara do capítulo 16 ganha um\n"
+      "detalhe, o start; primeiro à mão, com o triângulo do capítulo 15, depois no modelo.\n"
       "As mesmas contas, mas agrupadas de outro jeito (uma consulta por vez em vez da matriz\n"
       "inteira): o mesmo resultado até o arredondamento de float, não bit a bit.");
+
+  tut::secao("A máscara com cache: causal_mask(n, m, start)");
+  tut::texto(
+      "Com cache, a cada passo entram só n consultas novas, nas posições start .. start+n-1,\n"
+      "e elas são comparadas com todas as m = start + n chaves (as guardadas e as novas). A\n"
+      "regra da máscara continua a mesma, mas em posições absolutas: a consulta i (posição\n"
+      "start+i) não pode ver a chave j quando j > start + i. Sem cache, start = 0 e m = n.");
+  // O exemplo do triângulo (capítulo 15, docs/atencao.md).
+  Tensor Q3 = Tensor::from_vector({1, 0, 1, 1, 0, 1}, {3, 2});
+  Tensor K3 = Q3;
+  Tensor V3 = Tensor::from_vector({2, 0, 0, 2, 2, 2}, {3, 2});
+  Tensor pesos;
+  Tensor saida = atencao(Q3, K3, V3, 0, &pesos);
+  tut::matriz("sem cache, n = 3, m = 3, start = 0: pesos", pesos.value());
+  tut::matriz("sem cache: saída", saida.value());
+  tut::texto(
+      "Agora em dois pedaços: primeiro as posições 0 e 1 (o cache guarda as suas K e V) ...");
+  Tensor k_cache = slice(K3, 0, 0, 2), v_cache = slice(V3, 0, 0, 2);
+  Tensor saida01 = atencao(slice(Q3, 0, 0, 2), k_cache, v_cache, 0);
+  tut::matriz("saída das posições 0 e 1", saida01.value());
+  tut::texto("... depois a posição 2 sozinha: n = 1, start = 2, m = 3.");
+  Tensor q2 = slice(Q3, 0, 2, 3);
+  Tensor k_todas = concat({k_cache, slice(K3, 0, 2, 3)}, 0);  // o cache ganha a chave nova
+  Tensor v_todas = concat({v_cache, slice(V3, 0, 2, 3)}, 0);
+  tut::matriz("máscara (1, 3, 2)", como_numeros(causal_mask(1, 3, 2)), 0);
+  Tensor saida2 = atencao(q2, k_todas, v_todas, 2, &pesos);
+  tut::linha("pesos da posição 2 com cache", pesos.value());
+  tut::linha("saída da posição 2 com cache", saida2.value());
+  tut::texto("Os mesmos números da última linha do triângulo: o cache não muda a conta.");
+  tut::texto(
+      "O erro clássico: esquecer o start. Com causal_mask(1, 3, 0), a única consulta seria\n"
+      "tratada como posição 0 e só poderia ver a chave 0, como se o texto anterior não\n"
+      "existisse:");
+  atencao(q2, k_todas, v_todas, 0, &pesos);
+  tut::linha("pesos com start errado", pesos.value());
+  tut::texto("Um pedaço do meio: n = 2 consultas novas (posições 1 e 2), start = 1, m = 3.");
+  tut::matriz("máscara (2, 3, 1)", como_numeros(causal_mask(2, 3, 1)), 0);
+  atencao(slice(Q3, 0, 1, 3), K3, V3, 1, &pesos);
+  tut::matriz("pesos das posições 1 e 2", pesos.value());
+  tut::texto(
+      "São as linhas 1 e 2 do triângulo: a máscara é o triângulo deslocado de start colunas.\n"
+      "Em Attention::forward_reference (nn/attention.cpp), o passo 3 lê as chaves e os\n"
+      "valores das posições 0 .. start-1 do cache da própria camada (LayerKVCache, em\n"
+      "nn/kv_cache.cpp), guarda os novos e junta tudo com concat; o passo 6 usa\n"
+      "causal_mask(n, m, start) com m = start + n, exatamente como acima. O RoPE também\n"
+      "recebe o start (capítulo 17): a posição nova gira pelo seu lugar no texto.");
 
   tut::ModeloPequeno m = tut::treinar_rapido();
   const Decoder& modelo = *m.modelo;
@@ -164,9 +235,61 @@ int main() {
       "limitado pela leitura da memória e não pelas contas: docs/escala.md.");
 
   tut::experimente({
-      "esqueça de passar o cache para forward no laço: cada caractere vira a posição 0, sem passado, e a diferença nos logits fica grande;",
-      "troque WindowMode::exact por use_kv_cache = false em exato: os logits não mudam (até o arredondamento), porque sem cache a janela é sempre recalculada, como no exact;",
+      "processe as posições do triângulo uma por uma (start = 0, 1, 2) e confira cada linha;",
+      "imprima causal_mask(2, 5, 3): a consulta 0 (posição 3) vê 4 chaves, a consulta 1\n"
+      "    (posição 4) vê as 5;",
+      "esqueça de passar o cache para forward no laço: cada caractere vira a posição 0, sem\n"
+      "    passado, e a diferença nos logits fica grande;",
+      "troque WindowMode::exact por use_kv_cache = false em exato: os logits não mudam (até o\n"
+      "    arredondamento), porque sem cache a janela é sempre recalculada, como no exact;",
       "imprima cache.length() antes e depois de cada forward.",
   });
+  tut::respostas();
+  {
+    for (std::size_t p = 0; p < 3; ++p) {
+      Tensor pesos_p;
+      atencao(slice(Q3, 0, p, p + 1), slice(K3, 0, 0, p + 1), slice(V3, 0, 0, p + 1), p, &pesos_p);
+      tut::linha("1. uma por uma, start = " + std::to_string(p) + ", pesos", pesos_p.value());
+    }
+    std::printf("   (as três linhas do triângulo, uma por vez)\n");
+    tut::matriz("2. causal_mask(2, 5, 3)", como_numeros(causal_mask(2, 5, 3)), 0);
+    std::printf("   (0 = pode ver: a consulta 0 vê 4 chaves, a consulta 1 vê as 5)\n");
+  }
+  {
+    double sem_passado = 0;
+    for (std::size_t t = 0; t < n; ++t) {
+      Ids um = Ids::from_shape({1, 1});
+      um(0, 0) = ids[t];
+      const Array logits_um = modelo.forward(um).value();  // sem cache: sempre a posição 0
+      for (std::size_t v = 0; v < V; ++v) {
+        sem_passado = std::max(
+            sem_passado, double(std::fabs(logits_um.data()[v] - logits_tudo.data()[t * V + v])));
+      }
+    }
+    std::printf("3. diferença máxima nos logits, sem passar o cache: %.6f\n", sem_passado);
+  }
+  {
+    SamplingOptions sem_cache_opcoes;
+    sem_cache_opcoes.use_kv_cache = false;
+    NextTokenLogits logits_sem_cache(modelo, cfg.context_length, sem_cache_opcoes);
+    NextTokenLogits logits_exato2(modelo, cfg.context_length, exato);
+    double d = 0;
+    for (std::size_t t = 1; t <= trecho.size(); ++t) {
+      const std::vector<std::int32_t> texto(trecho.begin(), trecho.begin() + long(t));
+      const std::vector<double> a = logits_sem_cache(texto), b = logits_exato2(texto);
+      for (std::size_t v = 0; v < a.size(); ++v) d = std::max(d, std::fabs(a[v] - b[v]));
+    }
+    std::printf("4. diferença máxima nos logits, sem cache e exact, em todo o trecho: %.6f\n", d);
+  }
+  {
+    KVCache c(cfg, 1);
+    for (std::size_t t = 0; t < 3; ++t) {
+      Ids um = Ids::from_shape({1, 1});
+      um(0, 0) = ids[t];
+      const std::size_t antes = c.length();
+      modelo.forward(um, &c);
+      std::printf("5. forward do caractere %zu: cache.length() %zu -> %zu\n", t, antes, c.length());
+    }
+  }
   return 0;
 }

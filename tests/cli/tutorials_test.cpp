@@ -597,18 +597,32 @@ TEST_F(Tutorials, Ch15TheTriangleOfTheAttentionPage) {
   expect_numbers(out, "triângulo de saídas[2]", {1.197776, 1.604448});
 }
 
-TEST_F(Tutorials, Ch16TheCacheGivesTheSameRows) {
+TEST_F(Tutorials, Ch16TheMaskKeepsTheFutureOut) {
   const std::string& out = output_of(16);
-  expect_numbers(out, "pesos sem cache[1]", {0.330238, 0.669762, 0});
-  expect_numbers(out, "saída sem cache[2]", {1.197776, 1.604448});
-  expect_numbers(out, "máscara (1, 3, 2)[0]", {0, 0, 0});
-  expect_numbers(out, "pesos da posição 2 com cache", {0.197776, 0.401112, 0.401112});
-  expect_numbers(out, "saída da posição 2 com cache", {1.197776, 1.604448});
-  expect_numbers(out, "saída das posições 0 e 1[1]", {0.660477, 1.339523});
-  expect_numbers(out, "pesos com start errado", {1, 0, 0});
-  expect_numbers(out, "máscara (2, 3, 1)[0]", {0, 0, 1});
-  expect_numbers(out, "pesos das posições 1 e 2[0]", {0.330238, 0.669762, 0});
-  expect_numbers(out, "pesos das posições 1 e 2[1]", {0.197776, 0.401112, 0.401112});
+  expect_numbers(out, "causal_mask(5, 5)[1]", {0, 0, 1, 1, 1});
+  EXPECT_TRUE(contains(out, "posições visíveis: 15 de 25"));
+  expect_numbers(out, "pesos[1]", {0.330238, 0.669762, 0});
+  expect_numbers(out, "saída[2]", {1.197776, 1.604448});
+  // Position 0's scores are [1, 1, 0] / sqrt(2): filled with 0 instead of -inf, softmax
+  // [0.707107, 0, 0] = [0.503490, 0.248255, 0.248255]; softmax of all three then zeroed:
+  // [0.401112, 0, 0], summing to 0.401112 (Python math).
+  expect_numbers(out, "pesos da posição 0 com 0 no lugar de -inf", {0.503490, 0.248255, 0.248255});
+  expect_numbers(out, "pesos da posição 0 zerados depois do softmax", {0.401112, 0, 0});
+  EXPECT_NEAR(number_on(out, "soma desses pesos"), 0.401112, 1.5e-6);
+  // Changing position 2 leaves positions 0 and 1 bit for bit with the mask, not without it.
+  EXPECT_EQ(number_on(out, "diferença nas saídas das posições 0 e 1, com a máscara"), 0);
+  EXPECT_GT(number_on(out, "diferença nas saídas das posições 0 e 1, sem a máscara"), 1);
+  // The loss out[1][0] = w0 * 2 + w1 * 0: dL/dV rows are the weights in column 0, row 2 zero;
+  // dL/ds_j = w_j (v_j0 - L) = +-0.442363, dL/dk_j = dL/ds_j * q_1 / sqrt(2) = +-0.312797 (by
+  // hand, L = 0.660477).
+  expect_numbers(out, "grad V (perda só da posição 1)[0]", {0.330238, 0});
+  expect_numbers(out, "grad V (perda só da posição 1)[2]", {0, 0});
+  expect_numbers(out, "grad K (perda só da posição 1)[0]", {0.312797, 0.312797});
+  expect_numbers(out, "grad K (perda só da posição 1)[1]", {-0.312797, -0.312797});
+  expect_numbers(out, "grad K (perda só da posição 1)[2]", {0, 0});
+  // Each prefix alone gives its row of the whole output.
+  EXPECT_EQ(numbers_on(out, "só as posições 0..1, última saída"), numbers_on(out, "saída[1]"));
+  EXPECT_EQ(numbers_on(out, "só as posições 0..2, última saída"), numbers_on(out, "saída[2]"));
 }
 
 TEST_F(Tutorials, Ch17RopeRotatesAndKeepsRelativePosition) {
@@ -867,6 +881,17 @@ TEST_F(Tutorials, Ch28SamplingFilters) {
 
 TEST_F(Tutorials, Ch29TheCacheGivesTheSameText) {
   const std::string& out = output_of(29);
+  // The mask with a cache, on the triangle: the same rows whole, in pieces, one at a time.
+  expect_numbers(out, "sem cache, n = 3, m = 3, start = 0: pesos[1]", {0.330238, 0.669762, 0});
+  expect_numbers(out, "sem cache: saída[2]", {1.197776, 1.604448});
+  expect_numbers(out, "máscara (1, 3, 2)[0]", {0, 0, 0});
+  expect_numbers(out, "pesos da posição 2 com cache", {0.197776, 0.401112, 0.401112});
+  expect_numbers(out, "saída da posição 2 com cache", {1.197776, 1.604448});
+  expect_numbers(out, "saída das posições 0 e 1[1]", {0.660477, 1.339523});
+  expect_numbers(out, "pesos com start errado", {1, 0, 0});
+  expect_numbers(out, "máscara (2, 3, 1)[0]", {0, 0, 1});
+  expect_numbers(out, "pesos das posições 1 e 2[0]", {0.330238, 0.669762, 0});
+  expect_numbers(out, "pesos das posições 1 e 2[1]", {0.197776, 0.401112, 0.401112});
   EXPECT_LT(number_on(out, "diferença máxima nos logits"), 1e-4);
   EXPECT_LT(number_on(out, "diferença máxima entre os caminhos (rápido e referência)"), 1e-4);
   EXPECT_TRUE(contains(out, "textos iguais: sim"));
@@ -1059,12 +1084,12 @@ TEST_F(Tutorials, Chapter31RunsAndMatchesItsSavedOutput) {
 
 // ---- the answers to the Experimente ------------------------------------------------------------
 
-// Every chapter answers its "Experimente" in its output: chapters 17, 25, 27 and 29 in their
+// Every chapter answers its "Experimente" in its output: chapters 17, 25 and 27 in their
 // body (their tests above check it), the others in a last part, "Respostas do Experimente",
 // that runs each suggestion. Read from the saved outputs, which each chapter's own test proves
 // equal to the program's.
 TEST_F(Tutorials, EveryExperimenteIsAnswered) {
-  const std::set<int> answered_in_the_body = {17, 25, 27, 29};
+  const std::set<int> answered_in_the_body = {17, 25, 27};
   for (const std::string& name : tutorial_names()) {
     const int chapter = std::stoi(name.substr(0, 2));
     const std::string out = saved_output_of(chapter);
@@ -1123,10 +1148,11 @@ TEST_F(Tutorials, TheAnswersShowWhatTheSuggestionsSay) {
   const std::string& c15 = saved_output_of(15);
   EXPECT_GT(numbers_on(c15, "pesos de a com Q de a = [4, 0]")[0], numbers_on(c15, "pesos de a")[0]);
   expect_numbers(c15, "pesos de a com Q de a = [0, 0]", {0.5, 0.5});
-  // 16: one position at a time gives the triangle's rows.
+  // 16: -1e9 gives the same weights as -inf in float; the mask drops n(n-1)/2 scores.
   const std::string& c16 = saved_output_of(16);
-  EXPECT_EQ(numbers_on(c16, "uma por uma, start = 2, pesos"),
-            numbers_on(c16, "pesos sem cache[2]"));
+  EXPECT_EQ(number_on(c16, "1. diferença máxima nos pesos, -1e9 contra -inf"), 0);
+  EXPECT_TRUE(contains(c16, "2. n = 5: 10 de 25 notas descartadas"));
+  EXPECT_TRUE(contains(c16, "2. n = 256: 32640 de 65536 notas descartadas"));
   // 18: before training the heads do not differ (the difference comes from training); 2 heads of
   // 3 take columns 0-2 and 3-5.
   const std::string& c18 = saved_output_of(18);
@@ -1162,6 +1188,16 @@ TEST_F(Tutorials, TheAnswersShowWhatTheSuggestionsSay) {
   EXPECT_TRUE(contains(c28, "semente 22 contra 99, guloso: textos iguais? sim"));
   EXPECT_TRUE(contains(c28, "semente 22 contra 99, T = 1: textos iguais? não"));
   EXPECT_TRUE(contains(c28, "top-k 1 com T = 1 igual ao guloso? sim"));
+  // 29: one position at a time gives the triangle's rows; forgetting the cache changes the
+  // logits a lot; no cache and the exact window agree to rounding; the cache grows by one.
+  const std::string& c29 = saved_output_of(29);
+  EXPECT_EQ(numbers_on(c29, "1. uma por uma, start = 2, pesos"),
+            numbers_on(c29, "sem cache, n = 3, m = 3, start = 0: pesos[2]"));
+  expect_numbers(c29, "2. causal_mask(2, 5, 3)[0]", {0, 0, 0, 0, 1});
+  EXPECT_GT(number_on(c29, "3. diferença máxima nos logits, sem passar o cache"), 0.1);
+  EXPECT_LT(number_on(c29, "4. diferença máxima nos logits, sem cache e exact, em todo o trecho"),
+            1e-4);
+  EXPECT_TRUE(contains(c29, "5. forward do caractere 2: cache.length() 2 -> 3"));
   // 30: RoPE leaves position 0 alone and turns position 1.
   const std::string& c30 = saved_output_of(30);
   EXPECT_EQ(after(c30, "|rope_k - k| máximo", "posição 0 "), 0);
