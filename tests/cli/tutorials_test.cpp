@@ -669,7 +669,8 @@ TEST_F(Tutorials, Ch18HeadsAreSlicesOfQAndTrainedHeadsLookAtDifferentPlaces) {
   // position (row r holds 6r .. 6r+5), by hand.
   EXPECT_TRUE(contains(out, "transpose(..., 1, 2): (1, 3, 4, 2)"));
   expect_numbers(out, "cabeça 1 (colunas 2 e 3 de Q)", {2, 3, 8, 9, 14, 15, 20, 21});
-  EXPECT_EQ(number_on(out, "juntar as cabeças (transpose e reshape de volta), diferença para Q"), 0);
+  EXPECT_EQ(number_on(out, "juntar as cabeças (transpose e reshape de volta), diferença para Q"),
+            0);
   // The trained heads differ by a clear margin in both scores (measured 0.18 and 0.13 on the
   // saved run; the untrained heads of the answers differ by less than 0.001), and the best
   // previous-token head is well above the uniform yardstick 0.099.
