@@ -138,8 +138,24 @@ class Rewriter:
         return "".join(out)
 
     def rewrite(self, path, text):
-        """Returns the rewritten text (every rule applied in one pass per rule, on the
-        original numbers: the rules never see a number another rule already changed)."""
+        """Returns the rewritten text. A line that names this script (an example command in a
+        README) is left alone."""
+        lines = text.split("\n")
+        kept = {}
+        for i, line in enumerate(lines):
+            if "renumber_chapters" in line:
+                kept[i] = line
+                lines[i] = "\x00"
+        out = self.rewrite_lines(path, "\n".join(lines)).split("\n")
+        k = iter(sorted(kept))
+        for i, line in enumerate(out):
+            if line == "\x00":
+                out[i] = kept[next(k)]
+        return "\n".join(out)
+
+    def rewrite_lines(self, path, text):
+        """Every rule applied in one pass per rule, on the original numbers: the rules never
+        see a number another rule already changed."""
         # 1. Stems and quoted topics, in one pass (longest first).
         if self.stems:
             pattern = r"(?<![\w])(" + "|".join(
@@ -283,7 +299,8 @@ def main():
 
     files = [f for f in git("ls-files", cwd=root).splitlines()
              if f.endswith(TEXT_EXTENSIONS) or os.path.basename(f) == "CMakeLists.txt"]
-    files = [f for f in files if not f.startswith(SKIP_PREFIXES)]
+    files = [f for f in files
+             if not f.startswith(SKIP_PREFIXES) and f != "scripts/renumber_chapters.py"]
 
     # Files keyed by a stem (not the exercises: their numbers are not chapters).
     moves = []

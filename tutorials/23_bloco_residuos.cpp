@@ -35,7 +35,8 @@ int main() {
   tut::novo(
       "nn::Block: pré-normalização, atenção e SwiGLU SOMADAS ao fluxo residual; a inicialização que começa perto da identidade.");
   tut::texto(
-      "Um bloco junta a atenção (capítulo 20), a SwiGLU (21) e a RMSNorm (22), com duas somas:\n"
+      "Um bloco junta a atenção (capítulo 20), a SwiGLU (capítulo 21) e a RMSNorm (capítulo\n"
+      "22), com duas somas:\n"
       "  x = x + atenção(RMSNorm(x))\n"
       "  x = x + swiglu(RMSNorm(x))\n"
       "O vetor x de cada posição é o 'fluxo residual': cada subcamada só soma um ajuste\n"
