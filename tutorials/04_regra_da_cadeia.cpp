@@ -28,7 +28,8 @@ int main() {
   tut::linha("grad x pela fita", x.grad());
   std::printf("o fator dL/dv · dv/du = e²/(e²+1): %.6f\n", e2 / (e2 + 1));
   tut::texto(
-      "(Este 0.880797 reaparece no capítulo 15, como peso de atenção, e no 20, em silu(2).)");
+      "(Este 0.880797 reaparece no capítulo 15, como peso de atenção, e no capítulo 21, em\n"
+      "silu(2).)");
 
   tut::secao("Um tensor usado duas vezes: as contribuições somam");
   tut::texto("f(x) = x*x + 3x em x = 2. A derivada é 2x + 3 = 7.");

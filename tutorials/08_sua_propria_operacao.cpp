@@ -68,7 +68,7 @@ int main() {
       "  2. o registro: se alguma entrada quer gradiente, gravar na fita o nome, a saída e\n"
       "     uma função de volta;\n"
       "  3. a volta: receber dL/dsaída e SOMAR dL/dentrada no gradiente de cada entrada.\n"
-      "Vamos escrever a GELU, a ativação do GPT-2 (o LLaMA usa a SiLU, capítulo 20):\n"
+      "Vamos escrever a GELU, a ativação do GPT-2 (o LLaMA usa a SiLU, capítulo 21):\n"
       "  GELU(x) = x · Φ(x),   Φ = distribuição acumulada da normal padrão\n"
       "  derivada: Φ(x) + x · φ(x),   φ(x) = e^(-x²/2) / √(2π)\n"
       "Abra este arquivo: a função gelu() tem 20 linhas e usa só a API pública\n"

@@ -49,7 +49,7 @@ int main() {
               cross_entropy(iguais, alvo).item(), std::log(3.0));
   tut::texto(
       "Guarde isto: com um vocabulário de V caracteres, um modelo recém-criado começa\n"
-      "perto de log(V). Os capítulos 12 e 26 partem daí. A mesma perda em bits por caractere\n"
+      "perto de log(V). Os capítulos 12 e 27 partem daí. A mesma perda em bits por caractere\n"
       "(perda / ln 2) e em perplexidade (e^perda, aqui 3: a dúvida de um sorteio entre 3):\n"
       "docs/perplexidade.md.");
 
@@ -64,7 +64,7 @@ int main() {
 
   tut::experimente({
       "troque o alvo para 2 e veja a perda subir para -log(0.098566);",
-      "multiplique os logits por 10: as probabilidades ficam mais 'certas' (capítulo 27);",
+      "multiplique os logits por 10: as probabilidades ficam mais 'certas' (capítulo 28);",
       "use ignore_index: cross_entropy(logits, alvo, 0) ignora o alvo 0 e a perda vira 0.",
   });
   tut::respostas();

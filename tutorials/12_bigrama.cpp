@@ -75,7 +75,7 @@ int main() {
   }
   minima /= double(N);
   std::printf("perda mínima possível: %.4f\n", minima);
-  tut::texto("Com mais passos (ou um otimizador melhor, capítulo 24) a perda desce até lá.");
+  tut::texto("Com mais passos (ou um otimizador melhor, capítulo 25) a perda desce até lá.");
 
   tut::secao("Gerando texto com a tabela treinada");
   std::mt19937_64 rng(12);
@@ -95,7 +95,7 @@ int main() {
   tut::texto(
       "Parece português de longe: sílabas plausíveis, palavras inventadas. Um caractere\n"
       "de memória é pouco. O capítulo 13 dá o primeiro passo para enxergar mais: misturar\n"
-      "os vetores do passado; a atenção (capítulos 14 a 19) deixa cada posição escolher\n"
+      "os vetores do passado; a atenção (capítulos 14 a 20) deixa cada posição escolher\n"
       "quanto pegar de cada posição anterior.");
 
   tut::experimente({

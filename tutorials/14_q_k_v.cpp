@@ -55,7 +55,7 @@ int main() {
               cfg.d_model, cfg.n_kv_heads * cfg.head_dim(), cfg.d_model,
               cfg.n_kv_heads * cfg.head_dim(), cfg.d_model);
   tut::texto(
-      "K e V são menores que Q: o modelo usa GQA (capítulo 18). Nenhuma projeção tem bias.\n"
+      "K e V são menores que Q: o modelo usa GQA (capítulo 19). Nenhuma projeção tem bias.\n"
       "No próximo capítulo, com Q, K e V prontos, fazemos a atenção em três passos.");
 
   tut::secao("No código do modelo");
@@ -65,7 +65,7 @@ int main() {
       "  Tensor q = reshape(wq.forward(x), {B, n, n_heads, head_dim});\n"
       "  Tensor k = reshape(wk.forward(x), {B, n, n_kv_heads, head_dim});\n"
       "  Tensor v = reshape(wv.forward(x), {B, n, n_kv_heads, head_dim});\n"
-      "Os nove passos dessa função são os da página docs/atencao.md; os capítulos 15 a 19\n"
+      "Os nove passos dessa função são os da página docs/atencao.md; os capítulos 15 a 20\n"
       "explicam os outros.");
 
   tut::experimente({

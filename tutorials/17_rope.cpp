@@ -67,7 +67,7 @@ int main() {
 
   tut::secao("O start: a posição absoluta de um pedaço");
   tut::texto(
-      "Com cache (capítulos 16 e 28) entra só o token novo, e rope recebe start = sua\n"
+      "Com cache (capítulo 29) entra só o token novo, e rope recebe start = sua\n"
       "posição. Girar a sequência inteira e pegar a posição 3 dá o mesmo que girar só ela com start = 3:");
   Tensor seq =
       Tensor::from_vector({1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}, {1, 4, 1, 4});

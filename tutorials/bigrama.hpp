@@ -1,5 +1,5 @@
 #pragma once
-// The bigram count model of chapter 12 as a yardstick for chapters 25 and 26: how far does a
+// The bigram count model of chapter 12 as a yardstick for chapters 26 and 27: how far does a
 // model get that sees only the current character?
 
 #include <cmath>

@@ -1,7 +1,7 @@
 #pragma once
-// A tiny decoder trained for a few seconds on the start of Dom Casmurro, for chapters 27-29 and
-// 32-34 (chapter 26 writes the same loop out in full and explains it), the validation loss of
-// chapters 25-26, and fixed validation windows for chapters 33-34. No downloaded weights.
+// A tiny decoder trained for a few seconds on the start of Dom Casmurro, for chapters 28-30 and
+// 33-35 (chapter 26 writes the same loop out in full and explains it), the validation loss of
+// chapters 26-27, and fixed validation windows for chapters 34-35. No downloaded weights.
 
 #include <cstdio>
 #include <memory>
@@ -19,7 +19,7 @@
 
 namespace tut {
 
-/// The model of chapter 26: d_model 64, 2 layers, 4 query heads of dim 16, 2 KV heads,
+/// The model of chapter 27: d_model 64, 2 layers, 4 query heads of dim 16, 2 KV heads,
 /// SwiGLU 176, context 32.
 inline glass::ModelConfig config_pequena(std::size_t vocab_size) {
   glass::ModelConfig cfg;
@@ -34,7 +34,7 @@ inline glass::ModelConfig config_pequena(std::size_t vocab_size) {
 }
 
 /// Mean cross-entropy of `modelo` over 8 fixed batches (seed 99) of 16 windows of `contexto`
-/// ids from `val`, without the tape (chapters 25 and 26).
+/// ids from `val`, without the tape (chapters 26 and 27).
 inline double perda_validacao(const glass::Decoder& modelo, const std::vector<std::int32_t>& val,
                               std::size_t contexto) {
   using namespace glass;
@@ -55,15 +55,16 @@ struct ModeloPequeno {
   double perda_inicial = 0, perda_final = 0;  ///< training-batch losses of the first/last step
 };
 
-/// Trains the chapter-26 model for `passos` AdamW steps (batches of 16 windows of 32
-/// characters from the first 30000 characters of data/corpora/domcasmurro.txt).
-inline ModeloPequeno treinar_rapido(long passos = 200, std::uint64_t seed = 21) {
+/// Trains a model of configuration `cfg` (its vocab_size is set from the text) for `passos`
+/// AdamW steps (batches of 16 windows of cfg.context_length characters from the first 30000
+/// characters of data/corpora/domcasmurro.txt).
+inline ModeloPequeno treinar_modelo(glass::ModelConfig cfg, long passos, std::uint64_t seed) {
   using namespace glass;
   const std::u32string livro = load_text(GLASS_SOURCE_DIR "/data/corpora/domcasmurro.txt");
   const std::u32string texto = livro.substr(0, 30000);
   ModeloPequeno r;
   r.tokenizer = Tokenizer::from_text(texto);
-  const ModelConfig cfg = config_pequena(r.tokenizer.vocab_size());
+  cfg.vocab_size = r.tokenizer.vocab_size();
   r.modelo = std::make_unique<Decoder>(cfg, seed);
   BatchSampler lotes(r.tokenizer.encode(texto), 16, cfg.context_length, seed + 1);
   AdamW otimizador(r.modelo->named_parameters());
@@ -88,9 +89,14 @@ inline ModeloPequeno treinar_rapido(long passos = 200, std::uint64_t seed = 21) 
   return r;
 }
 
+/// Trains the chapter-27 model (config_pequena) for `passos` AdamW steps.
+inline ModeloPequeno treinar_rapido(long passos = 200, std::uint64_t seed = 21) {
+  return treinar_modelo(config_pequena(0), passos, seed);
+}
+
 /// `n` windows of `contexto` ids from the text that follows the 30000 characters treinar_rapido
 /// trains on, one after the other: inputs x (n, contexto) and targets y = x shifted by one
-/// character. Characters outside the vocabulary become id 0 (chapters 33 and 34).
+/// character. Characters outside the vocabulary become id 0 (chapters 34 and 35).
 inline void janelas_de_validacao(const glass::Tokenizer& tokenizer, std::size_t n,
                                  std::size_t contexto, glass::Ids& x, glass::Ids& y) {
   using namespace glass;

@@ -574,40 +574,40 @@ TEST_F(DocsClaims, Rope) {
 // ---- gqa-e-cache.md ------------------------------------------------------------------------------
 
 TEST_F(DocsClaims, GqaAndCache) {
-  const std::string ch18 = chapter_output("cabecas_gqa");
-  expect_printed("gqa-e-cache.md", "49152", ch18, "parâmetros da atenção por camada, GQA");
-  expect_printed("gqa-e-cache.md", "65536", ch18, "parâmetros da atenção por camada, 4 cabeças");
-  expect_printed("gqa-e-cache.md", "128", ch18, "números no cache por posição");
-  expect_printed("gqa-e-cache.md", "256", ch18, "números no cache por posição");
-  expect_printed("gqa-e-cache.md", "512 KiB", ch18, "cache completo");
-  expect_printed("gqa-e-cache.md", "1024 KiB", ch18, "cache completo");
+  const std::string ch19 = chapter_output("gqa");
+  expect_printed("gqa-e-cache.md", "49152", ch19, "parâmetros da atenção por camada, GQA");
+  expect_printed("gqa-e-cache.md", "65536", ch19, "parâmetros da atenção por camada, 4 cabeças");
+  expect_printed("gqa-e-cache.md", "128", ch19, "números no cache por posição");
+  expect_printed("gqa-e-cache.md", "256", ch19, "números no cache por posição");
+  expect_printed("gqa-e-cache.md", "512 KiB", ch19, "cache completo");
+  expect_printed("gqa-e-cache.md", "1024 KiB", ch19, "cache completo");
 
-  const std::string ch28 = chapter_output("kv_cache");
+  const std::string ch29 = chapter_output("kv_cache");
   // The small model of that chapter has a context of 32: 1 + 2 + ... + 32 = 528 against 32.
-  expect_printed("gqa-e-cache.md", "528", ch28, "para encher o contexto de 32 posições");
-  EXPECT_NE(line_with(ch28, "para encher o contexto").find("com cache 32"), std::string::npos);
+  expect_printed("gqa-e-cache.md", "528", ch29, "para encher o contexto de 32 posições");
+  EXPECT_NE(line_with(ch29, "para encher o contexto").find("com cache 32"), std::string::npos);
   const glass::ModelConfig config;  // 1 + 2 + ... + T for the default context T = 256
   expect_claim("gqa-e-cache.md", "32896",
                std::to_string(config.context_length * (config.context_length + 1) / 2));
-  expect_printed("gqa-e-cache.md", "textos iguais: sim", ch28, "textos iguais");
+  expect_printed("gqa-e-cache.md", "textos iguais: sim", ch29, "textos iguais");
   // "of the order of 1e-6" (the printout has six decimals: 0.000001 to 0.000009).
-  EXPECT_LT(last_number(ch28, "diferença máxima nos logits"), 1e-5);
+  EXPECT_LT(last_number(ch29, "diferença máxima nos logits"), 1e-5);
   expect_stated("gqa-e-cache.md", "1e-6");
 }
 
 // ---- swiglu.md -----------------------------------------------------------------------------------
 
 TEST_F(DocsClaims, SwiGLU) {
-  const std::string ch20 = chapter_output("swiglu");
+  const std::string ch21 = chapter_output("swiglu");
   for (const char* value : {"0.119203", "0.268941", "0.500000", "0.731059", "0.880797"}) {
-    expect_printed("swiglu.md", value, ch20, "sigmoid(z):");
+    expect_printed("swiglu.md", value, ch21, "sigmoid(z):");
   }
   for (const char* value : {"-0.238406", "-0.268941", "0.000000", "0.731059", "1.761594"}) {
-    expect_printed("swiglu.md", value, ch20, "silu(z):");
+    expect_printed("swiglu.md", value, ch21, "silu(z):");
   }
-  expect_printed("swiglu.md", "341.3", ch20, "ffn_hidden");
-  expect_printed("swiglu.md", "344", ch20, "ffn_hidden");
-  expect_printed("swiglu.md", "132096", ch20, "parâmetros da SwiGLU");
+  expect_printed("swiglu.md", "341.3", ch21, "ffn_hidden");
+  expect_printed("swiglu.md", "344", ch21, "ffn_hidden");
+  expect_printed("swiglu.md", "132096", ch21, "parâmetros da SwiGLU");
   // The minimum of silu: z ≈ -1.28, silu ≈ -0.28 (a grid search with Python's math module gave
   // z = -1.2785, silu = -0.278465).
   double best_z = 0, best = 0;
@@ -627,13 +627,13 @@ TEST_F(DocsClaims, SwiGLU) {
 // ---- rmsnorm.md ----------------------------------------------------------------------------------
 
 TEST_F(DocsClaims, RMSNorm) {
-  const std::string ch21 = chapter_output("rmsnorm");
-  expect_printed("rmsnorm.md", "2.738615", ch21, "rms = sqrt(7.5 + 1e-5)");
+  const std::string ch22 = chapter_output("rmsnorm");
+  expect_printed("rmsnorm.md", "2.738615", ch22, "rms = sqrt(7.5 + 1e-5)");
   const std::vector<std::string> y = {"0.365148", "0.730296", "1.095444", "1.460593"};
-  for (const std::string& value : y) expect_printed("rmsnorm.md", value, ch21, "y: ");
+  for (const std::string& value : y) expect_printed("rmsnorm.md", value, ch22, "y: ");
   // 10x gives the same y to the fifth decimal; the sixth moves because 10x is [1, 2, 3, 4] divided
   // by sqrt(7.5 + 1e-7) instead of sqrt(7.5 + 1e-5) (the eps does not scale with x).
-  const std::vector<double> y10 = numbers_in(line_with(ch21, "y de 10x:"));
+  const std::vector<double> y10 = numbers_in(line_with(ch22, "y de 10x:"));
   ASSERT_EQ(y10.size(), y.size() + 1);  // the "10" of the label and the four values
   for (std::size_t i = 0; i < y.size(); ++i) {
     EXPECT_NEAR(y10[i + 1], std::stod(y[i]), 1e-5);
@@ -641,10 +641,10 @@ TEST_F(DocsClaims, RMSNorm) {
   }
   expect_stated("rmsnorm.md", "√(7.5 + 1e-7)");
   // mean(y²) = 7.5 / (7.5 + 1e-5), printed with six decimals, quoted with seven.
-  expect_printed("rmsnorm.md", "0.999999", ch21, "média(y²)");
+  expect_printed("rmsnorm.md", "0.999999", ch22, "média(y²)");
   expect_claim("rmsnorm.md", "0.9999987", fixed(7.5 / (7.5 + 1e-5), 7));
   for (const char* value : {"0.352977", "-0.024343", "-0.036515", "-0.048686"}) {
-    expect_printed("rmsnorm.md", value, ch21, "grad x (de y[0])");
+    expect_printed("rmsnorm.md", value, ch22, "grad x (de y[0])");
   }
   // Nine RMSNorms of d_model gains: two per block and the final one.
   const glass::ModelConfig config;
@@ -656,17 +656,17 @@ TEST_F(DocsClaims, RMSNorm) {
 // ---- bloco-e-residuos.md -------------------------------------------------------------------------
 
 TEST_F(DocsClaims, BlockAndResiduals) {
-  const std::string ch22 = chapter_output("bloco_residuos");
-  expect_printed("bloco-e-residuos.md", "0.9999", ch22, "média de dL/dx");
+  const std::string ch23 = chapter_output("bloco_residuos");
+  expect_printed("bloco-e-residuos.md", "0.9999", ch23, "média de dL/dx");
   // The gradient's norm with and without the shortcuts; sqrt(6 * 128) = 27.713 by hand.
-  expect_printed("bloco-e-residuos.md", "27.716", ch22, "|dL/dx| com os atalhos");
-  expect_printed("bloco-e-residuos.md", "0.188", ch22, "|dL/dx| sem os atalhos");
+  expect_printed("bloco-e-residuos.md", "27.716", ch23, "|dL/dx| com os atalhos");
+  expect_printed("bloco-e-residuos.md", "0.188", ch23, "|dL/dx| sem os atalhos");
   expect_claim("bloco-e-residuos.md", "27.713", fixed(std::sqrt(768.0), 3));
   // "A new block changes the stream by about 1 % of its size": |block(x) - x| / |x| rounds to 1 %.
   expect_stated("bloco-e-residuos.md", "1 %");
-  const std::vector<double> norms = numbers_in(line_with(ch22, "|bloco(x) - x|"));
+  const std::vector<double> norms = numbers_in(line_with(ch23, "|bloco(x) - x|"));
   ASSERT_GE(norms.size(), 2u);
-  EXPECT_EQ(fixed(100 * norms.back() / norms.front(), 0), "1") << line_with(ch22, "|bloco(x) - x|");
+  EXPECT_EQ(fixed(100 * norms.back() / norms.front(), 0), "1") << line_with(ch23, "|bloco(x) - x|");
 
   const glass::ModelConfig config;
   expect_claim("bloco-e-residuos.md", "0.007071",
@@ -713,7 +713,7 @@ TEST_F(DocsClaims, Training) {
   schedule.min_lr = 1e-4;
   schedule.warmup = 10;
   schedule.decay_iters = 100;
-  const std::string ch24 = chapter_output("adamw_agenda");
+  const std::string ch25 = chapter_output("adamw_agenda");
   const std::vector<std::pair<long, std::string>> lrs = {{0, "lr(0) = 0.000091"},
                                                          {10, "lr(10) = 0.001000"},
                                                          {55, "lr(55) = 0.000550"},
@@ -724,7 +724,7 @@ TEST_F(DocsClaims, Training) {
     const std::string value = literal.substr(literal.find("= ") + 2);
     char label[16];
     std::snprintf(label, sizeof label, "lr(%3ld):", it);
-    EXPECT_NE(line_with(ch24, label).find(value), std::string::npos) << line_with(ch24, label);
+    EXPECT_NE(line_with(ch25, label).find(value), std::string::npos) << line_with(ch25, label);
   }
 
   // The narrow valley f(w) = 50 w0² + 0.5 w1²: a descent step multiplies w0 by (1 - 100 lr), which
@@ -749,14 +749,14 @@ TEST_F(DocsClaims, Training) {
 
   // Sampling, printed by the sampling chapter; the top-p sums by hand: 0.463063 + 0.280862 =
   // 0.743925, + 0.170351 = 0.914276.
-  const std::string ch27 = chapter_output("amostragem");
+  const std::string ch28 = chapter_output("amostragem");
   for (const char* value : {"0.463063", "0.280862", "0.170351", "0.062669", "0.023055"}) {
-    expect_printed("treino.md", value, ch27, "temperatura 1:");
+    expect_printed("treino.md", value, ch28, "temperatura 1:");
   }
   for (const char* value : {"0.622459", "0.377541"})
-    expect_printed("treino.md", value, ch27, "top-k 2:");
+    expect_printed("treino.md", value, ch28, "top-k 2:");
   for (const char* value : {"0.506480", "0.307196", "0.186324"}) {
-    expect_printed("treino.md", value, ch27, "top-p 0.8:");
+    expect_printed("treino.md", value, ch28, "top-p 0.8:");
   }
   expect_stated("treino.md", "0.744");
   expect_stated("treino.md", "0.914");
@@ -1039,22 +1039,22 @@ TEST(DocsOverfitting, TheTableIsTheSavedRunsLog) {
 // ---- interpretabilidade.md -----------------------------------------------------------------------
 
 TEST_F(DocsClaims, Interpretability) {
-  // The baselines of a head with no preference (1/(t+1) at row t), printed by chapters 34 and 35:
+  // The baselines of a head with no preference (1/(t+1) at row t), printed by chapters 35 and 36:
   // previous-token over 32 positions (H_32 - 1) / 31 = 0.098661, induction with P = 16
   // (H_32 - H_16) / 16 = 0.042360 (Python's fractions module).
-  const std::string ch34 = chapter_output("cabeca_do_token_anterior");
-  expect_printed("interpretabilidade.md", "0.0987", ch34, "escore do padrão uniforme");
-  const std::string ch35 = chapter_output("cabecas_de_inducao");
-  expect_printed("interpretabilidade.md", "0.0424", ch35,
+  const std::string ch35 = chapter_output("cabeca_do_token_anterior");
+  expect_printed("interpretabilidade.md", "0.0987", ch35, "escore do padrão uniforme");
+  const std::string ch36 = chapter_output("cabecas_de_inducao");
+  expect_printed("interpretabilidade.md", "0.0424", ch36,
                  "régua: escore de indução do padrão uniforme");
   // The default model's best induction score was measured once with glass train (not recomputed
-  // here): the page quotes the number chapter 35 quotes, and both say "below 0.02".
-  expect_printed("interpretabilidade.md", "0.0161", ch35, "O maior escore de indução das 16");
-  EXPECT_NE(line_with(ch35, "0.0161").find("todas abaixo de"), std::string::npos);
+  // here): the page quotes the number chapter 36 quotes, and both say "below 0.02".
+  expect_printed("interpretabilidade.md", "0.0161", ch36, "O maior escore de indução das 16");
+  EXPECT_NE(line_with(ch36, "0.0161").find("todas abaixo de"), std::string::npos);
   expect_stated("interpretabilidade.md", "0.02");
   const glass::TrainOptions options;
   expect_claim("interpretabilidade.md", "2000", std::to_string(options.iters));
-  // "At the last layer the lens is exactly the model (chapter 32 prints a difference of 0)".
+  // "At the last layer the lens is exactly the model (chapter 33 prints a difference of 0)".
   EXPECT_EQ(last_number(chapter_output("lente_de_logits"),
                         "diferença máxima entre a lente em layers.1.out e os logits do modelo"),
             0);
@@ -1290,32 +1290,32 @@ TEST(ManualPages, ModelSizesAreModelConfigsDefaults) {
 // ---- bpe.md --------------------------------------------------------------------------------------
 
 TEST_F(DocsClaims, Bpe) {
-  const std::string ch31 = chapter_output("bpe");
+  const std::string ch32 = chapter_output("bpe");
   // The tiny text by hand (the chapter's test checks these against the hand count): 35 symbols,
   // then 30, 27 and 25 tokens after the merges ▁+r (5 times), ▁r+o (3), ▁+d (2).
   expect_stated("bpe.md", "35 ");
   expect_stated("bpe.md", "30, 27 ");
   expect_stated("bpe.md", "25 tokens");
-  EXPECT_EQ(last_number(ch31, "tokens no início"), 35);
-  EXPECT_EQ(last_number(ch31, "tokens depois do passo 1"), 30);
-  EXPECT_EQ(last_number(ch31, "tokens depois do passo 2"), 27);
-  EXPECT_EQ(last_number(ch31, "tokens depois do passo 3"), 25);
+  EXPECT_EQ(last_number(ch32, "tokens no início"), 35);
+  EXPECT_EQ(last_number(ch32, "tokens depois do passo 1"), 30);
+  EXPECT_EQ(last_number(ch32, "tokens depois do passo 2"), 27);
+  EXPECT_EQ(last_number(ch32, "tokens depois do passo 3"), 25);
   for (const char* merge :
        {"passo 1, junta: ▁ + r -> ▁r (5 vezes)", "passo 2, junta: ▁r + o -> ▁ro (3 vezes)",
         "passo 3, junta: ▁ + d -> ▁d (2 vezes)"}) {
-    EXPECT_NE(ch31.find(merge), std::string::npos) << merge;
+    EXPECT_NE(ch32.find(merge), std::string::npos) << merge;
   }
   // The book's size and the smallest vocabulary.
-  const std::vector<double> size = numbers_in(line_with(ch31, "caracteres: "));
+  const std::vector<double> size = numbers_in(line_with(ch32, "caracteres: "));
   ASSERT_EQ(size.size(), 2u);
   expect_claim("bpe.md", "133196 ", fixed(size[0], 0) + " ");
   expect_claim("bpe.md", "136169 ", fixed(size[1], 0) + " ");
   expect_claim("bpe.md", "341 ",
-               fixed(numbers_in(line_with(ch31, "vocabulário mínimo"))[0], 0) + " ");
+               fixed(numbers_in(line_with(ch32, "vocabulário mínimo"))[0], 0) + " ");
   // The table: vocabulary, merges, tokens, each row as the chapter prints it.
   for (const char* v : {"384", "512", "1024", "2048"}) {
     const std::vector<double> row =
-        numbers_in(line_with(ch31, std::string("tokens com vocabulário ") + v + ":"));
+        numbers_in(line_with(ch32, std::string("tokens com vocabulário ") + v + ":"));
     ASSERT_EQ(row.size(), 4u) << v;  // vocabulary, tokens, merges, characters per token
     const std::string literal =
         std::string("| ") + v + " | " + fixed(row[2], 0) + " | " + fixed(row[1], 0) + " |";
@@ -1325,13 +1325,13 @@ TEST_F(DocsClaims, Bpe) {
   // The first merges, as the chapter prints them (the page quotes the first 13).
   const std::string merges = "▁+a ▁+d ▁+e r+a o+s ▁+p ▁+m q+u ▁+c a+s qu+e e+s n+t";
   expect_stated("bpe.md", "`" + merges + "`");
-  EXPECT_NE(line_with(ch31, "primeiras fusões:").find("primeiras fusões: " + merges + " "),
+  EXPECT_NE(line_with(ch32, "primeiras fusões:").find("primeiras fusões: " + merges + " "),
             std::string::npos);
   // Byte fallback of the emoji, and which tokenizer wins per token and per byte.
   expect_stated("bpe.md", "🙂");
-  expect_printed("bpe.md", "<0xF0> <0x9F> <0x99> <0x82>", ch31, "tokens: ");
-  EXPECT_NE(ch31.find("por token, a menor perda: caracteres\n"), std::string::npos);
-  EXPECT_NE(ch31.find("por byte, a menor perda: BPE\n"), std::string::npos);
+  expect_printed("bpe.md", "<0xF0> <0x9F> <0x99> <0x82>", ch32, "tokens: ");
+  EXPECT_NE(ch32.find("por token, a menor perda: caracteres\n"), std::string::npos);
+  EXPECT_NE(ch32.find("por byte, a menor perda: BPE\n"), std::string::npos);
   // The byte ids: 256 bytes after the 3 specials, 3..258; the first character is 259.
   expect_stated("bpe.md", "258 ");
   EXPECT_EQ(glass::BpeTokenizer::kFirstByteId, 3);

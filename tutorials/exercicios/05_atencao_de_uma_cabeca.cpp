@@ -1,4 +1,4 @@
-// Exercício 05 — A atenção de uma cabeça (parte 3: capítulos 14 a 19).
+// Exercício 05 — A atenção de uma cabeça (parte 3: capítulos 14 a 20).
 //
 // Escreva a atenção causal com escala: notas = Q Kᵀ / √d, máscara causal com -∞, softmax,
 // mistura com V (capítulo 15). Os números de referência são o triângulo de docs/atencao.md

@@ -1,6 +1,6 @@
-// Exercício 10 — O top-k à mão (parte 5: capítulos 24 a 29).
+// Exercício 10 — O top-k à mão (parte 5: capítulos 25 a 30).
 //
-// Com os logits do capítulo 27, fique só com os k maiores (os outros viram probabilidade 0)
+// Com os logits do capítulo 28, fique só com os k maiores (os outros viram probabilidade 0)
 // e faça o softmax deles. Compare com next_token_probs da biblioteca. Cuidado: os logits não
 // vêm ordenados, e quem empata com o k-ésimo maior também fica (como na biblioteca).
 #include <algorithm>

@@ -1,7 +1,7 @@
-// Exercício 12 — Ache o erro na volta (parte 4: capítulos 20 a 23).
+// Exercício 12 — Ache o erro na volta (parte 4: capítulos 21 a 24).
 // Precisão: double
 //
-// A LayerNorm (a normalização do GPT-2; o LLaMA usa a RMSNorm do capítulo 21) começa
+// A LayerNorm (a normalização do GPT-2; o LLaMA usa a RMSNorm do capítulo 22) começa
 // centrando cada linha: y = x - média(x). A operação centrar() abaixo tem ida, registro na
 // fita e volta, como a gelu() do capítulo 08. A ida está certa; a volta, não. Rode: o
 // gradcheck (capítulo 07) reprova. Ache o erro e conserte só a volta. Dica: cada y_i depende

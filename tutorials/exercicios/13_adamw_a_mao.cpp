@@ -1,6 +1,6 @@
-// Exercício 13 — Dois passos do AdamW à mão (parte 5: capítulos 24 a 30).
+// Exercício 13 — Dois passos do AdamW à mão (parte 5: capítulos 25 a 31).
 //
-// Escreva um passo do AdamW sobre números soltos, como o capítulo 24 e docs/treino.md o
+// Escreva um passo do AdamW sobre números soltos, como o capítulo 25 e docs/treino.md o
 // descrevem — sem abrir train/adamw.cpp: o decaimento desacoplado do peso (só se `decai`), as
 // duas médias móveis m e v, a correção de viés do passo t (t = 1 no primeiro passo) e o passo.
 // O programa dá dois passos numa matriz 2×2 e compara com os valores feitos à mão (e imprime

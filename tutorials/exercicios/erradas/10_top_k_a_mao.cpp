@@ -1,8 +1,8 @@
 // Uma resposta ERRADA do exercício 10 — O top-k à mão: fica com os k PRIMEIROS logits, não
-// com os k maiores. Parece certa com os logits do capítulo 27, que já vêm ordenados; o
+// com os k maiores. Parece certa com os logits do capítulo 28, que já vêm ordenados; o
 // exercício tem de reprová-la, e tests/cli/tutorials_test.cpp confere que reprova.
 //
-// Com os logits do capítulo 27, fique só com os k maiores (os outros viram probabilidade 0)
+// Com os logits do capítulo 28, fique só com os k maiores (os outros viram probabilidade 0)
 // e faça o softmax deles. Compare com next_token_probs da biblioteca. Cuidado: os logits não
 // vêm ordenados, e quem empata com o k-ésimo maior também fica (como na biblioteca).
 #include <algorithm>

@@ -1,7 +1,7 @@
 // Uma resposta ERRADA do exercício 13 — Dois passos do AdamW à mão: o weight decay somado ao
 // gradiente (Adam + L2), não desacoplado. O exercício a reprova (tests/cli/tutorials_test.cpp confere).
 //
-// Escreva um passo do AdamW sobre números soltos, como o capítulo 24 e docs/treino.md o
+// Escreva um passo do AdamW sobre números soltos, como o capítulo 25 e docs/treino.md o
 // descrevem — sem abrir train/adamw.cpp: o decaimento desacoplado do peso (só se `decai`), as
 // duas médias móveis m e v, a correção de viés do passo t (t = 1 no primeiro passo) e o passo.
 // O programa dá dois passos numa matriz 2×2 e compara com os valores feitos à mão (e imprime

@@ -1,10 +1,10 @@
 // Uma resposta ERRADA do exercício 14 — O clipping pela norma global: cada parâmetro cortado
 // pela sua própria norma. O exercício a reprova (tests/cli/tutorials_test.cpp confere).
 //
-// O capítulo 26 corta o gradiente com clip_grad_norm(parâmetros, 1.0). Escreva o seu: a norma
+// O capítulo 27 corta o gradiente com clip_grad_norm(parâmetros, 1.0). Escreva o seu: a norma
 // é a de TODOS os gradientes juntos (como se fossem um vetor só); se ela passa de max_norm,
 // todos são multiplicados pelo mesmo fator, de modo que a norma vire max_norm; se não passa,
-// nada muda. Devolva a norma medida ANTES do corte (é o que o capítulo 26 imprime).
+// nada muda. Devolva a norma medida ANTES do corte (é o que o capítulo 27 imprime).
 #include <cmath>
 
 #include "exercicios/conferir.hpp"

@@ -2,7 +2,7 @@
 // |x| em vez do rms (a norma L2, sem a média). O exercício a reprova.
 //
 // A função abaixo deveria ler o fluxo residual x (d_model números, uma posição) como o
-// capítulo 32: os logits que o modelo daria se terminasse ali. Ela dá números, mas errados:
+// capítulo 33: os logits que o modelo daria se terminasse ali. Ela dá números, mas errados:
 // rode e compare com a lente da biblioteca e, no último ponto, com os logits do próprio modelo
 // (que a lente tem de reproduzir). Ache o erro e conserte, sem abrir interp/logit_lens.cpp.
 // Há um conserto que PARECE certo e não é: confira cada peça de Decoder::forward depois dos
@@ -19,7 +19,7 @@ static std::vector<double> lente(const Decoder& modelo, const Scalar* x) {
   const Array& w_out = modelo.output.weight.value();  // (V, d_model)
   std::vector<double> logits(V, 0.0);
   // --- a sua parte ---
-  // O erro: faltava a RMSNorm final. O modelo só lê o fluxo através dela (capítulo 21):
+  // O erro: faltava a RMSNorm final. O modelo só lê o fluxo através dela (capítulo 22):
   // x / sqrt(média(x²) + eps), vezes o ganho aprendido, e só então W_out.
   const Array& ganho = modelo.norm.weight.value();  // (d_model)
   double quad = 0;

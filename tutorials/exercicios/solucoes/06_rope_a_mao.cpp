@@ -1,4 +1,4 @@
-// Solução do exercício 06 — O RoPE à mão (parte 3: capítulos 14 a 19).
+// Solução do exercício 06 — O RoPE à mão (parte 3: capítulos 14 a 20).
 //
 // Gire o vetor v (D = 4) da posição p como o capítulo 17 explica: o par i, (v[2i], v[2i+1]),
 // gira pelo ângulo p · base^(-2i/D):

@@ -1,8 +1,8 @@
-// Solução do exercício 07 — Contar os parâmetros de um Decoder (parte 4: capítulos 20 a 23).
+// Solução do exercício 07 — Contar os parâmetros de um Decoder (parte 4: capítulos 21 a 24).
 //
 // Escreva o número de parâmetros de um Decoder a partir da ModelConfig, peça por peça
-// (capítulo 23), e compare com Decoder::num_parameters(). O modelo é o pequeno dos
-// capítulos 25 a 29, com um vocabulário de 70 caracteres.
+// (capítulo 24), e compare com Decoder::num_parameters(). O modelo é o pequeno dos
+// capítulos 26 a 30, com um vocabulário de 70 caracteres.
 #include "exercicios/conferir.hpp"
 #include "nn/decoder.hpp"
 #include "treino_rapido.hpp"

@@ -1,8 +1,8 @@
-// Solução do exercício 08 — A RMSNorm com as ops (parte 4: capítulos 20 a 23).
+// Solução do exercício 08 — A RMSNorm com as ops (parte 4: capítulos 21 a 24).
 //
 // Escreva y = x / sqrt(média(x²) + eps) * g com as ops de autograd/ops.hpp — mean (ou sum) com
 // keepdim, pow (ou *) e as operações com broadcasting do capítulo 05 — e compare com
-// rms_norm(x, g, eps) do capítulo 21. Não há uma op sqrt para tensores: a raiz é pow(·, 0.5).
+// rms_norm(x, g, eps) do capítulo 22. Não há uma op sqrt para tensores: a raiz é pow(·, 0.5).
 #include <cmath>
 
 #include "autograd/ops.hpp"

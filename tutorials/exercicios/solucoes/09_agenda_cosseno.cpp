@@ -1,6 +1,6 @@
-// Solução do exercício 09 — A agenda de lr, à mão (parte 5: capítulos 24 a 29).
+// Solução do exercício 09 — A agenda de lr, à mão (parte 5: capítulos 25 a 30).
 //
-// Escreva o aquecimento linear + cosseno do capítulo 24:
+// Escreva o aquecimento linear + cosseno do capítulo 25:
 //   it <  warmup:              lr = lr_max · (it + 1) / (warmup + 1)
 //   warmup <= it < decay:      r = (it - warmup) / (decay - warmup)
 //                              lr = min_lr + 0.5 · (1 + cos(π r)) · (lr_max - min_lr)
