@@ -170,7 +170,9 @@ std::string program_for(const std::string& topic) {
     const std::string name = entry.path().filename().string();
     if (name.size() == topic.size() + 3 && std::isdigit(static_cast<unsigned char>(name[0])) &&
         std::isdigit(static_cast<unsigned char>(name[1])) && name[2] == '_' &&
-        name.compare(3, std::string::npos, topic) == 0) {
+        name.compare(3, std::string::npos, topic) == 0 &&
+        // not a program left in the build directory by a chapter since renumbered
+        fs::exists(fs::path(GLASS_SOURCE_DIR) / "tutorials" / (name + ".cpp"))) {
       return entry.path().string();
     }
   }
