@@ -92,15 +92,13 @@ void ThreadChoice::token_took(double seconds) {
         settle();
       }
       break;
-    case Phase::settled:
-    {
+    case Phase::settled: {
       // When the recent tokens became badly slow (another process took a core), the stretch
       // ends at once and the other count is checked against their time. One slow token alone
       // (a time slice lost to another process) does not end it.
       recent_.push_back(seconds);
       if (recent_.size() > probe_) recent_.erase(recent_.begin());
-      const bool slowed =
-          recent_.size() == probe_ && median(recent_) > kBadlySlow * best_median_;
+      const bool slowed = recent_.size() == probe_ && median(recent_) > kBadlySlow * best_median_;
       if (slowed || --left_ == 0) {
         best_median_ = median(recent_);
         times_.clear();

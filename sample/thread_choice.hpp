@@ -47,7 +47,7 @@ class ThreadChoice {
  private:
   enum class Phase { measure_one, measure_all, settled, check_other };
   void set(std::size_t threads);
-  void settle();  // generate on best_ for next_run_ tokens
+  void settle();                    // generate on best_ for next_run_ tokens
   bool badly_slow(double seconds);  // counts slow_; true at the second badly slow token
   static double median(std::vector<double> values);
 

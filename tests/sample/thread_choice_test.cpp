@@ -96,7 +96,9 @@ TEST(ThreadChoice, OneCoreHasNothingToChooseAndBadArgumentsAreRefused) {
   EXPECT_EQ(applied, std::vector<std::size_t>{1});
   EXPECT_EQ(choice.tokens_on(1), 500u);
   EXPECT_THROW(ThreadChoice(0, [](std::size_t) {}), std::invalid_argument);
-  EXPECT_THROW(ThreadChoice(2, [](std::size_t) {}, 0), std::invalid_argument);
+  EXPECT_THROW(ThreadChoice(
+                   2, [](std::size_t) {}, 0),
+               std::invalid_argument);
 }
 
 }  // namespace
