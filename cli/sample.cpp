@@ -232,11 +232,17 @@ void run_sample(SampleFlags& f, bool prompt_given) {
     }
   };
   // Without -t, generation measures one thread against every core as it goes and keeps the
-  // faster (sample/thread_choice.hpp); the choice changes no generated token.
+  // faster (sample/thread_choice.hpp). It changes no generated token: each prompt is read on
+  // every core, as before (a product of many rows may round otherwise on another count), and
+  // each token after it goes through the KV cache, whose products have one row and give the
+  // same bits on any count (Generate.TheThreadCountChangesNoBitOfAGeneratedTokensLogits).
+  // Without the cache, or recomputing the window past it, every token is many rows: every core.
+  const std::size_t cores = glass::available_cores();
+  const bool choose = f.threads == 0 && cores > 1 && f.sampling.use_kv_cache &&
+                      f.sampling.window_mode == glass::WindowMode::rolling;
   std::optional<glass::ThreadChoice> choice;
-  if (f.threads == 0 && glass::available_cores() > 1)
-    choice.emplace(glass::available_cores(), [](std::size_t n) { glass::set_num_threads(n); });
-  std::mt19937_64 rng(f.seed);  // one stream for all samples: sample k is reproducible
+  std::size_t from_prompts = 0;  // tokens computed on every core, each sample's first
+  std::mt19937_64 rng(f.seed);   // one stream for all samples: sample k is reproducible
   nlohmann::json samples = nlohmann::json::array();
   std::size_t generated = 0;  // tokens
   const auto t0 = std::chrono::steady_clock::now();
@@ -246,25 +252,33 @@ void run_sample(SampleFlags& f, bool prompt_given) {
     glass::StreamDecoder stream(&tokenizer, bpe);  // BPE: bytes wait for their whole character
     std::string text;                              // the generated text so far (for --stop)
     bool stopped = false;
+    if (choose) glass::set_num_threads(cores);  // the prompt: every core, at every sample
     auto last = std::chrono::steady_clock::now();
     try {
-      glass::generate(*loaded.model, prompt, f.tokens, window, f.sampling, rng,
-                      [&](std::int32_t id) {
-                        const auto now = std::chrono::steady_clock::now();
-                        // The first token's time also holds the prompt's: not measured.
-                        if (choice && !ids.empty())
-                          choice->token_took(std::chrono::duration<double>(now - last).count());
-                        last = now;
-                        ids.push_back(id);
-                        const std::string piece = stream.push(id);
-                        text += piece;
-                        if (!f.json) write(piece);
-                        if (!f.stop.empty() && text.size() >= f.stop.size() &&
-                            text.compare(text.size() - f.stop.size(), f.stop.size(), f.stop) == 0) {
-                          stopped = true;
-                          throw StopSample{};
-                        }
-                      });
+      glass::generate(
+          *loaded.model, prompt, f.tokens, window, f.sampling, rng, [&](std::int32_t id) {
+            const double took =
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - last).count();
+            if (choose && ids.empty()) {  // drawn from the prompt's logits
+              ++from_prompts;
+              if (!choice)
+                choice.emplace(cores, [](std::size_t n) { glass::set_num_threads(n); });
+              else
+                glass::set_num_threads(choice->current());
+            } else if (choose) {
+              choice->token_took(took);
+            }
+            ids.push_back(id);
+            const std::string piece = stream.push(id);
+            text += piece;
+            if (!f.json) write(piece);
+            if (!f.stop.empty() && text.size() >= f.stop.size() &&
+                text.compare(text.size() - f.stop.size(), f.stop.size(), f.stop) == 0) {
+              stopped = true;
+              throw StopSample{};
+            }
+            last = std::chrono::steady_clock::now();  // writing is not generation
+          });
     } catch (const StopSample&) {}
     if (const std::string rest = stream.flush(); !rest.empty()) {  // an incomplete character
       if (!f.json) write(rest);
@@ -302,13 +316,13 @@ void run_sample(SampleFlags& f, bool prompt_given) {
     write(out.dump(2) + "\n");
   }
   const std::size_t threads = glass::num_threads();
-  const std::size_t cores = glass::available_cores();
   const std::string thread_words =
-      !choice ? fmt::format("{} thread{}", threads, threads == 1 ? "" : "s")
+      !choose ? fmt::format("{} thread{}", threads, threads == 1 ? "" : "s")
               : fmt::format(
                     "threads chosen by measuring: {} {} on 1 thread, {} on {}; -t sets "
                     "the count",
-                    choice->tokens_on(1), unit, choice->tokens_on(cores), cores);
+                    choice ? choice->tokens_on(1) : 0, unit,
+                    from_prompts + (choice ? choice->tokens_on(cores) : 0), cores);
   std::cerr << fmt::format("{} {} in {:.2f} s ({:.1f} {}/s, {}{})\n", generated, unit, seconds,
                            seconds > 0 ? static_cast<double>(generated) / seconds : 0.0, unit,
                            thread_words, f.json ? ", with the probabilities of --json" : "");
@@ -384,7 +398,11 @@ void add_sample_command(CLI::App& app) {
   cmd->add_flag("--json", f->json,
                 "print JSON instead of text: each sample's text and its tokens with their "
                 "probabilities (prob: as drawn; model_prob: at temperature 1)");
-  glass::cli::add_threads_option(cmd, f->threads);
+  glass::cli::add_threads_option(
+      cmd, f->threads,
+      fmt::format("one thread or every core ({} here), whichever is faster, measured while "
+                  "generating",
+                  glass::available_cores()));
   CLI::Option* window_mode =
       cmd->add_option(
              "--window-mode", f->window_mode,

@@ -12,12 +12,14 @@
 
 namespace glass::cli {
 
-void add_threads_option(CLI::App* cmd, int& threads) {
+void add_threads_option(CLI::App* cmd, int& threads, const std::string& default_text) {
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   cmd->add_option(
          "-t,--threads", threads,
-         fmt::format("threads to compute with (default: every core this process may use, {} here)",
-                     glass::available_cores()))
+         fmt::format("threads to compute with (default: {})",
+                     default_text.empty() ? fmt::format("every core this process may use, {} here",
+                                                        glass::available_cores())
+                                          : default_text))
       ->check(integer_in(1, 4LL * cores,
                          fmt::format("an integer from 1 to {} (4 per core)", 4 * cores)));
 }

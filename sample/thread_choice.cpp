@@ -2,6 +2,7 @@
 #include "sample/thread_choice.hpp"
 
 #include <algorithm>
+#include <cassert>
 #include <stdexcept>
 #include <utility>
 
@@ -26,19 +27,22 @@ ThreadChoice::ThreadChoice(std::size_t cores, std::function<void(std::size_t)> a
       max_run_(std::max(max_run, run_)),
       phase_(cores > 1 ? Phase::measure_one : Phase::settled),
       next_run_(run_) {
-  if (cores == 0 || probe == 0)
-    throw std::invalid_argument("ThreadChoice: cores and probe must be at least 1");
-  set(1);
+  if (cores == 0 || probe < 2)
+    throw std::invalid_argument("ThreadChoice: cores must be at least 1 and probe at least 2");
+  current_ = 1;
+  apply_(1);
   left_ = next_run_;
 }
 
 double ThreadChoice::median(std::vector<double> values) {
+  assert(!values.empty());
   std::sort(values.begin(), values.end());
   const std::size_t n = values.size();
   return n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
 }
 
 void ThreadChoice::set(std::size_t threads) {
+  if (threads == current_) return;
   current_ = threads;
   apply_(threads);
 }

@@ -29,7 +29,8 @@ class ThreadChoice {
  public:
   /// `cores` >= 1: the larger count (every core this process may use); with 1 there is nothing
   /// to choose. `apply(n)` sets the count the next tokens are computed with (called at once
-  /// with 1, and at each change). std::invalid_argument when cores is 0 or probe is 0.
+  /// with 1, and at each change). std::invalid_argument when cores is 0 or probe is below 2
+  /// (a median of one token would let one slow token decide).
   ThreadChoice(std::size_t cores, std::function<void(std::size_t)> apply, std::size_t probe = 8,
                std::size_t run = 64, std::size_t max_run = 16384);
 
@@ -39,7 +40,7 @@ class ThreadChoice {
   void token_took(double seconds);
   /// The count the next token is computed with.
   std::size_t current() const { return current_; }
-  /// Tokens measured or generated on `threads` so far (1 or cores).
+  /// Tokens measured on `threads` so far (1 or cores).
   std::size_t tokens_on(std::size_t threads) const;
   /// Times the choice changed after the first two measurements.
   std::size_t switches() const { return switches_; }

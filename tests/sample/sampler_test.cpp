@@ -1,11 +1,13 @@
 // Sampling: repetition penalty, temperature, top-k, top-p, min-p on hand examples; generation with and without KV cache.
 #include <algorithm>
+#include <cstring>
 #include <cmath>
 #include <limits>
 
 #include <gtest/gtest.h>
 
 #include "autograd/tape.hpp"
+#include "autograd/threads.hpp"
 #include "sample/sampler.hpp"
 
 #include "fixtures.hpp"
@@ -217,6 +219,54 @@ TEST(Generate, CachedAndUncachedAgreeAtTemperatureZero) {
   std::vector<std::int32_t> long_prompt(40, 3);
   EXPECT_EQ(generate(model, long_prompt, 15, 8, hot, a),
             generate(model, long_prompt, 15, 8, hot, b));
+}
+
+TEST(Generate, TheThreadCountChangesNoBitOfAGeneratedTokensLogits) {
+  // glass sample switches between one thread and every core while it generates
+  // (sample/thread_choice.hpp): that must not change the text of a seed. A generated token's
+  // products have one row (the KV cache holds the rest); OpenBLAS splits their columns among
+  // its threads, each sum done by one thread in the same order, so the bits agree. (A prompt's
+  // products have many rows, split otherwise: their last bits may depend on the count, so
+  // glass sample reads every prompt on the same count.) A model wide enough that the products
+  // are split (d_model 256).
+  ModelConfig c;
+  c.vocab_size = 96, c.context_length = 64, c.n_layers = 2;
+  c.d_model = 256, c.ffn_hidden = 688, c.n_heads = 8, c.n_kv_heads = 4;
+  const Decoder model(c, 21);
+  const std::size_t cores = std::max<std::size_t>(2, available_cores());
+  auto token_logits = [&](std::size_t threads) {
+    set_num_threads(threads);
+    NoGradGuard no_grad;
+    KVCache cache(c, 1);
+    std::vector<Scalar> all;
+    for (std::size_t t = 0; t < 40; ++t) {  // one token at a time through the cache
+      Ids one = Ids::from_shape({1, 1});
+      one(0, 0) = static_cast<std::int32_t>(1 + (t * 37) % 95);
+      const Array logits = model.forward(one, &cache).value();
+      all.insert(all.end(), logits.begin(), logits.end());
+    }
+    return all;
+  };
+  const std::vector<Scalar> one = token_logits(1), all = token_logits(cores);
+  ASSERT_EQ(one.size(), all.size());
+  EXPECT_EQ(std::memcmp(one.data(), all.data(), one.size() * sizeof(Scalar)), 0)
+      << "a generated token's logits differ between 1 and " << cores << " threads";
+
+  std::vector<std::int32_t> prompt(40);
+  for (std::size_t i = 0; i < prompt.size(); ++i)
+    prompt[i] = static_cast<std::int32_t>(1 + (i * 37) % 95);
+  SamplingOptions hot;  // temperature 1, no filter: any change of a probability may show
+  auto sample_with = [&](bool switching) {
+    set_num_threads(1);
+    std::mt19937_64 rng(5);
+    std::size_t n = 0;
+    return generate(model, prompt, 60, 64, hot, rng, [&](std::int32_t) {
+      if (switching) set_num_threads(++n % 2 == 0 ? 1 : cores);  // a new count every token
+    });
+  };
+  const auto steady = sample_with(false), switching = sample_with(true);
+  set_num_threads(1);
+  EXPECT_EQ(steady, switching);
 }
 
 // ---- the window modes ------------------------------------------------------------------------

@@ -44,6 +44,8 @@ TEST(ThreadChoice, EveryCoreWhenItIsFaster) {
   EXPECT_EQ(choice.tokens_on(1), 8u + 4 * 8u);
   // Within 2 % of generating everything on two threads.
   EXPECT_LT(total, 1.02 * 2000.0);
+  // The count was set at each change only: 1, then 2, then 1 and back to 2 at each check.
+  EXPECT_EQ(applied, (std::vector<std::size_t>{1, 2, 1, 2, 1, 2, 1, 2, 1, 2}));
 }
 
 TEST(ThreadChoice, OneThreadWhenItIsFaster) {
@@ -54,6 +56,18 @@ TEST(ThreadChoice, OneThreadWhenItIsFaster) {
   EXPECT_EQ(choice.current(), 1u);
   EXPECT_EQ(choice.tokens_on(2), 8u + 4 * 8u);  // the first measurement and four checks
   EXPECT_LT(total, 1.02 * 2000.0);
+}
+
+TEST(ThreadChoice, TheStretchBetweenChecksStopsGrowingAtMaxRun) {
+  // probe 8, first stretch 64, longest 128: after the stretches of 64 and 128, every stretch is
+  // 128 tokens, each followed by a check of 8.
+  ThreadChoice choice(
+      2, [](std::size_t) {}, 8, 64, 128);
+  generate(choice, 2000, [](std::size_t, std::size_t n) { return n == 1 ? 1.0 : 1.8; });
+  // Tokens 0-15 measure; the check after the first stretch ends at token 88; then one check
+  // per 136 tokens: 14 more end by token 1992.
+  EXPECT_EQ(choice.tokens_on(2), 8u + 8u + 14 * 8u);
+  EXPECT_EQ(choice.current(), 1u);
 }
 
 TEST(ThreadChoice, ABadlySlowCountCostsTwoTokensPerCheckAndIsCheckedRarely) {
@@ -96,9 +110,12 @@ TEST(ThreadChoice, OneCoreHasNothingToChooseAndBadArgumentsAreRefused) {
   EXPECT_EQ(applied, std::vector<std::size_t>{1});
   EXPECT_EQ(choice.tokens_on(1), 500u);
   EXPECT_THROW(ThreadChoice(0, [](std::size_t) {}), std::invalid_argument);
-  EXPECT_THROW(ThreadChoice(
-                   2, [](std::size_t) {}, 0),
-               std::invalid_argument);
+  auto with_probe = [](std::size_t probe) {
+    ThreadChoice(
+        2, [](std::size_t) {}, probe);
+  };
+  EXPECT_THROW(with_probe(0), std::invalid_argument);
+  EXPECT_THROW(with_probe(1), std::invalid_argument);
 }
 
 }  // namespace
