@@ -90,15 +90,19 @@ double ablated_loss(const Decoder& model, const Ids& inputs, const Ids& targets,
 }
 
 AblationTable ablation_table(const Decoder& model, const Ids& inputs, const Ids& targets,
-                             AblationMode mode, const HeadMeans* means) {
+                             AblationMode mode, const HeadMeans* means, HeadShare share) {
+  if (share.part >= share.parts)
+    throw std::invalid_argument("ablation_table: part " + std::to_string(share.part) + " of " +
+                                std::to_string(share.parts) + " parts");
   const auto& c = model.config();
   AblationTable table;
   table.base_loss = ablated_loss(model, inputs, targets, {}, mode, means);
-  table.delta_loss = Array::from_shape({c.n_layers, c.n_heads});
+  table.delta_loss = xt::zeros<Scalar>({c.n_layers, c.n_heads});
   for (std::size_t L = 0; L < c.n_layers; ++L)
     for (std::size_t h = 0; h < c.n_heads; ++h)
-      table.delta_loss(L, h) = static_cast<Scalar>(
-          ablated_loss(model, inputs, targets, {{L, h}}, mode, means) - table.base_loss);
+      if ((L * c.n_heads + h) % share.parts == share.part)
+        table.delta_loss(L, h) = static_cast<Scalar>(
+            ablated_loss(model, inputs, targets, {{L, h}}, mode, means) - table.base_loss);
   return table;
 }
 

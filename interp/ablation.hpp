@@ -52,10 +52,21 @@ struct AblationTable {
   Array delta_loss;      ///< (n_layers, n_heads): ablated_loss({L, h}) - base_loss, in nats
 };
 
+/// Which heads one process measures when several share a table (data-parallel training: each
+/// rank a share, then the shares summed). Head (L, h) belongs to part (L * n_heads + h) % parts.
+struct HeadShare {
+  std::size_t part = 0;   ///< 0 .. parts-1 (the rank)
+  std::size_t parts = 1;  ///< how many processes share the table (the number of ranks)
+};
+
 /// ablated_loss of every single head on a validation batch `inputs`/`targets` (B, T), minus
-/// the unablated loss. Costs n_layers * n_heads + 1 forward passes.
+/// the unablated loss. Costs n_layers * n_heads + 1 forward passes. With a `share`, only the
+/// heads of that part are measured and the others' entries are 0 (n_layers * n_heads / parts
+/// + 1 passes): on the same weights, the sum of every part's table is the whole table, bit for
+/// bit (x + 0 = x). std::invalid_argument when share.part >= share.parts.
 AblationTable ablation_table(const Decoder& model, const Ids& inputs, const Ids& targets,
-                             AblationMode mode, const HeadMeans* means = nullptr);
+                             AblationMode mode, const HeadMeans* means = nullptr,
+                             HeadShare share = {});
 
 /// The next-token distribution after a prompt, before and after ablating `heads`.
 struct NextTokenShift {

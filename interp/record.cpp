@@ -120,9 +120,6 @@ Array table_from_json(const nlohmann::json& doc, const char* key, std::size_t n_
 
 InterpRecord record_interp(const Decoder& model, const InterpProbe& probe, long step,
                            HeadShare share) {
-  if (share.parts == 0 || share.part >= share.parts)
-    throw std::invalid_argument("record_interp: part " + std::to_string(share.part) + " of " +
-                                std::to_string(share.parts) + " parts");
   const auto t0 = std::chrono::steady_clock::now();
   const auto& c = model.config();
   InterpRecord record;
@@ -134,15 +131,10 @@ InterpRecord record_interp(const Decoder& model, const InterpProbe& probe, long 
   record.previous_token = std::move(text.previous_token);
   record.first_position = std::move(text.first_position);
   record.induction = head_scores(model, probe.repeated, probe.spec.period).induction;
-  // ablation_table, restricted to the heads of this share.
-  record.probe_loss = ablated_loss(model, probe.inputs, probe.targets, {}, AblationMode::zero);
-  record.ablation_delta_loss = xt::zeros<Scalar>({c.n_layers, c.n_heads});
-  for (std::size_t L = 0; L < c.n_layers; ++L)
-    for (std::size_t h = 0; h < c.n_heads; ++h)
-      if ((L * c.n_heads + h) % share.parts == share.part)
-        record.ablation_delta_loss(L, h) = static_cast<Scalar>(
-            ablated_loss(model, probe.inputs, probe.targets, {{L, h}}, AblationMode::zero) -
-            record.probe_loss);
+  const AblationTable table =
+      ablation_table(model, probe.inputs, probe.targets, AblationMode::zero, nullptr, share);
+  record.probe_loss = table.base_loss;
+  record.ablation_delta_loss = table.delta_loss;
   if (!std::isfinite(record.probe_loss))
     throw std::invalid_argument("record_interp: the probe loss is not finite");
   check_finite(record.previous_token, "a previous-token score");

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "interp/ablation.hpp"
 #include "interp/run.hpp"
 
 namespace glass {
@@ -75,21 +76,13 @@ struct InterpRecord {
   double seconds = 0;  ///< wall time the measurement took
 };
 
-/// Which heads' ablations one process measures when several share a record (data-parallel
-/// training: each rank measures a share, then the shares are summed). Head (L, h) is measured
-/// by part (L * n_heads + h) % parts; the other entries of ablation_delta_loss are left 0, so
-/// the sum of every part's table is the whole table, bit for bit.
-struct HeadShare {
-  std::size_t part = 0;   ///< 0 .. parts-1 (the rank)
-  std::size_t parts = 1;  ///< how many processes share the record (the number of ranks)
-};
-
 /// Measures the record of `model` at `step` on `probe`: text_head_scores of the probe text,
-/// head_scores of the repeated sequence (induction), the zero-ablation Δloss of each head
-/// of `share` on the probe text (ablation_table's definition; every head by default).
-/// n_layers * n_heads / parts + 3 forward passes on the reference path, no gradient, no random
-/// number. std::invalid_argument when a value is not finite or the share is not a part of
-/// `parts`.
+/// head_scores of the repeated sequence (induction), ablation_table (zero) of the probe text,
+/// of the heads of `share` only (every head by default; interp/ablation.hpp). Under mpirun
+/// each rank measures its share and the ranks sum their ablation_delta_loss: every rank holds
+/// the same weights (the same all-reduced update), so the sum is one process's table, bit for
+/// bit. n_layers * n_heads / parts + 3 forward passes on the reference path, no gradient, no
+/// random number. std::invalid_argument when a value is not finite or share.part >= share.parts.
 InterpRecord record_interp(const Decoder& model, const InterpProbe& probe, long step,
                            HeadShare share = {});
 

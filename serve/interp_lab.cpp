@@ -266,10 +266,11 @@ void InterpHistory::look(const std::string& checkpoint) {
     add(std::move(entries.own), /*own=*/true);
   }
   // Forget the saves no longer on disk (their entries stay): read_ stays as small as the
-  // directory.
+  // directory. A save this look did not list may have appeared since and been read by another
+  // thread: it is forgotten only once it is gone.
   std::lock_guard lock(mutex_);
   for (auto it = read_.begin(); it != read_.end();)
-    it = present.count(*it) != 0 ? std::next(it) : read_.erase(it);
+    it = present.count(*it) != 0 || fs::exists(*it, ec) ? std::next(it) : read_.erase(it);
 }
 
 json InterpHistory::to_json() const {

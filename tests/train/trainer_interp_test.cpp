@@ -149,7 +149,9 @@ TEST(TrainerInterp, TheRecordIsPartOfTheSaveAndEqualsTheLibrary) {
       const InterpRecord* parts[] = {&part0, &part1, &part2};
       const std::size_t owner = (L * saved.n_heads + h) % 3;
       for (std::size_t p = 0; p < 3; ++p)
-        if (p != owner) EXPECT_EQ(parts[p]->ablation_delta_loss(L, h), 0.0f);
+        if (p != owner) {
+          EXPECT_EQ(parts[p]->ablation_delta_loss(L, h), 0.0f);
+        }
       EXPECT_EQ(part0.ablation_delta_loss(L, h) + part1.ablation_delta_loss(L, h) +
                     part2.ablation_delta_loss(L, h),
                 again.ablation_delta_loss(L, h));
