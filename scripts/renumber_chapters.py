@@ -5,23 +5,23 @@ A maintainer tool, not needed to build. Inserting or splitting a chapter moves t
 it; this script does the move in one go: it renames every file keyed by a chapter's stem
 (`git mv`: the program tutorials/NN_topic.cpp, its saved output tutorials/saidas/NN_topic.txt)
 and rewrites every reference to the chapter in the tracked text files, all at once (a chapter
-20 that becomes 20 is never renumbered twice).
+19 that becomes 20 is never renumbered again as the old chapter 20).
 
 Usage (from anywhere inside the repository):
 
     scripts/renumber_chapters.py [--dry-run] RULE...
 
 A RULE is one of
-    18_multi_cabecas=18_multi_cabecas   one chapter: old stem = new stem (number and/or topic)
+    18_cabecas_gqa=18_multi_cabecas   one chapter: old stem = new stem (number and/or topic)
     19-35:+1                          a range of chapter numbers shifted, topics kept
 
 Example, to free number 19 for a new chapter after 18 (and rename 18's topic):
 
-    scripts/renumber_chapters.py --dry-run 18_multi_cabecas=18_multi_cabecas 19-35:+1
+    scripts/renumber_chapters.py --dry-run 18_cabecas_gqa=18_multi_cabecas 19-35:+1
 
 What counts as a reference to a chapter (anything else is left alone):
-  - a chapter's stem (`18_multi_cabecas`), anywhere; its topic as a quoted string
-    ("multi_cabecas", how tests/cli/docs_claims_test.cpp finds a chapter);
+  - a chapter's stem (`18_cabecas_gqa`), anywhere; its topic as a quoted string
+    ("cabecas_gqa", how tests/cli/docs_claims_test.cpp finds a chapter);
   - a number, or a list or range of numbers ("26 a 29", "22, 26 e 29", "24–27", "16 and 28"),
     right after capítulo(s) / Capítulo(s) / chapter(s) / Chapter(s) / cap. / ch.;
   - `tut::capitulo(NN, ...)` and, in the tests, output_of(NN), saved_output_of(NN),
@@ -81,6 +81,8 @@ def parse_rules(rules, chapters):
         if m:
             if m.group(1) not in chapters:
                 sys.exit(f"renumber_chapters: no chapter {m.group(1)} in tutorials/")
+            if m.group(1) in mapping:
+                sys.exit(f"renumber_chapters: two rules move {m.group(1)}")
             mapping[m.group(1)] = m.group(2)
             continue
         m = re.fullmatch(r"(\d+)-(\d+):([+-]\d+)", rule)
@@ -90,6 +92,8 @@ def parse_rules(rules, chapters):
                 if n not in by_number:
                     sys.exit(f"renumber_chapters: no chapter {n:02d} in tutorials/")
                 old = by_number[n]
+                if old in mapping:
+                    sys.exit(f"renumber_chapters: two rules move {old} (a stem rule and a range)")
                 mapping[old] = f"{n + delta:02d}{old[2:]}"
             continue
         sys.exit(f"renumber_chapters: cannot read the rule {rule!r} "
@@ -302,6 +306,10 @@ def main():
     files = [f for f in files
              if not f.startswith(SKIP_PREFIXES) and f != "scripts/renumber_chapters.py"]
 
+    # Refuse to start on a tree with changes: a failed run must be undone with git alone.
+    if not args.dry_run and git("status", "--porcelain", cwd=root).strip():
+        sys.exit("renumber_chapters: the working tree has changes; commit or stash them first")
+
     # Files keyed by a stem (not the exercises: their numbers are not chapters).
     moves = []
     for f in git("ls-files", "tutorials", cwd=root).splitlines():
@@ -318,7 +326,7 @@ def main():
     for f in files:
         full = os.path.join(root, f)
         try:
-            with open(full, encoding="utf-8") as fh:
+            with open(full, encoding="utf-8", newline="") as fh:  # keep CRLF as it is
                 text = fh.read()
         except (UnicodeDecodeError, FileNotFoundError):
             continue
@@ -335,7 +343,7 @@ def main():
             else:
                 print("  (line count changed)")
             if not args.dry_run:
-                with open(full, "w", encoding="utf-8") as fh:
+                with open(full, "w", encoding="utf-8", newline="") as fh:
                     fh.write(new)
         for lineno, why, line in leftovers(rewriter, new, set(mapping.values())):
             all_hits.append((shown, lineno, why, line.strip()))

@@ -104,6 +104,8 @@ int main() {
               diferenca_maxima(Array(xt::view(com_a, 2)), Array(xt::view(com_b, 2))));
   std::printf("diferença nas saídas das posições 0 e 1, com a máscara: %.6f\n",
               diferenca_maxima(duas_primeiras(com_a), duas_primeiras(com_b)));
+  std::printf("posições 0 e 1 iguais bit a bit, com a máscara: %s\n",
+              duas_primeiras(com_a) == duas_primeiras(com_b) ? "sim" : "não");
   std::printf("diferença nas saídas das posições 0 e 1, sem a máscara: %.6f\n",
               diferenca_maxima(duas_primeiras(sem_a), duas_primeiras(sem_b)));
   tut::texto(
@@ -160,7 +162,9 @@ int main() {
     tut::texto(
         "   Nenhuma: exp(-1e9 - máximo) já é 0 em float. Mas um número finito só serve se\n"
         "   for bem menor que qualquer nota, e em float16 (docs/precisao-mista.md), cujo maior\n"
-        "   número é 65504, -1e9 nem cabe. -inf serve sempre; a biblioteca usa -inf.");
+        "   número é 65504, -1e9 nem cabe. -inf serve em qualquer formato; a biblioteca usa\n"
+        "   -inf. (Uma linha inteira de -inf daria 0/0 = NaN no softmax; a máscara causal\n"
+        "   nunca esconde a diagonal, a própria posição, então isso não acontece aqui.)");
   }
   {
     for (std::size_t n : {std::size_t{5}, std::size_t{256}}) {

@@ -96,9 +96,11 @@ int main() {
       "antes, o começo da palavra, ...). Com várias cabeças, cada uma tem o seu softmax e pode\n"
       "olhar para outro lugar. As contas são as do capítulo 15, feitas por cabeça: o vetor Q\n"
       "de d_model = 128 números do modelo padrão é cortado em 4 pedaços de head_dim = 32, e\n"
-      "cada pedaço é uma cabeça; o mesmo para K e V. O custo é o de uma cabeça de 128: os\n"
+      "cada pedaço é uma cabeça. K e V são cortados do mesmo jeito (no modelo padrão, em só\n"
+      "2 cabeças: a GQA do capítulo 19). As multiplicações são as de uma cabeça de 128: os\n"
       "produtos escalares de 32 números, 4 vezes, somam as mesmas contas (Vaswani et al.,\n"
-      "2017, seção 3.2.2).");
+      "2017, seção 3.2.2); o que se multiplica por 4 são os softmax e as matrizes de\n"
+      "atenção (n, n).");
 
   tut::secao("O corte em cabeças: reshape e transpose");
   // Q de forma (B = 1, n = 4 posições, d_model = 6), com os números 0 a 23.
@@ -189,14 +191,14 @@ int main() {
   tut::texto(
       "As cabeças diferem, e não por pouco: a que mais olha para a letra anterior dá a ela\n"
       "perto do dobro do peso que a que menos olha dá. A mesma conta, com pesos diferentes,\n"
-      "aprendeu a olhar para lugares diferentes. Ninguém disse a uma cabeça o que fazer; o treino as separou\n"
-      "porque olhar para lugares diferentes ajuda a prever a próxima letra. Os capítulos 33 a\n"
-      "36 abrem cabeças assim num modelo maior. O capítulo 19 faz as cabeças de consulta\n"
-      "dividirem as K e V (GQA), para gastar menos.");
+      "aprendeu a olhar para lugares diferentes. Ninguém disse a uma cabeça o que fazer; o\n"
+      "treino as separou porque olhar para lugares diferentes ajuda a prever a próxima\n"
+      "letra. Os capítulos 33 a 36 abrem cabeças assim num modelo maior. O capítulo 19 faz as\n"
+      "cabeças de consulta dividirem as K e V (GQA), para gastar menos.");
 
   tut::experimente({
-      "meça as mesmas cabeças ANTES do treino (Decoder(cfg, 18), os pesos iniciais do\n"
-      "    mesmo modelo): elas já diferem?",
+      "meça as mesmas cabeças ANTES do treino (um Decoder da mesma configuração, semente\n"
+      "    18: os pesos iniciais do mesmo modelo): elas já diferem?",
       "corte a Q de 6 números em 2 cabeças de 3 (reshape para {1, 4, 2, 3}): que colunas\n"
       "    cada cabeça recebe?",
   });

@@ -1,7 +1,8 @@
 #pragma once
-// A tiny decoder trained for a few seconds on the start of Dom Casmurro, for chapters 28-30 and
-// 33-35 (chapter 26 writes the same loop out in full and explains it), the validation loss of
-// chapters 26-27, and fixed validation windows for chapters 34-35. No downloaded weights.
+// A tiny decoder trained for a few seconds on the start of Dom Casmurro, for chapters 18, 28-30
+// and 33-35 (chapter 27 writes the same loop out in full and explains it), the validation loss
+// of chapters 26-27, and fixed validation windows for chapters 18 and 33-35. No downloaded
+// weights.
 
 #include <cstdio>
 #include <memory>

@@ -611,6 +611,7 @@ TEST_F(Tutorials, Ch16TheMaskKeepsTheFutureOut) {
   EXPECT_NEAR(number_on(out, "soma desses pesos"), 0.401112, 1.5e-6);
   // Changing position 2 leaves positions 0 and 1 bit for bit with the mask, not without it.
   EXPECT_EQ(number_on(out, "diferença nas saídas das posições 0 e 1, com a máscara"), 0);
+  EXPECT_TRUE(contains(out, "posições 0 e 1 iguais bit a bit, com a máscara: sim"));
   EXPECT_GT(number_on(out, "diferença nas saídas das posições 0 e 1, sem a máscara"), 1);
   // The loss out[1][0] = w0 * 2 + w1 * 0: dL/dV rows are the weights in column 0, row 2 zero;
   // dL/ds_j = w_j (v_j0 - L) = +-0.442363, dL/dk_j = dL/ds_j * q_1 / sqrt(2) = +-0.312797 (by
@@ -692,6 +693,15 @@ TEST_F(Tutorials, Ch18HeadsAreSlicesOfQAndTrainedHeadsLookAtDifferentPlaces) {
               0.0015);
   EXPECT_NEAR(number_on(out, "própria posição, da cabeça mais baixa à mais alta"), range(own),
               0.0015);
+  // "perto do dobro": the most previous-token head gives the letter before about twice the
+  // weight the least one gives (0.355 / 0.180 on the saved run).
+  EXPECT_GT(*std::max_element(previous.begin(), previous.end()) /
+                *std::min_element(previous.begin(), previous.end()),
+            1.7);
+  // The answer: before training the heads do not differ (every spread under 0.005).
+  EXPECT_LT(number_on(out, "1. antes do treino, token anterior, da mais baixa à mais alta"), 0.005);
+  EXPECT_LT(number_on(out, "1. antes do treino, própria posição, da mais baixa à mais alta"),
+            0.005);
 }
 
 TEST_F(Tutorials, Ch19SharedKvHeadGetsSummedGradientAndTheCounts) {
