@@ -15,6 +15,8 @@
 #include <system_error>
 #include <vector>
 
+#include "test_paths.hpp"
+
 namespace glass_test {
 
 /// Removes `dir` and everything in it when the test process exits (errors are ignored).
@@ -77,7 +79,7 @@ struct GlassRun {
 inline GlassRun run_glass(const std::string& args, const std::filesystem::path& capture_dir,
                           const std::string& prefix = "") {
   const std::filesystem::path out = capture_dir / "stdout.txt", err = capture_dir / "stderr.txt";
-  const std::string cmd = prefix + GLASS_BINARY_DIR "/glass " + args + " </dev/null >" +
+  const std::string cmd = prefix + glass_test::binary_dir("/glass ") + args + " </dev/null >" +
                           quote(out.string()) + " 2>" + quote(err.string());
   const int status = std::system(cmd.c_str());
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, read_file(out), read_file(err)};

@@ -12,12 +12,14 @@
 #include <regex>
 #include <string>
 
+#include "test_paths.hpp"
+
 namespace {
 
 const std::string kArch = GLASS_ARCH;  // the configured -DGLASS_ARCH (CMake cache)
 
 nlohmann::json compile_commands() {
-  const std::string path = std::string(GLASS_BINARY_DIR) + "/compile_commands.json";
+  const std::string path = std::string(glass_test::binary_dir()) + "/compile_commands.json";
   std::ifstream in(path);
   if (!in) {
     ADD_FAILURE() << "cannot read " << path;

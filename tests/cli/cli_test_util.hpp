@@ -8,6 +8,7 @@
 #include <string>
 
 #include "test_util.hpp"
+#include "test_paths.hpp"
 
 namespace glass_test {
 
@@ -29,7 +30,7 @@ inline std::string tiny(int sample_tokens = 10) {
 /// The first `bytes` bytes of the bundled Dom Casmurro (extended to the end of a UTF-8
 /// character, so the text stays valid).
 inline std::string corpus_start(std::size_t bytes = 6000) {
-  const std::string corpus = read_file(GLASS_SOURCE_DIR "/data/corpora/domcasmurro.txt");
+  const std::string corpus = read_file(glass_test::source_dir("/data/corpora/domcasmurro.txt"));
   std::size_t cut = bytes;
   while (cut < corpus.size() && (static_cast<unsigned char>(corpus[cut]) & 0xC0) == 0x80) ++cut;
   return corpus.substr(0, cut);

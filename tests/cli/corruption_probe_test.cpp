@@ -30,6 +30,7 @@
 
 #include "cli_test_util.hpp"
 #include "checkpoint/run_dir.hpp"
+#include "test_paths.hpp"
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
@@ -115,7 +116,7 @@ class CorruptionProbe : public ::testing::Test {
       const fs::path out = scratch / "serve-out.txt", err = scratch / "serve-err.txt",
                      info = scratch / "info.txt";
       const std::string script =
-          std::string(GLASS_BINARY_DIR "/glass serve") + m + " --port 0 --threads 1 >" +
+          std::string(glass_test::binary_dir("/glass serve")) + m + " --port 0 --threads 1 >" +
           q(out.string()) + " 2>" + q(err.string()) +
           " & pid=$!; port=; for i in $(seq 1 1500); do port=$(grep -o '127.0.0.1:[0-9]*' " +
           q(out.string()) +

@@ -40,12 +40,13 @@
 #include "train/adamw.hpp"
 #include "train/schedule.hpp"
 #include "train/trainer.hpp"
+#include "test_paths.hpp"
 
 namespace fs = std::filesystem;
 
 namespace {
 
-const fs::path kDocs = fs::path(GLASS_SOURCE_DIR) / "docs";
+const fs::path kDocs = fs::path(glass_test::source_dir()) / "docs";
 
 std::string read_file(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
@@ -148,7 +149,7 @@ void expect_claim(const std::string& pt_name, const std::string& literal,
 
 /// The vocabulary size of a bundled corpus (data/corpora/<file>): its distinct characters plus id 0.
 std::size_t corpus_vocab_size(const std::string& file) {
-  const std::u32string text = glass::load_text(GLASS_SOURCE_DIR "/data/corpora/" + file);
+  const std::u32string text = glass::load_text(glass_test::source_dir("/data/corpora/") + file);
   return glass::Tokenizer::from_text(text).vocab_size();
 }
 
@@ -164,7 +165,7 @@ std::size_t default_model_parameters(std::size_t vocab_size) {
 /// The program of the chapter about `topic` (the part after "NN_", e.g. "rope" for 17_rope): chapters
 /// are found by topic so that a renumbering only touches the pages.
 std::string program_for(const std::string& topic) {
-  const fs::path dir = fs::path(GLASS_BINARY_DIR) / "tutorials";
+  const fs::path dir = fs::path(glass_test::binary_dir()) / "tutorials";
   if (!fs::is_directory(dir)) return "";
   for (const auto& entry : fs::directory_iterator(dir)) {
     const std::string name = entry.path().filename().string();
@@ -172,7 +173,7 @@ std::string program_for(const std::string& topic) {
         std::isdigit(static_cast<unsigned char>(name[1])) && name[2] == '_' &&
         name.compare(3, std::string::npos, topic) == 0 &&
         // not a program left in the build directory by a chapter since renumbered
-        fs::exists(fs::path(GLASS_SOURCE_DIR) / "tutorials" / (name + ".cpp"))) {
+        fs::exists(fs::path(glass_test::source_dir()) / "tutorials" / (name + ".cpp"))) {
       return entry.path().string();
     }
   }
@@ -202,12 +203,13 @@ std::string run(const std::string& command) {
 std::string chapter_output(const std::string& topic) {
   const std::string program = program_for(topic);
   if (program.empty()) {
-    ADD_FAILURE() << "no tutorial program NN_" << topic << " in " GLASS_BINARY_DIR "/tutorials";
+    ADD_FAILURE() << "no tutorial program NN_" << topic
+                  << " in " + glass_test::binary_dir("/tutorials");
     return "";
   }
   const std::string name = fs::path(program).filename().string();
   const std::string saved =
-      read_file(fs::path(GLASS_SOURCE_DIR) / "tutorials/saidas" / (name + ".txt"));
+      read_file(fs::path(glass_test::source_dir()) / "tutorials/saidas" / (name + ".txt"));
   EXPECT_FALSE(saved.empty()) << "no saved output tutorials/saidas/" << name << ".txt";
   return saved;
 }
@@ -261,8 +263,8 @@ void expect_printed(const std::string& pt_name, const std::string& literal, cons
 class DocsClaims : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!fs::is_directory(GLASS_BINARY_DIR "/tutorials")) {
-      GTEST_SKIP() << "no " GLASS_BINARY_DIR "/tutorials (GLASS_BUILD_TUTORIALS=OFF)";
+    if (!fs::is_directory(glass_test::binary_dir("/tutorials"))) {
+      GTEST_SKIP() << "no " + glass_test::binary_dir("/tutorials (GLASS_BUILD_TUTORIALS=OFF)");
     }
   }
 };
@@ -277,7 +279,7 @@ TEST(DocsPages, EveryRelativeLinkPointsToAnExistingFile) {
         if (!is_relative(target)) continue;
         ++checked;
         EXPECT_TRUE(fs::exists(resolve(page, target)))
-            << page.lexically_relative(GLASS_SOURCE_DIR).string() << " links to " << target
+            << page.lexically_relative(glass_test::source_dir()).string() << " links to " << target
             << ", which does not exist";
       }
     }
@@ -312,8 +314,9 @@ TEST(DocsPages, EveryPageHasAnEnglishVersionThatLinksBack) {
     const fs::path original = resolve(en, top_link(en));
     EXPECT_TRUE(fs::exists(original)) << en.filename() << ": no link to its original at its top";
     if (en.filename() == "tutorials.md") {
-      EXPECT_EQ(original,
-                (fs::path(GLASS_SOURCE_DIR) / "tutorials" / "README.md").lexically_normal());
+      EXPECT_EQ(
+          original,
+          (fs::path(glass_test::source_dir()) / "tutorials" / "README.md").lexically_normal());
     } else {
       EXPECT_EQ(translations.count(en.lexically_normal()), 1u)
           << en.filename() << " is not the English version of any docs/ page";
@@ -412,7 +415,8 @@ TEST(DocsPages, CitedFunctionsAreInTheFilesNamed) {
   for (const Citation& c : citations) {
     expect_stated(c.page, c.function);
     expect_stated(c.page, c.file);
-    EXPECT_NE(read_file(fs::path(GLASS_SOURCE_DIR) / c.file).find(c.definition), std::string::npos)
+    EXPECT_NE(read_file(fs::path(glass_test::source_dir()) / c.file).find(c.definition),
+              std::string::npos)
         << c.file << " (cited by docs/" << c.page << ") does not define " << c.function;
   }
 }
@@ -764,7 +768,7 @@ TEST_F(DocsClaims, Training) {
   expect_stated("treino.md", "0.914");
 
   // glass sample's defaults, as its --help prints them ("--tokens UINT:...=300").
-  const std::string help = run(GLASS_BINARY_DIR "/glass sample --help");
+  const std::string help = run(glass_test::binary_dir("/glass sample --help"));
   const std::vector<std::pair<std::string, std::string>> flags = {{"--tokens", "300"},
                                                                   {"--temperature", "0.8"},
                                                                   {"--top-k", "0"},
@@ -1013,7 +1017,7 @@ TEST(DocsOverfitting, TheTableIsTheSavedRunsLog) {
   const glass::TrainOptions options;
   const double per_step = static_cast<double>(options.batch_size * options.context);
   const std::size_t book =
-      glass::load_text(GLASS_SOURCE_DIR "/data/corpora/domcasmurro.txt").size();
+      glass::load_text(glass_test::source_dir("/data/corpora/domcasmurro.txt")).size();
   const std::size_t book_train =
       static_cast<std::size_t>(std::floor(0.9 * static_cast<double>(book)));
   expect_claim("sobreajuste-e-dropout.md", "133196", std::to_string(book));
@@ -1023,7 +1027,7 @@ TEST(DocsOverfitting, TheTableIsTheSavedRunsLog) {
   expect_claim("sobreajuste-e-dropout.md", "19.2",
                fixed(3000 * per_step / static_cast<double>(book_train), 1));
   const std::size_t plays =
-      glass::load_text(GLASS_SOURCE_DIR "/data/corpora/tinyshakespeare.txt").size();
+      glass::load_text(glass_test::source_dir("/data/corpora/tinyshakespeare.txt")).size();
   const std::size_t plays_train =
       static_cast<std::size_t>(std::floor(0.9 * static_cast<double>(plays)));
   expect_claim("sobreajuste-e-dropout.md", "1003854", std::to_string(plays_train));
@@ -1064,7 +1068,7 @@ TEST_F(DocsClaims, Interpretability) {
 
 // ---- the README and the manual pages -------------------------------------------------------------
 
-const fs::path kRoot = fs::path(GLASS_SOURCE_DIR);
+const fs::path kRoot = fs::path(glass_test::source_dir());
 
 /// A page of the project by its path from the root (README.md, docs/en/cli.md, ...).
 std::string project_page(const std::string& path) {
@@ -1363,7 +1367,8 @@ TEST_F(DocsClaims, BpeInspectorChips) {
   // the three rows are the terminal view's (inspect/render_terminal.cpp, prompt_rows): each column
   // right-aligned to its widest entry, columns separated by '|'. Every label here is one column
   // per character ('▁', ASCII).
-  const std::u32string book = glass::load_text(GLASS_SOURCE_DIR "/data/corpora/domcasmurro.txt");
+  const std::u32string book =
+      glass::load_text(glass_test::source_dir("/data/corpora/domcasmurro.txt"));
   const std::size_t at =
       static_cast<std::size_t>(std::floor(static_cast<double>(book.size()) * 0.9));
   const std::size_t space = book.find(U' ', at);

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "cli_test_util.hpp"
+#include "test_paths.hpp"
 
 namespace {
 
@@ -17,7 +18,8 @@ struct CliResult {
 };
 
 CliResult glass(const std::string& args) {
-  const std::string cmd = std::string(GLASS_BINARY_DIR "/glass ") + args + " 2>&1 </dev/null";
+  const std::string cmd =
+      std::string(glass_test::binary_dir("/glass ")) + args + " 2>&1 </dev/null";
   CliResult run{-1, ""};
   FILE* pipe = popen(cmd.c_str(), "r");
   if (!pipe) return run;

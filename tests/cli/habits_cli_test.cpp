@@ -19,6 +19,7 @@
 
 #include "autograd/threads.hpp"
 #include "cli_test_util.hpp"
+#include "test_paths.hpp"
 
 namespace fs = std::filesystem;
 
@@ -193,7 +194,7 @@ TEST_F(HabitsCli, MinPOneIsGreedyAndTheNewSamplersAreReproducible) {
 // ---- prompts from standard input and files ------------------------------------------------------
 
 TEST_F(HabitsCli, TheStdinPromptLosesOneTrailingNewline) {
-  const std::string glass_bin = GLASS_BINARY_DIR "/glass sample" + m() + " -n 15 --temp 0";
+  const std::string glass_bin = glass_test::binary_dir("/glass sample") + m() + " -n 15 --temp 0";
   const CliRun direct = glass("sample" + m() + " -p Capitu -n 15 --temp 0");
   ASSERT_EQ(direct.exit_code, 0) << direct.err;
   const CliRun echoed = shell("echo Capitu | " + glass_bin + " -p -");
@@ -213,7 +214,7 @@ TEST_F(HabitsCli, EndlessPromptsStopAtOneMebibyteWithAClearMessage) {
   expect_error(glass("sample" + m() + " --prompt-file /dev/zero -n 5"),
                "the prompt from --prompt-file '/dev/zero' " + limit);
   const CliRun yes =
-      shell("yes abc | timeout 60 " GLASS_BINARY_DIR "/glass sample" + m() + " -p - -n 5");
+      shell("yes abc | timeout 60 " + glass_test::binary_dir("/glass sample") + m() + " -p - -n 5");
   expect_error(yes, "the prompt from standard input " + limit);
   // 1 MiB exactly is read; the model sees its last 16 characters (a note says so).
   write_file(dir_ / "big.txt", std::string((1 << 20) - 6, ' ') + "Capitu");

@@ -27,6 +27,7 @@
 #include "cli_test_util.hpp"
 #include "checkpoint/checkpoint.hpp"
 #include "inspect/loss_plot.hpp"
+#include "test_paths.hpp"
 
 namespace fs = std::filesystem;
 
@@ -68,7 +69,7 @@ const std::string kFlags =
 
 TEST(InspectBrowser, LossPageDrawsTheChart) {
   GLASS_REQUIRE_CHROMIUM(chromium);
-  const fs::path dir = fs::path(GLASS_BINARY_DIR) / "loss-browser";
+  const fs::path dir = fs::path(glass_test::binary_dir()) / "loss-browser";
   fs::remove_all(dir);
   fs::create_directories(dir);
   // Gaps (NaN: not measured) break a line: train has 2 pieces, validation 3.
@@ -108,7 +109,7 @@ TEST(InspectBrowser, LossPageDrawsTheChart) {
 
 TEST(InspectBrowser, LossPageDrawsEveryStepTheLearningRateLnVAndTheBestPoint) {
   GLASS_REQUIRE_CHROMIUM(chromium);
-  const fs::path dir = fs::path(GLASS_BINARY_DIR) / "loss-steps-browser";
+  const fs::path dir = fs::path(glass_test::binary_dir()) / "loss-steps-browser";
   fs::remove_all(dir);
   fs::create_directories(dir);
   glass::LossCurve curve;
@@ -150,7 +151,7 @@ TEST(InspectBrowser, HeadlessChromiumRendersTheHeatmapsAndTakesAScreenshot) {
   GLASS_REQUIRE_CHROMIUM(chromium);
 
   // A tiny checkpoint with a training log, and its inspector page.
-  const fs::path dir = fs::path(GLASS_BINARY_DIR) / "inspect-browser";
+  const fs::path dir = fs::path(glass_test::binary_dir()) / "inspect-browser";
   fs::remove_all(dir);
   fs::create_directories(dir);
   const fs::path checkpoint = dir / "ckpt";
@@ -167,7 +168,7 @@ TEST(InspectBrowser, HeadlessChromiumRendersTheHeatmapsAndTakesAScreenshot) {
   }
   const std::string prompt = "to be or not";  // 12 characters
   const fs::path page = dir / "inspect.html";
-  ASSERT_EQ(run(std::string(GLASS_BINARY_DIR "/glass inspect --checkpoint ") +
+  ASSERT_EQ(run(std::string(glass_test::binary_dir("/glass inspect --checkpoint ")) +
                 quote(checkpoint.string()) + " --prompt " + quote(prompt) +
                 " --layer 1 --head 2 --html " + quote(page.string()) + " > " +
                 quote((dir / "inspect.txt").string()) + " 2>&1"),

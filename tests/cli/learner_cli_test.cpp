@@ -19,6 +19,7 @@
 
 #include "cli_test_util.hpp"
 #include "checkpoint/checkpoint.hpp"
+#include "test_paths.hpp"
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
@@ -235,8 +236,8 @@ TEST_F(LearnerCli, TheResumeCommandCarriesTheRunsFlags) {
                            " --iters 100000 --eval-every 100000 --lr 2e-3 -t 1" + tiny();
   // Start a long run, wait for its first save, then SIGTERM: it saves and prints how to resume.
   const CliRun r =
-      shell(GLASS_BINARY_DIR "/glass " + args + " & pid=$!; for i in $(seq 1 600); do [ -e " +
-            q((run / "log.csv").string()) +
+      shell(glass_test::binary_dir("/glass ") + args +
+            " & pid=$!; for i in $(seq 1 600); do [ -e " + q((run / "log.csv").string()) +
             " ] && break; sleep 0.05; done; sleep 0.3; kill -TERM $pid; wait $pid");
   EXPECT_EQ(r.exit_code, 143) << r.out << r.err;
   const std::size_t at = r.out.find("resume with: ");
@@ -333,7 +334,7 @@ TEST_F(LearnerCli, ASecondCtrlCStopsAtOnceAndSaysWhatIsKept) {
     const fs::path run = dir_ / name, out = dir_ / (name + "-out.txt"),
                    err = dir_ / (name + "-err.txt");
     const std::string line =
-        std::string(GLASS_BINARY_DIR "/glass train") + data() + " --out " + q(run.string()) +
+        std::string(glass_test::binary_dir("/glass train")) + data() + " --out " + q(run.string()) +
         " --context 16 --d-model 32 --n-layers 1 --n-heads 2 --n-kv-heads 1 --ffn-hidden 32 --warmup 5"
         " --sample-tokens 0 --iters 10 --eval-every 5 --eval-iters 2000 --batch-size 16 --threads 1 >" +
         q(out.string()) + " 2>" + q(err.string()) + " & pid=$!; for i in $(seq 1 1200); do " +
@@ -408,8 +409,9 @@ TEST_F(LearnerCli, TwoCtrlCsAtRandomMomentsNameTheSaveThatIsCurrent) {
     const int gap_ms = 2 + static_cast<int>(random() % 30);
     const fs::path run = dir_ / ("ctrl-c-twice-" + std::to_string(i));
     const fs::path err = dir_ / ("ctrl-c-twice-" + std::to_string(i) + "-err.txt");
-    const std::string flags = std::string(GLASS_BINARY_DIR "/glass train") + data() + " --out " +
-                              q(run.string()) + slow_evaluations + " --eval-every 1 --threads 2";
+    const std::string flags = std::string(glass_test::binary_dir("/glass train")) + data() +
+                              " --out " + q(run.string()) + slow_evaluations +
+                              " --eval-every 1 --threads 2";
     if (overwrite) {
       const CliRun older = glass("train" + data() + " --out " + q(run.string()) + tiny(0) +
                                  " --eval-every 1 --iters 3");
@@ -460,11 +462,11 @@ TEST_F(LearnerCli, ASecondCtrlCRightAfterTheSwitchOfCurrentNamesTheNewSave) {
   const std::string flags = data() + " --out " + q(run.string()) + tiny(0) + " --eval-every 1";
   ASSERT_EQ(glass("train" + flags + " --iters 3").exit_code, 0);
   const std::string line =
-      "strace -f -qq -o /dev/null -e trace=rename -e inject=rename:delay_exit=700000 " GLASS_BINARY_DIR
-      "/glass train" +
-      flags + " --iters 100 --overwrite >/dev/null 2>" + q(err.string()) +
-      " & pid=$!; for i in $(seq 1 6000); do [ \"$(readlink " + q((run / "current").string()) +
-      ")\" = step-000002 ] && [ -e " + q((run / "step-000003" / "manifest.json").string()) +
+      "strace -f -qq -o /dev/null -e trace=rename -e inject=rename:delay_exit=700000 " +
+      glass_test::binary_dir("/glass train") + flags + " --iters 100 --overwrite >/dev/null 2>" +
+      q(err.string()) + " & pid=$!; for i in $(seq 1 6000); do [ \"$(readlink " +
+      q((run / "current").string()) + ")\" = step-000002 ] && [ -e " +
+      q((run / "step-000003" / "manifest.json").string()) +
       " ] && break; sleep 0.005; done; glass=$(pgrep -P $pid); kill -INT $glass; sleep 1; "
       "kill -INT $glass; wait $pid; echo $?";
   const CliRun sh = shell(line);
@@ -535,8 +537,8 @@ TEST_F(LearnerCli, PromptsComeFromStdinOrAFile) {
   const std::string m = q(run_.string());
   const CliRun direct = glass("sample -m " + m + " -p 'Capitu e' -n 15 --temp 0");
   ASSERT_EQ(direct.exit_code, 0) << direct.err;
-  const CliRun piped = shell("printf 'Capitu e' | " GLASS_BINARY_DIR "/glass sample -m " + m +
-                             " -p - -n 15 --temp 0");
+  const CliRun piped = shell("printf 'Capitu e' | " + glass_test::binary_dir("/glass sample -m ") +
+                             m + " -p - -n 15 --temp 0");
   EXPECT_EQ(piped.exit_code, 0) << piped.err;
   EXPECT_EQ(piped.out, direct.out);
   write_file(dir_ / "prompt.txt", "Capitu e");

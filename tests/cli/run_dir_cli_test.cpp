@@ -32,6 +32,7 @@
 #include "checkpoint/model_size.hpp"
 #include "checkpoint/run_dir.hpp"
 #include "checkpoint/safetensors.hpp"
+#include "test_paths.hpp"
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
@@ -420,7 +421,7 @@ TEST_F(RunDirCli, ASecondTrainerIsRefusedNamingTheFirstAndSigtermSavesAndExits) 
   const fs::path run = dir_ / "locked";
   const fs::path out1 = dir_ / "lock-out1.txt", out2 = dir_ / "lock-out2.txt",
                  out3 = dir_ / "lock-out3.txt";
-  const std::string glass_bin = GLASS_BINARY_DIR "/glass";
+  const std::string glass_bin = glass_test::binary_dir("/glass");
   const std::string train = glass_bin + " train" + data() + " --out " + q(run.string()) + tiny();
   const std::string script = train + " --iters 100000 --eval-every 100000 >" + q(out1.string()) +
                              " 2>&1 & pid=$!; " + "for i in $(seq 1 600); do [ -e " +
@@ -456,7 +457,7 @@ TEST_F(RunDirCli, CtrlCDuringAnEvaluationIsHonouredWhenItEnds) {
   // A long first evaluation (3000 batches per split: seconds); Ctrl-C arrives during it.
   const fs::path run = dir_ / "eval-interrupted", out = dir_ / "eval-int-out.txt";
   const std::string script =
-      std::string(GLASS_BINARY_DIR "/glass train") + data() + " --out " + q(run.string()) +
+      std::string(glass_test::binary_dir("/glass train")) + data() + " --out " + q(run.string()) +
       " --iters 10 --eval-every 5 --eval-iters 3000 --batch-size 16 --context 16 --sample-tokens 10 --threads 1" +
       model_flags() + " >" + q(out.string()) + " 2>&1 & pid=$!; " +
       "for i in $(seq 1 600); do grep -q '^recipe:' " + q(out.string()) +
@@ -501,7 +502,7 @@ TEST_F(RunDirCli, OutputFilesNeverReplaceLinksOrDevicesAndAFullStdoutFails) {
        {"sample --checkpoint " + q(ckpt_.string()) + " --tokens 20",
         "eval --checkpoint " + q(ckpt_.string()) + data(), "inspect" + ck}) {
     const int status = std::system(
-        (GLASS_BINARY_DIR "/glass " + cmd + " >/dev/full 2>" + q(err.string())).c_str());
+        (glass_test::binary_dir("/glass ") + cmd + " >/dev/full 2>" + q(err.string())).c_str());
     EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) != 0) << cmd;
     EXPECT_NE(read_file(err).find("cannot write to standard output"), std::string::npos)
         << cmd << ": " << read_file(err);
@@ -696,8 +697,8 @@ TEST_F(RunDirCli, TheTextTakesAboutItsOwnSizeInMemory) {
   const fs::path big_text = dir_ / "big.txt";
   write_file(big_text, big);
   const std::string cmd =
-      std::string(GLASS_BINARY_DIR "/glass train --data ") + q(big_text.string()) + " --out " +
-      q((dir_ / "big-run").string()) +
+      std::string(glass_test::binary_dir("/glass train --data ")) + q(big_text.string()) +
+      " --out " + q((dir_ / "big-run").string()) +
       " --iters 1 --eval-every 1 --batch-size 4 --context 16 --eval-iters 1 --sample-tokens 0" +
       model_flags() + " >/dev/null 2>" + q((dir_ / "big-err.txt").string());
   const pid_t child = ::fork();

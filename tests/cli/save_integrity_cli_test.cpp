@@ -23,6 +23,7 @@
 #include "checkpoint/checkpoint.hpp"
 #include "checkpoint/run_dir.hpp"
 #include "checkpoint/safetensors.hpp"
+#include "test_paths.hpp"
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
@@ -228,7 +229,7 @@ TEST_F(SaveIntegrityCli, ReadersNeverLoseTheSaveTheyReadWhileATrainerSavesEveryS
   const fs::path run = dir_ / "busy", log = dir_ / "busy-readers.txt",
                  train_out = dir_ / "busy-train.txt";
   fs::remove_all(run);
-  const std::string bin = GLASS_BINARY_DIR "/glass";
+  const std::string bin = glass_test::binary_dir("/glass");
   const std::string m = " --checkpoint " + q(run.string());
   // Each reader call prints "ok" or "FAILED <command>: <its stderr>" on one line.
   const std::string reader =
@@ -285,7 +286,7 @@ TEST_F(SaveIntegrityCli, ADeletedRunLockDoesNotLetASecondTrainerIn) {
   fs::remove_all(run);
   const fs::path out1 = dir_ / "unlocked-1.txt", out2 = dir_ / "unlocked-2.txt";
   const std::string train =
-      std::string(GLASS_BINARY_DIR "/glass") + " train --out " + q(run.string()) + recipe();
+      std::string(glass_test::binary_dir("/glass")) + " train --out " + q(run.string()) + recipe();
   const std::string script = train + " --iters 1000000 --eval-every 1000000 >" + q(out1.string()) +
                              " 2>&1 & pid=$!; "
                              "for i in $(seq 1 1200); do [ -L " +

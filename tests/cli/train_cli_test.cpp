@@ -19,6 +19,7 @@
 #include "data/text.hpp"
 #include "test_util.hpp"
 #include "checkpoint/safetensors.hpp"
+#include "test_paths.hpp"
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
@@ -179,7 +180,7 @@ TEST_F(TrainCli, CtrlCSavesACheckpointAndExitsWith130) {
   // Start a long run, wait until its first evaluation wrote log.csv (the handler is installed
   // by then), send SIGINT, and report the exit code.
   const std::string script =
-      std::string(GLASS_BINARY_DIR "/glass train --data ") + q(text_.string()) + " --out " +
+      std::string(glass_test::binary_dir("/glass train --data ")) + q(text_.string()) + " --out " +
       q(out.string()) + " --iters 100000 --eval-every 100000" + tiny() +
       " >/dev/null 2>&1 & pid=$!; " + "for i in $(seq 1 600); do [ -f " +
       q((out / "log.csv").string()) + " ] && break; sleep 0.05; done; " +
@@ -197,8 +198,8 @@ TEST_F(TrainCli, WithoutDataItUsesGlassDataAndWritesToRunsCorpusName) {
   const fs::path cwd = dir_ / "cwd";
   fs::create_directories(cwd);
   const std::string cmd = "cd " + q(cwd.string()) + " && GLASS_DATA=" + q(text_.string()) + " " +
-                          GLASS_BINARY_DIR "/glass train --iters 2 --eval-every 1" + tiny() + " >" +
-                          q((dir_ / "default_out.txt").string()) + " 2>&1";
+                          glass_test::binary_dir("/glass train --iters 2 --eval-every 1") + tiny() +
+                          " >" + q((dir_ / "default_out.txt").string()) + " 2>&1";
   ASSERT_EQ(std::system(cmd.c_str()), 0) << read_file(dir_ / "default_out.txt");
   EXPECT_TRUE(fs::exists(cwd / "runs" / "text" / "model.safetensors"));
   const std::string out = read_file(dir_ / "default_out.txt");
@@ -209,7 +210,7 @@ TEST_F(TrainCli, AGlassDataThatNamesNoFileIsAnError) {
   // Falling back to the bundled corpus would train on a text the user did not ask for.
   const fs::path out = dir_ / "glass-data-missing.txt";
   const std::string cmd = "GLASS_DATA=" + q((dir_ / "no-such-corpus.txt").string()) + " " +
-                          GLASS_BINARY_DIR "/glass train --iters 2 --out " +
+                          glass_test::binary_dir("/glass train --iters 2 --out ") +
                           q((dir_ / "never-glass-data").string()) + tiny() + " >" +
                           q(out.string()) + " 2>&1";
   EXPECT_NE(std::system(cmd.c_str()), 0);

@@ -25,6 +25,7 @@
 #include "test_util.hpp"
 #include "train/distributed.hpp"
 #include "checkpoint/safetensors.hpp"
+#include "test_paths.hpp"
 
 namespace fs = std::filesystem;
 
@@ -79,7 +80,7 @@ class TrainMpi : public ::testing::Test {
 
   static void SetUpTestSuite() {
     dir_ = glass_test::temp_dir("glass-train-mpi");
-    const std::string corpus = read_file(GLASS_SOURCE_DIR "/data/corpora/domcasmurro.txt");
+    const std::string corpus = read_file(glass_test::source_dir("/data/corpora/domcasmurro.txt"));
     std::size_t cut = 6000;
     while (cut < corpus.size() && (static_cast<unsigned char>(corpus[cut]) & 0xC0) == 0x80) ++cut;
     text_ = dir_ / "text.txt";
@@ -219,7 +220,7 @@ TEST_F(TrainMpi, AKilledProcessEndsTheJobAndTheCheckpointSurvives) {
   const fs::path pid_file = dir_ / "mpirun.pid", status_file = dir_ / "mpirun.status";
   // A long run in the background; its exit status is written when mpirun ends.
   const std::string script =
-      "(" + mpirun(2) + GLASS_BINARY_DIR "/glass train --out " + q(out.string()) +
+      "(" + mpirun(2) + glass_test::binary_dir("/glass train --out ") + q(out.string()) +
       " --iters 1000000" + tiny(4, 10) + " </dev/null >" + q((dir_ / "killed.out").string()) +
       " 2>" + q((dir_ / "killed.err").string()) + " & echo $! >" + q(pid_file.string()) +
       "; wait $!; echo $? >" + q(status_file.string()) + ") >/dev/null 2>&1 &";

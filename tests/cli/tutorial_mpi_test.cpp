@@ -17,16 +17,19 @@
 #include <string>
 #include <vector>
 
+#include "test_paths.hpp"
+
 namespace {
 
 /// The chapter's program (its number may change; its name does not) and its output.
 std::string chapter_output(int* exit_code) {
   std::string program;
-  for (const auto& entry : std::filesystem::directory_iterator(GLASS_SOURCE_DIR "/tutorials")) {
+  for (const auto& entry :
+       std::filesystem::directory_iterator(glass_test::source_dir("/tutorials"))) {
     const std::string stem = entry.path().stem().string();
     if (entry.path().extension() == ".cpp" && stem.size() > 3 &&
         stem.substr(2) == "_dados_paralelos")
-      program = std::string(GLASS_BINARY_DIR) + "/tutorials/" + stem;
+      program = std::string(glass_test::binary_dir()) + "/tutorials/" + stem;
   }
   std::string out;
   *exit_code = -1;
@@ -71,8 +74,8 @@ void expect_numbers(const std::string& out, const std::string& label,
 }  // namespace
 
 TEST(TutorialDataParallel, TheMeanOfTheHalfBatchGradientsIsTheBatchGradient) {
-  if (!std::filesystem::is_directory(GLASS_BINARY_DIR "/tutorials"))
-    GTEST_SKIP() << "no " GLASS_BINARY_DIR "/tutorials (GLASS_BUILD_TUTORIALS=OFF)";
+  if (!std::filesystem::is_directory(glass_test::binary_dir("/tutorials")))
+    GTEST_SKIP() << "no " + glass_test::binary_dir("/tutorials (GLASS_BUILD_TUTORIALS=OFF)");
   int code = 0;
   const std::string out = chapter_output(&code);
   ASSERT_EQ(code, 0) << out;

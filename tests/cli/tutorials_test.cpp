@@ -64,6 +64,8 @@
 #include <string>
 #include <vector>
 
+#include "test_paths.hpp"
+
 namespace {
 
 struct ProgramRun {
@@ -77,7 +79,7 @@ const ProgramRun& run_program(const std::string& relative) {
   auto it = cache.find(relative);
   if (it != cache.end()) return it->second;
   ProgramRun r;
-  const std::string path = std::string(GLASS_BINARY_DIR) + "/tutorials/" + relative;
+  const std::string path = std::string(glass_test::binary_dir()) + "/tutorials/" + relative;
   if (!std::filesystem::exists(path)) {
     r.out = "missing program " + path + " (build the tutorials: cmake --build <dir>)";
     return cache.emplace(relative, r).first->second;
@@ -103,7 +105,7 @@ bool is_numbered_source(const std::filesystem::path& p) {
 std::vector<std::string> numbered_names(const std::string& folder) {
   std::vector<std::string> names;
   for (const auto& entry :
-       std::filesystem::directory_iterator(GLASS_SOURCE_DIR "/tutorials" + folder)) {
+       std::filesystem::directory_iterator(glass_test::source_dir("/tutorials") + folder)) {
     if (is_numbered_source(entry.path())) names.push_back(entry.path().stem().string());
   }
   std::sort(names.begin(), names.end());
@@ -273,7 +275,7 @@ const std::string& checked_output(int chapter, const std::string& program) {
 const std::string& output_of(int chapter) {
   const std::string name = name_of(chapter);
   const std::string& out = checked_output(chapter, name);
-  const std::string path = GLASS_SOURCE_DIR "/tutorials/saidas/" + name + ".txt";
+  const std::string path = glass_test::source_dir("/tutorials/saidas/") + name + ".txt";
   std::ifstream in(path);
   EXPECT_TRUE(in) << "missing " << path << " (build the target tutorial_outputs)";
   if (in) {
@@ -288,7 +290,7 @@ const std::string& output_of(int chapter) {
 // compares it with what the program prints (output_of), so the tests that read the answers of
 // every chapter read these files instead of running every program again.
 std::string saved_output_of(int chapter) {
-  const std::string path = GLASS_SOURCE_DIR "/tutorials/saidas/" + name_of(chapter) + ".txt";
+  const std::string path = glass_test::source_dir("/tutorials/saidas/") + name_of(chapter) + ".txt";
   std::ifstream in(path);
   EXPECT_TRUE(in) << "missing " << path << " (build the target tutorial_outputs)";
   std::stringstream saved;
@@ -364,8 +366,8 @@ std::vector<double> numbers_after(const std::string& line, const std::string& af
 class Tutorials : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!std::filesystem::is_directory(GLASS_BINARY_DIR "/tutorials")) {
-      GTEST_SKIP() << "no " GLASS_BINARY_DIR "/tutorials (GLASS_BUILD_TUTORIALS=OFF)";
+    if (!std::filesystem::is_directory(glass_test::binary_dir("/tutorials"))) {
+      GTEST_SKIP() << "no " + glass_test::binary_dir("/tutorials (GLASS_BUILD_TUTORIALS=OFF)");
     }
   }
 };
@@ -385,8 +387,8 @@ TEST_F(Tutorials, ChaptersAreNumberedWithoutGaps) {
 TEST_F(Tutorials, EveryChapterHasASavedOutput) {
   // Each chapter's output is compared with its file by the chapter's own tests (output_of).
   for (const std::string& name : tutorial_names()) {
-    EXPECT_TRUE(
-        std::filesystem::is_regular_file(GLASS_SOURCE_DIR "/tutorials/saidas/" + name + ".txt"))
+    EXPECT_TRUE(std::filesystem::is_regular_file(glass_test::source_dir("/tutorials/saidas/") +
+                                                 name + ".txt"))
         << "missing tutorials/saidas/" << name << ".txt (build the target tutorial_outputs)";
   }
 }

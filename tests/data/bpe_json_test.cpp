@@ -8,6 +8,7 @@
 
 #include "data/bpe_tokenizer.hpp"
 #include "data/text.hpp"
+#include "test_paths.hpp"
 
 using glass::BpeTokenizer;
 using glass::TokenizerJsonError;
@@ -71,7 +72,8 @@ TEST(BpeJson, HasTheLlama2Shape) {
 
 TEST(BpeJson, RoundTrips) {
   const BpeTokenizer tok = BpeTokenizer::train(
-      glass::load_text(GLASS_SOURCE_DIR "/data/corpora/domcasmurro.txt").substr(0, 40000), 600);
+      glass::load_text(glass_test::source_dir("/data/corpora/domcasmurro.txt")).substr(0, 40000),
+      600);
   const std::string text = glass::bpe_to_json(tok);
   const BpeTokenizer back = glass::bpe_from_json(text, "round trip");
   EXPECT_EQ(back.chars(), tok.chars());

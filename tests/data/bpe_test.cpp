@@ -14,6 +14,7 @@
 
 #include "data/bpe_tokenizer.hpp"
 #include "data/text.hpp"
+#include "test_paths.hpp"
 
 using glass::BpeMerge;
 using glass::BpeTokenizer;
@@ -22,7 +23,7 @@ namespace {
 
 const std::u32string& dom_casmurro() {
   static const std::u32string text =
-      glass::load_text(GLASS_SOURCE_DIR "/data/corpora/domcasmurro.txt");
+      glass::load_text(glass_test::source_dir("/data/corpora/domcasmurro.txt"));
   return text;
 }
 
@@ -235,7 +236,8 @@ TEST(Bpe, RoundTripsDomCasmurroAndForeignText) {
 TEST(Bpe, WordCacheEqualsWholeTextGreedyEncoding) {
   const BpeTokenizer tok = BpeTokenizer::train(dom_casmurro(), 1024);
   // ~4 KB of text the tokenizer was not trained on, with foreign characters.
-  const std::u32string en = glass::load_text(GLASS_SOURCE_DIR "/data/corpora/tinyshakespeare.txt");
+  const std::u32string en =
+      glass::load_text(glass_test::source_dir("/data/corpora/tinyshakespeare.txt"));
   const std::u32string text =
       en.substr(10000, 2000) + U" \U0001F600 猫猫 " + dom_casmurro().substr(50000, 2000);
   const std::vector<std::int32_t> fast = tok.encode(text);

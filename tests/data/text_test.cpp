@@ -13,6 +13,7 @@
 
 #include "data/text.hpp"
 #include "test_util.hpp"
+#include "test_paths.hpp"
 
 namespace fs = std::filesystem;
 using glass::load_text;
@@ -171,12 +172,14 @@ TEST(LoadText, BadFiles) {
 
 TEST(LoadText, BundledCorporaAreValidUtf8) {
   TextInfo info;
-  const std::u32string pt = load_text(GLASS_SOURCE_DIR "/data/corpora/domcasmurro.txt", &info);
+  const std::u32string pt =
+      load_text(glass_test::source_dir("/data/corpora/domcasmurro.txt"), &info);
   EXPECT_EQ(info.bytes, 136169u);  // `wc -c data/corpora/domcasmurro.txt`
   EXPECT_EQ(pt.size(), 133196u);   // `wc -m` (code points) in a UTF-8 locale
   EXPECT_FALSE(info.had_bom);
   EXPECT_EQ(info.crlf_converted, 0u);
-  const std::u32string en = load_text(GLASS_SOURCE_DIR "/data/corpora/tinyshakespeare.txt", &info);
+  const std::u32string en =
+      load_text(glass_test::source_dir("/data/corpora/tinyshakespeare.txt"), &info);
   EXPECT_EQ(en.size(), 1115394u);  // ASCII: one character per byte
 }
 

@@ -8,6 +8,7 @@
 
 #include "data/text.hpp"
 #include "data/tokenizer.hpp"
+#include "test_paths.hpp"
 
 using glass::Tokenizer;
 using glass::UnknownCharacterError;
@@ -81,7 +82,8 @@ TEST(Tokenizer, DuplicateCharactersRejected) {
 }
 
 TEST(Tokenizer, BundledPortugueseCorpusFitsUnderTheCap) {
-  const std::u32string text = glass::load_text(GLASS_SOURCE_DIR "/data/corpora/domcasmurro.txt");
+  const std::u32string text =
+      glass::load_text(glass_test::source_dir("/data/corpora/domcasmurro.txt"));
   const Tokenizer tok = Tokenizer::from_text(text);
   EXPECT_LT(tok.vocab_size(), 1024u);
   EXPECT_EQ(tok.chars().front(), U' ');  // space is the most frequent character of the novel

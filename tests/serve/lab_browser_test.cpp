@@ -30,6 +30,7 @@
 #include "interp_fixtures.hpp"
 #include "serve/server.hpp"
 #include "test_util.hpp"
+#include "test_paths.hpp"
 
 namespace fs = std::filesystem;
 using glass_test::quote;
@@ -101,7 +102,7 @@ TEST(LabBrowser, TheLensTheClickedHeadsAndTheScoresOverTheSaves) {
       << "Chromium is not installed, so the live page cannot be tested in a browser.\n"
          "Install it with: apt-get install chromium (scripts/install-deps.sh does), or set\n"
          "GLASS_SKIP_BROWSER=1 to skip this test explicitly.";
-  const fs::path dir = fs::path(GLASS_BINARY_DIR) / "serve-lab-browser";
+  const fs::path dir = fs::path(glass_test::binary_dir()) / "serve-lab-browser";
   fs::remove_all(dir);
   fs::create_directories(dir);
 

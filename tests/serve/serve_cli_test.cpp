@@ -41,6 +41,7 @@
 #include "data/text.hpp"
 #include "sample/sampler.hpp"
 #include "serve/server.hpp"
+#include "test_paths.hpp"
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
@@ -55,7 +56,7 @@ class Background {
  public:
   Background(const std::vector<std::string>& args, const fs::path& dir)
       : out_(dir / "stdout.txt"), err_(dir / "stderr.txt") {
-    std::vector<std::string> argv = {GLASS_BINARY_DIR "/glass"};
+    std::vector<std::string> argv = {glass_test::binary_dir("/glass")};
     argv.insert(argv.end(), args.begin(), args.end());
     pid_ = fork();
     if (pid_ == 0) {
@@ -153,7 +154,7 @@ TEST(ServeCli, ThePageInHeadlessChromiumAnswersATypedPrompt) {
          "Install it with: apt-get install chromium (scripts/install-deps.sh does), or set\n"
          "GLASS_SKIP_BROWSER=1 to skip this test explicitly.";
 
-  const fs::path dir = fs::path(GLASS_BINARY_DIR) / "serve-browser";
+  const fs::path dir = fs::path(glass_test::binary_dir()) / "serve-browser";
   fs::remove_all(dir);
   fs::create_directories(dir);
   const fs::path checkpoint = dir / "ckpt";
@@ -734,7 +735,7 @@ namespace {
 
 /// The first `bytes` bytes of the bundled Dom Casmurro, cut at a character boundary.
 std::string domcasmurro_start(std::size_t bytes) {
-  const std::string corpus = read_file(GLASS_SOURCE_DIR "/data/corpora/domcasmurro.txt");
+  const std::string corpus = read_file(glass_test::source_dir("/data/corpora/domcasmurro.txt"));
   std::size_t cut = bytes;
   while (cut < corpus.size() && (static_cast<unsigned char>(corpus[cut]) & 0xC0) == 0x80) ++cut;
   return corpus.substr(0, cut);

@@ -12,6 +12,7 @@
 #include "test_util.hpp"
 #include "checkpoint/config_json.hpp"
 #include "train/trainer.hpp"
+#include "test_paths.hpp"
 
 using namespace glass;
 
@@ -20,7 +21,7 @@ namespace {
 /// A trainer of the default model on the bundled corpus, without evaluations or samples.
 std::unique_ptr<Trainer> make_trainer(const std::string& attention, std::ostream& out) {
   TrainOptions o;
-  o.data_path = GLASS_SOURCE_DIR "/data/corpora/domcasmurro.txt";
+  o.data_path = glass_test::source_dir("/data/corpora/domcasmurro.txt");
   o.out_dir = glass_test::temp_dir("attention_paths_" + attention).string();
   o.iters = 30;
   o.eval_every = 1000;

@@ -26,6 +26,7 @@
 #include "test_util.hpp"
 #include "train/distributed.hpp"
 #include "train/trainer.hpp"
+#include "test_paths.hpp"
 
 using namespace glass;
 
@@ -118,7 +119,7 @@ TEST_F(DistributedRanks, MaxIsTheLargestValueOnEveryRank) {
 TEST_F(DistributedRanks, ASignalOnRankOneStopsBothRanksNamingIt) {
   // Rank 1 got SIGTERM before the first step; rank 0 has no stop flag at all (library use).
   const std::filesystem::path dir = glass_test::temp_dir("glass_distributed_stop");
-  const std::u32string text = load_text(GLASS_SOURCE_DIR "/data/corpora/domcasmurro.txt");
+  const std::u32string text = load_text(glass_test::source_dir("/data/corpora/domcasmurro.txt"));
   std::ofstream(dir / "text.txt", std::ios::binary) << u32_to_utf8(text.substr(0, 5000));
   TrainOptions o;
   o.data_path = (dir / "text.txt").string();

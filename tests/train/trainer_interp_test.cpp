@@ -19,6 +19,7 @@
 #include "interp/record.hpp"
 
 #include "fixtures.hpp"
+#include "test_paths.hpp"
 
 using namespace glass;
 namespace fs = std::filesystem;
@@ -38,7 +39,7 @@ struct TempDir {
 };
 
 std::string write_corpus_slice(const TempDir& dir, std::size_t n) {
-  const std::u32string text = load_text(GLASS_SOURCE_DIR "/data/corpora/domcasmurro.txt");
+  const std::u32string text = load_text(glass_test::source_dir("/data/corpora/domcasmurro.txt"));
   const std::string path = dir.str("text.txt");
   std::ofstream(path, std::ios::binary) << u32_to_utf8(text.substr(0, n));
   return path;
