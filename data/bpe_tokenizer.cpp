@@ -49,6 +49,46 @@ bool matches_byte_pattern(const std::u32string& text, std::size_t i, std::size_t
   return true;
 }
 
+/// A trie of token texts: add() stores a text's characters as a path ending at its token id;
+/// walk() follows a text down the path and reports each length k whose first k characters are
+/// a stored text, with its id. Edges are one hash map keyed by (node, character).
+class TokenTrie {
+ public:
+  template <class It>
+  void add(It first, It last, std::int32_t id) {
+    std::int32_t node = 0;
+    for (It c = first; c != last; ++c) {
+      const auto [edge, added] = edges_.try_emplace(key(node, *c), -1);
+      if (added) {
+        edge->second = static_cast<std::int32_t>(token_at_.size());
+        token_at_.push_back(-1);
+      }
+      node = edge->second;
+    }
+    token_at_[static_cast<std::size_t>(node)] = id;
+  }
+  template <class It, class Visit>
+  void walk(It first, It last, Visit visit) const {
+    std::int32_t node = 0;
+    std::size_t k = 0;
+    for (It c = first; c != last; ++c) {
+      const auto edge = edges_.find(key(node, *c));
+      if (edge == edges_.end()) return;
+      node = edge->second;
+      ++k;
+      if (token_at_[static_cast<std::size_t>(node)] >= 0)
+        visit(k, token_at_[static_cast<std::size_t>(node)]);
+    }
+  }
+
+ private:
+  static std::uint64_t key(std::int32_t node, char32_t c) {
+    return (static_cast<std::uint64_t>(node) << 32) | c;
+  }
+  std::unordered_map<std::uint64_t, std::int32_t> edges_;
+  std::vector<std::int32_t> token_at_ = {-1};  // [node]: the token whose text ends here, or -1
+};
+
 }  // namespace
 
 std::u32string BpeTokenizer::normalize(const std::u32string& text) {
@@ -149,14 +189,33 @@ BpeTokenizer::BpeTokenizer(std::vector<char32_t> chars, std::vector<BpeMerge> me
   // pairs the encoder may merge. The specials and bytes are never a concatenation (the rule
   // of clashes_with_reserved), so this is exactly "the concatenation is in the vocabulary".
   std::vector<PairSlot> pairs;
-  for (std::size_t id = static_cast<std::size_t>(first_merge_id()); id < texts_.size(); ++id) {
-    const std::u32string& t = texts_[id];
-    for (std::size_t k = 1; k < t.size(); ++k) {
-      const auto a = text_ids_.find(t.substr(0, k));
-      if (a == text_ids_.end() || a->second < kFirstCharId) continue;
-      const auto b = text_ids_.find(t.substr(k));
-      if (b == text_ids_.end() || b->second < kFirstCharId) continue;
-      pairs.push_back({pair_key(a->second, b->second), static_cast<std::int32_t>(id)});
+  {
+    const std::int32_t first_merge = first_merge_id();
+    const auto n_tokens = static_cast<std::int32_t>(texts_.size());
+    // The encodable tokens in two tries, one reading texts forwards and one backwards: walking a
+    // token's text down the first meets every prefix that is a token, down the second every
+    // suffix, so all cuts of a token into two tokens cost one pass over its text. (A lookup of
+    // both halves at every cut would cost its length squared: a vocabulary with long tokens
+    // would take minutes to build.)
+    TokenTrie forwards, backwards;
+    for (std::int32_t id = kFirstCharId; id < n_tokens; ++id) {
+      const std::u32string& t = texts_[static_cast<std::size_t>(id)];
+      forwards.add(t.begin(), t.end(), id);
+      backwards.add(t.rbegin(), t.rend(), id);
+    }
+    std::vector<std::int32_t> prefix_id, suffix_id;  // [k]: the token t[0, k) / t[k, n), or -1
+    for (std::int32_t id = first_merge; id < n_tokens; ++id) {
+      const std::u32string& t = texts_[static_cast<std::size_t>(id)];
+      const std::size_t n = t.size();
+      prefix_id.assign(n + 1, -1);
+      suffix_id.assign(n + 1, -1);
+      forwards.walk(t.begin(), t.end() - 1,
+                    [&](std::size_t k, std::int32_t token) { prefix_id[k] = token; });
+      backwards.walk(t.rbegin(), t.rend() - 1,
+                     [&](std::size_t k, std::int32_t token) { suffix_id[n - k] = token; });
+      for (std::size_t k = 1; k < n; ++k)
+        if (prefix_id[k] >= 0 && suffix_id[k] >= 0)
+          pairs.push_back({pair_key(prefix_id[k], suffix_id[k]), id});
     }
   }
   std::size_t capacity = 16;

@@ -189,6 +189,32 @@ TEST(Bpe, EncodesByHandWithTheBestScoreLeftmostFirst) {
   EXPECT_THROW(tok.decode({-1}), std::out_of_range);
 }
 
+TEST(Bpe, EncoderMergesAPairThatIsAnotherCutOfAToken) {
+  // Characters: 259 '▁', 260 'a', 261 'b', 262 'c'. Merges: 263 "bc" = b+c (score 0),
+  // 264 "ab" = a+b (-1), 265 "abc" = ab+c (-2). By hand: "▁ a b c" -> the best pair is "bc"
+  // -> "▁ a bc"; "a"+"bc" is "abc", a token, though its merge was ab+c: the encoder merges
+  // every adjacent pair whose concatenation is a token -> "▁ abc".
+  const BpeTokenizer tok({U'▁', U'a', U'b', U'c'}, {{261, 262}, {260, 261}, {264, 262}});
+  EXPECT_EQ(tok.encode(U"abc"), (std::vector<std::int32_t>{259, 265}));
+  EXPECT_EQ(tok.encode(U"ab"), (std::vector<std::int32_t>{259, 264}));
+}
+
+TEST(Bpe, AVocabularyWithAVeryLongTokenBuildsAndEncodes) {
+  // Merges that double "a" 17 times: the last token is 131072 characters long. Cutting every
+  // token at every position and looking both halves up (the quadratic way) took minutes here;
+  // the tokenizer's tries find all cuts in one pass.
+  std::vector<BpeMerge> merges;
+  for (std::int32_t k = 0; k < 17; ++k) {
+    const std::int32_t part = k == 0 ? 260 : 260 + k;  // 260 'a', then 261 "aa", 262 "aaaa", ...
+    merges.push_back({part, part});
+  }
+  const BpeTokenizer tok({U'▁', U'a'}, merges);
+  EXPECT_EQ(tok.token_text32(277).size(), 131072u);
+  // By hand: 131072 + 1 'a's = the longest token, then one 'a'.
+  const std::vector<std::int32_t> ids = tok.encode(std::u32string(131073, U'a'));
+  EXPECT_EQ(ids, (std::vector<std::int32_t>{259, 277, 260}));
+}
+
 TEST(Bpe, MergesDoNotCrossAWordBoundary) {
   // Computed by hand. "ab ab b" -> "▁ab▁ab▁b"; counts ▁ 3, b 3, a 2: ids b 259, ▁ 260, a 261.
   // Words "▁ab" x2, "▁b" x1. Pairs inside words: (▁,a) 2, (a,b) 2, (▁,b) 1 — (b,▁) would count
