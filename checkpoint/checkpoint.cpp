@@ -74,6 +74,8 @@ json read_json(const std::string& path) {
     return parse_json_no_duplicate_keys(text);
   } catch (const DuplicateKeyError& e) {
     throw CheckpointError(fmt::format("{}: {}", path, e.what()));
+  } catch (const JsonTooDeepError& e) {
+    throw CheckpointError(fmt::format("{}: {}", path, e.what()));
   } catch (const json::exception& e) {  // parse_error, or out_of_range for a number like 1e999
     throw CheckpointError(fmt::format("{}: not valid JSON ({})", path, e.what()));
   }

@@ -29,6 +29,8 @@ json parse_json(const std::string& text, const std::string& source) {
     return parse_json_no_duplicate_keys(text);
   } catch (const DuplicateKeyError& e) {
     fail(source, e.what());
+  } catch (const JsonTooDeepError& e) {
+    fail(source, e.what());
   } catch (const json::exception& e) {
     fail(source, fmt::format("not valid JSON ({})", e.what()));
   }

@@ -130,6 +130,8 @@ SafetensorsContents safetensors_parse(const std::string& bytes, const std::strin
                                           bytes.begin() + 8 + static_cast<std::ptrdiff_t>(n));
   } catch (const DuplicateKeyError& e) {
     fail(source, fmt::format("the header is ambiguous: {}", e.what()));
+  } catch (const JsonTooDeepError& e) {
+    fail(source, fmt::format("the header is {}", e.what()));
   } catch (const nlohmann::json::exception& e) {
     fail(source, fmt::format("the header is not valid JSON ({})", e.what()));
   }

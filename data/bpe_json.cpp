@@ -113,6 +113,8 @@ class Reader {
       root = parse_json_no_duplicate_keys(text);
     } catch (const DuplicateKeyError& e) {
       fail(e.what());
+    } catch (const JsonTooDeepError& e) {
+      fail(e.what());
     } catch (const json::exception& e) {
       fail(fmt::format("not valid JSON ({})", e.what()));
     }

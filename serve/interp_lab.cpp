@@ -51,6 +51,8 @@ json parse_object(const std::string& text) {
     j = parse_json_no_duplicate_keys(text);
   } catch (const DuplicateKeyError& e) {
     throw std::runtime_error(std::string("a key is given twice: ") + e.what());
+  } catch (const JsonTooDeepError& e) {
+    throw std::runtime_error(e.what());
   } catch (const json::exception&) {
     throw std::runtime_error("not valid JSON");
   }

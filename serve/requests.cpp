@@ -54,6 +54,8 @@ json parse_body(const httplib::Request& req, const std::set<std::string>& allowe
   } catch (
       const DuplicateKeyError& e) {  // which of the two would count is not the client's to guess
     throw BadRequest(std::string("the request body is ambiguous: ") + e.what());
+  } catch (const JsonTooDeepError& e) {
+    throw BadRequest(std::string("the request body is ") + e.what());
   } catch (const json::exception&) {
     throw BadRequest("the request body is not valid JSON (UTF-8)");
   }

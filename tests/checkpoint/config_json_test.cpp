@@ -105,6 +105,16 @@ TEST(ConfigJson, RejectsBadJsonAndFormat) {
   expect_rejected(config_text("\"version\": 1", "\"version\": 2"), "version 2 is not supported");
 }
 
+TEST(ConfigJson, RefusesDeeplyNestedJsonWithoutRecursingIntoIt) {
+  // A field whose value is nested a million levels deep: quoting it in the "must be a number"
+  // message (nlohmann's recursive dump) overflowed the stack; the parser now stops at level 65.
+  const std::string deep = std::string(1000000, '[') + std::string(1000000, ']');
+  expect_rejected(config_text("\"version\": 1", "\"version\": " + deep), "nested more than 64");
+  // 64 levels are read (and refused for what they are, quoted in full).
+  const std::string ok = std::string(63, '[') + std::string(63, ']');
+  expect_rejected(config_text("\"version\": 1", "\"version\": " + ok), "version");
+}
+
 TEST(ConfigJson, RejectsMissingAndMistypedFields) {
   expect_rejected(config_text("\"d_model\": 16, ", ""), "missing field \"d_model\"");
   expect_rejected(config_text("\"d_model\": 16", "\"d_model\": \"16\""),

@@ -100,6 +100,13 @@ TEST(BpeJson, RefusesMalformedJson) {
   std::string bad_utf8 = glass::bpe_to_json(small_tokenizer());
   bad_utf8.insert(bad_utf8.find("\"<unk>\""), "\"\xC3\x28\": 1,");
   EXPECT_ERROR(bad_utf8, "not valid JSON");
+  // The model type quoted in a message is nested a million levels deep: refused while parsing,
+  // before a recursive dump could overflow the stack.
+  std::string deep = glass::bpe_to_json(small_tokenizer());
+  const std::size_t at = deep.find("\"BPE\"");
+  ASSERT_NE(at, std::string::npos);
+  deep.replace(at, 5, std::string(1000000, '[') + std::string(1000000, ']'));
+  EXPECT_ERROR(deep, "nested more than 64 levels deep");
 }
 
 TEST(BpeJson, RefusesAnotherPipeline) {
