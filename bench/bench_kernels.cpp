@@ -18,6 +18,7 @@
 #include <cmath>
 #include <limits>
 
+#include "autograd/blas_core.hpp"
 #include "autograd/kernels/kernels.hpp"
 #include "autograd/ops.hpp"
 #include "autograd/tape.hpp"
@@ -259,5 +260,9 @@ BENCHMARK(BM_CrossEntropyForwardBackward)
     ->Args({768, 65})
     ->Args({768, 1024})
     ->Unit(benchmark::kMicrosecond);
+
+// The table's header names the BLAS core the products ran on ("blas: OpenBLAS 0.3.21, core ...").
+const bool kBlasInContext =
+    (benchmark::AddCustomContext("blas", glass::blas_core::description()), true);
 
 BENCHMARK_MAIN();

@@ -32,6 +32,8 @@
 #include <string>
 #include <vector>
 
+#include "autograd/blas_core.hpp"
+
 #ifdef GLASS_HAVE_LIBXSMM
 #include <libxsmm.h>
 #endif
@@ -395,7 +397,8 @@ int main(int argc, char** argv) {
                   n, 0.0f, c.data(), n);
       best = std::min(best, std::chrono::duration<double>(Clock::now() - t0).count());
     }
-    std::printf("sgemm n=2048, 1 thread: %.1f GFLOP/s\n", 2.0 * n * n * n / best * 1e-9);
+    std::printf("sgemm n=2048, 1 thread, %s: %.1f GFLOP/s\n",
+                glass::blas_core::description().c_str(), 2.0 * n * n * n / best * 1e-9);
   }
 
   // Correctness: every variant against OpenBLAS on every distinct product.

@@ -46,6 +46,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "autograd/blas_core.hpp"
 #include "autograd/ops.hpp"
 #include "autograd/profiler.hpp"
 #include "autograd/threads.hpp"
@@ -386,17 +387,20 @@ int main(int argc, char** argv) {
   cfg.vocab_size = 65;
   cfg.ops_path = parse_ops_path(o.attention);
   cfg.validate();
+  const std::string blas = glass::blas_core::description();  // every table names the BLAS core
   json res = {{"program", "glass"},
+              {"blas", blas},
               {"threads", o.threads},
               {"attention", o.attention},
               {"openblas_get_num_threads", openblas_get_num_threads()},
               {"params", Decoder(cfg, 0).num_parameters()}};
+  std::printf("[blas] %s\n", blas.c_str());
   double peak = 0;
   if (o.sgemm_n > 0) {
     peak = sgemm_gflops(o.sgemm_n);
     res["sgemm"] = {{"n", o.sgemm_n}, {"gflops", peak}};
-    std::printf("[sgemm n=%d, %d thread(s)] %.1f GFLOP/s (best of 5)\n", o.sgemm_n, o.threads,
-                peak);
+    std::printf("[sgemm n=%d, %d thread(s), %s] %.1f GFLOP/s (best of 5)\n", o.sgemm_n, o.threads,
+                blas.c_str(), peak);
     std::fflush(stdout);
   }
   if (!o.no_train) {

@@ -169,7 +169,8 @@ def bench_table(a, raw):
         peaks = [r["sgemm"]["gflops"] for r in runs["glass"] if "sgemm" in r]
         if peaks:
             p = summary(peaks)
-            lines.append(f"| {threads} | OpenBLAS sgemm n={runs['glass'][0]['sgemm']['n']} (GFLOP/s) | "
+            blas = runs["glass"][0].get("blas", "OpenBLAS")  # "OpenBLAS 0.3.21, core Haswell"
+            lines.append(f"| {threads} | {blas}: sgemm n={runs['glass'][0]['sgemm']['n']} (GFLOP/s) | "
                          f"{fmt(p[0])} ({fmt(p[1])}–{fmt(p[2])}) | | | | |")
             for shape in ("12x64", "8x256"):
                 # step median / (FLOPs / this run's sgemm rate), per repetition

@@ -13,6 +13,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "autograd/blas_core.hpp"
 #include "cli/commands.hpp"
 #include "cli/malloc_tuning.hpp"
 #include "cli/suggest.hpp"
@@ -47,13 +48,15 @@ int stdout_error() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  glass::blas_core::choose_at_start(argv);  // may start the program again (blas_core.hpp)
   glass::tune_malloc_for_training();
   CLI::App app{
       "glass: a glass-box character-level LLaMA-style language model.\n"
       "Train it on a text file, sample from it, look inside it.",
       "glass"};
   app.require_subcommand(1);
-  app.set_version_flag("-v,-V,--version", "glass " GLASS_VERSION);
+  app.set_version_flag("-v,-V,--version",
+                       "glass " GLASS_VERSION "\n" + glass::blas_core::description());
   app.footer(
       "Examples:\n"
       "  glass train --data input.txt --out runs/mine     train on your own text\n"
