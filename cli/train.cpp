@@ -418,14 +418,7 @@ void add_train_command(CLI::App& app) {
       ->check(glass::cli::integer_in(1, 65535, "an integer from 1 to 65535"))
       ->capture_default_str()
       ->group("Model");
-  cmd->add_option_function<std::string>(
-         "--attention",
-         [&o](const std::string& path) { o.model.ops_path = glass::parse_ops_path(path); },
-         "attention code: fast (fused kernels) or reference (the nine steps on the primitive "
-         "ops, as the tutorials show; slower, same numbers)")
-      ->check(CLI::IsMember({"fast", "reference"}))
-      ->default_str(glass::to_string(o.model.ops_path))
-      ->group("Model");
+  glass::cli::add_ops_option(cmd, o.model.ops_path)->group("Model");
   cmd->footer(
       "Examples:\n"
       "  glass train                                        the bundled corpus, default recipe\n"
