@@ -410,7 +410,7 @@ void add_sample_command(CLI::App& app) {
              "its oldest position for each new token (fast; sliding-window attention), "
              "exact = recompute the last window of tokens for each new one (slow; what "
              "the model saw in training)")
-          ->check(CLI::IsMember({"rolling", "exact"}))
+          ->transform(CLI::IsMember({"rolling", "exact"}, CLI::ignore_case))
           ->capture_default_str();
   cmd->add_flag("--no-kv-cache", f->no_kv_cache,
                 "recompute the whole window for every new token (the exact mode without a cache)")
