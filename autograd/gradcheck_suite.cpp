@@ -169,12 +169,6 @@ std::vector<Case> make_cases() {
 
 }  // namespace
 
-std::vector<std::string> gradcheck_case_names() {
-  std::vector<std::string> names;
-  for (const Case& c : make_cases()) names.push_back(c.name);
-  return names;
-}
-
 std::vector<OpCheckRow> run_gradcheck_suite(const std::string& only) {
   const std::vector<Case> cases = make_cases();
   std::vector<OpCheckRow> rows;

@@ -25,9 +25,6 @@ struct OpCheckRow {
   bool passed = false;       ///< every input within tolerance
 };
 
-/// Names of the cases, in the order they run.
-std::vector<std::string> gradcheck_case_names();
-
 /// Runs every case (only == ""), or the cases named `only` or `only/<variant>` (so "matmul"
 /// runs "matmul", "matmul/batched", ...). Throws std::invalid_argument listing the valid names
 /// when nothing matches.

@@ -4,7 +4,7 @@
 //   bench_train_step [--threads N] [--shapes 12x64,8x256] [--warmup 10] [--steps 40]
 //                    [--gen_tokens 200] [--gen_reps 7] [--no_gen] [--no_train] [--cache_only]
 //                    [--long_tokens 2000] [--long_window 64] [--long_reps 3] [--exact_tokens 0]
-//                    [--sgemm_n 2048] [--profile N] [--attention fast|reference]
+//                    [--sgemm_n 2048] [--profile N] [--ops fast|reference]
 //
 // train_step: zero_grad + forward + cross-entropy + backward (DataParallel::loss_and_grad, on
 //             --threads threads as `glass train`) + clip_grad_norm(1.0) + AdamW.step (the
@@ -26,7 +26,7 @@
 // --profile N: after the timed steps, N more steps with the tape's per-op profiler
 //             (OpProfiler, autograd/profiler.hpp), printed as a table of ms per step per op, largest first.
 // --threads N: glass::set_num_threads(N), as `glass train --threads N`.
-// --attention picks ModelConfig::ops_path: "fast" (the default, as glass train) or "reference".
+// --ops (formerly --attention) picks ModelConfig::ops_path: "fast" (the default, as glass train) or "reference".
 // Prints a human summary and one JSON line prefixed with 'RESULT ' (same keys as bench.py).
 
 #include <cblas.h>
@@ -160,7 +160,7 @@ Options parse(int argc, char** argv) {
       o.sgemm_n = number();
     else if (a == "--profile")
       o.profile = number();
-    else if (a == "--attention")
+    else if (a == "--ops" || a == "--attention")  // --attention: its former name
       o.attention = value();
     else {
       std::cerr << "bench_train_step: unknown option '" << a

@@ -49,7 +49,7 @@ ordered_json model_to_ordered_json(const ModelConfig& m) {
   j["rope_base"] = m.rope_base;
   j["norm_eps"] = m.norm_eps;
   j["init_std"] = m.init_std;
-  j["attention"] = to_string(m.ops_path);
+  j["attention"] = to_string(m.ops_path);  // the ops path, under the name it was first saved with
   return j;
 }
 
@@ -101,7 +101,7 @@ ModelConfig model_from(const json& j, const std::string& source) {
     try {
       m.ops_path = parse_ops_path(j.at("attention").get<std::string>());
     } catch (const std::invalid_argument& e) {
-      fail(source, fmt::format("{}: {}", where, e.what()));
+      fail(source, fmt::format("{}: \"attention\": {}", where, e.what()));
     }
   }
   try {

@@ -15,6 +15,7 @@
 #include "data/text.hpp"
 #include "checkpoint/checkpoint.hpp"
 #include "cli/commands.hpp"
+#include "cli/validators.hpp"
 #include "export/export_gguf.hpp"
 #include "export/export_llama2c.hpp"
 
@@ -145,6 +146,7 @@ void add_export_command(CLI::App& app) {
       ->required();
   cmd->add_option("--format", f->format,
                   "gguf (one file for llama.cpp) or llama2c (a directory for llama2.c's run)")
+      ->transform(glass::cli::any_case({"gguf", "llama2c"}))
       ->required();
   cmd->add_option("--out", f->out,
                   "gguf: the file to write (e.g. model.gguf); llama2c: the directory "

@@ -471,7 +471,7 @@ void add_inspect_command(CLI::App& app) {
   cmd->add_option("--ablation", opt->ablation,
                   "how --ablate knocks a head out: zero (its output before W_O set to 0) or mean "
                   "(set to its mean over the prompt's positions)")
-      ->check(CLI::IsMember({"zero", "mean"}))
+      ->transform(CLI::IsMember({"zero", "mean"}, CLI::ignore_case))
       ->capture_default_str()
       ->group("Interpretability");
   cmd->add_flag("--head-scores", opt->head_scores,

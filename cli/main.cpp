@@ -98,8 +98,27 @@ int main(int argc, char** argv) {
     }
   }
 
+  // A long flag with one dash ("-temp"), before CLI11 reads it as a short one ("-t emp").
+  if (command != nullptr) {
+    if (const std::string m = glass::cli::single_dash_word_message(*command, argc, argv, 2);
+        !m.empty()) {
+      std::fprintf(stderr, "error: %s\n", m.c_str());
+      return static_cast<int>(CLI::ExitCodes::ExtrasError);
+    }
+  }
+
   try {
     app.parse(argc, argv);
+  } catch (const CLI::RequiredError& e) {
+    // A misspelt flag explains a missing option best ("--checkpont DIR"); else name the option,
+    // with the flag an argument given without one probably lacks ("glass sample runs/x").
+    const std::string flag = command ? glass::cli::unknown_flag(*command, argc, argv, 2) : "";
+    const std::string m = !flag.empty() ? glass::cli::unknown_flag_message(*command, flag)
+                          : command ? glass::cli::missing_option_message(*command, argc, argv, 2)
+                                    : "";
+    if (m.empty()) return app.exit(e);
+    std::fprintf(stderr, "error: %s\n", m.c_str());
+    return e.get_exit_code();
   } catch (const CLI::ExtrasError& e) {
     // A flag the command does not have (often a typo): name it, guess, show the usage.
     const std::string flag = command ? glass::cli::unknown_flag(*command, argc, argv, 2) : "";

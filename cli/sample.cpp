@@ -4,7 +4,7 @@
 //   glass sample -m DIR [-p TEXT | -p - | -f/--prompt-file FILE] [-n N] [--temp X] [--top-k K]
 //                [--top-p P] [--min-p P] [--repeat-penalty X] [--repeat-last-n N] [-c N] [-s S]
 //                [-t N] [--num-samples K] [--stop STRING] [--json] [--window-mode rolling|exact]
-//                [--no-kv-cache] [--allow-unknown] [--best] [--attention fast|reference]
+//                [--no-kv-cache] [--allow-unknown] [--best] [--ops fast|reference]
 //
 // Also under their llama.cpp names (--model, --file, --n-predict, --ctx-size) and nanoGPT's
 // (--start, --max_new_tokens, --num_samples, --top_k); llama.cpp's -ngl is refused in main.cpp.
@@ -410,7 +410,7 @@ void add_sample_command(CLI::App& app) {
              "its oldest position for each new token (fast; sliding-window attention), "
              "exact = recompute the last window of tokens for each new one (slow; what "
              "the model saw in training)")
-          ->check(CLI::IsMember({"rolling", "exact"}))
+          ->transform(CLI::IsMember({"rolling", "exact"}, CLI::ignore_case))
           ->capture_default_str();
   cmd->add_flag("--no-kv-cache", f->no_kv_cache,
                 "recompute the whole window for every new token (the exact mode without a cache)")
@@ -418,11 +418,7 @@ void add_sample_command(CLI::App& app) {
   cmd->add_flag("--allow-unknown", f->allow_unknown,
                 "map prompt characters outside a character model's vocabulary to the unknown token "
                 "instead of failing (a BPE model needs none: it spells them in byte tokens)");
-  cmd->add_option(
-         "--attention", f->attention,
-         "attention code: fast (fused kernels) or reference (the nine steps on the primitive ops)")
-      ->check(CLI::IsMember({"fast", "reference"}))
-      ->capture_default_str();
+  glass::cli::add_ops_option(cmd, f->attention);
   cmd->add_flag("--best", f->best,
                 "use best.safetensors (best validation loss) instead of the latest weights");
   cmd->footer(

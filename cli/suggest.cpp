@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <filesystem>
 
 #include <fmt/format.h>
 
@@ -57,6 +58,45 @@ bool is_number(const std::string& text) {
   return !text.empty() && *end == '\0';
 }
 
+/// The option `token` names when it is a flag spelt alone ("--prompt", "-p"), else nullptr.
+const CLI::Option* option_named(const CLI::App& cmd, const std::string& token) {
+  const bool is_long = token.rfind("--", 0) == 0 && token.size() > 2;
+  const bool is_short = token.size() == 2 && token[0] == '-' && token[1] != '-';
+  if (!is_long && !is_short) return nullptr;
+  return cmd.get_option_no_throw(token);
+}
+
+/// Whether `token` is a flag spelt alone that takes a value: the next argument is its value.
+bool takes_next_as_value(const CLI::App& cmd, const std::string& token) {
+  const CLI::Option* opt = option_named(cmd, token);
+  return opt != nullptr && opt->get_type_size_max() > 0;
+}
+
+bool is_numeric(const CLI::Option& opt) {
+  const std::string type = opt.get_type_name();
+  return type.rfind("INT", 0) == 0 || type.rfind("UINT", 0) == 0 || type.rfind("FLOAT", 0) == 0;
+}
+
+/// The name of `opt` as a learner types it: the short name and the first long one ("-m/--checkpoint").
+std::string spelling(const CLI::Option& opt) {
+  std::string names;
+  for (const std::string& s : opt.get_snames()) names += (names.empty() ? "-" : "/-") + s;
+  if (!opt.get_lnames().empty()) names += (names.empty() ? "--" : "/--") + opt.get_lnames().front();
+  return names;
+}
+
+/// The arguments of argv[first, argc) that are neither flags nor a flag's value.
+std::vector<std::string> positionals(const CLI::App& cmd, int argc, char** argv, int first) {
+  std::vector<std::string> found;
+  for (int i = first; i < argc; ++i) {
+    const std::string token = argv[i];
+    if (token == "--") break;
+    if (i > first && takes_next_as_value(cmd, argv[i - 1])) continue;
+    if (token.empty() || token[0] != '-' || token == "-") found.push_back(token);
+  }
+  return found;
+}
+
 }  // namespace
 
 std::string usage_line(const CLI::App& cmd) {
@@ -87,6 +127,79 @@ std::string unknown_flag_message(const CLI::App& cmd, const std::string& flag) {
   return fmt::format("glass {}: unknown flag {}{}\n{}\nRun glass {} --help for every flag of {}.",
                      cmd.get_name(), flag, guess ? "; did you mean " + *guess + "?" : std::string(),
                      usage_line(cmd), cmd.get_name(), cmd.get_name());
+}
+
+std::string single_dash_word_message(const CLI::App& cmd, int argc, char** argv, int first) {
+  std::vector<std::string> long_names;
+  for (const std::string& name : flag_names(cmd))
+    if (name.rfind("--", 0) == 0) long_names.push_back(name);
+  for (int i = first; i < argc; ++i) {
+    const std::string token = argv[i];
+    if (token == "--") break;
+    if (i > first && takes_next_as_value(cmd, argv[i - 1])) continue;
+    if (token.size() < 3 || token[0] != '-' || token[1] == '-' || is_number(token)) continue;
+    const std::string word = token.substr(1, token.find('=') - 1);
+    const std::string as_long = "--" + word;
+    const bool is_long_flag =
+        std::find(long_names.begin(), long_names.end(), as_long) != long_names.end();
+    const std::optional<std::string> guess =
+        is_long_flag ? std::optional<std::string>(as_long) : nearest(as_long, long_names);
+    const CLI::Option* first_letter = cmd.get_option_no_throw("-" + word.substr(0, 1));
+    bool misread = false;
+    if (first_letter == nullptr) {
+      misread = true;  // CLI11 would report the whole word as an unexpected argument
+    } else if (first_letter->get_type_size_max() == 0) {
+      // A cluster of short flags ("-ab") is fine; anything else is a long flag with one dash.
+      for (const char letter : word) {
+        const CLI::Option* opt = cmd.get_option_no_throw(std::string("-") + letter);
+        if (opt == nullptr || opt->get_type_size_max() > 0) misread = true;
+      }
+      misread = misread || is_long_flag;
+    } else {
+      // A short flag with its value attached ("-n5", "-pOnce") unless the word is a long flag,
+      // or a numeric flag's value is no number but the word is near a long flag ("-tmep").
+      misread = is_long_flag || (is_numeric(*first_letter) && !is_number(word.substr(1)) && guess);
+    }
+    if (!misread) continue;
+    return fmt::format(
+        "glass {}: unknown flag -{}{}\n{}\nRun glass {} --help for every flag of {}.",
+        cmd.get_name(), word,
+        guess ? "; did you mean " + *guess + "? (a long flag takes two dashes)" : std::string(),
+        usage_line(cmd), cmd.get_name(), cmd.get_name());
+  }
+  return "";
+}
+
+std::string missing_option_message(const CLI::App& cmd, int argc, char** argv, int first) {
+  const CLI::Option* missing = nullptr;
+  for (const CLI::Option* opt : cmd.get_options())
+    if (opt->get_required() && opt->count() == 0) {
+      missing = opt;
+      break;
+    }
+  if (missing == nullptr) return "";
+  std::string hint;
+  const std::string flag = !missing->get_snames().empty()   ? "-" + missing->get_snames().front()
+                           : !missing->get_lnames().empty() ? "--" + missing->get_lnames().front()
+                                                            : missing->get_name();
+  // A checkpoint is a directory, a text a file: an argument of that kind is probably the value.
+  const bool wants_dir = missing->check_lname("checkpoint");
+  const bool wants_file = missing->check_lname("data");
+  for (const std::string& arg : positionals(cmd, argc, argv, first)) {
+    std::error_code ec;
+    if ((wants_dir && std::filesystem::is_directory(arg, ec)) ||
+        (wants_file && std::filesystem::is_regular_file(arg, ec))) {
+      hint = fmt::format("; '{}' is a {}: did you mean {} {}?", arg,
+                         wants_dir ? "directory" : "file", flag, arg);
+      break;
+    }
+  }
+  const std::string help = missing->get_description();
+  const std::string names = spelling(*missing);
+  return fmt::format("glass {}: {} is required{}{}\n{}\nRun glass {} --help for every flag of {}.",
+                     cmd.get_name(), names.empty() ? missing->get_name() : names,
+                     help.empty() ? "" : ": " + help, hint, usage_line(cmd), cmd.get_name(),
+                     cmd.get_name());
 }
 
 std::string gpu_flag_message(int argc, char** argv) {

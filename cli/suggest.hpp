@@ -32,6 +32,22 @@ std::string unknown_flag(const CLI::App& cmd, int argc, char** argv, int first);
 /// the usage line and a pointer to --help (three lines, no trailing newline).
 std::string unknown_flag_message(const CLI::App& cmd, const std::string& flag);
 
+/// A single-dash word among argv[first, argc) that CLI11 would misread, e.g. "-temp" (read as -t
+/// with the value "emp"): a word whose first letter is no short flag of `cmd`, a word that is
+/// one of cmd's long flags with one dash ("-prompt"), or a word attached to a numeric short
+/// flag whose two-dash spelling is near a long flag ("-tmep"). Returns the message ("glass
+/// sample: unknown flag -temp; did you mean --temp? ...", as unknown_flag_message) or "".
+/// Values of the flag before ("-p -temp") and everything after "--" are skipped; short flags
+/// with their value attached ("-n5", "-pOnce") and clusters of short flags are left alone.
+std::string single_dash_word_message(const CLI::App& cmd, int argc, char** argv, int first);
+
+/// The message for a required option that was not given: its spellings, its help and, when an
+/// argument with no flag names a directory (a checkpoint) or a file (a text), the flag it
+/// probably lacks: "glass sample: -m/--checkpoint is required: checkpoint ...; 'runs/x' is a directory:
+/// did you mean -m runs/x?", the usage line and a pointer to --help. "" when every required
+/// option of `cmd` was given (the error is another one).
+std::string missing_option_message(const CLI::App& cmd, int argc, char** argv, int first);
+
 /// A GPU-offload flag of llama.cpp (-ngl, --n-gpu-layers, --gpu-layers, with or without
 /// =VALUE) anywhere in argv: a sentence saying that GlassLLM runs on the CPU, else "". Checked
 /// before the parser, which would read -ngl as -n gl.

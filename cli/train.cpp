@@ -188,8 +188,8 @@ void run_train(TrainFlags& flags, CLI::App* cmd) {
     std::cerr << fmt::format(
         "warning: the warmup (--warmup {}) is not shorter than the schedule's {} steps (--iters, "
         "or --decay-iters): the learning rate never reaches --lr and the cosine decay never "
-        "starts. Use a --warmup well below {} (e.g. {})\n",
-        o.warmup, horizon, horizon, std::max(1L, horizon / 10));
+        "starts. Use a --warmup below {} (e.g. --warmup {})\n",
+        o.warmup, horizon, horizon, horizon / 10);
   g_stop = 0;
   g_serving_only = 0;
   o.stop_flag = &g_stop;
@@ -409,7 +409,7 @@ void add_train_command(CLI::App& app) {
          [&o](const std::string& name) { o.tokenizer = glass::tokenizer_kind_from_name(name); },
          "char: one token per character (the default); bpe: subword tokens of the LLaMA kind, "
          "trained on the training split (docs/bpe.md). --resume keeps the checkpoint's")
-      ->check(CLI::IsMember({"char", "bpe"}))
+      ->transform(CLI::IsMember({"char", "bpe"}, CLI::ignore_case))
       ->default_str("char")
       ->group("Model");
   cmd->add_option("--vocab-size", o.bpe_vocab_size,
@@ -418,14 +418,7 @@ void add_train_command(CLI::App& app) {
       ->check(glass::cli::integer_in(1, 65535, "an integer from 1 to 65535"))
       ->capture_default_str()
       ->group("Model");
-  cmd->add_option_function<std::string>(
-         "--attention",
-         [&o](const std::string& path) { o.model.ops_path = glass::parse_ops_path(path); },
-         "attention code: fast (fused kernels) or reference (the nine steps on the primitive "
-         "ops, as the tutorials show; slower, same numbers)")
-      ->check(CLI::IsMember({"fast", "reference"}))
-      ->default_str(glass::to_string(o.model.ops_path))
-      ->group("Model");
+  glass::cli::add_ops_option(cmd, o.model.ops_path)->group("Model");
   cmd->footer(
       "Examples:\n"
       "  glass train                                        the bundled corpus, default recipe\n"

@@ -23,7 +23,8 @@ std::string to_string(OpsPath path) { return path == OpsPath::fast ? "fast" : "r
 OpsPath parse_ops_path(const std::string& text) {
   if (text == "reference") return OpsPath::reference;
   if (text == "fast") return OpsPath::fast;
-  throw std::invalid_argument("attention must be \"reference\" or \"fast\" (got \"" + text + "\")");
+  throw std::invalid_argument("the ops path must be \"reference\" or \"fast\" (got \"" + text +
+                              "\")");
 }
 
 void ModelConfig::validate() const {

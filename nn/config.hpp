@@ -18,7 +18,9 @@ namespace glass {
 ///   The default of `glass train` and `glass sample`.
 enum class OpsPath { reference, fast };
 
-/// "reference" or "fast": the names config.json's "attention" field and the --attention flags use.
+/// "reference" or "fast": the names the --ops flags and config.json's "attention" field use (the
+/// field keeps the name it had when the switch covered only the attention, so that every save
+/// reads and writes alike).
 std::string to_string(OpsPath path);
 /// The OpsPath named `text` ("reference" or "fast"); throws std::invalid_argument naming the
 /// value and the two choices otherwise.

@@ -74,8 +74,6 @@ class Tracer {
   /// Runs `hook` at every hook point named `name` (exact match; "" matches every hook point).
   /// Hooks at one point run in the order they were added.
   void add_hook(const std::string& name, Hook hook);
-  /// Removes every hook.
-  void clear_hooks() { hooks_.clear(); }
   /// Whether snapshots are stored (default true). With false, only hooks run: an intervention
   /// run does not pay for copies it does not need.
   void set_recording(bool on) { recording_ = on; }

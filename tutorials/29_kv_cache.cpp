@@ -149,7 +149,7 @@ int main() {
   tut::secao("O caminho rápido, e o teste que o prova igual");
   tut::texto(
       "glass train e glass sample rodam o caminho rápido (ModelConfig::ops_path = OpsPath::fast,\n"
-      "a opção --attention): os passos 3 a 8 de nn/attention.cpp viram um núcleo só,\n"
+      "a opção --ops): os passos 3 a 8 de nn/attention.cpp viram um núcleo só,\n"
       "em autograd/kernels/. No treino, causal_attention calcula, por blocos de 32\n"
       "consultas, notas -> máscara -> softmax -> mistura sem guardar a matriz de pesos;\n"
       "na geração, attend_to_cache faz duas multiplicações matriz-vetor por consulta e\n"

@@ -57,6 +57,17 @@ TEST(Sha256, PiecesOfAnyLengthGiveTheDigestOfTheWhole) {
   }
 }
 
+TEST(Sha256, StreamedMillionAIsFipsDigestAndAMovedHasherGoesOn) {
+  // FIPS 180-4's one million 'a', fed as 1000 pieces of 1000 through a hasher that is moved
+  // halfway: the digest of the whole message.
+  Sha256 first;
+  const std::string piece(1000, 'a');
+  for (int i = 0; i < 500; ++i) first.update(piece);
+  Sha256 second = std::move(first);
+  for (int i = 0; i < 500; ++i) second.update(piece);
+  EXPECT_EQ(second.hex(), "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+}
+
 TEST(Manifest, ListsEveryFileOfTheSaveWithItsSizeAndDigest) {
   const fs::path dir = glass_test::temp_dir("glass-manifest-list");
   put(dir / "config.json", "{}");

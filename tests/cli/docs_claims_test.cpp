@@ -33,6 +33,7 @@
 #include <string>
 #include <vector>
 
+#include "checkpoint/config_json.hpp"
 #include "data/bpe_tokenizer.hpp"
 #include "data/text.hpp"
 #include "data/tokenizer.hpp"
@@ -1226,6 +1227,49 @@ TEST(ManualPages, RelativeLinksPointToExistingFiles) {
     }
     EXPECT_GT(checked, 3u) << path;
   }
+}
+
+TEST(ManualPages, ModelConfigMembersTheyNameExist) {
+  // Every `ModelConfig::name` of the README, the manual and the concept pages is a member of
+  // ModelConfig (nn/config.hpp): a field ("ops_path =") or a function ("validate(").
+  const std::string header = read_file(kRoot / "nn" / "config.hpp");
+  const std::string config = header.substr(header.find("struct ModelConfig {"));
+  static const std::regex cited(R"(ModelConfig::([A-Za-z_]+))");
+  std::vector<fs::path> pages = {kRoot / "README.md", kRoot / "bench" / "README.md"};
+  for (const fs::path& dir : {kDocs, kDocs / "en"})
+    for (const fs::path& page : pages_in(dir)) pages.push_back(page);
+  std::size_t checked = 0;
+  for (const fs::path& page : pages) {
+    const std::string text = read_file(page);
+    for (auto it = std::sregex_iterator(text.begin(), text.end(), cited);
+         it != std::sregex_iterator(); ++it) {
+      const std::string name = (*it)[1].str();
+      ++checked;
+      const std::regex member("[ *&]" + name + R"((\s*=|\())");
+      EXPECT_TRUE(std::regex_search(config, member))
+          << page.lexically_relative(kRoot).string() << " names ModelConfig::" << name
+          << ", which nn/config.hpp does not declare";
+    }
+  }
+  EXPECT_GT(checked, 3u);
+}
+
+TEST(ManualPages, TheOpsSwitchIsCalledOpsAndItsOldNameStillWorks) {
+  // The switch is --ops in both commands' help; --attention, its former name, is still accepted
+  // (the help names it), and config.json keeps its "attention" key.
+  for (const char* command : {"train", "sample"}) {
+    const std::string help =
+        run(glass_test::binary_dir(std::string("/glass ") + command + " --help"));
+    EXPECT_NE(help.find("--ops"), std::string::npos) << "glass " << command << " --help:\n" << help;
+    EXPECT_NE(help.find("--attention"), std::string::npos) << help;
+  }
+  for (const char* page : {"docs/en/cli.md", "docs/en/training.md", "docs/en/attention.md"}) {
+    EXPECT_NE(project_page(page).find("`--ops"), std::string::npos) << page;
+  }
+  glass::ModelConfig reference;
+  reference.ops_path = glass::OpsPath::reference;
+  EXPECT_NE(glass::model_config_to_json(reference).find("\"attention\": \"reference\""),
+            std::string::npos);
 }
 
 TEST(ManualPages, TrainFlagDefaultsAreTrainOptions) {

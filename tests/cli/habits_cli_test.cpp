@@ -1,6 +1,8 @@
 // What users of other tools type, through the real `glass` binary:
 // - typos get "did you mean" (edit distance over the command's own flags or the command names),
-//   the usage line and a pointer to --help; -v, -V and --version print the version;
+//   the usage line and a pointer to --help; -v, -V and --version print the version; a long
+//   flag with one dash (-temp) is named, not read as a short one (-t emp); a missing -m says
+//   so and takes the directory given without it; choices (--format GGUF) are taken in any case;
 // - llama.cpp's spellings (--model, -f/--file, --n-predict, -c/--ctx-size, --repeat-penalty,
 //   --repeat-last-n, --min-p) and nanoGPT's (--max_new_tokens, --num_samples, --start, also
 //   as --key=value) mean what they mean there; -ngl is refused with a sentence, not read as -n gl;
@@ -94,6 +96,94 @@ TEST_F(HabitsCli, AMisspeltCommandGetsDidYouMean) {
   expect_error(glass("trian --iters 5"), "unknown command 'trian'; did you mean 'train'?");
   expect_error(glass("smaple" + m()), "unknown command 'smaple'; did you mean 'sample'?");
   expect_error(glass("inpsect"), "did you mean 'inspect'?");
+}
+
+TEST_F(HabitsCli, ALongFlagWithOneDashIsNamedNotReadAsAShortOne) {
+  // Was: "--threads: must be an integer ... (got 'emp')" (CLI11 read -temp as -t emp).
+  const CliRun temp = glass("sample" + m() + " -p x -temp 0.5");
+  expect_error(temp,
+               "error: glass sample: unknown flag -temp; did you mean --temp? (a long flag takes "
+               "two dashes)\nusage: glass sample --checkpoint TEXT [OPTIONS]");
+  EXPECT_EQ(temp.err.find("got 'emp'"), std::string::npos) << temp.err;
+  expect_error(glass("sample" + m() + " -prompt x"),
+               "unknown flag -prompt; did you mean --prompt?");
+  expect_error(glass("sample" + m() + " -p x -tmep 0.5"),
+               "unknown flag -tmep; did you mean --temp?");
+  // Every command: a word with no short flag of its first letter, and one that is a long flag.
+  const std::string text = q((dir_ / "text.txt").string());
+  expect_error(glass("train -iters 5"), "glass train: unknown flag -iters; did you mean --iters?");
+  expect_error(glass("eval" + m() + " -data " + text), "glass eval: unknown flag -data; did you");
+  expect_error(glass("inspect" + m() + " -p x -layer 0"),
+               "unknown flag -layer; did you mean --layer?");
+  expect_error(glass("export" + m() + " -format gguf --out x.gguf"),
+               "unknown flag -format; did you mean --format?");
+  expect_error(glass("serve" + m() + " -port 0"), "unknown flag -port; did you mean --port?");
+  expect_error(glass("gradcheck -op matmul"), "unknown flag -op; did you mean --op?");
+  expect_error(glass("gradcheck -frobnicate"), "glass gradcheck: unknown flag -frobnicate\nusage");
+  // Short flags with their value attached are still short flags.
+  const CliRun attached = glass("sample" + m() + " -pCap -n3 -s1 -t1");
+  EXPECT_EQ(attached.exit_code, 0) << attached.err;
+  EXPECT_EQ(attached.out.rfind("Cap", 0), 0u) << attached.out;
+}
+
+TEST_F(HabitsCli, AMissingCheckpointNamesDashMAndTakesTheDirectoryGivenWithoutIt) {
+  // Was: "--checkpoint is required", with no word of -m.
+  const std::string ckpt = q(ckpt_.string());
+  expect_error(glass("sample " + ckpt + " -p x"),
+               "error: glass sample: -m/--checkpoint is required: checkpoint directory written by "
+               "glass train; '" +
+                   ckpt_.string() + "' is a directory: did you mean -m " + ckpt_.string() +
+                   "?\nusage: glass sample --checkpoint TEXT [OPTIONS]\n");
+  const CliRun none = glass("sample -p x");
+  expect_error(none, "glass sample: -m/--checkpoint is required: checkpoint directory");
+  EXPECT_EQ(none.err.find("is a directory"), std::string::npos) << none.err;
+  const std::string text = q((dir_ / "text.txt").string());
+  expect_error(glass("eval " + ckpt + " --data " + text),
+               "did you mean -m " + ckpt_.string() + "?");
+  expect_error(glass("inspect " + ckpt + " -p x"), "did you mean -m " + ckpt_.string() + "?");
+  expect_error(glass("export " + ckpt + " --format gguf --out x.gguf"),
+               "glass export: -m/--checkpoint is required");
+  expect_error(glass("eval" + m() + " " + text),
+               "glass eval: --data is required: UTF-8 text file to evaluate on (text the model "
+               "never saw); '" +
+                   (dir_ / "text.txt").string() + "' is a file: did you mean --data");
+  // A misspelt flag explains the missing option best.
+  expect_error(glass("sample --checkpont " + ckpt + " -p x"),
+               "unknown flag --checkpont; did you mean --checkpoint?");
+}
+
+TEST_F(HabitsCli, ChoicesAreTakenInAnyCase) {
+  // Was: "--format: GGUF not in {gguf,llama2c}"-like refusals of a capital letter.
+  const fs::path gguf = dir_ / "any-case.gguf";
+  const CliRun exported = glass("export" + m() + " --format GGUF --out " + q(gguf.string()));
+  EXPECT_EQ(exported.exit_code, 0) << exported.err;
+  EXPECT_TRUE(fs::exists(gguf));
+  expect_error(glass("export" + m() + " --format ONNX --out x"), "unknown export format 'ONNX'");
+  const std::string args = " -p Cap -n 8 -s 3";
+  const CliRun lower = glass("sample" + m() + args + " --ops reference --window-mode exact");
+  const CliRun upper = glass("sample" + m() + args + " --ops Reference --window-mode EXACT");
+  const CliRun old_name =
+      glass("sample" + m() + args + " --attention REFERENCE --window-mode exact");
+  ASSERT_EQ(lower.exit_code, 0) << lower.err;
+  EXPECT_EQ(upper.exit_code, 0) << upper.err;
+  EXPECT_EQ(upper.out, lower.out);
+  EXPECT_EQ(old_name.exit_code, 0) << old_name.err;
+  EXPECT_EQ(old_name.out, lower.out);
+  expect_error(glass("sample" + m() + " --ops flash"), "--ops");
+  const CliRun tokenizer = glass("train --data " + q((dir_ / "text.txt").string()) + " --out " +
+                                 q((dir_ / "any-case-run").string()) +
+                                 " --tokenizer Char --ops FAST --iters 1" + glass_test::tiny(0));
+  EXPECT_EQ(tokenizer.exit_code, 0) << tokenizer.err;
+}
+
+TEST_F(HabitsCli, TheWarmupAdviceFitsAShortRun) {
+  // Was: "Use a --warmup well below 1 (e.g. 1)" for --iters 1.
+  const CliRun r =
+      glass("train --data " + q((dir_ / "text.txt").string()) + " --out " +
+            q((dir_ / "one-step").string()) + " --iters 1 --eval-every 1" + glass_test::tiny(5));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("Use a --warmup below 1 (e.g. --warmup 0)"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("well below 1 (e.g. 1)"), std::string::npos) << r.err;
 }
 
 TEST_F(HabitsCli, DashVAndDashCapitalVPrintTheVersion) {

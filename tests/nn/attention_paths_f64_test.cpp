@@ -167,7 +167,7 @@ TEST(AttentionPaths, TheSwitchIsExplicitAndValidated) {
   EXPECT_EQ(model.output.ops_path(), OpsPath::fast);
   EXPECT_EQ(model.config().ops_path, OpsPath::fast);
   EXPECT_EQ(ModelConfig().ops_path, OpsPath::fast);  // the default
-  // The names config.json and --attention use, and a clear refusal of any other.
+  // The names config.json and --ops use, and a clear refusal of any other.
   EXPECT_EQ(to_string(OpsPath::reference), "reference");
   EXPECT_EQ(parse_ops_path("fast"), OpsPath::fast);
   try {
