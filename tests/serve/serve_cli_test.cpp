@@ -791,6 +791,7 @@ TEST(ServeCli, ABpeModelIsServedInTokens) {
   ASSERT_TRUE(info["loaded"].get<bool>()) << info.dump();
   EXPECT_EQ(info["tokenizer"], "bpe");
   EXPECT_EQ(info["unit"], "tokens");
+  EXPECT_EQ(info["unit_singular"], "token");
   ASSERT_EQ(info["vocab"].size(), 384u);
   EXPECT_EQ(info["vocab"][0], "<unk>");
   EXPECT_EQ(info["vocab"][3 + 0x0A], "<0x0A>");
@@ -888,6 +889,9 @@ TEST(ServeCli, ABpeModelIsServedInTokens) {
           << "chip " << i << " " << label << " in " << chips;
     }
     EXPECT_NE(dom.find("of 384 tokens can be drawn"), std::string::npos);
+    // The page's words name the unit: the next token, the last N tokens.
+    EXPECT_NE(dom.find("draws the next <span class=\"unit-one\">token</span>"), std::string::npos);
+    EXPECT_NE(dom.find("<span class=\"units\">tokens</span></label>"), std::string::npos);
   }
   EXPECT_EQ(server.stop(SIGINT, 30), 0) << server.err();
 }
