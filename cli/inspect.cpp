@@ -97,6 +97,60 @@ glass::RenderOptions terminal_options() {
 
 /// `glass inspect` with --lens, --ablate, --head-scores, --patch or --history: the
 /// interpretability lab (interp/) on the checkpoint, in tokens.
+/// The checkpoint of `opt` on the reference path (the hook points' path: the snapshots are its
+/// steps), its warning printed.
+glass::Checkpoint load_for_inspection(const InspectOptions& opt) {
+  try {
+    glass::Checkpoint loaded = glass::load_checkpoint(opt.checkpoint, opt.best);
+    loaded.model().set_ops_path(glass::OpsPath::reference);
+    if (!loaded.warning().empty()) std::cerr << "warning: " << loaded.warning() << "\n";
+    return loaded;
+  } catch (const glass::CheckpointError& e) {
+    throw glass::cli::CommandError("cannot load checkpoint '" + opt.checkpoint + "': " + e.what());
+  }
+}
+
+/// The command's words for a prompt with characters outside the vocabulary: the facts, and the
+/// flag that maps them.
+glass::cli::CommandError unknown_characters(const std::string& what) {
+  return glass::cli::CommandError(what + "\n(--allow-unknown maps them to the unknown id 0)");
+}
+
+/// --allow-unknown as the tokenizer's policy.
+glass::UnknownPolicy unknown_policy(const InspectOptions& opt) {
+  return opt.allow_unknown ? glass::UnknownPolicy::kMapToUnknownId : glass::UnknownPolicy::kRefuse;
+}
+
+/// The lab's token ids of `text` (the flag `flag`): valid UTF-8, its unknown characters refused
+/// or (--allow-unknown) mapped with a warning, not empty, at most the checkpoint's window.
+std::vector<std::int32_t> lab_tokens(const glass::Checkpoint& loaded, const InspectOptions& opt,
+                                     const std::string& text, const char* flag) {
+  using glass::cli::CommandError;
+  std::u32string chars;
+  try {
+    chars = glass::utf8_to_u32(text);
+  } catch (const glass::Utf8Error& e) {
+    throw CommandError(fmt::format("{} is not valid UTF-8: {}", flag, e.what()));
+  }
+  std::vector<std::int32_t> ids;
+  std::size_t unknown = 0;
+  try {
+    ids = loaded.encode_prompt(chars, unknown_policy(opt), &unknown);
+  } catch (const glass::UnknownCharacterError& e) {
+    throw unknown_characters(fmt::format("{}: {}", flag, e.what()));
+  }
+  if (unknown > 0)
+    std::cerr << "warning: " << unknown << " character(s) of " << flag
+              << " outside the vocabulary mapped to the unknown id 0\n";
+  if (ids.empty()) throw CommandError(fmt::format("{} is empty: give some text", flag));
+  const std::size_t window = loaded.window();
+  const char* unit = loaded.unit();
+  if (ids.size() > window)
+    throw CommandError(fmt::format("{} has {} {}; {}. Give at most {} {}", flag, ids.size(), unit,
+                                   glass::context_sentence(window, unit), window, unit));
+  return ids;
+}
+
 void run_interp(const InspectOptions& opt) {
   using glass::cli::CommandError;
   if (opt.top_k < 1 || opt.top_k > 1000)
@@ -125,47 +179,14 @@ void run_interp(const InspectOptions& opt) {
         "--json - and --html - both ask for standard output: send one of them to a file");
   if (!opt.json_path.empty() && !json_to_stdout) check_output_path(opt.json_path, "--json");
   if (!opt.html_path.empty() && !html_to_stdout) check_output_path(opt.html_path, "--html");
-  glass::LoadedModel loaded;
-  try {
-    loaded = glass::load_checkpoint(opt.checkpoint, opt.best);
-    loaded.model->set_ops_path(glass::OpsPath::reference);  // the hook points' path
-  } catch (const glass::CheckpointError& e) {
-    throw CommandError("cannot load checkpoint '" + opt.checkpoint + "': " + e.what());
-  }
-  if (!loaded.warning.empty()) std::cerr << "warning: " << loaded.warning << "\n";
+  const glass::Checkpoint loaded = load_for_inspection(opt);
   glass::cli::apply_threads(opt.threads);
-  const glass::Decoder& model = *loaded.model;
+  const glass::Decoder& model = loaded.model();
   const glass::ModelConfig& config = model.config();
-  std::size_t window = glass::training_context(loaded.files_dir);  // 0: not recorded
-  if (window == 0 || window > config.context_length) window = config.context_length;
-
   glass::InterpReport report;
   report.checkpoint = opt.checkpoint;
   report.labels = glass::token_labels(loaded);
-  auto tokens_of = [&](const std::string& text, const char* flag) {
-    std::u32string chars;
-    try {
-      chars = glass::utf8_to_u32(text);
-    } catch (const glass::Utf8Error& e) {
-      throw CommandError(fmt::format("{} is not valid UTF-8: {}", flag, e.what()));
-    }
-    std::vector<std::int32_t> ids;
-    std::size_t unknown = 0;
-    try {
-      ids = glass::encode_prompt(loaded, chars, opt.allow_unknown, &unknown);
-    } catch (const std::invalid_argument& e) {
-      throw CommandError(fmt::format("{}: {}", flag, e.what()));
-    }
-    if (unknown > 0)
-      std::cerr << "warning: " << unknown << " character(s) of " << flag
-                << " outside the vocabulary mapped to the unknown id 0\n";
-    if (ids.empty()) throw CommandError(fmt::format("{} is empty: give some text", flag));
-    if (ids.size() > window)
-      throw CommandError(fmt::format("{} has {} tokens; {}. Give at most {} tokens", flag,
-                                     ids.size(), glass::context_sentence(window), window));
-    return ids;
-  };
-  if (opt.prompt_given) report.prompt = tokens_of(opt.prompt, "--prompt");
+  if (opt.prompt_given) report.prompt = lab_tokens(loaded, opt, opt.prompt, "--prompt");
   const std::vector<std::int32_t>& tokens = report.prompt;
 
   try {
@@ -196,7 +217,7 @@ void run_interp(const InspectOptions& opt) {
           throw CommandError(fmt::format(
               "--head-scores measures on the prompt, which needs at least 3 tokens (it has {})",
               tokens.size()));
-        s.record = glass::measure_head_scores(model, tokens, window);
+        s.record = glass::measure_head_scores(model, tokens, loaded.window());
         s.source = "the prompt";
       } else {
         if (opt.best)
@@ -204,20 +225,20 @@ void run_interp(const InspectOptions& opt) {
               "--head-scores without --prompt shows the save's interp.json, measured on the "
               "latest weights, not on best.safetensors: give --prompt to measure --best");
         const std::filesystem::path file =
-            std::filesystem::path(loaded.files_dir) / glass::kInterpFile;
+            std::filesystem::path(loaded.files_dir()) / glass::kInterpFile;
         if (!std::filesystem::exists(file))
           throw CommandError(fmt::format(
               "{} holds no interp.json (a save of glass train --no-interp-record, or older): "
               "give --prompt TEXT to measure the head scores on a text",
               opt.checkpoint));
         const std::vector<glass::InterpRecord> records =
-            glass::read_interp_history(loaded.files_dir);
+            glass::read_interp_history(loaded.files_dir());
         const auto it = std::find_if(records.begin(), records.end(), [&](const auto& r) {
-          return std::to_string(r.step) == loaded.weights_step;
+          return std::to_string(r.step) == loaded.weights_step();
         });
         if (it == records.end())
           throw CommandError(fmt::format("{}: interp.json is not of the weights' step {}",
-                                         opt.checkpoint, loaded.weights_step));
+                                         opt.checkpoint, loaded.weights_step()));
         s.record = *it;
         s.source =
             fmt::format("the validation probe, recorded by glass train at step {}", s.record.step);
@@ -226,7 +247,7 @@ void run_interp(const InspectOptions& opt) {
     }
     if (opt.patch) {
       glass::InterpReport::Patch p;
-      p.corrupted = tokens_of(opt.corrupted, "--corrupted");
+      p.corrupted = lab_tokens(loaded, opt, opt.corrupted, "--corrupted");
       if (p.corrupted.size() != tokens.size())
         throw CommandError(fmt::format(
             "--corrupted has {} tokens and --prompt {}: patching copies activations position "
@@ -253,7 +274,7 @@ void run_interp(const InspectOptions& opt) {
       h.records = glass::read_interp_history(opt.checkpoint);
       try {
         h.loss =
-            glass::read_loss_log((std::filesystem::path(loaded.files_dir) / "log.csv").string());
+            glass::read_loss_log((std::filesystem::path(loaded.files_dir()) / "log.csv").string());
       } catch (const std::exception& e) {
         std::cerr << "warning: no validation losses next to the history: " << e.what() << "\n";
       }
@@ -282,9 +303,11 @@ void run_interp(const InspectOptions& opt) {
       html.title = title;
       glass::Inspection inspection;
       try {
-        inspection = glass::inspect(loaded, glass::utf8_to_u32(opt.prompt), opt.allow_unknown);
+        inspection = glass::inspect(loaded, glass::utf8_to_u32(opt.prompt), unknown_policy(opt));
       } catch (const glass::InspectError& e) {
         throw CommandError(e.what());
+      } catch (const glass::UnknownCharacterError& e) {
+        throw unknown_characters(e.what());
       }
       page = glass::insert_before_body_end(glass::inspection_html(inspection, html),
                                            glass::interp_html_sections(report));
@@ -330,17 +353,9 @@ void run_inspect(const InspectOptions& opt) {
     throw CommandError(std::string("the prompt is not valid UTF-8: ") + e.what());
   }
 
-  glass::LoadedModel loaded;
-  try {
-    loaded = glass::load_checkpoint(opt.checkpoint, opt.best);
-    loaded.model->set_ops_path(
-        glass::OpsPath::reference);  // the snapshots are the reference path's steps
-  } catch (const glass::CheckpointError& e) {
-    throw CommandError("cannot load checkpoint '" + opt.checkpoint + "': " + e.what());
-  }
-  if (!loaded.warning.empty()) std::cerr << "warning: " << loaded.warning << "\n";
+  const glass::Checkpoint loaded = load_for_inspection(opt);
   glass::cli::apply_threads(opt.threads);
-  const glass::ModelConfig& config = loaded.model->config();
+  const glass::ModelConfig& config = loaded.config();
   if (opt.layer < 0 || static_cast<std::size_t>(opt.layer) >= config.n_layers)
     throw CommandError(fmt::format("--layer {} is out of range: the model has {} layers (0..{})",
                                    opt.layer, config.n_layers, config.n_layers - 1));
@@ -350,11 +365,11 @@ void run_inspect(const InspectOptions& opt) {
                     config.n_heads, config.n_heads - 1));
   const auto layer = static_cast<std::size_t>(opt.layer);
   const auto head = static_cast<std::size_t>(opt.head);
-  std::size_t window = glass::training_context(loaded.files_dir);  // 0: not recorded
-  if (window == 0 || window > config.context_length) window = config.context_length;
+  const std::size_t window = loaded.window();
   // The context counts tokens: a character model's characters, a BPE model's subwords.
-  const std::size_t length = glass::prompt_tokens(loaded, prompt).size();
-  const char* unit = glass::token_unit(loaded);
+  const std::size_t length =
+      loaded.encode_prompt(prompt, glass::UnknownPolicy::kMapToUnknownId).size();
+  const char* unit = loaded.unit();
   if (length > window)
     throw CommandError(fmt::format(
         "the prompt has {} {}; {}. inspect shows one window, position by position: give "
@@ -364,13 +379,15 @@ void run_inspect(const InspectOptions& opt) {
   glass::Inspection inspection;
   try {
     std::size_t unknown = 0;
-    inspection = glass::inspect(loaded, prompt, opt.allow_unknown, &unknown);
+    inspection = glass::inspect(loaded, prompt, unknown_policy(opt), &unknown);
     if (unknown > 0)
       std::cerr << "warning: " << unknown
                 << " prompt character(s) outside the vocabulary mapped to the unknown id 0\n";
     if (!opt.snapshot.empty()) glass::full_snapshot_name(inspection, layer, opt.snapshot);
   } catch (const glass::InspectError& e) {
     throw CommandError(e.what());
+  } catch (const glass::UnknownCharacterError& e) {
+    throw unknown_characters(e.what());
   }
 
   // The files first: a path that fails leaves nothing printed (the paths were checked above).
@@ -393,7 +410,7 @@ void run_inspect(const InspectOptions& opt) {
     html.title = "GlassLLM inspector: \"" + shown + "\"";
     try {
       html.loss =
-          glass::read_loss_log((std::filesystem::path(loaded.files_dir) / "log.csv").string());
+          glass::read_loss_log((std::filesystem::path(loaded.files_dir()) / "log.csv").string());
     } catch (const std::exception& e) {
       std::cerr << "warning: no loss curve on the page: " << e.what() << "\n";
     }

@@ -36,26 +36,24 @@ constexpr std::uint64_t kMaxLabTopK = 20;
 /// Windows of the training text the mean of each head's output is taken over (mean ablation).
 constexpr std::size_t kMeanWindows = 4;
 
-/// The prompt of a lab request: present, not empty, at most `window` tokens, each character in the
-/// vocabulary unless allow_unknown. Returns it as token ids (unknown characters as id 0).
-std::vector<std::int32_t> lab_prompt(const json& body, const LoadedModel& m, std::size_t window,
-                                     std::u32string& chars) {
+/// The prompt of a lab request: present, not empty, at most the model's window of tokens, each
+/// character in the vocabulary unless allow_unknown (UnknownCharacterError: a 400). Returns it
+/// as token ids (unknown characters as id 0).
+std::vector<std::int32_t> lab_prompt(const json& body, const Checkpoint& m, std::u32string& chars) {
   if (!body.contains("prompt")) throw BadRequest("give the prompt: {\"prompt\": \"TEXT\"}");
   chars = decode_prompt(string_field(body, "prompt", ""));
   if (chars.empty()) throw BadRequest("'prompt' is empty: give at least one character");
-  refuse_past_context(chars, m, window);
-  if (!bool_field(body, "allow_unknown", false)) refuse_unknown(chars, m);
-  return prompt_ids(chars, m, window);
+  refuse_past_context(chars, m);
+  return prompt_ids(chars, m, unknown_policy(body));
 }
 
-/// The label of token `id` as the API writes it ("" for the unknown id 0).
-std::string token_text(const LoadedModel& m, std::int32_t id) {
-  if (m.bpe) return m.bpe->token_text(id);
-  return id == 0 ? std::string() : char_to_utf8(m.tokenizer.char_of(id));
+/// The label of token `id` as the API writes it ("" for a character model's unknown id 0).
+std::string token_text(const Checkpoint& m, std::int32_t id) {
+  return m.tokenizer().has_text(id) ? m.tokenizer().token_text(id) : std::string();
 }
 
 /// The text of each token of `ids` (token_text): the labels of the positions.
-json texts_json(const LoadedModel& m, const std::vector<std::int32_t>& ids) {
+json texts_json(const Checkpoint& m, const std::vector<std::int32_t>& ids) {
   json texts = json::array();
   for (std::int32_t id : ids) texts.push_back(token_text(m, id));
   return texts;
@@ -63,7 +61,7 @@ json texts_json(const LoadedModel& m, const std::vector<std::int32_t>& ids) {
 
 /// The `k` most probable ids of `probs` (vocab_size) as [{"id", "char", "p"}], most probable
 /// first (ties: the lower id).
-json top_json(const LoadedModel& m, const Array& probs, std::size_t k) {
+json top_json(const Checkpoint& m, const Array& probs, std::size_t k) {
   json list = json::array();
   for (std::size_t id : top_k_indices(probs.data(), probs.size(), k))
     list.push_back({{"id", id},
@@ -109,14 +107,14 @@ std::vector<HeadRef> heads_field(const json& body, const ModelConfig& config) {
 /// windows of `window` tokens of the training text (the given --data file, else the one
 /// config.json names, when it is found), read bounded; `source` says which. Without a training
 /// text: the prompt itself.
-std::vector<std::int32_t> mean_reference(const std::string& data_option, const LoadedModel& m,
+std::vector<std::int32_t> mean_reference(const std::string& data_option, const Checkpoint& m,
                                          std::size_t window,
                                          const std::vector<std::int32_t>& prompt,
                                          std::string& source) {
   std::string data = data_option;
   if (data.empty()) {
     try {
-      data = training_data(m.files_dir);
+      data = training_data(m.files_dir());
     } catch (const std::exception&) {}
   }
   std::error_code ec;
@@ -133,13 +131,12 @@ std::vector<std::int32_t> mean_reference(const std::string& data_option, const L
       } catch (const Utf8Error&) {}
     }
     // A character model reads one token a character; a BPE model's tokens are fewer.
-    std::vector<std::int32_t> ids =
-        m.bpe ? m.bpe->encode(text) : m.tokenizer.encode(text, /*map_unknown=*/true);
+    std::vector<std::int32_t> ids = m.encode_prompt(text, UnknownPolicy::kMapToUnknownId);
     const std::size_t full = std::min(ids.size() / window, kMeanWindows) * window;
     if (full > 0) {
       ids.resize(full);
-      source = fmt::format("the first {} {} of the training text {}", full,
-                           m.bpe ? "tokens" : "characters", fs::path(data).filename().string());
+      source = fmt::format("the first {} {} of the training text {}", full, m.unit(),
+                           fs::path(data).filename().string());
       return ids;
     }
   }
@@ -151,17 +148,16 @@ std::vector<std::int32_t> mean_reference(const std::string& data_option, const L
 
 void Server::answer_lens(const httplib::Request& req, httplib::Response& res) {
   const json body = parse_body(req, {"prompt", "top_k", "allow_unknown"});
-  std::size_t window = 0;
-  const auto m = model(&window);
-  const std::size_t V = m->config.vocab_size;
+  const auto m = model();
+  const std::size_t V = m->config().vocab_size;
   const auto k = static_cast<std::size_t>(
       integer_field(body, "top_k", 5, 1, std::min<std::uint64_t>(kMaxLabTopK, V)));
   std::u32string chars;
-  const std::vector<std::int32_t> ids = lab_prompt(body, *m, window, chars);
+  const std::vector<std::int32_t> ids = lab_prompt(body, *m, chars);
   LogitLens lens;
   {
     std::lock_guard lock(compute_mutex_);
-    lens = logit_lens(*m->model, ids, k);
+    lens = logit_lens(m->model(), ids, k);
   }
   const std::size_t S = lens.points.size(), T = ids.size();
   json top = json::array(), next = json::array();
@@ -194,18 +190,18 @@ void Server::answer_lens(const httplib::Request& req, httplib::Response& res) {
 
 void Server::answer_ablate(const httplib::Request& req, httplib::Response& res) {
   const json body = parse_body(req, {"prompt", "heads", "mode", "top_k", "allow_unknown"});
-  std::size_t window = 0;
-  const auto m = model(&window);
-  const std::size_t V = m->config.vocab_size;
+  const auto m = model();
+  const std::size_t window = m->window();
+  const std::size_t V = m->config().vocab_size;
   const auto k = static_cast<std::size_t>(
       integer_field(body, "top_k", 10, 1, std::min<std::uint64_t>(kMaxLabTopK, V)));
   const std::string mode_name = string_field(body, "mode", "zero");
   if (mode_name != "zero" && mode_name != "mean")
     throw BadRequest(fmt::format("'mode' must be \"zero\" or \"mean\" (got \"{}\")", mode_name));
   const AblationMode mode = mode_name == "zero" ? AblationMode::zero : AblationMode::mean;
-  const std::vector<HeadRef> heads = heads_field(body, m->config);
+  const std::vector<HeadRef> heads = heads_field(body, m->config());
   std::u32string chars;
-  const std::vector<std::int32_t> ids = lab_prompt(body, *m, window, chars);
+  const std::vector<std::int32_t> ids = lab_prompt(body, *m, chars);
   // The means are needed only to ablate a head (no head: both distributions are the model's).
   const bool means_needed = mode == AblationMode::mean && !heads.empty();
   std::string source;
@@ -222,9 +218,9 @@ void Server::answer_ablate(const httplib::Request& req, httplib::Response& res) 
       Ids batch = Ids::from_shape({rows, cols});
       std::copy(reference.begin(), reference.begin() + static_cast<long>(rows * cols),
                 batch.data());
-      means = head_means(*m->model, batch);
+      means = head_means(m->model(), batch);
     }
-    shift = next_token_shift(*m->model, ids, heads, means_needed ? mode : AblationMode::zero,
+    shift = next_token_shift(m->model(), ids, heads, means_needed ? mode : AblationMode::zero,
                              means_needed ? &means : nullptr);
   }
   json j;
@@ -250,8 +246,8 @@ void Server::answer_interp(const httplib::Request&, httplib::Response& res) {
   json j = interp_history_.to_json();
   std::lock_guard lock(state_mutex_);
   if (model_) {
-    j["n_layers"] = model_->config.n_layers;
-    j["n_heads"] = model_->config.n_heads;
+    j["n_layers"] = model_->config().n_layers;
+    j["n_heads"] = model_->config().n_heads;
   }
   send_json(res, j);
 }

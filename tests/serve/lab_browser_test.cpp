@@ -147,9 +147,10 @@ TEST(LabBrowser, TheLensTheClickedHeadsAndTheScoresOverTheSaves) {
 
   // The lens: 3 rows (embeddings, after layer 0, after layer 1 = output) of 8 cells; the output
   // row's top tokens are the library's (the model served is the last save's).
-  const glass::LoadedModel loaded = glass::load_checkpoint(run_dir.string());
-  const std::vector<std::int32_t> ids = loaded.tokenizer.encode(glass::utf8_to_u32(prompt));
-  const glass::LogitLens lens = glass::logit_lens(*loaded.model, ids, 1);
+  const glass::Checkpoint loaded = glass::load_checkpoint(run_dir.string());
+  const std::vector<std::int32_t> ids =
+      loaded.tokenizer().chars()->encode(glass::utf8_to_u32(prompt));
+  const glass::LogitLens lens = glass::logit_lens(loaded.model(), ids, 1);
   EXPECT_EQ(count(dom, "class=\"hm-cell lens-cell"), 3 * n);
   const std::regex cell_re(
       R"re(data-point="2" data-pos="([0-9]+)" data-top="([^"]*)" data-p="([0-9.]+)")re");
@@ -159,8 +160,9 @@ TEST(LabBrowser, TheLensTheClickedHeadsAndTheScoresOverTheSaves) {
     const std::size_t t = std::stoul((*it)[1]);
     ASSERT_LT(t, n);
     const std::int32_t id = lens.top_ids(2, t, 0);
-    EXPECT_EQ((*it)[2],
-              dom_escaped(id == 0 ? "" : glass::char_to_utf8(loaded.tokenizer.char_of(id))))
+    EXPECT_EQ(
+        (*it)[2],
+        dom_escaped(id == 0 ? "" : glass::char_to_utf8(loaded.tokenizer().chars()->char_of(id))))
         << "position " << t;
     EXPECT_NEAR(std::stod((*it)[3]), lens.top_probs(2, t, 0), 6e-5) << "position " << t;
   }
@@ -172,7 +174,7 @@ TEST(LabBrowser, TheLensTheClickedHeadsAndTheScoresOverTheSaves) {
   EXPECT_EQ(count(dom, "class=\"head-cell"), 8u) << "2 layers of 4 heads";
   EXPECT_EQ(count(dom, "class=\"head-cell ablated\""), 2u);
   const glass::NextTokenShift shift =
-      glass::next_token_shift(*loaded.model, ids, {{0, 1}, {1, 2}}, glass::AblationMode::zero);
+      glass::next_token_shift(loaded.model(), ids, {{0, 1}, {1, 2}}, glass::AblationMode::zero);
   const std::regex bar_re(
       R"re(class="ablation-bar" data-char="([^"]*)" data-p-normal="([0-9.]+)" data-p-ablated="([0-9.]+)")re");
   std::size_t bars = 0, changed = 0;
@@ -181,7 +183,7 @@ TEST(LabBrowser, TheLensTheClickedHeadsAndTheScoresOverTheSaves) {
     const std::string c = (*it)[1];
     const std::u32string u = glass::utf8_to_u32(c);  // "" for the unknown id 0
     ASSERT_LE(u.size(), 1u) << c;
-    const std::int32_t id = u.empty() ? 0 : loaded.tokenizer.id_of(u[0]);
+    const std::int32_t id = u.empty() ? 0 : loaded.tokenizer().chars()->id_of(u[0]);
     // The page writes 4 decimals.
     EXPECT_NEAR(std::stod((*it)[2]), shift.before(id), 6e-5) << c;
     EXPECT_NEAR(std::stod((*it)[3]), shift.after(id), 6e-5) << c;
