@@ -73,6 +73,11 @@ std::u32string TextTokenizer::decode(const std::vector<std::int32_t>& ids) const
   return std::visit([&ids](const auto& t) { return t.decode(ids); }, impl_);
 }
 
+std::string TextTokenizer::decode_continuation(const std::vector<std::int32_t>& ids) const {
+  if (const Tokenizer* c = chars()) return c->decode_utf8(ids);
+  return bpe()->decode_utf8(ids, /*drop_dummy_prefix=*/false);
+}
+
 std::string TextTokenizer::token_text(std::int32_t id) const {
   if (const Tokenizer* c = chars()) return char_to_utf8(c->char_of(id));
   return bpe()->token_text(id);

@@ -61,6 +61,10 @@ class TextTokenizer {
   SplitIds encode_split(const std::u32string& text, bool map_unknown) const;
   /// Ids -> text (BPE: the dummy prefix's space dropped). Throws std::out_of_range for a bad id.
   std::u32string decode(const std::vector<std::int32_t>& ids) const;
+  /// Generated ids -> UTF-8, all at once: a character model's characters; a BPE model's tokens
+  /// with every '▁' a space, the first one too (a continuation of a prompt has no dummy prefix to
+  /// drop). Throws std::out_of_range for a bad id.
+  std::string decode_continuation(const std::vector<std::int32_t>& ids) const;
   /// A token's text (UTF-8) as its vocabulary stores it: the character (U+FFFD for the
   /// character tokenizer's unknown id 0), or the BPE token ("▁de", "<0x0A>", "<s>").
   /// Throws std::out_of_range for a bad id.

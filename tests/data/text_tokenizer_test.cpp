@@ -35,6 +35,7 @@ TEST(TextTokenizer, CharacterTokenizerThroughTheInterface) {
   EXPECT_THROW(tok.encode(U"z"), glass::UnknownCharacterError);
   EXPECT_NE(tok.chars(), nullptr);
   EXPECT_EQ(tok.bpe(), nullptr);
+  EXPECT_EQ(tok.decode_continuation({3, 1, 2}), "cab");
   EXPECT_STREQ(tok.unit_name(), "character");
   EXPECT_EQ(tok.vocabulary_text(), "vocabulary 4 (3 characters + the unknown id 0)");
 }
@@ -52,6 +53,7 @@ TEST(TextTokenizer, BpeTokenizerThroughTheInterface) {
   EXPECT_THROW(tok.token_text(265), std::out_of_range);
   EXPECT_NE(tok.bpe(), nullptr);
   EXPECT_EQ(tok.chars(), nullptr);
+  EXPECT_EQ(tok.decode_continuation({263, 264}), " ab b");  // the first '▁' kept as a space
   EXPECT_STREQ(tok.unit_name(), "token");
   EXPECT_EQ(tok.vocabulary_text(), "a BPE vocabulary of 265 tokens");
 }
