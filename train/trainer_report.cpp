@@ -62,11 +62,8 @@ void Trainer::print_sample() {
   sampling.temperature = 0.8;
   const auto ids =
       generate(*model_, {start}, options_.sample_tokens, options_.context, sampling, sample_rng_);
-  // The text as it comes (a BPE token's leading '▁' kept as a space).
-  StreamDecoder text(tokenizer_->chars(), tokenizer_->bpe());
-  out_ << "---- sample (temperature 0.8) ----\n";
-  for (const std::int32_t id : ids) out_ << text.push(id);
-  out_ << text.flush() << "\n----\n";
+  out_ << "---- sample (temperature 0.8) ----\n"
+       << tokenizer_->decode_continuation(ids) << "\n----\n";
 }
 
 void Trainer::print_progress(long it, double loss, double lr, double tokens_per_s, double eta_s) {
