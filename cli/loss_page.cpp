@@ -19,8 +19,7 @@ void write_loss_page(const Trainer& trainer) {
   for (const StepRow& r : trainer.steps())
     curve.steps.push_back({static_cast<double>(r.step), r.loss, r.lr});
   curve.vocab_size = trainer.vocab_size();
-  // The Trainer holds its two tokenizers apart: a BPE run predicts tokens.
-  curve.unit = trainer.bpe_tokenizer() != nullptr ? "token" : "character";
+  curve.unit = trainer.tokenizer().unit(false);  // what one prediction is: a character or a token
   write_file_atomic((fs::path(o.out_dir) / "loss.html").string(), loss_plot_html(curve));
 }
 

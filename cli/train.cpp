@@ -1,6 +1,7 @@
 // `glass train`: learn next-character prediction from a UTF-8 text file (train/trainer.hpp).
-// This file reads the flags and runs the Trainer; the recipe a resume takes back is
-// train/recipe.hpp, the signal handling cli/stop_signals.hpp, the loss page cli/loss_page.hpp.
+// This file reads the flags into TrainOptions and runs the Trainer, and puts the Trainer's errors
+// (train/errors.hpp: fields and values) in the words of its flags; what a resume takes back is
+// train/resume.hpp, the signal handling cli/stop_signals.hpp, the loss page cli/loss_page.hpp.
 //
 //   glass train [--data FILE] [--out DIR] [--iters N] [--batch-size B] [--context T] [--lr X]
 //               [--min-lr X] [--warmup N] [--decay-iters N] [--weight-decay X] [--grad-clip X]
@@ -16,6 +17,7 @@
 #include <filesystem>
 #include <iostream>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -24,6 +26,7 @@
 
 #include "autograd/threads.hpp"
 #include "checkpoint/checkpoint.hpp"
+#include "checkpoint/run_dir.hpp"
 #include "cli/commands.hpp"
 #include "cli/loss_page.hpp"
 #include "cli/serve.hpp"
@@ -32,7 +35,7 @@
 #include "cli/threads.hpp"
 #include "cli/validators.hpp"
 #include "train/distributed.hpp"
-#include "train/recipe.hpp"
+#include "train/errors.hpp"
 #include "train/trainer.hpp"
 
 #ifndef GLASS_SOURCE_DIR
@@ -154,91 +157,100 @@ std::string non_finite_message(const std::string& what, const CLI::App* cmd,
   return fmt::format("{}. Training stopped: {}. {}", what, kept, next);
 }
 
-void run_train(TrainFlags& flags, CLI::App* cmd) {
+/// The flag that sets a TrainOptions field ("batch_size" -> "--batch-size").
+std::string flag_of(const std::string& field) {
+  if (field == "bpe_vocab_size") return "--vocab-size";
+  if (field == "model.ops_path") return "--ops";
+  std::string flag = field.rfind("model.", 0) == 0 ? field.substr(6) : field;
+  std::replace(flag.begin(), flag.end(), '_', '-');
+  return "--" + flag;
+}
+
+/// A Trainer error (train/errors.hpp) in the words of the command line: the flags of its fields
+/// and what to pass. std::nullopt for any other error (its message is already the user's).
+std::optional<std::string> in_flag_words(const std::exception& e) {
+  if (const auto* o = dynamic_cast<const glass::OptionError*>(&e)) {
+    std::string m = o->value().empty()
+                        ? fmt::format("{} {}", flag_of(o->field()), o->reason())
+                        : fmt::format("{} {} {}", flag_of(o->field()), o->value(), o->reason());
+    if (!o->other_field().empty())
+      m += fmt::format(": leave out {} or {}", flag_of(o->other_field()), flag_of(o->field()));
+    return m;
+  }
+  if (const auto* r = dynamic_cast<const glass::RecipeMismatchError*>(&e)) {
+    std::string differ;
+    for (const glass::RecipeDifference& d : r->differences())
+      differ += fmt::format("\n  {} {} (the run was trained with {} {})", flag_of(d.field), d.given,
+                            flag_of(d.field), d.recorded);
+    return fmt::format(
+        "--resume continues the run in {} with its own recipe, but these flags ask for other "
+        "values:{}\nLeave them out (the recorded values are used), or start a new run with --out "
+        "DIR (or --overwrite).",
+        r->out_dir(), differ);
+  }
+  if (const auto* d = dynamic_cast<const glass::DataMismatchError*>(&e))
+    return fmt::format(
+        "the run in {} was trained on a text named '{}', not on '{}'{}: pass --data with the "
+        "path of '{}' to continue it, or start a new run with another --out (or --overwrite)",
+        d->out_dir(), d->recorded(), d->given(),
+        d->defaulted() ? " (the bundled corpus, used when --data is left out)" : "", d->recorded());
+  if (dynamic_cast<const glass::OutOfMemoryError*>(&e) != nullptr)
+    return fmt::format(
+        "{}. Use a smaller model (--d-model, --n-layers, --ffn-hidden) or a smaller --batch-size "
+        "or --context.",
+        e.what());
+  if (const auto* n = dynamic_cast<const glass::NoSaveToResumeError*>(&e))
+    return fmt::format("--resume: {}; run without --resume first", n->what());
+  if (const auto* x = dynamic_cast<const glass::RunExistsError*>(&e))
+    return fmt::format(
+        "{}. To continue that run, add --resume; to start over and replace it, add --overwrite; "
+        "or give a fresh directory with --out.",
+        x->what());
+  return std::nullopt;
+}
+
+/// The Trainer of these options; its errors in the words of the flags (in_flag_words).
+std::unique_ptr<glass::Trainer> make_trainer(const glass::TrainOptions& o) {
+  try {
+    return std::make_unique<glass::Trainer>(o, std::cout);
+  } catch (const std::exception& e) {
+    if (std::optional<std::string> message = in_flag_words(e))
+      throw glass::cli::CommandError(*message);
+    throw;
+  }
+}
+
+/// The options of this command line: the flags as given, the defaults the command chooses (the
+/// bundled corpus, runs/<corpus name>) and which recipe flags were given (--resume keeps the
+/// recorded values of the others, train/resume.hpp).
+void fill_options(TrainFlags& flags, CLI::App* cmd) {
   glass::TrainOptions& o = flags.options;
-  glass::cli::apply_threads(flags.threads);
   const bool default_data = o.data_path.empty();
   if (default_data) o.data_path = default_corpus();
   if (o.out_dir.empty()) o.out_dir = (fs::path("runs") / fs::path(o.data_path).stem()).string();
   o.attention_given = cmd->count("--attention") > 0;
-  if (o.resume) {
+  o.data_defaulted = default_data;
+  // On --resume a recipe flag left out takes the recorded value (train/resume.hpp).
+  glass::RecipeGiven& given = o.recipe_given;
+  given.lr = cmd->count("--lr") > 0;
+  given.min_lr = cmd->count("--min-lr") > 0;
+  given.warmup = cmd->count("--warmup") > 0;
+  given.decay_iters = cmd->count("--decay-iters") > 0;
+  given.batch_size = cmd->count("--batch-size") > 0;
+  given.grad_clip = cmd->count("--grad-clip") > 0;
+  given.context = cmd->count("--context") > 0;
+  if (o.resume && o.comm.is_root())  // under mpirun, rank 0 speaks for all
     for (const char* flag :
          {"--d-model", "--n-layers", "--n-heads", "--n-kv-heads", "--ffn-hidden", "--vocab-cap"})
-      if (cmd->count(flag) > 0 && o.comm.is_root())  // under mpirun, rank 0 speaks for all
+      if (cmd->count(flag) > 0)
         std::cerr << "warning: " << flag
                   << " is ignored with --resume (the checkpoint's model is used)\n";
-    if (o.overfit_batch)
-      throw glass::cli::CommandError(
-          "--overfit-batch is a check of the training loop, not a run to "
-          "continue: leave out --resume, and use a fresh --out");
-    glass::RecipeFlagsGiven given;
-    given.lr = cmd->count("--lr") > 0;
-    given.min_lr = cmd->count("--min-lr") > 0;
-    given.warmup = cmd->count("--warmup") > 0;
-    given.decay_iters = cmd->count("--decay-iters") > 0;
-    given.batch_size = cmd->count("--batch-size") > 0;
-    given.grad_clip = cmd->count("--grad-clip") > 0;
-    given.context = cmd->count("--context") > 0;
-    glass::take_recorded_recipe(o, given);
-    glass::check_recorded_data(o, default_data);
-  }
+}
 
-  const long horizon = o.decay_iters > 0 ? o.decay_iters : o.iters;  // where the cosine ends
-  if (o.warmup >= horizon && o.comm.is_root())
-    std::cerr << fmt::format(
-        "warning: the warmup (--warmup {}) is not shorter than the schedule's {} steps (--iters, "
-        "or --decay-iters): the learning rate never reaches --lr and the cosine decay never "
-        "starts. Use a --warmup below {} (e.g. --warmup {})\n",
-        o.warmup, horizon, horizon, horizon / 10);
-  g_stop = 0;
-  g_serving_only = 0;
-  o.stop_flag = &g_stop;
-  g_saved_step = -1;
-  o.saved_step = &g_saved_step;
-  // An --overfit-batch check is not resumable (--resume refuses it): it is run again instead.
-  set_stop_messages(
-      o.comm.is_root(),
-      o.overfit_batch
-          ? fmt::format(", stays current in {}; an --overfit-batch check is not resumed: run it "
-                        "again to check the loop\n",
-                        o.out_dir)
-          : fmt::format(", stays current in {}; continue it with:\n  {}\n", o.out_dir,
-                        resume_command(cmd, o)),
-      "No checkpoint of this run had been saved yet (the first save follows the evaluation at step "
-      "0), so there is nothing to resume: run the same command again to start over\n");
-  o.on_run_end = write_loss_page;  // DIR/loss.html
-  glass::TrainResult result;
-  // With --serve the trainer outlives the server (declared first, destroyed last): its destructor
-  // resets the BLAS thread count, which must not happen while the server computes.
-  std::unique_ptr<glass::Trainer> trainer;
-  std::unique_ptr<glass::Server> server;
-  {
-    trainer = std::make_unique<glass::Trainer>(o, std::cout);
-    if (flags.serve && o.comm.is_root()) {
-      glass::ServeOptions serve;
-      serve.checkpoint = o.out_dir;
-      serve.port = flags.port;
-      serve.data_path = o.data_path;
-      server = glass::cli::start_server(serve, std::cout);
-    }
-    install_stop_handlers();
-    try {
-      result = trainer->run();
-    } catch (const glass::NonFiniteError& e) {
-      restore_default_signals();
-      throw glass::cli::CommandError(non_finite_message(e.what(), cmd, o, g_saved_step.load()));
-    }
-    if (server) {
-      // The handler stays: a signal that came during the last evaluation or save (after the
-      // loop's last look at g_stop) is in g_stop and stops the serving below at once; one that
-      // comes later stops it too. Swapping handlers here would lose the first or kill the program.
-      g_serving_only = 1;
-    } else {
-      restore_default_signals();
-    }
-  }
-  if (!server) trainer.reset();   // releases the run directory's lock now
-  if (!o.comm.is_root()) return;  // with mpirun, rank 0 reports for all
+/// After the run (rank 0): where the checkpoint is and what to do next; with --serve, the page
+/// stays up until Ctrl-C. Throws CLI::RuntimeError (exit 128 + signal) after a stop.
+void report_run(const glass::TrainResult& result, const glass::TrainOptions& o, CLI::App* cmd,
+                glass::Server* server) {
   std::cout << fmt::format(
       "\ncheckpoint: {} (model.safetensors = step {}, best.safetensors = best val loss {:.4f}, "
       "config.json, log.csv, loss.html)\n",
@@ -267,6 +279,64 @@ void run_train(TrainFlags& flags, CLI::App* cmd) {
               << std::endl;
     restore_default_signals();
   }
+}
+
+void run_train(TrainFlags& flags, CLI::App* cmd) {
+  glass::TrainOptions& o = flags.options;
+  glass::cli::apply_threads(flags.threads);
+  fill_options(flags, cmd);
+  g_stop = 0;
+  g_serving_only = 0;
+  o.stop_flag = &g_stop;
+  g_saved_step = -1;
+  o.saved_step = &g_saved_step;
+  // An --overfit-batch check is not resumable (train/resume.hpp): it is run again instead.
+  set_stop_messages(
+      o.comm.is_root(),
+      o.overfit_batch
+          ? fmt::format(", stays current in {}; an --overfit-batch check is not resumed: run it "
+                        "again to check the loop\n",
+                        o.out_dir)
+          : fmt::format(", stays current in {}; continue it with:\n  {}\n", o.out_dir,
+                        resume_command(cmd, o)),
+      "No checkpoint of this run had been saved yet (the first save follows the evaluation at step "
+      "0), so there is nothing to resume: run the same command again to start over\n");
+  o.on_run_end = write_loss_page;  // DIR/loss.html
+  glass::TrainResult result;
+  // With --serve the trainer outlives the server (declared first, destroyed last): its destructor
+  // resets the BLAS thread count, which must not happen while the server computes.
+  std::unique_ptr<glass::Trainer> trainer;
+  std::unique_ptr<glass::Server> server;
+  {
+    trainer = make_trainer(o);
+    if (flags.serve && o.comm.is_root()) {
+      glass::ServeOptions serve;
+      serve.checkpoint = o.out_dir;
+      serve.port = flags.port;
+      serve.data_path = o.data_path;
+      server = glass::cli::start_server(serve, std::cout);
+    }
+    install_stop_handlers();
+    try {
+      result = trainer->run();
+    } catch (const glass::NonFiniteError& e) {
+      restore_default_signals();
+      // The options as the Trainer ran them (on --resume, the recorded recipe).
+      throw glass::cli::CommandError(
+          non_finite_message(e.what(), cmd, trainer->options(), g_saved_step.load()));
+    }
+    if (server) {
+      // The handler stays: a signal that came during the last evaluation or save (after the
+      // loop's last look at g_stop) is in g_stop and stops the serving below at once; one that
+      // comes later stops it too. Swapping handlers here would lose the first or kill the program.
+      g_serving_only = 1;
+    } else {
+      restore_default_signals();
+    }
+  }
+  if (!server) trainer.reset();   // releases the run directory's lock now
+  if (!o.comm.is_root()) return;  // with mpirun, rank 0 reports for all
+  report_run(result, o, cmd, server.get());
 }
 
 /// run_train in every process of `mpirun -np N glass train` (train/distributed.hpp), or in this

@@ -2,6 +2,8 @@
 
 #include "data/text_tokenizer.hpp"
 
+#include <cmath>
+
 #include <fmt/format.h>
 
 #include "data/text.hpp"
@@ -23,6 +25,41 @@ const char* tokenizer_kind_name(TokenizerKind kind) {
 const char* TextTokenizer::unit(bool plural) const {
   if (kind() == TokenizerKind::kChar) return plural ? "characters" : "character";
   return plural ? "tokens" : "token";
+}
+
+std::size_t split_point(const std::u32string& text, TokenizerKind kind) {
+  const std::size_t at =
+      static_cast<std::size_t>(std::floor(static_cast<double>(text.size()) * 0.9));
+  if (kind == TokenizerKind::kChar) return at;
+  const std::size_t space = text.find(U' ', at);
+  return space == std::u32string::npos ? at : space;
+}
+
+SplitIds TextTokenizer::encode_split(const std::u32string& text, UnknownPolicy policy) const {
+  SplitIds split;
+  const std::size_t cut = split_point(text, kind());
+  split.val_bytes = u32_to_utf8(text.substr(cut)).size();
+  if (const Tokenizer* c = chars()) {  // one id per character: the cut is the same in ids
+    split.ids = encode_compact(text, policy, &split.unknown);
+    split.n_train = cut;
+    return split;
+  }
+  const BpeTokenizer& b = *bpe();
+  split.ids = b.encode_compact(text);
+  const std::vector<std::int32_t> train_ids = b.encode(text.substr(0, cut));
+  split.n_train = train_ids.size();
+  bool prefix = train_ids.size() < split.ids.size();
+  for (std::size_t i = 0; prefix && i < train_ids.size(); ++i)
+    prefix = split.ids[i] == train_ids[i];
+  if (prefix) return split;
+  std::vector<std::int32_t> all = train_ids;
+  const std::vector<std::int32_t> val_ids = b.encode(text.substr(cut));
+  all.insert(all.end(), val_ids.begin(), val_ids.end());
+  TokenIds both(b.vocab_size());
+  both.reserve(all.size());
+  for (const std::int32_t id : all) both.push_back(id);
+  split.ids = std::move(both);
+  return split;
 }
 
 std::size_t TextTokenizer::vocab_size() const {
@@ -148,6 +185,12 @@ std::optional<std::int32_t> TextTokenizer::special_id(SpecialToken which) const 
       return BpeTokenizer::kEosId;
   }
   return std::nullopt;
+}
+
+std::string TextTokenizer::vocabulary_text() const {
+  const std::size_t v = vocab_size();
+  if (kind() == TokenizerKind::kBpe) return fmt::format("a BPE vocabulary of {} tokens", v);
+  return fmt::format("vocabulary {} ({} characters + the unknown id 0)", v, v > 0 ? v - 1 : 0);
 }
 
 std::string StreamDecoder::push(std::int32_t id) {

@@ -23,6 +23,19 @@ TokenizerKind tokenizer_kind_from_name(const std::string& name);
 /// The kind's name: "char" or "bpe".
 const char* tokenizer_kind_name(TokenizerKind kind);
 
+/// A text's ids cut into a training and a validation part (TextTokenizer::encode_split).
+struct SplitIds {
+  TokenIds ids;               ///< the whole text's ids
+  std::size_t n_train = 0;    ///< ids[0, n_train) train, ids[n_train, end) validate
+  std::size_t val_bytes = 0;  ///< UTF-8 bytes of the validation part of the text
+  std::size_t unknown = 0;    ///< characters that became the unknown id 0 (kMapToUnknownId)
+};
+
+/// Where `text` splits into training and validation (in characters): at 90% (floor); for a BPE
+/// tokenizer (kind kBpe) at the first space at or after 90% (so that no token crosses the cut),
+/// or at 90% when no space follows.
+std::size_t split_point(const std::u32string& text, TokenizerKind kind);
+
 /// What encode_prompt does with a character outside a character model's vocabulary: refuse it
 /// (UnknownCharacterError) or map it to the unknown id 0 and count it. A BPE model has none.
 enum class UnknownPolicy { kRefuse, kMapToUnknownId };
@@ -71,6 +84,14 @@ class TextTokenizer {
   /// characters as encode_prompt (one error for the first, with its position).
   TokenIds encode_compact(const std::u32string& text, UnknownPolicy policy = UnknownPolicy::kRefuse,
                           std::size_t* unknown_count = nullptr) const;
+  /// The whole text encoded once and split at split_point(text, kind()): the training part is
+  /// the ids of text[0, cut), the validation part the rest. A character tokenizer gives one id per
+  /// character; a character outside its vocabulary as encode_prompt under `policy` (mapped
+  /// ones counted in SplitIds::unknown). BPE encodes the whole
+  /// text at once; when its training part's tokens are not a prefix of the whole text's (a token
+  /// crossing the cut), the two parts are encoded apart (the validation part with its own dummy
+  /// prefix).
+  SplitIds encode_split(const std::u32string& text, UnknownPolicy policy) const;
   /// Ids -> text (BPE: the dummy prefix's space dropped). Throws std::out_of_range for a bad id.
   std::u32string decode(const std::vector<std::int32_t>& ids) const;
   /// Generated ids -> UTF-8, as a StreamDecoder gives them joined: a BPE piece's leading '▁'
@@ -98,6 +119,10 @@ class TextTokenizer {
   /// The id of a special token, or none when this tokenizer has no such token (a character
   /// model has an unknown id 0 and no BOS/EOS; BPE has <unk> 0, <s> 1, </s> 2).
   std::optional<std::int32_t> special_id(SpecialToken which) const;
+
+  /// The vocabulary in words: "vocabulary 83 (82 characters + the unknown id 0)", or "a BPE
+  /// vocabulary of 512 tokens".
+  std::string vocabulary_text() const;
 
   /// The tokenizer itself, or nullptr when it is of the other kind: for writers of a file
   /// format whose layout depends on the kind (checkpoint/, export/).

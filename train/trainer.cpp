@@ -1,26 +1,40 @@
 // The training loop (train/trainer.hpp): one optimizer step, the evaluation, and run(), which
-// alternates them with the saves until the last step or a stop request.
+// alternates them with the saves until the last step or a stop request; the observers of the
+// loop (train/observer.hpp) hear of each step, evaluation and save.
 
 #include "train/trainer.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <csignal>
+#include <filesystem>
+#include <ostream>
+#include <sstream>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "autograd/ops.hpp"
 #include "autograd/tape.hpp"
+#include "checkpoint/manifest.hpp"
 #include "train/clip.hpp"
 #include "train/distributed.hpp"
 #include "train/loss_notes.hpp"
-#include "train/trainer_detail.hpp"
+#include "train/model_files.hpp"
+#include "train/resume.hpp"
+#include "train/run_directory.hpp"
 
 namespace glass {
 
-using trainer_detail::Clock;
-using trainer_detail::seconds_since;
-
 namespace {
+
+using Clock = std::chrono::steady_clock;
+
+/// Seconds from t0 to now.
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
 
 /// "NaN", "inf" or "-inf" (printf's "-nan" confuses).
 std::string non_finite_name(double x) {
@@ -136,7 +150,7 @@ TrainResult Trainer::run() {
   auto last_print = Clock::now() - std::chrono::seconds(10);
   const long print_every = std::max(1L, std::min(o.eval_every, 50L));  // non-TTY progress lines
   TrainResult result;
-  open_live_steps();
+  if (o.comm.is_root()) steps_record_.open_live(o.out_dir);  // rank 0 alone writes files
 
   for (long it = step_;; ++it) {
     step_ = it;
@@ -145,44 +159,16 @@ TrainResult Trainer::run() {
       out_ << "interrupted at step " << it << " (" << stop_signal_name(stop_signal_)
            << "): saving a checkpoint in " << o.out_dir << "\n";
       save(false);
-      result.interrupted = true;
-      result.stop_signal = stop_signal_;
       break;
     }
     const bool eval_due = it % o.eval_every == 0 || it == o.iters;
-    if (eval_due && (log_.empty() || log_.back().step != it)) {
-      const EvalResult e = evaluate();
-      LogRow row;
-      row.step = it;
-      row.lr = schedule_.at(it);  // the lr of the step about to be taken (min_lr at the end)
-      row.train_loss = e.train_loss;
-      row.val_loss = e.val_loss;
-      row.tokens_per_s = train_seconds > 0 ? tokens_per_step * steps_since_eval / train_seconds : 0;
-      row.elapsed_s = elapsed_before_ + seconds_since(run_start_);
-      log_.push_back(row);
-      result.last_eval = e;
-      const bool best = !has_best_ || e.val_loss < best_val_;
-      if (best) {
-        best_val_ = e.val_loss;
-        has_best_ = true;
-      }
-      if (is_tty_) out_ << "\r\033[K";
-      out_ << fmt::format("step {}: {} {:.4f}, val loss {:.4f} (gap {:+.4f}){} | {:.1f} s\n", it,
-                          o.overfit_batch ? "loss of the one batch" : "train loss", e.train_loss,
-                          e.val_loss, e.val_loss - e.train_loss, best ? " (best so far)" : "",
-                          row.elapsed_s);
-      out_ << fmt::format(
-          "  val {:.4f} bits per byte ({} {} over {} bytes of text in the validation "
-          "split)\n",
-          bits_per_byte(e.val_loss, val_tokens(), val_bytes_), val_tokens(),
-          bpe_ ? "tokens" : "characters", val_bytes_);
-      print_evaluation_notes(it);
+    if (eval_due && (log().empty() || log().back().step != it)) {
+      bool best = false;
+      evaluate_and_report(it, train_seconds, steps_since_eval, result, best);
       if (stop_requested()) {
         out_ << stop_signal_name(stop_signal_) << " arrived during the evaluation at step " << it
              << "; the evaluation was finished first. Saving a checkpoint in " << o.out_dir << "\n";
         save(best);
-        result.interrupted = true;
-        result.stop_signal = stop_signal_;
         break;
       }
       print_sample();
@@ -195,8 +181,13 @@ TrainResult Trainer::run() {
     const auto t0 = Clock::now();
     const double loss = train_step(it);
     const double dt = seconds_since(t0);
-    append_step({it + 1, loss, schedule_.at(it), last_grad_norm_, dt > 0 ? tokens_per_step / dt : 0,
-                 elapsed_before_ + seconds_since(run_start_)});
+    const StepRow row{it + 1,
+                      loss,
+                      schedule_.at(it),
+                      last_grad_norm_,
+                      dt > 0 ? tokens_per_step / dt : 0,
+                      elapsed_before_ + seconds_since(run_start_)};
+    for (TrainObserver* observer : observers_) observer->on_step(row);
     train_seconds += dt;
     ++steps_since_eval;
     mean_step_s += (dt - mean_step_s) / static_cast<double>(++steps_timed);
@@ -209,19 +200,82 @@ TrainResult Trainer::run() {
                      mean_step_s * static_cast<double>(o.iters - done));
     }
   }
+  finish_run(result);
+  return result;
+}
+
+void Trainer::evaluate_and_report(long it, double train_seconds, long steps_since_eval,
+                                  TrainResult& result, bool& best) {
+  const EvalResult e = evaluate();
+  LogRow row;
+  row.step = it;
+  row.lr = schedule_.at(it);  // the lr of the step about to be taken (min_lr at the end)
+  row.train_loss = e.train_loss;
+  row.val_loss = e.val_loss;
+  const double tokens_per_step = static_cast<double>(options_.batch_size * options_.context);
+  row.tokens_per_s = train_seconds > 0 ? tokens_per_step * steps_since_eval / train_seconds : 0;
+  row.elapsed_s = elapsed_before_ + seconds_since(run_start_);
+  for (TrainObserver* observer : observers_) observer->on_eval(row);
+  result.last_eval = e;
+  best = !has_best_ || e.val_loss < best_val_;
+  if (best) {
+    best_val_ = e.val_loss;
+    has_best_ = true;
+  }
+  print_evaluation(it, e, row.elapsed_s, best);
+}
+
+void Trainer::finish_run(TrainResult& result) {
+  const TrainOptions& o = options_;
+  result.interrupted = stop_signal_ != 0;
+  result.stop_signal = stop_signal_;
   if (is_tty_) out_ << "\r\033[K";
   if (!result.interrupted && !o.overfit_batch)
-    out_ << "\n" << final_summary(log_, vocab_size(), o.iters, bpe_ ? "token" : "character");
-  if (o.overfit_batch && !steps_.empty())
-    out_ << "\n" << overfit_batch_note(steps_.front().loss, steps_.back().loss, steps_.size());
-
+    out_ << "\n" << final_summary(log(), vocab_size(), o.iters, tokenizer_->unit(false));
+  if (o.overfit_batch && !steps().empty())
+    out_ << "\n" << overfit_batch_note(steps().front().loss, steps().back().loss, steps().size());
   // Whoever runs the trainer writes its own end-of-run files (glass train: the loss page).
   if (o.comm.is_root() && o.on_run_end) o.on_run_end(*this);
-
   result.step = step_;
   result.best_val = best_val_;
-  if (!log_.empty()) result.last_eval = {log_.back().train_loss, log_.back().val_loss};
-  return result;
+  if (!log().empty()) result.last_eval = {log().back().train_loss, log().back().val_loss};
+}
+
+// ---- the saves: the model, the training state and every observer's files, all-or-nothing ------
+TrainState Trainer::training_state() const {
+  TrainState state;
+  state.step = step_;
+  state.batch_rng = train_batches_->state();
+  std::ostringstream rng_text;
+  rng_text << sample_rng_;
+  state.sample_rng = rng_text.str();
+  state.best_val = best_val_;
+  state.has_best = has_best_;
+  state.elapsed_s = elapsed_before_ + seconds_since(run_start_);
+  state.context = options_.context;
+  state.log = log();
+  state.run_id = run_id_;
+  state.has_recipe = true;
+  state.recipe = recipe_of(options_);
+  return state;
+}
+
+void Trainer::save(bool also_best) {
+  for (TrainObserver* observer : observers_) observer->before_save(step_);  // every process
+  if (!run_dir_) return;                                                    // rank 0 writes for all
+  namespace fs = std::filesystem;
+  const nlohmann::json training = {{"context", options_.context},
+                                   {"step", step_},
+                                   {"run_id", run_id_},
+                                   {"data", fs::path(options_.data_path).filename().string()},
+                                   {"manifest", kManifestFile}};
+  const std::string extra = nlohmann::json{{"training", training}}.dump();
+  run_dir_->save(step_, run_id_, [&](const SaveSite& site) {
+    save_model_files(site.step_dir, *model_, *tokenizer_, extra, step_, run_id_);
+    run_dir_->carry_best(site, also_best, has_best_, run_id_);
+    save_train_state(site.step_dir, *optimizer_, training_state());
+    for (TrainObserver* observer : observers_) observer->on_save(site);
+  });
 }
 
 }  // namespace glass

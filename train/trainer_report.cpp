@@ -33,13 +33,11 @@ void Trainer::print_banner(std::size_t text_chars) {
       "model: d_model {}, {} layers, {} heads ({} kv), ffn {}, {} parameters\n"
       "recipe: {} steps, batch {} x context {}, lr {:g} -> {:g} (warmup {}, cosine to step {}), "
       "weight decay {:g}, clip {:g}, seed {}\n",
-      o.data_path, text_chars,
-      bpe_ ? fmt::format("a BPE vocabulary of {} tokens", vocab_size())
-           : vocabulary_words(vocab_size()),
-      n_train_, corpus_->size() - n_train_, bpe_ ? "tokens" : "characters", o.model.d_model,
-      o.model.n_layers, o.model.n_heads, o.model.n_kv_heads, o.model.ffn_hidden,
-      model_->num_parameters(), o.iters, o.batch_size, o.context, o.lr, o.min_lr, o.warmup,
-      o.decay_iters, o.weight_decay, o.grad_clip, o.seed);
+      o.data_path, text_chars, tokenizer_->vocabulary_text(), corpus_.n_train, val_tokens(),
+      std::string(tokenizer_->unit(false)) + "s", o.model.d_model, o.model.n_layers,
+      o.model.n_heads, o.model.n_kv_heads, o.model.ffn_hidden, model_->num_parameters(), o.iters,
+      o.batch_size, o.context, o.lr, o.min_lr, o.warmup, o.decay_iters, o.weight_decay, o.grad_clip,
+      o.seed);
   if (o.comm.size() > 1)
     out_ << fmt::format("data parallel: {} processes, {} windows of each batch per process\n",
                         o.comm.size(), o.batch_size / static_cast<std::size_t>(o.comm.size()));
@@ -54,17 +52,17 @@ void Trainer::print_banner(std::size_t text_chars) {
 
 void Trainer::print_sample() {
   if (options_.sample_tokens == 0 || !options_.comm.is_root()) return;
-  // Start as at a paragraph: after a newline (a BPE model: the last token of "\n" encoded).
-  std::vector<std::int32_t> prompt = {bpe_                         ? bpe_->encode(U"\n").back()
-                                      : tokenizer_.contains(U'\n') ? tokenizer_.id_of(U'\n')
-                                                                   : 1};
+  // Start as at a paragraph: after a newline (a BPE model: the last token of "\n" encoded; a
+  // character model whose text has none: id 1).
+  std::int32_t start = 1;
+  try {
+    start = tokenizer_->encode(U"\n").back();
+  } catch (const UnknownCharacterError&) {}
   SamplingOptions sampling;
   sampling.temperature = 0.8;
   const auto ids =
-      generate(*model_, prompt, options_.sample_tokens, options_.context, sampling, sample_rng_);
-  out_ << "---- sample (temperature 0.8) ----\n"
-       << (bpe_ ? bpe_->decode_utf8(ids, /*drop_dummy_prefix=*/false) : tokenizer_.decode_utf8(ids))
-       << "\n----\n";
+      generate(*model_, {start}, options_.sample_tokens, options_.context, sampling, sample_rng_);
+  out_ << "---- sample (temperature 0.8) ----\n" << tokenizer_->decode_generated(ids) << "\n----\n";
 }
 
 void Trainer::print_progress(long it, double loss, double lr, double tokens_per_s, double eta_s) {
@@ -78,12 +76,22 @@ void Trainer::print_progress(long it, double loss, double lr, double tokens_per_
     out_ << line << "\n" << std::flush;
 }
 
-void Trainer::print_evaluation_notes(long it) {
-  if (it == 0 && log_.size() == 1)
-    out_ << step_zero_note(log_.front().train_loss, vocab_size(), bpe_ ? "token" : "character");
-  // --overfit-batch: a validation loss rising while the batch is memorised is what the check
-  // expects (the header says so), not overfitting to warn about.
-  if (!options_.overfit_batch) out_ << evaluation_note(log_);
+void Trainer::print_evaluation(long it, const EvalResult& e, double elapsed_s, bool best) {
+  const TrainOptions& o = options_;
+  if (is_tty_) out_ << "\r\033[K";
+  out_ << fmt::format("step {}: {} {:.4f}, val loss {:.4f} (gap {:+.4f}){} | {:.1f} s\n", it,
+                      o.overfit_batch ? "loss of the one batch" : "train loss", e.train_loss,
+                      e.val_loss, e.val_loss - e.train_loss, best ? " (best so far)" : "",
+                      elapsed_s);
+  out_ << fmt::format(
+      "  val {:.4f} bits per byte ({} {}s over {} bytes of text in the validation split)\n",
+      bits_per_byte(e.val_loss, val_tokens(), val_bytes()), val_tokens(), tokenizer_->unit(false),
+      val_bytes());
+  if (it == 0 && log().size() == 1)
+    out_ << step_zero_note(log().front().train_loss, vocab_size(), tokenizer_->unit(false));
+  // overfit_batch: a validation loss rising while the batch is memorised is what the check
+  // expects (the banner says so), not overfitting to warn about.
+  if (!o.overfit_batch) out_ << evaluation_note(log());
 }
 
 }  // namespace glass

@@ -82,7 +82,7 @@ class BpeCli : public ::testing::Test {
 fs::path BpeCli::dir_, BpeCli::text_, BpeCli::ckpt_;
 CliRun BpeCli::first_run_;
 
-/// Where a BPE run splits its text (train/trainer_setup.cpp): the first space at or after 90% of
+/// Where a BPE run splits its text (split_point, data/text_tokenizer.hpp): the first space at or after 90% of
 /// the characters.
 std::size_t split_point(const std::u32string& text) {
   const std::size_t at =
@@ -249,8 +249,8 @@ TEST_F(BpeCli, AVocabularySizeTheTextCannotHaveIsRefused) {
   const CliRun too_short =
       glass("train --out " + q((dir_ / "short").string()) + " --data " + q(short_text.string()) +
             " --tokenizer bpe --vocab-size 400 --context 200 --iters 2");
-  expect_error(too_short, "the validation split has ");
-  EXPECT_NE(too_short.err.find("BPE tokens, but --context 200 needs at least 201"),
+  expect_error(too_short, "--context 200 needs at least 201 tokens");
+  EXPECT_NE(too_short.err.find("but the validation split of " + short_text.string() + " has "),
             std::string::npos)
       << too_short.err;
 }

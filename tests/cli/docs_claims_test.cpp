@@ -1407,7 +1407,7 @@ TEST_F(DocsClaims, BpeAgainstCharactersMeasured) {
 TEST_F(DocsClaims, BpeInspectorChips) {
   // The chips of `glass inspect` on 'Capitu olhou 🙂' for a model of `glass train --tokenizer bpe
   // --vocab-size 512` on the bundled book: its tokenizer is trained on the training split (the
-  // text up to the first space at or after 90% of the characters, train/trainer_setup.cpp), and
+  // text up to the first space at or after 90% of the characters, split_point in data/text_tokenizer.cpp), and
   // the three rows are the terminal view's (inspect/render_terminal.cpp, prompt_rows): each column
   // right-aligned to its widest entry, columns separated by '|'. Every label here is one column
   // per character ('▁', ASCII).

@@ -1,4 +1,4 @@
-// The interpretability record of each save (train/trainer_interp.cpp): it changes no weight, it
+// The interpretability record of each save (train/interp_recorder.cpp): it changes no weight, it
 // is part of the save (manifest), its history runs over the saves and a resume, and its numbers
 // are the library's (interp/record.hpp) on the saved model.
 #include <unistd.h>
@@ -13,6 +13,7 @@
 
 #include "checkpoint/atomic_file.hpp"
 #include "checkpoint/manifest.hpp"
+#include "checkpoint/run_dir.hpp"
 #include "data/text.hpp"
 #include "train/trainer.hpp"
 

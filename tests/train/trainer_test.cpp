@@ -242,3 +242,77 @@ TEST(Trainer, BadOptionsAndShortTextAreRejected) {
   EXPECT_THROW(Trainer(big, out), std::invalid_argument);
   EXPECT_FALSE(fs::exists(dir.path / "run" / "model.safetensors"));  // nothing written
 }
+
+TEST(Trainer, ABadOptionIsAnOptionErrorNamingTheFieldAndTheValue) {
+  TempDir dir("option");
+  const std::string data = write_corpus_slice(dir, 5000);
+  std::ostringstream out;
+  auto refusal = [&](TrainOptions o) -> OptionError {
+    try {
+      Trainer t(o, out);
+    } catch (const OptionError& e) {
+      return e;
+    }
+    ADD_FAILURE() << "accepted";
+    return OptionError("", "", "");
+  };
+  TrainOptions iters = tiny_options(data, dir.str("run"));
+  iters.iters = 0;
+  const OptionError a = refusal(iters);
+  EXPECT_EQ(a.field(), "iters");
+  EXPECT_EQ(a.value(), "0");
+  EXPECT_EQ(a.reason(), "must be a positive integer");
+  EXPECT_EQ(std::string(a.what()), "iters = 0: must be a positive integer");
+  TrainOptions context = tiny_options(data, dir.str("run"));
+  context.context = 64;  // longer than the tiny model's context_length 32
+  const OptionError b = refusal(context);
+  EXPECT_EQ(b.field(), "context");
+  EXPECT_EQ(b.value(), "64");
+  EXPECT_NE(b.reason().find("context length 32"), std::string::npos) << b.reason();
+  TrainOptions lr = tiny_options(data, dir.str("run"));
+  lr.lr = 1e-3, lr.min_lr = 1e-2;
+  EXPECT_EQ(refusal(lr).field(), "min_lr");
+  // No message of the library names a flag of the command line.
+  for (const OptionError& e : {a, b})
+    EXPECT_EQ(std::string(e.what()).find("--"), std::string::npos) << e.what();
+}
+
+namespace {
+
+/// Counts what the loop tells its observers, and checks each save's directory as it is written.
+struct FakeObserver : TrainObserver {
+  std::vector<long> steps, evals, before, saves;
+  std::vector<bool> model_written;  // model.safetensors was in the step directory at on_save
+  void on_step(const StepRow& row) override { steps.push_back(row.step); }
+  void on_eval(const LogRow& row) override { evals.push_back(row.step); }
+  void before_save(long step) override { before.push_back(step); }
+  void on_save(const SaveSite& site) override {
+    saves.push_back(site.step);
+    model_written.push_back(fs::exists(fs::path(site.step_dir) / "model.safetensors") &&
+                            !fs::exists(fs::path(site.step_dir) / "manifest.json"));
+  }
+};
+
+}  // namespace
+
+TEST(Trainer, ObserversHearEveryStepEvaluationAndSave) {
+  TempDir dir("observer");
+  TrainOptions o = tiny_options(write_corpus_slice(dir, 5000), dir.str("run"));
+  o.iters = 25;
+  o.interp_record = false;
+  std::ostringstream out;
+  Trainer t(o, out);
+  FakeObserver fake;
+  t.add_observer(fake);
+  t.run();
+  std::vector<long> all(25);
+  for (long i = 0; i < 25; ++i) all[static_cast<std::size_t>(i)] = i + 1;
+  EXPECT_EQ(fake.steps, all);  // the rows of steps.csv: 1 .. 25
+  EXPECT_EQ(fake.evals, (std::vector<long>{0, 10, 20, 25}));
+  EXPECT_EQ(fake.before, (std::vector<long>{0, 10, 20, 25}));
+  EXPECT_EQ(fake.saves, (std::vector<long>{0, 10, 20, 25}));
+  EXPECT_EQ(fake.model_written, (std::vector<bool>{true, true, true, true}));
+  // The run's own records are observers too: their rows are the ones the fake one heard.
+  ASSERT_EQ(t.steps().size(), 25u);
+  EXPECT_EQ(t.log().size(), 4u);
+}

@@ -1,13 +1,11 @@
-// The interpretability record of each save (train/trainer.hpp, interp/record.hpp): the head
-// scores and the per-head ablation Δloss of a fixed validation probe, written into the save
-// before its manifest, so the manifest covers it. It reads the model and the validation ids
-// only: no weight, optimizer moment, batch position or random generator of the run changes.
+// The interpretability record of each save. See train/interp_recorder.hpp.
 
-#include "train/trainer.hpp"
+#include "train/interp_recorder.hpp"
 
 #include <algorithm>
 #include <filesystem>
 #include <optional>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -16,6 +14,7 @@
 
 #include "checkpoint/atomic_file.hpp"
 #include "checkpoint/manifest.hpp"
+#include "checkpoint/run_dir.hpp"
 #include "interp/record.hpp"
 
 namespace glass {
@@ -48,55 +47,64 @@ std::vector<nlohmann::json> earlier_records(const std::string& previous, const s
 
 }  // namespace
 
-std::optional<std::string> Trainer::measure_interp_record() {
+InterpRecorder::InterpRecorder(const Decoder& model, std::vector<std::int32_t> probe_ids,
+                               std::size_t context, Communicator comm, std::string run_id,
+                               std::ostream& out)
+    : model_(model),
+      probe_ids_(std::move(probe_ids)),
+      context_(context),
+      comm_(comm),
+      run_id_(std::move(run_id)),
+      out_(out) {}
+
+void InterpRecorder::before_save(long step) {
   // The probe: the first tokens of the validation split, the same at every save of the run.
   // Under mpirun each rank measures the ablations of its share of the heads; the sum of the
   // shares is the whole table (the others' entries are 0), the same bits as one process.
-  const Communicator& comm = options_.comm;
+  record_.reset();
   const ProbeSpec spec;
   std::optional<InterpRecord> record;
   std::string problem;
   try {
-    const InterpProbe probe =
-        make_probe(validation_ids(spec.tokens + 1), options_.context, model_->config(), spec);
+    const InterpProbe probe = make_probe(probe_ids_, context_, model_.config(), spec);
     record = record_interp(
-        *model_, probe, step_,
-        {static_cast<std::size_t>(comm.rank()), static_cast<std::size_t>(comm.size())});
+        model_, probe, step,
+        {static_cast<std::size_t>(comm_.rank()), static_cast<std::size_t>(comm_.size())});
   } catch (const std::invalid_argument& e) {
     problem = e.what();
   }
   // A measurement that cannot be made (a validation split too short, a non-finite score)
   // leaves this save without a record; readers show nothing for it. Every rank agrees.
-  if (comm.any(!record)) {
+  if (comm_.any(!record)) {
     out_ << "warning: no interpretability record in this save: "
          << (problem.empty() ? "a head's ablation was not finite on another process" : problem)
          << "\n";
-    return std::nullopt;
+    return;
   }
-  if (comm.size() > 1) {
+  if (comm_.size() > 1) {
     Array& table = record->ablation_delta_loss;
     std::vector<double> shares(table.begin(), table.end());
-    comm.all_reduce_sum(shares);
+    comm_.all_reduce_sum(shares);
     std::copy(shares.begin(), shares.end(), table.begin());
   }
-  return interp_record_json(*record);
+  record_ = interp_record_json(*record);
 }
 
-void Trainer::write_interp_record(const std::string& step_dir, const std::string& previous,
-                                  const std::string& record_text) {
+void InterpRecorder::on_save(const SaveSite& site) {
+  if (!record_) return;
   std::vector<nlohmann::json> records;
   try {
-    records = earlier_records(previous, run_id_, step_);
+    records = earlier_records(site.previous, run_id_, site.step);
   } catch (const std::exception& e) {
     out_ << "warning: the interpretability history of the previous save is unreadable (" << e.what()
-         << "); it starts again at step " << step_ << "\n";
+         << "); it starts again at step " << site.step << "\n";
     records.clear();
   }
-  records.push_back(nlohmann::json::parse(record_text));
+  records.push_back(nlohmann::json::parse(*record_));
   const nlohmann::json history = {
       {"format", kInterpHistoryFormat}, {"run_id", run_id_}, {"records", records}};
-  write_file_atomic((fs::path(step_dir) / kInterpFile).string(), record_text);
-  write_file_atomic((fs::path(step_dir) / kInterpHistoryFile).string(), history.dump() + "\n");
+  write_file_atomic((fs::path(site.step_dir) / kInterpFile).string(), *record_);
+  write_file_atomic((fs::path(site.step_dir) / kInterpHistoryFile).string(), history.dump() + "\n");
 }
 
 }  // namespace glass

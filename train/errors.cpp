@@ -1,0 +1,61 @@
+// The errors of training. See train/errors.hpp.
+
+#include "train/errors.hpp"
+
+#include <fmt/format.h>
+
+namespace glass {
+
+OptionError::OptionError(std::string field, std::string value, std::string reason,
+                         std::string other_field)
+    : std::invalid_argument(fmt::format("{}{}: {}{}", field, value.empty() ? "" : " = " + value,
+                                        reason,
+                                        other_field.empty() ? "" : " (with " + other_field + ")")),
+      field_(std::move(field)),
+      value_(std::move(value)),
+      reason_(std::move(reason)),
+      other_field_(std::move(other_field)) {}
+
+namespace {
+
+std::string differences_text(const std::vector<RecipeDifference>& differences) {
+  std::string text;
+  for (const RecipeDifference& d : differences)
+    text += fmt::format("\n  {} {} (recorded: {})", d.field, d.given, d.recorded);
+  return text;
+}
+
+}  // namespace
+
+RecipeMismatchError::RecipeMismatchError(std::string out_dir,
+                                         std::vector<RecipeDifference> differences)
+    : std::invalid_argument(fmt::format("the run in {} was trained with another recipe than the "
+                                        "one asked for:{}",
+                                        out_dir, differences_text(differences))),
+      out_dir_(std::move(out_dir)),
+      differences_(std::move(differences)) {}
+
+DataMismatchError::DataMismatchError(std::string out_dir, std::string recorded, std::string given,
+                                     bool defaulted)
+    : std::invalid_argument(fmt::format("the run in {} was trained on a text named '{}', not on "
+                                        "'{}'{}",
+                                        out_dir, recorded, given,
+                                        defaulted ? " (the bundled corpus)" : "")),
+      out_dir_(std::move(out_dir)),
+      recorded_(std::move(recorded)),
+      given_(std::move(given)),
+      defaulted_(defaulted) {}
+
+NoSaveToResumeError::NoSaveToResumeError(std::string out_dir)
+    : std::runtime_error(fmt::format(
+          "{} holds no checkpoint with a training state (config.json, model.safetensors, "
+          "train_state.json, train_state.safetensors) to resume",
+          out_dir)),
+      out_dir_(std::move(out_dir)) {}
+
+RunExistsError::RunExistsError(std::string out_dir)
+    : std::runtime_error(fmt::format(
+          "{} already holds a training run; a new run there would replace it", out_dir)),
+      out_dir_(std::move(out_dir)) {}
+
+}  // namespace glass

@@ -1,0 +1,96 @@
+#pragma once
+// What a training run is asked to do (TrainOptions), and the checks of it: each bad value is an
+// OptionError naming the field (train/errors.hpp); the command line maps fields to its flags.
+
+#include <atomic>
+#include <csignal>
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "data/text_tokenizer.hpp"
+#include "nn/config.hpp"
+#include "train/distributed.hpp"
+
+namespace glass {
+
+class Trainer;
+
+/// Which fields of the recipe the user set (the others keep their defaults). On resume a field
+/// left out takes the recorded value; one set must agree with it (train/resume.hpp).
+struct RecipeGiven {
+  bool lr = false, min_lr = false, warmup = false, decay_iters = false, batch_size = false,
+       grad_clip = false, context = false;
+};
+
+/// Upper bounds of the counts of TrainOptions (a typo such as eval_iters 2000000000 would
+/// otherwise run for days without a word). 10000 batches per split is 500x the default.
+inline constexpr long kMaxEvalIters = 10'000;
+/// Characters sampled at each evaluation, at most.
+inline constexpr std::size_t kMaxSampleTokens = 100'000;
+
+/// Everything `glass train` can set. Defaults: nanoGPT's shakespeare_char recipe (README, "glass train").
+struct TrainOptions {
+  std::string data_path;        ///< UTF-8 text file to learn from
+  std::string out_dir;          ///< checkpoint directory (created if needed)
+  long iters = 2000;            ///< training stops after this many optimizer steps
+  long decay_iters = -1;        ///< cosine horizon (nanoGPT lr_decay_iters); -1 = iters
+  std::size_t batch_size = 12;  ///< B windows per step
+  std::size_t context = 64;     ///< T characters per window (<= model context_length)
+  double lr = 1e-3;             ///< peak learning rate
+  double min_lr = -1;           ///< floor of the cosine; -1 = lr / 10
+  long warmup = 100;            ///< linear warmup steps
+  double weight_decay = 0.1;    ///< AdamW decoupled decay on 2-D weights
+  double beta1 = 0.9, beta2 = 0.99;
+  double grad_clip = 1.0;     ///< global-norm clip; 0 = off
+  long eval_every = 250;      ///< evaluate (and checkpoint) every this many steps
+  long eval_iters = 20;       ///< batches per split per evaluation
+  std::uint64_t seed = 1337;  ///< model init = seed, train batches = seed+1, eval = seed+2
+  bool resume = false;        ///< continue from out_dir's checkpoint (train/resume.hpp)
+  /// On resume: which fields of the recipe the user set. One left out takes the recorded
+  /// value; one set must agree with it (train/resume.hpp).
+  RecipeGiven recipe_given;
+  /// data_path is the bundled corpus because no text was given (said when a resume refuses it).
+  bool data_defaulted = false;
+  bool attention_given = false;  ///< model.ops_path was chosen (--attention): a resumed run
+                                 ///< takes it; otherwise it keeps its checkpoint's
+  bool overwrite =
+      false;  ///< start over in an out_dir that holds a run (replaced at the first save)
+  std::size_t sample_tokens = 120;  ///< characters sampled at each evaluation (0 = none)
+  bool overfit_batch = false;       ///< train on the first batch only, again and again (a check
+                                    ///< that the loop can learn: the loss should go to ~0); the
+                                    ///< evaluations' train loss is then that batch's
+  ModelConfig model;                ///< vocab_size is set from the tokenizer
+  /// Record the head scores and per-head ablation Δloss of a fixed validation probe in every
+  /// save (interp.json and interp_history.json, interp/record.hpp; false turns it off). Reads the model only: the weights, the optimizer and every random generator of the
+  /// run are the same with it and without it.
+  bool interp_record = true;
+  /// The tokenizer: characters (the default) or a BPE vocabulary trained on the training split
+  /// (data/bpe_tokenizer.hpp). A resumed run keeps the tokenizer of its checkpoint.
+  TokenizerKind tokenizer = TokenizerKind::kChar;
+  /// The BPE vocabulary's size (tokens), for tokenizer kBpe.
+  std::size_t bpe_vocab_size = 512;
+  /// Set (e.g. by a SIGINT or SIGTERM handler, to the signal's number) to stop: the loop saves
+  /// a checkpoint and returns. During an evaluation it is honoured when the evaluation ends.
+  const volatile std::sig_atomic_t* stop_flag = nullptr;
+  /// When set, receives the step of the last complete save in out_dir: -1 before the first save
+  /// of a new run, the checkpoint's step on resume, then each save's step. Lock-free, so a signal
+  /// handler may read it to say what a stop at once keeps. The saving thread holds SIGINT and
+  /// SIGTERM back from the switch of `current` to this store, so a handler running on it sees
+  /// the two agree.
+  std::atomic<long>* saved_step = nullptr;
+  /// The processes training together (mpirun -np N, train/distributed.hpp): each takes
+  /// batch_size / N windows of every batch; rank 0 alone prints, samples and writes out_dir.
+  Communicator comm;
+  /// Called by rank 0 when run() ends (done, or stopped by the stop flag after its save; not
+  /// after an error), with the Trainer: whoever runs it writes its own files next to the saves
+  /// there (`glass train` writes DIR/loss.html, cli/loss_page.hpp). Empty: nothing is called.
+  std::function<void(const Trainer&)> on_run_end;
+};
+
+/// Checks every field of `o` and fills the derived defaults (decay_iters -1 -> iters, min_lr -1 ->
+/// lr / 10). Throws OptionError naming the first bad field. Conflicts of resume with other
+/// fields are Resume::check_resumable's (train/resume.hpp).
+void validate_options(TrainOptions& o);
+
+}  // namespace glass

@@ -1,0 +1,125 @@
+// What a resumed run continues. See train/resume.hpp.
+
+#include "train/resume.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "checkpoint/checkpoint.hpp"
+#include "checkpoint/run_dir.hpp"
+#include "train/errors.hpp"
+
+namespace glass {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+/// A recorded rate as the recipe line prints it ({:g}), or in full when that would print both
+/// alike; a count as it is.
+template <typename T>
+std::string shown(T v, T other) {
+  if constexpr (std::is_floating_point_v<T>)
+    if (fmt::format("{:g}", v) != fmt::format("{:g}", other)) return fmt::format("{:g}", v);
+  return fmt::format("{}", v);
+}
+
+/// A rate equal to the recorded one but for the last bits of its decimal spelling is the same
+/// rate (3e-4 against the recorded default 3e-3 / 10 = 0.00030000000000000003): taken as
+/// recorded, so the resumed run stays bit for bit the same run.
+template <typename T>
+bool same(T a, T b) {
+  if constexpr (std::is_floating_point_v<T>)
+    return std::abs(a - b) <= 1e-12 * std::max(std::abs(a), std::abs(b));
+  else
+    return a == b;
+}
+
+/// Takes the recorded recipe into `o`; the fields given with another value are returned.
+std::vector<RecipeDifference> take_recipe(TrainOptions& o, const TrainRecipe& recorded) {
+  std::vector<RecipeDifference> differ;
+  auto take = [&](const char* field, bool given, auto& value, auto theirs) {
+    if (!given || same(value, theirs))
+      value = theirs;
+    else
+      differ.push_back({field, shown(value, theirs), shown(theirs, value)});
+  };
+  const RecipeGiven& g = o.recipe_given;
+  take("lr", g.lr, o.lr, recorded.lr);
+  take("min_lr", g.min_lr, o.min_lr, recorded.min_lr);
+  take("warmup", g.warmup, o.warmup, recorded.warmup);
+  take("decay_iters", g.decay_iters, o.decay_iters, recorded.decay_iters);
+  take("batch_size", g.batch_size, o.batch_size, recorded.batch_size);
+  take("grad_clip", g.grad_clip, o.grad_clip, recorded.grad_clip);
+  return differ;
+}
+
+}  // namespace
+
+TrainRecipe recipe_of(const TrainOptions& o) {
+  return {o.lr, o.min_lr, o.grad_clip, o.warmup, o.decay_iters, o.batch_size};
+}
+
+Resume::Resume(const std::string& out_dir) : out_dir_(out_dir), save_dir_(out_dir) {
+  std::error_code ec;
+  const fs::path link = fs::path(out_dir) / kCurrentLink;
+  // A link that leads to a save, or a checkpoint of the flat layout: out_dir reads as the save.
+  if (!fs::is_directory(out_dir, ec) || fs::exists(link, ec) || has_train_state(out_dir)) return;
+  relink_ = newest_complete_save(out_dir);
+  if (relink_.empty()) return;
+  save_dir_ = (fs::path(out_dir) / relink_).string();
+  const bool dangling = fs::is_symlink(fs::symlink_status(link, ec));
+  note_ = fmt::format(
+      "{}/{} (the link to the last complete save) {}; resuming from the newest complete save, {}, "
+      "and restoring the link",
+      out_dir, kCurrentLink,
+      dangling ? fmt::format("points to {}, which is gone", fs::read_symlink(link, ec).string())
+               : std::string("is missing"),
+      relink_);
+}
+
+void Resume::check_resumable(const TrainOptions& o) {
+  if (!o.resume) return;
+  if (o.overfit_batch)
+    throw OptionError("overfit_batch", "", "is a check of the training loop, not a run to continue",
+                      "resume");
+  if (o.overwrite)
+    throw OptionError("overwrite", "",
+                      "starts a new run over the one a resume would continue: the two "
+                      "contradict each other",
+                      "resume");
+}
+
+bool Resume::has_save() const { return has_train_state(save_dir_); }
+
+void Resume::require_save() const {
+  if (!has_save()) throw NoSaveToResumeError(out_dir_);
+}
+
+void Resume::take_recorded(TrainOptions& o) const {
+  std::error_code ec;
+  // No save at all (no `current` link, no config.json): require_save refuses the resume.
+  if (!fs::exists(fs::symlink_status(fs::path(save_dir_) / kCurrentLink, ec)) &&
+      !fs::exists(fs::path(save_dir_) / "config.json", ec))
+    return;
+  // The window and the text's name are recorded in config.json.
+  const std::size_t context = training_context(save_dir_);
+  if (!o.recipe_given.context && context > 0) o.context = context;
+  const std::string data = training_data(save_dir_);
+  if (!data.empty() && fs::path(o.data_path).filename().string() != data)
+    throw DataMismatchError(out_dir_, data, o.data_path, o.data_defaulted);
+  // No recorded recipe: a checkpoint from before the recipe was recorded (its values as given).
+  const std::optional<TrainRecipe> recorded = load_train_recipe(save_dir_);
+  if (!recorded) return;
+  std::vector<RecipeDifference> differ = take_recipe(o, *recorded);
+  if (!differ.empty()) throw RecipeMismatchError(out_dir_, std::move(differ));
+}
+
+}  // namespace glass

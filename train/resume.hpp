@@ -1,0 +1,55 @@
+#pragma once
+// What a resumed run continues, decided in one place: the save (the one DIR/current points to;
+// when that link is missing, or points to a save that is gone, the newest complete save), the
+// recipe and training context that save records, the text it was trained on, and what cannot be
+// resumed at all. The command line (cli/train.cpp) and the Trainer both ask it.
+
+#include <string>
+
+#include "train/options.hpp"
+#include "train/train_state.hpp"
+
+namespace glass {
+
+/// The recipe `o` trains with, as a save records it (TrainState::recipe).
+TrainRecipe recipe_of(const TrainOptions& o);
+
+/// The save a resume of one run directory continues.
+class Resume {
+ public:
+  /// Locates the save in `out_dir`: out_dir itself when DIR/current leads to a save (or out_dir
+  /// holds a checkpoint of the flat layout); else, when `current` is missing or dangling, the
+  /// newest complete save (checkpoint/run_dir.hpp), which the Trainer links again. Reads only
+  /// the directory's entries and the saves' manifests; never throws.
+  explicit Resume(const std::string& out_dir);
+
+  /// Refuses a run that cannot be resumed: overfit_batch (a check of the loop, not a run to
+  /// continue) or overwrite (which starts a new run) with resume. Throws OptionError.
+  static void check_resumable(const TrainOptions& o);
+
+  /// The directory whose files the resume reads.
+  const std::string& save_dir() const { return save_dir_; }
+  /// The name of that save when DIR/current must point to it again ("" when the link is right).
+  const std::string& relink() const { return relink_; }
+  /// One line for the user saying why the link is restored ("" when it is not).
+  const std::string& note() const { return note_; }
+  /// True when save_dir() holds a checkpoint with a training state.
+  bool has_save() const;
+  /// Throws NoSaveToResumeError when it does not.
+  void require_save() const;
+
+  /// Takes back what the save records into `o`: each recipe field not given (o.recipe_given)
+  /// takes the recorded value, and one given must equal it (a rate equal but for the last bits of
+  /// its decimal spelling, relative 1e-12, is the recorded rate); the context, when not given, is
+  /// the recorded training context (another context is allowed: the Trainer warns). A save
+  /// written before the recipe was recorded keeps the values as given. Throws
+  /// RecipeMismatchError listing every field that differs, DataMismatchError when the save
+  /// records another text's file name than o.data_path's, CheckpointError when a recorded file
+  /// cannot be parsed. Nothing is read when out_dir holds no save (require_save says so).
+  void take_recorded(TrainOptions& o) const;
+
+ private:
+  std::string out_dir_, save_dir_, relink_, note_;
+};
+
+}  // namespace glass
