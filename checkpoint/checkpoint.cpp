@@ -210,7 +210,168 @@ void save_model(const std::string& dir, const Decoder& model, const BpeTokenizer
   });
 }
 
-LoadedModel load_checkpoint(const std::string& run_dir, bool best) {
+namespace {
+
+/// The entry `key` of the weights file's metadata, "" when absent.
+std::string metadata_entry(const std::map<std::string, std::string>& metadata, const char* key) {
+  const auto it = metadata.find(key);
+  return it == metadata.end() ? std::string() : it->second;
+}
+
+/// A BPE model's DIR/tokenizer.json: present, unchanged since the manifest, of the weights'
+/// vocabulary size and the SHA-256 they record. Throws CheckpointError.
+BpeTokenizer read_bpe_tokenizer(const std::string& dir, const Manifest& manifest,
+                                const ModelConfig& model,
+                                const std::map<std::string, std::string>& metadata,
+                                const std::string& weights_name) {
+  const std::string tokenizer_path = path_in(dir, kBpeTokenizerFile);
+  if (!fs::exists(tokenizer_path))
+    throw CheckpointError(fmt::format(
+        "'{}' is a BPE model (config.json: \"tokenizer\": {{\"type\": \"bpe\"}}) but its "
+        "{} is missing: without it the ids mean nothing. Restore the file, or use another "
+        "save of the run",
+        dir, kBpeTokenizerFile));
+  const std::string tokenizer_text = read_file(tokenizer_path);
+  check_against_manifest(manifest, dir, kBpeTokenizerFile, tokenizer_text);
+  if (metadata_entry(metadata, "tokenizer") != "bpe")
+    throw CheckpointError(fmt::format(
+        "{}: config.json describes a BPE model but {} was not saved with a BPE tokenizer "
+        "(files of two checkpoints mixed?)",
+        dir, weights_name));
+  BpeTokenizer tokenizer;
+  try {
+    tokenizer = bpe_from_json(tokenizer_text, tokenizer_path);
+  } catch (const TokenizerJsonError& e) {
+    throw CheckpointError(e.what());
+  }
+  if (tokenizer.vocab_size() != model.vocab_size)
+    throw CheckpointError(fmt::format(
+        "{}: the tokenizer has {} tokens but the model's embedding has {} rows (vocab_size in "
+        "config.json): the tokenizer does not belong to these weights",
+        tokenizer_path, tokenizer.vocab_size(), model.vocab_size));
+  if (metadata.count("tokenizer_sha256") != 0 &&
+      metadata_entry(metadata, "tokenizer_sha256") != sha256_hex(tokenizer_text))
+    throw CheckpointError(fmt::format(
+        "{}: {} is not the tokenizer {} was trained with (its SHA-256 differs from the one "
+        "the weights record): every id would mean another token. Was it edited or copied "
+        "from another checkpoint?",
+        dir, kBpeTokenizerFile, weights_name));
+  return tokenizer;
+}
+
+/// Refuses a character model's config.json whose characters are not the ones (in the order)
+/// the weights record ("tokenizer_chars"), or weights saved with a BPE tokenizer.
+void check_character_tokenizer(const std::string& dir, const Tokenizer& listed_tokenizer,
+                               const std::map<std::string, std::string>& metadata,
+                               const std::string& weights_path) {
+  const std::string config_path = path_in(dir, "config.json");
+  const std::string weights_name = fs::path(weights_path).filename().string();
+  if (metadata_entry(metadata, "tokenizer") == "bpe")
+    throw CheckpointError(fmt::format(
+        "{}: {} was saved with a BPE tokenizer but config.json describes a character model "
+        "(files of two checkpoints mixed?)",
+        dir, weights_name));
+  if (metadata.count("tokenizer_chars") == 0 ||
+      metadata_entry(metadata, "tokenizer_chars") == tokenizer_fingerprint(listed_tokenizer))
+    return;
+  std::u32string trained;
+  try {
+    trained = utf8_to_u32(metadata_entry(metadata, "tokenizer_chars"));
+  } catch (const Utf8Error&) {
+    throw CheckpointError(
+        fmt::format("{}: metadata \"tokenizer_chars\" is not valid UTF-8: the "
+                    "file is corrupt",
+                    weights_path));
+  }
+  const std::vector<char32_t>& listed = listed_tokenizer.chars();
+  std::size_t i = 0;
+  while (i < trained.size() && i < listed.size() && trained[i] == listed[i]) ++i;
+  throw CheckpointError(fmt::format(
+      "{}: the tokenizer does not match the one {} was trained with: id {} is {} in "
+      "config.json but {} in the weights ({} and {} characters); every id would mean another "
+      "character. Was config.json edited or copied from another checkpoint?",
+      config_path, weights_name, i + 1,
+      i < listed.size() ? describe_char(listed[i]) : std::string("missing"),
+      i < trained.size() ? describe_char(trained[i]) : std::string("missing"), listed.size(),
+      trained.size()));
+}
+
+/// The tokenizer a save was trained with, checked against the weights it belongs to: the one
+/// place that reads the kind config.json records ("tokenizer": {"type": "bpe"}: tokenizer.json;
+/// otherwise the characters config.json lists). Throws CheckpointError.
+TextTokenizer read_saved_tokenizer(const std::string& dir, const Manifest& manifest,
+                                   CheckpointConfig& config,
+                                   const std::map<std::string, std::string>& metadata,
+                                   const std::string& weights_path) {
+  if (config.tokenizer_kind == TokenizerKind::kBpe)  // the file format: which file holds it
+    return TextTokenizer(read_bpe_tokenizer(dir, manifest, config.model, metadata,
+                                            fs::path(weights_path).filename().string()));
+  check_character_tokenizer(dir, config.tokenizer, metadata, weights_path);
+  return TextTokenizer(std::move(config.tokenizer));
+}
+
+/// Refuses a model (config.json at `config_path`) whose weights, RoPE tables (context_length x
+/// head_dim) and one-sequence KV cache (keys and values of every layer: context_length x
+/// n_kv_heads x head_dim each), in float32, need more than the memory available now.
+void check_memory_for(const ModelConfig& model, const std::string& config_path) {
+  const ModelConfig& m = model;
+  const double n_params = parameter_count(m);
+  const double per_position =
+      static_cast<double>(m.head_dim()) *
+      (1 + 2 * static_cast<double>(m.n_layers) * static_cast<double>(m.n_kv_heads));
+  const double need = 4 * (n_params + static_cast<double>(m.context_length) * per_position);
+  const double memory = available_memory_bytes();
+  if (memory > 0 && need > memory)
+    throw CheckpointError(fmt::format(
+        "{}: the model it describes ({:.4g} parameters, context_length {}) needs at least {}, "
+        "more than the memory available now ({}): is the file corrupt?",
+        config_path, n_params, model.context_length, format_bytes(need), format_bytes(memory)));
+}
+
+/// The model `config` describes (config.json at `config_path`), its parameters read from
+/// `weights` (the file at `weights_path`): every parameter present with its shape, no other
+/// tensor. Throws CheckpointError.
+std::unique_ptr<Decoder> model_from_weights(const ModelConfig& config,
+                                            const SafetensorsContents& weights,
+                                            const std::string& weights_path,
+                                            const std::string& config_path) {
+  std::unique_ptr<Decoder> model;
+  try {
+    model = std::make_unique<Decoder>(config, 0);
+  } catch (const std::invalid_argument& e) {
+    throw CheckpointError(fmt::format("{}: {}", config_path, e.what()));
+  }
+  const auto params = model->named_parameters();
+  for (auto [name, param] : params) copy_into(weights, weights_path, name, param.value());
+  for (const NamedTensor& t : weights.tensors) {
+    const bool known =
+        std::any_of(params.begin(), params.end(), [&](const auto& p) { return p.first == t.name; });
+    if (!known)
+      throw CheckpointError(
+          fmt::format("{}: unexpected tensor '{}' (not a parameter of the model "
+                      "described by config.json)",
+                      weights_path, t.name));
+  }
+  return model;
+}
+
+}  // namespace
+
+Checkpoint::Checkpoint(ModelConfig config, TextTokenizer tokenizer, std::unique_ptr<Decoder> model,
+                       std::size_t training_context, SaveOrigin origin)
+    : config_(config),
+      tokenizer_(std::make_shared<const TextTokenizer>(std::move(tokenizer))),
+      model_(std::move(model)),
+      window_(training_context == 0 ? config.context_length : training_context),
+      origin_(std::move(origin)) {
+  if (!model_) throw std::invalid_argument("a checkpoint needs its model");
+  if (training_context > config.context_length)
+    throw std::invalid_argument(
+        fmt::format("training context {} exceeds the model's context_length {}", training_context,
+                    config.context_length));
+}
+
+Checkpoint load_checkpoint(const std::string& run_dir, bool best) {
   if (fs::exists(run_dir) && !fs::is_directory(run_dir))
     throw CheckpointError(
         fmt::format("'{}' is a file; a checkpoint is the directory glass train "
@@ -243,10 +404,7 @@ LoadedModel load_checkpoint(const std::string& run_dir, bool best) {
     check_against_manifest(manifest, dir, weights_name, weights_bytes);
     CheckpointConfig config = config_from_json(config_text, config_path);
     SafetensorsContents weights = safetensors_parse(weights_bytes, weights_path);
-    const auto meta = [&](const char* key) {
-      const auto it = weights.metadata.find(key);
-      return it == weights.metadata.end() ? std::string() : it->second;
-    };
+    const auto meta = [&](const char* key) { return metadata_entry(weights.metadata, key); };
     const json config_json = json::parse(config_text);
     const json training = config_json.value("training", json::object());
     check_same_run(dir, "config.json", config_run_id(config_json), weights_name, meta("run_id"));
@@ -261,112 +419,19 @@ LoadedModel load_checkpoint(const std::string& run_dir, bool best) {
           "{} has no {} (a save written before saves carried one, or files copied without it): "
           "its files cannot be verified. A --resume of the run writes one at its next save",
           dir, kManifestFile);
-    std::optional<BpeTokenizer> bpe;
-    if (config.tokenizer_kind == TokenizerKind::kBpe) {
-      const std::string tokenizer_path = path_in(dir, kBpeTokenizerFile);
-      if (!fs::exists(tokenizer_path))
-        throw CheckpointError(fmt::format(
-            "'{}' is a BPE model (config.json: \"tokenizer\": {{\"type\": \"bpe\"}}) but its "
-            "{} is missing: without it the ids mean nothing. Restore the file, or use another "
-            "save of the run",
-            dir, kBpeTokenizerFile));
-      const std::string tokenizer_text = read_file(tokenizer_path);
-      check_against_manifest(manifest, dir, kBpeTokenizerFile, tokenizer_text);
-      if (meta("tokenizer") != "bpe")
-        throw CheckpointError(fmt::format(
-            "{}: config.json describes a BPE model but {} was not saved with a BPE tokenizer "
-            "(files of two checkpoints mixed?)",
-            dir, weights_name));
-      try {
-        bpe = bpe_from_json(tokenizer_text, tokenizer_path);
-      } catch (const TokenizerJsonError& e) {
-        throw CheckpointError(e.what());
-      }
-      if (bpe->vocab_size() != config.model.vocab_size)
-        throw CheckpointError(fmt::format(
-            "{}: the tokenizer has {} tokens but the model's embedding has {} rows (vocab_size in "
-            "config.json): the tokenizer does not belong to these weights",
-            tokenizer_path, bpe->vocab_size(), config.model.vocab_size));
-      if (weights.metadata.count("tokenizer_sha256") != 0 &&
-          meta("tokenizer_sha256") != sha256_hex(tokenizer_text))
-        throw CheckpointError(fmt::format(
-            "{}: {} is not the tokenizer {} was trained with (its SHA-256 differs from the one "
-            "the weights record): every id would mean another token. Was it edited or copied "
-            "from another checkpoint?",
-            dir, kBpeTokenizerFile, weights_name));
-    } else if (meta("tokenizer") == "bpe") {
-      throw CheckpointError(fmt::format(
-          "{}: {} was saved with a BPE tokenizer but config.json describes a character model "
-          "(files of two checkpoints mixed?)",
-          dir, weights_name));
-    }
-    if (config.tokenizer_kind == TokenizerKind::kChar &&
-        weights.metadata.count("tokenizer_chars") != 0 &&
-        meta("tokenizer_chars") != tokenizer_fingerprint(config.tokenizer)) {
-      std::u32string trained;
-      try {
-        trained = utf8_to_u32(meta("tokenizer_chars"));
-      } catch (const Utf8Error&) {
-        throw CheckpointError(
-            fmt::format("{}: metadata \"tokenizer_chars\" is not valid UTF-8: the "
-                        "file is corrupt",
-                        weights_path));
-      }
-      const std::vector<char32_t>& listed = config.tokenizer.chars();
-      std::size_t i = 0;
-      while (i < trained.size() && i < listed.size() && trained[i] == listed[i]) ++i;
-      throw CheckpointError(fmt::format(
-          "{}: the tokenizer does not match the one {} was trained with: id {} is {} in "
-          "config.json but {} in the weights ({} and {} characters); every id would mean another "
-          "character. Was config.json edited or copied from another checkpoint?",
-          config_path, weights_name, i + 1,
-          i < listed.size() ? describe_char(listed[i]) : std::string("missing"),
-          i < trained.size() ? describe_char(trained[i]) : std::string("missing"), listed.size(),
-          trained.size()));
-    }
+    TextTokenizer tokenizer =
+        read_saved_tokenizer(dir, manifest, config, weights.metadata, weights_path);
     // A corrupt config.json (say "d_model": 1000000000) must not exhaust the memory before the
     // shapes are compared with the weights.
-    // Weights, the RoPE tables (context_length x head_dim) and a one-sequence KV cache (keys and
-    // values of every layer: context_length x n_kv_heads x head_dim each), in float32.
-    const ModelConfig& m = config.model;
-    const double n_params = parameter_count(m);
-    const double per_position =
-        static_cast<double>(m.head_dim()) *
-        (1 + 2 * static_cast<double>(m.n_layers) * static_cast<double>(m.n_kv_heads));
-    const double need = 4 * (n_params + static_cast<double>(m.context_length) * per_position);
-    const double memory = available_memory_bytes();
-    if (memory > 0 && need > memory)
-      throw CheckpointError(fmt::format(
-          "{}: the model it describes ({:.4g} parameters, context_length {}) needs at least {}, "
-          "more than the memory available now ({}): is the file corrupt?",
-          config_path, n_params, config.model.context_length, format_bytes(need),
-          format_bytes(memory)));
-    LoadedModel loaded;
-    loaded.config = config.model;
-    loaded.tokenizer = std::move(config.tokenizer);
-    loaded.bpe = std::move(bpe);
-    loaded.weights_step = meta("step");
-    loaded.run_id = meta("run_id");
-    loaded.files_dir = dir;
-    loaded.warning = unverified;
-    loaded.pin = pin;
-    try {
-      loaded.model = std::make_unique<Decoder>(config.model, 0);
-    } catch (const std::invalid_argument& e) {
-      throw CheckpointError(fmt::format("{}: {}", config_path, e.what()));
-    }
-    const auto params = loaded.model->named_parameters();
-    for (auto [name, param] : params) copy_into(weights, weights_path, name, param.value());
-    for (const NamedTensor& t : weights.tensors) {
-      const bool known = std::any_of(params.begin(), params.end(),
-                                     [&](const auto& p) { return p.first == t.name; });
-      if (!known)
-        throw CheckpointError(
-            fmt::format("{}: unexpected tensor '{}' (not a parameter of the model "
-                        "described by config.json)",
-                        weights_path, t.name));
-    }
-    return loaded;
+    check_memory_for(config.model, config_path);
+    std::unique_ptr<Decoder> model =
+        model_from_weights(config.model, weights, weights_path, config_path);
+    // check_save_consistency has checked it: a positive integer, at most context_length.
+    const std::size_t context =
+        training.is_object() ? training.value("context", std::size_t(0)) : std::size_t(0);
+    SaveOrigin origin{meta("step"), meta("run_id"), dir, pin, unverified};
+    return Checkpoint(config.model, std::move(tokenizer), std::move(model), context,
+                      std::move(origin));
   });
 }
 
@@ -380,16 +445,6 @@ std::size_t training_context(const std::string& run_dir) {
     throw CheckpointError(path_in(dir, "config.json") +
                           ": training.context must be a positive integer");
   return c.get<std::size_t>();
-}
-
-TokenizerKind checkpoint_tokenizer_kind(const std::string& run_dir) {
-  const std::string config_path = path_in(checkpoint_files_dir(run_dir), "config.json");
-  if (!fs::exists(config_path)) return TokenizerKind::kChar;
-  const json j = read_json(config_path);
-  if (j.is_object() && j.contains("tokenizer") && j["tokenizer"].is_object() &&
-      j["tokenizer"].value("type", json("char")) == "bpe")
-    return TokenizerKind::kBpe;
-  return TokenizerKind::kChar;
 }
 
 std::string training_data(const std::string& run_dir) {

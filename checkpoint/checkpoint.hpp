@@ -15,6 +15,7 @@
 
 #include <memory>
 #include <optional>
+#include <vector>
 #include <stdexcept>
 #include <string>
 
@@ -36,14 +37,8 @@ class CheckpointError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-/// A loaded model ready for sampling / inspection.
-struct LoadedModel {
-  ModelConfig config;
-  Tokenizer tokenizer;  ///< the character vocabulary; empty for a BPE model (see bpe)
-  /// A BPE model's tokenizer (read from the save's tokenizer.json); empty for a character model.
-  std::optional<BpeTokenizer> bpe;
-  TokenizerKind tokenizer_kind() const { return bpe ? TokenizerKind::kBpe : TokenizerKind::kChar; }
-  std::unique_ptr<Decoder> model;
+/// Where a loaded save came from: what its files record and the directory they were read from.
+struct SaveOrigin {
   /// The "step" entry of the weights file's metadata (glass train writes it, see save_model);
   /// empty when the file has none.
   std::string weights_step;
@@ -51,7 +46,7 @@ struct LoadedModel {
   /// file has none. load_checkpoint has checked that config.json records the same.
   std::string run_id;
   /// The directory the files were read from: the save DIR/current pointed to, or DIR itself.
-  /// Read anything else of the checkpoint (training_context, log.csv) from here, not from DIR,
+  /// Read anything else of the checkpoint (log.csv, training_data) from here, not from DIR,
   /// whose `current` may have moved on to a newer save since.
   std::string files_dir;
   /// Keeps that save from being removed by a trainer's cleanup while this model lives
@@ -60,6 +55,54 @@ struct LoadedModel {
   /// "" or a warning for the user: the files could not be verified (a save of glass train
   /// written before saves carried a manifest). Commands print it on stderr.
   std::string warning;
+};
+
+/// One save, loaded: the model, its one tokenizer, and the answers every reader (commands,
+/// server, inspector, exporters, lab) asks of them: the window it samples with, prompt -> ids,
+/// ids -> text (through tokenizer()), the unit of its context. Readers ask; none branches on
+/// the tokenizer's kind (data/text_tokenizer.hpp holds that knowledge).
+class Checkpoint {
+ public:
+  /// A model in memory with its tokenizer (a test, a fresh model). `training_context` is the
+  /// window it was trained on, 0 when not recorded; `origin` what load_checkpoint read.
+  /// Throws std::invalid_argument when the model is missing or `training_context` exceeds
+  /// config.context_length.
+  Checkpoint(ModelConfig config, TextTokenizer tokenizer, std::unique_ptr<Decoder> model,
+             std::size_t training_context = 0, SaveOrigin origin = {});
+
+  const ModelConfig& config() const { return config_; }
+  const TextTokenizer& tokenizer() const { return *tokenizer_; }
+  /// The same tokenizer, shared with results that outlive this checkpoint (an Inspection).
+  std::shared_ptr<const TextTokenizer> shared_tokenizer() const { return tokenizer_; }
+  /// The model (its weights read from the save). Forward passes are not const.
+  Decoder& model() const { return *model_; }
+  /// Hands the model over (a resumed training run continues it); model() is unusable after.
+  std::unique_ptr<Decoder> release_model() { return std::move(model_); }
+
+  /// The attention window a reader samples and inspects with, in tokens (tokenizer().unit()):
+  /// the context the model was trained on when the save records it, else context_length.
+  /// Never more than context_length (loading refuses a save that records more).
+  std::size_t window() const { return window_; }
+  /// The prompt's ids (TextTokenizer::encode_prompt): a character model's unknown characters
+  /// refused (UnknownCharacterError) or mapped to id 0 and counted; BPE never fails.
+  std::vector<std::int32_t> encode_prompt(const std::u32string& text, UnknownPolicy policy,
+                                          std::size_t* unknown_count = nullptr) const {
+    return tokenizer_->encode_prompt(text, policy, unknown_count);
+  }
+  /// What the context counts: "characters"/"tokens" (singular: "character"/"token").
+  const char* unit(bool plural = true) const { return tokenizer_->unit(plural); }
+
+  const std::string& weights_step() const { return origin_.weights_step; }
+  const std::string& run_id() const { return origin_.run_id; }
+  const std::string& files_dir() const { return origin_.files_dir; }
+  const std::string& warning() const { return origin_.warning; }
+
+ private:
+  ModelConfig config_;
+  std::shared_ptr<const TextTokenizer> tokenizer_;
+  std::unique_ptr<Decoder> model_;
+  std::size_t window_;
+  SaveOrigin origin_;
 };
 
 /// Loads DIR/config.json and DIR/model.safetensors (or DIR/best.safetensors when `best`); for a
@@ -74,8 +117,8 @@ struct LoadedModel {
 /// tokenizer.json: missing, changed since the manifest, unreadable (TokenizerJsonError's
 /// message), of another vocabulary size than the weights' embedding rows, or another file than
 /// the weights record ("tokenizer_sha256") -> CheckpointError. A save of glass train written before saves carried a manifest is read, with
-/// LoadedModel::warning saying that its files cannot be verified.
-LoadedModel load_checkpoint(const std::string& dir, bool best = false);
+/// Checkpoint::warning() saying that its files cannot be verified.
+Checkpoint load_checkpoint(const std::string& dir, bool best = false);
 
 /// Writes DIR/config.json and DIR/<weights_file> (default model.safetensors) atomically,
 /// creating DIR if needed. Throws CheckpointError when DIR cannot be written.
@@ -97,13 +140,9 @@ void save_model(const std::string& dir, const Decoder& model, const BpeTokenizer
                 const std::string& extra_json = "", long step = -1, const std::string& run_id = "");
 
 /// The training window T recorded in DIR/config.json ("training": {"context": T}), or 0 when
-/// the checkpoint does not say. Samplers use it as the attention window. Throws CheckpointError
-/// for unreadable or bad JSON.
+/// the checkpoint does not say (a loaded save's window: Checkpoint::window). Throws
+/// CheckpointError for unreadable or bad JSON.
 std::size_t training_context(const std::string& dir);
-
-/// The tokenizer kind DIR/config.json records ("tokenizer": {"type": "bpe"} -> kBpe; anything
-/// else, or no config.json yet -> kChar). Throws CheckpointError for unreadable or bad JSON.
-TokenizerKind checkpoint_tokenizer_kind(const std::string& dir);
 
 /// The file name of the text the model was trained on, as glass train records it in
 /// DIR/config.json ("training": {"data": NAME}), or "" when the checkpoint does not say.

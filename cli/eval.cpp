@@ -34,8 +34,8 @@ struct EvalFlags {
 /// A warning when the evaluated file is the text the checkpoint was trained on (config.json
 /// records its file name as training.data): 90% of it is the training split the model has
 /// learnt, so its loss is lower than the loss on text the model never saw.
-void warn_if_training_text(const EvalFlags& f, const glass::LoadedModel& loaded) {
-  const std::string trained_on = glass::training_data(loaded.files_dir);  // "": not recorded
+void warn_if_training_text(const EvalFlags& f, const glass::Checkpoint& loaded) {
+  const std::string trained_on = glass::training_data(loaded.files_dir());  // "": not recorded
   if (trained_on.empty() || std::filesystem::path(f.data).filename().string() != trained_on) return;
   std::cerr << "warning: " << f.data << " looks like the text this checkpoint was trained on "
             << "(config.json: training.data = " << trained_on << "). 90% of it is the training "
@@ -45,47 +45,39 @@ void warn_if_training_text(const EvalFlags& f, const glass::LoadedModel& loaded)
 }
 
 void run_eval(const EvalFlags& f) {
-  glass::LoadedModel loaded = glass::load_checkpoint(f.checkpoint, f.best);
+  glass::Checkpoint loaded = glass::load_checkpoint(f.checkpoint, f.best);
   glass::cli::apply_threads(f.threads);
-  if (!loaded.warning.empty()) std::cerr << "warning: " << loaded.warning << "\n";
+  if (!loaded.warning().empty()) std::cerr << "warning: " << loaded.warning() << "\n";
   warn_if_training_text(f, loaded);
   std::u32string text = glass::load_text(f.data);
   const std::size_t text_bytes = glass::u32_to_utf8(text).size();
-  const bool bpe = loaded.bpe.has_value();
+  const glass::TextTokenizer& tokenizer = loaded.tokenizer();
+  // As in training: the text's tokens (BPE: the dummy prefix at its start, no BOS; characters
+  // outside its vocabulary are byte tokens). When a character model's vocabulary is full (the
+  // text had more distinct characters than vocab_cap), the rarest characters are the unknown
+  // token by design, not an error.
+  const bool vocab_full = tokenizer.vocab_size() >= loaded.config().vocab_cap;
+  const auto policy = f.allow_unknown || vocab_full ? glass::UnknownPolicy::kMapToUnknownId
+                                                    : glass::UnknownPolicy::kRefuse;
   std::size_t unknown = 0;
   glass::TokenIds ids;  // 1 or 2 bytes per token
-  if (bpe) {
-    // As in training: the text's BPE tokens, the dummy prefix at its start, no BOS. Never fails
-    // (characters outside the vocabulary are byte tokens).
-    ids = loaded.bpe->encode_compact(text);
-  } else
-    try {
-      // As in training: when the vocabulary is full (the text had more distinct characters than
-      // vocab_cap), the rarest characters are the unknown token by design, not an error.
-      const bool vocab_full = loaded.tokenizer.vocab_size() >= loaded.config.vocab_cap;
-      ids = loaded.tokenizer.encode_compact(text, f.allow_unknown || vocab_full, &unknown);
-    } catch (const glass::UnknownCharacterError& e) {
-      throw CommandError(
-          fmt::format("{}: {} (pass --allow-unknown to map such characters to the "
-                      "unknown token)",
-                      f.data, e.what()));
-    }
+  try {
+    ids = tokenizer.encode_compact(text, policy, &unknown);
+  } catch (const glass::UnknownCharacterError& e) {
+    throw CommandError(
+        fmt::format("{}: {} (pass --allow-unknown to map such characters to the "
+                    "unknown token)",
+                    f.data, e.what()));
+  }
   text = std::u32string();  // only the ids are needed from here on
   if (unknown > 0)
     std::cerr << "warning: " << unknown
               << " characters outside the vocabulary were mapped to id 0\n";
+  const char* unit = tokenizer.unit(false);
   if (ids.size() < 2)
-    throw CommandError(f.data + (bpe ? " must hold at least 2 tokens to predict one"
-                                     : " must hold at least 2 characters to predict one"));
-
-  std::size_t T = glass::training_context(loaded.files_dir);  // 0: not recorded
-  if (T == 0) T = loaded.config.context_length;
-  if (T > loaded.config.context_length) {
     throw CommandError(
-        fmt::format("{}/config.json: training.context {} exceeds the model's "
-                    "context_length {}",
-                    f.checkpoint, T, loaded.config.context_length));
-  }
+        fmt::format("{} must hold at least 2 {} to predict one", f.data, tokenizer.unit()));
+  const std::size_t T = loaded.window();
 
   // Non-overlapping chunks: inputs ids[i : i+T], targets ids[i+1 : i+T+1], i = 0, T, 2T, ...
   // so every character after the first is predicted exactly once, from at most T before it.
@@ -104,12 +96,12 @@ void run_eval(const EvalFlags& f) {
         y.data()[b * n + t] = ids[from + t + 1];
       }
     }
-    const double mean = glass::cross_entropy(loaded.model->forward(x), y).item();
+    const double mean = glass::cross_entropy(loaded.model().forward(x), y).item();
     if (!std::isfinite(mean))  // a NaN average would print as a plausible-looking "loss -nan"
       throw CommandError(fmt::format(
-          "the loss over characters {} to {} of {} is {}: the model's logits are not finite, so "
+          "the loss over {} {} to {} of {} is {}: the model's logits are not finite, so "
           "its weights are corrupt or diverged",
-          first_start + 1, first_start + (n_chunks - 1) * T + n, f.data,
+          tokenizer.unit(), first_start + 1, first_start + (n_chunks - 1) * T + n, f.data,
           std::isnan(mean) ? "NaN" : "infinite"));
     total += mean * static_cast<double>(n_chunks * n);
     count += n_chunks * n;
@@ -119,7 +111,6 @@ void run_eval(const EvalFlags& f) {
     run_chunks(c * T, std::min(kBatch, full_chunks - c), T);
   if (predictions % T != 0) run_chunks(full_chunks * T, 1, predictions % T);
   const double loss = total / static_cast<double>(count);
-  const char* unit = bpe ? "token" : "character";
   std::cout << fmt::format(
       "loss {:.4f} nats per {} over {} predictions of {} "
       "(perplexity {:.3f}, {:.3f} bits per {}; context {})\n",

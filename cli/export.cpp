@@ -49,9 +49,9 @@ std::string shell_quote(const std::string& text) {
 /// model reads any text). When no file is found or it has no such line: the most frequent
 /// character of the vocabulary that is not a space.
 std::string prompt_from_training_text(const std::string& data, const std::string& checkpoint,
-                                      const glass::LoadedModel& loaded) {
-  const std::vector<char32_t>& chars = loaded.bpe ? loaded.bpe->chars() : loaded.tokenizer.chars();
-  const auto known = [&](char32_t c) { return loaded.bpe || loaded.tokenizer.contains(c); };
+                                      const glass::Checkpoint& loaded) {
+  const std::vector<char32_t>& chars = loaded.tokenizer().characters();
+  const auto known = [&](char32_t c) { return loaded.tokenizer().knows(c); };
   std::error_code ec;
   fs::path found;
   if (!data.empty()) {
@@ -97,30 +97,26 @@ void run_export(const ExportFlags& f) {
         fmt::format("--out '{}' is a directory; the gguf format writes one file, "
                     "e.g. --out {}/model.gguf",
                     f.out, f.out));
-  const glass::LoadedModel loaded = glass::load_checkpoint(f.checkpoint, f.best);
-  if (!loaded.warning.empty()) std::cerr << "warning: " << loaded.warning << "\n";
+  const glass::Checkpoint loaded = glass::load_checkpoint(f.checkpoint, f.best);
+  if (!loaded.warning().empty()) std::cerr << "warning: " << loaded.warning() << "\n";
 
   glass::ExportInfo info;
   info.name = fs::canonical(f.checkpoint).filename().string();  // the directory exists: it loaded
-  info.step = loaded.weights_step;
-  info.data = glass::training_data(loaded.files_dir);        // "": not recorded
-  info.context = glass::training_context(loaded.files_dir);  // 0: not recorded
-  if (info.context == 0) info.context = loaded.config.context_length;
+  info.step = loaded.weights_step();
+  info.data = glass::training_data(loaded.files_dir());  // "": not recorded
+  info.context = loaded.window();
 
   const std::string prompt =
       shell_quote(prompt_from_training_text(info.data, f.checkpoint, loaded));
-  const char* unit = loaded.bpe ? "tokens" : "characters";
+  const char* unit = loaded.unit();
   if (f.format == "gguf") {
     glass::export_gguf(loaded, info, f.out);
     const std::string note = glass::gguf_note(loaded);
     if (!note.empty()) std::cout << "note: " << note << "\n";
     std::cout << fmt::format(
-        "wrote {} (GGUF, llama architecture, {}context {} {}: the windows it "
+        "wrote {} (GGUF, llama architecture, {}, context {} {}: the windows it "
         "trained on); run it with llama.cpp, e.g. llama-completion -m {} -p {} -n 50 --temp 0\n",
-        f.out,
-        loaded.bpe ? fmt::format("a BPE vocabulary of {} tokens, ", loaded.bpe->vocab_size())
-                   : std::string(),
-        info.context, unit, f.out, prompt);
+        f.out, loaded.tokenizer().describe(), info.context, unit, f.out, prompt);
   } else {
     glass::export_llama2c(loaded, info, f.out);
     const fs::path dir(f.out);

@@ -109,28 +109,38 @@ void check_outputs(const InspectOptions& opt) {
 
 /// The checkpoint of --checkpoint (--best: its best weights) on the reference path, whose hook
 /// points the snapshots and the lab read; its warning printed; --threads applied.
-glass::LoadedModel load_for_inspect(const InspectOptions& opt) {
+glass::Checkpoint load_for_inspect(const InspectOptions& opt) {
   using glass::cli::CommandError;
   if (!std::filesystem::is_directory(opt.checkpoint))
     throw CommandError("checkpoint directory '" + opt.checkpoint +
                        "' does not exist (train one with: glass train --out DIR)");
-  glass::LoadedModel loaded;
   try {
-    loaded = glass::load_checkpoint(opt.checkpoint, opt.best);
-    loaded.model->set_ops_path(glass::OpsPath::reference);
+    glass::Checkpoint loaded = glass::load_checkpoint(opt.checkpoint, opt.best);
+    loaded.model().set_ops_path(glass::OpsPath::reference);
+    if (!loaded.warning().empty()) std::cerr << "warning: " << loaded.warning() << "\n";
+    glass::cli::apply_threads(opt.threads);
+    return loaded;
   } catch (const glass::CheckpointError& e) {
     throw CommandError("cannot load checkpoint '" + opt.checkpoint + "': " + e.what());
   }
-  if (!loaded.warning.empty()) std::cerr << "warning: " << loaded.warning << "\n";
-  glass::cli::apply_threads(opt.threads);
-  return loaded;
+}
+
+/// The command's words for a prompt with characters outside the vocabulary: the facts, and the
+/// flag that maps them.
+glass::cli::CommandError unknown_characters(const std::string& what) {
+  return glass::cli::CommandError(what + "\n(--allow-unknown maps them to the unknown id 0)");
+}
+
+/// --allow-unknown as the tokenizer's policy.
+glass::UnknownPolicy unknown_policy(const InspectOptions& opt) {
+  return opt.allow_unknown ? glass::UnknownPolicy::kMapToUnknownId : glass::UnknownPolicy::kRefuse;
 }
 
 /// The save's training log (log.csv) for the page's loss curve; none (with a warning) when it
 /// cannot be read.
-std::vector<glass::LossPoint> page_loss(const glass::LoadedModel& loaded) {
+std::vector<glass::LossPoint> page_loss(const glass::Checkpoint& loaded) {
   try {
-    return glass::read_loss_log((std::filesystem::path(loaded.files_dir) / "log.csv").string());
+    return glass::read_loss_log((std::filesystem::path(loaded.files_dir()) / "log.csv").string());
   } catch (const std::exception& e) {
     std::cerr << "warning: no loss curve on the page: " << e.what() << "\n";
     return {};
@@ -138,7 +148,7 @@ std::vector<glass::LossPoint> page_loss(const glass::LoadedModel& loaded) {
 }
 
 /// The inspector page's options: the head chosen, top-k, the prompt in the title, the loss curve.
-glass::HtmlOptions page_options(const InspectOptions& opt, const glass::LoadedModel& loaded,
+glass::HtmlOptions page_options(const InspectOptions& opt, const glass::Checkpoint& loaded,
                                 const std::u32string& prompt) {
   glass::HtmlOptions html;
   html.layer = static_cast<std::size_t>(opt.layer);
@@ -228,7 +238,7 @@ std::string lab_message(const glass::LabRequestError& e) {
   }
   std::string hint;
   if (e.problem == glass::LabProblem::unknown_characters)
-    hint = " (--allow-unknown maps such characters to the unknown id 0)";
+    hint = "\n(--allow-unknown maps them to the unknown id 0)";
   else if (e.field == F::head_scores || e.problem == glass::LabProblem::missing)
     hint = ": give --prompt TEXT";
   return fmt::format("{} {}{}", flag, e.what(), hint);
@@ -236,7 +246,7 @@ std::string lab_message(const glass::LabRequestError& e) {
 
 /// The lab's page: the report drawn by web/lab_views.js, under the inspector of the prompt when
 /// there is one, with the save's loss curve.
-std::string lab_page(const InspectOptions& opt, const glass::LoadedModel& loaded,
+std::string lab_page(const InspectOptions& opt, const glass::Checkpoint& loaded,
                      const nlohmann::ordered_json& report) {
   glass::HtmlOptions html;
   html.layer = static_cast<std::size_t>(opt.layer);
@@ -248,10 +258,12 @@ std::string lab_page(const InspectOptions& opt, const glass::LoadedModel& loaded
   if (!opt.prompt_given) return glass::lab_html(report, nullptr, html);
   try {
     const glass::Inspection inspection =
-        glass::inspect(loaded, glass::utf8_to_u32(opt.prompt), opt.allow_unknown);
+        glass::inspect(loaded, glass::utf8_to_u32(opt.prompt), unknown_policy(opt));
     return glass::lab_html(report, &inspection, html);
   } catch (const glass::InspectError& e) {
     throw glass::cli::CommandError(e.what());
+  } catch (const glass::UnknownCharacterError& e) {
+    throw unknown_characters(e.what());
   }
 }
 
@@ -262,10 +274,10 @@ void run_interp(const InspectOptions& opt) {
   using glass::cli::CommandError;
   check_lab_flags(opt);
   check_outputs(opt);
-  const glass::LoadedModel loaded = load_for_inspect(opt);
+  const glass::Checkpoint loaded = load_for_inspect(opt);
   glass::InterpReport report;
   try {
-    report = glass::run_lab(loaded, lab_request(opt, loaded.model->config()));
+    report = glass::run_lab(loaded, lab_request(opt, loaded.config()));
   } catch (const glass::LabRequestError& e) {
     throw CommandError(lab_message(e));
   } catch (const glass::CheckpointError& e) {
@@ -313,8 +325,8 @@ void run_inspect(const InspectOptions& opt) {
     throw CommandError(std::string("the prompt is not valid UTF-8: ") + e.what());
   }
 
-  const glass::LoadedModel loaded = load_for_inspect(opt);  // the snapshots: reference path
-  const glass::ModelConfig& config = loaded.model->config();
+  const glass::Checkpoint loaded = load_for_inspect(opt);  // the snapshots: reference path
+  const glass::ModelConfig& config = loaded.config();
   if (opt.layer < 0 || static_cast<std::size_t>(opt.layer) >= config.n_layers)
     throw CommandError(fmt::format("--layer {} is out of range: the model has {} layers (0..{})",
                                    opt.layer, config.n_layers, config.n_layers - 1));
@@ -324,11 +336,11 @@ void run_inspect(const InspectOptions& opt) {
                     config.n_heads, config.n_heads - 1));
   const auto layer = static_cast<std::size_t>(opt.layer);
   const auto head = static_cast<std::size_t>(opt.head);
-  std::size_t window = glass::training_context(loaded.files_dir);  // 0: not recorded
-  if (window == 0 || window > config.context_length) window = config.context_length;
+  const std::size_t window = loaded.window();
   // The context counts tokens: a character model's characters, a BPE model's subwords.
-  const std::size_t length = glass::prompt_tokens(loaded, prompt).size();
-  const char* unit = glass::token_unit(loaded);
+  const std::size_t length =
+      loaded.encode_prompt(prompt, glass::UnknownPolicy::kMapToUnknownId).size();
+  const char* unit = loaded.unit();
   if (length > window)
     throw CommandError(fmt::format(
         "the prompt has {} {}; {}. inspect shows one window, position by position: give "
@@ -338,13 +350,15 @@ void run_inspect(const InspectOptions& opt) {
   glass::Inspection inspection;
   try {
     std::size_t unknown = 0;
-    inspection = glass::inspect(loaded, prompt, opt.allow_unknown, &unknown);
+    inspection = glass::inspect(loaded, prompt, unknown_policy(opt), &unknown);
     if (unknown > 0)
       std::cerr << "warning: " << unknown
                 << " prompt character(s) outside the vocabulary mapped to the unknown id 0\n";
     if (!opt.snapshot.empty()) glass::full_snapshot_name(inspection, layer, opt.snapshot);
   } catch (const glass::InspectError& e) {
     throw CommandError(e.what());
+  } catch (const glass::UnknownCharacterError& e) {
+    throw unknown_characters(e.what());
   }
 
   // The files first: a path that fails leaves nothing printed (the paths were checked above).

@@ -19,6 +19,8 @@ void write_loss_page(const Trainer& trainer) {
   for (const StepRow& r : trainer.steps())
     curve.steps.push_back({static_cast<double>(r.step), r.loss, r.lr});
   curve.vocab_size = trainer.vocab_size();
+  // The Trainer holds its two tokenizers apart: a BPE run predicts tokens.
+  curve.unit = trainer.bpe_tokenizer() != nullptr ? "token" : "character";
   write_file_atomic((fs::path(o.out_dir) / "loss.html").string(), loss_plot_html(curve));
 }
 

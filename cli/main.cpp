@@ -49,8 +49,8 @@ int stdout_error() {
 int main(int argc, char** argv) {
   glass::tune_malloc_for_training();
   CLI::App app{
-      "glass: a glass-box character-level LLaMA-style language model.\n"
-      "Train it on a text file, sample from it, look inside it.",
+      "glass: a glass-box LLaMA-style language model that reads characters (or BPE tokens,\n"
+      "--tokenizer bpe). Train it on a text file, sample from it, look inside it.",
       "glass"};
   app.require_subcommand(1);
   app.set_version_flag("-v,-V,--version", "glass " GLASS_VERSION);

@@ -18,7 +18,6 @@
 #include <iostream>
 #include <iterator>
 #include <limits>
-#include <set>
 #include <sstream>
 #include <string>
 
@@ -115,11 +114,11 @@ std::string read_prompt(SampleFlags& f, bool prompt_given) {
 /// exactly): `prob` under the sampling settings (temperature, top-k, top-p: what the draw used),
 /// `model_prob` at temperature 1 with nothing cut. The unknown id 0 is excluded, as generation
 /// excludes it.
-nlohmann::json token_probabilities(const glass::Decoder& model, const glass::LoadedModel& loaded,
+nlohmann::json token_probabilities(const glass::Checkpoint& loaded,
                                    const std::vector<std::int32_t>& prompt,
                                    const std::vector<std::int32_t>& generated, std::size_t window,
                                    const glass::SamplingOptions& sampling) {
-  glass::NextTokenLogits next_logits(model, window, sampling);
+  glass::NextTokenLogits next_logits(loaded.model(), window, sampling);
   std::vector<std::int32_t> text = prompt;
   glass::SamplingOptions plain;
   plain.temperature = 1.0;
@@ -127,100 +126,88 @@ nlohmann::json token_probabilities(const glass::Decoder& model, const glass::Loa
   for (const std::int32_t id : generated) {
     std::vector<double> row = next_logits(text);  // (vocab_size) logits after text.back()
     if (row.size() > 1) row[0] = -std::numeric_limits<double>::infinity();
-    tokens.push_back(
-        {{"id", id},
-         {"text", loaded.bpe ? loaded.bpe->decode_utf8({id}, /*drop_dummy_prefix=*/false)
-                             : loaded.tokenizer.decode_utf8({id})},
-         {"prob", glass::next_token_probs(row, sampling, text)[id]},
-         {"model_prob", glass::next_token_probs(row, plain)[id]}});
+    tokens.push_back({{"id", id},
+                      {"text", loaded.tokenizer().decode_generated({id})},
+                      {"prob", glass::next_token_probs(row, sampling, text)[id]},
+                      {"model_prob", glass::next_token_probs(row, plain)[id]}});
     text.push_back(id);
   }
   return tokens;
 }
 
-/// The prompt as token ids. Characters outside the vocabulary are an error naming them, or
-/// (allow_unknown) become id 0 with a warning.
-std::vector<std::int32_t> encode_prompt(const SampleFlags& f, const glass::LoadedModel& loaded) {
+/// The prompt as token ids (Checkpoint::encode_prompt). Characters outside a character model's
+/// vocabulary are an error naming them, with the flag that maps them, or (--allow-unknown)
+/// become id 0 with a warning.
+std::vector<std::int32_t> encode_prompt(const SampleFlags& f, const glass::Checkpoint& loaded) {
   std::u32string text;
   try {
     text = glass::utf8_to_u32(f.prompt);
   } catch (const glass::Utf8Error& e) {
     throw CommandError(std::string("the prompt is not valid UTF-8: ") + e.what());
   }
-  // A BPE model: the prompt's tokens as in training (the dummy prefix before the text, no BOS);
-  // characters outside its vocabulary are byte tokens, never an error.
-  if (loaded.bpe) return loaded.bpe->encode(text);
-  const glass::Tokenizer& tokenizer = loaded.tokenizer;
-  std::set<char32_t> unknown;
-  for (char32_t c : text)
-    if (!tokenizer.contains(c)) unknown.insert(c);
-  if (!unknown.empty()) {
-    std::string names;
-    for (char32_t c : unknown) names += (names.empty() ? "" : ", ") + glass::describe_char(c);
-    if (!f.allow_unknown)
-      throw CommandError(fmt::format(
-          "the prompt has {} character(s) the model never saw in training: {}. Remove them, or "
-          "pass --allow-unknown to map them to the unknown token (id 0).",
-          unknown.size(), names));
-    std::cerr << "warning: mapping characters outside the vocabulary to the unknown token: "
-              << names << "\n";
+  const auto policy =
+      f.allow_unknown ? glass::UnknownPolicy::kMapToUnknownId : glass::UnknownPolicy::kRefuse;
+  std::size_t unknown = 0;
+  std::vector<std::int32_t> ids;
+  try {
+    ids = loaded.encode_prompt(text, policy, &unknown);
+  } catch (const glass::UnknownCharacterError& e) {
+    throw CommandError(std::string(e.what()) +
+                       ". Remove them, or pass --allow-unknown to map them to the unknown token "
+                       "(id 0).");
   }
-  return tokenizer.encode(text, /*map_unknown=*/true);
+  if (unknown > 0)
+    std::cerr << fmt::format(
+        "warning: mapping {} prompt character(s) outside the vocabulary to the unknown token "
+        "(id 0)\n",
+        unknown);
+  return ids;
 }
 
-void run_sample(SampleFlags& f, bool prompt_given) {
-  glass::validate(f.sampling);  // std::invalid_argument -> "error: ..."
-  f.prompt = read_prompt(f, prompt_given);
-  glass::LoadedModel loaded = glass::load_checkpoint(f.checkpoint, f.best);
-  glass::cli::apply_threads(f.threads);
-  if (!loaded.warning.empty()) std::cerr << "warning: " << loaded.warning << "\n";
-  loaded.model->set_ops_path(glass::parse_ops_path(f.attention));
-  const glass::Tokenizer& tokenizer = loaded.tokenizer;
-  const glass::BpeTokenizer* bpe = loaded.bpe ? &*loaded.bpe : nullptr;
-  const char* unit = bpe ? "tokens" : "characters";
-  const std::size_t vocab_size = bpe ? bpe->vocab_size() : tokenizer.vocab_size();
-  // Ids -> text: a BPE sequence is decoded whole (byte tokens join into characters); pieces
-  // from the middle of a text keep their leading space.
-  const auto decode = [&](const std::vector<std::int32_t>& ids) {
-    return bpe ? bpe->decode_utf8(ids, /*drop_dummy_prefix=*/false) : tokenizer.decode_utf8(ids);
-  };
-  std::size_t window = glass::training_context(loaded.files_dir);  // 0: not recorded
-  if (window == 0) window = loaded.config.context_length;
-  if (window > loaded.config.context_length) {
-    throw CommandError(
-        fmt::format("{}/config.json: training.context {} exceeds the model's "
-                    "context_length {}",
-                    f.checkpoint, window, loaded.config.context_length));
-  }
-  if (f.ctx_size > loaded.config.context_length)
+/// The window: the checkpoint's (Checkpoint::window), or -c/--ctx-size checked against the
+/// model's positions, with a note when it goes past the trained window.
+std::size_t sample_window(const SampleFlags& f, const glass::Checkpoint& loaded) {
+  const std::size_t window = loaded.window(), positions = loaded.config().context_length;
+  const char* unit = loaded.unit();
+  if (f.ctx_size > positions)
     throw CommandError(
         fmt::format("--ctx-size {}: the model has positions for at most {} {} "
                     "(context_length; it trained on windows of {})",
-                    f.ctx_size, loaded.config.context_length, unit, window));
+                    f.ctx_size, positions, unit, window));
   if (f.ctx_size > window)
     std::cerr << fmt::format(
         "note: --ctx-size {} is past the {} {} the model trained on: "
         "positions from {} on were never trained\n",
         f.ctx_size, window, unit, window);
-  if (f.ctx_size > 0) window = f.ctx_size;
+  return f.ctx_size > 0 ? f.ctx_size : window;
+}
+
+void run_sample(SampleFlags& f, bool prompt_given) {
+  glass::validate(f.sampling);  // std::invalid_argument -> "error: ..."
+  f.prompt = read_prompt(f, prompt_given);
+  glass::Checkpoint loaded = glass::load_checkpoint(f.checkpoint, f.best);
+  glass::cli::apply_threads(f.threads);
+  if (!loaded.warning().empty()) std::cerr << "warning: " << loaded.warning() << "\n";
+  loaded.model().set_ops_path(glass::parse_ops_path(f.attention));
+  const glass::TextTokenizer& tokenizer = loaded.tokenizer();
+  const char* unit = loaded.unit();
+  const std::size_t window = sample_window(f, loaded);
 
   std::vector<std::int32_t> prompt = encode_prompt(f, loaded);
   std::string shown_prompt = f.prompt;
   if (prompt.empty()) {  // start from a newline, as if at the start of a paragraph
-    prompt = {bpe ? bpe->encode(U"\n").back()  // "\n" after the dummy prefix: its last token
-              : tokenizer.contains(U'\n') ? tokenizer.id_of(U'\n')
-                                          : 1};
+    prompt = {tokenizer.start_id()};
   } else if (prompt.size() > window) {
     std::cerr << fmt::format(
         "note: the prompt has {} {}; the model sees only its last {}: "
         "{}\n",
         prompt.size(), unit, window, glass::context_sentence(window, unit));
     prompt.erase(prompt.begin(), prompt.end() - static_cast<long>(window));
-    shown_prompt = decode(prompt);
+    shown_prompt = tokenizer.decode_generated(prompt);
   }
   f.sampling.use_kv_cache = !f.no_kv_cache;
   f.sampling.window_mode = glass::parse_window_mode(f.window_mode);
-  if (f.sampling.top_k > vocab_size) f.sampling.top_k = vocab_size;
+  if (f.sampling.top_k > tokenizer.vocab_size()) f.sampling.top_k = tokenizer.vocab_size();
 
   auto write = [](const std::string& text) {
     errno = 0;
@@ -249,14 +236,14 @@ void run_sample(SampleFlags& f, bool prompt_given) {
   for (long long k = 0; k < f.num_samples; ++k) {
     if (!f.json) write((k > 0 ? "---------------\n" : "") + shown_prompt);
     std::vector<std::int32_t> ids;
-    glass::StreamDecoder stream(&tokenizer, bpe);  // BPE: bytes wait for their whole character
-    std::string text;                              // the generated text so far (for --stop)
+    glass::StreamDecoder stream(tokenizer);  // BPE: bytes wait for their whole character
+    std::string text;                        // the generated text so far (for --stop)
     bool stopped = false;
     if (choose) glass::set_num_threads(cores);  // the prompt: every core, at every sample
     auto last = std::chrono::steady_clock::now();
     try {
       glass::generate(
-          *loaded.model, prompt, f.tokens, window, f.sampling, rng, [&](std::int32_t id) {
+          loaded.model(), prompt, f.tokens, window, f.sampling, rng, [&](std::int32_t id) {
             const double took =
                 std::chrono::duration<double>(std::chrono::steady_clock::now() - last).count();
             if (choose && ids.empty()) {  // drawn from the prompt's logits
@@ -289,10 +276,9 @@ void run_sample(SampleFlags& f, bool prompt_given) {
       write("\n");
       continue;
     }
-    samples.push_back(
-        {{"text", text},
-         {"stopped", stopped},
-         {"tokens", token_probabilities(*loaded.model, loaded, prompt, ids, window, f.sampling)}});
+    samples.push_back({{"text", text},
+                       {"stopped", stopped},
+                       {"tokens", token_probabilities(loaded, prompt, ids, window, f.sampling)}});
   }
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -300,7 +286,7 @@ void run_sample(SampleFlags& f, bool prompt_given) {
     // The ids the model read the prompt as (after any crop to the window), each with its text.
     nlohmann::json prompt_tokens = nlohmann::json::array();
     for (const std::int32_t id : prompt)
-      prompt_tokens.push_back({{"id", id}, {"text", decode({id})}});
+      prompt_tokens.push_back({{"id", id}, {"text", tokenizer.decode_generated({id})}});
     const nlohmann::json out = {{"checkpoint", f.checkpoint},
                                 {"prompt", shown_prompt},
                                 {"prompt_tokens", prompt_tokens},

@@ -20,20 +20,90 @@ const char* tokenizer_kind_name(TokenizerKind kind) {
   return kind == TokenizerKind::kChar ? "char" : "bpe";
 }
 
+const char* TextTokenizer::unit(bool plural) const {
+  if (kind() == TokenizerKind::kChar) return plural ? "characters" : "character";
+  return plural ? "tokens" : "token";
+}
+
 std::size_t TextTokenizer::vocab_size() const {
   return std::visit([](const auto& t) { return t.vocab_size(); }, impl_);
+}
+
+std::string TextTokenizer::describe() const {
+  if (const Tokenizer* c = chars())
+    return fmt::format("a character vocabulary of {} characters", c->chars().size());
+  return fmt::format("a BPE vocabulary of {} tokens", vocab_size());
+}
+
+const std::vector<char32_t>& TextTokenizer::characters() const {
+  return std::visit([](const auto& t) -> const std::vector<char32_t>& { return t.chars(); }, impl_);
+}
+
+bool TextTokenizer::knows(char32_t c) const {
+  const Tokenizer* c_tok = chars();
+  return c_tok == nullptr || c_tok->contains(c);  // BPE: byte fallback spells every character
 }
 
 std::vector<std::int32_t> TextTokenizer::encode(const std::u32string& text) const {
   return std::visit([&text](const auto& t) { return t.encode(text); }, impl_);
 }
 
-TokenIds TextTokenizer::encode_compact(const std::u32string& text) const {
-  return std::visit([&text](const auto& t) { return t.encode_compact(text); }, impl_);
+namespace {
+
+/// The error of a prompt with characters outside a character model's vocabulary: the first
+/// few with their positions, and how many (a long prompt in another script would list hundreds).
+UnknownCharacterError unknown_characters_error(const Tokenizer& tokenizer,
+                                               const std::u32string& text) {
+  constexpr std::size_t kShown = 5;
+  std::string shown;
+  std::size_t count = 0, first = 0;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (tokenizer.contains(text[i])) continue;
+    if (count == 0) first = i;
+    if (count < kShown)
+      shown +=
+          (count == 0 ? "" : ", ") + describe_char(text[i]) + " at position " + std::to_string(i);
+    ++count;
+  }
+  if (count > kShown) shown += fmt::format(", and {} more", count - kShown);
+  return UnknownCharacterError(
+      fmt::format("the prompt has {} character(s) outside the model's vocabulary of {} "
+                  "characters, which it never saw in training: {}",
+                  count, tokenizer.chars().size(), shown),
+      text[first], first, count);
+}
+
+}  // namespace
+
+std::vector<std::int32_t> TextTokenizer::encode_prompt(const std::u32string& text,
+                                                       UnknownPolicy policy,
+                                                       std::size_t* unknown_count) const {
+  if (unknown_count) *unknown_count = 0;
+  const Tokenizer* c = chars();
+  if (c == nullptr) return bpe()->encode(text);  // byte fallback: nothing is unknown
+  const bool map = policy == UnknownPolicy::kMapToUnknownId;
+  std::size_t unknown = 0;
+  std::vector<std::int32_t> ids = c->encode(text, /*map_unknown=*/true, &unknown);
+  if (unknown > 0 && !map) throw unknown_characters_error(*c, text);
+  if (unknown_count) *unknown_count = unknown;
+  return ids;
+}
+
+TokenIds TextTokenizer::encode_compact(const std::u32string& text, UnknownPolicy policy,
+                                       std::size_t* unknown_count) const {
+  if (unknown_count) *unknown_count = 0;
+  if (const Tokenizer* c = chars())
+    return c->encode_compact(text, policy == UnknownPolicy::kMapToUnknownId, unknown_count);
+  return bpe()->encode_compact(text);
 }
 
 std::u32string TextTokenizer::decode(const std::vector<std::int32_t>& ids) const {
   return std::visit([&ids](const auto& t) { return t.decode(ids); }, impl_);
+}
+
+std::string TextTokenizer::decode_generated(const std::vector<std::int32_t>& ids) const {
+  if (const Tokenizer* c = chars()) return c->decode_utf8(ids);
+  return bpe()->decode_utf8(ids, /*drop_dummy_prefix=*/false);
 }
 
 std::string TextTokenizer::token_text(std::int32_t id) const {
@@ -41,10 +111,50 @@ std::string TextTokenizer::token_text(std::int32_t id) const {
   return bpe()->token_text(id);
 }
 
+bool TextTokenizer::has_text(std::int32_t id) const {
+  return !(chars() != nullptr && id == Tokenizer::kUnknownId);
+}
+
+std::vector<std::string> TextTokenizer::vocabulary() const {
+  std::vector<std::string> texts;
+  texts.reserve(vocab_size());
+  for (std::size_t i = 0; i < vocab_size(); ++i) {
+    const auto id = static_cast<std::int32_t>(i);
+    texts.push_back(has_text(id) ? token_text(id) : std::string());
+  }
+  return texts;
+}
+
+const char* TextTokenizer::notation() const {
+  return kind() == TokenizerKind::kBpe ? "'\u2581' is a space, <0xNN> a byte" : "";
+}
+
+std::int32_t TextTokenizer::start_id() const {
+  if (const Tokenizer* c = chars()) return c->contains(U'\n') ? c->id_of(U'\n') : 1;
+  return bpe()->encode(U"\n").back();  // "\n" after the dummy prefix: its last token
+}
+
+std::optional<std::int32_t> TextTokenizer::special_id(SpecialToken which) const {
+  if (chars() != nullptr) {
+    if (which == SpecialToken::kUnknown) return Tokenizer::kUnknownId;
+    return std::nullopt;
+  }
+  switch (which) {
+    case SpecialToken::kUnknown:
+      return BpeTokenizer::kUnknownId;
+    case SpecialToken::kBos:
+      return BpeTokenizer::kBosId;
+    case SpecialToken::kEos:
+      return BpeTokenizer::kEosId;
+  }
+  return std::nullopt;
+}
+
 std::string StreamDecoder::push(std::int32_t id) {
-  if (!bpe_) return chars_->decode_utf8({id});
+  const BpeTokenizer* bpe = tokenizer_.bpe();
+  if (bpe == nullptr) return tokenizer_.decode_generated({id});
   pending_.push_back(id);
-  const std::string decoded = bpe_->decode_utf8(pending_, /*drop_dummy_prefix=*/false);
+  const std::string decoded = bpe->decode_utf8(pending_, /*drop_dummy_prefix=*/false);
   // A byte token whose character still misses bytes decodes to U+FFFD at the end: wait.
   const bool waiting = id >= BpeTokenizer::kFirstByteId && id < BpeTokenizer::kFirstCharId &&
                        pending_.size() < 4 && decoded.size() >= 3 &&
@@ -56,7 +166,7 @@ std::string StreamDecoder::push(std::int32_t id) {
 
 std::string StreamDecoder::flush() {
   if (pending_.empty()) return "";
-  const std::string rest = bpe_->decode_utf8(pending_, /*drop_dummy_prefix=*/false);
+  const std::string rest = tokenizer_.decode_generated(pending_);
   pending_.clear();
   return rest;
 }

@@ -5,6 +5,7 @@
 // `--tokenizer char|bpe` maps to TokenizerKind with tokenizer_kind_from_name.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
@@ -22,7 +23,17 @@ TokenizerKind tokenizer_kind_from_name(const std::string& name);
 /// The kind's name: "char" or "bpe".
 const char* tokenizer_kind_name(TokenizerKind kind);
 
-/// A character or a BPE tokenizer behind the same calls.
+/// What encode_prompt does with a character outside a character model's vocabulary: refuse it
+/// (UnknownCharacterError) or map it to the unknown id 0 and count it. A BPE model has none.
+enum class UnknownPolicy { kRefuse, kMapToUnknownId };
+
+/// The special tokens a reader may ask for by role (special_id). A role a tokenizer does not
+/// have answers "none"; a new role (a chat template's markers) is added here and in
+/// TextTokenizer::special_id, and readers that ask by role need no change.
+enum class SpecialToken { kUnknown, kBos, kEos };
+
+/// A character or a BPE tokenizer behind the same calls. This is the one place that knows
+/// which kind a model reads: code outside data/ asks it, never branches on the kind.
 class TextTokenizer {
  public:
   explicit TextTokenizer(Tokenizer chars) : impl_(std::move(chars)) {}
@@ -31,21 +42,65 @@ class TextTokenizer {
   TokenizerKind kind() const {
     return impl_.index() == 0 ? TokenizerKind::kChar : TokenizerKind::kBpe;
   }
+  /// The kind's name, as config.json and the server's JSON write it: "char" or "bpe".
+  const char* kind_name() const { return tokenizer_kind_name(kind()); }
+  /// What one id stands for, in messages and pages: "character"/"characters" (a character
+  /// model), "token"/"tokens" (BPE).
+  const char* unit(bool plural = true) const;
   /// Number of ids.
   std::size_t vocab_size() const;
+  /// The vocabulary in words: "a BPE vocabulary of 384 tokens", "a character vocabulary of
+  /// 64 characters" (the unknown id 0 not counted).
+  std::string describe() const;
+  /// The base characters: a character model's vocabulary (chars()[i] has id i + 1), a BPE
+  /// model's single-character tokens (in id order from kFirstCharId).
+  const std::vector<char32_t>& characters() const;
+  /// Whether `c` encodes without the unknown id: always for BPE (byte fallback).
+  bool knows(char32_t c) const;
   /// Text -> ids. Character tokenizer: a character outside its vocabulary throws
   /// UnknownCharacterError; BPE: never fails (byte fallback), no BOS/EOS added.
   std::vector<std::int32_t> encode(const std::u32string& text) const;
-  /// encode into compact storage (1, 2 or 4 bytes per id), for a whole corpus.
-  TokenIds encode_compact(const std::u32string& text) const;
+  /// A prompt -> ids, as the model read its training text (BPE: the dummy prefix, no BOS).
+  /// A character model's characters outside the vocabulary: kRefuse throws
+  /// UnknownCharacterError naming the first few with their positions (character() and
+  /// position() the first, count() how many); kMapToUnknownId maps them to id 0 and, when
+  /// `unknown_count` is given, stores how many. BPE never fails (byte fallback): 0 unknown.
+  std::vector<std::int32_t> encode_prompt(const std::u32string& text, UnknownPolicy policy,
+                                          std::size_t* unknown_count = nullptr) const;
+  /// encode into compact storage (1, 2 or 4 bytes per id), for a whole corpus; unknown
+  /// characters as encode_prompt (one error for the first, with its position).
+  TokenIds encode_compact(const std::u32string& text, UnknownPolicy policy = UnknownPolicy::kRefuse,
+                          std::size_t* unknown_count = nullptr) const;
   /// Ids -> text (BPE: the dummy prefix's space dropped). Throws std::out_of_range for a bad id.
   std::u32string decode(const std::vector<std::int32_t>& ids) const;
+  /// Generated ids -> UTF-8, as a StreamDecoder gives them joined: a BPE piece's leading '▁'
+  /// is a space (a piece from the middle of a text). Throws std::out_of_range for a bad id.
+  std::string decode_generated(const std::vector<std::int32_t>& ids) const;
   /// A token's text (UTF-8) as its vocabulary stores it: the character (U+FFFD for the
   /// character tokenizer's unknown id 0), or the BPE token ("▁de", "<0x0A>", "<s>").
   /// Throws std::out_of_range for a bad id.
   std::string token_text(std::int32_t id) const;
+  /// False only for a character model's unknown id 0, which stands for every character
+  /// outside the vocabulary and has no text of its own (pages show it as "" or "<unk>").
+  bool has_text(std::int32_t id) const;
+  /// Each id's text in id order as the server lists the vocabulary: token_text, "" where
+  /// has_text is false.
+  std::vector<std::string> vocabulary() const;
+  /// True when one token may hold several characters (BPE), so that a display separates them.
+  bool tokens_span_characters() const { return kind() == TokenizerKind::kBpe; }
+  /// How to read the token texts, for a display's legend: "'▁' is a space, <0xNN> a byte" for
+  /// BPE, "" for a character model.
+  const char* notation() const;
+  /// The id generation starts from when the prompt is empty: a newline (the start of a
+  /// paragraph); BPE: the last token of "\n" after the dummy prefix; a character model without
+  /// '\n': id 1.
+  std::int32_t start_id() const;
+  /// The id of a special token, or none when this tokenizer has no such token (a character
+  /// model has an unknown id 0 and no BOS/EOS; BPE has <unk> 0, <s> 1, </s> 2).
+  std::optional<std::int32_t> special_id(SpecialToken which) const;
 
-  /// The tokenizer itself, or nullptr when it is of the other kind.
+  /// The tokenizer itself, or nullptr when it is of the other kind: for writers of a file
+  /// format whose layout depends on the kind (checkpoint/, export/).
   const Tokenizer* chars() const { return std::get_if<Tokenizer>(&impl_); }
   const BpeTokenizer* bpe() const { return std::get_if<BpeTokenizer>(&impl_); }
 
@@ -57,19 +112,18 @@ class TextTokenizer {
 /// id is its character; a BPE model's token is decoded with its leading '▁' as a space (a piece
 /// from the middle of a text), and byte tokens that do not yet form a whole UTF-8 character wait
 /// for the rest of it (at most 4 bytes; an incomplete one becomes U+FFFD). The pieces joined are
-/// the text of all the ids decoded at once. Exactly one of `chars` and `bpe` is given; the
-/// tokenizer must outlive the decoder. push throws std::out_of_range for a bad id.
+/// the text of all the ids decoded at once (TextTokenizer::decode_generated). The tokenizer
+/// must outlive the decoder. push throws std::out_of_range for a bad id.
 class StreamDecoder {
  public:
-  StreamDecoder(const Tokenizer* chars, const BpeTokenizer* bpe) : chars_(chars), bpe_(bpe) {}
+  explicit StreamDecoder(const TextTokenizer& tokenizer) : tokenizer_(tokenizer) {}
   /// The text `id` adds now (UTF-8; "" while a character waits for its other bytes).
   std::string push(std::int32_t id);
   /// The bytes still waiting, decoded (U+FFFD for an incomplete character); "" when none.
   std::string flush();
 
  private:
-  const Tokenizer* chars_;
-  const BpeTokenizer* bpe_;
+  const TextTokenizer& tokenizer_;
   std::vector<std::int32_t> pending_;  // BPE: the tokens not returned yet
 };
 

@@ -12,16 +12,21 @@
 namespace glass {
 
 /// A character that is not in the vocabulary (thrown by encode unless unknowns are allowed).
+/// The message states the facts (which characters, where); a front end adds how to get past
+/// them in its own words (a command-line flag, a JSON field).
 class UnknownCharacterError : public std::runtime_error {
  public:
-  UnknownCharacterError(const std::string& what, char32_t c, std::size_t position)
-      : std::runtime_error(what), character_(c), position_(position) {}
-  char32_t character() const { return character_; }
-  std::size_t position() const { return position_; }  ///< index in the encoded text
+  UnknownCharacterError(const std::string& what, char32_t c, std::size_t position,
+                        std::size_t count = 1)
+      : std::runtime_error(what), character_(c), position_(position), count_(count) {}
+  char32_t character() const { return character_; }   ///< the first unknown character
+  std::size_t position() const { return position_; }  ///< its index in the encoded text
+  std::size_t count() const { return count_; }        ///< how many unknown characters (>= 1)
 
  private:
   char32_t character_;
   std::size_t position_;
+  std::size_t count_;
 };
 
 /// Character-level tokenizer. Id 0 is reserved for unknown characters; ids 1..N are the

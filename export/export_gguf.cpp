@@ -102,6 +102,7 @@ struct GgufVocab {
   std::uint32_t unknown_id = 0, bos_id = 0, eos_id = 0;
   bool add_space_prefix = false;
   std::size_t extra = 0;
+  std::string description;  ///< "GlassLLM ... model" for general.description
 };
 
 /// A character vocabulary (see the header): the checkpoint's ids, then <s>, </s> and the 256
@@ -135,6 +136,7 @@ GgufVocab char_vocab(const Tokenizer& tokenizer) {
     v.types.push_back(kByte);
   }
   v.extra = v.tokens.size() - V;
+  v.description = "GlassLLM character-level model";
   return v;
 }
 
@@ -154,29 +156,41 @@ GgufVocab bpe_vocab(const BpeTokenizer& bpe) {
   v.bos_id = BpeTokenizer::kBosId;
   v.eos_id = BpeTokenizer::kEosId;
   v.add_space_prefix = true;  // the dummy prefix, as BpeTokenizer::normalize adds it
+  v.description = fmt::format("GlassLLM BPE model ({} tokens)", bpe.vocab_size());
   return v;
+}
+
+/// The model's vocabulary in llama.cpp's layout. The one place this exporter asks the kind:
+/// the layouts differ (a character model's ids get <s>, </s> and byte tokens after them; a BPE
+/// vocabulary already has llama's layout).
+GgufVocab gguf_vocab(const TextTokenizer& tokenizer) {
+  if (const BpeTokenizer* bpe = tokenizer.bpe()) return bpe_vocab(*bpe);  // layout: see above
+  return char_vocab(*tokenizer.chars());
 }
 
 }  // namespace
 
-std::string gguf_note(const LoadedModel& model) {
-  if (model.bpe || !model.tokenizer.contains(kSpaceMark)) return "";
+std::string gguf_note(const Checkpoint& model) {
+  // Only a character vocabulary can hold U+2581 as a character of the text (BPE writes its
+  // spaces with it).
+  const Tokenizer* chars = model.tokenizer().chars();
+  if (chars == nullptr || !chars->contains(kSpaceMark)) return "";
   return "the vocabulary holds U+2581 (\u2581), the character llama.cpp writes for a space: the "
          "space and U+2581 are written as user-defined tokens \" \" and \"\u2581\", which "
          "llama.cpp matches before it rewrites spaces and copies back as they are, so it reads "
          "both characters as glass does";
 }
 
-std::string gguf_bytes(const LoadedModel& loaded, const ExportInfo& info) {
-  const ModelConfig& c = loaded.config;
-  const Decoder& m = *loaded.model;
+std::string gguf_bytes(const Checkpoint& loaded, const ExportInfo& info) {
+  const ModelConfig& c = loaded.config();
+  const Decoder& m = loaded.model();
   if (info.context == 0 || info.context > c.context_length)
     throw ExportError(
         fmt::format("the training context {} must be between 1 and the model's "
                     "context_length {}",
                     info.context, c.context_length));
 
-  const GgufVocab vocab = loaded.bpe ? bpe_vocab(*loaded.bpe) : char_vocab(loaded.tokenizer);
+  const GgufVocab vocab = gguf_vocab(loaded.tokenizer());
   if (vocab.tokens.size() - vocab.extra != m.tok_embeddings.weight.value().shape()[0])
     throw ExportError(fmt::format("the tokenizer has {} tokens but the weights {} rows",
                                   vocab.tokens.size() - vocab.extra,
@@ -209,11 +223,8 @@ std::string gguf_bytes(const LoadedModel& loaded, const ExportInfo& info) {
   if (!info.step.empty()) kv.kv_str("glass.training.step", info.step);
   if (!info.data.empty()) {
     kv.kv_str("glass.training.data", info.data);
-    kv.kv_str("general.description",
-              (loaded.bpe ? fmt::format("GlassLLM BPE model ({} tokens)", loaded.bpe->vocab_size())
-                          : std::string("GlassLLM character-level model")) +
-                  " trained on " + info.data +
-                  (info.step.empty() ? "" : " for " + info.step + " steps"));
+    kv.kv_str("general.description", vocab.description + " trained on " + info.data +
+                                         (info.step.empty() ? "" : " for " + info.step + " steps"));
   }
   kv.kv_u32("llama.vocab_size", static_cast<std::uint32_t>(vocab.tokens.size()));
   kv.kv_u32("llama.context_length", static_cast<std::uint32_t>(info.context));
@@ -270,7 +281,7 @@ std::string gguf_bytes(const LoadedModel& loaded, const ExportInfo& info) {
   return out.bytes;
 }
 
-void export_gguf(const LoadedModel& model, const ExportInfo& info, const std::string& path) {
+void export_gguf(const Checkpoint& model, const ExportInfo& info, const std::string& path) {
   write_file_atomic(path, gguf_bytes(model, info));
 }
 

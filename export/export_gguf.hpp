@@ -43,14 +43,14 @@ namespace glass {
 /// The whole GGUF file for `model` (a character or a BPE model) as bytes. Throws ExportError
 /// when info.context is 0 or exceeds the model's context_length, or when the tokenizer's size
 /// is not the weights' number of embedding rows.
-std::string gguf_bytes(const LoadedModel& model, const ExportInfo& info);
+std::string gguf_bytes(const Checkpoint& model, const ExportInfo& info);
 
 /// "" or one sentence for the user about a choice the export makes for this model's vocabulary
 /// (today: how a character vocabulary holding U+2581 is written).
-std::string gguf_note(const LoadedModel& model);
+std::string gguf_note(const Checkpoint& model);
 
 /// Writes gguf_bytes() to `path` atomically (write_file_atomic). Throws ExportError or FileError;
 /// `path` is then untouched.
-void export_gguf(const LoadedModel& model, const ExportInfo& info, const std::string& path);
+void export_gguf(const Checkpoint& model, const ExportInfo& info, const std::string& path);
 
 }  // namespace glass

@@ -53,11 +53,46 @@ void write_bpe_table(Writer& w, const Array& a, std::size_t bos_row) {
   w.floats(a.data() + (bos + 1) * d, (a.shape()[0] - bos - 1) * d);
 }
 
+/// The tokenizer in llama2.c's layout: tokenizer.bin's pieces and scores, and where the ids go.
+struct Llama2cVocab {
+  std::vector<std::string> pieces;
+  std::vector<float> scores;
+  std::int32_t newline_id = -1;  ///< glass's id of "\n", whose embedding <s> takes; -1: none
+  bool inserts_bos = false;      ///< "<s>" added at id 1, glass's ids from 1 on shifted by one
+};
+
+/// The one place this exporter asks the kind: the layouts differ. Characters: "<unk>", "<s>",
+/// then each character as UTF-8 (the space as itself: run.c looks up " "), scored by frequency
+/// rank (run.c only uses scores to merge pairs, and no pair is a token here). BPE: glass's ids
+/// as they are, the texts with '▁' written as ' ' (as llama2.c's tokenizer.py writes Llama 2's)
+/// and its scores, which run.c's encode merges by.
+Llama2cVocab llama2c_vocab(const TextTokenizer& tokenizer) {
+  Llama2cVocab v;
+  if (const BpeTokenizer* bpe = tokenizer.bpe()) {  // layout: see above
+    v.newline_id = bpe->id_of_text(U"\n");
+    for (std::int32_t id = 0; id < static_cast<std::int32_t>(bpe->vocab_size()); ++id) {
+      std::u32string text = bpe->token_text32(id);
+      std::replace(text.begin(), text.end(), BpeTokenizer::kSpaceMark, U' ');
+      v.pieces.push_back(u32_to_utf8(text));
+      v.scores.push_back(bpe->score(id));
+    }
+    return v;
+  }
+  const Tokenizer& chars = *tokenizer.chars();
+  v.inserts_bos = true;
+  v.newline_id = chars.contains(U'\n') ? chars.id_of(U'\n') : -1;
+  v.pieces = {"<unk>", "<s>"};
+  for (char32_t ch : chars.chars()) v.pieces.push_back(char_to_utf8(ch));
+  for (std::size_t i = 0; i < v.pieces.size(); ++i)
+    v.scores.push_back(i < 2 ? 0.0f : -static_cast<float>(i));
+  return v;
+}
+
 }  // namespace
 
-Llama2cFiles llama2c_bytes(const LoadedModel& loaded, const ExportInfo& info) {
-  const ModelConfig& c = loaded.config;
-  const Decoder& m = *loaded.model;
+Llama2cFiles llama2c_bytes(const Checkpoint& loaded, const ExportInfo& info) {
+  const ModelConfig& c = loaded.config();
+  const Decoder& m = loaded.model();
   if (c.rope_base != kRunCRopeBase)
     throw ExportError(
         fmt::format("llama2.c's run.c computes RoPE with base 10000; this model was "
@@ -68,11 +103,8 @@ Llama2cFiles llama2c_bytes(const LoadedModel& loaded, const ExportInfo& info) {
         fmt::format("llama2.c's run.c computes RMSNorm with eps 1e-5; this model was "
                     "trained with norm_eps {} and would give other numbers there",
                     c.norm_eps));
-  const BpeTokenizer* bpe = loaded.bpe ? &*loaded.bpe : nullptr;
-  const std::int32_t newline_id = bpe                                ? bpe->id_of_text(U"\n")
-                                  : loaded.tokenizer.contains(U'\n') ? loaded.tokenizer.id_of(U'\n')
-                                                                     : -1;
-  if (newline_id < 0)
+  const Llama2cVocab layout = llama2c_vocab(loaded.tokenizer());
+  if (layout.newline_id < 0)
     throw ExportError(
         "the vocabulary has no newline, whose embedding the llama2.c start token "
         "<s> takes; llama2.c export needs a model trained on text with newlines");
@@ -82,8 +114,8 @@ Llama2cFiles llama2c_bytes(const LoadedModel& loaded, const ExportInfo& info) {
                     "context_length {}",
                     info.context, c.context_length));
 
-  const std::size_t newline = static_cast<std::size_t>(newline_id);
-  const std::size_t vocab = bpe ? c.vocab_size : c.vocab_size + 1;  // characters: + "<s>"
+  const std::size_t newline = static_cast<std::size_t>(layout.newline_id);
+  const std::size_t vocab = layout.inserts_bos ? c.vocab_size + 1 : c.vocab_size;
   const std::size_t L = m.layers.size(), head_dim = c.head_dim(), seq_len = info.context;
 
   Writer w;
@@ -92,10 +124,10 @@ Llama2cFiles llama2c_bytes(const LoadedModel& loaded, const ExportInfo& info) {
   w.pod(-static_cast<std::int32_t>(vocab));  // negative: wcls follows, not shared
   w.pod(static_cast<std::int32_t>(seq_len));
 
-  if (bpe)
-    write_bpe_table(w, m.tok_embeddings.weight.value(), newline);
-  else
+  if (layout.inserts_bos)
     write_table(w, m.tok_embeddings.weight.value(), newline);
+  else
+    write_bpe_table(w, m.tok_embeddings.weight.value(), newline);
   for (std::size_t l = 0; l < L; ++l) w.array(m.layers[l]->attention_norm.weight.value());
   for (std::size_t l = 0; l < L; ++l) w.array(m.layers[l]->attention.wq.weight.value());
   for (std::size_t l = 0; l < L; ++l) w.array(m.layers[l]->attention.wk.weight.value());
@@ -116,30 +148,14 @@ Llama2cFiles llama2c_bytes(const LoadedModel& loaded, const ExportInfo& info) {
             std::pow(kRunCRopeBase, -2.0 * static_cast<double>(i) / static_cast<double>(head_dim));
         w.pod(static_cast<float>(part == 0 ? std::cos(angle) : std::sin(angle)));
       }
-  if (bpe)
-    w.array(m.output.weight.value());  // unchanged: the logits are glass's, id for id
-  else
+  if (layout.inserts_bos)
     write_table(w, m.output.weight.value(), /*bos_row=*/0);  // "<s>" scores as "<unk>"
+  else
+    w.array(m.output.weight.value());  // unchanged: the logits are glass's, id for id
 
-  // tokenizer.bin. Characters: as UTF-8 (the space as itself: run.c looks up " "), scored by
-  // frequency rank (run.c only uses scores to merge pairs, and no pair is a token here).
-  // BPE: the vocabulary's texts with '▁' written as ' ' (as llama2.c's tokenizer.py writes
-  // Llama 2's), and its scores, which run.c's encode merges by.
-  std::vector<std::string> pieces;
-  std::vector<float> scores;
-  if (bpe) {
-    for (std::int32_t id = 0; id < static_cast<std::int32_t>(bpe->vocab_size()); ++id) {
-      std::u32string text = bpe->token_text32(id);
-      std::replace(text.begin(), text.end(), BpeTokenizer::kSpaceMark, U' ');
-      pieces.push_back(u32_to_utf8(text));
-      scores.push_back(bpe->score(id));
-    }
-  } else {
-    pieces = {"<unk>", "<s>"};
-    for (char32_t ch : loaded.tokenizer.chars()) pieces.push_back(char_to_utf8(ch));
-    for (std::size_t i = 0; i < pieces.size(); ++i)
-      scores.push_back(i < 2 ? 0.0f : -static_cast<float>(i));
-  }
+  // tokenizer.bin (llama2c_vocab).
+  const std::vector<std::string>& pieces = layout.pieces;
+  const std::vector<float>& scores = layout.scores;
   std::int32_t max_len = 0;
   for (const auto& p : pieces) max_len = std::max(max_len, static_cast<std::int32_t>(p.size()));
   Writer t;
@@ -152,7 +168,7 @@ Llama2cFiles llama2c_bytes(const LoadedModel& loaded, const ExportInfo& info) {
   return {std::move(w.bytes), std::move(t.bytes)};
 }
 
-void export_llama2c(const LoadedModel& model, const ExportInfo& info, const std::string& dir) {
+void export_llama2c(const Checkpoint& model, const ExportInfo& info, const std::string& dir) {
   const Llama2cFiles files = llama2c_bytes(model, info);
   ensure_writable_directory(dir);
   const std::filesystem::path model_path = std::filesystem::path(dir) / "model.bin";

@@ -54,11 +54,11 @@ constexpr std::int32_t kLlama2cBosId = 1;
 /// ExportError when run.c cannot run the model as trained: rope_base != 10000, norm_eps != 1e-5,
 /// a vocabulary without the newline (the "<s>" embedding; for BPE, the token "\n") or
 /// info.context of 0 or above the model's context_length.
-Llama2cFiles llama2c_bytes(const LoadedModel& model, const ExportInfo& info);
+Llama2cFiles llama2c_bytes(const Checkpoint& model, const ExportInfo& info);
 
 /// Writes DIR/model.bin and DIR/tokenizer.bin, each atomically, creating DIR if needed.
 /// Everything is checked and built before the first file is written. Throws ExportError or
 /// FileError.
-void export_llama2c(const LoadedModel& model, const ExportInfo& info, const std::string& dir);
+void export_llama2c(const Checkpoint& model, const ExportInfo& info, const std::string& dir);
 
 }  // namespace glass

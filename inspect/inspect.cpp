@@ -75,60 +75,33 @@ std::string Inspection::position_label(std::size_t i) const {
 
 std::string Inspection::vocab_label(std::int32_t id) const {
   if (id < 0 || static_cast<std::size_t>(id) >= vocab_texts.size()) return "?";
-  if (!bpe && id == 0) return "<unk>";
+  if (!tokenizer->has_text(id)) return "<unk>";  // a character model's unknown id 0
   return token_label(vocab_texts[static_cast<std::size_t>(id)]);
 }
 
-std::vector<std::int32_t> prompt_tokens(const LoadedModel& loaded, const std::u32string& prompt) {
-  if (loaded.bpe) return loaded.bpe->encode(prompt);
-  return loaded.tokenizer.encode(prompt, /*map_unknown=*/true);
-}
-
-const char* token_unit(const LoadedModel& loaded) { return loaded.bpe ? "tokens" : "characters"; }
-
-Inspection inspect(const LoadedModel& loaded, const std::u32string& prompt, bool allow_unknown,
+Inspection inspect(const Checkpoint& loaded, const std::u32string& prompt, UnknownPolicy policy,
                    std::size_t* unknown_count) {
-  if (!loaded.model) throw InspectError("no model loaded");
-  const ModelConfig& config = loaded.model->config();
+  const ModelConfig& config = loaded.model().config();
   if (prompt.empty()) throw InspectError("the prompt is empty: give at least one character");
-  if (unknown_count) *unknown_count = 0;
+  const TextTokenizer& tokenizer = loaded.tokenizer();
 
   Inspection ins;
   ins.config = config;
-  ins.bpe = loaded.bpe.has_value();
+  ins.tokenizer = loaded.shared_tokenizer();
   ins.prompt = prompt;
+  ins.tokens = loaded.encode_prompt(prompt, policy, unknown_count);  // UnknownCharacterError
+  // Each position's text: the vocabulary's; the unknown id 0 (a character model's: one token a
+  // character) shows the prompt's own character.
+  for (std::size_t i = 0; i < ins.tokens.size(); ++i)
+    ins.token_texts.push_back(tokenizer.has_text(ins.tokens[i])
+                                  ? tokenizer.token_text(ins.tokens[i])
+                                  : char_to_utf8(prompt[i]));
   ins.vocab.assign(config.vocab_size, char32_t(0xFFFD));
   ins.vocab_texts.assign(config.vocab_size, char_to_utf8(0xFFFD));
-  if (const BpeTokenizer* bpe = loaded.bpe ? &*loaded.bpe : nullptr) {
-    // Byte fallback: every prompt has tokens, none unknown.
-    ins.tokens = bpe->encode(prompt);
-    for (std::int32_t id : ins.tokens) ins.token_texts.push_back(bpe->token_text(id));
-    for (std::size_t id = 0; id < config.vocab_size && id < bpe->vocab_size(); ++id)
-      ins.vocab_texts[id] = bpe->token_text(static_cast<std::int32_t>(id));
-  } else {
-    std::vector<std::string> unknown;
-    for (std::size_t i = 0; i < prompt.size(); ++i)
-      if (!loaded.tokenizer.contains(prompt[i]))
-        unknown.push_back(describe_char(prompt[i]) + " at position " + std::to_string(i));
-    if (unknown_count) *unknown_count = unknown.size();
-    if (!unknown.empty() && !allow_unknown) {
-      // The first few, and how many: a long prompt in another script would list hundreds.
-      constexpr std::size_t kShown = 5;
-      std::vector<std::string> shown(
-          unknown.begin(), unknown.begin() + static_cast<long>(std::min(kShown, unknown.size())));
-      if (unknown.size() > kShown)
-        shown.push_back(fmt::format("and {} more", unknown.size() - kShown));
-      throw InspectError(fmt::format(
-          "the prompt has {} character(s) outside the model's vocabulary of {} characters: {}\n"
-          "(--allow-unknown maps them to the unknown id 0)",
-          unknown.size(), loaded.tokenizer.chars().size(), join(shown, ", ")));
-    }
-    ins.tokens = loaded.tokenizer.encode(prompt, allow_unknown);
-    for (char32_t c : prompt) ins.token_texts.push_back(char_to_utf8(c));
-    for (std::size_t id = 0; id < config.vocab_size && id < loaded.tokenizer.vocab_size(); ++id) {
-      ins.vocab[id] = loaded.tokenizer.char_of(static_cast<std::int32_t>(id));
-      ins.vocab_texts[id] = char_to_utf8(ins.vocab[id]);
-    }
+  for (std::size_t id = 0; id < config.vocab_size && id < tokenizer.vocab_size(); ++id) {
+    ins.vocab_texts[id] = tokenizer.token_text(static_cast<std::int32_t>(id));
+    // A token is one character unless tokens span several (BPE: vocab_texts alone).
+    if (!tokenizer.tokens_span_characters()) ins.vocab[id] = utf8_to_u32(ins.vocab_texts[id])[0];
   }
   if (ins.tokens.size() > config.context_length)
     throw InspectError(fmt::format(
@@ -143,7 +116,7 @@ Inspection inspect(const LoadedModel& loaded, const std::u32string& prompt, bool
   Tensor logits;
   {
     NoGradGuard no_grad;
-    logits = loaded.model->forward(ids, nullptr, &tracer);
+    logits = loaded.model().forward(ids, nullptr, &tracer);
   }
   ins.logits = logits.value();
   ins.logits.reshape({n, config.vocab_size});

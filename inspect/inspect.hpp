@@ -13,21 +13,23 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "autograd/tensor.hpp"
+#include "data/text_tokenizer.hpp"
 #include "nn/config.hpp"
 
 namespace glass {
 
-struct LoadedModel;  // checkpoint/checkpoint.hpp
+class Checkpoint;  // checkpoint/checkpoint.hpp
 
 /// Bad inspector input the user can fix (layer/head out of range, unknown snapshot, a prompt
-/// that is empty, too long or has characters outside a character model's vocabulary). The
-/// message says what is wrong and what would be valid.
+/// that is empty or too long). The message says what is wrong and what would be valid.
+/// (Characters outside a character model's vocabulary are UnknownCharacterError.)
 class InspectError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
@@ -42,7 +44,8 @@ class InspectError : public std::runtime_error {
 /// space as '▁'), "<0xF0>" (a byte of a character outside the vocabulary).
 struct Inspection {
   ModelConfig config;
-  bool bpe = false;                  ///< the model reads BPE tokens (else one per character)
+  /// The model's tokenizer (set by inspect): the unit's name, the texts' notation.
+  std::shared_ptr<const TextTokenizer> tokenizer;
   std::u32string prompt;             ///< the prompt's characters
   std::vector<std::int32_t> tokens;  ///< (n) token ids
   /// (n) each position's token as text (UTF-8): the character for a character model (the
@@ -60,7 +63,7 @@ struct Inspection {
 
   std::size_t n() const { return tokens.size(); }
   /// What a token is called in messages: "tokens" for a BPE model, "characters" otherwise.
-  const char* unit() const { return bpe ? "tokens" : "characters"; }
+  const char* unit() const { return tokenizer->unit(); }
   /// The visible label of position i's token (token_label of token_texts[i]).
   std::string position_label(std::size_t i) const;
   /// The visible label of vocabulary id `id`: "<unk>" for a character model's id 0, else
@@ -77,25 +80,15 @@ struct Inspection {
 /// its '▁' for a space and its "<0xNN>" for a byte: "▁de", "⏎", "<0x0A>".
 std::string token_label(const std::string& token_text);
 
-/// The prompt's token ids as `loaded`'s tokenizer reads it: a BPE model's encode (the dummy
-/// prefix before the text, no BOS; unknown characters become byte tokens), a character model's
-/// one id per character (unknown characters -> id 0; say whether to accept them with
-/// inspect's `allow_unknown`).
-std::vector<std::int32_t> prompt_tokens(const LoadedModel& loaded, const std::u32string& prompt);
-
-/// "tokens" for a BPE model, "characters" for a character model: the unit of the context and
-/// of the prompt's length in messages.
-const char* token_unit(const LoadedModel& loaded);
-
-/// Runs `loaded.model` on `prompt` (UTF-8 decoded; a character model reads one token per
-/// character, a BPE model its tokens, prompt_tokens) under NoGradGuard with a Tracer, and returns
-/// every snapshot, the logits and the probabilities.
-/// Throws InspectError for an empty prompt, a prompt of more tokens than config.context_length,
-/// or (a character model) characters outside the vocabulary (all of them are named, with their
-/// positions) unless `allow_unknown`: then they become the unknown id 0 and `unknown_count` (if
-/// given) says how many. A BPE model has no unknown characters (byte fallback).
-Inspection inspect(const LoadedModel& loaded, const std::u32string& prompt,
-                   bool allow_unknown = false, std::size_t* unknown_count = nullptr);
+/// Runs `loaded`'s model on `prompt` (its tokens: Checkpoint::encode_prompt) under NoGradGuard
+/// with a Tracer, and returns every snapshot, the logits and the probabilities.
+/// Throws InspectError for an empty prompt or a prompt of more tokens than
+/// config.context_length; UnknownCharacterError for a character model's characters outside the
+/// vocabulary unless `policy` maps them to the unknown id 0 (`unknown_count`, if given, says how
+/// many). A BPE model has no unknown characters (byte fallback).
+Inspection inspect(const Checkpoint& loaded, const std::u32string& prompt,
+                   UnknownPolicy policy = UnknownPolicy::kRefuse,
+                   std::size_t* unknown_count = nullptr);
 
 /// The names `--snapshot` accepts for `layer` (relative, e.g. "attn.softmax", "out") followed
 /// by the model-wide ones ("embeddings", "logits", "probs"), in recording order.

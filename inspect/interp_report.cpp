@@ -14,6 +14,7 @@
 #include "checkpoint/manifest.hpp"
 #include "checkpoint/run_dir.hpp"
 #include "data/tokenizer.hpp"
+#include "inspect/inspect.hpp"
 #include "inspect/text_cells.hpp"
 
 namespace glass {
@@ -24,29 +25,12 @@ using text_cells::pad_right;
 
 // ---- tokens -----------------------------------------------------------------------------------
 
-std::vector<std::string> token_labels(const LoadedModel& loaded) {
-  const std::size_t V = loaded.model->config().vocab_size;
+std::vector<std::string> token_labels(const Checkpoint& loaded) {
+  const std::size_t V = loaded.config().vocab_size;
   std::vector<std::string> labels(V);
-  for (std::size_t id = 0; id < V; ++id) {
-    const auto i = static_cast<std::int32_t>(id);
-    if (loaded.bpe) {
-      for (char32_t c : loaded.bpe->token_text32(i)) labels[id] += visible_char(c);
-    } else {
-      labels[id] = visible_char(loaded.tokenizer.char_of(i));
-    }
-  }
+  for (std::size_t id = 0; id < V; ++id)
+    labels[id] = token_label(loaded.tokenizer().token_text(static_cast<std::int32_t>(id)));
   return labels;
-}
-
-std::vector<std::int32_t> encode_prompt(const LoadedModel& loaded, const std::u32string& text,
-                                        bool allow_unknown, std::size_t* unknown) {
-  if (loaded.bpe) return loaded.bpe->encode(text);  // byte fallback: every text encodes
-  try {
-    return loaded.tokenizer.encode(text, allow_unknown, unknown);
-  } catch (const UnknownCharacterError& e) {
-    throw std::invalid_argument(std::string(e.what()) +
-                                " (--allow-unknown maps such characters to the unknown id 0)");
-  }
 }
 
 std::vector<HeadRef> parse_head_list(const std::string& text, std::size_t n_layers,

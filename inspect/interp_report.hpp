@@ -21,15 +21,10 @@
 
 namespace glass {
 
-/// One label per token id of the checkpoint's vocabulary: its text with spaces, newlines and
-/// control characters made visible (visible_char), "<unk>" style names kept for BPE specials.
-std::vector<std::string> token_labels(const LoadedModel& loaded);
-
-/// `text` as token ids of the checkpoint's tokenizer (characters, or BPE subwords). Characters
-/// outside a character vocabulary throw std::invalid_argument naming them, unless
-/// `allow_unknown` (then they become id 0 and `unknown` counts them).
-std::vector<std::int32_t> encode_prompt(const LoadedModel& loaded, const std::u32string& text,
-                                        bool allow_unknown, std::size_t* unknown = nullptr);
+/// One label per token id of the checkpoint's vocabulary: its text (TextTokenizer::token_text)
+/// with spaces, newlines and control characters made visible (token_label), "<unk>" style names
+/// kept for BPE specials.
+std::vector<std::string> token_labels(const Checkpoint& loaded);
 
 /// "L.H[,L.H...]" as heads (each checked against the model's n_layers and n_heads; repeats
 /// kept once). std::invalid_argument saying what is wrong and what is valid.

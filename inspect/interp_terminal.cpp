@@ -132,8 +132,7 @@ std::string patch_terminal(const InterpReport& r, std::size_t width) {
       "copied into the corrupted run.\nLogit difference logit['{}'] - logit['{}'] at the last "
       "position: clean {}, corrupted {}.\nEach cell: the fraction of it recovered, (patched - "
       "corrupted) / (clean - corrupted).\n",
-      r.label(res.answer), r.label(res.other), num(res.clean_diff, 4),
-      num(res.corrupted_diff, 4));
+      r.label(res.answer), r.label(res.other), num(res.clean_diff, 4), num(res.corrupted_diff, 4));
   const std::size_t T = r.prompt.size();
   std::size_t name_w = 0;
   for (const auto& row : res.rows) name_w = std::max(name_w, row.size());

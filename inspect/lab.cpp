@@ -18,29 +18,22 @@ namespace fs = std::filesystem;
 
 namespace {
 
-/// The window the lab reads, in tokens: the context the model trained on when the save records
-/// it, else its context_length.
-std::size_t lab_window(const LoadedModel& loaded) {
-  const std::size_t context = loaded.model->config().context_length;
-  const std::size_t trained = training_context(loaded.files_dir);  // 0: not recorded
-  return trained == 0 || trained > context ? context : trained;
-}
-
-/// `text` (UTF-8) as the save's tokens: at least one, at most `window`; characters outside a
+/// `text` (UTF-8) as the save's tokens: at least one, at most its window; characters outside a
 /// character vocabulary refused unless `allow_unknown` (then id 0, counted in `warnings`).
 /// `field` names the text in the errors (LabRequestError).
-std::vector<std::int32_t> lab_tokens(const LoadedModel& loaded, const std::string& text,
-                                     bool allow_unknown, LabField field, std::size_t window,
+std::vector<std::int32_t> lab_tokens(const Checkpoint& loaded, const std::string& text,
+                                     bool allow_unknown, LabField field,
                                      std::vector<std::string>& warnings) {
   std::u32string chars;
   try {
     chars = utf8_to_u32(text);
   } catch (const Utf8Error& e) {
-    throw LabRequestError(field, LabProblem::not_utf8, std::string("is not valid UTF-8: ") + e.what());
+    throw LabRequestError(field, LabProblem::not_utf8,
+                          std::string("is not valid UTF-8: ") + e.what());
   }
   std::size_t unknown = 0;
   const std::vector<std::int32_t> ids =
-      encode_prompt(loaded, chars, /*allow_unknown=*/true, &unknown);
+      loaded.encode_prompt(chars, UnknownPolicy::kMapToUnknownId, &unknown);
   const char* which = field == LabField::corrupted ? "the corrupted prompt" : "the prompt";
   if (unknown > 0 && !allow_unknown)
     throw LabRequestError(field, LabProblem::unknown_characters,
@@ -51,12 +44,14 @@ std::vector<std::int32_t> lab_tokens(const LoadedModel& loaded, const std::strin
     warnings.push_back(fmt::format(
         "{} character(s) of {} outside the vocabulary mapped to the unknown id 0", unknown, which));
   if (ids.empty()) throw LabRequestError(field, LabProblem::empty, "is empty: give some text");
+  const std::size_t window = loaded.window();
+  const char* unit = loaded.unit();
   if (ids.size() > window)
     throw LabRequestError(
         field, LabProblem::too_long,
-        fmt::format("has {} tokens; the model's context is {} tokens (the windows it trained on) "
-                    "and the lab reads one window. Give at most {} tokens",
-                    ids.size(), window, window));
+        fmt::format("has {} {}; the model's context is {} {} (the windows it trained on) and the "
+                    "lab reads one window. Give at most {} {}",
+                    ids.size(), unit, window, unit, window, unit));
   return ids;
 }
 
@@ -76,13 +71,13 @@ void check_request(const ModelConfig& config, const LabRequest& q) {
                                       q.head, config.n_heads, config.n_heads - 1));
   for (const HeadRef& h : q.ablate ? *q.ablate : std::vector<HeadRef>())
     if (h.layer >= config.n_layers || h.head >= config.n_heads)
-      throw LabRequestError(
-          LabField::heads, LabProblem::out_of_range,
-          fmt::format("name head {}.{}; the model has {} layers of {} heads", h.layer, h.head,
-                      config.n_layers, config.n_heads));
+      throw LabRequestError(LabField::heads, LabProblem::out_of_range,
+                            fmt::format("name head {}.{}; the model has {} layers of {} heads",
+                                        h.layer, h.head, config.n_layers, config.n_heads));
   if ((q.lens || q.ablate || q.patch) && !q.prompt)
-    throw LabRequestError(LabField::prompt, LabProblem::missing,
-                          "is needed by the logit lens, ablation and patching, which run the model on it");
+    throw LabRequestError(
+        LabField::prompt, LabProblem::missing,
+        "is needed by the logit lens, ablation and patching, which run the model on it");
 }
 
 InterpReport::Ablation ablation(const Decoder& model, const LabRequest& q,
@@ -109,25 +104,26 @@ InterpReport::Ablation ablation(const Decoder& model, const LabRequest& q,
 }
 
 /// The head scores a save recorded (its interp.json), for the weights' step.
-InterpReport::Scores saved_head_scores(const LoadedModel& loaded, bool weights_are_best) {
+InterpReport::Scores saved_head_scores(const Checkpoint& loaded, bool weights_are_best) {
   if (weights_are_best)
     throw LabRequestError(LabField::head_scores, LabProblem::missing,
                           "without a prompt are the save's interp.json, measured on the latest "
                           "weights, not on best.safetensors: measure them on a prompt");
-  if (!fs::exists(fs::path(loaded.files_dir) / kInterpFile))
-    throw LabRequestError(LabField::head_scores, LabProblem::not_recorded,
-                          "without a prompt are the save's record, and this save holds no interp.json "
-                          "(trained with the recording off, or older)");
-  const std::vector<InterpRecord> records = read_interp_history(loaded.files_dir);
+  if (!fs::exists(fs::path(loaded.files_dir()) / kInterpFile))
+    throw LabRequestError(
+        LabField::head_scores, LabProblem::not_recorded,
+        "without a prompt are the save's record, and this save holds no interp.json "
+        "(trained with the recording off, or older)");
+  const std::vector<InterpRecord> records = read_interp_history(loaded.files_dir());
   const auto it = std::find_if(records.begin(), records.end(), [&](const auto& r) {
-    return std::to_string(r.step) == loaded.weights_step;
+    return std::to_string(r.step) == loaded.weights_step();
   });
   if (it == records.end())
     throw LabRequestError(
         LabField::head_scores, LabProblem::not_recorded,
         fmt::format("without a prompt are the save's interp.json, which is not of the weights' "
                     "step {}",
-                    loaded.weights_step));
+                    loaded.weights_step()));
   return {fmt::format("the validation probe, recorded by glass train at step {}", it->step), *it};
 }
 
@@ -159,12 +155,12 @@ InterpReport::Patch patch(const Decoder& model, const InterpReport& r,
 }
 
 /// Every record of `run_dir`, next to the validation losses of the save's log.csv.
-InterpReport::History history(const LoadedModel& loaded, const std::string& run_dir,
+InterpReport::History history(const Checkpoint& loaded, const std::string& run_dir,
                               std::vector<std::string>& warnings) {
   InterpReport::History h;
   h.records = read_interp_history(run_dir);
   try {
-    h.loss = read_loss_log((fs::path(loaded.files_dir) / "log.csv").string());
+    h.loss = read_loss_log((fs::path(loaded.files_dir()) / "log.csv").string());
   } catch (const std::exception& e) {
     warnings.push_back(std::string("no validation losses next to the history: ") + e.what());
   }
@@ -173,27 +169,26 @@ InterpReport::History history(const LoadedModel& loaded, const std::string& run_
 
 }  // namespace
 
-InterpReport run_lab(const LoadedModel& loaded, const LabRequest& q) {
-  const Decoder& model = *loaded.model;
+InterpReport run_lab(const Checkpoint& loaded, const LabRequest& q) {
+  const Decoder& model = loaded.model();
   check_request(model.config(), q);
-  const std::size_t window = lab_window(loaded);
+  const std::size_t window = loaded.window();
   InterpReport r;
   r.labels = token_labels(loaded);
   if (q.prompt)
-    r.prompt = lab_tokens(loaded, *q.prompt, q.allow_unknown, LabField::prompt, window, r.warnings);
+    r.prompt = lab_tokens(loaded, *q.prompt, q.allow_unknown, LabField::prompt, r.warnings);
   std::vector<std::int32_t> corrupted;
   if (q.patch)
-    corrupted = lab_tokens(loaded, *q.patch, q.allow_unknown, LabField::corrupted, window,
-                           r.warnings);
+    corrupted = lab_tokens(loaded, *q.patch, q.allow_unknown, LabField::corrupted, r.warnings);
   if (q.head_scores && q.prompt && r.prompt.size() < 3)
     throw LabRequestError(LabField::prompt, LabProblem::too_short,
                           fmt::format("has {} tokens; the head scores measure on at least 3 tokens",
                                       r.prompt.size()));
-  if (q.lens)
-    r.lens = logit_lens(model, r.prompt, std::min(q.top_k, model.config().vocab_size));
+  if (q.lens) r.lens = logit_lens(model, r.prompt, std::min(q.top_k, model.config().vocab_size));
   if (q.ablate) r.ablation = ablation(model, q, r.prompt, window);
   if (q.head_scores && q.prompt)
-    r.head_scores = InterpReport::Scores{"the prompt", measure_head_scores(model, r.prompt, window)};
+    r.head_scores =
+        InterpReport::Scores{"the prompt", measure_head_scores(model, r.prompt, window)};
   else if (q.head_scores)
     r.head_scores = saved_head_scores(loaded, q.weights_are_best);
   if (q.patch) r.patch = patch(model, r, std::move(corrupted));

@@ -21,8 +21,8 @@ namespace glass {
 /// path (the hook points') of the loaded model.
 struct LabRequest {
   std::optional<std::string> prompt;  ///< UTF-8; needed by the lens, the ablation and patching
-  bool allow_unknown = false;  ///< characters outside a character vocabulary become id 0
-  std::size_t top_k = 5;       ///< next tokens listed per lens cell and per ablated distribution
+  bool allow_unknown = false;         ///< characters outside a character vocabulary become id 0
+  std::size_t top_k = 5;  ///< next tokens listed per lens cell and per ablated distribution
   /// The head the views start on (the page of `glass inspect --html`): checked against the model.
   std::size_t layer = 0, head = 0;
   bool lens = false;
@@ -32,8 +32,8 @@ struct LabRequest {
   /// are (e.g. "the first 128 characters of the training text"); empty: the prompt's positions.
   std::vector<std::int32_t> mean_over;
   std::string mean_over_source;
-  bool head_scores = false;  ///< on the prompt, or without one the save's recorded interp.json
-  bool weights_are_best = false;       ///< the model holds best.safetensors, not the latest
+  bool head_scores = false;       ///< on the prompt, or without one the save's recorded interp.json
+  bool weights_are_best = false;  ///< the model holds best.safetensors, not the latest
   std::optional<std::string> patch;    ///< the corrupted prompt of activation patching
   std::optional<std::string> history;  ///< the run directory whose recorded scores to list
 };
@@ -72,6 +72,6 @@ inline constexpr std::size_t kMaxLabTopK = 1000;
 /// tokenizer (at most the save's window), runs each analysis asked and returns the report
 /// (report.checkpoint left empty: the caller names the save). A save's files that do not
 /// match their manifest (the recorded scores) throw CheckpointError.
-InterpReport run_lab(const LoadedModel& loaded, const LabRequest& request);
+InterpReport run_lab(const Checkpoint& loaded, const LabRequest& request);
 
 }  // namespace glass

@@ -113,6 +113,7 @@ std::string loss_json(const LossCurve& curve) {
   }
   j["steps"] = steps;
   j["vocab_size"] = curve.vocab_size;
+  j["unit"] = curve.unit;
   return j.dump();
 }
 

@@ -27,6 +27,9 @@ struct LossCurve {
   std::vector<LossPoint> evals;
   std::vector<StepPoint> steps;
   std::size_t vocab_size = 0;
+  /// What the model predicts one of, for the page's words ("nats per character", "among the
+  /// V characters"): "character" or "token" (TextTokenizer::unit(false)).
+  std::string unit = "character";
 };
 
 /// Reads step, train_loss and val_loss from a trainer log.csv (columns found by header name).
@@ -44,7 +47,8 @@ std::vector<StepPoint> read_steps_log(const std::string& path);
 std::string loss_json(const std::vector<LossPoint>& points, const std::string& title);
 
 /// The same, with the per-step rows and V: {..., "steps": {"step": [...], "loss": [...],
-/// "lr": [...]}, "vocab_size": V}, the input of lossChartSvg (web/loss_chart.js).
+/// "lr": [...]}, "vocab_size": V, "unit": "character"|"token"}, the input of lossChartSvg
+/// (web/loss_chart.js) and of the page's words.
 std::string loss_json(const LossCurve& curve);
 
 /// The loss page (web/loss.html) with `points` in it: one HTML file that needs no

@@ -60,7 +60,7 @@ std::string inspection_json(const Inspection& ins, int indent) {
   j["format"] = "glass-inspect";
   j["version"] = 1;
   j["prompt"] = u32_to_utf8(ins.prompt);
-  j["tokenizer"] = ins.bpe ? "bpe" : "char";
+  j["tokenizer"] = ins.tokenizer->kind_name();
   j["tokens"] = ins.tokens;
   j["token_texts"] = ins.token_texts;  // one per token: "▁de", "<0x0A>"; a character model's char
   std::vector<std::string> chars;

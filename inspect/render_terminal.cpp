@@ -211,9 +211,10 @@ std::string prompt_rows(const Inspection& ins) {
     ids.push_back(pad_left(id, w));
   }
   // A BPE model's tokens are several characters long: a '|' between them shows the boundaries.
-  const std::string sep = ins.bpe ? "|" : " ";
-  return "  position  " + join(pos, sep) + "\n" + (ins.bpe ? "  token     " : "  character ") +
-         join(chr, sep) + "\n" + "  token id  " + join(ids, sep) + "\n";
+  const std::string sep = ins.tokenizer->tokens_span_characters() ? "|" : " ";
+  return "  position  " + join(pos, sep) + "\n" +
+         pad_right("  " + std::string(ins.tokenizer->unit(false)), 12) + join(chr, sep) + "\n" +
+         "  token id  " + join(ids, sep) + "\n";
 }
 
 /// Every snapshot of `layer`, then the model-wide ones: name, shape, min, max, mean, meaning.
@@ -258,7 +259,8 @@ std::string next_token_bars(const Inspection& ins, std::size_t k) {
     const TopToken& t = top[r];
     total += t.prob;
     const std::string shown_label = ins.vocab_label(t.id);
-    std::string label = !ins.bpe && t.id == 0 ? shown_label : "'" + shown_label + "'";
+    // "<unk>" (a character model's unknown id 0, no text of its own) is not quoted.
+    std::string label = !ins.tokenizer->has_text(t.id) ? shown_label : "'" + shown_label + "'";
     const double shown =
         t.prob > 0 ? std::min(t.prob, 1.0) : 0.0;  // NaN -> no bar (not 2^63 blocks)
     std::size_t bar = static_cast<std::size_t>(std::lround(shown * 40));
@@ -282,8 +284,9 @@ std::string render_overview(const Inspection& ins, std::size_t layer, std::size_
       "Model: vocab {}, d_model {}, {} layers, {} query heads and {} KV heads of dim {}, "
       "context {}\n",
       c.vocab_size, c.d_model, c.n_layers, c.n_heads, c.n_kv_heads, c.head_dim(), c.context_length);
+  const std::string notation = ins.tokenizer->notation();
   out += fmt::format("Prompt: {} ({} characters = {} tokens{})\n", quoted_prompt(ins.prompt),
-                     ins.prompt.size(), ins.n(), ins.bpe ? "; '▁' is a space, <0xNN> a byte" : "");
+                     ins.prompt.size(), ins.n(), notation.empty() ? "" : "; " + notation);
   out += prompt_rows(ins);
   out += fmt::format("\nLayer {} snapshots (batch axis removed; n = {} positions, m = {} keys):\n",
                      layer, ins.n(), ins.n());

@@ -48,9 +48,8 @@ std::string probe_from_text(const std::string& head, std::size_t count) {
 /// The probe prompt: --probe (when it holds a character of valid UTF-8), else the start of the
 /// training text (the given file, or the one named in config.json when it is found from the
 /// current directory), else the vocabulary's first characters.
-std::string choose_probe(const ServeOptions& o, const LoadedModel& m,
-                         const std::string& files_dir) {
-  const std::size_t context = m.config.context_length;
+std::string choose_probe(const ServeOptions& o, const Checkpoint& m, const std::string& files_dir) {
+  const std::size_t context = m.config().context_length;
   if (!o.probe.empty()) {
     const std::string probe = probe_from_text(o.probe, context);  // the user's, whole
     if (!probe.empty()) return probe;
@@ -71,46 +70,39 @@ std::string choose_probe(const ServeOptions& o, const LoadedModel& m,
     if (!probe.empty()) return probe;
   }
   std::u32string letters;
-  const std::vector<char32_t>& chars = m.bpe ? m.bpe->chars() : m.tokenizer.chars();
+  const std::vector<char32_t>& chars = m.tokenizer().characters();
   for (char32_t c : chars)
     if (letters.size() < std::min(kProbeChars, context)) letters += c;
   return u32_to_utf8(letters);
 }
 
-/// The sampling window of a save: its training context, else the model's context length.
-std::size_t window_of(const std::string& files_dir, const ModelConfig& config) {
-  std::size_t window = 0;
-  try {
-    window = training_context(files_dir);
-  } catch (const std::exception&) {}
-  return window == 0 || window > config.context_length ? config.context_length : window;
-}
-
-/// The evaluation of the save in `files_dir` (the model `loaded`, sampling window `window`):
+/// The evaluation of the save in `files_dir` (the model `loaded`, sampling with its window):
 /// its step and save, its losses in log.csv, a sample of `sample_tokens` tokens (seed 1337)
 /// and the attention of `probe`. Its forward passes run under `compute`, one at a time with the
 /// requests'.
-json evaluate_save(const LoadedModel& loaded, const std::string& files_dir,
-                   const std::string& probe, std::size_t window, std::size_t sample_tokens,
-                   std::mutex& compute) {
+json evaluate_save(const Checkpoint& loaded, const std::string& files_dir, const std::string& probe,
+                   std::size_t sample_tokens, std::mutex& compute) {
+  const std::size_t window = loaded.window();
   std::u32string probe_text = utf8_to_u32(probe).substr(0, window);
   // A BPE probe of more tokens than the window (the dummy prefix, byte tokens) loses characters
   // at its end until it fits.
-  while (probe_text.size() > 1 && prompt_tokens(loaded, probe_text).size() > window)
+  while (probe_text.size() > 1 &&
+         loaded.encode_prompt(probe_text, UnknownPolicy::kMapToUnknownId).size() > window)
     probe_text.pop_back();
   Inspection ins;
   std::vector<std::int32_t> ids;
   {
     std::lock_guard lock(compute);
-    ins = inspect(loaded, probe_text, /*allow_unknown=*/true);
+    ins = inspect(loaded, probe_text, UnknownPolicy::kMapToUnknownId);
     SamplingOptions sampling;
     std::mt19937_64 rng(1337);
-    ids = generate(*loaded.model, {serve_api::start_id(loaded)}, sample_tokens, window, sampling,
+    ids = generate(loaded.model(), {loaded.tokenizer().start_id()}, sample_tokens, window, sampling,
                    rng);
   }
   json e;
   long step = -1;
-  if (!loaded.weights_step.empty()) step = std::strtol(loaded.weights_step.c_str(), nullptr, 10);
+  if (!loaded.weights_step().empty())
+    step = std::strtol(loaded.weights_step().c_str(), nullptr, 10);
   e["step"] = step;
   e["save"] = fs::path(files_dir).filename().string();
   e["train_loss"] = nullptr;
@@ -120,8 +112,7 @@ json evaluate_save(const LoadedModel& loaded, const std::string& files_dir,
     if (std::isfinite(p.train_loss)) e["train_loss"] = p.train_loss;
     if (std::isfinite(p.val_loss)) e["val_loss"] = p.val_loss;
   }
-  e["sample"] = loaded.bpe ? loaded.bpe->decode_utf8(ids, /*drop_dummy_prefix=*/false)
-                           : loaded.tokenizer.decode_utf8(ids);
+  e["sample"] = loaded.tokenizer().decode_generated(ids);
   e["tokens"] = ins.tokens;  // the probe's tokens, the attention's rows and columns
   e["token_texts"] = ins.token_texts;
   e["attention"] = serve_api::attention_json(ins);
@@ -135,13 +126,11 @@ bool Server::load_if_new(const std::string& files_dir, std::string* error) {
     std::lock_guard lock(state_mutex_);
     if (model_ && files_dir == served_dir_) return true;
   }
-  auto loaded = std::make_shared<LoadedModel>();
+  std::shared_ptr<const Checkpoint> loaded;
   std::string probe;
   json e;
-  std::size_t window = 0;
   try {
-    *loaded = load_checkpoint(files_dir);
-    window = window_of(files_dir, loaded->config);
+    loaded = std::make_shared<const Checkpoint>(load_checkpoint(files_dir));
     {
       std::lock_guard lock(state_mutex_);
       probe = probe_.empty() ? choose_probe(options_, *loaded, files_dir) : probe_;
@@ -149,8 +138,7 @@ bool Server::load_if_new(const std::string& files_dir, std::string* error) {
     // The evaluation of this save: the probe's attention and a sample, as the trainer prints.
     // Its forward passes wait for the requests' (one at a time, under compute_mutex_ alone).
     ++evaluations_started_;
-    e = evaluate_save(*loaded, files_dir, probe, window, options_.eval_sample_tokens,
-                      compute_mutex_);
+    e = evaluate_save(*loaded, files_dir, probe, options_.eval_sample_tokens, compute_mutex_);
   } catch (const std::exception& ex) {
     if (error != nullptr) *error = ex.what();
     note_load_failure(files_dir, ex.what());
@@ -166,7 +154,6 @@ bool Server::load_if_new(const std::string& files_dir, std::string* error) {
   if (evaluations_.size() > options_.max_evaluations + 1)
     evaluations_.erase(evaluations_.begin() + 1);
   model_ = std::move(loaded);
-  window_ = window;
   served_dir_ = files_dir;
   status_.clear();
   failed_dir_.clear();

@@ -60,12 +60,20 @@ json chars_json(const std::u32string& text) {
   return chars;
 }
 
+/// A top token's "char": its character when a token is one character (a character model; ""
+/// for its unknown id 0), "" when tokens span several (BPE: read "text").
+static std::string char_field(const Inspection& ins, const TopToken& t) {
+  const TextTokenizer& tokenizer = *ins.tokenizer;
+  if (tokenizer.tokens_span_characters() || !tokenizer.has_text(t.id)) return "";
+  return char_to_utf8(t.character);
+}
+
 /// The answer of /api/inspect.
 json inspect_json(const Inspection& ins, std::size_t k, std::size_t unknown) {
   json j;
   j["prompt"] = u32_to_utf8(ins.prompt);
   j["chars"] = chars_json(ins.prompt);
-  j["tokenizer"] = ins.bpe ? "bpe" : "char";
+  j["tokenizer"] = ins.tokenizer->kind_name();
   j["tokens"] = ins.tokens;
   j["token_texts"] = ins.token_texts;
   j["unknown"] = unknown;
@@ -79,8 +87,8 @@ json inspect_json(const Inspection& ins, std::size_t k, std::size_t unknown) {
     json best = json::array();
     for (const TopToken& t : top_k(ins, i, k))
       best.push_back({{"id", t.id},
-                      {"char", ins.bpe || t.id == 0 ? std::string() : char_to_utf8(t.character)},
-                      {"text", !ins.bpe && t.id == 0 ? std::string() : t.text},
+                      {"char", char_field(ins, t)},
+                      {"text", ins.tokenizer->has_text(t.id) ? t.text : std::string()},
                       {"p", rounded(t.prob)}});
     top.push_back(std::move(best));
   }

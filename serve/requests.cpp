@@ -114,14 +114,6 @@ long long query_integer(const httplib::Request& req, const char* name, long long
   return v;
 }
 
-/// `text` with every `from` replaced by `to`.
-std::string replace_all(std::string text, const std::string& from, const std::string& to) {
-  for (std::size_t at = text.find(from); at != std::string::npos;
-       at = text.find(from, at + to.size()))
-    text.replace(at, from.size(), to);
-  return text;
-}
-
 std::u32string decode_prompt(const std::string& utf8) {
   try {
     return utf8_to_u32(utf8);
@@ -143,46 +135,27 @@ SamplingOptions sampling_fields(const json& body, std::size_t vocab_size) {
   return sampling;
 }
 
-/// A 400 naming the prompt's characters outside the vocabulary, unless there are none; the fix
-/// is named in the API's words (the JSON field allow_unknown, not the command line's flag).
-void refuse_unknown(const std::u32string& prompt, const LoadedModel& model) {
-  if (model.bpe) return;  // byte fallback: every character has tokens
-  const Tokenizer& tokenizer = model.tokenizer;
-  std::set<char32_t> unknown;
-  for (char32_t c : prompt)
-    if (!tokenizer.contains(c)) unknown.insert(c);
-  if (unknown.empty()) return;
-  std::string names;
-  for (char32_t c : unknown) names += (names.empty() ? "" : ", ") + describe_char(c);
-  throw BadRequest(
-      fmt::format("the prompt has {} character(s) the model never saw in training: {} "
-                  "(send \"allow_unknown\": true to map them to the unknown id 0)",
-                  unknown.size(), names));
-}
-
-/// A 400 when an inspected prompt is longer than the model's context (`window`): inspection
-/// shows one window, position by position, as glass inspect does.
-void refuse_past_context(const std::u32string& prompt, const LoadedModel& model,
-                         std::size_t window) {
-  // A character model's length is its characters; a BPE prompt is encoded to count its tokens.
-  const std::size_t length = model.bpe ? prompt_tokens(model, prompt).size() : prompt.size();
-  const char* unit = token_unit(model);
+void refuse_past_context(const std::u32string& prompt, const Checkpoint& model) {
+  const std::size_t length =
+      model.encode_prompt(prompt, UnknownPolicy::kMapToUnknownId).size();  // counted, not refused
+  const std::size_t window = model.window();
+  const char* unit = model.unit();
   if (length > window)
     throw BadRequest(
         fmt::format("the prompt has {} {}; {}. Inspection shows one window: send at most {} {}",
                     length, unit, context_sentence(window, unit), window, unit));
 }
 
-std::int32_t start_id(const LoadedModel& model) {
-  if (model.bpe) return model.bpe->encode(U"\n").back();  // "\n" after the dummy prefix
-  const Tokenizer& tokenizer = model.tokenizer;
-  return tokenizer.contains(U'\n') ? tokenizer.id_of(U'\n') : 1;
+UnknownPolicy unknown_policy(const json& body) {
+  return bool_field(body, "allow_unknown", false) ? UnknownPolicy::kMapToUnknownId
+                                                  : UnknownPolicy::kRefuse;
 }
 
-std::vector<std::int32_t> prompt_ids(const std::u32string& prompt, const LoadedModel& model,
-                                     std::size_t window) {
-  std::vector<std::int32_t> ids = prompt_tokens(model, prompt);
-  if (ids.empty()) ids = {start_id(model)};
+std::vector<std::int32_t> prompt_ids(const std::u32string& prompt, const Checkpoint& model,
+                                     UnknownPolicy policy) {
+  std::vector<std::int32_t> ids = model.encode_prompt(prompt, policy);
+  if (ids.empty()) ids = {model.tokenizer().start_id()};  // the start of a paragraph
+  const std::size_t window = model.window();
   if (ids.size() > window) ids.erase(ids.begin(), ids.end() - static_cast<long>(window));
   return ids;
 }

@@ -65,31 +65,25 @@ SamplingOptions sampling_fields(const json& body, std::size_t vocab_size);
 
 /// The prompt as characters. Throws BadRequest when it is not valid UTF-8.
 std::u32string decode_prompt(const std::string& utf8);
-/// A 400 naming the prompt's characters outside a character model's vocabulary, unless there
-/// are none; the fix is named in the API's words (the JSON field allow_unknown, not the command
-/// line's flag). A BPE model has no unknown characters (byte fallback): never a 400.
-void refuse_unknown(const std::u32string& prompt, const LoadedModel& model);
-/// A 400 when an inspected prompt is longer than the model's context (`window` tokens: a
-/// character model's characters, a BPE model's tokens): inspection shows one window, position
-/// by position, as glass inspect does.
-void refuse_past_context(const std::u32string& prompt, const LoadedModel& model,
-                         std::size_t window);
+/// A 400 when an inspected prompt is longer than the model's window (Checkpoint::window, in
+/// its unit: a character model's characters, a BPE model's tokens): inspection shows one
+/// window, position by position, as glass inspect does.
+void refuse_past_context(const std::u32string& prompt, const Checkpoint& model);
 
-/// The id generation starts from when the prompt is empty: a newline (start of a paragraph),
-/// as `glass sample` does (a BPE model: the last token of "\n" after the dummy prefix).
-std::int32_t start_id(const LoadedModel& model);
-/// The ids generation continues from: the prompt's (a character model's unknown characters as
-/// id 0; a BPE model's tokens, inspect's prompt_tokens), start_id for an empty prompt, a prompt
-/// longer than `window` tokens cropped to its last `window` (as glass sample).
-std::vector<std::int32_t> prompt_ids(const std::u32string& prompt, const LoadedModel& model,
-                                     std::size_t window);
+/// --allow-unknown in the API's words: the body's "allow_unknown" (false when absent) as the
+/// tokenizer's policy.
+UnknownPolicy unknown_policy(const json& body);
+/// The ids generation continues from: the prompt's (Checkpoint::encode_prompt; a character
+/// model's unknown characters refused with UnknownCharacterError, or mapped to id 0 under
+/// `policy`), the tokenizer's start id for an empty prompt, a prompt longer than the model's
+/// window cropped to its last window (as glass sample).
+std::vector<std::int32_t> prompt_ids(const std::u32string& prompt, const Checkpoint& model,
+                                     UnknownPolicy policy);
 /// The ids of a body's "tokens" field (a list of ids, as /api/inspect answers them): each below
 /// `vocab_size`, 1 to `window` of them. Throws BadRequest naming the field.
 std::vector<std::int32_t> token_ids_field(const json& body, std::size_t vocab_size,
                                           std::size_t window);
 
-/// `text` with every `from` replaced by `to`.
-std::string replace_all(std::string text, const std::string& from, const std::string& to);
 /// `s` in ASCII lower case.
 std::string lower_case(std::string s);
 

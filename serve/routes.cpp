@@ -27,8 +27,9 @@ namespace {
 
 using Handler = std::function<void(const httplib::Request&, httplib::Response&)>;
 
-/// `handler` answering every error: the ones the client can fix are 400 with a message, no
-/// model yet is 503, anything else 500 — never a crash.
+/// `handler` answering every error: the ones the client can fix are 400 with a message (a
+/// prompt's unknown characters with the body field that maps them), no model yet is 503,
+/// anything else 500 — never a crash.
 httplib::Server::Handler guarded(Handler handler) {
   return [handler](const httplib::Request& req, httplib::Response& res) {
     try {
@@ -37,6 +38,10 @@ httplib::Server::Handler guarded(Handler handler) {
       send_error(res, 400, e.what());
     } catch (const InspectError& e) {
       send_error(res, 400, e.what());
+    } catch (const UnknownCharacterError& e) {  // the facts, and the fix in the API's words
+      send_error(res, 400,
+                 std::string(e.what()) +
+                     " (send \"allow_unknown\": true to map them to the unknown id 0)");
     } catch (const std::invalid_argument& e) {
       send_error(res, 400, e.what());
     } catch (const NoModel& e) {
@@ -102,16 +107,14 @@ void Server::add_routes() {
 void Server::answer_inspector(const httplib::Request& req, httplib::Response& res) {
   if (!req.has_param("prompt")) throw BadRequest("give the prompt: /inspector?prompt=TEXT");
   const std::u32string prompt = decode_prompt(req.get_param_value("prompt"));
-  std::size_t window = 0;
-  const auto m = model(&window);
-  refuse_past_context(prompt, *m, window);
+  const auto m = model();
+  refuse_past_context(prompt, *m);
   Inspection ins;
   try {
     std::lock_guard lock(compute_mutex_);
     ins = inspect(*m, prompt);
-  } catch (const InspectError& e) {  // no flag here: the page takes the prompt as it is
-    throw BadRequest(
-        replace_all(e.what(), "\n(--allow-unknown maps them to the unknown id 0)", ""));
+  } catch (const UnknownCharacterError& e) {  // the facts alone: the page takes the prompt as it is
+    throw BadRequest(e.what());
   }
   HtmlOptions html;
   html.checkpoint = options_.checkpoint;

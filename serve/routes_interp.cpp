@@ -41,17 +41,16 @@ constexpr std::uint64_t kMaxServedTopK = 20;
 /// Windows of the training text the mean of each head's output is taken over (mean ablation).
 constexpr std::size_t kMeanWindows = 4;
 
-/// The lab request of a body's "prompt" and "allow_unknown": present, not empty, at most `window`
-/// tokens, each character in the vocabulary unless allow_unknown (checked here, in the API's
-/// words, before the lab tokenizes it).
-LabRequest lab_request(const json& body, const LoadedModel& m, std::size_t window) {
+/// The lab request of a body's "prompt" and "allow_unknown": present, not empty, at most the
+/// model's window (checked here, in the API's words, before the lab tokenizes it; the lab
+/// refuses characters outside the vocabulary unless allow_unknown).
+LabRequest lab_request(const json& body, const Checkpoint& m) {
   if (!body.contains("prompt")) throw BadRequest("give the prompt: {\"prompt\": \"TEXT\"}");
   const std::u32string chars = decode_prompt(string_field(body, "prompt", ""));
   if (chars.empty()) throw BadRequest("'prompt' is empty: give at least one character");
-  refuse_past_context(chars, m, window);
+  refuse_past_context(chars, m);
   LabRequest q;
-  q.allow_unknown = bool_field(body, "allow_unknown", false);
-  if (!q.allow_unknown) refuse_unknown(chars, m);
+  q.allow_unknown = unknown_policy(body) == UnknownPolicy::kMapToUnknownId;
   q.prompt = u32_to_utf8(chars);
   return q;
 }
@@ -105,12 +104,12 @@ std::vector<HeadRef> heads_field(const json& body, const ModelConfig& config) {
 /// windows of `window` tokens of the training text (the given --data file, else the one
 /// config.json names, when it is found), read bounded; `source` says which. Without a training
 /// text: none (the lab then averages over the prompt) and `source` says so.
-std::vector<std::int32_t> mean_reference(const std::string& data_option, const LoadedModel& m,
+std::vector<std::int32_t> mean_reference(const std::string& data_option, const Checkpoint& m,
                                          std::size_t window, std::string& source) {
   std::string data = data_option;
   if (data.empty()) {
     try {
-      data = training_data(m.files_dir);
+      data = training_data(m.files_dir());
     } catch (const std::exception&) {}
   }
   std::error_code ec;
@@ -127,13 +126,12 @@ std::vector<std::int32_t> mean_reference(const std::string& data_option, const L
       } catch (const Utf8Error&) {}
     }
     // A character model reads one token a character; a BPE model's tokens are fewer.
-    std::vector<std::int32_t> ids =
-        m.bpe ? m.bpe->encode(text) : m.tokenizer.encode(text, /*map_unknown=*/true);
+    std::vector<std::int32_t> ids = m.encode_prompt(text, UnknownPolicy::kMapToUnknownId);
     const std::size_t full = std::min(ids.size() / window, kMeanWindows) * window;
     if (full > 0) {
       ids.resize(full);
-      source = fmt::format("the first {} {} of the training text {}", full,
-                           m.bpe ? "tokens" : "characters", fs::path(data).filename().string());
+      source = fmt::format("the first {} {} of the training text {}", full, m.unit(),
+                           fs::path(data).filename().string());
       return ids;
     }
   }
@@ -143,7 +141,7 @@ std::vector<std::int32_t> mean_reference(const std::string& data_option, const L
 
 /// The lab report of `q` as the answer's JSON (interp_json): run_lab under the compute lock,
 /// a request it refuses answered 400 naming the field.
-json lab_answer(std::mutex& compute, const LoadedModel& m, const LabRequest& q,
+json lab_answer(std::mutex& compute, const Checkpoint& m, const LabRequest& q,
                 const std::string& checkpoint) {
   InterpReport report;
   try {
@@ -160,12 +158,11 @@ json lab_answer(std::mutex& compute, const LoadedModel& m, const LabRequest& q,
 
 void Server::answer_lens(const httplib::Request& req, httplib::Response& res) {
   const json body = parse_body(req, {"prompt", "top_k", "allow_unknown"});
-  std::size_t window = 0;
-  const auto m = model(&window);
-  const std::size_t V = m->config.vocab_size;
+  const auto m = model();
+  const std::size_t V = m->config().vocab_size;
   const auto k = static_cast<std::size_t>(
       integer_field(body, "top_k", 5, 1, std::min<std::uint64_t>(kMaxServedTopK, V)));
-  LabRequest q = lab_request(body, *m, window);
+  LabRequest q = lab_request(body, *m);
   q.top_k = k;
   q.lens = true;
   send_json(res, lab_answer(compute_mutex_, *m, q, options_.checkpoint));
@@ -173,21 +170,20 @@ void Server::answer_lens(const httplib::Request& req, httplib::Response& res) {
 
 void Server::answer_ablate(const httplib::Request& req, httplib::Response& res) {
   const json body = parse_body(req, {"prompt", "heads", "mode", "top_k", "allow_unknown"});
-  std::size_t window = 0;
-  const auto m = model(&window);
-  const std::size_t V = m->config.vocab_size;
+  const auto m = model();
+  const std::size_t V = m->config().vocab_size;
   const auto k = static_cast<std::size_t>(
       integer_field(body, "top_k", 10, 1, std::min<std::uint64_t>(kMaxServedTopK, V)));
   const std::string mode_name = string_field(body, "mode", "zero");
   if (mode_name != "zero" && mode_name != "mean")
     throw BadRequest(fmt::format("'mode' must be \"zero\" or \"mean\" (got \"{}\")", mode_name));
-  const std::vector<HeadRef> heads = heads_field(body, m->config);
-  LabRequest q = lab_request(body, *m, window);
+  const std::vector<HeadRef> heads = heads_field(body, m->config());
+  LabRequest q = lab_request(body, *m);
   q.top_k = k;
   q.ablate = heads;
   q.ablation = mode_name == "zero" ? AblationMode::zero : AblationMode::mean;
   if (q.ablation == AblationMode::mean && !heads.empty())  // the means of a training text
-    q.mean_over = mean_reference(options_.data_path, *m, window, q.mean_over_source);
+    q.mean_over = mean_reference(options_.data_path, *m, m->window(), q.mean_over_source);
   send_json(res, lab_answer(compute_mutex_, *m, q, options_.checkpoint));
 }
 
@@ -196,8 +192,8 @@ void Server::answer_interp(const httplib::Request&, httplib::Response& res) {
   json j = interp_history_.to_json();
   std::lock_guard lock(state_mutex_);
   if (model_) {
-    j["n_layers"] = model_->config.n_layers;
-    j["n_heads"] = model_->config.n_heads;
+    j["n_layers"] = model_->config().n_layers;
+    j["n_heads"] = model_->config().n_heads;
   }
   send_json(res, j);
 }

@@ -40,24 +40,20 @@ void Server::answer_info(const httplib::Request&, httplib::Response& res) {
   j["max_body_bytes"] = options_.max_body_bytes;
   j["max_sample_tokens"] = options_.max_sample_tokens;
   if (model_) {
-    j["step"] = step_json(model_->weights_step);  // an integer (null: not recorded)
-    j["run_id"] = model_->run_id;
+    j["step"] = step_json(model_->weights_step());  // an integer (null: not recorded)
+    j["run_id"] = model_->run_id();
     j["save"] = fs::path(served_dir_).filename().string();
-    j["config"] = model_sizes_json(model_->config);
-    j["window"] = window_;
-    j["max_prompt_chars"] = window_;  // inspection; a sample keeps a longer prompt's last window_
-    j["tokenizer"] = model_->bpe ? "bpe" : "char";
-    j["unit"] = token_unit(*model_);  // what the context counts: "characters" or "tokens"
-    j["context_note"] = context_sentence(window_, token_unit(*model_));
-    json vocab = json::array();
-    if (model_->bpe) {  // each id's text as the vocabulary writes it: "<unk>", "<0x0A>", "▁de"
-      for (std::size_t id = 0; id < model_->bpe->vocab_size(); ++id)
-        vocab.push_back(model_->bpe->token_text(static_cast<std::int32_t>(id)));
-    } else {
-      vocab.push_back("");  // id 0: the unknown token
-      for (char32_t c : model_->tokenizer.chars()) vocab.push_back(char_to_utf8(c));
-    }
-    j["vocab"] = std::move(vocab);
+    j["config"] = model_sizes_json(model_->config());
+    const std::size_t window = model_->window();
+    j["window"] = window;
+    j["max_prompt_chars"] = window;  // inspection; a sample keeps a longer prompt's last window
+    j["tokenizer"] = model_->tokenizer().kind_name();
+    j["unit"] = model_->unit();  // what the context counts: "characters" or "tokens"
+    j["unit_singular"] = model_->unit(false);
+    j["context_note"] = context_sentence(window, model_->unit());
+    // Each id's text as the vocabulary writes it: "<unk>", "<0x0A>", "▁de"; "" for a character
+    // model's unknown id 0.
+    j["vocab"] = model_->tokenizer().vocabulary();
   }
   send_json(res, j);
 }
@@ -67,18 +63,14 @@ void Server::answer_inspect(const httplib::Request& req, httplib::Response& res)
   if (!body.contains("prompt")) throw BadRequest("give the prompt: {\"prompt\": \"TEXT\"}");
   const std::u32string prompt = decode_prompt(string_field(body, "prompt", ""));
   const auto k = static_cast<std::size_t>(integer_field(body, "top_k", 5, 1, kMaxTopK));
-  const bool allow_unknown = bool_field(body, "allow_unknown", false);
-  std::size_t window = 0;
-  const auto m = model(&window);
-  refuse_past_context(prompt, *m, window);
-  if (!allow_unknown) refuse_unknown(prompt, *m);
+  const UnknownPolicy policy = unknown_policy(body);
+  const auto m = model();
+  refuse_past_context(prompt, *m);
   std::size_t unknown = 0;
   Inspection ins;
-  try {
+  {
     std::lock_guard lock(compute_mutex_);
-    ins = inspect(*m, prompt, allow_unknown, &unknown);
-  } catch (const InspectError& e) {  // its advice names the command line's flag; this is JSON
-    throw BadRequest(replace_all(e.what(), "--allow-unknown", "\"allow_unknown\": true"));
+    ins = inspect(*m, prompt, policy, &unknown);  // UnknownCharacterError: a 400
   }
   send_json(res, inspect_json(ins, k, unknown));
 }
@@ -88,16 +80,15 @@ void Server::answer_sample(const httplib::Request& req, httplib::Response& res) 
       parse_body(req, {"prompt", "temperature", "top_k", "top_p", "min_p", "repeat_penalty",
                        "repeat_last_n", "seed", "n", "allow_unknown"});
   const std::u32string prompt = decode_prompt(string_field(body, "prompt", ""));
-  std::size_t window = 0;
-  const auto m = model(&window);
-  const SamplingOptions sampling = sampling_fields(body, m->config.vocab_size);
+  const auto m = model();
+  const std::size_t window = m->window();
+  const SamplingOptions sampling = sampling_fields(body, m->config().vocab_size);
   const std::uint64_t seed = integer_field(body, "seed", 1337, 0, UINT64_MAX);
   const auto n =
       static_cast<std::size_t>(integer_field(body, "n", 200, 1, options_.max_sample_tokens));
   // A prompt longer than the context is cropped to its last `window` tokens, as glass
   // sample does (the body limit bounds it).
-  if (!bool_field(body, "allow_unknown", false)) refuse_unknown(prompt, *m);
-  const std::vector<std::int32_t> ids = prompt_ids(prompt, *m, window);
+  const std::vector<std::int32_t> ids = prompt_ids(prompt, *m, unknown_policy(body));
   // The text goes out as the tokens are chosen (chunked transfer encoding); a BPE model's byte
   // tokens wait until they make a whole character.
   res.set_chunked_content_provider(
@@ -105,9 +96,9 @@ void Server::answer_sample(const httplib::Request& req, httplib::Response& res) 
       [this, m, ids, n, window, sampling, seed](std::size_t, httplib::DataSink& sink) {
         std::lock_guard lock(compute_mutex_);
         std::mt19937_64 rng(seed);
-        StreamDecoder stream(&m->tokenizer, m->bpe ? &*m->bpe : nullptr);
+        StreamDecoder stream(m->tokenizer());
         try {
-          generate(*m->model, ids, n, window, sampling, rng, [&](std::int32_t id) {
+          generate(m->model(), ids, n, window, sampling, rng, [&](std::int32_t id) {
             const std::string piece = stream.push(id);  // "" while a character waits for bytes
             if (stopping_ || (!piece.empty() && !sink.write(piece.data(), piece.size())))
               throw ClientGone{};
@@ -129,9 +120,9 @@ void Server::answer_next(const httplib::Request& req, httplib::Response& res) {
   const json body = parse_body(req, {"prompt", "tokens", "temperature", "top_k", "top_p", "min_p",
                                      "repeat_penalty", "repeat_last_n", "allow_unknown"});
   const std::u32string prompt = decode_prompt(string_field(body, "prompt", ""));
-  std::size_t window = 0;
-  const auto m = model(&window);
-  const SamplingOptions sampling = sampling_fields(body, m->config.vocab_size);
+  const auto m = model();
+  const std::size_t window = m->window();
+  const SamplingOptions sampling = sampling_fields(body, m->config().vocab_size);
   // The ids the first token of /api/sample would follow (the prompt's last `window`), and the
   // probabilities it would be drawn from: the same logits, the same sampler. "tokens" (ids as
   // /api/inspect answers them) instead of the prompt: the tokens up to one position exactly,
@@ -139,15 +130,14 @@ void Server::answer_next(const httplib::Request& req, httplib::Response& res) {
   std::vector<std::int32_t> ids;
   if (body.contains("tokens")) {
     if (body.contains("prompt")) throw BadRequest("give \"prompt\" or \"tokens\", not both");
-    ids = token_ids_field(body, m->config.vocab_size, window);
+    ids = token_ids_field(body, m->config().vocab_size, window);
   } else {
-    if (!bool_field(body, "allow_unknown", false)) refuse_unknown(prompt, *m);
-    ids = prompt_ids(prompt, *m, window);
+    ids = prompt_ids(prompt, *m, unknown_policy(body));
   }
   std::vector<double> probs;
   {
     std::lock_guard lock(compute_mutex_);
-    NextTokenLogits next_logits(*m->model, window, sampling);
+    NextTokenLogits next_logits(m->model(), window, sampling);
     probs = generation_probs(next_logits(ids), sampling, ids);
   }
   send_json(res, json{{"tokens", ids}, {"probs", probs}});

@@ -53,7 +53,7 @@ void Server::answer_log(const httplib::Request& req, httplib::Response& res) {
   j["status"] = status_;
   j["evals"] = rows_json(evals, -1);
   j["evaluations"] = evaluations_seen_;  // the index the next evaluation will have
-  j["step"] = model_ ? step_json(model_->weights_step) : json(nullptr);  // as /api/info
+  j["step"] = model_ ? step_json(model_->weights_step()) : json(nullptr);  // as /api/info
   send_json(res, j);
 }
 

@@ -96,10 +96,9 @@ std::string Server::refusal(const std::string& host, const std::string& method,
   return "";
 }
 
-std::shared_ptr<const LoadedModel> Server::model(std::size_t* window) const {
+std::shared_ptr<const Checkpoint> Server::model() const {
   std::lock_guard lock(state_mutex_);
   if (!model_) throw NoModel(status_.empty() ? "no model loaded yet" : status_);
-  if (window != nullptr) *window = window_;
   return model_;
 }
 

@@ -58,7 +58,7 @@ namespace glass {
 
 class BoundedHttpServer;  // serve/bounded_http.hpp
 
-struct LoadedModel;  // checkpoint/checkpoint.hpp
+class Checkpoint;  // checkpoint/checkpoint.hpp
 
 /// A server that cannot start: the address cannot be bound (port in use, no permission, unknown
 /// host) or the checkpoint directory does not exist. The message says which and what to do.
@@ -166,7 +166,8 @@ class Server {
   /// Records that the save `files_dir` could not be loaded (`why`): the status while no model
   /// is served; said once (status and warning) when the same save fails at two looks in a row.
   void note_load_failure(const std::string& files_dir, const std::string& why);
-  std::shared_ptr<const LoadedModel> model(std::size_t* window = nullptr) const;
+  /// The newest loaded save (its window: Checkpoint::window). Throws NoModel before the first.
+  std::shared_ptr<const Checkpoint> model() const;
 
   ServeOptions options_;
   std::unique_ptr<BoundedHttpServer> http_;
@@ -177,10 +178,9 @@ class Server {
   std::mutex stop_mutex_;
   std::condition_variable stop_cv_;
 
-  mutable std::mutex state_mutex_;            // guards the fields below
-  std::shared_ptr<const LoadedModel> model_;  // the newest loaded save
-  std::size_t window_ = 0;                    // its sampling window
-  std::string served_dir_;                    // the directory it was loaded from
+  mutable std::mutex state_mutex_;           // guards the fields below
+  std::shared_ptr<const Checkpoint> model_;  // the newest loaded save
+  std::string served_dir_;                   // the directory it was loaded from
   std::string status_;
   std::string failed_dir_;  // a save that could not be loaded at the last look ("" = none)
   bool failure_reported_ = false;

@@ -258,19 +258,20 @@ void Trainer::load_or_create_model(const std::u32string& text, ResumePoint& from
           "--resume: {} holds no checkpoint with a training state (config.json, model.safetensors, "
           "train_state.json, train_state.safetensors); run without --resume first",
           o.out_dir));
-    LoadedModel loaded = load_checkpoint(from.dir);
-    if (!loaded.warning.empty()) out_ << "warning: " << loaded.warning << "\n";
-    from.weights_step = loaded.weights_step;
-    from.weights_run_id = loaded.run_id;
-    tokenizer_ = std::move(loaded.tokenizer);
-    bpe_ = std::move(loaded.bpe);  // a BPE run continues with its saved vocabulary, never retrained
-    const TokenizerKind saved = bpe_ ? TokenizerKind::kBpe : TokenizerKind::kChar;
+    Checkpoint loaded = load_checkpoint(from.dir);
+    if (!loaded.warning().empty()) out_ << "warning: " << loaded.warning() << "\n";
+    from.weights_step = loaded.weights_step();
+    from.weights_run_id = loaded.run_id();
+    // A BPE run continues with its saved vocabulary, never retrained.
+    if (const Tokenizer* chars = loaded.tokenizer().chars()) tokenizer_ = *chars;
+    if (const BpeTokenizer* bpe = loaded.tokenizer().bpe()) bpe_ = *bpe;
+    const TokenizerKind saved = loaded.tokenizer().kind();
     if (o.tokenizer != saved)
       out_ << "note: --resume continues with the checkpoint's tokenizer ("
            << tokenizer_kind_name(saved) << "), not --tokenizer "
            << tokenizer_kind_name(o.tokenizer) << "\n";
     o.tokenizer = bpe_ ? TokenizerKind::kBpe : TokenizerKind::kChar;
-    model_ = std::move(loaded.model);
+    model_ = loaded.release_model();
     // A resumed run keeps its checkpoint's attention path (the exact resume), unless
     // --attention asks for another.
     if (o.attention_given) model_->set_ops_path(o.model.ops_path);

@@ -145,8 +145,8 @@ Treino treinar(std::size_t camadas, long total, bool imprimir, bool fixo = false
 
 /// Os escores das cabeças de um checkpoint de glass train (o argumento opcional do programa).
 int escores_do_checkpoint(const char* dir) {
-  LoadedModel carregado = load_checkpoint(dir);
-  const Decoder& modelo = *carregado.model;
+  const Checkpoint carregado = load_checkpoint(dir);
+  const Decoder& modelo = carregado.model();
   const std::size_t periodo = 32;
   const std::vector<std::int32_t> sonda =
       repeated_random_tokens(periodo, modelo.config().vocab_size, 123);

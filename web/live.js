@@ -179,7 +179,7 @@ function drawBars(R, pos, probs) {
   const order = probs.map((_, id) => id).sort((a, b) => probs[b] - probs[a] || a - b);
   const kept = probs.filter((v) => v > 0).length;
   $("next-title").textContent = "Next token after position " + pos + " (…" + labels.slice(0, pos + 1).join("").slice(-24) + ")";
-  $("next-kept").textContent = kept + " of " + (isBpe() ? probs.length + " tokens" : (probs.length - 1) + " characters") + " can be drawn; the 10 most probable:";
+  $("next-kept").textContent = kept + " of " + (isBpe() ? probs.length : probs.length - 1) + " " + live.info.unit + " can be drawn; the 10 most probable:";
   for (const id of order.slice(0, 10)) {
     if (probs[id] <= 0) break;
     const bar = make("div", "next-bar");
@@ -428,6 +428,9 @@ async function refreshInfo() {
   $("meta").textContent = "checkpoint " + info.checkpoint + " · save " + info.save + (info.step != null ? " (step " + info.step + ")" : "") +
       " · vocabulary " + C.vocab_size + (info.tokenizer === "bpe" ? " BPE tokens (▁ = space, <0xNN> = a byte)" : " (" + (C.vocab_size - 1) + " characters + the unknown id 0)") + " · d_model " + C.d_model + " · " + C.n_layers + " layers · " + C.n_heads +
       " query heads, " + C.n_kv_heads + " KV heads of dim " + C.head_dim + " · " + info.context_note;
+  // The page's words say what the model reads: characters, or a BPE model's tokens.
+  for (const e of document.querySelectorAll(".unit-one")) e.textContent = info.unit_singular;
+  for (const e of document.querySelectorAll(".units")) e.textContent = info.unit;
   document.dispatchEvent(new Event(first ? "glass:info" : "glass:save"));  // lab.js
   if (first) {
     for (let l = 0; l < C.n_layers; l++) { const o = make("option", "", "layer " + l); o.value = String(l); $("layer-select").appendChild(o); }

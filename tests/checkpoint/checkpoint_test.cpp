@@ -33,18 +33,68 @@ TEST(Checkpoint, RoundTripGivesIdenticalLogits) {
   Decoder model(glass_test::small_config(tokenizer.vocab_size()), 42);
   save_model((dir / "ckpt").string(), model, tokenizer, "model.safetensors",
              R"({"training": {"context": 16}})");
-  const LoadedModel loaded = load_checkpoint((dir / "ckpt").string());
-  EXPECT_EQ(loaded.tokenizer.chars(), tokenizer.chars());
-  EXPECT_EQ(loaded.config.d_model, 16u);
+  const Checkpoint loaded = load_checkpoint((dir / "ckpt").string());
+  ASSERT_NE(loaded.tokenizer().chars(), nullptr);
+  EXPECT_EQ(loaded.tokenizer().chars()->chars(), tokenizer.chars());
+  EXPECT_EQ(loaded.config().d_model, 16u);
   EXPECT_EQ(training_context((dir / "ckpt").string()), 16u);
 
   NoGradGuard no_grad;
   const Ids tokens = some_tokens(tokenizer.vocab_size(), 12);
   const Array a = model.forward(tokens).value();
-  const Array b = loaded.model->forward(tokens).value();
+  const Array b = loaded.model().forward(tokens).value();
   ASSERT_EQ(shape_of(a), shape_of(b));
   for (std::size_t i = 0; i < a.size(); ++i)
     ASSERT_EQ(a.data()[i], b.data()[i]) << i;  // bit for bit
+}
+
+// One window policy for every reader: the recorded training context, else context_length.
+TEST(Checkpoint, TheWindowIsTheTrainingContextElseTheContextLength) {
+  const fs::path dir = glass_test::temp_dir("glass-checkpoint-window");
+  const Tokenizer tokenizer = Tokenizer::from_text(U"abcdefghij");
+  Decoder model(glass_test::small_config(tokenizer.vocab_size(), 32), 1);
+  save_model((dir / "trained").string(), model, tokenizer, "model.safetensors",
+             R"({"training": {"context": 12}})");
+  save_model((dir / "plain").string(), model, tokenizer);
+  EXPECT_EQ(load_checkpoint((dir / "trained").string()).window(), 12u);
+  EXPECT_EQ(load_checkpoint((dir / "plain").string()).window(), 32u);
+  // A save that records a window larger than the model's positions is refused at loading.
+  save_model((dir / "bad").string(), model, tokenizer, "model.safetensors",
+             R"({"training": {"context": 33}})");
+  EXPECT_THROW(load_checkpoint((dir / "bad").string()), CheckpointError);
+  // In memory: the same policy.
+  const ModelConfig c = glass_test::small_config(tokenizer.vocab_size(), 32);
+  EXPECT_EQ(Checkpoint(c, TextTokenizer(tokenizer), std::make_unique<Decoder>(c, 1)).window(), 32u);
+  EXPECT_EQ(Checkpoint(c, TextTokenizer(tokenizer), std::make_unique<Decoder>(c, 1), 8).window(),
+            8u);
+  EXPECT_THROW(Checkpoint(c, TextTokenizer(tokenizer), std::make_unique<Decoder>(c, 1), 33),
+               std::invalid_argument);
+}
+
+// The checkpoint answers with its own tokenizer: a character model's words and refusals, a BPE
+// model's tokens (byte fallback, never an unknown character).
+TEST(Checkpoint, PromptsAndUnitsFollowTheSavedTokenizer) {
+  const fs::path dir = glass_test::temp_dir("glass-checkpoint-tokenizer");
+  const Tokenizer chars = Tokenizer::from_text(U"ab ab b");
+  Decoder char_model(glass_test::small_config(chars.vocab_size()), 1);
+  save_model((dir / "char").string(), char_model, chars);
+  const BpeTokenizer bpe = BpeTokenizer::train(U"ab ab b", 265);
+  Decoder bpe_model(glass_test::small_config(bpe.vocab_size()), 1);
+  save_model((dir / "bpe").string(), bpe_model, bpe);
+
+  const Checkpoint c = load_checkpoint((dir / "char").string());
+  EXPECT_STREQ(c.unit(), "characters");
+  EXPECT_STREQ(c.unit(false), "character");
+  EXPECT_THROW(c.encode_prompt(U"abc", UnknownPolicy::kRefuse), UnknownCharacterError);
+  std::size_t unknown = 0;
+  EXPECT_EQ(c.encode_prompt(U"abc", UnknownPolicy::kMapToUnknownId, &unknown).size(), 3u);
+  EXPECT_EQ(unknown, 1u);
+
+  const Checkpoint b = load_checkpoint((dir / "bpe").string());
+  EXPECT_STREQ(b.unit(), "tokens");
+  EXPECT_EQ(b.tokenizer().kind(), TokenizerKind::kBpe);
+  EXPECT_EQ(b.encode_prompt(U"abc", UnknownPolicy::kRefuse, &unknown), bpe.encode(U"abc"));
+  EXPECT_EQ(unknown, 0u);
 }
 
 TEST(Checkpoint, TensorNamesAndShapesFollowMetaLlama) {

@@ -106,6 +106,8 @@ TEST_F(BpeCli, TrainSavesTokenizerJsonInEachSaveCoveredByTheManifest) {
   EXPECT_NE(first_run_.out.find("a BPE vocabulary of 384 tokens"), std::string::npos)
       << first_run_.out;
   EXPECT_NE(first_run_.out.find("nats per token"), std::string::npos) << first_run_.out;
+  // The loss page says tokens too (its words follow the JSON's "unit").
+  EXPECT_NE(read_file(ckpt_ / "loss.html").find("\"unit\":\"token\""), std::string::npos);
   const fs::path save = fs::canonical(ckpt_ / "current");
   const json config = json::parse(read_file(save / "config.json"));
   EXPECT_EQ(config["tokenizer"]["type"], "bpe");

@@ -62,13 +62,13 @@ class InterpCli : public ::testing::Test {
     return json::parse(r.out);
   }
   /// The checkpoint as the library loads it, on the path the hook points need.
-  static glass::LoadedModel load() {
-    glass::LoadedModel loaded = glass::load_checkpoint((dir_ / "run").string());
-    loaded.model->set_ops_path(glass::OpsPath::reference);
+  static glass::Checkpoint load() {
+    glass::Checkpoint loaded = glass::load_checkpoint((dir_ / "run").string());
+    loaded.model().set_ops_path(glass::OpsPath::reference);
     return loaded;
   }
-  static std::vector<std::int32_t> tokens(const glass::LoadedModel& m, const std::string& text) {
-    return glass::encode_prompt(m, glass::utf8_to_u32(text), false);
+  static std::vector<std::int32_t> tokens(const glass::Checkpoint& m, const std::string& text) {
+    return m.encode_prompt(glass::utf8_to_u32(text), glass::UnknownPolicy::kRefuse);
   }
 };
 
@@ -83,8 +83,8 @@ TEST_F(InterpCli, SavesHoldTheRecordUnlessTurnedOff) {
 
 TEST_F(InterpCli, LensEqualsTheLibrary) {
   const json j = inspect_json("--prompt 'Capitu e' --lens --top-k 3");
-  const glass::LoadedModel m = load();
-  const glass::LogitLens lens = glass::logit_lens(*m.model, tokens(m, "Capitu e"), 3);
+  const glass::Checkpoint m = load();
+  const glass::LogitLens lens = glass::logit_lens(m.model(), tokens(m, "Capitu e"), 3);
   ASSERT_EQ(j["lens"]["points"].size(), 3u);  // embeddings, layers.0.out, layers.1.out
   EXPECT_EQ(j["lens"]["points"][2], "layers.1.out");
   ASSERT_EQ(j["prompt"].size(), 8u);
@@ -106,14 +106,14 @@ TEST_F(InterpCli, LensEqualsTheLibrary) {
 }
 
 TEST_F(InterpCli, AblationEqualsTheLibraryInBothModes) {
-  const glass::LoadedModel m = load();
+  const glass::Checkpoint m = load();
   const std::vector<std::int32_t> ids = tokens(m, "Capitu e");
   const std::vector<glass::HeadRef> heads = {{0, 1}, {1, 0}};
   const glass::NextTokenShift zero =
-      glass::next_token_shift(*m.model, ids, heads, glass::AblationMode::zero);
-  const glass::HeadMeans means = glass::head_means(*m.model, glass::as_batch(ids));
+      glass::next_token_shift(m.model(), ids, heads, glass::AblationMode::zero);
+  const glass::HeadMeans means = glass::head_means(m.model(), glass::as_batch(ids));
   const glass::NextTokenShift mean =
-      glass::next_token_shift(*m.model, ids, heads, glass::AblationMode::mean, &means);
+      glass::next_token_shift(m.model(), ids, heads, glass::AblationMode::mean, &means);
   for (const auto& [mode, shift] : {std::pair{"zero", zero}, std::pair{"mean", mean}}) {
     const json j =
         inspect_json(std::string("--prompt 'Capitu e' --ablate 0.1,1.0 --ablation ") + mode);
@@ -132,20 +132,21 @@ TEST_F(InterpCli, AblationEqualsTheLibraryInBothModes) {
 TEST_F(InterpCli, HeadScoresOnAPromptEqualTheLibrarysPatternsAndAblation) {
   const std::string prompt = "Capitu e a casa";
   const json j = inspect_json("--prompt '" + prompt + "' --head-scores");
-  const glass::LoadedModel m = load();
+  const glass::Checkpoint m = load();
   const std::vector<std::int32_t> ids = tokens(m, prompt);
   const std::size_t n = ids.size() - 1;  // one window: every token but the last predicts one
   // Independently of the record's code: the patterns from a traced forward, the Δloss table.
   glass::Ids inputs = glass::Ids::from_shape({1, n}), targets = glass::Ids::from_shape({1, n});
   for (std::size_t t = 0; t < n; ++t) inputs(0, t) = ids[t], targets(0, t) = ids[t + 1];
   glass::Tracer tracer;
-  glass::run_with_hooks(*m.model, inputs, tracer);
+  glass::run_with_hooks(m.model(), inputs, tracer);
   const glass::AblationTable table =
-      glass::ablation_table(*m.model, inputs, targets, glass::AblationMode::zero);
+      glass::ablation_table(m.model(), inputs, targets, glass::AblationMode::zero);
   EXPECT_NEAR(j["head_scores"]["probe_loss"].get<double>(), table.base_loss, 1e-6);
   const std::size_t period = n / 2;  // 32 does not fit a window of n tokens
   const glass::HeadScores induction = glass::head_scores(
-      *m.model, glass::repeated_random_tokens(period, m.model->config().vocab_size, 1234), period);
+      m.model(), glass::repeated_random_tokens(period, m.model().config().vocab_size, 1234),
+      period);
   for (std::size_t L = 0; L < 2; ++L) {
     const glass::Array& softmax = tracer.get(glass::attention_point(L, "softmax"));  // (H, n, n)
     for (std::size_t h = 0; h < 2; ++h) {
@@ -187,13 +188,13 @@ TEST_F(InterpCli, HeadScoresWithoutAPromptAreTheSavesRecord) {
 }
 
 TEST_F(InterpCli, PatchingEqualsTheLibrary) {
-  const glass::LoadedModel m = load();
+  const glass::Checkpoint m = load();
   const std::string clean = "Capitu e";
   const std::vector<std::int32_t> clean_ids = tokens(m, clean);
-  const std::size_t V = m.model->config().vocab_size, T = clean_ids.size();
+  const std::size_t V = m.model().config().vocab_size, T = clean_ids.size();
   auto predicted = [&](const std::vector<std::int32_t>& ids) {
     const glass::Array logits =
-        glass::ablated_logits(*m.model, glass::as_batch(ids), {}, glass::AblationMode::zero);
+        glass::ablated_logits(m.model(), glass::as_batch(ids), {}, glass::AblationMode::zero);
     return static_cast<std::int32_t>(
         glass::top_k_indices(logits.data() + (T - 1) * V, V, 1).front());
   };
@@ -203,7 +204,7 @@ TEST_F(InterpCli, PatchingEqualsTheLibrary) {
   for (std::size_t p = T; p-- > 0 && corrupted.empty();)
     for (std::size_t v = 1; v < V && corrupted.empty(); ++v) {
       std::u32string candidate = clean32;
-      candidate[p] = m.tokenizer.char_of(static_cast<std::int32_t>(v));
+      candidate[p] = m.tokenizer().chars()->char_of(static_cast<std::int32_t>(v));
       if (candidate[p] == '\'' || candidate[p] == '\n' || candidate == clean32) continue;
       const std::string text = glass::u32_to_utf8(candidate);
       if (predicted(tokens(m, text)) != predicted(clean_ids)) corrupted = text;
@@ -211,7 +212,7 @@ TEST_F(InterpCli, PatchingEqualsTheLibrary) {
   ASSERT_FALSE(corrupted.empty()) << "no candidate changes the prediction";
   const json j = inspect_json("--prompt '" + clean + "' --patch --corrupted '" + corrupted + "'");
   const glass::PatchingResult res =
-      glass::patch_residual_stream(*m.model, clean_ids, tokens(m, corrupted), predicted(clean_ids),
+      glass::patch_residual_stream(m.model(), clean_ids, tokens(m, corrupted), predicted(clean_ids),
                                    predicted(tokens(m, corrupted)));
   EXPECT_EQ(j["patching"]["answer"]["id"].get<int>(), res.answer);
   EXPECT_EQ(j["patching"]["other"]["id"].get<int>(), res.other);
@@ -313,13 +314,13 @@ TEST_F(InterpCli, ABpeRunRecordsAndInspectsInTokens) {
   const CliRun lens = inspect("--prompt 'Capitu e Bentinho' --lens --json -", "bpe");
   ASSERT_EQ(lens.exit_code, 0) << lens.err;
   const json j = json::parse(lens.out);
-  glass::LoadedModel m = glass::load_checkpoint(run.string());
-  m.model->set_ops_path(glass::OpsPath::reference);
+  glass::Checkpoint m = glass::load_checkpoint(run.string());
+  m.model().set_ops_path(glass::OpsPath::reference);
   const std::vector<std::int32_t> ids =
-      glass::encode_prompt(m, glass::utf8_to_u32("Capitu e Bentinho"), false);
+      m.encode_prompt(glass::utf8_to_u32("Capitu e Bentinho"), glass::UnknownPolicy::kRefuse);
   ASSERT_EQ(j["prompt"].size(), ids.size());
   EXPECT_LT(ids.size(), std::string("Capitu e Bentinho").size());
-  const glass::LogitLens expected = glass::logit_lens(*m.model, ids, 5);
+  const glass::LogitLens expected = glass::logit_lens(m.model(), ids, 5);
   EXPECT_EQ(j["lens"]["top"][2][ids.size() - 1][0]["id"].get<int>(),
             expected.top_ids(2, ids.size() - 1, 0));
 }
@@ -338,7 +339,7 @@ TEST_F(InterpCli, BadInputsFailWithAClearMessage) {
       {"--prompt 'Capitu' --corrupted 'Escoba'", "add --patch"},
       {"--prompt 'Capitu' --patch --corrupted 'Escobar'",
        "--corrupted has 7 tokens and the prompt 6"},
-      {"--prompt 'Capitu e a casa e a sala' --lens", "has 24 tokens"},
+      {"--prompt 'Capitu e a casa e a sala' --lens", "has 24 characters"},
       {"--prompt 'Ca' --head-scores", "at least 3 tokens"},
       {"--prompt 'Capitu' --lens --snapshot attn.q", "does not combine"},
       {"--prompt 'Capitu' --lens --top-k 0", "--top-k must be from 1 to 1000 (got 0)"},

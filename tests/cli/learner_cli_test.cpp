@@ -315,7 +315,7 @@ TEST_F(LearnerCli, ANonFiniteLossSaysWhichCheckpointWasKeptAndHowToGoOn) {
       std::string::npos)
       << r.err;
   EXPECT_NE(r.err.find(" --lr 5e+08 --overwrite\n"), std::string::npos) << r.err;
-  EXPECT_EQ(glass::load_checkpoint(run.string()).weights_step, "0") << "the checkpoint said kept";
+  EXPECT_EQ(glass::load_checkpoint(run.string()).weights_step(), "0") << "the checkpoint said kept";
   // Without clipping (--grad-clip 0) the advice adds clipping, and so does the command.
   const fs::path unclipped = dir_ / "nan-unclipped";
   const CliRun u = glass("train" + data() + " --out " + q(unclipped.string()) +
@@ -380,7 +380,7 @@ TEST_F(LearnerCli, ASecondCtrlCStopsAtOnceAndSaysWhatIsKept) {
       std::string::npos)
       << b.err;
   EXPECT_NE(b.err.find(" --resume\n"), std::string::npos) << b.err;
-  EXPECT_EQ(glass::load_checkpoint(second.string()).weights_step, "0");
+  EXPECT_EQ(glass::load_checkpoint(second.string()).weights_step(), "0");
 }
 
 TEST_F(LearnerCli, TwoCtrlCsAtRandomMomentsNameTheSaveThatIsCurrent) {

@@ -146,8 +146,8 @@ TEST_F(RunDirCli, ARunDirectoryHoldsOneCompleteSaveLinkedAsCurrent) {
   for (const char* f : {"model.safetensors", "best.safetensors", "train_state.safetensors"})
     EXPECT_EQ(glass::load_safetensors((ckpt_ / f).string()).metadata.at("run_id"), run_id) << f;
   // The readers take the run directory or the step directory alike.
-  EXPECT_EQ(glass::load_checkpoint(ckpt_.string()).weights_step, "30");
-  EXPECT_EQ(glass::load_checkpoint((ckpt_ / "step-000030").string()).weights_step, "30");
+  EXPECT_EQ(glass::load_checkpoint(ckpt_.string()).weights_step(), "30");
+  EXPECT_EQ(glass::load_checkpoint((ckpt_ / "step-000030").string()).weights_step(), "30");
 }
 
 TEST_F(RunDirCli, FoldersOfTheUserNamedLikeSavesAreNeverRemoved) {
@@ -179,8 +179,8 @@ TEST_F(RunDirCli, CompleteSavesAreNeverRemovedUnlessTheyAreReplaced) {
   const CliRun beside = glass("train" + data() + " --out " + q(unlinked.string()) +
                               " --iters 30 --eval-every 30" + tiny());
   ASSERT_EQ(beside.exit_code, 0) << beside.out << beside.err;
-  EXPECT_EQ(glass::load_checkpoint((unlinked / "step-000030").string()).run_id,
-            glass::load_checkpoint(ckpt_.string()).run_id)
+  EXPECT_EQ(glass::load_checkpoint((unlinked / "step-000030").string()).run_id(),
+            glass::load_checkpoint(ckpt_.string()).run_id())
       << "the copied save was replaced";
   EXPECT_EQ(fs::read_symlink(unlinked / "current").string(), "step-000030.1");
   // Copies of a save that the user keeps inside the run directory survive a resumed run's saves;
@@ -347,7 +347,7 @@ TEST_F(RunDirCli, AKillOrAFullDiskAtAnyFileOperationOfASaveLosesNothing) {
       const CliRun again = glass("train --out " + q(run.string()) + recipe);
       ASSERT_EQ(again.exit_code, 0) << again.err;
     } else {
-      EXPECT_EQ(glass::load_checkpoint(run.string()).weights_step, std::to_string(last_complete));
+      EXPECT_EQ(glass::load_checkpoint(run.string()).weights_step(), std::to_string(last_complete));
       const CliRun resumed = glass("train --out " + q(run.string()) + recipe + " --resume");
       if (last_complete == 4) {
         expect_error(resumed, "already at step 4");
@@ -446,7 +446,7 @@ TEST_F(RunDirCli, ASecondTrainerIsRefusedNamingTheFirstAndSigtermSavesAndExits) 
   EXPECT_NE(first.find("exit 143"), std::string::npos) << first;
   ASSERT_TRUE(std::regex_search(first, m, std::regex(R"(interrupted at step (\d+))"))) << first;
   const long stopped = std::stol(m[1]);
-  EXPECT_EQ(glass::load_checkpoint(run.string()).weights_step, std::to_string(stopped));
+  EXPECT_EQ(glass::load_checkpoint(run.string()).weights_step(), std::to_string(stopped));
   const CliRun resumed = glass("train" + data() + " --out " + q(run.string()) + tiny() +
                                " --resume --iters " + std::to_string(stopped + 1));
   EXPECT_EQ(resumed.exit_code, 0) << resumed.err;

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -55,23 +56,107 @@ TEST(TextTokenizer, BpeTokenizerThroughTheInterface) {
 TEST(StreamDecoder, ByteTokensWaitForTheirWholeCharacter) {
   // "a 🙂": after the dummy prefix, 'a', a space and the emoji's four UTF-8 bytes F0 9F 99 82
   // (byte b is id b + 3), as the BPE tokenizer spells a character outside its vocabulary.
-  const glass::BpeTokenizer bpe = glass::BpeTokenizer::train(U"a a a", 259 + 2);
+  const TextTokenizer bpe(glass::BpeTokenizer::train(U"a a a", 259 + 2));
   const std::vector<std::int32_t> ids = bpe.encode(U"a \U0001F642");
   ASSERT_EQ(ids.size(), 7u);
-  glass::StreamDecoder stream(nullptr, &bpe);
+  glass::StreamDecoder stream(bpe);
   std::vector<std::string> pieces;
   for (std::int32_t id : ids) pieces.push_back(stream.push(id));
   // The tokens "▁", "a", "▁" give " ", "a", " "; the first three bytes give nothing yet, the
   // fourth the whole emoji.
   EXPECT_EQ(pieces, (std::vector<std::string>{" ", "a", " ", "", "", "", "\xF0\x9F\x99\x82"}));
   EXPECT_EQ(stream.flush(), "");
+  // The pieces joined are the ids decoded at once, the leading space kept.
+  EXPECT_EQ(bpe.decode_generated(ids), " a \xF0\x9F\x99\x82");
   // An incomplete character at the end: flush gives U+FFFD.
-  glass::StreamDecoder cut(nullptr, &bpe);
+  glass::StreamDecoder cut(bpe);
   EXPECT_EQ(cut.push(0xF0 + 3), "");
   EXPECT_EQ(cut.flush(), "\xEF\xBF\xBD");
   // A character model: one character per id.
-  const glass::Tokenizer chars = glass::Tokenizer::from_text(U"abca");
-  glass::StreamDecoder plain(&chars, nullptr);
+  const TextTokenizer chars(glass::Tokenizer::from_text(U"abca"));
+  glass::StreamDecoder plain(chars);
   EXPECT_EQ(plain.push(3), "c");
   EXPECT_EQ(plain.flush(), "");
+}
+
+TEST(TextTokenizer, UnitNamesSayWhatAnIdStandsFor) {
+  const TextTokenizer chars(glass::Tokenizer::from_text(U"abca"));
+  const TextTokenizer bpe(glass::BpeTokenizer::train(U"ab ab b", 265));
+  EXPECT_STREQ(chars.unit(), "characters");
+  EXPECT_STREQ(chars.unit(false), "character");
+  EXPECT_STREQ(bpe.unit(), "tokens");
+  EXPECT_STREQ(bpe.unit(false), "token");
+  EXPECT_STREQ(chars.kind_name(), "char");
+  EXPECT_EQ(chars.describe(), "a character vocabulary of 3 characters");
+  EXPECT_EQ(bpe.describe(), "a BPE vocabulary of 265 tokens");
+  EXPECT_STREQ(bpe.kind_name(), "bpe");
+}
+
+TEST(TextTokenizer, APromptWithUnknownCharactersIsRefusedWithTheFactsOrMapped) {
+  // Ids as in CharacterTokenizerThroughTheInterface: a 1, b 2, c 3.
+  const TextTokenizer tok(glass::Tokenizer::from_text(U"abca"));
+  try {
+    tok.encode_prompt(U"abXcY", glass::UnknownPolicy::kRefuse);
+    ADD_FAILURE() << "no error";
+  } catch (const glass::UnknownCharacterError& e) {
+    EXPECT_EQ(e.character(), U'X');
+    EXPECT_EQ(e.position(), 2u);
+    EXPECT_EQ(e.count(), 2u);
+    const std::string what = e.what();
+    EXPECT_NE(what.find("'X' (U+0058) at position 2, 'Y' (U+0059) at position 4"),
+              std::string::npos)
+        << what;
+    EXPECT_EQ(what.find("--"), std::string::npos) << "no command-line flag: " << what;
+  }
+  std::size_t unknown = 99;
+  EXPECT_EQ(tok.encode_prompt(U"abXcY", glass::UnknownPolicy::kMapToUnknownId, &unknown),
+            (std::vector<std::int32_t>{1, 2, 0, 3, 0}));
+  EXPECT_EQ(unknown, 2u);
+  EXPECT_EQ(tok.encode_prompt(U"cab", glass::UnknownPolicy::kRefuse, &unknown),
+            (std::vector<std::int32_t>{3, 1, 2}));
+  EXPECT_EQ(unknown, 0u);
+  EXPECT_FALSE(tok.knows(U'X'));
+  EXPECT_TRUE(tok.knows(U'a'));
+}
+
+TEST(TextTokenizer, ABpePromptNeverFails) {
+  const TextTokenizer tok(glass::BpeTokenizer::train(U"ab ab b", 265));
+  std::size_t unknown = 99;
+  // 'X' is outside the base characters: its byte token, id 'X' + 3.
+  const std::vector<std::int32_t> ids =
+      tok.encode_prompt(U"ab X", glass::UnknownPolicy::kRefuse, &unknown);
+  ASSERT_FALSE(ids.empty());
+  EXPECT_EQ(ids.front(), 263);  // "▁ab"
+  EXPECT_EQ(ids.back(), 'X' + 3);
+  EXPECT_EQ(tok.decode(ids), U"ab X");
+  EXPECT_EQ(unknown, 0u);
+  EXPECT_TRUE(tok.knows(U'X'));
+}
+
+TEST(TextTokenizer, SpecialIdsStartIdAndVocabulary) {
+  const TextTokenizer chars(glass::Tokenizer::from_text(U"a\nb"));
+  const TextTokenizer bpe(glass::BpeTokenizer::train(U"ab ab b", 265));
+  EXPECT_EQ(chars.special_id(glass::SpecialToken::kUnknown), 0);
+  EXPECT_EQ(chars.special_id(glass::SpecialToken::kBos), std::nullopt);
+  EXPECT_EQ(chars.special_id(glass::SpecialToken::kEos), std::nullopt);
+  EXPECT_EQ(bpe.special_id(glass::SpecialToken::kUnknown), 0);
+  EXPECT_EQ(bpe.special_id(glass::SpecialToken::kBos), 1);
+  EXPECT_EQ(bpe.special_id(glass::SpecialToken::kEos), 2);
+  // A newline starts an empty prompt: the character's id; BPE: "\n" after the dummy prefix is
+  // "▁" then the byte token <0x0A> (id 10 + 3).
+  EXPECT_EQ(chars.start_id(), chars.encode(U"\n")[0]);
+  EXPECT_EQ(bpe.start_id(), 10 + 3);
+  EXPECT_EQ(TextTokenizer(glass::Tokenizer::from_text(U"ab")).start_id(), 1);
+  // The listing the server sends: the unknown id of a character model has no text.
+  EXPECT_FALSE(chars.has_text(0));
+  EXPECT_TRUE(bpe.has_text(0));
+  // Ties in frequency: the lower code point first ('\n' 1, 'a' 2, 'b' 3).
+  EXPECT_EQ(chars.vocabulary(), (std::vector<std::string>{"", "\n", "a", "b"}));
+  const std::vector<std::string> v = bpe.vocabulary();
+  ASSERT_EQ(v.size(), 265u);
+  EXPECT_EQ(v[0], "<unk>");
+  EXPECT_EQ(v[263], "▁ab");
+  EXPECT_TRUE(bpe.tokens_span_characters());
+  EXPECT_FALSE(chars.tokens_span_characters());
+  EXPECT_STREQ(chars.notation(), "");
 }

@@ -25,35 +25,41 @@
 namespace {
 
 using glass::Array;
+using glass::Checkpoint;
 using glass::Decoder;
 using glass::ExportError;
 using glass::ExportInfo;
-using glass::LoadedModel;
 using glass::ModelConfig;
 using glass::Tokenizer;
 
-/// A small model with random weights: gains drawn away from 1 so that every tensor matters.
-LoadedModel small_model(ModelConfig c = {}, std::u32string chars = U" ea\nsoé,C") {
+/// The small model's shape, with `vocab_size`.
+ModelConfig small_shape(ModelConfig c, std::size_t vocab_size) {
   c.d_model = 16;
   c.n_layers = 2;
   c.n_heads = 4;
   c.n_kv_heads = 2;
   c.ffn_hidden = 24;
   c.context_length = 32;
-  c.vocab_size = chars.size() + 1;
-  LoadedModel m;
-  m.config = c;
-  m.tokenizer = Tokenizer(std::vector<char32_t>(chars.begin(), chars.end()));
-  m.model = std::make_unique<Decoder>(c, 42);
+  c.vocab_size = vocab_size;
+  return c;
+}
+
+/// A small model with random weights: gains drawn away from 1 so that every tensor matters.
+Checkpoint small_model(ModelConfig c = {}, std::u32string chars = U" ea\nsoé,C") {
+  c = small_shape(c, chars.size() + 1);
+  auto model = std::make_unique<Decoder>(c, 42);
   std::uint32_t state = 1;
-  for (auto& [name, p] : m.model->named_parameters())
+  for (auto& [name, p] : model->named_parameters())
     if (p.value().dimension() == 1)
       for (float& v : p.value()) {
         state = state * 1664525u + 1013904223u;
         v = 0.5f + static_cast<float>(state >> 8) / static_cast<float>(1u << 24);
       }
-  m.weights_step = "123";
-  return m;
+  glass::SaveOrigin origin;
+  origin.weights_step = "123";
+  return Checkpoint(
+      c, glass::TextTokenizer(Tokenizer(std::vector<char32_t>(chars.begin(), chars.end()))),
+      std::move(model), 0, origin);
 }
 
 /// Little-endian reader over a byte string; throws on reading past the end.
@@ -181,7 +187,7 @@ std::vector<float> tensor_values(const std::string& bytes, const Gguf& g, const 
 std::vector<float> flat(const Array& a) { return {a.data(), a.data() + a.size()}; }
 
 TEST(ExportGguf, HeaderKeysAndVocabulary) {
-  const LoadedModel m = small_model();
+  const Checkpoint m = small_model();
   const std::string bytes = glass::gguf_bytes(m, {"tiny", "123", 24, "domcasmurro.txt"});
   const Gguf g = read_gguf(bytes);
   EXPECT_EQ(g.version, 3u);
@@ -237,7 +243,7 @@ TEST(ExportGguf, HeaderKeysAndVocabulary) {
 }
 
 TEST(ExportGguf, TensorTable) {
-  const LoadedModel m = small_model();
+  const Checkpoint m = small_model();
   const std::string bytes = glass::gguf_bytes(m, {"tiny", "", 32, ""});
   const Gguf g = read_gguf(bytes);
   EXPECT_EQ(g.kv.count("glass.training.step"), 0u);  // no step: no key
@@ -269,7 +275,7 @@ TEST(ExportGguf, TensorTable) {
 
   // The values: Meta-layout weights unchanged (GlassLLM's RoPE turns the interleaved pairs
   // (2i, 2i+1), as llama.cpp's LLAMA_ROPE_TYPE_NORM does), the added tokens' rows copy <unk>'s.
-  const Decoder& d = *m.model;
+  const Decoder& d = m.model();
   EXPECT_EQ(tensor_values(bytes, g, "blk.1.attn_q.weight"),
             flat(d.layers[1]->attention.wq.weight.value()));
   EXPECT_EQ(tensor_values(bytes, g, "blk.0.attn_k.weight"),
@@ -292,7 +298,7 @@ TEST(ExportGguf, TensorTable) {
 }
 
 TEST(ExportGguf, RefusesWhatItCannotWrite) {
-  const LoadedModel m = small_model();
+  const Checkpoint m = small_model();
   EXPECT_THROW(glass::gguf_bytes(m, {"tiny", "", 0, ""}), ExportError);
   EXPECT_THROW(glass::gguf_bytes(m, {"tiny", "", 33, ""}), ExportError);  // above context_length
   EXPECT_EQ(glass::gguf_note(m), "");  // nothing to say about an ordinary vocabulary
@@ -306,7 +312,7 @@ bool all_different(const std::vector<std::string>& texts) {
 
 TEST(ExportGguf, AVocabularyHoldingU2581WritesTheSpaceAndU2581AsUserDefinedTokens) {
   // ids: 0 unknown, 1 ' ', 2 'a', 3 U+2581, 4 '\n'
-  const LoadedModel m = small_model({}, U" a\u2581\n");
+  const Checkpoint m = small_model({}, U" a\u2581\n");
   const Gguf g = read_gguf(glass::gguf_bytes(m, {"tiny", "", 8, ""}));
   const auto& tokens = g.kv.at("tokenizer.ggml.tokens").texts;
   const auto& types = g.kv.at("tokenizer.ggml.token_type").numbers;
@@ -325,23 +331,20 @@ TEST(ExportGguf, AVocabularyHoldingU2581WritesTheSpaceAndU2581AsUserDefinedToken
 }
 
 /// A small model with a BPE vocabulary trained on a short text.
-LoadedModel small_bpe_model(std::size_t merges = 6) {
+Checkpoint small_bpe_model(std::size_t merges = 6) {
   const std::u32string text = U"o gato e o rato, o pato e o gato; o rato e o pato.\n";
   // 259 specials and bytes + 12 distinct characters ('\u2581' for the space) + the merges.
   glass::BpeTokenizer bpe = glass::BpeTokenizer::train(text, 259 + 12 + merges);
-  ModelConfig c;
-  c.vocab_size = bpe.vocab_size();
-  LoadedModel m = small_model(c);
-  m.config.vocab_size = bpe.vocab_size();
-  m.model = std::make_unique<Decoder>(m.config, 42);
-  m.tokenizer = Tokenizer();
-  m.bpe = std::move(bpe);
-  return m;
+  const ModelConfig c = small_shape({}, bpe.vocab_size());
+  glass::SaveOrigin origin;
+  origin.weights_step = "123";
+  return Checkpoint(c, glass::TextTokenizer(std::move(bpe)), std::make_unique<Decoder>(c, 42), 0,
+                    origin);
 }
 
 TEST(ExportGguf, ABpeVocabularyIsWrittenAsItIsWithItsScores) {
-  const LoadedModel m = small_bpe_model();
-  const glass::BpeTokenizer& bpe = *m.bpe;
+  const Checkpoint m = small_bpe_model();
+  const glass::BpeTokenizer& bpe = *m.tokenizer().bpe();
   ASSERT_EQ(bpe.vocab_size(), 277u);
   const std::string bytes = glass::gguf_bytes(m, {"tiny", "5", 24, "gatos.txt"});
   const Gguf g = read_gguf(bytes);
@@ -356,7 +359,7 @@ TEST(ExportGguf, ABpeVocabularyIsWrittenAsItIsWithItsScores) {
   EXPECT_EQ(g.kv.at("llama.vocab_size").number, 277);
   EXPECT_EQ(g.tensors.at("token_embd.weight").ne, (std::vector<std::uint64_t>{16, 277}));
   EXPECT_EQ(g.tensors.at("output.weight").ne, (std::vector<std::uint64_t>{16, 277}));
-  EXPECT_EQ(tensor_values(bytes, g, "output.weight"), flat(m.model->output.weight.value()));
+  EXPECT_EQ(tensor_values(bytes, g, "output.weight"), flat(m.model().output.weight.value()));
   EXPECT_TRUE(all_different(tokens));
   // SentencePiece's layout and types (llama.h: 2 UNKNOWN, 3 CONTROL, 6 BYTE, 1 NORMAL).
   EXPECT_EQ(tokens[0], "<unk>");
@@ -492,7 +495,7 @@ std::vector<std::vector<float>> logits_of(const Decoder& d, const std::vector<st
 }
 
 TEST(ExportLlama2c, ReadBackAsRunCGivesTheSameLogits) {
-  const LoadedModel m = small_model();
+  const Checkpoint m = small_model();
   const glass::Llama2cFiles files = glass::llama2c_bytes(m, {"tiny", "123", 24, ""});
   const Llama2c l = read_llama2c(files);
   // Header: dim, hidden_dim, n_layers, n_heads, n_kv_heads, -(vocab + <s>), seq_len.
@@ -514,18 +517,18 @@ TEST(ExportLlama2c, ReadBackAsRunCGivesTheSameLogits) {
   // stands for the newline whose embedding it has.
   const std::string prompt = " Cosa, é";
   std::vector<std::int32_t> run_c_ids{glass::kLlama2cBosId};
-  std::vector<std::int32_t> glass_ids{m.tokenizer.id_of(U'\n')};
+  std::vector<std::int32_t> glass_ids{m.tokenizer().chars()->id_of(U'\n')};
   for (char32_t ch : glass::utf8_to_u32(prompt)) {
     const std::string piece = glass::char_to_utf8(ch);
     const auto it = std::find(l.pieces.begin(), l.pieces.end(), piece);
     ASSERT_NE(it, l.pieces.end()) << piece;
     run_c_ids.push_back(static_cast<std::int32_t>(it - l.pieces.begin()));
-    glass_ids.push_back(m.tokenizer.id_of(ch));
+    glass_ids.push_back(m.tokenizer().chars()->id_of(ch));
   }
   for (std::size_t i = 1; i < glass_ids.size(); ++i)
     EXPECT_EQ(run_c_ids[i], glass::llama2c_id(glass_ids[i]));
 
-  const auto want = logits_of(*m.model, glass_ids);
+  const auto want = logits_of(m.model(), glass_ids);
   const auto got = logits_of(*l.model, run_c_ids);
   ASSERT_EQ(got.size(), want.size());
   for (std::size_t t = 0; t < want.size(); ++t) {
@@ -583,8 +586,8 @@ std::vector<std::int32_t> run_c_encode(const Llama2c& l, const std::string& text
 }
 
 TEST(ExportLlama2c, ABpeModelKeepsItsIdsAndRunCEncodesAsGlass) {
-  const LoadedModel m = small_bpe_model();
-  const glass::BpeTokenizer& bpe = *m.bpe;
+  const Checkpoint m = small_bpe_model();
+  const glass::BpeTokenizer& bpe = *m.tokenizer().bpe();
   const glass::Llama2cFiles files = glass::llama2c_bytes(m, {"tiny", "5", 24, ""});
   const Llama2c l = read_llama2c(files);
   const std::int32_t header[7] = {16, 24, 2, 4, 2, -277, 24};  // the vocabulary as it is
@@ -611,7 +614,7 @@ TEST(ExportLlama2c, ABpeModelKeepsItsIdsAndRunCEncodesAsGlass) {
     EXPECT_EQ(run_c_ids, glass_ids) << prompt;
     // The logits: "<s>" has the newline's embedding, every other row is glass's.
     glass_ids.front() = newline;
-    const auto want = logits_of(*m.model, glass_ids);
+    const auto want = logits_of(m.model(), glass_ids);
     const auto got = logits_of(*l.model, run_c_ids);
     ASSERT_EQ(got.size(), want.size());
     for (std::size_t t = 0; t < want.size(); ++t) {

@@ -33,23 +33,21 @@ namespace {
 const char32_t* kText = U"hello world\nthe cat sat on the mat. </script> & 'quotes'";
 
 /// A tiny untrained model: 2 layers, 4 query heads and 2 KV heads of dim 4, context 16.
-LoadedModel tiny_model(std::uint64_t seed = 7) {
-  LoadedModel loaded;
-  loaded.tokenizer = Tokenizer::from_text(kText);
-  loaded.config = glass_test::small_config(loaded.tokenizer.vocab_size(), 16);
-  loaded.config.init_std = 0.5;  // large weights: attention rows far from uniform
-  loaded.model = std::make_unique<Decoder>(loaded.config, seed);
-  return loaded;
+Checkpoint tiny_model(std::uint64_t seed = 7) {
+  const Tokenizer tokenizer = Tokenizer::from_text(kText);
+  ModelConfig config = glass_test::small_config(tokenizer.vocab_size(), 16);
+  config.init_std = 0.5;  // large weights: attention rows far from uniform
+  return Checkpoint(config, TextTokenizer(tokenizer), std::make_unique<Decoder>(config, seed));
 }
 
 /// The tracer's own snapshots for the same prompt, computed independently of inspect().
-Tracer trace(const LoadedModel& loaded, const std::u32string& prompt) {
-  const std::vector<std::int32_t> tokens = loaded.tokenizer.encode(prompt);
+Tracer trace(const Checkpoint& loaded, const std::u32string& prompt) {
+  const std::vector<std::int32_t> tokens = loaded.tokenizer().chars()->encode(prompt);
   Ids ids = Ids::from_shape({std::size_t(1), tokens.size()});
   std::copy(tokens.begin(), tokens.end(), ids.data());
   Tracer tracer;
   NoGradGuard no_grad;
-  loaded.model->forward(ids, nullptr, &tracer);
+  loaded.model().forward(ids, nullptr, &tracer);
   return tracer;
 }
 
@@ -60,14 +58,15 @@ void expect_equal_arrays(const Array& a, const Array& b, const std::string& what
 }
 
 TEST(Inspect, SnapshotsEqualTheTracerAndHaveTheDocumentedShapes) {
-  const LoadedModel loaded = tiny_model();
+  const Checkpoint loaded = tiny_model();
   const std::u32string prompt = U"the cat";
   const Inspection ins = inspect(loaded, prompt);
   const Tracer tracer = trace(loaded, prompt);
-  const std::size_t n = prompt.size(), H = 4, KV = 2, hd = 4, d = 16, V = loaded.config.vocab_size;
+  const std::size_t n = prompt.size(), H = 4, KV = 2, hd = 4, d = 16,
+                    V = loaded.config().vocab_size;
 
   ASSERT_EQ(ins.n(), n);
-  EXPECT_EQ(ins.tokens, loaded.tokenizer.encode(prompt));
+  EXPECT_EQ(ins.tokens, loaded.tokenizer().chars()->encode(prompt));
   // Every tracer snapshot is in the inspection, with equal shape and values.
   std::size_t compared = 0;
   for (const std::string& name : tracer.names()) {
@@ -115,7 +114,7 @@ TEST(Inspect, SnapshotsEqualTheTracerAndHaveTheDocumentedShapes) {
 }
 
 TEST(Inspect, HeadViewSelectsQueryHeadsAndTheirKvHeads) {
-  const LoadedModel loaded = tiny_model();
+  const Checkpoint loaded = tiny_model();
   const Inspection ins = inspect(loaded, U"hello");
   const std::size_t n = 5;
   const Array& softmax = ins.get("layers.1.attn.softmax");
@@ -142,7 +141,7 @@ TEST(Inspect, HeadViewSelectsQueryHeadsAndTheirKvHeads) {
 }
 
 TEST(Inspect, OutOfRangeAndUnknownNamesAreClearErrors) {
-  const LoadedModel loaded = tiny_model();
+  const Checkpoint loaded = tiny_model();
   const Inspection ins = inspect(loaded, U"hello");
   try {
     head_view(ins, 0, 4, "attn.q");
@@ -167,14 +166,17 @@ TEST(Inspect, OutOfRangeAndUnknownNamesAreClearErrors) {
 }
 
 TEST(Inspect, BadPromptsAreRejected) {
-  const LoadedModel loaded = tiny_model();
+  const Checkpoint loaded = tiny_model();
   EXPECT_THROW(inspect(loaded, U""), InspectError);
   EXPECT_THROW(inspect(loaded, std::u32string(17, U'a')), InspectError);  // context is 16
   EXPECT_NO_THROW(inspect(loaded, std::u32string(16, U'a')));
   try {
     inspect(loaded, U"hello Zürich");
     FAIL() << "characters outside the vocabulary accepted";
-  } catch (const InspectError& e) {
+  } catch (const UnknownCharacterError& e) {
+    EXPECT_EQ(e.character(), U'Z');
+    EXPECT_EQ(e.position(), 6u);
+    EXPECT_EQ(e.count(), 2u);
     const std::string what = e.what();
     EXPECT_NE(what.find("'Z'"), std::string::npos) << what;
     EXPECT_NE(what.find("position 6"), std::string::npos) << what;
@@ -182,17 +184,17 @@ TEST(Inspect, BadPromptsAreRejected) {
   }
   // Asked for: unknown characters become id 0 and are counted.
   std::size_t unknown = 0;
-  const Inspection ins = inspect(loaded, U"hello Zürich", true, &unknown);
+  const Inspection ins = inspect(loaded, U"hello Zürich", UnknownPolicy::kMapToUnknownId, &unknown);
   EXPECT_EQ(unknown, 2u);
   EXPECT_EQ(ins.tokens[6], Tokenizer::kUnknownId);
   EXPECT_EQ(ins.tokens[7], Tokenizer::kUnknownId);
-  EXPECT_EQ(ins.tokens[8], loaded.tokenizer.id_of(U'r'));
+  EXPECT_EQ(ins.tokens[8], loaded.tokenizer().chars()->id_of(U'r'));
 }
 
 TEST(Inspect, TopKIsSortedSumsToAtMostOneAndMatchesAFullSort) {
-  const LoadedModel loaded = tiny_model();
+  const Checkpoint loaded = tiny_model();
   const Inspection ins = inspect(loaded, U"the mat");
-  const std::size_t V = loaded.config.vocab_size;
+  const std::size_t V = loaded.config().vocab_size;
   for (std::size_t pos = 0; pos < ins.n(); ++pos) {
     const std::vector<TopToken> top = top_k(ins, pos, 5);
     ASSERT_EQ(top.size(), 5u);
@@ -237,7 +239,7 @@ TEST(Inspect, SummaryAndVisibleCharacters) {
 }
 
 TEST(Inspect, TerminalOverviewListsEverySnapshotAndTheTopK) {
-  const LoadedModel loaded = tiny_model();
+  const Checkpoint loaded = tiny_model();
   const Inspection ins = inspect(loaded, U"the cat");
   const std::string out = render_overview(ins, 1, 3);
   for (const std::string& name : snapshot_choices(ins, 1)) {
@@ -252,7 +254,7 @@ TEST(Inspect, TerminalOverviewListsEverySnapshotAndTheTopK) {
 }
 
 TEST(Inspect, TerminalSnapshotHasLabelsValuesAndAHeatmap) {
-  const LoadedModel loaded = tiny_model();
+  const Checkpoint loaded = tiny_model();
   const Inspection ins = inspect(loaded, U"a t");
   RenderOptions plain;
   const std::string out = render_snapshot(ins, 0, 1, "attn.softmax", plain);
@@ -277,7 +279,7 @@ TEST(Inspect, TerminalSnapshotHasLabelsValuesAndAHeatmap) {
 }
 
 TEST(Inspect, JsonRoundTrip) {
-  const LoadedModel loaded = tiny_model();
+  const Checkpoint loaded = tiny_model();
   const std::u32string prompt = U"hi\nthe";
   const Inspection ins = inspect(loaded, prompt);
   const auto dir =
@@ -291,7 +293,7 @@ TEST(Inspect, JsonRoundTrip) {
   EXPECT_EQ(j["prompt"], u32_to_utf8(prompt));
   EXPECT_EQ(j["tokens"].get<std::vector<std::int32_t>>(), ins.tokens);
   EXPECT_EQ(j["chars"][2], "\n");
-  EXPECT_EQ(j["vocab"].size(), loaded.config.vocab_size);
+  EXPECT_EQ(j["vocab"].size(), loaded.config().vocab_size);
   EXPECT_EQ(j["config"]["n_kv_heads"], 2);
   auto check = [](const nlohmann::json& node, const Array& a, const std::string& what) {
     ASSERT_EQ(node["shape"].get<Shape>(), shape_of(a)) << what;
@@ -316,7 +318,7 @@ TEST(Inspect, JsonRoundTrip) {
 }
 
 TEST(Inspect, HtmlPageIsSelfContainedAndCarriesItsData) {
-  const LoadedModel loaded = tiny_model();
+  const Checkpoint loaded = tiny_model();
   const Inspection ins = inspect(loaded, U"</script>");
   HtmlOptions options;
   options.top_k = 4;
@@ -357,13 +359,13 @@ TEST(Inspect, TokenLabelsShowEachCharacterAsVisibleChar) {
 }
 
 TEST(Inspect, ACharacterModelsTokensAreItsCharacters) {
-  const LoadedModel loaded = tiny_model();
+  const Checkpoint loaded = tiny_model();
   const Inspection ins = inspect(loaded, U"hi t");
-  EXPECT_FALSE(ins.bpe);
+  EXPECT_FALSE(ins.tokenizer->tokens_span_characters());
   EXPECT_EQ(ins.token_texts, (std::vector<std::string>{"h", "i", " ", "t"}));
   EXPECT_EQ(ins.position_label(2), "␣");
   EXPECT_EQ(ins.vocab_label(0), "<unk>");
-  ASSERT_EQ(ins.vocab_texts.size(), loaded.config.vocab_size);
+  ASSERT_EQ(ins.vocab_texts.size(), loaded.config().vocab_size);
   for (std::size_t id = 1; id < ins.vocab_texts.size(); ++id)
     EXPECT_EQ(ins.vocab_texts[id], char_to_utf8(ins.vocab[id]));
   EXPECT_STREQ(ins.unit(), "characters");
@@ -371,20 +373,19 @@ TEST(Inspect, ACharacterModelsTokensAreItsCharacters) {
 
 TEST(Inspect, ABpeModelIsInspectedInItsTokens) {
   // A BPE vocabulary of a few merges on the text, and a model of its size.
-  LoadedModel loaded;
-  loaded.bpe = BpeTokenizer::train(kText, 259 + 30 + 4);
-  loaded.config = glass_test::small_config(loaded.bpe->vocab_size(), 16);
-  loaded.model = std::make_unique<Decoder>(loaded.config, 3);
+  const BpeTokenizer bpe = BpeTokenizer::train(kText, 259 + 30 + 4);
+  const ModelConfig config = glass_test::small_config(bpe.vocab_size(), 16);
+  const Checkpoint loaded(config, TextTokenizer(bpe), std::make_unique<Decoder>(config, 3));
   const std::u32string prompt = U"the cat \U0001F642";  // 🙂 is outside the vocabulary: bytes
-  const std::vector<std::int32_t> ids = loaded.bpe->encode(prompt);
+  const std::vector<std::int32_t> ids = bpe.encode(prompt);
   ASSERT_LE(ids.size(), 16u);
   const Inspection ins = inspect(loaded, prompt);
-  EXPECT_TRUE(ins.bpe);
+  EXPECT_TRUE(ins.tokenizer->tokens_span_characters());
   EXPECT_STREQ(ins.unit(), "tokens");
   EXPECT_EQ(ins.tokens, ids);
   ASSERT_EQ(ins.token_texts.size(), ids.size());
   for (std::size_t i = 0; i < ids.size(); ++i)
-    EXPECT_EQ(ins.token_texts[i], loaded.bpe->token_text(ids[i]));
+    EXPECT_EQ(ins.token_texts[i], bpe.token_text(ids[i]));
   EXPECT_EQ(ins.token_texts.back(), "<0x82>");
   EXPECT_EQ(ins.vocab_label(0), "<unk>");
   EXPECT_EQ(ins.vocab_label(3 + 0x41), "<0x41>");
@@ -394,19 +395,18 @@ TEST(Inspect, ABpeModelIsInspectedInItsTokens) {
   Tracer tracer;
   {
     NoGradGuard no_grad;
-    loaded.model->forward(batch, nullptr, &tracer);
+    loaded.model().forward(batch, nullptr, &tracer);
   }
   expect_equal_arrays(ins.get("layers.0.attn.softmax"), tracer.get("layers.0.attn.softmax"),
                       "attn.softmax");
-  for (const TopToken& t : top_k(ins, ids.size() - 1, 3))
-    EXPECT_EQ(t.text, loaded.bpe->token_text(t.id));
+  for (const TopToken& t : top_k(ins, ids.size() - 1, 3)) EXPECT_EQ(t.text, bpe.token_text(t.id));
   // The terminal shows a token row of texts, '|' between the chips.
   const std::string overview = render_overview(ins, 0, 3, RenderOptions{});
   EXPECT_NE(overview.find("  token     "), std::string::npos) << overview;
   EXPECT_NE(overview.find("<0xF0>|<0x9F>|<0x99>|<0x82>"), std::string::npos) << overview;
   // The context counts tokens: more tokens than the context is refused in tokens.
   std::u32string long_prompt;
-  while (loaded.bpe->encode(long_prompt).size() <= 16) long_prompt += U"\U0001F642";
+  while (bpe.encode(long_prompt).size() <= 16) long_prompt += U"\U0001F642";
   try {
     inspect(loaded, long_prompt);
     FAIL() << "a prompt past the context accepted";

@@ -3,6 +3,7 @@
 // front end, and the lab's page (lab_html) carries the report's JSON exactly, safely escaped.
 
 #include <filesystem>
+#include <memory>
 #include <regex>
 #include <string>
 #include <vector>
@@ -29,16 +30,16 @@ class Lab : public ::testing::Test {
     dir_ = glass_test::temp_dir("inspect_lab");
     checkpoint_ = (dir_ / "ckpt").string();
     glass_test::write_small_checkpoint(checkpoint_, kContext, 11, 0.3);
-    loaded_ = load_checkpoint(checkpoint_);
-    loaded_.model->set_ops_path(OpsPath::reference);
+    loaded_ = std::make_unique<Checkpoint>(load_checkpoint(checkpoint_));
+    loaded_->model().set_ops_path(OpsPath::reference);
   }
   std::vector<std::int32_t> ids(const std::string& text) {
-    return loaded_.tokenizer.encode(utf8_to_u32(text));
+    return loaded_->tokenizer().chars()->encode(utf8_to_u32(text));
   }
   /// The error run_lab throws for `q`, which must be a LabRequestError.
   LabRequestError refusal(const LabRequest& q) {
     try {
-      run_lab(loaded_, q);
+      run_lab(*loaded_, q);
     } catch (const LabRequestError& e) {
       return e;
     }
@@ -47,7 +48,7 @@ class Lab : public ::testing::Test {
   }
   fs::path dir_;
   std::string checkpoint_;
-  LoadedModel loaded_;
+  std::unique_ptr<Checkpoint> loaded_;
 };
 
 TEST_F(Lab, TheReportIsTheLibrarys) {
@@ -56,16 +57,16 @@ TEST_F(Lab, TheReportIsTheLibrarys) {
   q.lens = true;
   q.top_k = 3;
   q.ablate = std::vector<HeadRef>{{1, 2}, {0, 0}};
-  const InterpReport r = run_lab(loaded_, q);
+  const InterpReport r = run_lab(*loaded_, q);
   ASSERT_EQ(r.prompt, ids("to be or"));
-  const LogitLens lens = logit_lens(*loaded_.model, r.prompt, 3);
+  const LogitLens lens = logit_lens(loaded_->model(), r.prompt, 3);
   ASSERT_TRUE(r.lens);
   EXPECT_EQ(r.lens->points, lens.points);
   for (std::size_t s = 0; s < lens.points.size(); ++s)
     for (std::size_t t = 0; t < r.prompt.size(); ++t)
       EXPECT_EQ(r.lens->top_ids(s, t, 0), lens.top_ids(s, t, 0));
   const NextTokenShift shift =
-      next_token_shift(*loaded_.model, r.prompt, {{1, 2}, {0, 0}}, AblationMode::zero);
+      next_token_shift(loaded_->model(), r.prompt, {{1, 2}, {0, 0}}, AblationMode::zero);
   ASSERT_TRUE(r.ablation);
   EXPECT_DOUBLE_EQ(r.ablation->shift.kl_divergence, shift.kl_divergence);
   EXPECT_GT(shift.kl_divergence, 0);
@@ -98,7 +99,7 @@ TEST_F(Lab, RefusalsAreTypedAndNameNoFlag) {
        "not valid UTF-8"},
       {with([](LabRequest& q) { q.prompt = ""; }), LabField::prompt, LabProblem::empty, "empty"},
       {with([](LabRequest& q) { q.prompt = std::string(kContext + 1, 't'); }), LabField::prompt,
-       LabProblem::too_long, "has 17 tokens"},
+       LabProblem::too_long, "has 17 characters"},
       {with([](LabRequest& q) { q.prompt = "xyz"; }), LabField::prompt,
        LabProblem::unknown_characters, "never saw in training"},
       {with([](LabRequest& q) { q.top_k = 0; }), LabField::top_k, LabProblem::out_of_range,
@@ -107,8 +108,10 @@ TEST_F(Lab, RefusalsAreTypedAndNameNoFlag) {
        "2 layers"},
       {with([](LabRequest& q) { q.head = 4; }), LabField::head, LabProblem::out_of_range,
        "4 query heads"},
-      {with([](LabRequest& q) { q.ablate = std::vector<HeadRef>{{0, 9}}; }), LabField::heads,
-       LabProblem::out_of_range, "head 0.9"},
+      {with([](LabRequest& q) {
+         q.ablate = std::vector<HeadRef>{{0, 9}};
+       }),
+       LabField::heads, LabProblem::out_of_range, "head 0.9"},
       {with([](LabRequest& q) { q.head_scores = true, q.prompt = "to"; }), LabField::prompt,
        LabProblem::too_short, "at least 3 tokens"},
       {with([](LabRequest& q) { q.patch = "to be or"; }), LabField::corrupted,
@@ -132,7 +135,7 @@ TEST_F(Lab, RefusalsAreTypedAndNameNoFlag) {
   }
   // Unknown characters are allowed when asked: id 0, with a warning.
   LabRequest allowed = with([](LabRequest& q) { q.prompt = "to xyz", q.allow_unknown = true; });
-  const InterpReport r = run_lab(loaded_, allowed);
+  const InterpReport r = run_lab(*loaded_, allowed);
   EXPECT_EQ(r.prompt[3], 0);
   ASSERT_EQ(r.warnings.size(), 1u);
   EXPECT_NE(r.warnings[0].find("3 character(s) of the prompt"), std::string::npos);
@@ -143,26 +146,26 @@ TEST_F(Lab, MeanAblationAveragesOverTheGivenTokensOrThePrompt) {
   q.prompt = "to be";
   q.ablate = std::vector<HeadRef>{{0, 1}};
   q.ablation = AblationMode::mean;
-  const InterpReport own = run_lab(loaded_, q);
+  const InterpReport own = run_lab(*loaded_, q);
   const std::vector<std::int32_t> prompt = ids("to be");
-  const HeadMeans means = head_means(*loaded_.model, as_batch(prompt));
-  EXPECT_DOUBLE_EQ(
-      own.ablation->shift.kl_divergence,
-      next_token_shift(*loaded_.model, prompt, {{0, 1}}, AblationMode::mean, &means).kl_divergence);
+  const HeadMeans means = head_means(loaded_->model(), as_batch(prompt));
+  EXPECT_DOUBLE_EQ(own.ablation->shift.kl_divergence,
+                   next_token_shift(loaded_->model(), prompt, {{0, 1}}, AblationMode::mean, &means)
+                       .kl_divergence);
   EXPECT_EQ(own.ablation->mean_over, "the prompt's positions");
   // Two whole windows of a reference text (and the rest left out).
   std::string text;
   while (text.size() < 2 * kContext + 5) text += "to be or not to be ";
   q.mean_over = ids(text);
   q.mean_over_source = "two windows";
-  const InterpReport over = run_lab(loaded_, q);
+  const InterpReport over = run_lab(*loaded_, q);
   Ids batch = Ids::from_shape({2, kContext});
   std::copy(q.mean_over.begin(), q.mean_over.begin() + 2 * kContext, batch.data());
-  const HeadMeans reference = head_means(*loaded_.model, batch);
-  EXPECT_DOUBLE_EQ(over.ablation->shift.kl_divergence,
-                   next_token_shift(*loaded_.model, prompt, {{0, 1}}, AblationMode::mean,
-                                    &reference)
-                       .kl_divergence);
+  const HeadMeans reference = head_means(loaded_->model(), batch);
+  EXPECT_DOUBLE_EQ(
+      over.ablation->shift.kl_divergence,
+      next_token_shift(loaded_->model(), prompt, {{0, 1}}, AblationMode::mean, &reference)
+          .kl_divergence);
   EXPECT_EQ(interp_json(over)["ablation"]["mean_over"], "two windows");
 }
 
@@ -170,7 +173,7 @@ TEST_F(Lab, ThePageCarriesTheReportsJsonExactly) {
   LabRequest q;
   q.prompt = "to be";
   q.lens = true;
-  InterpReport r = run_lab(loaded_, q);
+  InterpReport r = run_lab(*loaded_, q);
   r.checkpoint = "runs/</script><b>&";  // text that would end the tag if not escaped
   const nlohmann::ordered_json j = interp_json(r);
   HtmlOptions options;

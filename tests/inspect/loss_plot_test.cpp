@@ -90,6 +90,12 @@ TEST(LossPlot, TheCurveJsonCarriesEveryStepAndV) {
   EXPECT_EQ(j["steps"]["loss"], nlohmann::json::parse("[4.25, 4.1]"));
   EXPECT_EQ(j["steps"]["lr"], nlohmann::json::parse("[1e-4, 2e-4]"));
   EXPECT_EQ(j["vocab_size"], 65);
+  EXPECT_EQ(j["unit"], "character") << "a character model's words by default";
+  curve.unit = "token";  // a BPE run: "nats per token", "among the V tokens"
+  EXPECT_EQ(nlohmann::json::parse(loss_json(curve))["unit"], "token");
+  const std::string page = loss_plot_html(curve);
+  EXPECT_NE(page.find("nats per <span class=\"unit\">character</span>"), std::string::npos);
+  EXPECT_NE(page.find("\"unit\":\"token\""), std::string::npos);
   const std::filesystem::path dir = glass_test::temp_dir("glass-steps-log");
   std::ofstream((dir / "steps.csv").string()) << "step,loss,lr,grad_norm,tokens_per_s,elapsed_s\n"
                                                  "0,4.25,1.0e-04,1.5,100.0,0.1\n";

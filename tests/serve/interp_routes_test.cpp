@@ -58,8 +58,8 @@ std::unique_ptr<httplib::Client> client_for(int port) {
 }
 
 /// The prompt's ids as the server encodes them (one per character).
-std::vector<std::int32_t> ids_of(const glass::LoadedModel& m, const std::string& prompt) {
-  return m.tokenizer.encode(glass::utf8_to_u32(prompt));
+std::vector<std::int32_t> ids_of(const glass::Checkpoint& m, const std::string& prompt) {
+  return m.tokenizer().chars()->encode(glass::utf8_to_u32(prompt));
 }
 
 /// Sends `bytes` (raw HTTP) on a new connection to the server and returns everything it answers
@@ -108,7 +108,7 @@ class LabTest : public ::testing::Test {
     port_ = server_->start();
     ASSERT_GT(port_, 0);
     client_ = client_for(port_);
-    loaded_ = std::make_unique<glass::LoadedModel>(glass::load_checkpoint(checkpoint_));
+    loaded_ = std::make_unique<glass::Checkpoint>(glass::load_checkpoint(checkpoint_));
   }
   json post_ok(const std::string& path, const json& body) {
     const auto r = client_->Post(path.c_str(), body.dump(), "application/json");
@@ -135,15 +135,15 @@ class LabTest : public ::testing::Test {
   std::unique_ptr<glass::Server> server_;
   int port_ = 0;
   std::unique_ptr<httplib::Client> client_;
-  std::unique_ptr<glass::LoadedModel> loaded_;
+  std::unique_ptr<glass::Checkpoint> loaded_;
 };
 
 TEST_F(LabTest, TheLensIsTheLibrarysAndItsLastRowIsTheModelsOwnNextTokenDistribution) {
   const std::string prompt = "to be or not";
   const json j = post_ok("/api/lens", {{"prompt", prompt}, {"top_k", 4}});
   const auto ids = ids_of(*loaded_, prompt);
-  const std::size_t T = ids.size(), L = loaded_->config.n_layers;
-  const glass::LogitLens lens = glass::logit_lens(*loaded_->model, ids, 4);
+  const std::size_t T = ids.size(), L = loaded_->config().n_layers;
+  const glass::LogitLens lens = glass::logit_lens(loaded_->model(), ids, 4);
   // The lab report of `glass inspect --json` (interp_json): the prompt's tokens with their
   // labels, and the lens.
   const std::vector<std::string> labels = glass::token_labels(*loaded_);
@@ -178,9 +178,9 @@ TEST_F(LabTest, TheLensIsTheLibrarysAndItsLastRowIsTheModelsOwnNextTokenDistribu
   glass::Array probs;
   {
     glass::NoGradGuard no_grad;
-    probs = glass::softmax(loaded_->model->forward(glass::as_batch(ids))).value();
+    probs = glass::softmax(loaded_->model().forward(glass::as_batch(ids))).value();
   }
-  const std::size_t V = loaded_->config.vocab_size;
+  const std::size_t V = loaded_->config().vocab_size;
   const json inspected = post_ok("/api/inspect", {{"prompt", prompt}, {"top_k", 4}});
   for (std::size_t t = 0; t < T; ++t) {
     for (std::size_t k = 0; k < 4; ++k) {
@@ -202,8 +202,8 @@ TEST_F(LabTest, ZeroAblationIsTheLibrarysAndChangesTheDistribution) {
               {{"prompt", prompt}, {"heads", {{1, 2}, {0, 0}}}, {"mode", "zero"}})["ablation"];
   const auto ids = ids_of(*loaded_, prompt);
   const glass::NextTokenShift shift =
-      glass::next_token_shift(*loaded_->model, ids, {{1, 2}, {0, 0}}, glass::AblationMode::zero);
-  const std::size_t V = loaded_->config.vocab_size;
+      glass::next_token_shift(loaded_->model(), ids, {{1, 2}, {0, 0}}, glass::AblationMode::zero);
+  const std::size_t V = loaded_->config().vocab_size;
   ASSERT_EQ(j["before"].size(), V);
   ASSERT_EQ(j["after"].size(), V);
   double changed = 0;
@@ -241,10 +241,10 @@ TEST_F(LabTest, MeanAblationAveragesOverTheTrainingTextOrElseThePrompt) {
                            {{"prompt", prompt}, {"heads", {{0, 1}}}, {"mode", "mean"}})["ablation"];
     EXPECT_NE(j["mean_over"].get<std::string>().find("the prompt"), std::string::npos)
         << j["mean_over"];
-    const glass::HeadMeans means = glass::head_means(*loaded_->model, glass::as_batch(ids));
+    const glass::HeadMeans means = glass::head_means(loaded_->model(), glass::as_batch(ids));
     const auto shift =
-        glass::next_token_shift(*loaded_->model, ids, {{0, 1}}, glass::AblationMode::mean, &means);
-    for (std::size_t v = 0; v < loaded_->config.vocab_size; ++v)
+        glass::next_token_shift(loaded_->model(), ids, {{0, 1}}, glass::AblationMode::mean, &means);
+    for (std::size_t v = 0; v < loaded_->config().vocab_size; ++v)
       EXPECT_NEAR(j["after"][v].get<double>(), static_cast<double>(shift.after(v)), kTol) << v;
   }
   // With --data: its first 4 windows of 32 characters (the context), as a batch (4, 32).
@@ -257,13 +257,13 @@ TEST_F(LabTest, MeanAblationAveragesOverTheTrainingTextOrElseThePrompt) {
       post_ok("/api/ablate",
               {{"prompt", prompt}, {"heads", {{0, 1}, {1, 3}}}, {"mode", "mean"}})["ablation"];
   EXPECT_EQ(j["mean_over"], "the first 128 characters of the training text text.txt");
-  const auto ref = loaded_->tokenizer.encode(text.substr(0, 4 * kContext));
+  const auto ref = loaded_->tokenizer().chars()->encode(text.substr(0, 4 * kContext));
   glass::Ids batch = glass::Ids::from_shape({4, kContext});
   std::copy(ref.begin(), ref.end(), batch.data());
-  const glass::HeadMeans means = glass::head_means(*loaded_->model, batch);
-  const auto shift = glass::next_token_shift(*loaded_->model, ids, {{0, 1}, {1, 3}},
+  const glass::HeadMeans means = glass::head_means(loaded_->model(), batch);
+  const auto shift = glass::next_token_shift(loaded_->model(), ids, {{0, 1}, {1, 3}},
                                              glass::AblationMode::mean, &means);
-  for (std::size_t v = 0; v < loaded_->config.vocab_size; ++v)
+  for (std::size_t v = 0; v < loaded_->config().vocab_size; ++v)
     EXPECT_NEAR(j["after"][v].get<double>(), static_cast<double>(shift.after(v)), kTol) << v;
   EXPECT_NEAR(j["kl_divergence"].get<double>(), shift.kl_divergence, kTol);
 }

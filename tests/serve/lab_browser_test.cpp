@@ -148,9 +148,10 @@ TEST(LabBrowser, TheLensTheClickedHeadsAndTheScoresOverTheSaves) {
 
   // The lens: 3 rows (embeddings, after layer 0, after layer 1 = output) of 8 cells; the output
   // row's top tokens are the library's (the model served is the last save's).
-  const glass::LoadedModel loaded = glass::load_checkpoint(run_dir.string());
-  const std::vector<std::int32_t> ids = loaded.tokenizer.encode(glass::utf8_to_u32(prompt));
-  const glass::LogitLens lens = glass::logit_lens(*loaded.model, ids, 1);
+  const glass::Checkpoint loaded = glass::load_checkpoint(run_dir.string());
+  const std::vector<std::int32_t> ids =
+      loaded.tokenizer().chars()->encode(glass::utf8_to_u32(prompt));
+  const glass::LogitLens lens = glass::logit_lens(loaded.model(), ids, 1);
   const std::vector<std::string> labels = glass::token_labels(loaded);  // as the report's "text"
   EXPECT_EQ(count(dom, "class=\"hm-cell lens-cell"), 3 * n);
   const std::regex cell_re(
@@ -172,7 +173,7 @@ TEST(LabBrowser, TheLensTheClickedHeadsAndTheScoresOverTheSaves) {
   EXPECT_EQ(count(dom, "class=\"head-cell"), 8u) << "2 layers of 4 heads";
   EXPECT_EQ(count(dom, "class=\"head-cell ablated\""), 2u);
   const glass::NextTokenShift shift =
-      glass::next_token_shift(*loaded.model, ids, {{0, 1}, {1, 2}}, glass::AblationMode::zero);
+      glass::next_token_shift(loaded.model(), ids, {{0, 1}, {1, 2}}, glass::AblationMode::zero);
   const std::regex bar_re(
       R"re(class="ablation-bar" data-char="([^"]*)" data-id="([0-9]+)" data-p-normal="([0-9.]+)" data-p-ablated="([0-9.]+)")re");
   std::size_t bars = 0, changed = 0;

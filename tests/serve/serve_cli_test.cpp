@@ -243,14 +243,15 @@ TEST(ServeCli, ThePageInHeadlessChromiumAnswersATypedPrompt) {
   const std::string sampled =
       dump("sampled", "#prompt=to%20be%20or&temperature=0.7&top_k=5&top_p=0.9&repeat_penalty=1.3");
   EXPECT_NE(sampled.find("data-next-shown="), std::string::npos) << "the distribution arrived";
-  const glass::LoadedModel loaded = glass::load_checkpoint(checkpoint.string());
+  const glass::Checkpoint loaded = glass::load_checkpoint(checkpoint.string());
   glass::SamplingOptions sampling;
   sampling.temperature = 0.7;
   sampling.top_k = 5;
   sampling.top_p = 0.9;
   sampling.repeat_penalty = 1.3;  // over the last 64 characters, the page's default
-  const std::vector<std::int32_t> ids = loaded.tokenizer.encode(glass::utf8_to_u32(prompt));
-  glass::NextTokenLogits next_logits(*loaded.model, config.context_length, sampling);
+  const std::vector<std::int32_t> ids =
+      loaded.tokenizer().chars()->encode(glass::utf8_to_u32(prompt));
+  glass::NextTokenLogits next_logits(loaded.model(), config.context_length, sampling);
   const std::vector<double> probs = glass::generation_probs(next_logits(ids), sampling, ids);
   std::vector<std::pair<double, std::int32_t>> expected;  // drawable ids, most probable first
   for (std::size_t id = 0; id < probs.size(); ++id)
@@ -265,7 +266,8 @@ TEST(ServeCli, ThePageInHeadlessChromiumAnswersATypedPrompt) {
   ASSERT_EQ(bars.size(), std::min<std::size_t>(expected.size(), 10));
   for (std::size_t b = 0; b < bars.size(); ++b) {
     const auto [minus_p, id] = expected[b];
-    EXPECT_EQ(bars[b].first, glass::char_to_utf8(loaded.tokenizer.char_of(id))) << "bar " << b;
+    EXPECT_EQ(bars[b].first, glass::char_to_utf8(loaded.tokenizer().chars()->char_of(id)))
+        << "bar " << b;
     EXPECT_EQ(bars[b].second, fmt::format("{:.4f}", -minus_p)) << "bar " << b;
   }
   EXPECT_NE(sampled.find(std::to_string(expected.size()) + " of " + std::to_string(known) +
@@ -706,15 +708,15 @@ TEST(ServeCli, TheLabAnswersThroughTheBinaryWithTheTrainingTextGiven) {
   ASSERT_EQ(r->status, 200) << r->body;
   const json j = json::parse(r->body);
   EXPECT_EQ(j["ablation"]["mean_over"], "the first 128 characters of the training text text.txt");
-  const glass::LoadedModel loaded = glass::load_checkpoint(run_dir.string());
-  const auto ids = loaded.tokenizer.encode(glass::utf8_to_u32("that is"));
-  const auto ref = loaded.tokenizer.encode(text.substr(0, 4 * interp_test::kContext));
+  const glass::Checkpoint loaded = glass::load_checkpoint(run_dir.string());
+  const auto ids = loaded.tokenizer().chars()->encode(glass::utf8_to_u32("that is"));
+  const auto ref = loaded.tokenizer().chars()->encode(text.substr(0, 4 * interp_test::kContext));
   glass::Ids batch = glass::Ids::from_shape({4, interp_test::kContext});
   std::copy(ref.begin(), ref.end(), batch.data());
-  const glass::HeadMeans means = glass::head_means(*loaded.model, batch);
-  const auto shift = glass::next_token_shift(*loaded.model, ids, {{0, 1}, {1, 0}},
+  const glass::HeadMeans means = glass::head_means(loaded.model(), batch);
+  const auto shift = glass::next_token_shift(loaded.model(), ids, {{0, 1}, {1, 0}},
                                              glass::AblationMode::mean, &means);
-  for (std::size_t v = 0; v < loaded.config.vocab_size; ++v)
+  for (std::size_t v = 0; v < loaded.config().vocab_size; ++v)
     EXPECT_NEAR(j["ablation"]["after"][v].get<double>(), shift.after(v), 1e-6) << v;
   EXPECT_GE(j["ablation"]["top"].size(), 3u) << "the top 3 before, and those new after";
 

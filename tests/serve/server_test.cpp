@@ -163,9 +163,9 @@ TEST_F(ServerTest, InspectAnswersTheAttentionAndLogitsThatInspectComputes) {
   const json j = json::parse(r->body);
 
   // The same forward pass, computed here without the server.
-  const glass::LoadedModel loaded = glass::load_checkpoint(checkpoint_);
+  const glass::Checkpoint loaded = glass::load_checkpoint(checkpoint_);
   const glass::Inspection ins = glass::inspect(loaded, glass::utf8_to_u32(prompt));
-  const std::size_t n = prompt.size(), V = loaded.config.vocab_size;
+  const std::size_t n = prompt.size(), V = loaded.config().vocab_size;
   EXPECT_EQ(j["prompt"], prompt);
   EXPECT_EQ(j["tokens"].get<std::vector<std::int32_t>>(), ins.tokens);
   ASSERT_EQ(j["attention"].size(), 2u);
@@ -221,16 +221,16 @@ TEST_F(ServerTest, SampleStreamsTheTextGenerateProduces) {
   const std::string streamed = r->body;
 
   // The same generation without the server.
-  const glass::LoadedModel loaded = glass::load_checkpoint(checkpoint_);
+  const glass::Checkpoint loaded = glass::load_checkpoint(checkpoint_);
   glass::SamplingOptions sampling;
   sampling.temperature = 0.9;
   sampling.top_k = 5;
   sampling.top_p = 0.95;
   std::mt19937_64 rng(7);
-  const std::vector<std::int32_t> ids =
-      glass::generate(*loaded.model, loaded.tokenizer.encode(glass::utf8_to_u32(prompt)), 60,
-                      kContext, sampling, rng);
-  EXPECT_EQ(streamed, loaded.tokenizer.decode_utf8(ids));
+  const std::vector<std::int32_t> ids = glass::generate(
+      loaded.model(), loaded.tokenizer().chars()->encode(glass::utf8_to_u32(prompt)), 60, kContext,
+      sampling, rng);
+  EXPECT_EQ(streamed, loaded.tokenizer().chars()->decode_utf8(ids));
   EXPECT_EQ(glass::utf8_to_u32(streamed).size(), 60u);
 
   // Greedy (temperature 0) ignores the seed.
@@ -257,17 +257,17 @@ TEST_F(ServerTest, SampleTakesMinPAndTheRepetitionPenaltyAndErrorsNameJsonFields
   const auto r = post("/api/sample", request.dump());
   ASSERT_TRUE(r);
   ASSERT_EQ(r->status, 200) << r->body;
-  const glass::LoadedModel loaded = glass::load_checkpoint(checkpoint_);
+  const glass::Checkpoint loaded = glass::load_checkpoint(checkpoint_);
   glass::SamplingOptions sampling;
   sampling.temperature = 0.9;
   sampling.min_p = 0.1;
   sampling.repeat_penalty = 1.5;
   sampling.repeat_last_n = 8;
   std::mt19937_64 rng(7);
-  const std::vector<std::int32_t> ids =
-      glass::generate(*loaded.model, loaded.tokenizer.encode(glass::utf8_to_u32("to be")), 60,
-                      kContext, sampling, rng);
-  EXPECT_EQ(r->body, loaded.tokenizer.decode_utf8(ids));
+  const std::vector<std::int32_t> ids = glass::generate(
+      loaded.model(), loaded.tokenizer().chars()->encode(glass::utf8_to_u32("to be")), 60, kContext,
+      sampling, rng);
+  EXPECT_EQ(r->body, loaded.tokenizer().chars()->decode_utf8(ids));
 
   // A prompt longer than the context: a sample keeps its last kContext characters (as glass
   // sample does), an inspection refuses it, both saying the context the same way.
@@ -306,17 +306,18 @@ TEST_F(ServerTest, NextAnswersTheProbabilitiesTheSampleIsDrawnFrom) {
   const json j = json::parse(r->body);
   const std::vector<double> probs = j["probs"].get<std::vector<double>>();
 
-  const glass::LoadedModel loaded = glass::load_checkpoint(checkpoint_);
-  const std::vector<std::int32_t> ids = loaded.tokenizer.encode(glass::utf8_to_u32(prompt));
+  const glass::Checkpoint loaded = glass::load_checkpoint(checkpoint_);
+  const std::vector<std::int32_t> ids =
+      loaded.tokenizer().chars()->encode(glass::utf8_to_u32(prompt));
   EXPECT_EQ(j["tokens"].get<std::vector<std::int32_t>>(), ids);
-  ASSERT_EQ(probs.size(), loaded.config.vocab_size);
+  ASSERT_EQ(probs.size(), loaded.config().vocab_size);
   glass::SamplingOptions sampling;
   sampling.temperature = 0.7;
   sampling.top_k = 6;
   sampling.top_p = 0.9;
   sampling.repeat_penalty = 1.3;
   sampling.repeat_last_n = 4;
-  glass::NextTokenLogits next_logits(*loaded.model, kContext, sampling);
+  glass::NextTokenLogits next_logits(loaded.model(), kContext, sampling);
   const std::vector<double> logits = next_logits(ids);
   const std::vector<double> expected = glass::generation_probs(logits, sampling, ids);
   for (std::size_t id = 0; id < probs.size(); ++id) EXPECT_DOUBLE_EQ(probs[id], expected[id]) << id;
@@ -345,7 +346,7 @@ TEST_F(ServerTest, NextAnswersTheProbabilitiesTheSampleIsDrawnFrom) {
     const auto sample = post("/api/sample", request.dump());
     ASSERT_TRUE(sample);
     std::mt19937_64 rng(seed);
-    EXPECT_EQ(sample->body, loaded.tokenizer.decode_utf8({glass::draw(probs, rng)}))
+    EXPECT_EQ(sample->body, loaded.tokenizer().chars()->decode_utf8({glass::draw(probs, rng)}))
         << "seed " << seed;
   }
 
@@ -452,6 +453,21 @@ TEST_F(ServerTest, DuplicateKeysAreRefusedAndErrorsNameTheJsonFields) {
   EXPECT_EQ(page->body.find("--allow-unknown"), std::string::npos) << page->body;
   // Still answered when the field is given.
   EXPECT_EQ(post("/api/inspect", "{\"prompt\": \"to be?\", \"allow_unknown\": true}")->status, 200);
+}
+
+// A prompt's character outside the vocabulary: the library's typed error states the facts (which
+// character, where), the server maps the type to 400 and adds the fix in the API's words, never
+// the command line's flag.
+TEST_F(ServerTest, AnUnknownCharacterIs400WithTheFactsAndTheJsonField) {
+  for (const char* path : {"/api/inspect", "/api/sample", "/api/next"}) {
+    const auto r = post(path, "{\"prompt\": \"to be?\"}");
+    ASSERT_TRUE(r) << path;
+    EXPECT_EQ(r->status, 400) << path << ": " << r->body;
+    const std::string error = json::parse(r->body)["error"].get<std::string>();
+    EXPECT_NE(error.find("'?' (U+003F) at position 5"), std::string::npos) << path << ": " << error;
+    EXPECT_NE(error.find("send \"allow_unknown\": true"), std::string::npos) << error;
+    EXPECT_EQ(error.find("--"), std::string::npos) << "a command-line flag: " << error;
+  }
 }
 
 TEST_F(ServerTest, EvalsHoldTheProbesAttentionAndASample) {
