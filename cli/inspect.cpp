@@ -30,9 +30,11 @@
 #include "cli/threads.hpp"
 #include "inspect/inspect.hpp"
 #include "inspect/interp_report.hpp"
+#include "inspect/lab.hpp"
 #include "inspect/render_html.hpp"
 #include "inspect/render_json.hpp"
 #include "inspect/render_terminal.hpp"
+#include "inspect/loss_plot.hpp"
 #include "inspect/text_cells.hpp"
 
 namespace {
@@ -95,18 +97,31 @@ glass::RenderOptions terminal_options() {
   return options;
 }
 
-/// `glass inspect` with --lens, --ablate, --head-scores, --patch or --history: the
-/// interpretability lab (interp/) on the checkpoint, in tokens.
-/// The checkpoint of `opt` on the reference path (the hook points' path: the snapshots are its
-/// steps), its warning printed.
-glass::Checkpoint load_for_inspection(const InspectOptions& opt) {
+/// Refuses "-" for both documents (standard output holds one document alone) and output paths
+/// that cannot be written (check_output_path).
+void check_outputs(const InspectOptions& opt) {
+  if (opt.json_path == "-" && opt.html_path == "-")
+    throw glass::cli::CommandError(
+        "--json - and --html - both ask for standard output: send one of them to a file");
+  if (!opt.json_path.empty() && opt.json_path != "-") check_output_path(opt.json_path, "--json");
+  if (!opt.html_path.empty() && opt.html_path != "-") check_output_path(opt.html_path, "--html");
+}
+
+/// The checkpoint of --checkpoint (--best: its best weights) on the reference path, whose hook
+/// points the snapshots and the lab read; its warning printed; --threads applied.
+glass::Checkpoint load_for_inspect(const InspectOptions& opt) {
+  using glass::cli::CommandError;
+  if (!std::filesystem::is_directory(opt.checkpoint))
+    throw CommandError("checkpoint directory '" + opt.checkpoint +
+                       "' does not exist (train one with: glass train --out DIR)");
   try {
     glass::Checkpoint loaded = glass::load_checkpoint(opt.checkpoint, opt.best);
     loaded.model().set_ops_path(glass::OpsPath::reference);
     if (!loaded.warning().empty()) std::cerr << "warning: " << loaded.warning() << "\n";
+    glass::cli::apply_threads(opt.threads);
     return loaded;
   } catch (const glass::CheckpointError& e) {
-    throw glass::cli::CommandError("cannot load checkpoint '" + opt.checkpoint + "': " + e.what());
+    throw CommandError("cannot load checkpoint '" + opt.checkpoint + "': " + e.what());
   }
 }
 
@@ -121,43 +136,36 @@ glass::UnknownPolicy unknown_policy(const InspectOptions& opt) {
   return opt.allow_unknown ? glass::UnknownPolicy::kMapToUnknownId : glass::UnknownPolicy::kRefuse;
 }
 
-/// The lab's token ids of `text` (the flag `flag`): valid UTF-8, its unknown characters refused
-/// or (--allow-unknown) mapped with a warning, not empty, at most the checkpoint's window.
-std::vector<std::int32_t> lab_tokens(const glass::Checkpoint& loaded, const InspectOptions& opt,
-                                     const std::string& text, const char* flag) {
-  using glass::cli::CommandError;
-  std::u32string chars;
+/// The save's training log (log.csv) for the page's loss curve; none (with a warning) when it
+/// cannot be read.
+std::vector<glass::LossPoint> page_loss(const glass::Checkpoint& loaded) {
   try {
-    chars = glass::utf8_to_u32(text);
-  } catch (const glass::Utf8Error& e) {
-    throw CommandError(fmt::format("{} is not valid UTF-8: {}", flag, e.what()));
+    return glass::read_loss_log((std::filesystem::path(loaded.files_dir()) / "log.csv").string());
+  } catch (const std::exception& e) {
+    std::cerr << "warning: no loss curve on the page: " << e.what() << "\n";
+    return {};
   }
-  std::vector<std::int32_t> ids;
-  std::size_t unknown = 0;
-  try {
-    ids = loaded.encode_prompt(chars, unknown_policy(opt), &unknown);
-  } catch (const glass::UnknownCharacterError& e) {
-    throw unknown_characters(fmt::format("{}: {}", flag, e.what()));
-  }
-  if (unknown > 0)
-    std::cerr << "warning: " << unknown << " character(s) of " << flag
-              << " outside the vocabulary mapped to the unknown id 0\n";
-  if (ids.empty()) throw CommandError(fmt::format("{} is empty: give some text", flag));
-  const std::size_t window = loaded.window();
-  const char* unit = loaded.unit();
-  if (ids.size() > window)
-    throw CommandError(fmt::format("{} has {} {}; {}. Give at most {} {}", flag, ids.size(), unit,
-                                   glass::context_sentence(window, unit), window, unit));
-  return ids;
 }
 
-void run_interp(const InspectOptions& opt) {
+/// The inspector page's options: the head chosen, top-k, the prompt in the title, the loss curve.
+glass::HtmlOptions page_options(const InspectOptions& opt, const glass::Checkpoint& loaded,
+                                const std::u32string& prompt) {
+  glass::HtmlOptions html;
+  html.layer = static_cast<std::size_t>(opt.layer);
+  html.head = static_cast<std::size_t>(opt.head);
+  html.top_k = static_cast<std::size_t>(opt.top_k);
+  html.checkpoint = opt.checkpoint;
+  std::string shown;
+  for (std::size_t i = 0; i < prompt.size() && i < 60; ++i) shown += glass::visible_char(prompt[i]);
+  if (prompt.size() > 60) shown += "…";
+  html.title = "GlassLLM inspector: \"" + shown + "\"";
+  html.loss = page_loss(loaded);
+  return html;
+}
+
+/// The flags of the lab that only make sense together, checked before anything is loaded.
+void check_lab_flags(const InspectOptions& opt) {
   using glass::cli::CommandError;
-  if (opt.top_k < 1 || opt.top_k > 1000)
-    throw CommandError(fmt::format("--top-k must be from 1 to 1000 (got {})", opt.top_k));
-  if (!std::filesystem::is_directory(opt.checkpoint))
-    throw CommandError("checkpoint directory '" + opt.checkpoint +
-                       "' does not exist (train one with: glass train --out DIR)");
   if (!opt.snapshot.empty())
     throw CommandError(
         "--snapshot shows one snapshot of the overview; it does not combine with --lens, "
@@ -169,160 +177,131 @@ void run_interp(const InspectOptions& opt) {
     throw CommandError("--corrupted is the second prompt of --patch: add --patch");
   if (opt.ablation != "zero" && opt.ablate.empty())
     throw CommandError("--ablation says how --ablate knocks heads out: add --ablate L.H");
-  const bool needs_prompt = opt.lens || !opt.ablate.empty() || opt.patch;
-  if (needs_prompt && !opt.prompt_given)
+  // Negative numbers do not reach the lab's request (it counts from 0); it checks the rest.
+  if (opt.top_k < 1)
     throw CommandError(
-        "--lens, --ablate and --patch run the model on a prompt: give --prompt TEXT");
-  const bool json_to_stdout = opt.json_path == "-", html_to_stdout = opt.html_path == "-";
-  if (json_to_stdout && html_to_stdout)
-    throw CommandError(
-        "--json - and --html - both ask for standard output: send one of them to a file");
-  if (!opt.json_path.empty() && !json_to_stdout) check_output_path(opt.json_path, "--json");
-  if (!opt.html_path.empty() && !html_to_stdout) check_output_path(opt.html_path, "--html");
-  const glass::Checkpoint loaded = load_for_inspection(opt);
-  glass::cli::apply_threads(opt.threads);
-  const glass::Decoder& model = loaded.model();
-  const glass::ModelConfig& config = model.config();
-  glass::InterpReport report;
-  report.checkpoint = opt.checkpoint;
-  report.labels = glass::token_labels(loaded);
-  if (opt.prompt_given) report.prompt = lab_tokens(loaded, opt, opt.prompt, "--prompt");
-  const std::vector<std::int32_t>& tokens = report.prompt;
+        fmt::format("--top-k must be from 1 to {} (got {})", glass::kMaxLabTopK, opt.top_k));
+  if (opt.layer < 0) throw CommandError(fmt::format("--layer {} is out of range", opt.layer));
+  if (opt.head < 0) throw CommandError(fmt::format("--head {} is out of range", opt.head));
+}
 
+/// The lab's request from the flags (--ablate's heads read against the model's shape).
+glass::LabRequest lab_request(const InspectOptions& opt, const glass::ModelConfig& config) {
+  glass::LabRequest q;
+  if (opt.prompt_given) q.prompt = opt.prompt;
+  q.allow_unknown = opt.allow_unknown;
+  q.top_k = static_cast<std::size_t>(opt.top_k);
+  q.layer = static_cast<std::size_t>(opt.layer);
+  q.head = static_cast<std::size_t>(opt.head);
+  q.lens = opt.lens;
+  if (!opt.ablate.empty()) {
+    try {
+      q.ablate = glass::parse_head_list(opt.ablate, config.n_layers, config.n_heads);
+    } catch (const std::invalid_argument& e) {
+      throw glass::cli::CommandError(std::string("--ablate: ") + e.what());
+    }
+  }
+  q.ablation = opt.ablation == "mean" ? glass::AblationMode::mean : glass::AblationMode::zero;
+  q.head_scores = opt.head_scores;
+  q.weights_are_best = opt.best;
+  if (opt.patch) q.patch = opt.corrupted;
+  if (opt.history) q.history = opt.checkpoint;
+  return q;
+}
+
+/// A request the lab refused, in the command's words: the flag, the fact, what to do.
+std::string lab_message(const glass::LabRequestError& e) {
+  using F = glass::LabField;
+  const char* flag = "--prompt";
+  switch (e.field) {
+    case F::prompt:
+      flag = "--prompt";
+      break;
+    case F::corrupted:
+      flag = "--corrupted";
+      break;
+    case F::top_k:
+      flag = "--top-k";
+      break;
+    case F::layer:
+      flag = "--layer";
+      break;
+    case F::head:
+      flag = "--head";
+      break;
+    case F::heads:
+      flag = "--ablate";
+      break;
+    case F::head_scores:
+      flag = "--head-scores";
+      break;
+  }
+  std::string hint;
+  if (e.problem == glass::LabProblem::unknown_characters)
+    hint = "\n(--allow-unknown maps them to the unknown id 0)";
+  else if (e.field == F::head_scores || e.problem == glass::LabProblem::missing)
+    hint = ": give --prompt TEXT";
+  return fmt::format("{} {}{}", flag, e.what(), hint);
+}
+
+/// The lab's page: the report drawn by web/lab_views.js, under the inspector of the prompt when
+/// there is one, with the save's loss curve.
+std::string lab_page(const InspectOptions& opt, const glass::Checkpoint& loaded,
+                     const nlohmann::ordered_json& report) {
+  glass::HtmlOptions html;
+  html.layer = static_cast<std::size_t>(opt.layer);
+  html.head = static_cast<std::size_t>(opt.head);
+  html.top_k = static_cast<std::size_t>(opt.top_k);
+  html.checkpoint = opt.checkpoint;
+  html.title = "GlassLLM interpretability: " + opt.checkpoint;
+  html.loss = page_loss(loaded);
+  if (!opt.prompt_given) return glass::lab_html(report, nullptr, html);
   try {
-    if (opt.lens) {
-      const std::size_t k =
-          std::min<std::size_t>(static_cast<std::size_t>(opt.top_k), config.vocab_size);
-      report.lens = glass::logit_lens(model, tokens, k);
-    }
-    if (!opt.ablate.empty()) {
-      glass::InterpReport::Ablation a;
-      try {
-        a.heads = glass::parse_head_list(opt.ablate, config.n_layers, config.n_heads);
-      } catch (const std::invalid_argument& e) {
-        throw CommandError(std::string("--ablate: ") + e.what());
-      }
-      a.mode = opt.ablation == "mean" ? glass::AblationMode::mean : glass::AblationMode::zero;
-      a.top_k = static_cast<std::size_t>(opt.top_k);
-      glass::HeadMeans means;
-      if (a.mode == glass::AblationMode::mean)
-        means = glass::head_means(model, glass::as_batch(tokens));  // over the prompt's positions
-      a.shift = glass::next_token_shift(model, tokens, a.heads, a.mode, &means);
-      report.ablation = std::move(a);
-    }
-    if (opt.head_scores) {
-      glass::InterpReport::Scores s;
-      if (opt.prompt_given) {
-        if (tokens.size() < 3)
-          throw CommandError(fmt::format(
-              "--head-scores measures on the prompt, which needs at least 3 tokens (it has {})",
-              tokens.size()));
-        s.record = glass::measure_head_scores(model, tokens, loaded.window());
-        s.source = "the prompt";
-      } else {
-        if (opt.best)
-          throw CommandError(
-              "--head-scores without --prompt shows the save's interp.json, measured on the "
-              "latest weights, not on best.safetensors: give --prompt to measure --best");
-        const std::filesystem::path file =
-            std::filesystem::path(loaded.files_dir()) / glass::kInterpFile;
-        if (!std::filesystem::exists(file))
-          throw CommandError(fmt::format(
-              "{} holds no interp.json (a save of glass train --no-interp-record, or older): "
-              "give --prompt TEXT to measure the head scores on a text",
-              opt.checkpoint));
-        const std::vector<glass::InterpRecord> records =
-            glass::read_interp_history(loaded.files_dir());
-        const auto it = std::find_if(records.begin(), records.end(), [&](const auto& r) {
-          return std::to_string(r.step) == loaded.weights_step();
-        });
-        if (it == records.end())
-          throw CommandError(fmt::format("{}: interp.json is not of the weights' step {}",
-                                         opt.checkpoint, loaded.weights_step()));
-        s.record = *it;
-        s.source =
-            fmt::format("the validation probe, recorded by glass train at step {}", s.record.step);
-      }
-      report.head_scores = std::move(s);
-    }
-    if (opt.patch) {
-      glass::InterpReport::Patch p;
-      p.corrupted = lab_tokens(loaded, opt, opt.corrupted, "--corrupted");
-      if (p.corrupted.size() != tokens.size())
-        throw CommandError(fmt::format(
-            "--corrupted has {} tokens and --prompt {}: patching copies activations position "
-            "by position, so the two prompts need the same length in tokens",
-            p.corrupted.size(), tokens.size()));
-      const std::size_t V = config.vocab_size, T = tokens.size();
-      auto predicted = [&](const std::vector<std::int32_t>& ids) {
-        const glass::Array logits =
-            glass::ablated_logits(model, glass::as_batch(ids), {}, glass::AblationMode::zero);
-        return static_cast<std::int32_t>(
-            glass::top_k_indices(logits.data() + (T - 1) * V, V, 1).front());
-      };
-      const std::int32_t answer = predicted(tokens), other = predicted(p.corrupted);
-      if (answer == other)
-        throw CommandError(fmt::format(
-            "both prompts make the model predict '{}' next: there is no logit difference to "
-            "recover; choose a corrupted prompt that changes the prediction",
-            report.labels[static_cast<std::size_t>(answer)]));
-      p.result = glass::patch_residual_stream(model, tokens, p.corrupted, answer, other);
-      report.patch = std::move(p);
-    }
-    if (opt.history) {
-      glass::InterpReport::History h;
-      h.records = glass::read_interp_history(opt.checkpoint);
-      try {
-        h.loss =
-            glass::read_loss_log((std::filesystem::path(loaded.files_dir()) / "log.csv").string());
-      } catch (const std::exception& e) {
-        std::cerr << "warning: no validation losses next to the history: " << e.what() << "\n";
-      }
-      report.history = std::move(h);
-    }
+    const glass::Inspection inspection =
+        glass::inspect(loaded, glass::utf8_to_u32(opt.prompt), unknown_policy(opt));
+    return glass::lab_html(report, &inspection, html);
+  } catch (const glass::InspectError& e) {
+    throw glass::cli::CommandError(e.what());
+  } catch (const glass::UnknownCharacterError& e) {
+    throw unknown_characters(e.what());
+  }
+}
+
+/// `glass inspect` with --lens, --ablate, --head-scores, --patch or --history: the
+/// interpretability lab (inspect/lab.hpp) on the checkpoint, in tokens; the report on the
+/// terminal, as JSON (--json) or as the lab's page (--html).
+void run_interp(const InspectOptions& opt) {
+  using glass::cli::CommandError;
+  check_lab_flags(opt);
+  check_outputs(opt);
+  const glass::Checkpoint loaded = load_for_inspect(opt);
+  glass::InterpReport report;
+  try {
+    report = glass::run_lab(loaded, lab_request(opt, loaded.config()));
+  } catch (const glass::LabRequestError& e) {
+    throw CommandError(lab_message(e));
   } catch (const glass::CheckpointError& e) {
     throw CommandError(e.what());
-  } catch (const std::invalid_argument& e) {
-    throw CommandError(e.what());
   }
-
+  report.checkpoint = opt.checkpoint;
+  for (const std::string& w : report.warnings) std::cerr << "warning: " << w << "\n";
+  const nlohmann::ordered_json doc = glass::interp_json(report);
   std::string wrote;
-  const std::string json = glass::interp_json(report).dump(2) + "\n";
-  if (!opt.json_path.empty() && !json_to_stdout) {
-    glass::write_file_atomic(opt.json_path, json);
+  if (!opt.json_path.empty() && opt.json_path != "-") {
+    glass::write_file_atomic(opt.json_path, doc.dump(2) + "\n");
     wrote += "\nwrote " + opt.json_path + " (docs/en/cli.md, glass inspect: the JSON shape)\n";
   }
   if (!opt.html_path.empty()) {
-    std::string page;
-    const std::string title = "GlassLLM interpretability: " + opt.checkpoint;
-    if (opt.prompt_given) {
-      // The inspector page of the prompt, with the lab's sections under it.
-      glass::HtmlOptions html;
-      html.top_k = static_cast<std::size_t>(opt.top_k);
-      html.checkpoint = opt.checkpoint;
-      html.title = title;
-      glass::Inspection inspection;
-      try {
-        inspection = glass::inspect(loaded, glass::utf8_to_u32(opt.prompt), unknown_policy(opt));
-      } catch (const glass::InspectError& e) {
-        throw CommandError(e.what());
-      } catch (const glass::UnknownCharacterError& e) {
-        throw unknown_characters(e.what());
-      }
-      page = glass::insert_before_body_end(glass::inspection_html(inspection, html),
-                                           glass::interp_html_sections(report));
-    } else {
-      page = glass::interp_page(report, title);
-    }
-    if (html_to_stdout) {
+    const std::string page = lab_page(opt, loaded, doc);
+    if (opt.html_path == "-") {
       std::cout << page;
     } else {
       glass::write_file_atomic(opt.html_path, page);
       wrote += "\nwrote " + opt.html_path + " (one self-contained page: open it in a browser)\n";
     }
   }
-  if (json_to_stdout) std::cout << json;
-  if (json_to_stdout || html_to_stdout) {
+  if (opt.json_path == "-") std::cout << doc.dump(2) << "\n";
+  if (opt.json_path == "-" || opt.html_path == "-") {
     std::cerr << (wrote.empty() ? "" : wrote.substr(1));
     return;
   }
@@ -335,17 +314,10 @@ void run_inspect(const InspectOptions& opt) {
   if (!opt.prompt_given) throw CommandError("--prompt is required: the text to look inside");
   if (opt.top_k < 1)
     throw CommandError(fmt::format("--top-k must be at least 1 (got {})", opt.top_k));
-  if (!std::filesystem::is_directory(opt.checkpoint))
-    throw CommandError("checkpoint directory '" + opt.checkpoint +
-                       "' does not exist (train one with: glass train --out DIR)");
   // "-" is standard output (as `glass sample --prompt -` reads standard input): then it holds
   // that document alone, so only one of the two can go there.
+  check_outputs(opt);
   const bool json_to_stdout = opt.json_path == "-", html_to_stdout = opt.html_path == "-";
-  if (json_to_stdout && html_to_stdout)
-    throw CommandError(
-        "--json - and --html - both ask for standard output: send one of them to a file");
-  if (!opt.json_path.empty() && !json_to_stdout) check_output_path(opt.json_path, "--json");
-  if (!opt.html_path.empty() && !html_to_stdout) check_output_path(opt.html_path, "--html");
   std::u32string prompt;
   try {
     prompt = glass::utf8_to_u32(opt.prompt);
@@ -353,8 +325,7 @@ void run_inspect(const InspectOptions& opt) {
     throw CommandError(std::string("the prompt is not valid UTF-8: ") + e.what());
   }
 
-  const glass::Checkpoint loaded = load_for_inspection(opt);
-  glass::cli::apply_threads(opt.threads);
+  const glass::Checkpoint loaded = load_for_inspect(opt);  // the snapshots: reference path
   const glass::ModelConfig& config = loaded.config();
   if (opt.layer < 0 || static_cast<std::size_t>(opt.layer) >= config.n_layers)
     throw CommandError(fmt::format("--layer {} is out of range: the model has {} layers (0..{})",
@@ -398,22 +369,7 @@ void run_inspect(const InspectOptions& opt) {
         "\nwrote " + opt.json_path + " (tokens, logits, probs and every snapshot; see README)\n";
   }
   if (!opt.html_path.empty()) {
-    glass::HtmlOptions html;
-    html.layer = layer;
-    html.head = head;
-    html.top_k = static_cast<std::size_t>(opt.top_k);
-    html.checkpoint = opt.checkpoint;
-    std::string shown;
-    for (std::size_t i = 0; i < prompt.size() && i < 60; ++i)
-      shown += glass::visible_char(prompt[i]);
-    if (prompt.size() > 60) shown += "…";
-    html.title = "GlassLLM inspector: \"" + shown + "\"";
-    try {
-      html.loss =
-          glass::read_loss_log((std::filesystem::path(loaded.files_dir()) / "log.csv").string());
-    } catch (const std::exception& e) {
-      std::cerr << "warning: no loss curve on the page: " << e.what() << "\n";
-    }
+    const glass::HtmlOptions html = page_options(opt, loaded, prompt);
     if (html_to_stdout) {
       std::cout << glass::inspection_html(inspection, html);
     } else {
@@ -434,6 +390,42 @@ void run_inspect(const InspectOptions& opt) {
   else
     std::cout << glass::render_snapshot(inspection, layer, head, opt.snapshot, render);
   std::cout << wrote;
+}
+
+/// The options of the interpretability lab (group "Interpretability").
+void add_lab_options(CLI::App* cmd, InspectOptions& opt) {
+  cmd->add_flag("--lens", opt.lens,
+                "logit lens: for each layer and position, the top --top-k next tokens read off the "
+                "residual stream and the probability of the true next token")
+      ->group("Interpretability");
+  cmd->add_option(
+         "--ablate", opt.ablate,
+         "knock out heads LAYER.HEAD[,LAYER.HEAD...] (e.g. 0.1,2.3) and show the next-token "
+         "distribution after --prompt with and without them")
+      ->group("Interpretability");
+  cmd->add_option("--ablation", opt.ablation,
+                  "how --ablate knocks a head out: zero (its output before W_O set to 0) or mean "
+                  "(set to its mean over the prompt's positions)")
+      ->transform(CLI::IsMember({"zero", "mean"}, CLI::ignore_case))
+      ->capture_default_str()
+      ->group("Interpretability");
+  cmd->add_flag("--head-scores", opt.head_scores,
+                "layers x heads table: previous-token, induction and first-position scores and the "
+                "ablation loss change; on --prompt, or without it the save's validation probe "
+                "(interp.json)")
+      ->group("Interpretability");
+  cmd->add_flag("--patch", opt.patch,
+                "activation patching: copy the residual stream of --prompt into the run of "
+                "--corrupted at each (layer, position); the fraction of the logit difference "
+                "between their next tokens it recovers")
+      ->group("Interpretability");
+  cmd->add_option("--corrupted", opt.corrupted,
+                  "the corrupted prompt of --patch (as many tokens as --prompt)")
+      ->group("Interpretability");
+  cmd->add_flag("--history", opt.history,
+                "the head scores recorded at every save of the run directory, as tables over the "
+                "steps next to the validation loss")
+      ->group("Interpretability");
 }
 
 }  // namespace
@@ -476,38 +468,7 @@ void add_inspect_command(CLI::App& app) {
                 "map prompt characters outside the vocabulary to the unknown id 0 (with a warning) "
                 "instead of stopping");
   glass::cli::add_threads_option(cmd, opt->threads);
-  cmd->add_flag("--lens", opt->lens,
-                "logit lens: for each layer and position, the top --top-k next tokens read off the "
-                "residual stream and the probability of the true next token")
-      ->group("Interpretability");
-  cmd->add_option(
-         "--ablate", opt->ablate,
-         "knock out heads LAYER.HEAD[,LAYER.HEAD...] (e.g. 0.1,2.3) and show the next-token "
-         "distribution after --prompt with and without them")
-      ->group("Interpretability");
-  cmd->add_option("--ablation", opt->ablation,
-                  "how --ablate knocks a head out: zero (its output before W_O set to 0) or mean "
-                  "(set to its mean over the prompt's positions)")
-      ->transform(CLI::IsMember({"zero", "mean"}, CLI::ignore_case))
-      ->capture_default_str()
-      ->group("Interpretability");
-  cmd->add_flag("--head-scores", opt->head_scores,
-                "layers x heads table: previous-token, induction and first-position scores and the "
-                "ablation loss change; on --prompt, or without it the save's validation probe "
-                "(interp.json)")
-      ->group("Interpretability");
-  cmd->add_flag("--patch", opt->patch,
-                "activation patching: copy the residual stream of --prompt into the run of "
-                "--corrupted at each (layer, position); the fraction of the logit difference "
-                "between their next tokens it recovers")
-      ->group("Interpretability");
-  cmd->add_option("--corrupted", opt->corrupted,
-                  "the corrupted prompt of --patch (as many tokens as --prompt)")
-      ->group("Interpretability");
-  cmd->add_flag("--history", opt->history,
-                "the head scores recorded at every save of the run directory, as tables over the "
-                "steps next to the validation loss")
-      ->group("Interpretability");
+  add_lab_options(cmd, *opt);
   cmd->footer(
       "Examples:\n"
       "  glass inspect --checkpoint runs/domcasmurro --prompt 'Capitu' --layer 1\n"

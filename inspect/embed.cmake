@@ -38,11 +38,11 @@ file(WRITE "${OUTPUT}.tmp"
   "// Generated at build time by inspect/embed.cmake from web/: edit those files.\n"
   "#pragma once\n\n"
   "namespace glass::web_pages {\n\n"
-  "/// web/index.html with style.css, common.js, loss_chart.js and script.js inlined.\n"
+  "/// web/index.html with style.css, lab.css, common.js, loss_chart.js, lines.js, script.js,\n///   lab_views.js and lab_page.js inlined.\n"
   "inline constexpr const char kInspector[] = R\"${delimiter}(${inspector})${delimiter}\";\n\n"
   "/// web/loss.html with style.css and loss_chart.js inlined.\n"
   "inline constexpr const char kLoss[] = R\"${delimiter}(${loss})${delimiter}\";\n\n"
-  "/// web/live.html (glass serve) with style.css, live.css, common.js, loss_chart.js, lines.js and\n///   live.js inlined.\n"
+  "/// web/live.html (glass serve) with style.css, live.css, lab.css, common.js, loss_chart.js, lines.js,\n///   live.js, lab_views.js and lab.js inlined.\n"
   "inline constexpr const char kLive[] = R\"${delimiter}(${live})${delimiter}\";\n\n"
   "}  // namespace glass::web_pages\n")
 file(RENAME "${OUTPUT}.tmp" "${OUTPUT}")

@@ -1,9 +1,11 @@
 #pragma once
-// The interpretability views of `glass inspect` (--lens, --ablate, --head-scores, --patch,
-// --history): the numbers of interp/ with the tokens' text next to them, as terminal tables,
-// JSON (the shape is in docs/en/cli.md, "glass inspect: the interpretability lab") and HTML
-// sections. The tools work in tokens: a character model's tokens are characters, a BPE
-// model's are its subwords.
+// The lab report: what the interpretability lab computed (logit lens, ablation, head scores,
+// patching, history; inspect/lab.hpp runs it) with the tokens' text next to the numbers, as
+// terminal tables and as the one JSON shape of a lab report (the shape is in docs/en/cli.md,
+// "glass inspect: the interpretability lab"), which `glass inspect --json`, the page of
+// `glass inspect --html` (drawn by web/lab_views.js) and the lab routes of `glass serve` all
+// carry. The tools work in tokens: a character model's tokens are characters, a BPE model's are
+// its subwords.
 
 #include "checkpoint/checkpoint.hpp"
 
@@ -34,17 +36,23 @@ std::vector<HeadRef> parse_head_list(const std::string& text, std::size_t n_laye
 /// throws CheckpointError), one per step. Empty when there are none.
 std::vector<InterpRecord> read_interp_history(const std::string& run_dir);
 
-/// What `glass inspect` computed; each view is present when its option was given.
+/// What the lab computed (run_lab, inspect/lab.hpp); each view is present when it was asked.
 struct InterpReport {
   std::string checkpoint;
   std::vector<std::string> labels;   ///< per token id (token_labels)
-  std::vector<std::int32_t> prompt;  ///< the (clean) prompt's tokens; empty for --history alone
+  std::vector<std::int32_t> prompt;  ///< the (clean) prompt's tokens; empty without a prompt
+  /// Facts worth a warning (characters mapped to the unknown id, a training log not read).
+  std::vector<std::string> warnings;
   std::optional<LogitLens> lens;
   struct Ablation {
     std::vector<HeadRef> heads;
     AblationMode mode = AblationMode::zero;
     NextTokenShift shift;
-    std::size_t top_k = 5;
+    std::size_t top_k = 5;  ///< the next tokens listed: the top_k before and the top_k after
+    std::string mean_over;  ///< mean ablation: what the means were taken over ("" otherwise)
+    /// The ids listed: the top_k most probable before, then those of the top_k after not
+    /// among them.
+    std::vector<std::size_t> listed() const;
   };
   std::optional<Ablation> ablation;
   struct Scores {
@@ -62,6 +70,9 @@ struct InterpReport {
     std::vector<LossPoint> loss;  ///< the run's evaluations (log.csv), for the validation loss
   };
   std::optional<History> history;
+
+  /// The label of token `id` (labels[id]; "?" outside the vocabulary).
+  std::string label(std::int32_t id) const;
 };
 
 /// The head_scores view measured live: previous-token and first-position share on the windows
@@ -72,21 +83,16 @@ InterpRecord measure_head_scores(const Decoder& model, const std::vector<std::in
                                  std::size_t window);
 
 /// The views as terminal text (plain, aligned; `width` columns at most where tables wrap).
+/// In inspect/interp_terminal.cpp.
 std::string interp_terminal(const InterpReport& report, std::size_t width = 120);
 
-/// The views as one JSON object: {"checkpoint", "prompt": [{"id","text"}...], "lens": ...,
-/// "ablation": ..., "head_scores": ..., "patching": ..., "history": ...} (absent views left
-/// out; non-finite numbers as null).
+/// The views as one JSON object, the one shape of a lab report: {"checkpoint", "prompt":
+/// [{"id","text"}...], "lens": {"points", "top_k", "top": [point][position][k] {"id", "text",
+/// "prob"}, "true_next_prob": [point][position < T-1]}, "ablation": {"heads", "mode",
+/// "kl_divergence", "top": [{"id","text"}] (listed()), "before", "after": vocab_size
+/// probabilities, "mean_over" (mean ablation)}, "head_scores": ..., "patching": ...,
+/// "history": ...} (absent views left out; non-finite numbers as null). A token's "text" is
+/// its visible label (token_labels).
 nlohmann::ordered_json interp_json(const InterpReport& report);
-
-/// The views as HTML sections (<section class="glass-interp">, tables with their numbers,
-/// cells shaded by value), self-contained: no script, no network.
-std::string interp_html_sections(const InterpReport& report);
-
-/// A whole page holding interp_html_sections, for a view without the inspector page.
-std::string interp_page(const InterpReport& report, const std::string& title);
-
-/// `page` with `sections` inserted before its </body> (appended when it has none).
-std::string insert_before_body_end(std::string page, const std::string& sections);
 
 }  // namespace glass

@@ -1,10 +1,13 @@
 #pragma once
 // The inspector's HTML view (`glass inspect --html`, GET /inspector of `glass serve`): one
-// self-contained page, web/index.html with the inspection in it.
+// self-contained page, web/index.html with the inspection in it, and with a lab report
+// (inspect/interp_report.hpp) when the interpretability lab ran.
 
 #include <cstddef>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "inspect/inspect.hpp"
 #include "inspect/loss_plot.hpp"
@@ -26,6 +29,14 @@ struct HtmlOptions {
 /// hover, a snapshot browser with shapes, next-token top-k bars for every position and the
 /// training loss curve.
 std::string inspection_html(const Inspection& inspection, const HtmlOptions& options = {});
+
+/// The lab's page: web/index.html with the lab report `lab` (interp_json) in its "lab-data" tag,
+/// drawn by web/lab_views.js as on the live page, and the inspection of the prompt when there is
+/// one (`inspection` null: the page shows the lab's views and the loss curve alone). Opens from a
+/// file, no network. options.layer and head: the head the views start on (the lens marks the
+/// layer, the head-scores table the head).
+std::string lab_html(const nlohmann::ordered_json& lab, const Inspection* inspection,
+                     const HtmlOptions& options);
 
 /// Writes inspection_html to `path` atomically. Throws std::runtime_error on failure.
 void write_html(const Inspection& inspection, const std::string& path,

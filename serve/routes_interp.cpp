@@ -2,13 +2,16 @@
 //   POST /api/lens    the logit lens of a prompt (interp/logit_lens.hpp)
 //   POST /api/ablate  the next-token distribution with and without some heads (interp/ablation.hpp)
 //   GET  /api/interp  the head scores recorded at each save (SAVE/interp.json, serve/interp_lab.hpp)
-// Requests are read and checked like the others (requests.hpp); forward passes run under the
-// compute lock, one at a time. See server.hpp.
+// Requests are read and checked like the others (requests.hpp), then run by the lab runner
+// `glass inspect` calls too (run_lab, inspect/lab.hpp), under the compute lock, one at a time;
+// the answer is the lab report's JSON (interp_json), the shape `glass inspect --json` writes.
+// See server.hpp.
 
 #include <algorithm>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <set>
 #include <utility>
 #include <vector>
@@ -18,6 +21,8 @@
 
 #include "checkpoint/checkpoint.hpp"
 #include "data/text.hpp"
+#include "inspect/interp_report.hpp"
+#include "inspect/lab.hpp"
 #include "interp/interp.hpp"
 #include "serve/interp_lab.hpp"
 #include "serve/payloads.hpp"
@@ -32,42 +37,34 @@ using namespace serve_api;
 namespace {
 
 /// Next tokens listed per cell of the lens and per distribution of an ablation, at most.
-constexpr std::uint64_t kMaxLabTopK = 20;
+constexpr std::uint64_t kMaxServedTopK = 20;
 /// Windows of the training text the mean of each head's output is taken over (mean ablation).
 constexpr std::size_t kMeanWindows = 4;
 
-/// The prompt of a lab request: present, not empty, at most the model's window of tokens, each
-/// character in the vocabulary unless allow_unknown (UnknownCharacterError: a 400). Returns it
-/// as token ids (unknown characters as id 0).
-std::vector<std::int32_t> lab_prompt(const json& body, const Checkpoint& m, std::u32string& chars) {
+/// The lab request of a body's "prompt" and "allow_unknown": present, not empty, at most the
+/// model's window (checked here, in the API's words, before the lab tokenizes it; the lab
+/// refuses characters outside the vocabulary unless allow_unknown).
+LabRequest lab_request(const json& body, const Checkpoint& m) {
   if (!body.contains("prompt")) throw BadRequest("give the prompt: {\"prompt\": \"TEXT\"}");
-  chars = decode_prompt(string_field(body, "prompt", ""));
+  const std::u32string chars = decode_prompt(string_field(body, "prompt", ""));
   if (chars.empty()) throw BadRequest("'prompt' is empty: give at least one character");
   refuse_past_context(chars, m);
-  return prompt_ids(chars, m, unknown_policy(body));
+  LabRequest q;
+  q.allow_unknown = unknown_policy(body) == UnknownPolicy::kMapToUnknownId;
+  q.prompt = u32_to_utf8(chars);
+  return q;
 }
 
-/// The label of token `id` as the API writes it ("" for a character model's unknown id 0).
-std::string token_text(const Checkpoint& m, std::int32_t id) {
-  return m.tokenizer().has_text(id) ? m.tokenizer().token_text(id) : std::string();
-}
-
-/// The text of each token of `ids` (token_text): the labels of the positions.
-json texts_json(const Checkpoint& m, const std::vector<std::int32_t>& ids) {
-  json texts = json::array();
-  for (std::int32_t id : ids) texts.push_back(token_text(m, id));
-  return texts;
-}
-
-/// The `k` most probable ids of `probs` (vocab_size) as [{"id", "char", "p"}], most probable
-/// first (ties: the lower id).
-json top_json(const Checkpoint& m, const Array& probs, std::size_t k) {
-  json list = json::array();
-  for (std::size_t id : top_k_indices(probs.data(), probs.size(), k))
-    list.push_back({{"id", id},
-                    {"char", token_text(m, static_cast<std::int32_t>(id))},
-                    {"p", static_cast<double>(probs.data()[id])}});
-  return list;
+/// The field of the API a LabRequestError is about.
+const char* api_field(LabField field) {
+  switch (field) {
+    case LabField::heads:
+      return "heads";
+    case LabField::top_k:
+      return "top_k";
+    default:
+      return "prompt";
+  }
 }
 
 /// The "heads" field: [[layer, head], ...], each head of the model at most once.
@@ -106,11 +103,9 @@ std::vector<HeadRef> heads_field(const json& body, const ModelConfig& config) {
 /// The token ids mean ablation averages each head's output over: the first kMeanWindows
 /// windows of `window` tokens of the training text (the given --data file, else the one
 /// config.json names, when it is found), read bounded; `source` says which. Without a training
-/// text: the prompt itself.
+/// text: none (the lab then averages over the prompt) and `source` says so.
 std::vector<std::int32_t> mean_reference(const std::string& data_option, const Checkpoint& m,
-                                         std::size_t window,
-                                         const std::vector<std::int32_t>& prompt,
-                                         std::string& source) {
+                                         std::size_t window, std::string& source) {
   std::string data = data_option;
   if (data.empty()) {
     try {
@@ -141,7 +136,22 @@ std::vector<std::int32_t> mean_reference(const std::string& data_option, const C
     }
   }
   source = "the prompt (no training text found; give it with --data)";
-  return prompt;
+  return {};
+}
+
+/// The lab report of `q` as the answer's JSON (interp_json): run_lab under the compute lock,
+/// a request it refuses answered 400 naming the field.
+json lab_answer(std::mutex& compute, const Checkpoint& m, const LabRequest& q,
+                const std::string& checkpoint) {
+  InterpReport report;
+  try {
+    std::lock_guard lock(compute);
+    report = run_lab(m, q);
+  } catch (const LabRequestError& e) {
+    throw BadRequest(fmt::format("'{}' {}", api_field(e.field), e.what()));
+  }
+  report.checkpoint = checkpoint;
+  return json::parse(interp_json(report).dump());
 }
 
 }  // namespace
@@ -151,94 +161,30 @@ void Server::answer_lens(const httplib::Request& req, httplib::Response& res) {
   const auto m = model();
   const std::size_t V = m->config().vocab_size;
   const auto k = static_cast<std::size_t>(
-      integer_field(body, "top_k", 5, 1, std::min<std::uint64_t>(kMaxLabTopK, V)));
-  std::u32string chars;
-  const std::vector<std::int32_t> ids = lab_prompt(body, *m, chars);
-  LogitLens lens;
-  {
-    std::lock_guard lock(compute_mutex_);
-    lens = logit_lens(m->model(), ids, k);
-  }
-  const std::size_t S = lens.points.size(), T = ids.size();
-  json top = json::array(), next = json::array();
-  for (std::size_t s = 0; s < S; ++s) {
-    json top_row = json::array(), next_row = json::array();
-    for (std::size_t t = 0; t < T; ++t) {
-      json cell = json::array();
-      for (std::size_t j = 0; j < k; ++j) {
-        const std::int32_t id = lens.top_ids(s, t, j);
-        cell.push_back({{"id", id},
-                        {"char", token_text(*m, id)},
-                        {"p", static_cast<double>(lens.top_probs(s, t, j))}});
-      }
-      top_row.push_back(std::move(cell));
-      next_row.push_back(t + 1 < T ? json(static_cast<double>(lens.next_prob(s, t))) : json());
-    }
-    top.push_back(std::move(top_row));
-    next.push_back(std::move(next_row));
-  }
-  json j;
-  j["prompt"] = u32_to_utf8(chars);
-  j["chars"] = chars_json(chars);
-  j["tokens"] = ids;
-  j["texts"] = texts_json(*m, ids);
-  j["points"] = lens.points;
-  j["top"] = std::move(top);
-  j["next_prob"] = std::move(next);
-  send_json(res, j);
+      integer_field(body, "top_k", 5, 1, std::min<std::uint64_t>(kMaxServedTopK, V)));
+  LabRequest q = lab_request(body, *m);
+  q.top_k = k;
+  q.lens = true;
+  send_json(res, lab_answer(compute_mutex_, *m, q, options_.checkpoint));
 }
 
 void Server::answer_ablate(const httplib::Request& req, httplib::Response& res) {
   const json body = parse_body(req, {"prompt", "heads", "mode", "top_k", "allow_unknown"});
   const auto m = model();
-  const std::size_t window = m->window();
   const std::size_t V = m->config().vocab_size;
   const auto k = static_cast<std::size_t>(
-      integer_field(body, "top_k", 10, 1, std::min<std::uint64_t>(kMaxLabTopK, V)));
+      integer_field(body, "top_k", 10, 1, std::min<std::uint64_t>(kMaxServedTopK, V)));
   const std::string mode_name = string_field(body, "mode", "zero");
   if (mode_name != "zero" && mode_name != "mean")
     throw BadRequest(fmt::format("'mode' must be \"zero\" or \"mean\" (got \"{}\")", mode_name));
-  const AblationMode mode = mode_name == "zero" ? AblationMode::zero : AblationMode::mean;
   const std::vector<HeadRef> heads = heads_field(body, m->config());
-  std::u32string chars;
-  const std::vector<std::int32_t> ids = lab_prompt(body, *m, chars);
-  // The means are needed only to ablate a head (no head: both distributions are the model's).
-  const bool means_needed = mode == AblationMode::mean && !heads.empty();
-  std::string source;
-  const std::vector<std::int32_t> reference =
-      means_needed ? mean_reference(options_.data_path, *m, window, ids, source)
-                   : std::vector<std::int32_t>();
-  NextTokenShift shift;
-  {
-    std::lock_guard lock(compute_mutex_);
-    HeadMeans means;
-    if (means_needed) {
-      // (rows, cols): whole windows of the training text, or the prompt as one row.
-      const std::size_t cols = std::min(window, reference.size()), rows = reference.size() / cols;
-      Ids batch = Ids::from_shape({rows, cols});
-      std::copy(reference.begin(), reference.begin() + static_cast<long>(rows * cols),
-                batch.data());
-      means = head_means(m->model(), batch);
-    }
-    shift = next_token_shift(m->model(), ids, heads, means_needed ? mode : AblationMode::zero,
-                             means_needed ? &means : nullptr);
-  }
-  json j;
-  j["prompt"] = u32_to_utf8(chars);
-  j["chars"] = chars_json(chars);
-  j["tokens"] = ids;
-  j["texts"] = texts_json(*m, ids);
-  json listed = json::array();
-  for (const HeadRef& h : heads) listed.push_back({h.layer, h.head});
-  j["heads"] = std::move(listed);
-  j["mode"] = mode_name;
-  if (means_needed) j["mean_over"] = source;
-  j["normal"] = top_json(*m, shift.before, k);
-  j["ablated"] = top_json(*m, shift.after, k);
-  j["probs_normal"] = std::vector<double>(shift.before.begin(), shift.before.end());
-  j["probs_ablated"] = std::vector<double>(shift.after.begin(), shift.after.end());
-  j["kl_divergence"] = shift.kl_divergence;
-  send_json(res, j);
+  LabRequest q = lab_request(body, *m);
+  q.top_k = k;
+  q.ablate = heads;
+  q.ablation = mode_name == "zero" ? AblationMode::zero : AblationMode::mean;
+  if (q.ablation == AblationMode::mean && !heads.empty())  // the means of a training text
+    q.mean_over = mean_reference(options_.data_path, *m, m->window(), q.mean_over_source);
+  send_json(res, lab_answer(compute_mutex_, *m, q, options_.checkpoint));
 }
 
 void Server::answer_interp(const httplib::Request&, httplib::Response& res) {

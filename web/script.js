@@ -31,26 +31,35 @@ function topK(probs, k) {
   return rows;
 }
 
-const D = {
-  title: VIEW.title, checkpoint: VIEW.checkpoint, meaning: VIEW.meaning || {}, loss: VIEW.loss,
-  initial: { layer: Math.min(VIEW.layer || 0, I.config.n_layers - 1), head: Math.min(VIEW.head || 0, I.config.n_heads - 1) },
-  config: I.config, tokens: I.tokens,
-  // A BPE model's tokens are subwords: each position is one token, labelled with its text.
-  bpe: I.tokenizer === "bpe",
-  labels: (I.token_texts || I.chars).map(visibleText),
-  vocab_labels: I.vocab.map((c, id) => id === 0 && I.tokenizer !== "bpe" ? "<unk>" : visibleText(c)),
-  top_k: Math.min(VIEW.top_k || 5, I.vocab.length),
-  snapshots: {}, order: [],
-};
-for (const [name, a] of Object.entries(I.snapshots)) { D.snapshots[name] = snapshot(a); D.order.push(name); }
-for (const name of ["logits", "probs"]) { D.snapshots[name] = snapshot(I[name]); D.order.push(name); }
-D.topk = topK(D.snapshots.probs, D.top_k);
+// The page holds an inspection when the program ran the model on a prompt; the lab page of
+// `glass inspect --history --html` (no prompt) has none, and shows only the lab and the loss.
+const HAS_INSPECTION = Boolean(I.config);
 
-const C = D.config;
-const n = D.tokens.length;
+// The inspection as the page draws it: labels, the initial selection, every snapshot flattened.
+function readInspection() {
+  const D = {
+    title: VIEW.title, checkpoint: VIEW.checkpoint, meaning: VIEW.meaning || {}, loss: VIEW.loss,
+    initial: { layer: Math.min(VIEW.layer || 0, I.config.n_layers - 1), head: Math.min(VIEW.head || 0, I.config.n_heads - 1) },
+    config: I.config, tokens: I.tokens,
+    // A BPE model's tokens are subwords: each position is one token, labelled with its text.
+    bpe: I.tokenizer === "bpe",
+    labels: (I.token_texts || I.chars).map(visibleText),
+    vocab_labels: I.vocab.map((c, id) => id === 0 && I.tokenizer !== "bpe" ? "<unk>" : visibleText(c)),
+    top_k: Math.min(VIEW.top_k || 5, I.vocab.length),
+    snapshots: {}, order: [],
+  };
+  for (const [name, a] of Object.entries(I.snapshots)) { D.snapshots[name] = snapshot(a); D.order.push(name); }
+  for (const name of ["logits", "probs"]) { D.snapshots[name] = snapshot(I[name]); D.order.push(name); }
+  return D;
+}
+
+const D = HAS_INSPECTION ? readInspection() : null;
+if (HAS_INSPECTION) D.topk = topK(D.snapshots.probs, D.top_k);
+const C = HAS_INSPECTION ? D.config : null;
+const n = HAS_INSPECTION ? D.tokens.length : 0;
 const QHEAD = ["attn.q", "attn.rope_q", "attn.scores", "attn.softmax", "attn.mix"];
 const KVHEAD = ["attn.k", "attn.v", "attn.rope_k"];
-const state = { layer: D.initial.layer, head: D.initial.head, attn: "attn.softmax", snap: "attn.softmax" };
+const state = { layer: HAS_INSPECTION ? D.initial.layer : 0, head: HAS_INSPECTION ? D.initial.head : 0, attn: "attn.softmax", snap: "attn.softmax" };
 
 function fmtv(v) {
   if (v === null || v === undefined || v === -Infinity) return "-inf";
@@ -288,13 +297,13 @@ function drawTopK() {
 
 function drawLoss() {
   const box = $("loss-chart");
-  const L = D.loss;
+  const L = VIEW.loss;
   if (!L || L.step.length === 0) {
     box.appendChild(make("p", "explain", "No training log (log.csv) in this checkpoint directory."));
     return;
   }
   box.innerHTML = lossChartSvg(L, { title: "", id: "loss-svg" });
-  box.appendChild(make("div", "legend", "cross-entropy in nats per " + (D.bpe ? "token" : "character") + "; " + L.step.length + " logged steps"));
+  box.appendChild(make("div", "legend", "cross-entropy in nats per " + (D && !D.bpe ? "character" : "token") + "; " + L.step.length + " logged steps"));
 }
 
 function drawAll() {
@@ -322,27 +331,36 @@ function loadHash() {
   if (!getSnap(state.snap, state.layer)) state.snap = "attn.softmax";
 }
 
-// Header and selectors.
-document.title = D.title;
-$("title").textContent = D.title;
-$("meta").textContent = "checkpoint " + D.checkpoint + " · vocab " + C.vocab_size + " · d_model " + C.d_model + " · " + C.n_layers + " layers · " + C.n_heads + " query heads, " + C.n_kv_heads + " KV heads of dim " + C.head_dim + " · prompt of " + (D.bpe ? n + " BPE tokens (▁ = space, <0xNN> = a byte)" : n + " characters");
-// One chip per token: its text and its id.
-for (let i = 0; i < n; i++) {
-  const t = make("span", "token", D.labels[i]);
-  t.appendChild(make("small", "", String(D.tokens[i])));
-  t.title = "position " + i + ", token id " + D.tokens[i] + (D.bpe ? ", text '" + I.token_texts[i] + "'" : "");
-  $("prompt-tokens").appendChild(t);
+// Header and selectors, the views of the inspection.
+function drawInspection() {
+  $("meta").textContent = "checkpoint " + D.checkpoint + " · vocab " + C.vocab_size + " · d_model " + C.d_model + " · " + C.n_layers + " layers · " + C.n_heads + " query heads, " + C.n_kv_heads + " KV heads of dim " + C.head_dim + " · prompt of " + (D.bpe ? n + " BPE tokens (▁ = space, <0xNN> = a byte)" : n + " characters");
+  // One chip per token: its text and its id.
+  for (let i = 0; i < n; i++) {
+    const t = make("span", "token", D.labels[i]);
+    t.appendChild(make("small", "", String(D.tokens[i])));
+    t.title = "position " + i + ", token id " + D.tokens[i] + (D.bpe ? ", text '" + I.token_texts[i] + "'" : "");
+    $("prompt-tokens").appendChild(t);
+  }
+  for (let l = 0; l < C.n_layers; l++) { const o = make("option", "", "layer " + l); o.value = String(l); $("layer-select").appendChild(o); }
+  for (let h = 0; h < C.n_heads; h++) { const o = make("option", "", "head " + h); o.value = String(h); $("head-select").appendChild(o); }
+  loadHash();
+  $("layer-select").value = String(state.layer);
+  $("attn-select").value = state.attn;
+  $("head-select").value = String(state.head);
+  $("layer-select").addEventListener("change", (e) => { state.layer = Number(e.target.value); drawAll(); });
+  $("head-select").addEventListener("change", (e) => { state.head = Number(e.target.value); drawAll(); });
+  $("attn-select").addEventListener("change", (e) => { state.attn = e.target.value; drawAttention(); saveHash(); });
+  drawAll();
+  drawTopK();
 }
-for (let l = 0; l < C.n_layers; l++) { const o = make("option", "", "layer " + l); o.value = String(l); $("layer-select").appendChild(o); }
-for (let h = 0; h < C.n_heads; h++) { const o = make("option", "", "head " + h); o.value = String(h); $("head-select").appendChild(o); }
-loadHash();
-$("layer-select").value = String(state.layer);
-$("attn-select").value = state.attn;
-$("head-select").value = String(state.head);
-$("layer-select").addEventListener("change", (e) => { state.layer = Number(e.target.value); drawAll(); });
-$("head-select").addEventListener("change", (e) => { state.head = Number(e.target.value); drawAll(); });
-$("attn-select").addEventListener("change", (e) => { state.attn = e.target.value; drawAttention(); saveHash(); });
-drawAll();
-drawTopK();
+
+document.title = VIEW.title;
+$("title").textContent = VIEW.title;
+if (HAS_INSPECTION) {
+  drawInspection();
+} else {
+  for (const id of ["controls-section", "attention-section", "snapshot-section", "topk-section"]) $(id).hidden = true;
+  $("meta").textContent = "checkpoint " + VIEW.checkpoint;
+}
 drawLoss();
 document.body.dataset.rendered = "yes";

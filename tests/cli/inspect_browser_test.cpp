@@ -2,7 +2,9 @@
 // file:// URL (no network), runs its JavaScript, and we check the DOM it produced (heatmap
 // cells with values, head thumbnails, snapshot table, top-k bars, loss curve), then take a
 // screenshot into the build tree (build/inspect-browser/inspect.png) for a human to look at.
-// The trainer's loss page (loss.html, drawn by the same loss_chart.js) is checked the same way.
+// The trainer's loss page (loss.html, drawn by the same loss_chart.js) is checked the same way,
+// and so is the lab's page (`glass inspect --lens --html`: the lab report drawn by lab_views.js,
+// the renderer of the live page, with the loss curve of the save's log.csv).
 //
 // Chromium is required (scripts/install-deps.sh installs Debian's `chromium`): without it this
 // test FAILS. Set GLASS_SKIP_BROWSER=1 to skip it explicitly. GLASS_CHROMIUM=/path overrides
@@ -239,6 +241,92 @@ TEST(InspectBrowser, HeadlessChromiumRendersTheHeatmapsAndTakesAScreenshot) {
   fs::remove_all(dir / "profile-dom");
   fs::remove_all(dir / "profile-shot");
   std::cout << "screenshot: " << png.string() << "\n";
+}
+
+/// A small checkpoint in `dir`/ckpt with a training log (log.csv, 21 rows), as glass train leaves.
+fs::path checkpoint_with_log(const fs::path& dir) {
+  const fs::path checkpoint = dir / "ckpt";
+  glass_test::write_small_checkpoint(checkpoint.string(), 32, 11, 0.3);
+  std::ofstream log(checkpoint / "log.csv");
+  log << "step,lr,train_loss,val_loss,tokens_per_s,elapsed_s\n";
+  for (int step = 0; step <= 200; step += 10)
+    log << step << ",0.001," << 3.2 * std::exp(-step / 80.0) + 1.4 << ","
+        << (step % 50 == 0 ? std::to_string(3.2 * std::exp(-step / 90.0) + 1.5) : "") << ",5000,"
+        << step * 0.1 << "\n";
+  return checkpoint;
+}
+
+/// The DOM of `page` after its scripts ran, and in `errors` the page's uncaught JavaScript
+/// errors that Chromium logged.
+std::string page_dom(const std::string& chromium, const fs::path& page, const std::string& name,
+                     std::string& errors) {
+  const fs::path dir = page.parent_path();
+  const fs::path dom = dir / (name + "-dom.html"), log = dir / (name + "-dom.log");
+  const int rc =
+      run("timeout 120 " + chromium + kFlags + quote((dir / ("profile-" + name)).string()) +
+          " --enable-logging=stderr --v=0 --dump-dom " +
+          quote("file://" + fs::absolute(page).string()) + " > " + quote(dom.string()) + " 2> " +
+          quote(log.string()));
+  EXPECT_EQ(rc, 0) << read_file(log);
+  std::istringstream lines(read_file(log));
+  for (std::string line; std::getline(lines, line);)
+    if (line.find("Uncaught") != std::string::npos) errors += line + "\n";
+  fs::remove_all(dir / ("profile-" + name));
+  return read_file(dom);
+}
+
+TEST(InspectBrowser, TheLabPageDrawsTheLensAndTheLossCurveWithoutAnError) {
+  GLASS_REQUIRE_CHROMIUM(chromium);
+  const fs::path dir = fs::path(glass_test::binary_dir()) / "lab-browser";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const fs::path checkpoint = checkpoint_with_log(dir);
+  const std::string prompt = "to be or";  // 8 characters
+  const fs::path page = dir / "lab.html";
+  ASSERT_EQ(run(std::string(glass_test::binary_dir("/glass inspect --checkpoint ")) +
+                quote(checkpoint.string()) + " --prompt " + quote(prompt) +
+                " --lens --top-k 3 --layer 1 --head 2 --html " + quote(page.string()) + " > " +
+                quote((dir / "inspect.txt").string()) + " 2>&1"),
+            0)
+      << read_file(dir / "inspect.txt");
+  std::string errors;
+  const std::string dom = page_dom(chromium, page, "dom", errors);
+  EXPECT_EQ(errors, "") << "JavaScript errors";
+  EXPECT_NE(dom.find("data-rendered=\"yes\""), std::string::npos) << "script.js did not finish";
+  EXPECT_NE(dom.find("data-lab-rendered=\"yes\""), std::string::npos)
+      << "lab_page.js did not finish";
+  // The lens: a row per point (embeddings, after layer 0, after layer 1), a cell per position,
+  // each the most probable token with its probability; the row after --layer 1 marked.
+  const std::size_t n = prompt.size();
+  EXPECT_NE(dom.find("id=\"lens-table\""), std::string::npos);
+  EXPECT_EQ(count(dom, "class=\"hm-cell lens-cell"), 3 * n);
+  EXPECT_TRUE(std::regex_search(
+      dom, std::regex(R"(data-point="2" data-pos="7" data-top="[^"]*" data-p="0\.[0-9]{4}")")));
+  EXPECT_NE(dom.find("<tr class=\"selected\"><th class=\"rowlabel\">after layer 1 = output</th>"),
+            std::string::npos);
+  EXPECT_EQ(dom.find("id=\"lab-lens-section\" class=\"lab\" hidden"), std::string::npos)
+      << "the lens shown";
+  EXPECT_NE(dom.find("id=\"lab-history-section\" class=\"lab\" hidden"), std::string::npos)
+      << "a view not asked stays hidden";
+  // The inspector of the prompt above it, on --layer 1 --head 2, and the loss curve of log.csv.
+  EXPECT_NE(dom.find("Attention: layers.1.attn.softmax, head 2 of 4"), std::string::npos);
+  EXPECT_EQ(count(dom, "class=\"hm-cell"), 3 * n + 2 * n * n) << "the lens and two heatmaps";
+  EXPECT_NE(dom.find("id=\"loss-svg\""), std::string::npos) << "loss curve from log.csv";
+  EXPECT_EQ(dom.find("<p class=\"explain\">No training log"), std::string::npos);
+
+  // Without a prompt (--history): no inspector, the history's note, the loss curve.
+  const fs::path history = dir / "history.html";
+  ASSERT_EQ(run(std::string(glass_test::binary_dir("/glass inspect --checkpoint ")) +
+                quote(checkpoint.string()) + " --history --html " + quote(history.string()) +
+                " > " + quote((dir / "history.txt").string()) + " 2>&1"),
+            0)
+      << read_file(dir / "history.txt");
+  const std::string alone = page_dom(chromium, history, "history", errors);
+  EXPECT_EQ(errors, "") << "JavaScript errors";
+  EXPECT_NE(alone.find("data-lab-rendered=\"yes\""), std::string::npos);
+  EXPECT_NE(alone.find("No interpretability record in this run directory."), std::string::npos);
+  EXPECT_NE(alone.find("id=\"attention-section\" hidden"), std::string::npos);
+  EXPECT_NE(alone.find("id=\"loss-svg\""), std::string::npos);
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
 // The interpretability options of `glass inspect` (--lens, --ablate, --head-scores, --patch,
 // --history) through the real binary: their --json numbers against the library (interp/) on the
-// same checkpoint, the terminal and HTML views, and every bad input with a clear message and a
-// non-zero exit.
+// same checkpoint, the terminal view, the page of --html (the report of --json inside, the loss
+// curve, the head chosen), and every bad input with a clear message and a non-zero exit.
 
 #include <unistd.h>
 
@@ -248,27 +248,52 @@ TEST_F(InterpCli, HistoryListsEverySaveNextToItsValidationLoss) {
   EXPECT_NE(none.out.find("No interpretability record"), std::string::npos);
 }
 
-TEST_F(InterpCli, HtmlHasASectionPerView) {
+/// The JSON of the page's <script type="application/json" id="ID"> tag.
+json page_json(const std::string& html, const std::string& id) {
+  const std::string open = "<script type=\"application/json\" id=\"" + id + "\">";
+  const std::size_t at = html.find(open);
+  EXPECT_NE(at, std::string::npos) << id;
+  if (at == std::string::npos) return json();
+  const std::size_t from = at + open.size();
+  return json::parse(html.substr(from, html.find("</script>", from) - from));
+}
+
+TEST_F(InterpCli, ThePageEmbedsTheReportOfJsonTheLossAndTheChosenHead) {
+  const std::string args =
+      "--prompt 'Capitu e' --lens --ablate 0.0 --head-scores --history --layer 1 --head 1";
+  json expected = inspect_json(args);
   const fs::path page = dir_ / "lab.html";
-  const CliRun r = inspect(
-      "--prompt 'Capitu e' --lens --ablate 0.0 --head-scores --patch "
-      "--corrupted 'Escobar ' --history --html " +
-      q(page.string()));
-  // Escobar may predict what Capitu does; either way the page is written only on success.
-  if (r.exit_code == 0) {
-    const std::string html = glass_test::read_file(page);
-    for (const char* id : {"interp-lens", "interp-ablation", "interp-head-scores",
-                           "interp-patching", "interp-history", "glass-inspection"})
-      EXPECT_NE(html.find(id), std::string::npos) << id;
-  } else {
-    EXPECT_NE(r.err.find("both prompts make the model predict"), std::string::npos) << r.err;
-  }
+  const CliRun r = inspect(args + " --html " + q(page.string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string html = glass_test::read_file(page);
+  json embedded = page_json(html, "lab-data");
+  // The head scores measured on the prompt in each run took their own time.
+  for (json* j : {&expected, &embedded}) (*j)["head_scores"].erase("seconds");
+  EXPECT_EQ(embedded, expected) << "the report of --json, drawn by lab_views.js";
+  const json view = page_json(html, "glass-view");
+  EXPECT_EQ(view["layer"], 1);
+  EXPECT_EQ(view["head"], 1);
+  EXPECT_EQ(view["loss"]["step"].size(), 4u) << "the save's log.csv";
+  EXPECT_TRUE(page_json(html, "glass-inspection").contains("config")) << "the prompt inspected";
+  EXPECT_EQ(html.find("<script src="), std::string::npos) << "self-contained";
+  // Without a prompt: the report and the loss curve, no inspection.
   const fs::path alone = dir_ / "history.html";
   const CliRun h = inspect("--history --html " + q(alone.string()));
   ASSERT_EQ(h.exit_code, 0) << h.err;
-  const std::string html = glass_test::read_file(alone);
-  EXPECT_NE(html.find("interp-history"), std::string::npos);
-  EXPECT_EQ(html.find("<script"), std::string::npos);  // self-contained tables, no script
+  const std::string history = glass_test::read_file(alone);
+  EXPECT_EQ(page_json(history, "lab-data"), inspect_json("--history"));
+  EXPECT_EQ(page_json(history, "glass-inspection"), json::object());
+  EXPECT_EQ(page_json(history, "glass-view")["loss"]["step"].size(), 4u);
+  // The head chosen is checked against the model.
+  const CliRun layer = inspect("--history --layer 2 --html " + q(alone.string()));
+  EXPECT_NE(layer.exit_code, 0);
+  EXPECT_NE(layer.err.find("--layer 2 is out of range: the model has 2 layers (0..1)"),
+            std::string::npos)
+      << layer.err;
+  const CliRun head = inspect("--prompt 'Capitu' --lens --head 2");
+  EXPECT_NE(head.err.find("--head 2 is out of range: the model has 2 query heads (0..1)"),
+            std::string::npos)
+      << head.err;
 }
 
 TEST_F(InterpCli, ABpeRunRecordsAndInspectsInTokens) {
@@ -313,11 +338,14 @@ TEST_F(InterpCli, BadInputsFailWithAClearMessage) {
       {"--prompt 'Capitu' --patch", "--patch needs the corrupted prompt"},
       {"--prompt 'Capitu' --corrupted 'Escoba'", "add --patch"},
       {"--prompt 'Capitu' --patch --corrupted 'Escobar'",
-       "--corrupted has 7 tokens and --prompt 6"},
+       "--corrupted has 7 tokens and the prompt 6"},
       {"--prompt 'Capitu e a casa e a sala' --lens", "has 24 characters"},
       {"--prompt 'Ca' --head-scores", "at least 3 tokens"},
       {"--prompt 'Capitu' --lens --snapshot attn.q", "does not combine"},
-      {"--prompt 'Capitu' --lens --top-k 0", "--top-k"},
+      {"--prompt 'Capitu' --lens --top-k 0", "--top-k must be from 1 to 1000 (got 0)"},
+      {"--prompt 'Capitu' --lens --top-k -3", "--top-k must be from 1 to 1000 (got -3)"},
+      {"--prompt 'Capitu' --lens --top-k 1001", "--top-k must be from 1 to 1000 (got 1001)"},
+      {"--prompt 'Capitu' --lens --layer -1", "--layer -1 is out of range"},
   };
   for (const auto& [args, message] : cases) {
     const CliRun r = inspect(args);

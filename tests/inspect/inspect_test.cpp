@@ -328,13 +328,14 @@ TEST(Inspect, HtmlPageIsSelfContainedAndCarriesItsData) {
   for (const char* banned :
        {"src=\"http", "href=\"http", "<script src=", "<link", "@import", "url("})
     EXPECT_EQ(html.find(banned), std::string::npos) << banned;
-  // The prompt "</script>" must not close a data block early: the two JSON tags and the three
-  // inline scripts (common.js, loss_chart.js, script.js) close once each.
+  // The prompt "</script>" must not close a data block early: the three JSON tags (the
+  // inspection, the view, the lab report) and the six inline scripts (common.js, loss_chart.js,
+  // lines.js, script.js, lab_views.js, lab_page.js) close once each.
   std::size_t closings = 0;
   for (std::size_t at = html.find("</script>"); at != std::string::npos;
        at = html.find("</script>", at + 1))
     ++closings;
-  EXPECT_EQ(closings, 5u);
+  EXPECT_EQ(closings, 9u);
   auto json_tag = [&](const std::string& id) {
     const std::string open = "<script type=\"application/json\" id=\"" + id + "\">";
     const std::size_t begin = html.find(open) + open.size();

@@ -26,6 +26,7 @@
 #include "checkpoint/checkpoint.hpp"
 #include "checkpoint/manifest.hpp"
 #include "checkpoint/run_dir.hpp"
+#include "inspect/interp_report.hpp"
 #include "data/text.hpp"
 #include "fixtures.hpp"
 #include "interp_fixtures.hpp"
@@ -143,28 +144,32 @@ TEST_F(LabTest, TheLensIsTheLibrarysAndItsLastRowIsTheModelsOwnNextTokenDistribu
   const auto ids = ids_of(*loaded_, prompt);
   const std::size_t T = ids.size(), L = loaded_->config().n_layers;
   const glass::LogitLens lens = glass::logit_lens(loaded_->model(), ids, 4);
-  ASSERT_EQ(j["points"], json(lens.points));
-  ASSERT_EQ(j["points"].size(), L + 1) << "embeddings, then after each block";
-  EXPECT_EQ(j["tokens"], json(ids));
-  EXPECT_EQ(j["texts"], j["chars"]) << "a character model: one token per character";
-  ASSERT_EQ(j["top"].size(), L + 1);
+  // The lab report of `glass inspect --json` (interp_json): the prompt's tokens with their
+  // labels, and the lens.
+  const std::vector<std::string> labels = glass::token_labels(*loaded_);
+  ASSERT_EQ(j["prompt"].size(), T);
+  for (std::size_t t = 0; t < T; ++t) {
+    EXPECT_EQ(j["prompt"][t]["id"].get<std::int32_t>(), ids[t]);
+    EXPECT_EQ(j["prompt"][t]["text"], labels[ids[t]]);
+  }
+  const json& J = j["lens"];
+  ASSERT_EQ(J["points"], json(lens.points));
+  ASSERT_EQ(J["points"].size(), L + 1) << "embeddings, then after each block";
+  ASSERT_EQ(J["top"].size(), L + 1);
   for (std::size_t s = 0; s <= L; ++s) {
-    ASSERT_EQ(j["top"][s].size(), T);
+    ASSERT_EQ(J["top"][s].size(), T);
+    ASSERT_EQ(J["true_next_prob"][s].size(), T - 1) << "no true next token after the prompt";
     for (std::size_t t = 0; t < T; ++t) {
-      ASSERT_EQ(j["top"][s][t].size(), 4u);
+      ASSERT_EQ(J["top"][s][t].size(), 4u);
       for (std::size_t k = 0; k < 4; ++k) {
-        const json& cell = j["top"][s][t][k];
+        const json& cell = J["top"][s][t][k];
         EXPECT_EQ(cell["id"].get<int>(), lens.top_ids(s, t, k)) << s << "," << t << "," << k;
-        EXPECT_NEAR(cell["p"].get<double>(), static_cast<double>(lens.top_probs(s, t, k)), kTol);
-        const int id = cell["id"];
-        EXPECT_EQ(cell["char"],
-                  id == 0 ? "" : glass::char_to_utf8(loaded_->tokenizer().chars()->char_of(id)));
+        EXPECT_NEAR(cell["prob"].get<double>(), static_cast<double>(lens.top_probs(s, t, k)), kTol);
+        EXPECT_EQ(cell["text"], labels[cell["id"].get<std::size_t>()]);
       }
       if (t + 1 < T) {
-        EXPECT_NEAR(j["next_prob"][s][t].get<double>(), static_cast<double>(lens.next_prob(s, t)),
-                    kTol);
-      } else {
-        EXPECT_TRUE(j["next_prob"][s][t].is_null()) << "no true next token after the prompt";
+        EXPECT_NEAR(J["true_next_prob"][s][t].get<double>(),
+                    static_cast<double>(lens.next_prob(s, t)), kTol);
       }
     }
   }
@@ -179,71 +184,68 @@ TEST_F(LabTest, TheLensIsTheLibrarysAndItsLastRowIsTheModelsOwnNextTokenDistribu
   const json inspected = post_ok("/api/inspect", {{"prompt", prompt}, {"top_k", 4}});
   for (std::size_t t = 0; t < T; ++t) {
     for (std::size_t k = 0; k < 4; ++k) {
-      const json& cell = j["top"][L][t][k];
+      const json& cell = J["top"][L][t][k];
       const std::size_t id = cell["id"].get<std::size_t>();
-      EXPECT_NEAR(cell["p"].get<double>(), probs.data()[t * V + id], 1e-6) << t << "," << k;
+      EXPECT_NEAR(cell["prob"].get<double>(), probs.data()[t * V + id], 1e-6) << t << "," << k;
       EXPECT_EQ(inspected["top"][t][k]["id"], cell["id"]) << t << "," << k;
-      EXPECT_NEAR(inspected["top"][t][k]["p"].get<double>(), cell["p"].get<double>(), 5e-5);
+      EXPECT_NEAR(inspected["top"][t][k]["p"].get<double>(), cell["prob"].get<double>(), 5e-5);
     }
   }
   // Reading the stream before the last block gives other predictions: the lens shows something.
-  EXPECT_NE(j["top"][0][T - 1][0]["p"], j["top"][L][T - 1][0]["p"]);
+  EXPECT_NE(J["top"][0][T - 1][0]["prob"], J["top"][L][T - 1][0]["prob"]);
 }
 
 TEST_F(LabTest, ZeroAblationIsTheLibrarysAndChangesTheDistribution) {
   const std::string prompt = "that is the";
   const json j =
-      post_ok("/api/ablate", {{"prompt", prompt}, {"heads", {{1, 2}, {0, 0}}}, {"mode", "zero"}});
+      post_ok("/api/ablate",
+              {{"prompt", prompt}, {"heads", {{1, 2}, {0, 0}}}, {"mode", "zero"}})["ablation"];
   const auto ids = ids_of(*loaded_, prompt);
   const glass::NextTokenShift shift =
       glass::next_token_shift(loaded_->model(), ids, {{1, 2}, {0, 0}}, glass::AblationMode::zero);
   const std::size_t V = loaded_->config().vocab_size;
-  ASSERT_EQ(j["probs_normal"].size(), V);
-  ASSERT_EQ(j["probs_ablated"].size(), V);
+  ASSERT_EQ(j["before"].size(), V);
+  ASSERT_EQ(j["after"].size(), V);
   double changed = 0;
   for (std::size_t v = 0; v < V; ++v) {
-    EXPECT_NEAR(j["probs_normal"][v].get<double>(), static_cast<double>(shift.before(v)), kTol)
-        << v;
-    EXPECT_NEAR(j["probs_ablated"][v].get<double>(), static_cast<double>(shift.after(v)), kTol)
-        << v;
-    changed = std::max(changed, std::abs(j["probs_ablated"][v].get<double>() -
-                                         j["probs_normal"][v].get<double>()));
+    EXPECT_NEAR(j["before"][v].get<double>(), static_cast<double>(shift.before(v)), kTol) << v;
+    EXPECT_NEAR(j["after"][v].get<double>(), static_cast<double>(shift.after(v)), kTol) << v;
+    changed =
+        std::max(changed, std::abs(j["after"][v].get<double>() - j["before"][v].get<double>()));
   }
   EXPECT_GT(changed, 1e-3) << "two heads knocked out move the distribution";
   EXPECT_NEAR(j["kl_divergence"].get<double>(), shift.kl_divergence, kTol);
   EXPECT_GT(j["kl_divergence"].get<double>(), 0);
   EXPECT_EQ(j["heads"], json({{1, 2}, {0, 0}}));
   EXPECT_EQ(j["mode"], "zero");
-  // The top-k lists are the probabilities above, most probable first.
-  ASSERT_EQ(j["normal"].size(), 10u) << "top_k 10 by default";
-  for (std::size_t k = 0; k < 10; ++k) {
-    const std::size_t id = j["ablated"][k]["id"];
-    EXPECT_EQ(j["ablated"][k]["p"], j["probs_ablated"][id]);
-    if (k > 0) {
-      EXPECT_GE(j["ablated"][k - 1]["p"].get<double>(), j["ablated"][k]["p"].get<double>());
-    }
+  // The tokens listed: the 10 most probable without the heads (top_k 10 by default), most
+  // probable first, then those the ablation brings into its own top 10.
+  ASSERT_GE(j["top"].size(), 10u);
+  for (std::size_t k = 1; k < 10; ++k) {
+    EXPECT_GE(j["before"][j["top"][k - 1]["id"].get<std::size_t>()].get<double>(),
+              j["before"][j["top"][k]["id"].get<std::size_t>()].get<double>());
   }
   // No head: both distributions are the model's own.
-  const json none = post_ok("/api/ablate", {{"prompt", prompt}, {"heads", json::array()}});
-  EXPECT_EQ(none["probs_normal"], none["probs_ablated"]);
+  const json none =
+      post_ok("/api/ablate", {{"prompt", prompt}, {"heads", json::array()}})["ablation"];
+  EXPECT_EQ(none["before"], none["after"]);
   EXPECT_EQ(none["kl_divergence"].get<double>(), 0.0);
-  EXPECT_EQ(none["probs_normal"], j["probs_normal"]);
+  EXPECT_EQ(none["before"], j["before"]);
 }
 
 TEST_F(LabTest, MeanAblationAveragesOverTheTrainingTextOrElseThePrompt) {
   const std::string prompt = "to be";
   const auto ids = ids_of(*loaded_, prompt);
   {  // No training text known: the mean over the prompt's own positions.
-    const json j =
-        post_ok("/api/ablate", {{"prompt", prompt}, {"heads", {{0, 1}}}, {"mode", "mean"}});
+    const json j = post_ok("/api/ablate",
+                           {{"prompt", prompt}, {"heads", {{0, 1}}}, {"mode", "mean"}})["ablation"];
     EXPECT_NE(j["mean_over"].get<std::string>().find("the prompt"), std::string::npos)
         << j["mean_over"];
     const glass::HeadMeans means = glass::head_means(loaded_->model(), glass::as_batch(ids));
     const auto shift =
         glass::next_token_shift(loaded_->model(), ids, {{0, 1}}, glass::AblationMode::mean, &means);
     for (std::size_t v = 0; v < loaded_->config().vocab_size; ++v)
-      EXPECT_NEAR(j["probs_ablated"][v].get<double>(), static_cast<double>(shift.after(v)), kTol)
-          << v;
+      EXPECT_NEAR(j["after"][v].get<double>(), static_cast<double>(shift.after(v)), kTol) << v;
   }
   // With --data: its first 4 windows of 32 characters (the context), as a batch (4, 32).
   std::u32string text;
@@ -252,7 +254,8 @@ TEST_F(LabTest, MeanAblationAveragesOverTheTrainingTextOrElseThePrompt) {
   glass_test::write_file(data, glass::u32_to_utf8(text));
   start(data.string());
   const json j =
-      post_ok("/api/ablate", {{"prompt", prompt}, {"heads", {{0, 1}, {1, 3}}}, {"mode", "mean"}});
+      post_ok("/api/ablate",
+              {{"prompt", prompt}, {"heads", {{0, 1}, {1, 3}}}, {"mode", "mean"}})["ablation"];
   EXPECT_EQ(j["mean_over"], "the first 128 characters of the training text text.txt");
   const auto ref = loaded_->tokenizer().chars()->encode(text.substr(0, 4 * kContext));
   glass::Ids batch = glass::Ids::from_shape({4, kContext});
@@ -261,8 +264,7 @@ TEST_F(LabTest, MeanAblationAveragesOverTheTrainingTextOrElseThePrompt) {
   const auto shift = glass::next_token_shift(loaded_->model(), ids, {{0, 1}, {1, 3}},
                                              glass::AblationMode::mean, &means);
   for (std::size_t v = 0; v < loaded_->config().vocab_size; ++v)
-    EXPECT_NEAR(j["probs_ablated"][v].get<double>(), static_cast<double>(shift.after(v)), kTol)
-        << v;
+    EXPECT_NEAR(j["after"][v].get<double>(), static_cast<double>(shift.after(v)), kTol) << v;
   EXPECT_NEAR(j["kl_divergence"].get<double>(), shift.kl_divergence, kTol);
 }
 
@@ -313,7 +315,7 @@ TEST_F(LabTest, BadRequestsNameTheField) {
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 403);
   // The server still answers.
-  EXPECT_EQ(post_ok("/api/lens", {{"prompt", "to"}})["points"].size(), 3u);
+  EXPECT_EQ(post_ok("/api/lens", {{"prompt", "to"}})["lens"]["points"].size(), 3u);
 }
 
 TEST_F(LabTest, RawRequestsAreBoundedAndCheckedLikeEveryOther) {
@@ -327,7 +329,7 @@ TEST_F(LabTest, RawRequestsAreBoundedAndCheckedLikeEveryOther) {
                               R"({"prompt": "to be", "top_k": 2})");
   EXPECT_EQ(ok.rfind("HTTP/1.1 200", 0), 0u) << ok;
   const std::string json_body = ok.substr(ok.find("\r\n\r\n") + 4);
-  EXPECT_EQ(json::parse(json_body)["top"][2][4].size(), 2u) << json_body;
+  EXPECT_EQ(json::parse(json_body)["lens"]["top"][2][4].size(), 2u) << json_body;
   // A chunked body past 64 KiB: 413 as soon as the chunks read pass the limit.
   std::string chunked = "POST /api/ablate HTTP/1.1\r\n" + host +
                         "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n";

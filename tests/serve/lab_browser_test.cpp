@@ -24,6 +24,7 @@
 #include <gtest/gtest.h>
 
 #include "checkpoint/checkpoint.hpp"
+#include "inspect/interp_report.hpp"
 #include "data/text.hpp"
 #include "fixtures.hpp"
 #include "interp/interp.hpp"
@@ -151,6 +152,7 @@ TEST(LabBrowser, TheLensTheClickedHeadsAndTheScoresOverTheSaves) {
   const std::vector<std::int32_t> ids =
       loaded.tokenizer().chars()->encode(glass::utf8_to_u32(prompt));
   const glass::LogitLens lens = glass::logit_lens(loaded.model(), ids, 1);
+  const std::vector<std::string> labels = glass::token_labels(loaded);  // as the report's "text"
   EXPECT_EQ(count(dom, "class=\"hm-cell lens-cell"), 3 * n);
   const std::regex cell_re(
       R"re(data-point="2" data-pos="([0-9]+)" data-top="([^"]*)" data-p="([0-9.]+)")re");
@@ -160,10 +162,7 @@ TEST(LabBrowser, TheLensTheClickedHeadsAndTheScoresOverTheSaves) {
     const std::size_t t = std::stoul((*it)[1]);
     ASSERT_LT(t, n);
     const std::int32_t id = lens.top_ids(2, t, 0);
-    EXPECT_EQ(
-        (*it)[2],
-        dom_escaped(id == 0 ? "" : glass::char_to_utf8(loaded.tokenizer().chars()->char_of(id))))
-        << "position " << t;
+    EXPECT_EQ((*it)[2], dom_escaped(labels[static_cast<std::size_t>(id)])) << "position " << t;
     EXPECT_NEAR(std::stod((*it)[3]), lens.top_probs(2, t, 0), 6e-5) << "position " << t;
   }
   EXPECT_EQ(cells, n) << "the output row";
@@ -176,18 +175,18 @@ TEST(LabBrowser, TheLensTheClickedHeadsAndTheScoresOverTheSaves) {
   const glass::NextTokenShift shift =
       glass::next_token_shift(loaded.model(), ids, {{0, 1}, {1, 2}}, glass::AblationMode::zero);
   const std::regex bar_re(
-      R"re(class="ablation-bar" data-char="([^"]*)" data-p-normal="([0-9.]+)" data-p-ablated="([0-9.]+)")re");
+      R"re(class="ablation-bar" data-char="([^"]*)" data-id="([0-9]+)" data-p-normal="([0-9.]+)" data-p-ablated="([0-9.]+)")re");
   std::size_t bars = 0, changed = 0;
   for (auto it = std::sregex_iterator(dom.begin(), dom.end(), bar_re); it != std::sregex_iterator();
        ++it, ++bars) {
     const std::string c = (*it)[1];
-    const std::u32string u = glass::utf8_to_u32(c);  // "" for the unknown id 0
-    ASSERT_LE(u.size(), 1u) << c;
-    const std::int32_t id = u.empty() ? 0 : loaded.tokenizer().chars()->id_of(u[0]);
+    const std::size_t id = std::stoul((*it)[2]);
+    ASSERT_LT(id, labels.size()) << c;
+    EXPECT_EQ(c, dom_escaped(labels[id]));
     // The page writes 4 decimals.
-    EXPECT_NEAR(std::stod((*it)[2]), shift.before(id), 6e-5) << c;
-    EXPECT_NEAR(std::stod((*it)[3]), shift.after(id), 6e-5) << c;
-    if ((*it)[2] != (*it)[3]) ++changed;
+    EXPECT_NEAR(std::stod((*it)[3]), shift.before(id), 6e-5) << c;
+    EXPECT_NEAR(std::stod((*it)[4]), shift.after(id), 6e-5) << c;
+    if ((*it)[3] != (*it)[4]) ++changed;
   }
   EXPECT_GE(bars, 10u) << "the normal top 10, and those the ablation brings up";
   EXPECT_GE(changed, 5u) << "the bars changed with the clicks";

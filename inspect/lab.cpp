@@ -1,0 +1,199 @@
+// The interpretability lab on a loaded save: check the request, tokenize, run the analyses.
+// See lab.hpp.
+
+#include "inspect/lab.hpp"
+
+#include <algorithm>
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "checkpoint/run_dir.hpp"
+#include "data/text.hpp"
+#include "inspect/loss_plot.hpp"
+
+namespace glass {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+/// `text` (UTF-8) as the save's tokens: at least one, at most its window; characters outside a
+/// character vocabulary refused unless `allow_unknown` (then id 0, counted in `warnings`).
+/// `field` names the text in the errors (LabRequestError).
+std::vector<std::int32_t> lab_tokens(const Checkpoint& loaded, const std::string& text,
+                                     bool allow_unknown, LabField field,
+                                     std::vector<std::string>& warnings) {
+  std::u32string chars;
+  try {
+    chars = utf8_to_u32(text);
+  } catch (const Utf8Error& e) {
+    throw LabRequestError(field, LabProblem::not_utf8,
+                          std::string("is not valid UTF-8: ") + e.what());
+  }
+  std::size_t unknown = 0;
+  const std::vector<std::int32_t> ids =
+      loaded.encode_prompt(chars, UnknownPolicy::kMapToUnknownId, &unknown);
+  const char* which = field == LabField::corrupted ? "the corrupted prompt" : "the prompt";
+  if (unknown > 0 && !allow_unknown)
+    throw LabRequestError(field, LabProblem::unknown_characters,
+                          fmt::format("holds {} character(s) the model never saw in training "
+                                      "(outside its vocabulary)",
+                                      unknown));
+  if (unknown > 0)
+    warnings.push_back(fmt::format(
+        "{} character(s) of {} outside the vocabulary mapped to the unknown id 0", unknown, which));
+  if (ids.empty()) throw LabRequestError(field, LabProblem::empty, "is empty: give some text");
+  const std::size_t window = loaded.window();
+  const char* unit = loaded.unit();
+  if (ids.size() > window)
+    throw LabRequestError(
+        field, LabProblem::too_long,
+        fmt::format("has {} {}; the model's context is {} {} (the windows it trained on) and the "
+                    "lab reads one window. Give at most {} {}",
+                    ids.size(), unit, window, unit, window, unit));
+  return ids;
+}
+
+/// The checks that need no tokens: top_k, the selected head, the heads to ablate, a prompt for
+/// the analyses that run the model on one.
+void check_request(const ModelConfig& config, const LabRequest& q) {
+  if (q.top_k < 1 || q.top_k > kMaxLabTopK)
+    throw LabRequestError(LabField::top_k, LabProblem::out_of_range,
+                          fmt::format("must be from 1 to {} (got {})", kMaxLabTopK, q.top_k));
+  if (q.layer >= config.n_layers)
+    throw LabRequestError(LabField::layer, LabProblem::out_of_range,
+                          fmt::format("{} is out of range: the model has {} layers (0..{})",
+                                      q.layer, config.n_layers, config.n_layers - 1));
+  if (q.head >= config.n_heads)
+    throw LabRequestError(LabField::head, LabProblem::out_of_range,
+                          fmt::format("{} is out of range: the model has {} query heads (0..{})",
+                                      q.head, config.n_heads, config.n_heads - 1));
+  for (const HeadRef& h : q.ablate ? *q.ablate : std::vector<HeadRef>())
+    if (h.layer >= config.n_layers || h.head >= config.n_heads)
+      throw LabRequestError(LabField::heads, LabProblem::out_of_range,
+                            fmt::format("name head {}.{}; the model has {} layers of {} heads",
+                                        h.layer, h.head, config.n_layers, config.n_heads));
+  if ((q.lens || q.ablate || q.patch) && !q.prompt)
+    throw LabRequestError(
+        LabField::prompt, LabProblem::missing,
+        "is needed by the logit lens, ablation and patching, which run the model on it");
+}
+
+InterpReport::Ablation ablation(const Decoder& model, const LabRequest& q,
+                                const std::vector<std::int32_t>& tokens, std::size_t window) {
+  InterpReport::Ablation a;
+  a.heads = *q.ablate;
+  a.mode = q.ablation;
+  a.top_k = q.top_k;
+  HeadMeans means;
+  // The means are needed only to ablate a head (no head: both distributions are the model's).
+  const bool means_needed = a.mode == AblationMode::mean && !a.heads.empty();
+  if (means_needed) {
+    const std::vector<std::int32_t>& over = q.mean_over.empty() ? tokens : q.mean_over;
+    // (rows, cols): whole windows of the reference, or the prompt as one row.
+    const std::size_t cols = std::min(window, over.size()), rows = over.size() / cols;
+    Ids batch = Ids::from_shape({rows, cols});
+    std::copy(over.begin(), over.begin() + static_cast<long>(rows * cols), batch.data());
+    means = head_means(model, batch);
+    a.mean_over = q.mean_over_source.empty() ? "the prompt's positions" : q.mean_over_source;
+  }
+  a.shift = next_token_shift(model, tokens, a.heads, means_needed ? a.mode : AblationMode::zero,
+                             means_needed ? &means : nullptr);
+  return a;
+}
+
+/// The head scores a save recorded (its interp.json), for the weights' step.
+InterpReport::Scores saved_head_scores(const Checkpoint& loaded, bool weights_are_best) {
+  if (weights_are_best)
+    throw LabRequestError(LabField::head_scores, LabProblem::missing,
+                          "without a prompt are the save's interp.json, measured on the latest "
+                          "weights, not on best.safetensors: measure them on a prompt");
+  if (!fs::exists(fs::path(loaded.files_dir()) / kInterpFile))
+    throw LabRequestError(
+        LabField::head_scores, LabProblem::not_recorded,
+        "without a prompt are the save's record, and this save holds no interp.json "
+        "(trained with the recording off, or older)");
+  const std::vector<InterpRecord> records = read_interp_history(loaded.files_dir());
+  const auto it = std::find_if(records.begin(), records.end(), [&](const auto& r) {
+    return std::to_string(r.step) == loaded.weights_step();
+  });
+  if (it == records.end())
+    throw LabRequestError(
+        LabField::head_scores, LabProblem::not_recorded,
+        fmt::format("without a prompt are the save's interp.json, which is not of the weights' "
+                    "step {}",
+                    loaded.weights_step()));
+  return {fmt::format("the validation probe, recorded by glass train at step {}", it->step), *it};
+}
+
+InterpReport::Patch patch(const Decoder& model, const InterpReport& r,
+                          std::vector<std::int32_t> corrupted) {
+  const std::vector<std::int32_t>& tokens = r.prompt;
+  if (corrupted.size() != tokens.size())
+    throw LabRequestError(
+        LabField::corrupted, LabProblem::length_mismatch,
+        fmt::format("has {} tokens and the prompt {}: patching copies activations position by "
+                    "position, so the two prompts need the same length in tokens",
+                    corrupted.size(), tokens.size()));
+  const std::size_t V = model.config().vocab_size, T = tokens.size();
+  auto predicted = [&](const std::vector<std::int32_t>& ids) {
+    const Array logits = ablated_logits(model, as_batch(ids), {}, AblationMode::zero);
+    return static_cast<std::int32_t>(top_k_indices(logits.data() + (T - 1) * V, V, 1).front());
+  };
+  const std::int32_t answer = predicted(tokens), other = predicted(corrupted);
+  if (answer == other)
+    throw LabRequestError(
+        LabField::corrupted, LabProblem::same_prediction,
+        fmt::format("makes the model predict '{}' next, as the prompt does: there is no logit "
+                    "difference to recover; choose a corrupted prompt that changes the prediction",
+                    r.label(answer)));
+  InterpReport::Patch p;
+  p.result = patch_residual_stream(model, tokens, corrupted, answer, other);
+  p.corrupted = std::move(corrupted);
+  return p;
+}
+
+/// Every record of `run_dir`, next to the validation losses of the save's log.csv.
+InterpReport::History history(const Checkpoint& loaded, const std::string& run_dir,
+                              std::vector<std::string>& warnings) {
+  InterpReport::History h;
+  h.records = read_interp_history(run_dir);
+  try {
+    h.loss = read_loss_log((fs::path(loaded.files_dir()) / "log.csv").string());
+  } catch (const std::exception& e) {
+    warnings.push_back(std::string("no validation losses next to the history: ") + e.what());
+  }
+  return h;
+}
+
+}  // namespace
+
+InterpReport run_lab(const Checkpoint& loaded, const LabRequest& q) {
+  const Decoder& model = loaded.model();
+  check_request(model.config(), q);
+  const std::size_t window = loaded.window();
+  InterpReport r;
+  r.labels = token_labels(loaded);
+  if (q.prompt)
+    r.prompt = lab_tokens(loaded, *q.prompt, q.allow_unknown, LabField::prompt, r.warnings);
+  std::vector<std::int32_t> corrupted;
+  if (q.patch)
+    corrupted = lab_tokens(loaded, *q.patch, q.allow_unknown, LabField::corrupted, r.warnings);
+  if (q.head_scores && q.prompt && r.prompt.size() < 3)
+    throw LabRequestError(LabField::prompt, LabProblem::too_short,
+                          fmt::format("has {} tokens; the head scores measure on at least 3 tokens",
+                                      r.prompt.size()));
+  if (q.lens) r.lens = logit_lens(model, r.prompt, std::min(q.top_k, model.config().vocab_size));
+  if (q.ablate) r.ablation = ablation(model, q, r.prompt, window);
+  if (q.head_scores && q.prompt)
+    r.head_scores =
+        InterpReport::Scores{"the prompt", measure_head_scores(model, r.prompt, window)};
+  else if (q.head_scores)
+    r.head_scores = saved_head_scores(loaded, q.weights_are_best);
+  if (q.patch) r.patch = patch(model, r, std::move(corrupted));
+  if (q.history) r.history = history(loaded, *q.history, r.warnings);
+  return r;
+}
+
+}  // namespace glass

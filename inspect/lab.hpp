@@ -1,0 +1,77 @@
+#pragma once
+// The interpretability lab on a loaded save: one request (a prompt, the analyses asked for) in,
+// one lab report (inspect/interp_report.hpp) out. `glass inspect` (--lens, --ablate,
+// --head-scores, --patch, --history) and the lab routes of `glass serve` (POST /api/lens,
+// /api/ablate) both call run_lab; each front end words its errors itself (flag names, JSON
+// fields) from the typed LabRequestError.
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "checkpoint/checkpoint.hpp"
+#include "inspect/interp_report.hpp"
+
+namespace glass {
+
+/// What a lab request asks: the prompt(s) as text and the analyses, each run on the reference
+/// path (the hook points') of the loaded model.
+struct LabRequest {
+  std::optional<std::string> prompt;  ///< UTF-8; needed by the lens, the ablation and patching
+  bool allow_unknown = false;         ///< characters outside a character vocabulary become id 0
+  std::size_t top_k = 5;  ///< next tokens listed per lens cell and per ablated distribution
+  /// The head the views start on (the page of `glass inspect --html`): checked against the model.
+  std::size_t layer = 0, head = 0;
+  bool lens = false;
+  std::optional<std::vector<HeadRef>> ablate;  ///< the heads to knock out (may be empty)
+  AblationMode ablation = AblationMode::zero;
+  /// Mean ablation: token ids whose whole windows the heads' means are taken over, and what they
+  /// are (e.g. "the first 128 characters of the training text"); empty: the prompt's positions.
+  std::vector<std::int32_t> mean_over;
+  std::string mean_over_source;
+  bool head_scores = false;       ///< on the prompt, or without one the save's recorded interp.json
+  bool weights_are_best = false;  ///< the model holds best.safetensors, not the latest
+  std::optional<std::string> patch;    ///< the corrupted prompt of activation patching
+  std::optional<std::string> history;  ///< the run directory whose recorded scores to list
+};
+
+/// The part of a request an error is about.
+enum class LabField { prompt, corrupted, top_k, layer, head, heads, head_scores };
+
+/// What is wrong with it.
+enum class LabProblem {
+  missing,             ///< an analysis needs it and it was not given
+  not_utf8,            ///< the text is not valid UTF-8
+  unknown_characters,  ///< characters outside a character vocabulary (and not allowed)
+  empty,               ///< no token
+  too_long,            ///< more tokens than the window
+  too_short,           ///< fewer tokens than the analysis needs
+  out_of_range,        ///< a number outside what the model has
+  length_mismatch,     ///< the corrupted prompt's length differs from the prompt's
+  same_prediction,     ///< both prompts predict the same next token: nothing to patch
+  not_recorded,        ///< the save holds no record of what was asked
+};
+
+/// A request the lab cannot run: which part, what is wrong, and the fact in words that name no
+/// front end's flag or field ("has 24 tokens; ...", "must be from 1 to 1000 (got 0)").
+class LabRequestError : public std::invalid_argument {
+ public:
+  LabRequestError(LabField field, LabProblem problem, const std::string& fact)
+      : std::invalid_argument(fact), field(field), problem(problem) {}
+  LabField field;
+  LabProblem problem;
+};
+
+/// The most next tokens a request may list (top_k).
+inline constexpr std::size_t kMaxLabTopK = 1000;
+
+/// Checks `request` against the model (LabRequestError), tokenizes its prompts with the save's
+/// tokenizer (at most the save's window), runs each analysis asked and returns the report
+/// (report.checkpoint left empty: the caller names the save). A save's files that do not
+/// match their manifest (the recorded scores) throw CheckpointError.
+InterpReport run_lab(const Checkpoint& loaded, const LabRequest& request);
+
+}  // namespace glass
