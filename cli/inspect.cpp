@@ -155,6 +155,7 @@ glass::HtmlOptions page_options(const InspectOptions& opt, const glass::Checkpoi
   html.head = static_cast<std::size_t>(opt.head);
   html.top_k = static_cast<std::size_t>(opt.top_k);
   html.checkpoint = opt.checkpoint;
+  html.unit = loaded.unit(false);
   std::string shown;
   for (std::size_t i = 0; i < prompt.size() && i < 60; ++i) shown += glass::visible_char(prompt[i]);
   if (prompt.size() > 60) shown += "…";
@@ -253,6 +254,7 @@ std::string lab_page(const InspectOptions& opt, const glass::Checkpoint& loaded,
   html.head = static_cast<std::size_t>(opt.head);
   html.top_k = static_cast<std::size_t>(opt.top_k);
   html.checkpoint = opt.checkpoint;
+  html.unit = loaded.unit(false);
   html.title = "GlassLLM interpretability: " + opt.checkpoint;
   html.loss = page_loss(loaded);
   if (!opt.prompt_given) return glass::lab_html(report, nullptr, html);

@@ -156,11 +156,18 @@ std::vector<std::int32_t> encode_prompt(const SampleFlags& f, const glass::Check
                        ". Remove them, or pass --allow-unknown to map them to the unknown token "
                        "(id 0).");
   }
-  if (unknown > 0)
+  if (unknown > 0) {
+    std::string which;  // the refusal's words name the characters and their positions
+    try {
+      loaded.encode_prompt(text, glass::UnknownPolicy::kRefuse);
+    } catch (const glass::UnknownCharacterError& e) {
+      which = e.what();
+    }
     std::cerr << fmt::format(
         "warning: mapping {} prompt character(s) outside the vocabulary to the unknown token "
-        "(id 0)\n",
-        unknown);
+        "(id 0): {}\n",
+        unknown, which);
+  }
   return ids;
 }
 

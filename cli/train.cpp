@@ -228,7 +228,8 @@ void fill_options(TrainFlags& flags, CLI::App* cmd) {
   const bool default_data = o.data_path.empty();
   if (default_data) o.data_path = default_corpus();
   if (o.out_dir.empty()) o.out_dir = (fs::path("runs") / fs::path(o.data_path).stem()).string();
-  o.attention_given = cmd->count("--attention") > 0;
+  o.ops_given = cmd->count("--ops") > 0;  // also counts the old name, --attention
+  o.tokenizer_given = cmd->count("--tokenizer") > 0;
   o.data_defaulted = default_data;
   // On --resume a recipe flag left out takes the recorded value (train/resume.hpp).
   glass::RecipeGiven& given = o.recipe_given;

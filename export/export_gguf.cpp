@@ -160,7 +160,7 @@ GgufVocab bpe_vocab(const BpeTokenizer& bpe) {
   return v;
 }
 
-/// The model's vocabulary in llama.cpp's layout. The one place this exporter asks the kind:
+/// The model's vocabulary in llama.cpp's layout. One of the two places this exporter asks the kind:
 /// the layouts differ (a character model's ids get <s>, </s> and byte tokens after them; a BPE
 /// vocabulary already has llama's layout).
 GgufVocab gguf_vocab(const TextTokenizer& tokenizer) {

@@ -32,14 +32,15 @@ std::vector<std::int32_t> lab_tokens(const Checkpoint& loaded, const std::string
                           std::string("is not valid UTF-8: ") + e.what());
   }
   std::size_t unknown = 0;
-  const std::vector<std::int32_t> ids =
-      loaded.encode_prompt(chars, UnknownPolicy::kMapToUnknownId, &unknown);
-  const char* which = field == LabField::corrupted ? "the corrupted prompt" : "the prompt";
-  if (unknown > 0 && !allow_unknown)
+  std::vector<std::int32_t> ids;
+  try {  // refused: the error names the characters and their positions
+    ids = loaded.encode_prompt(
+        chars, allow_unknown ? UnknownPolicy::kMapToUnknownId : UnknownPolicy::kRefuse, &unknown);
+  } catch (const UnknownCharacterError& e) {
     throw LabRequestError(field, LabProblem::unknown_characters,
-                          fmt::format("holds {} character(s) the model never saw in training "
-                                      "(outside its vocabulary)",
-                                      unknown));
+                          fmt::format("is refused: {}", e.what()));
+  }
+  const char* which = field == LabField::corrupted ? "the corrupted prompt" : "the prompt";
   if (unknown > 0)
     warnings.push_back(fmt::format(
         "{} character(s) of {} outside the vocabulary mapped to the unknown id 0", unknown, which));

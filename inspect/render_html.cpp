@@ -25,6 +25,7 @@ std::string view_json(const HtmlOptions& options, const Inspection* ins) {
   view["layer"] = ins ? std::min(options.layer, ins->config.n_layers - 1) : options.layer;
   view["head"] = ins ? std::min(options.head, ins->config.n_heads - 1) : options.head;
   view["top_k"] = options.top_k;
+  view["unit"] = options.unit;
   nlohmann::ordered_json meaning = nlohmann::ordered_json::object();
   for (const SnapshotInfo& info : snapshot_catalogue()) meaning[info.name] = info.meaning;
   view["meaning"] = std::move(meaning);

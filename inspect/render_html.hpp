@@ -21,6 +21,7 @@ struct HtmlOptions {
   std::string title = "GlassLLM inspector";
   std::string checkpoint;       ///< shown on the page
   std::vector<LossPoint> loss;  ///< the training curve (empty: no curve)
+  std::string unit = "token";   ///< what one prediction is: "character" or "token"
 };
 
 /// One self-contained HTML page that needs no network: web/ (built into the

@@ -118,6 +118,7 @@ void Server::answer_inspector(const httplib::Request& req, httplib::Response& re
   }
   HtmlOptions html;
   html.checkpoint = options_.checkpoint;
+  html.unit = m->unit(false);
   html.title = "GlassLLM inspector: \"" + u32_to_utf8(prompt.substr(0, 60)) + "\"";
   try {
     html.loss =

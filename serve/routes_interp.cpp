@@ -148,7 +148,11 @@ json lab_answer(std::mutex& compute, const Checkpoint& m, const LabRequest& q,
     std::lock_guard lock(compute);
     report = run_lab(m, q);
   } catch (const LabRequestError& e) {
-    throw BadRequest(fmt::format("'{}' {}", api_field(e.field), e.what()));
+    const bool unknown = e.problem == LabProblem::unknown_characters;
+    throw BadRequest(fmt::format("'{}' {}{}", api_field(e.field), e.what(),
+                                 unknown ? " (send \"allow_unknown\": true to map them to the "
+                                           "unknown id 0)"
+                                         : ""));
   }
   report.checkpoint = checkpoint;
   return json::parse(interp_json(report).dump());

@@ -52,8 +52,10 @@ struct TrainOptions {
   RecipeGiven recipe_given;
   /// data_path is the bundled corpus because no text was given (said when a resume refuses it).
   bool data_defaulted = false;
-  bool attention_given = false;  ///< model.ops_path was chosen (--attention): a resumed run
-                                 ///< takes it; otherwise it keeps its checkpoint's
+  /// model.ops_path was chosen: a resumed run takes it; otherwise it keeps its checkpoint's.
+  bool ops_given = false;
+  /// tokenizer was chosen: a resumed run says so when the checkpoint's is of another kind.
+  bool tokenizer_given = false;
   bool overwrite =
       false;  ///< start over in an out_dir that holds a run (replaced at the first save)
   std::size_t sample_tokens = 120;  ///< characters sampled at each evaluation (0 = none)

@@ -134,15 +134,14 @@ Trainer::WeightsStamp Trainer::take_back_resumed_run(const Resume& resume) {
   SavedModel saved = load_saved_model(resume.save_dir());
   if (!saved.warning.empty()) out_ << "warning: " << saved.warning << "\n";
   tokenizer_.emplace(std::move(saved.tokenizer));
-  if (o.tokenizer != tokenizer_->kind())
+  if (o.tokenizer_given && o.tokenizer != tokenizer_->kind())
     out_ << "note: the run continues with the checkpoint's tokenizer ("
          << tokenizer_kind_name(tokenizer_->kind()) << "), not " << tokenizer_kind_name(o.tokenizer)
          << "\n";
   o.tokenizer = tokenizer_->kind();
   model_ = std::move(saved.model);
-  // A resumed run keeps its checkpoint's attention path (the exact resume), unless another
-  // was chosen.
-  if (o.attention_given) model_->set_ops_path(o.model.ops_path);
+  // A resumed run keeps its checkpoint's ops path (the exact resume), unless another was chosen.
+  if (o.ops_given) model_->set_ops_path(o.model.ops_path);
   o.model = model_->config();
   check_model_fits(o);
   return {saved.weights_step, saved.weights_run_id};
@@ -188,7 +187,8 @@ void Trainer::restore_training_state(const Resume& resume, const WeightsStamp& s
   train_batches_->set_state(state.batch_rng);
   std::istringstream rng_text(state.sample_rng);
   rng_text >> sample_rng_;
-  if (rng_text.fail()) throw CheckpointError(o.out_dir + "/train_state.json: bad sample_rng state");
+  if (rng_text.fail())
+    throw CheckpointError(resume.save_dir() + "/train_state.json: bad sample_rng state");
   step_ = state.step;
   best_val_ = state.best_val;
   has_best_ = state.has_best;

@@ -17,7 +17,8 @@ const SCORE_KINDS = {
   ablation_delta_loss: "ablation Δloss (nats): probe loss with the head zeroed, minus without",
 };
 
-// A token's label: its text, or "∅" for a token that has none (a character model's unknown id 0).
+// A token's label: its text ("<unk>" for a character model's unknown id 0), or "∅" when the
+// report gives none.
 function labLabel(token) { return token && token.text ? token.text : "\u2205"; }
 
 // A number with `d` decimals, "-" for a value that is not finite (null in the JSON).

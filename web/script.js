@@ -303,7 +303,7 @@ function drawLoss() {
     return;
   }
   box.innerHTML = lossChartSvg(L, { title: "", id: "loss-svg" });
-  box.appendChild(make("div", "legend", "cross-entropy in nats per " + (D && !D.bpe ? "character" : "token") + "; " + L.step.length + " logged steps"));
+  box.appendChild(make("div", "legend", "cross-entropy in nats per " + VIEW.unit + "; " + L.step.length + " logged steps"));
 }
 
 function drawAll() {

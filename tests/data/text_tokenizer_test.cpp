@@ -165,40 +165,42 @@ TEST(TextTokenizer, SpecialIdsStartIdAndVocabulary) {
   EXPECT_TRUE(bpe.tokens_span_characters());
   EXPECT_FALSE(chars.tokens_span_characters());
   EXPECT_STREQ(chars.notation(), "");
+}
 
-  TEST(TextTokenizer, EncodeSplitCutsAtNinetyPercentOrTheNextSpace) {
-    // Characters: "abcabcabca" (10) splits at floor(9.0) = 9; the last 'a' is 1 byte of validation.
-    const TextTokenizer chars(glass::Tokenizer::from_text(U"abcabcabca"));
-    const glass::SplitIds c = chars.encode_split(U"abcabcabca", false);
-    EXPECT_EQ(c.ids.size(), 10u);
-    EXPECT_EQ(c.n_train, 9u);
-    EXPECT_EQ(c.val_bytes, 1u);
-    // A character outside the vocabulary: the unknown id 0 with map_unknown, else an error.
-    const glass::SplitIds u = chars.encode_split(U"abczzabcab", true);
-    EXPECT_EQ(u.unknown, 2u);
-    EXPECT_EQ(u.ids[3], 0);
-    EXPECT_THROW(chars.encode_split(U"abczzabcab", false), glass::UnknownCharacterError);
+TEST(TextTokenizer, EncodeSplitCutsAtNinetyPercentOrTheNextSpace) {
+  // Characters: "abcabcabca" (10) splits at floor(9.0) = 9; the last 'a' is 1 byte of validation.
+  const TextTokenizer chars(glass::Tokenizer::from_text(U"abcabcabca"));
+  const glass::SplitIds c = chars.encode_split(U"abcabcabca", glass::UnknownPolicy::kRefuse);
+  EXPECT_EQ(c.ids.size(), 10u);
+  EXPECT_EQ(c.n_train, 9u);
+  EXPECT_EQ(c.val_bytes, 1u);
+  // A character outside the vocabulary: the unknown id 0 when mapped, else an error.
+  const glass::SplitIds u =
+      chars.encode_split(U"abczzabcab", glass::UnknownPolicy::kMapToUnknownId);
+  EXPECT_EQ(u.unknown, 2u);
+  EXPECT_EQ(u.ids[3], 0);
+  EXPECT_THROW(chars.encode_split(U"abczzabcab", glass::UnknownPolicy::kRefuse),
+               glass::UnknownCharacterError);
 
-    // BPE ("▁ab" 263, "▁b" 264): "ab ab ab ab b" (13) cuts at the space at 11 = floor(11.7);
-    // the training part "ab ab ab ab" is 4 tokens, a prefix of the whole text's 5.
-    const TextTokenizer bpe(glass::BpeTokenizer::train(U"ab ab b", 265));
-    EXPECT_EQ(glass::split_point(U"ab ab ab ab b", TokenizerKind::kBpe), 11u);
-    const glass::SplitIds b = bpe.encode_split(U"ab ab ab ab b", false);
-    EXPECT_EQ(b.ids.to_vector(0, b.ids.size()),
-              (std::vector<std::int32_t>{263, 263, 263, 263, 264}));
-    EXPECT_EQ(b.n_train, 4u);
-    EXPECT_EQ(b.val_bytes, 2u);  // " b"
-    // No space after 90%: "ab ab ab" (8) cuts at 7, inside the word "ab" (the whole text's last
-    // token "▁ab" crosses the cut): the parts are encoded apart, the validation part "b" as a text
-    // of its own ("▁b" 264).
-    EXPECT_EQ(glass::split_point(U"ab ab ab", TokenizerKind::kBpe), 7u);
-    const glass::SplitIds w = bpe.encode_split(U"ab ab ab", false);
-    const std::vector<std::int32_t> train = bpe.encode(U"ab ab a");
-    ASSERT_EQ(w.n_train, train.size());
-    const std::vector<std::int32_t> val = bpe.encode(U"b");
-    ASSERT_EQ(w.ids.size(), train.size() + val.size());
-    EXPECT_EQ(w.ids.to_vector(0, w.n_train), train);
-    EXPECT_EQ(w.ids.to_vector(w.n_train, w.ids.size()), val);
-    EXPECT_EQ(val, (std::vector<std::int32_t>{264}));
-    EXPECT_NE(w.ids.to_vector(0, w.ids.size()), bpe.encode(U"ab ab ab"));  // not the whole text's
-  }
+  // BPE ("▁ab" 263, "▁b" 264): "ab ab ab ab b" (13) cuts at the space at 11 = floor(11.7);
+  // the training part "ab ab ab ab" is 4 tokens, a prefix of the whole text's 5.
+  const TextTokenizer bpe(glass::BpeTokenizer::train(U"ab ab b", 265));
+  EXPECT_EQ(glass::split_point(U"ab ab ab ab b", TokenizerKind::kBpe), 11u);
+  const glass::SplitIds b = bpe.encode_split(U"ab ab ab ab b", glass::UnknownPolicy::kRefuse);
+  EXPECT_EQ(b.ids.to_vector(0, b.ids.size()), (std::vector<std::int32_t>{263, 263, 263, 263, 264}));
+  EXPECT_EQ(b.n_train, 4u);
+  EXPECT_EQ(b.val_bytes, 2u);  // " b"
+  // No space after 90%: "ab ab ab" (8) cuts at 7, inside the word "ab" (the whole text's last
+  // token "▁ab" crosses the cut): the parts are encoded apart, the validation part "b" as a text
+  // of its own ("▁b" 264).
+  EXPECT_EQ(glass::split_point(U"ab ab ab", TokenizerKind::kBpe), 7u);
+  const glass::SplitIds w = bpe.encode_split(U"ab ab ab", glass::UnknownPolicy::kRefuse);
+  const std::vector<std::int32_t> train = bpe.encode(U"ab ab a");
+  ASSERT_EQ(w.n_train, train.size());
+  const std::vector<std::int32_t> val = bpe.encode(U"b");
+  ASSERT_EQ(w.ids.size(), train.size() + val.size());
+  EXPECT_EQ(w.ids.to_vector(0, w.n_train), train);
+  EXPECT_EQ(w.ids.to_vector(w.n_train, w.ids.size()), val);
+  EXPECT_EQ(val, (std::vector<std::int32_t>{264}));
+  EXPECT_NE(w.ids.to_vector(0, w.ids.size()), bpe.encode(U"ab ab ab"));  // not the whole text's
+}
