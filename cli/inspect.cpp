@@ -367,8 +367,8 @@ void run_inspect(const InspectOptions& opt) {
   std::string wrote;
   if (!opt.json_path.empty() && !json_to_stdout) {
     glass::write_json(inspection, opt.json_path);
-    wrote +=
-        "\nwrote " + opt.json_path + " (tokens, logits, probs and every snapshot; see README)\n";
+    wrote += "\nwrote " + opt.json_path +
+             " (tokens, logits, probs and every snapshot; see docs/en/cli.md)\n";
   }
   if (!opt.html_path.empty()) {
     const glass::HtmlOptions html = page_options(opt, loaded, prompt);
@@ -484,7 +484,7 @@ void add_inspect_command(CLI::App& app) {
       "  glass inspect --checkpoint runs/domcasmurro --prompt 'Disse Capitu' --patch --corrupted 'Disse Escoba'\n"
       "  glass inspect --checkpoint runs/domcasmurro --history --html history.html\n"
       "Spaces and newlines are shown as \u2423 and \u23ce in the labels (a BPE model's tokens write\n"
-      "a space as \u2581 and a byte as <0xNN>, as its vocabulary does); see README (glass inspect).");
+      "a space as \u2581 and a byte as <0xNN>, as its vocabulary does); see docs/en/cli.md (Looking inside: glass inspect).");
   cmd->callback([opt, cmd] {
     opt->prompt_given = cmd->count("--prompt") > 0;
     run_inspect(*opt);

@@ -103,7 +103,7 @@ void add_serve_command(CLI::App& app) {
       "  glass serve --checkpoint runs/domcasmurro          then open http://127.0.0.1:8080/\n"
       "  glass serve -m runs/domcasmurro -t 1 --port 0      one thread, any free port\n"
       "  glass train --serve                                 train and watch it in the browser\n"
-      "See README (Live in the browser: glass serve).");
+      "See docs/en/cli.md (Live in the browser: glass serve).");
   cmd->callback([options, threads] {
     apply_threads(*threads);  // the forward passes of /api/inspect, /api/sample and /api/next
     std::unique_ptr<Server> server = start_server(*options, std::cout);

@@ -376,7 +376,8 @@ void add_train_command(CLI::App& app) {
   glass::TrainOptions& o = flags->options;
   CLI::App* cmd = app.add_subcommand(
       "train",
-      "Train the decoder to predict the next character of a UTF-8 text file.\n"
+      "Train the decoder to predict the next token of a UTF-8 text file (a character, or a BPE "
+      "subword with --tokenizer bpe).\n"
       "With no arguments: the bundled Portuguese corpus (Dom Casmurro), the default model, and\n"
       "nanoGPT's shakespeare_char recipe; the checkpoint goes to runs/<corpus name>.");
   cmd->add_option("--data", o.data_path,
@@ -479,7 +480,7 @@ void add_train_command(CLI::App& app) {
          "--tokenizer",
          [&o](const std::string& name) { o.tokenizer = glass::tokenizer_kind_from_name(name); },
          "char: one token per character (the default); bpe: subword tokens of the LLaMA kind, "
-         "trained on the training split (docs/bpe.md). --resume keeps the checkpoint's")
+         "trained on the training split (docs/en/bpe.md). --resume keeps the checkpoint's")
       ->transform(CLI::IsMember({"char", "bpe"}, CLI::ignore_case))
       ->default_str("char")
       ->group("Model");
@@ -496,8 +497,9 @@ void add_train_command(CLI::App& app) {
       "  glass train --data input.txt --out runs/mine --iters 3000 -t 2\n"
       "  glass train --data input.txt --out runs/mine --iters 5000 --resume   continue it to step 5000\n"
       "  glass train --data input.txt --out /tmp/check --overfit-batch --iters 200 --lr 3e-3\n"
-      "Is the loss normal? It starts near ln V (V = the vocabulary: distinct characters + the "
-      "unknown id 0) and falls; see README.");
+      "Is the loss normal? It starts near ln V (V = the vocabulary: the text's distinct characters "
+      "+ the unknown id 0, or the BPE --vocab-size) and falls; see docs/en/cli.md (Is my loss "
+      "normal?).");
   cmd->callback([flags, cmd] { run_train_on_all_ranks(*flags, cmd); });
 }
 

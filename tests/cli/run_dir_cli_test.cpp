@@ -150,6 +150,28 @@ TEST_F(RunDirCli, ARunDirectoryHoldsOneCompleteSaveLinkedAsCurrent) {
   EXPECT_EQ(glass::load_checkpoint((ckpt_ / "step-000030").string()).weights_step(), "30");
 }
 
+TEST_F(RunDirCli, ReadersOfARunWhoseCurrentLinkIsLostReadItsNewestCompleteSave) {
+  ASSERT_EQ(first_run_.exit_code, 0) << first_run_.out << first_run_.err;
+  const fs::path run = dir_ / "lost-link";
+  fs::copy(ckpt_, run, fs::copy_options::recursive | fs::copy_options::copy_symlinks);
+  fs::remove(run / "run.lock");
+  fs::remove(run / "current");
+  const glass::Checkpoint missing = glass::load_checkpoint(run.string());
+  EXPECT_EQ(missing.weights_step(), "30");
+  EXPECT_NE(missing.warning().find("current (the link to the last complete save) is missing: "
+                                   "reading the newest complete save, step-000030"),
+            std::string::npos)
+      << missing.warning();
+  fs::create_directory_symlink("step-000099", run / "current");  // a save that is gone
+  const CliRun sampled = glass("sample -m " + q(run.string()) + " -n 5 --seed 1");
+  ASSERT_EQ(sampled.exit_code, 0) << sampled.err;
+  EXPECT_NE(sampled.err.find("points to step-000099, which is gone: reading the newest complete "
+                             "save, step-000030"),
+            std::string::npos)
+      << sampled.err;
+  EXPECT_EQ(fs::read_symlink(run / "current").string(), "step-000099") << "a reader never relinks";
+}
+
 TEST_F(RunDirCli, FoldersOfTheUserNamedLikeSavesAreNeverRemoved) {
   // --out may already hold the user's own folders. Only directories that begin_save could have
   // made (step-NNNNNN holding nothing but checkpoint files) are taken for saves and removed.
