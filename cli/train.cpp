@@ -33,6 +33,7 @@
 #include "cli/shell.hpp"
 #include "cli/stop_signals.hpp"
 #include "cli/threads.hpp"
+#include "cli/train_errors.hpp"
 #include "cli/validators.hpp"
 #include "train/distributed.hpp"
 #include "train/errors.hpp"
@@ -155,58 +156,6 @@ std::string non_finite_message(const std::string& what, const CLI::App* cmd,
                  : "") +
             (holds_run ? " --overwrite" : "");
   return fmt::format("{}. Training stopped: {}. {}", what, kept, next);
-}
-
-/// The flag that sets a TrainOptions field ("batch_size" -> "--batch-size").
-std::string flag_of(const std::string& field) {
-  if (field == "bpe_vocab_size") return "--vocab-size";
-  if (field == "model.ops_path") return "--ops";
-  std::string flag = field.rfind("model.", 0) == 0 ? field.substr(6) : field;
-  std::replace(flag.begin(), flag.end(), '_', '-');
-  return "--" + flag;
-}
-
-/// A Trainer error (train/errors.hpp) in the words of the command line: the flags of its fields
-/// and what to pass. std::nullopt for any other error (its message is already the user's).
-std::optional<std::string> in_flag_words(const std::exception& e) {
-  if (const auto* o = dynamic_cast<const glass::OptionError*>(&e)) {
-    std::string m = o->value().empty()
-                        ? fmt::format("{} {}", flag_of(o->field()), o->reason())
-                        : fmt::format("{} {} {}", flag_of(o->field()), o->value(), o->reason());
-    if (!o->other_field().empty())
-      m += fmt::format(": leave out {} or {}", flag_of(o->other_field()), flag_of(o->field()));
-    return m;
-  }
-  if (const auto* r = dynamic_cast<const glass::RecipeMismatchError*>(&e)) {
-    std::string differ;
-    for (const glass::RecipeDifference& d : r->differences())
-      differ += fmt::format("\n  {} {} (the run was trained with {} {})", flag_of(d.field), d.given,
-                            flag_of(d.field), d.recorded);
-    return fmt::format(
-        "--resume continues the run in {} with its own recipe, but these flags ask for other "
-        "values:{}\nLeave them out (the recorded values are used), or start a new run with --out "
-        "DIR (or --overwrite).",
-        r->out_dir(), differ);
-  }
-  if (const auto* d = dynamic_cast<const glass::DataMismatchError*>(&e))
-    return fmt::format(
-        "the run in {} was trained on a text named '{}', not on '{}'{}: pass --data with the "
-        "path of '{}' to continue it, or start a new run with another --out (or --overwrite)",
-        d->out_dir(), d->recorded(), d->given(),
-        d->defaulted() ? " (the bundled corpus, used when --data is left out)" : "", d->recorded());
-  if (dynamic_cast<const glass::OutOfMemoryError*>(&e) != nullptr)
-    return fmt::format(
-        "{}. Use a smaller model (--d-model, --n-layers, --ffn-hidden) or a smaller --batch-size "
-        "or --context.",
-        e.what());
-  if (const auto* n = dynamic_cast<const glass::NoSaveToResumeError*>(&e))
-    return fmt::format("--resume: {}; run without --resume first", n->what());
-  if (const auto* x = dynamic_cast<const glass::RunExistsError*>(&e))
-    return fmt::format(
-        "{}. To continue that run, add --resume; to start over and replace it, add --overwrite; "
-        "or give a fresh directory with --out.",
-        x->what());
-  return std::nullopt;
 }
 
 /// The Trainer of these options; its errors in the words of the flags (in_flag_words).

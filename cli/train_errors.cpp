@@ -1,0 +1,62 @@
+// The Trainer's typed errors in the words of the command line. See cli/train_errors.hpp.
+
+#include "cli/train_errors.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "train/errors.hpp"
+
+namespace glass::cli {
+
+std::string flag_of(const std::string& field) {
+  if (field == "bpe_vocab_size") return "--vocab-size";
+  if (field == "model.ops_path") return "--ops";
+  std::string flag = field.rfind("model.", 0) == 0 ? field.substr(6) : field;
+  std::replace(flag.begin(), flag.end(), '_', '-');
+  return "--" + flag;
+}
+
+std::optional<std::string> in_flag_words(const std::exception& e) {
+  if (const auto* o = dynamic_cast<const glass::OptionError*>(&e)) {
+    std::string m = o->value().empty()
+                        ? fmt::format("{} {}", flag_of(o->field()), o->reason())
+                        : fmt::format("{} {} {}", flag_of(o->field()), o->value(), o->reason());
+    if (!o->other_field().empty())
+      m += fmt::format(": leave out {} or {}", flag_of(o->other_field()), flag_of(o->field()));
+    return m;
+  }
+  if (const auto* r = dynamic_cast<const glass::RecipeMismatchError*>(&e)) {
+    std::string differ;
+    for (const glass::RecipeDifference& d : r->differences())
+      differ += fmt::format("\n  {} {} (the run was trained with {} {})", flag_of(d.field), d.given,
+                            flag_of(d.field), d.recorded);
+    return fmt::format(
+        "--resume continues the run in {} with its own recipe, but these flags ask for other "
+        "values:{}\nLeave them out (the recorded values are used), or start a new run with --out "
+        "DIR (or --overwrite).",
+        r->out_dir(), differ);
+  }
+  if (const auto* d = dynamic_cast<const glass::DataMismatchError*>(&e))
+    return fmt::format(
+        "the run in {} was trained on a text named '{}', not on '{}'{}: pass --data with the "
+        "path of '{}' to continue it, or start a new run with another --out (or --overwrite)",
+        d->out_dir(), d->recorded(), d->given(),
+        d->defaulted() ? " (the bundled corpus, used when --data is left out)" : "", d->recorded());
+  if (dynamic_cast<const glass::OutOfMemoryError*>(&e) != nullptr)
+    return fmt::format(
+        "{}. Use a smaller model (--d-model, --n-layers, --ffn-hidden) or a smaller --batch-size "
+        "or --context.",
+        e.what());
+  if (const auto* n = dynamic_cast<const glass::NoSaveToResumeError*>(&e))
+    return fmt::format("--resume: {}; run without --resume first", n->what());
+  if (const auto* x = dynamic_cast<const glass::RunExistsError*>(&e))
+    return fmt::format(
+        "{}. To continue that run, add --resume; to start over and replace it, add --overwrite; "
+        "or give a fresh directory with --out.",
+        x->what());
+  return std::nullopt;
+}
+
+}  // namespace glass::cli
