@@ -11,6 +11,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <utility>
 
 #include "checkpoint/atomic_file.hpp"
 #include "data/json_no_duplicates.hpp"
@@ -104,7 +105,12 @@ std::string safetensors_serialize(const std::vector<NamedTensor>& tensors,
   return out;
 }
 
-SafetensorsContents safetensors_parse(const std::string& bytes, const std::string& source) {
+namespace {
+
+/// Step 1: the little-endian u64 in the first 8 bytes, the header's length N in bytes.
+/// Refuses a file shorter than 8 bytes, an N of 0 or past kMaxHeaderBytes, and an N that runs
+/// past the end of the file.
+std::uint64_t read_header_length(const std::string& bytes, const std::string& source) {
   if (bytes.size() < 8) {
     fail(source, fmt::format("the file has {} bytes, fewer than the 8-byte header length that "
                              "starts every safetensors file (truncated?)",
@@ -123,7 +129,11 @@ SafetensorsContents safetensors_parse(const std::string& bytes, const std::strin
                              "is truncated",
                              n, bytes.size()));
   }
+  return n;
+}
 
+/// Step 2: bytes [8, 8 + n) as a JSON object, duplicate keys and deep nesting refused.
+nlohmann::json parse_header(const std::string& bytes, std::uint64_t n, const std::string& source) {
   nlohmann::json header;
   try {
     header = parse_json_no_duplicate_keys(bytes.begin() + 8,
@@ -136,97 +146,118 @@ SafetensorsContents safetensors_parse(const std::string& bytes, const std::strin
     fail(source, fmt::format("the header is not valid JSON ({})", e.what()));
   }
   if (!header.is_object()) fail(source, "the header is not a JSON object");
+  return header;
+}
 
-  const std::size_t data_begin = 8 + static_cast<std::size_t>(n);
-  const std::size_t data_size = bytes.size() - data_begin;
-
-  SafetensorsContents contents;
-  struct Span {
-    std::size_t begin, end;
-    std::size_t index;
-  };
-  std::vector<Span> spans;
-  for (const auto& [name, entry] : header.items()) {
-    if (name == "__metadata__") {
-      if (!entry.is_object()) fail(source, "\"__metadata__\" must be an object of strings");
-      for (const auto& [key, value] : entry.items()) {
-        if (!value.is_string()) {
-          fail(source, fmt::format("metadata value of \"{}\" must be a string", key));
-        }
-        contents.metadata[key] = value.get<std::string>();
-      }
-      continue;
+/// The "__metadata__" entry: an object of strings, copied into `metadata`.
+void read_metadata(const nlohmann::json& entry, const std::string& source,
+                   std::map<std::string, std::string>& metadata) {
+  if (!entry.is_object()) fail(source, "\"__metadata__\" must be an object of strings");
+  for (const auto& [key, value] : entry.items()) {
+    if (!value.is_string()) {
+      fail(source, fmt::format("metadata value of \"{}\" must be a string", key));
     }
-    const std::string where = fmt::format("tensor '{}'", name);
-    if (!entry.is_object()) fail(source, where + ": entry must be a JSON object");
-    for (const char* key : {"dtype", "shape", "data_offsets"}) {
-      if (!entry.contains(key)) fail(source, fmt::format("{}: missing \"{}\"", where, key));
-    }
-    NamedTensor t;
-    t.name = name;
-
-    const auto& dtype = entry["dtype"];
-    if (!dtype.is_string()) fail(source, where + ": \"dtype\" must be a string");
-    const std::string dt = dtype.get<std::string>();
-    if (dt == "F32") {
-      t.dtype = Dtype::F32;
-    } else if (dt == "F64") {
-      t.dtype = Dtype::F64;
-    } else {
-      fail(source, fmt::format("{}: dtype \"{}\" is not supported (GlassLLM reads F32 and F64)",
-                               where, dt));
-    }
-
-    const auto& shape = entry["shape"];
-    if (!shape.is_array()) fail(source, where + ": \"shape\" must be an array of integers");
-    std::size_t numel = 1;
-    bool overflow = false;
-    for (const auto& d : shape) {
-      if (!d.is_number_unsigned()) {
-        fail(source, where + ": \"shape\" must hold non-negative integers");
-      }
-      const auto dim = d.get<std::uint64_t>();
-      t.shape.push_back(static_cast<std::size_t>(dim));
-      if (dim != 0 && numel > std::numeric_limits<std::size_t>::max() / dim) overflow = true;
-      numel *= static_cast<std::size_t>(dim);
-    }
-
-    const auto& offsets = entry["data_offsets"];
-    if (!offsets.is_array() || offsets.size() != 2 || !offsets[0].is_number_unsigned() ||
-        !offsets[1].is_number_unsigned()) {
-      fail(source, where + ": \"data_offsets\" must be [begin, end] with non-negative integers");
-    }
-    const auto begin = offsets[0].get<std::uint64_t>();
-    const auto end = offsets[1].get<std::uint64_t>();
-    if (begin > end) {
-      fail(source,
-           fmt::format("{}: data_offsets [{}, {}] end before they begin", where, begin, end));
-    }
-    if (end > data_size) {
-      fail(source, fmt::format("{}: data_offsets [{}, {}] run past the end of the data ({} bytes): "
-                               "the file is truncated",
-                               where, begin, end, data_size));
-    }
-    const std::size_t item = dtype_size(t.dtype);
-    if (overflow || numel > data_size / item || end - begin != numel * item) {
-      fail(source,
-           fmt::format("{}: shape {} of {} needs {} bytes, but data_offsets [{}, {}] give {}",
-                       where, shape_string(t.shape), dt,
-                       overflow ? std::string("too many") : std::to_string(numel * item), begin,
-                       end, end - begin));
-    }
-    spans.push_back(
-        {static_cast<std::size_t>(begin), static_cast<std::size_t>(end), contents.tensors.size()});
-    contents.tensors.push_back(std::move(t));
+    metadata[key] = value.get<std::string>();
   }
+}
 
-  // The tensors must tile the data section exactly: no overlap, no hole, nothing left over.
+/// A tensor entry's "dtype": "F32" or "F64".
+Dtype read_dtype(const nlohmann::json& dtype, const std::string& where, const std::string& source) {
+  if (!dtype.is_string()) fail(source, where + ": \"dtype\" must be a string");
+  const std::string dt = dtype.get<std::string>();
+  if (dt == "F32") return Dtype::F32;
+  if (dt == "F64") return Dtype::F64;
+  fail(source,
+       fmt::format("{}: dtype \"{}\" is not supported (GlassLLM reads F32 and F64)", where, dt));
+}
+
+/// A tensor entry's "shape" and its element count; `overflow` when the count does not fit
+/// in a size_t.
+struct Shape {
+  std::vector<std::size_t> dims;
+  std::size_t numel = 1;
+  bool overflow = false;
+};
+
+Shape read_shape(const nlohmann::json& shape, const std::string& where, const std::string& source) {
+  if (!shape.is_array()) fail(source, where + ": \"shape\" must be an array of integers");
+  Shape s;
+  for (const auto& d : shape) {
+    if (!d.is_number_unsigned()) {
+      fail(source, where + ": \"shape\" must hold non-negative integers");
+    }
+    const auto dim = d.get<std::uint64_t>();
+    s.dims.push_back(static_cast<std::size_t>(dim));
+    if (dim != 0 && s.numel > std::numeric_limits<std::size_t>::max() / dim) s.overflow = true;
+    s.numel *= static_cast<std::size_t>(dim);
+  }
+  return s;
+}
+
+/// Where a tensor's bytes lie in the data section: [begin, end), and the tensor's index in
+/// header order.
+struct Span {
+  std::size_t begin, end;
+  std::size_t index;
+};
+
+/// A tensor entry's "data_offsets": [begin, end] inside the data section (`data_size` bytes),
+/// exactly as many bytes as the shape and dtype need.
+Span read_data_offsets(const nlohmann::json& offsets, const NamedTensor& t, const Shape& shape,
+                       std::size_t data_size, const std::string& where, const std::string& source) {
+  if (!offsets.is_array() || offsets.size() != 2 || !offsets[0].is_number_unsigned() ||
+      !offsets[1].is_number_unsigned()) {
+    fail(source, where + ": \"data_offsets\" must be [begin, end] with non-negative integers");
+  }
+  const auto begin = offsets[0].get<std::uint64_t>();
+  const auto end = offsets[1].get<std::uint64_t>();
+  if (begin > end) {
+    fail(source, fmt::format("{}: data_offsets [{}, {}] end before they begin", where, begin, end));
+  }
+  if (end > data_size) {
+    fail(source, fmt::format("{}: data_offsets [{}, {}] run past the end of the data ({} bytes): "
+                             "the file is truncated",
+                             where, begin, end, data_size));
+  }
+  const std::size_t item = dtype_size(t.dtype);
+  if (shape.overflow || shape.numel > data_size / item || end - begin != shape.numel * item) {
+    fail(source,
+         fmt::format("{}: shape {} of {} needs {} bytes, but data_offsets [{}, {}] give {}", where,
+                     shape_string(t.shape), dtype_name(t.dtype),
+                     shape.overflow ? std::string("too many") : std::to_string(shape.numel * item),
+                     begin, end, end - begin));
+  }
+  return {static_cast<std::size_t>(begin), static_cast<std::size_t>(end), 0};
+}
+
+/// Step 3, per tensor: the entry is an object with "dtype", "shape" and "data_offsets", each
+/// valid and agreeing with the others. Returns the tensor (without its values) and its span.
+std::pair<NamedTensor, Span> read_tensor_entry(const std::string& name, const nlohmann::json& entry,
+                                               std::size_t data_size, const std::string& source) {
+  const std::string where = fmt::format("tensor '{}'", name);
+  if (!entry.is_object()) fail(source, where + ": entry must be a JSON object");
+  for (const char* key : {"dtype", "shape", "data_offsets"}) {
+    if (!entry.contains(key)) fail(source, fmt::format("{}: missing \"{}\"", where, key));
+  }
+  NamedTensor t;
+  t.name = name;
+  t.dtype = read_dtype(entry.at("dtype"), where, source);
+  Shape shape = read_shape(entry.at("shape"), where, source);
+  t.shape = shape.dims;
+  const Span span = read_data_offsets(entry.at("data_offsets"), t, shape, data_size, where, source);
+  return {std::move(t), span};
+}
+
+/// Step 4: the tensors must tile the data section exactly: no overlap, no hole, nothing left
+/// over. Sorts `spans` by position.
+void check_coverage(std::vector<Span>& spans, const std::vector<NamedTensor>& tensors,
+                    std::size_t data_size, const std::string& source) {
   std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) {
     return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
   });
   std::size_t expected = 0;
   for (const Span& s : spans) {
-    const std::string& name = contents.tensors[s.index].name;
+    const std::string& name = tensors[s.index].name;
     if (s.begin < expected) {
       fail(source, fmt::format("tensor '{}': data_offsets [{}, {}] overlap another tensor's data",
                                name, s.begin, s.end));
@@ -242,13 +273,17 @@ SafetensorsContents safetensors_parse(const std::string& bytes, const std::strin
                              "extra bytes at the end",
                              expected, data_size));
   }
+}
 
-  // Copy the values, and return the tensors in file order.
+/// Step 5: copy each tensor's values from the data section (which starts at `data`), and
+/// return the tensors in file order (the order of `spans`).
+std::vector<NamedTensor> copy_values(std::vector<NamedTensor>& tensors,
+                                     const std::vector<Span>& spans, const char* data) {
   std::vector<NamedTensor> ordered;
   ordered.reserve(spans.size());
   for (const Span& s : spans) {
-    NamedTensor& t = contents.tensors[s.index];
-    const char* src = bytes.data() + data_begin + s.begin;
+    NamedTensor& t = tensors[s.index];
+    const char* src = data + s.begin;
     const std::size_t count = (s.end - s.begin) / dtype_size(t.dtype);
     // An empty tensor (a 0 in its shape) has no bytes; memcpy to the null data() of an empty
     // vector would be undefined behaviour, even for 0 bytes.
@@ -261,7 +296,31 @@ SafetensorsContents safetensors_parse(const std::string& bytes, const std::strin
     }
     ordered.push_back(std::move(t));
   }
-  contents.tensors = std::move(ordered);
+  return ordered;
+}
+
+}  // namespace
+
+SafetensorsContents safetensors_parse(const std::string& bytes, const std::string& source) {
+  const std::uint64_t n = read_header_length(bytes, source);
+  const nlohmann::json header = parse_header(bytes, n, source);
+  const std::size_t data_begin = 8 + static_cast<std::size_t>(n);
+  const std::size_t data_size = bytes.size() - data_begin;
+
+  SafetensorsContents contents;
+  std::vector<Span> spans;
+  for (const auto& [name, entry] : header.items()) {
+    if (name == "__metadata__") {
+      read_metadata(entry, source, contents.metadata);
+      continue;
+    }
+    auto [tensor, span] = read_tensor_entry(name, entry, data_size, source);
+    span.index = contents.tensors.size();
+    spans.push_back(span);
+    contents.tensors.push_back(std::move(tensor));
+  }
+  check_coverage(spans, contents.tensors, data_size, source);
+  contents.tensors = copy_values(contents.tensors, spans, bytes.data() + data_begin);
   return contents;
 }
 
