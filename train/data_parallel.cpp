@@ -52,6 +52,122 @@ void copy_weights_part(const std::vector<Tensor>& from, std::vector<std::vector<
   }
 }
 
+/// One thread: the loss of the model itself on x against y and, with_grad and when finite,
+/// its gradients, exactly as forward + backward without DataParallel.
+double loss_on_model(Decoder& model, const Ids& x, const Ids& y, bool with_grad) {
+  std::optional<NoGradGuard> no_grad;
+  if (!with_grad) no_grad.emplace();
+  if (with_grad)
+    for (Tensor& p : model.parameters()) p.zero_grad();
+  Tensor loss = cross_entropy(model.forward(x), y);
+  const double value = loss.item();
+  if (!with_grad) return value;
+  if (!std::isfinite(value)) {
+    tape().clear();
+    return value;
+  }
+  loss.backward();
+  return value;
+}
+
+/// What the threads of one step share. Every list has its room before the threads start:
+/// the `omp single` block that fills the gradient lists allocates nothing (an exception must
+/// not leave an OpenMP region).
+struct SharedStep {
+  SharedStep(Decoder& model, const std::vector<std::unique_ptr<Decoder>>& replicas,
+             std::size_t parts)
+      : losses(parts, 0.0), errors(parts), params(model.parameters()) {
+    for (std::size_t r = 0; r + 1 < parts; ++r) {
+      Decoder& replica = *replicas[r];
+      if (replica.config().ops_path != model.config().ops_path)
+        replica.set_ops_path(model.config().ops_path);
+      others.push_back(replica.parameters());
+    }
+    sums.reserve(params.size());
+    sizes.reserve(params.size());
+    adds.resize(params.size());
+    for (std::vector<const Scalar*>& a : adds) a.reserve(others.size());
+  }
+
+  std::vector<double> losses;               // part i's loss, weighted by its share of rows
+  std::vector<std::exception_ptr> errors;   // part i's error, if any
+  bool go_on = true;                        // every part's loss is known and the total is finite
+  std::vector<Tensor> params;               // the model's parameters
+  std::vector<std::vector<Tensor>> others;  // the replicas' parameters, in the same order
+  std::vector<Scalar*> sums;                // per parameter with a gradient: the model's
+  std::vector<std::vector<const Scalar*>> adds;  // ... and the replicas' gradients
+  std::vector<long> sizes;                       // ... and its element count
+};
+
+/// Part i's forward on `replica` (rows [begin, end) of B), its loss weighted by (end - begin) / B
+/// into step.losses[i], then its backward as soon as that loss is known and finite (no wait for
+/// the others); a non-finite part clears its tape. Errors go to step.errors[i].
+void run_part(SharedStep& step, std::size_t i, Decoder& replica, const Ids& x, const Ids& y,
+              std::size_t begin, std::size_t end, std::size_t B, bool with_grad) {
+  Tensor loss;
+  bool finite = false;
+  {
+    std::optional<NoGradGuard> no_grad;  // recording is per thread: each one says it
+    if (!with_grad) no_grad.emplace();
+    try {
+      if (with_grad)
+        for (Tensor& p : replica.parameters()) p.zero_grad();
+      const Scalar share = static_cast<Scalar>(end - begin) / static_cast<Scalar>(B);
+      loss = cross_entropy(replica.forward(rows(x, begin, end)), rows(y, begin, end)) * share;
+      step.losses[i] = loss.item();
+      finite = std::isfinite(step.losses[i]);
+    } catch (...) {
+      step.errors[i] = std::current_exception();
+    }
+  }
+  if (with_grad && finite) {
+    try {
+      loss.backward();
+    } catch (...) {
+      step.errors[i] = std::current_exception();
+    }
+  } else if (with_grad) {
+    tape().clear();
+  }
+}
+
+/// After every part (one thread): decides step.go_on, and either zeroes the model's gradients
+/// (a non-finite loss or an error leaves no gradient behind; the finite parts ran their
+/// backward) or lists, per parameter with a gradient, the model's and the replicas' gradients.
+void list_gradients(SharedStep& step, bool with_grad) {
+  double total = 0;
+  for (std::size_t j = 0; j < step.losses.size(); ++j) {
+    total += step.losses[j];
+    if (step.errors[j]) step.go_on = false;
+  }
+  if (!std::isfinite(total)) step.go_on = false;
+  if (with_grad && !step.go_on)
+    for (Tensor& p : step.params) p.zero_grad();
+  if (with_grad && step.go_on)
+    for (std::size_t p = 0; p < step.params.size(); ++p) {
+      if (!step.params[p].has_grad()) continue;
+      std::vector<const Scalar*>& add = step.adds[step.sums.size()];  // (room reserved)
+      step.sums.push_back(step.params[p].grad().data());
+      for (const std::vector<Tensor>& replica : step.others)
+        if (replica[p].has_grad()) add.push_back(replica[p].grad().data());
+      step.sizes.push_back(static_cast<long>(step.params[p].size()));
+    }
+}
+
+/// Thread i's block of the sum of the replicas' gradients into the model's: elements
+/// [n * i / parts, n * (i + 1) / parts) of every listed parameter of n elements, every element
+/// summed in replica order (the same bits on every run). One replica at a time over the block,
+/// so that the loop vectorizes.
+void sum_gradients_part(const SharedStep& step, std::size_t i, std::size_t parts) {
+  for (std::size_t p = 0; p < step.sums.size(); ++p) {
+    const std::size_t n = static_cast<std::size_t>(step.sizes[p]);
+    const std::size_t begin = n * i / parts, end = n * (i + 1) / parts;
+    Scalar* __restrict g = step.sums[p];
+    for (const Scalar* __restrict other : step.adds[p])
+      for (std::size_t j = begin; j < end; ++j) g[j] += other[j];
+  }
+}
+
 }  // namespace
 
 DataParallel::DataParallel(Decoder& model, std::size_t threads)
@@ -78,46 +194,13 @@ double DataParallel::run(const Ids& x, const Ids& y, bool with_grad) {
                                 " and the targets " + shape_str(shape_of(y)) + " differ in shape");
   const std::size_t B = x.dimension() == 2 ? x.shape()[0] : 1;
   const std::size_t parts = std::min(threads_, B);
-  if (parts <= 1) {  // one thread: the model itself, as without this class
-    std::optional<NoGradGuard> no_grad;
-    if (!with_grad) no_grad.emplace();
-    if (with_grad)
-      for (Tensor& p : model_.parameters()) p.zero_grad();
-    Tensor loss = cross_entropy(model_.forward(x), y);
-    const double value = loss.item();
-    if (!with_grad) return value;
-    if (!std::isfinite(value)) {
-      tape().clear();
-      return value;
-    }
-    loss.backward();
-    return value;
-  }
+  if (parts <= 1) return loss_on_model(model_, x, y, with_grad);
 
   // Part i: rows [B * i / parts, B * (i + 1) / parts), on replica i, in thread i. Each thread
   // runs its backward as soon as its own loss is known and finite (no wait for the others); the
   // one barrier of the step comes before the gradients are summed.
-  std::vector<double> losses(parts, 0.0);
-  std::vector<std::exception_ptr> errors(parts);
-  bool go_on = true;          // every part's loss is known and the total is finite
+  SharedStep step(model_, replicas_, parts);
   bool team_complete = true;  // the runtime gave one thread per part
-  std::vector<Tensor> params = model_.parameters();
-  std::vector<std::vector<Tensor>> others;  // the replicas' parameters, in the same order
-  for (std::size_t r = 0; r + 1 < parts; ++r) {
-    Decoder& replica = *replicas_[r];
-    if (replica.config().ops_path != model_.config().ops_path)
-      replica.set_ops_path(model_.config().ops_path);
-    others.push_back(replica.parameters());
-  }
-  std::vector<Scalar*> sums;                     // per parameter with a gradient: the model's
-  std::vector<std::vector<const Scalar*>> adds;  // ... and the replicas' gradients
-  std::vector<long> sizes;
-  // Room for every list before the threads start: the single block below allocates nothing
-  // (an exception must not leave an OpenMP region).
-  sums.reserve(params.size());
-  sizes.reserve(params.size());
-  adds.resize(params.size());
-  for (std::vector<const Scalar*>& a : adds) a.reserve(others.size());
 #pragma omp parallel num_threads(static_cast <int>(parts))
   {
     // The team size is the same for every thread, so all take the same branch (and barriers).
@@ -127,77 +210,24 @@ double DataParallel::run(const Ids& x, const Ids& y, bool with_grad) {
     } else {
       const std::size_t i = static_cast<std::size_t>(omp_get_thread_num());
       Decoder& replica = i == 0 ? model_ : *replicas_[i - 1];
-      const std::size_t begin = B * i / parts, end = B * (i + 1) / parts;
       // The model's weights into the replicas, every thread a part of every parameter.
-      copy_weights_part(params, others, i, parts);
+      copy_weights_part(step.params, step.others, i, parts);
 #pragma omp barrier
-      Tensor loss;
-      bool finite = false;
-      {
-        std::optional<NoGradGuard> no_grad;  // recording is per thread: each one says it
-        if (!with_grad) no_grad.emplace();
-        try {
-          if (with_grad)
-            for (Tensor& p : replica.parameters()) p.zero_grad();
-          const Scalar share = static_cast<Scalar>(end - begin) / static_cast<Scalar>(B);
-          loss = cross_entropy(replica.forward(rows(x, begin, end)), rows(y, begin, end)) * share;
-          losses[i] = loss.item();
-          finite = std::isfinite(losses[i]);
-        } catch (...) {
-          errors[i] = std::current_exception();
-        }
-      }
-      if (with_grad && finite) {
-        try {
-          loss.backward();
-        } catch (...) {
-          errors[i] = std::current_exception();
-        }
-      } else if (with_grad) {
-        tape().clear();
-      }
+      run_part(step, i, replica, x, y, B * i / parts, B * (i + 1) / parts, B, with_grad);
 #pragma omp barrier
 #pragma omp single
-      {
-        double total = 0;
-        for (std::size_t j = 0; j < parts; ++j) {
-          total += losses[j];
-          if (errors[j]) go_on = false;
-        }
-        if (!std::isfinite(total)) go_on = false;
-        // A non-finite loss leaves no gradient behind (the finite parts ran their backward).
-        if (with_grad && !go_on)
-          for (Tensor& p : params) p.zero_grad();
-        if (with_grad && go_on)
-          for (std::size_t p = 0; p < params.size(); ++p) {
-            if (!params[p].has_grad()) continue;
-            std::vector<const Scalar*>& add = adds[sums.size()];  // (room reserved above)
-            sums.push_back(params[p].grad().data());
-            for (const std::vector<Tensor>& replica : others)
-              if (replica[p].has_grad()) add.push_back(replica[p].grad().data());
-            sizes.push_back(static_cast<long>(params[p].size()));
-          }
-      }  // (an implicit barrier: every thread sees go_on and the lists)
-
-      // The replicas' gradients summed into the model's, each parameter split into one block
-      // of elements per thread (every element summed in replica order: the same bits on every
-      // run). One replica at a time over the block, so that the loop vectorizes.
-      for (std::size_t p = 0; p < sums.size(); ++p) {
-        const std::size_t n = static_cast<std::size_t>(sizes[p]);
-        const std::size_t begin = n * i / parts, end = n * (i + 1) / parts;
-        Scalar* __restrict g = sums[p];
-        for (const Scalar* __restrict other : adds[p])
-          for (std::size_t j = begin; j < end; ++j) g[j] += other[j];
-      }
+      list_gradients(step, with_grad);
+      // (the single's implicit barrier: every thread sees go_on and the lists)
+      sum_gradients_part(step, i, parts);
     }
   }
   if (!team_complete)
     throw std::runtime_error("DataParallel: the OpenMP runtime gave fewer than " +
                              std::to_string(parts) + " threads (is OMP_THREAD_LIMIT set?)");
-  for (const std::exception_ptr& e : errors)
+  for (const std::exception_ptr& e : step.errors)
     if (e) std::rethrow_exception(e);
   double total = 0;
-  for (double l : losses) total += l;
+  for (double l : step.losses) total += l;
   return total;
 }
 
