@@ -15,6 +15,7 @@
 #include <charconv>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -279,17 +280,116 @@ class BufferedStream : public httplib::Stream {
   std::size_t at_ = 0;
 };
 
-}  // namespace
-
 /// A connection whose request is being read, or one refused that is drained a moment before it
 /// is closed (closing with unread bytes would reset the connection and lose the answer).
-struct BoundedHttpServer::Reading {
+struct Reading {
   int fd = -1;
   Clock::time_point since;
   PartialRequest request;
   bool sent_continue = false;
   bool draining = false;
 };
+
+/// A refused client is drained until it closes, for at most 5 s: a loaded machine can take
+/// over a second to send what the client had queued, and closing before would reset it.
+constexpr auto kDrainTime = std::chrono::seconds(5);
+
+/// Answers `status` with `message`, stops writing, and drains the connection from now on.
+void refuse(Reading& c, int status, const std::string& message) {
+  send_refusal(c.fd, status, message);
+  ::shutdown(c.fd, SHUT_WR);
+  c.draining = true;
+  c.since = Clock::now();
+}
+
+/// Too many connections still sending their request: the oldest (the slowest) make room.
+void make_room(std::vector<Reading>& conns, std::size_t max_reading) {
+  std::size_t reading = 0;
+  for (const Reading& c : conns) reading += c.draining ? 0 : 1;
+  for (Reading& c : conns) {
+    if (reading <= max_reading) break;
+    if (c.draining) continue;
+    refuse(c, 408,
+           fmt::format("closed to make room: more than {} connections were sending their "
+                       "request at once, and this one had taken longest",
+                       max_reading));
+    --reading;
+  }
+}
+
+/// Refuses the requests past their deadline and closes the connections drained long enough,
+/// and the draining ones beyond limits.max_reading (fd set to -1: see erase_closed).
+void close_expired(std::vector<Reading>& conns, const RequestLimits& limits) {
+  const auto deadline = std::chrono::duration_cast<Clock::duration>(
+      std::chrono::duration<double>(limits.deadline_seconds));
+  const Clock::time_point now = Clock::now();
+  for (Reading& c : conns) {
+    if (c.draining && now - c.since > kDrainTime) {
+      ::close(c.fd);
+      c.fd = -1;
+    } else if (!c.draining && now - c.since > deadline) {
+      refuse(c, 408,
+             fmt::format("the request (its headers and body) must arrive within {:g} s",
+                         limits.deadline_seconds));
+    }
+  }
+  // Draining ones beyond the cap are closed at once.
+  std::size_t draining = 0;
+  for (Reading& c : conns)
+    if (c.fd >= 0 && c.draining && ++draining > limits.max_reading) {
+      ::close(c.fd);
+      c.fd = -1;
+    }
+}
+
+/// Forgets the connections closed or handed over (fd -1).
+void erase_closed(std::vector<Reading>& conns) {
+  conns.erase(std::remove_if(conns.begin(), conns.end(), [](const Reading& c) { return c.fd < 0; }),
+              conns.end());
+}
+
+/// Waits up to 100 ms for bytes on the wake pipe (`wake`, emptied here) or any connection:
+/// fds[0] is the pipe, fds[i + 1] conns[i]. False when poll(2) fails.
+bool wait_for_bytes(const std::vector<Reading>& conns, int wake, std::vector<pollfd>& fds) {
+  fds.assign(1, pollfd{wake, POLLIN, 0});
+  for (const Reading& c : conns) fds.push_back(pollfd{c.fd, POLLIN, 0});
+  if (::poll(fds.data(), fds.size(), 100) < 0 && errno != EINTR) return false;
+  if (fds[0].revents != 0) {
+    char sink[64];
+    while (::read(wake, sink, sizeof(sink)) > 0) {}
+  }
+  return true;
+}
+
+/// Reads what connection `c` has sent: closes it when the client left, refuses a request
+/// examine_request refuses, sends "100 Continue" once when the client waits for it. Returns
+/// the request once it is complete (its bytes up to its end), the connection still open.
+std::optional<std::string> receive(Reading& c, const RequestLimits& limits) {
+  char buf[16 * 1024];
+  const ssize_t n = ::recv(c.fd, buf, sizeof(buf), 0);
+  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return std::nullopt;
+  if (n <= 0) {  // the client left (or an error)
+    ::close(c.fd);
+    c.fd = -1;
+    return std::nullopt;
+  }
+  if (c.draining) return std::nullopt;
+  c.request.bytes.append(buf, static_cast<std::size_t>(n));
+  const RequestScan scan = examine_request(c.request, limits);
+  if (scan.state == RequestScan::State::Refused) {
+    refuse(c, scan.status, scan.message);
+  } else if (scan.state == RequestScan::State::Complete) {
+    return c.request.bytes.substr(0, scan.end);
+  } else if (c.request.expect_continue && !c.sent_continue && c.request.body_start > 0) {
+    static const char kContinue[] = "HTTP/1.1 100 Continue\r\n\r\n";
+    [[maybe_unused]] const ssize_t w =
+        ::send(c.fd, kContinue, sizeof(kContinue) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+    c.sent_continue = true;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
 
 BoundedHttpServer::BoundedHttpServer(RequestLimits limits) : limits_(limits) {
   new_task_queue = [] { return new InlineQueue; };
@@ -327,17 +427,6 @@ bool BoundedHttpServer::process_and_close_socket(socket_t sock) {
 
 void BoundedHttpServer::reception_loop() {
   std::vector<Reading> conns;
-  const auto deadline = std::chrono::duration_cast<Clock::duration>(
-      std::chrono::duration<double>(limits_.deadline_seconds));
-  // A refused client is drained until it closes, for at most 5 s: a loaded machine can take
-  // over a second to send what the client had queued, and closing before would reset it.
-  const auto drain_time = std::chrono::seconds(5);
-  auto refuse = [&](Reading& c, int status, const std::string& message) {
-    send_refusal(c.fd, status, message);
-    ::shutdown(c.fd, SHUT_WR);
-    c.draining = true;
-    c.since = Clock::now();
-  };
   std::vector<pollfd> fds;
   while (!closing_) {
     {
@@ -345,89 +434,34 @@ void BoundedHttpServer::reception_loop() {
       for (int fd : incoming_) conns.push_back(Reading{fd, Clock::now(), {}, false, false});
       incoming_.clear();
     }
-    // Too many connections still sending their request: the oldest (the slowest) make room.
-    std::size_t reading = 0;
-    for (const Reading& c : conns) reading += c.draining ? 0 : 1;
-    for (Reading& c : conns) {
-      if (reading <= limits_.max_reading) break;
-      if (c.draining) continue;
-      refuse(c, 408,
-             fmt::format("closed to make room: more than {} connections were sending their "
-                         "request at once, and this one had taken longest",
-                         limits_.max_reading));
-      --reading;
-    }
-    const Clock::time_point now = Clock::now();
-    for (Reading& c : conns) {
-      if (c.draining && now - c.since > drain_time) {
-        ::close(c.fd);
-        c.fd = -1;
-      } else if (!c.draining && now - c.since > deadline) {
-        refuse(c, 408,
-               fmt::format("the request (its headers and body) must arrive within {:g} s",
-                           limits_.deadline_seconds));
-      }
-    }
-    // Draining ones beyond the cap are closed at once.
-    std::size_t draining = 0;
-    for (Reading& c : conns)
-      if (c.fd >= 0 && c.draining && ++draining > limits_.max_reading) {
-        ::close(c.fd);
-        c.fd = -1;
-      }
-    conns.erase(
-        std::remove_if(conns.begin(), conns.end(), [](const Reading& c) { return c.fd < 0; }),
-        conns.end());
-
-    fds.assign(1, pollfd{wake_[0], POLLIN, 0});
-    for (const Reading& c : conns) fds.push_back(pollfd{c.fd, POLLIN, 0});
-    if (::poll(fds.data(), fds.size(), 100) < 0 && errno != EINTR) break;
-    if (fds[0].revents != 0) {
-      char sink[64];
-      while (::read(wake_[0], sink, sizeof(sink)) > 0) {}
-    }
+    make_room(conns, limits_.max_reading);
+    close_expired(conns, limits_);
+    erase_closed(conns);
+    if (!wait_for_bytes(conns, wake_[0], fds)) break;
     for (std::size_t i = 0; i < conns.size(); ++i) {
-      Reading& c = conns[i];
       if (fds[i + 1].revents == 0) continue;
-      char buf[16 * 1024];
-      const ssize_t n = ::recv(c.fd, buf, sizeof(buf), 0);
-      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) continue;
-      if (n <= 0) {  // the client left (or an error)
-        ::close(c.fd);
-        c.fd = -1;
+      Reading& c = conns[i];
+      std::optional<std::string> request = receive(c, limits_);
+      if (!request) continue;
+      if (queued_ >= limits_.max_queued) {
+        refuse(c, 503, "the server is busy: try again in a moment");
         continue;
       }
-      if (c.draining) continue;
-      c.request.bytes.append(buf, static_cast<std::size_t>(n));
-      const RequestScan scan = examine_request(c.request, limits_);
-      if (scan.state == RequestScan::State::Refused) {
-        refuse(c, scan.status, scan.message);
-      } else if (scan.state == RequestScan::State::Complete) {
-        if (queued_ >= limits_.max_queued) {
-          refuse(c, 503, "the server is busy: try again in a moment");
-          continue;
-        }
-        ++queued_;
-        std::string request = c.request.bytes.substr(0, scan.end);
-        const int fd = c.fd;
-        c.fd = -1;
-        workers_->enqueue(
-            [this, fd, request = std::move(request)]() mutable { answer(fd, std::move(request)); });
-      } else if (c.request.expect_continue && !c.sent_continue && c.request.body_start > 0) {
-        static const char kContinue[] = "HTTP/1.1 100 Continue\r\n\r\n";
-        [[maybe_unused]] const ssize_t w =
-            ::send(c.fd, kContinue, sizeof(kContinue) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
-        c.sent_continue = true;
-      }
+      hand_over(c.fd, std::move(*request));
+      c.fd = -1;
     }
-    conns.erase(
-        std::remove_if(conns.begin(), conns.end(), [](const Reading& c) { return c.fd < 0; }),
-        conns.end());
+    erase_closed(conns);
   }
   for (const Reading& c : conns) ::close(c.fd);
   std::lock_guard lock(incoming_mutex_);
   for (int fd : incoming_) ::close(fd);
   incoming_.clear();
+}
+
+void BoundedHttpServer::hand_over(int fd, std::string request) {
+  ++queued_;
+  workers_->enqueue(
+      [this, fd, request = std::move(request)]() mutable { answer(fd, std::move(request)); });
 }
 
 void BoundedHttpServer::answer(int fd, std::string request) {

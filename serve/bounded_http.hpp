@@ -82,10 +82,10 @@ class BoundedHttpServer : public httplib::Server {
   void shutdown();
 
  private:
-  struct Reading;
   bool process_and_close_socket(socket_t sock) override;  // on the accept thread: hand it over
   void reception_loop();
-  void answer(int fd, std::string request);  // on a worker thread
+  void hand_over(int fd, std::string request);  // a complete request to a worker
+  void answer(int fd, std::string request);     // on a worker thread
 
   RequestLimits limits_;
   std::mutex incoming_mutex_;
