@@ -97,6 +97,81 @@ struct SaveEntries {
   std::vector<json> history;
 };
 
+/// `file` of the save `dir` (at most `limit` bytes), checked against the save's manifest, as
+/// a JSON object (std::runtime_error otherwise).
+json read_checked_json(const fs::path& dir, const Manifest& manifest, const char* file,
+                       std::size_t limit) {
+  const std::string text = read_bounded(dir / file, limit);
+  check_against_manifest(manifest, dir.string(), file, text);
+  return parse_object(text);
+}
+
+/// The save's own record (SAVE/interp.json) into `own`, its step into `step` (the record's
+/// step must be the save's when that is known); a bad record is `own`'s "error".
+void read_own_record(const fs::path& dir, const Manifest& manifest, long long& step, json& own) {
+  try {
+    json record = check_interp_record(
+        read_checked_json(dir, manifest, kInterpRecordFile, kMaxInterpRecordBytes));
+    if (step >= 0 && record["step"] != step)
+      throw std::runtime_error(
+          fmt::format("it records step {}, the save is of step {}", record["step"].dump(), step));
+    step = record["step"].get<long long>();
+    own["step"] = step;
+    own["interp"] = std::move(record);
+    own["recorded"] = true;
+  } catch (const std::exception& e) {
+    own["error"] = fmt::format("{}/{}: {}", dir.filename().string(), kInterpRecordFile, e.what());
+  }
+}
+
+/// The entries of SAVE/interp_history.json (the records of the steps before the save's, none
+/// after `step`); throws std::runtime_error naming the first thing wrong.
+std::vector<json> read_history_records(const fs::path& dir, const Manifest& manifest,
+                                       long long step) {
+  const json doc = read_checked_json(dir, manifest, kInterpHistoryFile, kMaxInterpHistoryBytes);
+  if (doc.value("format", json()) != kInterpHistoryFormat)
+    throw std::runtime_error(fmt::format("'format' must be \"{}\"", kInterpHistoryFormat));
+  if (manifest.present && doc.value("run_id", json()) != manifest.run_id)
+    throw std::runtime_error(fmt::format("'run_id' must be the save's, {}", manifest.run_id));
+  if (!doc.contains("records") || !doc["records"].is_array())
+    throw std::runtime_error("'records' must be an array");
+  std::vector<json> history;
+  for (std::size_t i = 0; i < doc["records"].size(); ++i) {
+    try {
+      json record = check_interp_record(doc["records"][i]);
+      const long long at = record["step"].get<long long>();
+      if (step >= 0 && at > step)
+        throw std::runtime_error(fmt::format("step {} comes after the save's", at));
+      json e = entry(nullptr, at);
+      e["interp"] = std::move(record);
+      e["recorded"] = true;
+      e["from"] = fmt::format("{}/{}", dir.filename().string(), kInterpHistoryFile);
+      history.push_back(std::move(e));
+    } catch (const std::exception& e) {
+      throw std::runtime_error(fmt::format("records[{}]: {}", i, e.what()));
+    }
+  }
+  return history;
+}
+
+/// The losses of each entry's step, from the save's log.csv (every evaluation of the run so
+/// far); none without a readable log.csv.
+void add_losses(const fs::path& dir, SaveEntries& out) {
+  try {
+    const std::vector<LossPoint> log = read_loss_log((dir / "log.csv").string());
+    auto losses = [&log](json& e) {
+      if (!e["step"].is_number()) return;
+      for (const LossPoint& p : log) {
+        if (static_cast<long long>(p.step) != e["step"].get<long long>()) continue;
+        if (std::isfinite(p.train_loss)) e["train_loss"] = p.train_loss;
+        if (std::isfinite(p.val_loss)) e["val_loss"] = p.val_loss;
+      }
+    };
+    losses(out.own);
+    for (json& e : out.history) losses(e);
+  } catch (const std::exception&) {}  // no log.csv: no losses
+}
+
 /// Reads the records of the complete save `save_dir`, each file checked against the save's
 /// manifest. Throws std::runtime_error only when the directory is gone.
 SaveEntries read_save(const std::string& save_dir) {
@@ -116,69 +191,15 @@ SaveEntries read_save(const std::string& save_dir) {
     return out;
   }
   out.own = entry(name, step);
-  // Reads `file` of the save (checked against the manifest) as a JSON object.
-  auto read_json = [&](const char* file, std::size_t limit) {
-    const std::string text = read_bounded(dir / file, limit);
-    check_against_manifest(manifest, save_dir, file, text);
-    return parse_object(text);
-  };
-  if (fs::exists(dir / kInterpRecordFile, ec)) {
-    try {
-      json record = check_interp_record(read_json(kInterpRecordFile, kMaxInterpRecordBytes));
-      if (step >= 0 && record["step"] != step)
-        throw std::runtime_error(
-            fmt::format("it records step {}, the save is of step {}", record["step"].dump(), step));
-      step = record["step"].get<long long>();
-      out.own["step"] = step;
-      out.own["interp"] = std::move(record);
-      out.own["recorded"] = true;
-    } catch (const std::exception& e) {
-      out.own["error"] = fmt::format("{}/{}: {}", name, kInterpRecordFile, e.what());
-    }
-  }
+  if (fs::exists(dir / kInterpRecordFile, ec)) read_own_record(dir, manifest, step, out.own);
   if (fs::exists(dir / kInterpHistoryFile, ec)) {
     try {
-      const json doc = read_json(kInterpHistoryFile, kMaxInterpHistoryBytes);
-      if (doc.value("format", json()) != kInterpHistoryFormat)
-        throw std::runtime_error(fmt::format("'format' must be \"{}\"", kInterpHistoryFormat));
-      if (manifest.present && doc.value("run_id", json()) != manifest.run_id)
-        throw std::runtime_error(fmt::format("'run_id' must be the save's, {}", manifest.run_id));
-      if (!doc.contains("records") || !doc["records"].is_array())
-        throw std::runtime_error("'records' must be an array");
-      for (std::size_t i = 0; i < doc["records"].size(); ++i) {
-        try {
-          json record = check_interp_record(doc["records"][i]);
-          const long long at = record["step"].get<long long>();
-          if (step >= 0 && at > step)
-            throw std::runtime_error(fmt::format("step {} comes after the save's", at));
-          json e = entry(nullptr, at);
-          e["interp"] = std::move(record);
-          e["recorded"] = true;
-          e["from"] = fmt::format("{}/{}", name, kInterpHistoryFile);
-          out.history.push_back(std::move(e));
-        } catch (const std::exception& e) {
-          throw std::runtime_error(fmt::format("records[{}]: {}", i, e.what()));
-        }
-      }
+      out.history = read_history_records(dir, manifest, step);
     } catch (const std::exception& e) {
-      out.history.clear();
       out.own["history_error"] = fmt::format("{}/{}: {}", name, kInterpHistoryFile, e.what());
     }
   }
-  // The losses of each step, from this save's log.csv (every evaluation of the run so far).
-  try {
-    const std::vector<LossPoint> log = read_loss_log((dir / "log.csv").string());
-    auto losses = [&log](json& e) {
-      if (!e["step"].is_number()) return;
-      for (const LossPoint& p : log) {
-        if (static_cast<long long>(p.step) != e["step"].get<long long>()) continue;
-        if (std::isfinite(p.train_loss)) e["train_loss"] = p.train_loss;
-        if (std::isfinite(p.val_loss)) e["val_loss"] = p.val_loss;
-      }
-    };
-    losses(out.own);
-    for (json& e : out.history) losses(e);
-  } catch (const std::exception&) {}  // no log.csv: no losses
+  add_losses(dir, out);
   return out;
 }
 
