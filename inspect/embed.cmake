@@ -42,7 +42,7 @@ file(WRITE "${OUTPUT}.tmp"
   "inline constexpr const char kInspector[] = R\"${delimiter}(${inspector})${delimiter}\";\n\n"
   "/// web/loss.html with style.css and loss_chart.js inlined.\n"
   "inline constexpr const char kLoss[] = R\"${delimiter}(${loss})${delimiter}\";\n\n"
-  "/// web/live.html (glass serve) with style.css, live.css, lab.css, common.js, loss_chart.js, lines.js,\n///   live.js, lab_views.js and lab.js inlined.\n"
+  "/// web/live.html (glass serve) with style.css, live.css, lab.css, common.js, loss_chart.js, lines.js,\n///   next_token.js, live.js, lab_views.js and lab.js inlined.\n"
   "inline constexpr const char kLive[] = R\"${delimiter}(${live})${delimiter}\";\n\n"
   "}  // namespace glass::web_pages\n")
 file(RENAME "${OUTPUT}.tmp" "${OUTPUT}")

@@ -1,7 +1,7 @@
 // The live page of `glass serve` (live.html): the prompt box, attention heatmaps and line views,
-// the next-token distribution under temperature / top-k / top-p, streamed generation, and the
-// training curves and evaluations of a run that is still training. Everything comes from the
-// server's JSON API (serve/server.hpp); nothing here reads a file.
+// and the training curves and evaluations of a run that is still training; the next-token panel
+// (the sampler's controls, the bars, streamed generation) is next_token.js. Everything comes from
+// the server's JSON API (serve/server.hpp); nothing here reads a file.
 // $, visible, make and colour come from common.js.
 "use strict";
 
@@ -115,89 +115,6 @@ function drawAttention() {
   linesBox.appendChild(legend);
 }
 
-// ---- next token -----------------------------------------------------------------------------
-
-function samplingSettings() {
-  return {
-    temperature: Number($("temperature").value),
-    top_k: Math.max(0, Math.floor(Number($("top-k").value) || 0)),
-    top_p: Number($("top-p").value),
-    min_p: Number($("min-p").value),
-    repeat_penalty: Math.max(0.01, Number($("repeat-penalty").value) || 1),
-    repeat_last_n: Math.max(0, Math.floor(Number($("repeat-last-n").value) || 0)),
-  };
-}
-
-// The sampling settings as the API takes them (POST /api/sample and /api/next): top-k at most
-// the vocabulary size, top-p above 0.
-function samplingBody(s) {
-  return {
-    temperature: s.temperature, top_k: Math.min(s.top_k, live.info.config.vocab_size),
-    top_p: s.top_p > 0 ? s.top_p : 0.05, min_p: s.min_p, repeat_penalty: s.repeat_penalty,
-    repeat_last_n: s.repeat_last_n,
-  };
-}
-
-// The distribution the character after the chosen position is drawn from under the settings,
-// as the server's sampler computes it (POST /api/next: sample/sampler.hpp, the one /api/sample
-// draws from): repetition penalty, temperature, top-k, softmax, top-p, min-p; the unknown id
-// never.
-async function drawNext() {
-  const s = samplingSettings();
-  $("temperature-value").textContent = s.temperature.toFixed(2) + (s.temperature === 0 ? " (greedy)" : "");
-  $("top-p-value").textContent = s.top_p.toFixed(2);
-  $("min-p-value").textContent = s.min_p.toFixed(2) + (s.min_p === 0 ? " (off)" : "");
-  const R = live.result;
-  if (!R) { $("next-bars").textContent = ""; return; }
-  const n = R.tokens.length;
-  const pos = live.pos >= 0 && live.pos < n ? live.pos : n - 1;
-  const seq = ++live.nextSeq;
-  let answer;
-  try {
-    const r = await fetch("api/next", {
-      method: "POST", headers: { "Content-Type": "application/json" },
-      // The tokens up to the position (a BPE prompt cut there might encode otherwise).
-      body: JSON.stringify({ tokens: R.tokens.slice(0, pos + 1), ...samplingBody(s) }),
-    });
-    answer = await r.json();
-    if (seq !== live.nextSeq) return;  // the settings or the position changed meanwhile
-    if (!r.ok) throw new Error(answer.error);
-  } catch (e) {
-    if (seq !== live.nextSeq) return;
-    $("next-bars").textContent = "";
-    $("next-kept").textContent = "no distribution: " + e.message;
-    return;
-  }
-  drawBars(R, pos, answer.probs);
-}
-
-// The 10 most probable next tokens after `pos` as bars (probs: one per vocabulary id).
-function drawBars(R, pos, probs) {
-  const box = $("next-bars");
-  box.textContent = "";
-  const labels = tokenLabels(R);
-  const order = probs.map((_, id) => id).sort((a, b) => probs[b] - probs[a] || a - b);
-  const kept = probs.filter((v) => v > 0).length;
-  $("next-title").textContent = "Next token after position " + pos + " (…" + labels.slice(0, pos + 1).join("").slice(-24) + ")";
-  $("next-kept").textContent = kept + " of " + (isBpe() ? probs.length : probs.length - 1) + " " + live.info.unit + " can be drawn; the 10 most probable:";
-  for (const id of order.slice(0, 10)) {
-    if (probs[id] <= 0) break;
-    const bar = make("div", "next-bar");
-    const label = visibleText(live.info.vocab[id]);
-    bar.dataset.char = live.info.vocab[id];
-    bar.dataset.p = probs[id].toFixed(4);
-    bar.appendChild(make("span", "ch", "'" + label + "'"));
-    const track = make("div", "track"), fill = make("div", "fill");
-    fill.style.width = (100 * probs[id]).toFixed(1) + "%";
-    track.appendChild(fill);
-    bar.appendChild(track);
-    bar.appendChild(make("span", "p", probs[id].toFixed(3)));
-    bar.title = "P(next = '" + label + "') = " + probs[id].toFixed(5) + " (id " + id + ")";
-    box.appendChild(bar);
-  }
-  document.body.dataset.nextShown = String(Number(document.body.dataset.nextShown || 0) + 1);
-}
-
 // ---- the prompt -----------------------------------------------------------------------------
 
 function drawPrompt() {
@@ -251,39 +168,6 @@ let promptTimer = null;
 function promptChanged() {
   clearTimeout(promptTimer);
   promptTimer = setTimeout(runPrompt, 120);  // one request per pause in typing
-}
-
-// ---- generation (streamed) ------------------------------------------------------------------
-
-async function generate() {
-  const out = $("generated");
-  const s = samplingSettings();
-  const body = {
-    prompt: $("prompt").value, ...samplingBody(s), seed: Math.max(0, Math.floor(Number($("seed").value) || 0)),
-    n: Math.max(1, Math.min(live.info.max_sample_tokens, Math.floor(Number($("n-chars").value) || 1))),
-  };
-  $("generate").disabled = true;
-  out.textContent = "";
-  out.appendChild(make("b", "", body.prompt));
-  const text = document.createTextNode("");
-  out.appendChild(text);
-  try {
-    const r = await fetch("api/sample", { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) });
-    if (!r.ok) { const j = await r.json(); text.textContent = " [" + j.error + "]"; return; }
-    const reader = r.body.getReader();
-    const decoder = new TextDecoder();
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      text.textContent += decoder.decode(value, { stream: true });
-    }
-    text.textContent += decoder.decode();
-    document.body.dataset.generated = String(Number(document.body.dataset.generated || 0) + 1);
-  } catch (e) {
-    text.textContent += " [" + e.message + "]";
-  } finally {
-    $("generate").disabled = false;
-  }
 }
 
 // ---- training -------------------------------------------------------------------------------
@@ -475,23 +359,15 @@ async function main() {
   live.layer = int(hash.layer, 0); live.head = int(hash.head, 0);
   if (["heatmap", "lines-head", "lines-layer", "lines-all"].includes(hash.view)) live.view = hash.view;
   $("view-select").value = live.view;
-  if (hash.temperature !== undefined) $("temperature").value = hash.temperature;
-  if (hash.top_k !== undefined) $("top-k").value = hash.top_k;
-  if (hash.top_p !== undefined) $("top-p").value = hash.top_p;
-  if (hash.min_p !== undefined) $("min-p").value = hash.min_p;
-  if (hash.repeat_penalty !== undefined) $("repeat-penalty").value = hash.repeat_penalty;
   $("prompt").addEventListener("input", promptChanged);
   $("layer-select").addEventListener("change", (e) => { live.layer = Number(e.target.value); drawAttention(); drawEvaluation(); drawPrompt(); });
   $("head-select").addEventListener("change", (e) => { live.head = Number(e.target.value); drawAttention(); drawEvaluation(); drawPrompt(); });
   $("view-select").addEventListener("change", (e) => { live.view = e.target.value; drawAttention(); });
-  $("pos-select").addEventListener("change", (e) => { live.pos = Number(e.target.value); drawNext(); });
-  for (const id of ["temperature", "top-k", "top-p", "min-p", "repeat-penalty", "repeat-last-n"]) $(id).addEventListener("input", drawNext);
-  $("generate").addEventListener("click", generate);
   $("eval-slider").addEventListener("input", () => {
     live.followEvals = Number($("eval-slider").value) === live.evals.length - 1;
     drawEvaluation();
   });
-  drawNext();
+  setUpNextToken(hash);  // next_token.js
   for (;;) {  // the server may still be waiting for the first save
     try { await refreshInfo(); if (live.info.loaded) break; } catch (e) { $("status").textContent = e.message; }
     await new Promise((r) => setTimeout(r, 1000));

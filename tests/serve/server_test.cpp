@@ -129,7 +129,10 @@ TEST_F(ServerTest, ThePageIsTheEmbeddedLivePageWithItsScriptsInlined) {
   EXPECT_NE(r->get_header_value("Content-Type").find("text/html"), std::string::npos);
   EXPECT_NE(r->body.find("<title>GlassLLM live</title>"), std::string::npos);
   EXPECT_NE(r->body.find("function attentionLinesSvg"), std::string::npos) << "lines.js inlined";
-  EXPECT_NE(r->body.find("function drawNext"), std::string::npos) << "live.js inlined";
+  EXPECT_NE(r->body.find("function drawTraining"), std::string::npos) << "live.js inlined";
+  EXPECT_NE(r->body.find("function drawNext"), std::string::npos) << "next_token.js inlined";
+  // next_token.js comes first: live.js starts the page and calls it.
+  EXPECT_LT(r->body.find("function setUpNextToken"), r->body.find("function drawTraining"));
   EXPECT_NE(r->body.find("function visible"), std::string::npos) << "common.js inlined";
   EXPECT_NE(r->body.find("function lossChartSvg"), std::string::npos) << "loss_chart.js inlined";
   EXPECT_EQ(r->body.find("<script src="), std::string::npos) << "no file to fetch besides the page";
