@@ -5,13 +5,9 @@
 
 #include "serve/bounded_http.hpp"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
-#include <cstdint>
 #include <string>
 #include <thread>
 #include <vector>
@@ -19,36 +15,9 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include "raw_http.hpp"
+
 namespace {
-
-/// A TCP connection to 127.0.0.1:port that sends nothing (-1 if the connect fails); reads on
-/// it wait at most 10 s.
-int idle_connection(int port) {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<std::uint16_t>(port));
-  inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
-  if (fd < 0 || connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    if (fd >= 0) close(fd);
-    return -1;
-  }
-  timeval tv{10, 0};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-  return fd;
-}
-
-/// The first line the server sends on `fd`, or what came before it closed or 10 s passed.
-std::string status_line(int fd) {
-  std::string reply;
-  char buf[256];
-  while (reply.find("\r\n") == std::string::npos) {
-    const ssize_t n = recv(fd, buf, sizeof(buf), 0);
-    if (n <= 0) break;
-    reply.append(buf, static_cast<std::size_t>(n));
-  }
-  return reply.substr(0, reply.find("\r\n"));
-}
 
 /// Listens on a thread; stops and joins it on the way out, whether the test passed or not.
 struct Listening {
@@ -86,7 +55,7 @@ TEST(BoundedHttpServer, IdleConnectionsNeverLockOutARealRequest) {
   std::vector<int> idle;
   for (int flood = 0; flood < 2; ++flood) {
     for (int i = 0; i < 80; ++i) {
-      idle.push_back(idle_connection(port));
+      idle.push_back(glass_test::connect_local(port));  // and sends nothing
       ASSERT_GE(idle.back(), 0);
     }
     const auto t0 = std::chrono::steady_clock::now();
@@ -101,7 +70,7 @@ TEST(BoundedHttpServer, IdleConnectionsNeverLockOutARealRequest) {
   // Every idle connection was answered 408 and closed.
   int timed_out = 0;
   for (int fd : idle) {
-    timed_out += status_line(fd).rfind("HTTP/1.1 408", 0) == 0 ? 1 : 0;
+    timed_out += glass_test::status_line(fd).rfind("HTTP/1.1 408", 0) == 0 ? 1 : 0;
     close(fd);
   }
   EXPECT_EQ(timed_out, 160);

@@ -35,6 +35,7 @@
 #include "fixtures.hpp"
 #include "interp/interp.hpp"
 #include "interp_fixtures.hpp"
+#include "raw_http.hpp"
 #include "test_util.hpp"
 #include "checkpoint/checkpoint.hpp"
 #include "data/bpe_tokenizer.hpp"
@@ -392,18 +393,9 @@ long resident_kib(pid_t pid) {
 /// returns the status line of the answer, or why there is none in parentheses (the connection
 /// refused or reset, nothing within 10 s). A signal to this process does not end the wait.
 std::string send_and_read_status(int port, const std::string& request) {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<std::uint16_t>(port));
-  inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
-  if (fd < 0 || connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    const std::string why = std::string("(connect: ") + std::strerror(errno) + ")";
-    if (fd >= 0) close(fd);
-    return why;
-  }
+  const int fd = glass_test::connect_local(port);
+  if (fd < 0) return std::string("(connect: ") + std::strerror(errno) + ")";
   timeval tv{10, 0};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
   setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
   for (std::size_t at = 0; at < request.size();) {  // until all is sent or the server closes
     const ssize_t n = send(fd, request.data() + at,

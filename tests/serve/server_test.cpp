@@ -28,6 +28,7 @@
 
 #include "data/text.hpp"
 #include "fixtures.hpp"
+#include "raw_http.hpp"
 #include "test_util.hpp"
 #include "inspect/inspect.hpp"
 #include "checkpoint/checkpoint.hpp"
@@ -543,14 +544,8 @@ TEST_F(ServerTest, BadRequestsAnswer400WithAMessageAndTheServerKeepsAnswering) {
 
 /// A TCP connection to the server that sends `bytes` (raw HTTP) and is left open.
 int raw_connection(int port, const std::string& bytes) {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<std::uint16_t>(port));
-  inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
-  if (fd < 0 || connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) return -1;
-  timeval tv{10, 0};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  const int fd = glass_test::connect_local(port);
+  if (fd < 0) return -1;
   if (send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(bytes.size())) {
     close(fd);
     return -1;
@@ -558,18 +553,7 @@ int raw_connection(int port, const std::string& bytes) {
   return fd;
 }
 
-/// The first line of the server's reply on `fd` (its status line), or what came before the
-/// server closed the connection or 10 s passed (raw_connection's receive timeout).
-std::string status_line(int fd) {
-  std::string reply;
-  char buf[256];
-  while (reply.find("\r\n") == std::string::npos) {
-    const ssize_t n = recv(fd, buf, sizeof(buf), 0);
-    if (n <= 0) break;
-    reply.append(buf, static_cast<std::size_t>(n));
-  }
-  return reply.substr(0, reply.find("\r\n"));
-}
+using glass_test::status_line;
 
 TEST_F(ServerTest, RequestsThatAreNotHttpAnswer4xxAndTheServerKeepsAnswering) {
   // cpp-httplib (Debian's 0.11) reads the request line itself: longer than 8192 bytes
