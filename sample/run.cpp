@@ -41,8 +41,7 @@ void write(std::ostream& out, const std::string& text) {
 /// positions.
 std::size_t choose_window(const SampleOptions& o, PreparedSample& p) {
   const std::size_t trained = p.loaded.window(), positions = p.loaded.config().context_length;
-  if (o.window > positions)
-    throw WindowTooLongError(o.window, positions, trained, p.loaded.unit());
+  if (o.window > positions) throw WindowTooLongError(o.window, positions, trained, p.loaded.unit());
   p.past_trained_window = o.window > trained;
   return o.window > 0 ? o.window : trained;
 }
@@ -56,8 +55,7 @@ std::vector<std::int32_t> encode(const SampleOptions& o, PreparedSample& p) {
   } catch (const Utf8Error& e) {
     throw std::invalid_argument(std::string("the prompt is not valid UTF-8: ") + e.what());
   }
-  const auto policy =
-      o.allow_unknown ? UnknownPolicy::kMapToUnknownId : UnknownPolicy::kRefuse;
+  const auto policy = o.allow_unknown ? UnknownPolicy::kMapToUnknownId : UnknownPolicy::kRefuse;
   std::vector<std::int32_t> ids = p.loaded.encode_prompt(text, policy, &p.unknown);
   if (p.unknown > 0) {
     try {
@@ -74,7 +72,8 @@ std::vector<std::int32_t> encode(const SampleOptions& o, PreparedSample& p) {
 /// exactly): `prob` under the sampling settings (temperature, top-k, top-p: what the draw used),
 /// `model_prob` at temperature 1 with nothing cut. The unknown id 0 is excluded, as generation
 /// excludes it.
-nlohmann::json token_probabilities(const PreparedSample& p, const std::vector<std::int32_t>& generated,
+nlohmann::json token_probabilities(const PreparedSample& p,
+                                   const std::vector<std::int32_t>& generated,
                                    const SamplingOptions& sampling) {
   NextTokenLogits next_logits(p.loaded.model(), p.window, sampling);
   std::vector<std::int32_t> text = p.prompt;
@@ -101,12 +100,18 @@ nlohmann::json samples_json(const PreparedSample& p, const SampleOptions& o,
   for (const std::int32_t id : p.prompt)
     prompt_tokens.push_back({{"id", id}, {"text", p.loaded.tokenizer().decode_generated({id})}});
   const SamplingOptions& s = o.sampling;
-  return {{"checkpoint", o.checkpoint},       {"prompt", p.shown_prompt},
-          {"prompt_tokens", prompt_tokens},   {"context", p.window},
-          {"seed", o.seed},                   {"temperature", s.temperature},
-          {"top_k", s.top_k},                 {"top_p", s.top_p},
-          {"min_p", s.min_p},                 {"repeat_penalty", s.repeat_penalty},
-          {"repeat_last_n", s.repeat_last_n}, {"samples", std::move(samples)}};
+  return {{"checkpoint", o.checkpoint},
+          {"prompt", p.shown_prompt},
+          {"prompt_tokens", prompt_tokens},
+          {"context", p.window},
+          {"seed", o.seed},
+          {"temperature", s.temperature},
+          {"top_k", s.top_k},
+          {"top_p", s.top_p},
+          {"min_p", s.min_p},
+          {"repeat_penalty", s.repeat_penalty},
+          {"repeat_last_n", s.repeat_last_n},
+          {"samples", std::move(samples)}};
 }
 
 /// The thread count of generation while it runs. Without a count set, generation measures one

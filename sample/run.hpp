@@ -56,12 +56,12 @@ class WindowTooLongError : public std::invalid_argument {
 struct PreparedSample {
   Checkpoint loaded;
   std::vector<std::int32_t> prompt{};  ///< the ids generation follows (cropped to the window)
-  std::string shown_prompt{};        ///< the text of those ids, as printed before each sample
-  std::size_t window = 0;            ///< the window each prediction sees
-  bool past_trained_window = false;  ///< window is longer than the one the model trained on
-  std::size_t prompt_tokens = 0;     ///< the prompt's tokens before any crop to the window
-  std::size_t unknown = 0;           ///< prompt characters mapped to id 0 (allow_unknown)
-  std::string unknown_which{};       ///< those characters and positions, in the refusal's words
+  std::string shown_prompt{};          ///< the text of those ids, as printed before each sample
+  std::size_t window = 0;              ///< the window each prediction sees
+  bool past_trained_window = false;    ///< window is longer than the one the model trained on
+  std::size_t prompt_tokens = 0;       ///< the prompt's tokens before any crop to the window
+  std::size_t unknown = 0;             ///< prompt characters mapped to id 0 (allow_unknown)
+  std::string unknown_which{};         ///< those characters and positions, in the refusal's words
 };
 
 /// Loads options.checkpoint (CheckpointError), sets its ops path, checks the sampling options
@@ -73,12 +73,12 @@ PreparedSample prepare_sample(SampleOptions& options);
 
 /// What generation measured, for the summary line.
 struct SampleRun {
-  std::size_t generated = 0;       ///< tokens over all samples
-  double seconds = 0;              ///< wall time of generation (JSON included)
-  std::size_t threads = 0;         ///< the count at the end
-  bool chose_threads = false;      ///< the count was chosen by measuring
-  std::size_t cores = 0;           ///< every core this process may use
-  std::size_t tokens_on_one = 0;   ///< tokens measured on one thread (chose_threads)
+  std::size_t generated = 0;        ///< tokens over all samples
+  double seconds = 0;               ///< wall time of generation (JSON included)
+  std::size_t threads = 0;          ///< the count at the end
+  bool chose_threads = false;       ///< the count was chosen by measuring
+  std::size_t cores = 0;            ///< every core this process may use
+  std::size_t tokens_on_one = 0;    ///< tokens measured on one thread (chose_threads)
   std::size_t tokens_on_cores = 0;  ///< tokens computed on every core (chose_threads)
 };
 

@@ -54,8 +54,8 @@ TextLoss text_loss(const Checkpoint& loaded, const std::string& path, bool allow
   // When a character model's vocabulary is full (the text had more distinct characters than
   // vocab_cap), the rarest characters are the unknown token by design, not an error.
   const bool vocab_full = tokenizer.vocab_size() >= loaded.config().vocab_cap;
-  const auto policy = allow_unknown || vocab_full ? UnknownPolicy::kMapToUnknownId
-                                                  : UnknownPolicy::kRefuse;
+  const auto policy =
+      allow_unknown || vocab_full ? UnknownPolicy::kMapToUnknownId : UnknownPolicy::kRefuse;
   const TokenIds ids = tokenizer.encode_compact(text, policy, &r.unknown);  // 1 or 2 bytes each
   text = std::u32string();  // only the ids are needed from here on
   if (ids.size() < 2)

@@ -11,12 +11,12 @@ namespace glass {
 
 /// The loss of `text_loss` and the counts it was taken over.
 struct TextLoss {
-  double loss = 0;               ///< mean cross-entropy, nats per token
-  std::size_t predictions = 0;   ///< tokens predicted (all but the first)
-  std::size_t text_bytes = 0;    ///< the text's UTF-8 bytes
-  std::size_t window = 0;        ///< the most tokens each prediction saw (Checkpoint::window)
-  std::size_t unknown = 0;       ///< characters mapped to the unknown id 0
-  double bits_per_byte = 0;      ///< the total loss over the bytes (bits_per_byte)
+  double loss = 0;              ///< mean cross-entropy, nats per token
+  std::size_t predictions = 0;  ///< tokens predicted (all but the first)
+  std::size_t text_bytes = 0;   ///< the text's UTF-8 bytes
+  std::size_t window = 0;       ///< the most tokens each prediction saw (Checkpoint::window)
+  std::size_t unknown = 0;      ///< characters mapped to the unknown id 0
+  double bits_per_byte = 0;     ///< the total loss over the bytes (bits_per_byte)
 };
 
 /// The loss of `loaded` over the text file at `path`, read and encoded as in training (a BPE

@@ -72,8 +72,7 @@ TEST_F(TextLossTest, UnknownCharactersAndTooShortTextsAreErrors) {
   EXPECT_EQ(mapped.unknown, 1u);
   EXPECT_EQ(mapped.predictions, 12u);
   glass_test::write_file(dir_ / "one.txt", "t");
-  EXPECT_THROW(glass::text_loss(loaded, (dir_ / "one.txt").string(), false),
-               std::invalid_argument);
+  EXPECT_THROW(glass::text_loss(loaded, (dir_ / "one.txt").string(), false), std::invalid_argument);
 }
 
 }  // namespace
