@@ -3,7 +3,6 @@
 //
 //   glass eval -m DIR --data FILE [--best] [--allow-unknown] [-t N]
 
-#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <iostream>
@@ -11,12 +10,11 @@
 
 #include <fmt/format.h>
 
-#include "autograd/ops.hpp"
-#include "autograd/tape.hpp"
-#include "data/text.hpp"
 #include "checkpoint/checkpoint.hpp"
 #include "cli/commands.hpp"
 #include "cli/threads.hpp"
+#include "data/text.hpp"
+#include "train/text_loss.hpp"
 #include "train/trainer.hpp"
 
 namespace {
@@ -49,77 +47,28 @@ void run_eval(const EvalFlags& f) {
   glass::cli::apply_threads(f.threads);
   if (!loaded.warning().empty()) std::cerr << "warning: " << loaded.warning() << "\n";
   warn_if_training_text(f, loaded);
-  std::u32string text = glass::load_text(f.data);
-  const std::size_t text_bytes = glass::u32_to_utf8(text).size();
-  const glass::TextTokenizer& tokenizer = loaded.tokenizer();
-  // As in training: the text's tokens (BPE: the dummy prefix at its start, no BOS; characters
-  // outside its vocabulary are byte tokens). When a character model's vocabulary is full (the
-  // text had more distinct characters than vocab_cap), the rarest characters are the unknown
-  // token by design, not an error.
-  const bool vocab_full = tokenizer.vocab_size() >= loaded.config().vocab_cap;
-  const auto policy = f.allow_unknown || vocab_full ? glass::UnknownPolicy::kMapToUnknownId
-                                                    : glass::UnknownPolicy::kRefuse;
-  std::size_t unknown = 0;
-  glass::TokenIds ids;  // 1 or 2 bytes per token
+  glass::TextLoss r;
   try {
-    ids = tokenizer.encode_compact(text, policy, &unknown);
+    r = glass::text_loss(loaded, f.data, f.allow_unknown);
   } catch (const glass::UnknownCharacterError& e) {
     throw CommandError(
         fmt::format("{}: {} (pass --allow-unknown to map such characters to the "
                     "unknown token)",
                     f.data, e.what()));
   }
-  text = std::u32string();  // only the ids are needed from here on
-  if (unknown > 0)
-    std::cerr << "warning: " << unknown
+  if (r.unknown > 0)
+    std::cerr << "warning: " << r.unknown
               << " characters outside the vocabulary were mapped to id 0\n";
-  const char* unit = tokenizer.unit(false);
-  if (ids.size() < 2)
-    throw CommandError(
-        fmt::format("{} must hold at least 2 {} to predict one", f.data, tokenizer.unit()));
-  const std::size_t T = loaded.window();
-
-  // Non-overlapping chunks: inputs ids[i : i+T], targets ids[i+1 : i+T+1], i = 0, T, 2T, ...
-  // so every character after the first is predicted exactly once, from at most T before it.
-  // Full chunks go through the model kBatch at a time; a shorter last chunk goes alone.
-  constexpr std::size_t kBatch = 32;
-  const std::size_t predictions = ids.size() - 1;
-  glass::NoGradGuard no_grad;
-  double total = 0;  // sum of the per-character losses
-  std::size_t count = 0;
-  auto run_chunks = [&](std::size_t first_start, std::size_t n_chunks, std::size_t n) {
-    glass::Ids x = glass::Ids::from_shape({n_chunks, n}), y = glass::Ids::from_shape({n_chunks, n});
-    for (std::size_t b = 0; b < n_chunks; ++b) {
-      const std::size_t from = first_start + b * T;
-      for (std::size_t t = 0; t < n; ++t) {
-        x.data()[b * n + t] = ids[from + t];
-        y.data()[b * n + t] = ids[from + t + 1];
-      }
-    }
-    const double mean = glass::cross_entropy(loaded.model().forward(x), y).item();
-    if (!std::isfinite(mean))  // a NaN average would print as a plausible-looking "loss -nan"
-      throw CommandError(fmt::format(
-          "the loss over {} {} to {} of {} is {}: the model's logits are not finite, so "
-          "its weights are corrupt or diverged",
-          tokenizer.unit(), first_start + 1, first_start + (n_chunks - 1) * T + n, f.data,
-          std::isnan(mean) ? "NaN" : "infinite"));
-    total += mean * static_cast<double>(n_chunks * n);
-    count += n_chunks * n;
-  };
-  const std::size_t full_chunks = predictions / T;
-  for (std::size_t c = 0; c < full_chunks; c += kBatch)
-    run_chunks(c * T, std::min(kBatch, full_chunks - c), T);
-  if (predictions % T != 0) run_chunks(full_chunks * T, 1, predictions % T);
-  const double loss = total / static_cast<double>(count);
+  const char* unit = loaded.tokenizer().unit(false);
   std::cout << fmt::format(
       "loss {:.4f} nats per {} over {} predictions of {} "
       "(perplexity {:.3f}, {:.3f} bits per {}; context {})\n",
-      loss, unit, count, f.data, std::exp(loss), loss / std::log(2.0), unit, T);
-  // Bits per byte: the total loss over the text's UTF-8 bytes (the first token, which nothing
-  // predicts, is counted in the bytes too). It does not depend on the tokenizer, so character
-  // and BPE models compare on it; nats per token do not (a BPE token holds several characters).
-  std::cout << fmt::format("{:.4f} bits per byte ({} {}s over {} bytes of text)\n",
-                           glass::bits_per_byte(loss, count, text_bytes), count, unit, text_bytes);
+      r.loss, unit, r.predictions, f.data, std::exp(r.loss), r.loss / std::log(2.0), unit,
+      r.window);
+  // Bits per byte do not depend on the tokenizer, so character and BPE models compare on them;
+  // nats per token do not (a BPE token holds several characters).
+  std::cout << fmt::format("{:.4f} bits per byte ({} {}s over {} bytes of text)\n", r.bits_per_byte,
+                           r.predictions, unit, r.text_bytes);
 }
 
 }  // namespace

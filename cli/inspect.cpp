@@ -15,6 +15,7 @@
 #include <iostream>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include <sys/ioctl.h>
 #include <unistd.h>
@@ -210,33 +211,23 @@ glass::LabRequest lab_request(const InspectOptions& opt, const glass::ModelConfi
   return q;
 }
 
+/// The flag that sets each part of a lab request (LabField).
+constexpr std::pair<glass::LabField, const char*> kLabFlags[] = {
+    {glass::LabField::prompt, "--prompt"},
+    {glass::LabField::corrupted, "--corrupted"},
+    {glass::LabField::top_k, "--top-k"},
+    {glass::LabField::layer, "--layer"},
+    {glass::LabField::head, "--head"},
+    {glass::LabField::heads, "--ablate"},
+    {glass::LabField::head_scores, "--head-scores"},
+};
+
 /// A request the lab refused, in the command's words: the flag, the fact, what to do.
 std::string lab_message(const glass::LabRequestError& e) {
   using F = glass::LabField;
   const char* flag = "--prompt";
-  switch (e.field) {
-    case F::prompt:
-      flag = "--prompt";
-      break;
-    case F::corrupted:
-      flag = "--corrupted";
-      break;
-    case F::top_k:
-      flag = "--top-k";
-      break;
-    case F::layer:
-      flag = "--layer";
-      break;
-    case F::head:
-      flag = "--head";
-      break;
-    case F::heads:
-      flag = "--ablate";
-      break;
-    case F::head_scores:
-      flag = "--head-scores";
-      break;
-  }
+  for (const auto& [field, name] : kLabFlags)
+    if (field == e.field) flag = name;
   std::string hint;
   if (e.problem == glass::LabProblem::unknown_characters)
     hint = "\n(--allow-unknown maps them to the unknown id 0)";
@@ -310,24 +301,19 @@ void run_interp(const InspectOptions& opt) {
   std::cout << glass::interp_terminal(report, terminal_options().width) << wrote;
 }
 
-void run_inspect(const InspectOptions& opt) {
-  using glass::cli::CommandError;
-  if (opt.any_interp()) return run_interp(opt);
-  if (!opt.prompt_given) throw CommandError("--prompt is required: the text to look inside");
-  if (opt.top_k < 1)
-    throw CommandError(fmt::format("--top-k must be at least 1 (got {})", opt.top_k));
-  // "-" is standard output (as `glass sample --prompt -` reads standard input): then it holds
-  // that document alone, so only one of the two can go there.
-  check_outputs(opt);
-  const bool json_to_stdout = opt.json_path == "-", html_to_stdout = opt.html_path == "-";
-  std::u32string prompt;
+/// The prompt of --prompt as code points (CommandError when it is not UTF-8).
+std::u32string prompt_text(const InspectOptions& opt) {
   try {
-    prompt = glass::utf8_to_u32(opt.prompt);
+    return glass::utf8_to_u32(opt.prompt);
   } catch (const glass::Utf8Error& e) {
-    throw CommandError(std::string("the prompt is not valid UTF-8: ") + e.what());
+    throw glass::cli::CommandError(std::string("the prompt is not valid UTF-8: ") + e.what());
   }
+}
 
-  const glass::Checkpoint loaded = load_for_inspect(opt);  // the snapshots: reference path
+/// Refuses a --layer or --head the model does not have, and a prompt longer than its window.
+void check_against_model(const InspectOptions& opt, const glass::Checkpoint& loaded,
+                         const std::u32string& prompt) {
+  using glass::cli::CommandError;
   const glass::ModelConfig& config = loaded.config();
   if (opt.layer < 0 || static_cast<std::size_t>(opt.layer) >= config.n_layers)
     throw CommandError(fmt::format("--layer {} is out of range: the model has {} layers (0..{})",
@@ -336,8 +322,6 @@ void run_inspect(const InspectOptions& opt) {
     throw CommandError(
         fmt::format("--head {} is out of range: the model has {} query heads (0..{})", opt.head,
                     config.n_heads, config.n_heads - 1));
-  const auto layer = static_cast<std::size_t>(opt.layer);
-  const auto head = static_cast<std::size_t>(opt.head);
   const std::size_t window = loaded.window();
   // The context counts tokens: a character model's characters, a BPE model's subwords.
   const std::size_t length =
@@ -348,22 +332,34 @@ void run_inspect(const InspectOptions& opt) {
         "the prompt has {} {}; {}. inspect shows one window, position by position: give "
         "at most {} {} (glass sample continues longer texts)",
         length, unit, glass::context_sentence(window, unit), window, unit));
+}
 
-  glass::Inspection inspection;
+/// The inspection of the prompt (its unknown characters mapped with a warning under
+/// --allow-unknown); --snapshot's name checked.
+glass::Inspection inspect_prompt(const InspectOptions& opt, const glass::Checkpoint& loaded,
+                                 const std::u32string& prompt) {
   try {
     std::size_t unknown = 0;
-    inspection = glass::inspect(loaded, prompt, unknown_policy(opt), &unknown);
+    glass::Inspection inspection = glass::inspect(loaded, prompt, unknown_policy(opt), &unknown);
     if (unknown > 0)
       std::cerr << "warning: " << unknown
                 << " prompt character(s) outside the vocabulary mapped to the unknown id 0\n";
-    if (!opt.snapshot.empty()) glass::full_snapshot_name(inspection, layer, opt.snapshot);
+    if (!opt.snapshot.empty())
+      glass::full_snapshot_name(inspection, static_cast<std::size_t>(opt.layer), opt.snapshot);
+    return inspection;
   } catch (const glass::InspectError& e) {
-    throw CommandError(e.what());
+    throw glass::cli::CommandError(e.what());
   } catch (const glass::UnknownCharacterError& e) {
     throw unknown_characters(e.what());
   }
+}
 
-  // The files first: a path that fails leaves nothing printed (the paths were checked above).
+/// The inspection as --json and --html ask (files first: a path that fails leaves nothing
+/// printed; the paths were checked before), then the overview or one snapshot on the terminal
+/// unless standard output holds one of the documents.
+void show_inspection(const InspectOptions& opt, const glass::Checkpoint& loaded,
+                     const std::u32string& prompt, const glass::Inspection& inspection) {
+  const bool json_to_stdout = opt.json_path == "-", html_to_stdout = opt.html_path == "-";
   std::string wrote;
   if (!opt.json_path.empty() && !json_to_stdout) {
     glass::write_json(inspection, opt.json_path);
@@ -384,14 +380,30 @@ void run_inspect(const InspectOptions& opt) {
     std::cerr << (wrote.empty() ? "" : wrote.substr(1));
     return;
   }
-
   const glass::RenderOptions render = terminal_options();
+  const auto layer = static_cast<std::size_t>(opt.layer);
   if (opt.snapshot.empty())
     std::cout << glass::render_overview(inspection, layer, static_cast<std::size_t>(opt.top_k),
                                         render);
   else
-    std::cout << glass::render_snapshot(inspection, layer, head, opt.snapshot, render);
+    std::cout << glass::render_snapshot(inspection, layer, static_cast<std::size_t>(opt.head),
+                                        opt.snapshot, render);
   std::cout << wrote;
+}
+
+void run_inspect(const InspectOptions& opt) {
+  using glass::cli::CommandError;
+  if (opt.any_interp()) return run_interp(opt);
+  if (!opt.prompt_given) throw CommandError("--prompt is required: the text to look inside");
+  if (opt.top_k < 1)
+    throw CommandError(fmt::format("--top-k must be at least 1 (got {})", opt.top_k));
+  // "-" is standard output (as `glass sample --prompt -` reads standard input): then it holds
+  // that document alone, so only one of the two can go there.
+  check_outputs(opt);
+  const std::u32string prompt = prompt_text(opt);
+  const glass::Checkpoint loaded = load_for_inspect(opt);  // the snapshots: reference path
+  check_against_model(opt, loaded, prompt);
+  show_inspection(opt, loaded, prompt, inspect_prompt(opt, loaded, prompt));
 }
 
 /// The options of the interpretability lab (group "Interpretability").

@@ -10,6 +10,7 @@
 #include <new>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -45,15 +46,8 @@ int stdout_error() {
   return 1;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  glass::blas_core::choose_at_start(argv);  // may start the program again (blas_core.hpp)
-  glass::tune_malloc_for_training();
-  CLI::App app{
-      "glass: a glass-box LLaMA-style language model that reads characters (or BPE tokens,\n"
-      "--tokenizer bpe). Train it on a text file, sample from it, look inside it.",
-      "glass"};
+/// The program with its help, version and every command of kCommands.
+void add_commands(CLI::App& app) {
   app.require_subcommand(1);
   app.set_version_flag("-v,-V,--version",
                        "glass " GLASS_VERSION "\n" + glass::blas_core::description());
@@ -64,78 +58,97 @@ int main(int argc, char** argv) {
       "  glass inspect -m runs/mine -p 'Once' --html inspect.html\n"
       "Run glass COMMAND --help for the flags of a command.");
   for (const glass::cli::CommandAdder add : kCommands) add(app);
+}
+
+/// The command argv[1] names, or nullptr when argv[1] is a flag (or absent). An unknown word is
+/// an error here ("did you mean"), which CLI11 would report as a missing subcommand: `message`
+/// gets it.
+CLI::App* command_named(CLI::App& app, int argc, char** argv, std::string& message) {
+  if (argc < 2 || argv[1][0] == '-') return nullptr;
+  std::vector<std::string> names;
+  CLI::App* command = nullptr;
+  for (CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
+    names.push_back(sub->get_name());
+    if (sub->get_name() == argv[1]) command = sub;
+  }
+  if (command != nullptr) return command;
+  const std::optional<std::string> guess = glass::cli::nearest(argv[1], names);
+  std::string list;
+  for (const std::string& name : names) list += (list.empty() ? "" : ", ") + name;
+  message =
+      std::string("unknown command '") + argv[1] + "'" +
+      (guess ? "; did you mean '" + *guess + "'? The commands are: " : "; the commands are: ") +
+      list + "\nRun glass --help for what each does.";
+  return nullptr;
+}
+
+/// Prints "error: <message>" and returns `code`.
+int refuse(const std::string& message, int code) {
+  std::fprintf(stderr, "error: %s\n", message.c_str());
+  return code;
+}
+
+/// The answer to a command line CLI11 refused, in the command's words where they say more:
+/// a misspelt flag, a missing option (with the flag an argument probably lacks), an option given
+/// twice; else CLI11's own message (also --help and --version). Returns the exit code.
+int answer_parse_error(CLI::App& app, const CLI::App* command, const CLI::ParseError& e, int argc,
+                       char** argv) {
+  using namespace glass::cli;
+  const std::string flag = command ? unknown_flag(*command, argc, argv, 2) : "";
+  std::string m;
+  if (dynamic_cast<const CLI::RequiredError*>(&e) != nullptr)
+    m = !flag.empty() ? unknown_flag_message(*command, flag)
+        : command     ? missing_option_message(*command, argc, argv, 2)
+                      : "";
+  else if (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr)
+    m = !flag.empty() ? unknown_flag_message(*command, flag) : "";
+  else if (dynamic_cast<const CLI::ArgumentMismatch*>(&e) != nullptr && command != nullptr)
+    m = repeated_option_message(*command, argc, argv, 2);
+  if (!m.empty()) return refuse(m, e.get_exit_code());
+  const int code = app.exit(e);
+  return code != 0 ? code : stdout_error();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  glass::blas_core::choose_at_start(argv);  // may start the program again (blas_core.hpp)
+  glass::tune_malloc_for_training();
+  CLI::App app{
+      "glass: a glass-box LLaMA-style language model that reads characters (or BPE tokens,\n"
+      "--tokenizer bpe). Train it on a text file, sample from it, look inside it.",
+      "glass"};
+  add_commands(app);
 
   // No arguments at all: the help, as a question ("what can this do?"), not an error.
   if (argc == 1) {
     std::cout << app.help();
     return stdout_error();
   }
-
   // llama.cpp's GPU offload, before the parser (which would read -ngl as -n gl).
-  if (const std::string gpu = glass::cli::gpu_flag_message(argc, argv); !gpu.empty()) {
-    std::fprintf(stderr, "error: %s\n", gpu.c_str());
-    return 1;
-  }
-
-  // An unknown first word would otherwise be reported by CLI11 as a missing subcommand.
-  CLI::App* command = nullptr;
-  if (argc > 1 && argv[1][0] != '-') {
-    std::vector<std::string> names;
-    for (CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
-      names.push_back(sub->get_name());
-      if (sub->get_name() == argv[1]) command = sub;
-    }
-    if (command == nullptr) {
-      const std::optional<std::string> guess = glass::cli::nearest(argv[1], names);
-      std::string list;
-      for (const std::string& name : names) list += (list.empty() ? "" : ", ") + name;
-      const std::string hint =
-          guess ? "; did you mean '" + *guess + "'? The commands are: " : "; the commands are: ";
-      std::fprintf(stderr,
-                   "error: unknown command '%s'%s%s\nRun glass --help for what each does.\n",
-                   argv[1], hint.c_str(), list.c_str());
-      return 1;
-    }
-  }
-
+  if (const std::string gpu = glass::cli::gpu_flag_message(argc, argv); !gpu.empty())
+    return refuse(gpu, 1);
+  std::string unknown;
+  CLI::App* command = command_named(app, argc, argv, unknown);
+  if (!unknown.empty()) return refuse(unknown, 1);
   // A long flag with one dash ("-temp"), before CLI11 reads it as a short one ("-t emp").
   if (command != nullptr) {
     if (const std::string m = glass::cli::single_dash_word_message(*command, argc, argv, 2);
-        !m.empty()) {
-      std::fprintf(stderr, "error: %s\n", m.c_str());
-      return static_cast<int>(CLI::ExitCodes::ExtrasError);
-    }
+        !m.empty())
+      return refuse(m, static_cast<int>(CLI::ExitCodes::ExtrasError));
   }
 
   try {
     app.parse(argc, argv);
-  } catch (const CLI::RequiredError& e) {
-    // A misspelt flag explains a missing option best ("--checkpont DIR"); else name the option,
-    // with the flag an argument given without one probably lacks ("glass sample runs/x").
-    const std::string flag = command ? glass::cli::unknown_flag(*command, argc, argv, 2) : "";
-    const std::string m = !flag.empty() ? glass::cli::unknown_flag_message(*command, flag)
-                          : command ? glass::cli::missing_option_message(*command, argc, argv, 2)
-                                    : "";
-    if (m.empty()) return app.exit(e);
-    std::fprintf(stderr, "error: %s\n", m.c_str());
-    return e.get_exit_code();
-  } catch (const CLI::ExtrasError& e) {
-    // A flag the command does not have (often a typo): name it, guess, show the usage.
-    const std::string flag = command ? glass::cli::unknown_flag(*command, argc, argv, 2) : "";
-    if (flag.empty()) return app.exit(e);
-    std::fprintf(stderr, "error: %s\n", glass::cli::unknown_flag_message(*command, flag).c_str());
-    return e.get_exit_code();
   } catch (const CLI::ParseError& e) {
-    const int code = app.exit(e);
-    return code != 0 ? code : stdout_error();
+    return answer_parse_error(app, command, e, argc, argv);
   } catch (const std::bad_alloc&) {
-    std::fprintf(stderr,
-                 "error: out of memory: the model, the batch or the input is too large for this "
-                 "machine (try a smaller --batch-size, --context or model)\n");
-    return 1;
+    return refuse(
+        "out of memory: the model, the batch or the input is too large for this machine (try a "
+        "smaller --batch-size, --context or model)",
+        1);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "error: %s\n", e.what());
-    return 1;
+    return refuse(e.what(), 1);
   }
   return stdout_error();
 }

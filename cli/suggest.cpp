@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 
 #include <fmt/format.h>
 
@@ -166,6 +167,37 @@ std::string single_dash_word_message(const CLI::App& cmd, int argc, char** argv,
         cmd.get_name(), word,
         guess ? "; did you mean " + *guess + "? (a long flag takes two dashes)" : std::string(),
         usage_line(cmd), cmd.get_name(), cmd.get_name());
+  }
+  return "";
+}
+
+std::string repeated_option_message(const CLI::App& cmd, int argc, char** argv, int first) {
+  std::map<const CLI::Option*, std::string> seen;  // each option's first use, as typed
+  for (int i = first; i < argc; ++i) {
+    const std::string token = argv[i];
+    if (token == "--") break;
+    if (i > first && takes_next_as_value(cmd, argv[i - 1])) continue;
+    if (token.size() < 2 || token[0] != '-' || is_number(token)) continue;
+    const std::size_t eq = token.find('=');
+    std::string name = token.substr(0, eq), value;
+    if (eq != std::string::npos) value = token.substr(eq + 1);  // "--context=64"
+    if (name[1] != '-' && name.size() > 2) {                    // "-n5": -n with the value 5
+      value = name.substr(2);
+      name = name.substr(0, 2);
+    } else if (eq == std::string::npos && i + 1 < argc) {
+      value = argv[i + 1];
+    }
+    const CLI::Option* opt = cmd.get_option_no_throw(name);
+    if (opt == nullptr || opt->get_type_size_max() == 0 || opt->get_items_expected_max() > 1 ||
+        opt->get_multi_option_policy() != CLI::MultiOptionPolicy::Throw)
+      continue;
+    const std::string use = name + " " + value;
+    const auto [at, first_use] = seen.emplace(opt, use);
+    if (first_use) continue;
+    const std::string names = spelling(*opt);
+    return fmt::format("glass {}: {} given twice ({}, then {}); give it once", cmd.get_name(),
+                       at->second.substr(0, at->second.find(' ')) == name ? name : names,
+                       at->second, use);
   }
   return "";
 }

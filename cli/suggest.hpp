@@ -41,6 +41,12 @@ std::string unknown_flag_message(const CLI::App& cmd, const std::string& flag);
 /// with their value attached ("-n5", "-pOnce") and clusters of short flags are left alone.
 std::string single_dash_word_message(const CLI::App& cmd, int argc, char** argv, int first);
 
+/// An option that takes a value given twice or more among argv[first, argc) ("--context 64
+/// --context 32", or two spellings of one option: "-n 5 --tokens 9"), which CLI11 refuses:
+/// "glass train: --context given twice (--context 64, then --context 32); give it once", or ""
+/// when none is. Options that may repeat (switches, lists) are left alone.
+std::string repeated_option_message(const CLI::App& cmd, int argc, char** argv, int first);
+
 /// The message for a required option that was not given: its spellings, its help and, when an
 /// argument with no flag names a directory (a checkpoint) or a file (a text), the flag it
 /// probably lacks: "glass sample: -m/--checkpoint is required: checkpoint ...; 'runs/x' is a directory:

@@ -318,21 +318,17 @@ constexpr long long kMaxSteps = 1'000'000'000;
 const CLI::Validator kStepCount =
     glass::cli::integer_in(1, kMaxSteps, fmt::format("an integer from 1 to {}", kMaxSteps));
 
-}  // namespace
-
-void add_train_command(CLI::App& app) {
-  auto flags = std::make_shared<TrainFlags>();
-  glass::TrainOptions& o = flags->options;
-  CLI::App* cmd = app.add_subcommand(
-      "train",
-      "Train the decoder to predict the next token of a UTF-8 text file (a character, or a BPE "
-      "subword with --tokenizer bpe).\n"
-      "With no arguments: the bundled Portuguese corpus (Dom Casmurro), the default model, and\n"
-      "nanoGPT's shakespeare_char recipe; the checkpoint goes to runs/<corpus name>.");
+/// The text and the run directory: --data, --out.
+void add_data_flags(CLI::App* cmd, glass::TrainOptions& o) {
   cmd->add_option("--data", o.data_path,
                   "UTF-8 text file to learn from (default: bundled domcasmurro.txt)")
       ->check(CLI::ExistingFile);
   cmd->add_option("--out", o.out_dir, "checkpoint directory (default: runs/<corpus name>)");
+}
+
+/// The optimizer's schedule: steps, batch and context, the learning rate and its cosine,
+/// AdamW's weight decay, gradient clipping.
+void add_schedule_flags(CLI::App* cmd, glass::TrainOptions& o) {
   cmd->add_option("--iters", o.iters,
                   "optimizer steps to train for (total, counting a resumed run)")
       ->check(kStepCount)
@@ -364,6 +360,10 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--grad-clip", o.grad_clip, "clip the global gradient norm to this (0 = off)")
       ->check(glass::cli::kNonNegativeNumber)
       ->capture_default_str();
+}
+
+/// The evaluations: how often, on how many batches, how many tokens sampled.
+void add_evaluation_flags(CLI::App* cmd, glass::TrainOptions& o) {
   cmd->add_option("--eval-every", o.eval_every, "evaluate, sample and checkpoint every N steps")
       ->check(kStepCount)
       ->capture_default_str();
@@ -377,10 +377,16 @@ void add_train_command(CLI::App& app) {
           glass::cli::integer_in(0, static_cast<long long>(glass::kMaxSampleTokens),
                                  fmt::format("an integer from 0 to {}", glass::kMaxSampleTokens)))
       ->capture_default_str();
+}
+
+/// The run itself: seed, threads, --resume / --overwrite, the debugging check, the head scores
+/// recorded, --serve and its port.
+void add_run_flags(CLI::App* cmd, TrainFlags& flags) {
+  glass::TrainOptions& o = flags.options;
   cmd->add_option("--seed", o.seed, "seed of the initial weights and of the batches")
       ->check(glass::cli::kNonNegativeInteger)
       ->capture_default_str();
-  glass::cli::add_threads_option(cmd, flags->threads);
+  glass::cli::add_threads_option(cmd, flags.threads);
   cmd->add_flag("--resume", o.resume,
                 "continue the checkpoint in --out exactly where it stopped (with its recorded "
                 "--lr, --min-lr, --warmup, --decay-iters, --batch-size and --grad-clip)");
@@ -392,13 +398,17 @@ void add_train_command(CLI::App& app) {
       "do not write interp.json (head scores and per-head ablation loss on a fixed validation "
       "probe) into each save; recording costs about 0.3 s of CPU time per save on the default model (19 forward passes over 256 tokens) and "
       "changes no weight (glass inspect --history DIR shows it)");
-  cmd->add_flag("--serve", flags->serve,
+  cmd->add_flag("--serve", flags.serve,
                 "watch it learn in the browser (glass serve on --out; stays up until Ctrl-C)");
-  cmd->add_option("--port", flags->port, "port of --serve (0 = any free port)")
+  cmd->add_option("--port", flags.port, "port of --serve (0 = any free port)")
       ->check(glass::cli::integer_in(0, 65535, "an integer from 0 to 65535"))
       ->capture_default_str();
   cmd->add_flag("--overwrite", o.overwrite,
                 "start a new run in an --out that already holds one (replaced at the first save)");
+}
+
+/// The model's sizes, tokenizer and ops (group "Model").
+void add_model_flags(CLI::App* cmd, glass::TrainOptions& o) {
   cmd->add_option("--d-model", o.model.d_model, "width of the residual stream")
       ->check(glass::cli::kPositiveInteger)
       ->capture_default_str()
@@ -440,6 +450,24 @@ void add_train_command(CLI::App& app) {
       ->capture_default_str()
       ->group("Model");
   glass::cli::add_ops_option(cmd, o.model.ops_path)->group("Model");
+}
+
+}  // namespace
+
+void add_train_command(CLI::App& app) {
+  auto flags = std::make_shared<TrainFlags>();
+  glass::TrainOptions& o = flags->options;
+  CLI::App* cmd = app.add_subcommand(
+      "train",
+      "Train the decoder to predict the next token of a UTF-8 text file (a character, or a BPE "
+      "subword with --tokenizer bpe).\n"
+      "With no arguments: the bundled Portuguese corpus (Dom Casmurro), the default model, and\n"
+      "nanoGPT's shakespeare_char recipe; the checkpoint goes to runs/<corpus name>.");
+  add_data_flags(cmd, o);
+  add_schedule_flags(cmd, o);
+  add_evaluation_flags(cmd, o);
+  add_run_flags(cmd, *flags);
+  add_model_flags(cmd, o);
   cmd->footer(
       "Examples:\n"
       "  glass train                                        the bundled corpus, default recipe\n"

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "nn/config.hpp"
 #include "train/errors.hpp"
 
 namespace glass::cli {
@@ -18,7 +19,35 @@ std::string flag_of(const std::string& field) {
   return "--" + flag;
 }
 
+namespace {
+
+/// Two model sizes that do not fit together, named by their flags: "--d-model 32 is not
+/// divisible by --n-heads 3 (...)".
+std::string model_sizes_message(const glass::ModelConfigError& c) {
+  const std::string a = fmt::format("{} {}", flag_of("model." + c.field()), c.value());
+  const std::string b = fmt::format("{} {}", flag_of("model." + c.other_field()), c.other_value());
+  switch (c.rule()) {
+    case glass::SizeRule::heads_divide_d_model:
+      return fmt::format(
+          "{} is not divisible by {}: each query head takes d_model / n_heads coordinates", a, b);
+    case glass::SizeRule::kv_heads_divide_heads:
+      return fmt::format(
+          "{} is not a multiple of {}: each key/value head serves n_heads / n_kv_heads query heads",
+          a, b);
+    case glass::SizeRule::even_head_dim:
+      break;
+  }
+  return fmt::format(
+      "{} / {} = {} coordinates per head (head_dim), an odd number: RoPE rotates pairs of "
+      "coordinates, so choose sizes whose head_dim is even",
+      a, b, c.value() / c.other_value());
+}
+
+}  // namespace
+
 std::optional<std::string> in_flag_words(const std::exception& e) {
+  if (const auto* c = dynamic_cast<const glass::ModelConfigError*>(&e))
+    return model_sizes_message(*c);
   if (const auto* o = dynamic_cast<const glass::OptionError*>(&e)) {
     std::string m = o->value().empty()
                         ? fmt::format("{} {}", flag_of(o->field()), o->reason())

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace glass {
 
@@ -12,11 +13,28 @@ void require(bool ok, const std::string& why) {
   if (!ok) throw std::invalid_argument("ModelConfig: " + why);
 }
 
+/// The rule `rule` between `field` and `other_field`; the error names both with their values.
+void require(bool ok, SizeRule rule, const char* field, std::size_t value, const char* other_field,
+             std::size_t other_value, const std::string& why) {
+  if (!ok)
+    throw ModelConfigError(rule, field, value, other_field, other_value, "ModelConfig: " + why);
+}
+
 void require_positive(std::size_t value, const char* field) {
   require(value > 0, std::string(field) + " must be at least 1 (got 0)");
 }
 
 }  // namespace
+
+ModelConfigError::ModelConfigError(SizeRule rule, std::string field, std::size_t value,
+                                   std::string other_field, std::size_t other_value,
+                                   const std::string& what)
+    : std::invalid_argument(what),
+      rule_(rule),
+      field_(std::move(field)),
+      value_(value),
+      other_field_(std::move(other_field)),
+      other_value_(other_value) {}
 
 std::string to_string(OpsPath path) { return path == OpsPath::fast ? "fast" : "reference"; }
 
@@ -43,18 +61,20 @@ void ModelConfig::validate() const {
                                        " (the tokenizer keeps at most vocab_cap characters)");
 
   // The heads split the residual stream: d_model = n_heads * head_dim.
-  require(d_model % n_heads == 0, "d_model " + std::to_string(d_model) +
-                                      " is not n_heads * head_dim: " + std::to_string(n_heads) +
-                                      " heads do not divide it evenly");
+  require(d_model % n_heads == 0, SizeRule::heads_divide_d_model, "d_model", d_model, "n_heads",
+          n_heads,
+          "d_model " + std::to_string(d_model) + " is not n_heads * head_dim: " +
+              std::to_string(n_heads) + " heads do not divide it evenly");
 
   // GQA: every KV head serves the same number of query heads.
-  require(n_heads % n_kv_heads == 0,
+  require(n_heads % n_kv_heads == 0, SizeRule::kv_heads_divide_heads, "n_heads", n_heads,
+          "n_kv_heads", n_kv_heads,
           "n_heads " + std::to_string(n_heads) + " is not a multiple of n_kv_heads " +
               std::to_string(n_kv_heads) +
               " (each KV head must serve n_heads / n_kv_heads query heads)");
 
   // RoPE rotates pairs (x[2i], x[2i+1]).
-  require(head_dim() % 2 == 0,
+  require(head_dim() % 2 == 0, SizeRule::even_head_dim, "d_model", d_model, "n_heads", n_heads,
           "head_dim = d_model / n_heads = " + std::to_string(head_dim()) +
               " is odd; RoPE rotates pairs of coordinates, so it must be even");
 

@@ -2,6 +2,7 @@
 // ModelConfig: every size of the decoder, and which code computes it (OpsPath).
 
 #include <cstddef>
+#include <stdexcept>
 #include <string>
 
 namespace glass {
@@ -48,7 +49,37 @@ struct ModelConfig {
   std::size_t head_dim() const { return d_model / n_heads; }
   /// Throws std::invalid_argument saying what is wrong: a zero size, d_model != n_heads * head_dim,
   /// n_heads not a multiple of n_kv_heads, an odd head_dim (RoPE needs pairs), eps <= 0, ...
+  /// The rules between two sizes throw its subclass ModelConfigError.
   void validate() const;
+};
+
+/// Which rule between two sizes of a ModelConfig failed.
+enum class SizeRule {
+  heads_divide_d_model,   ///< d_model % n_heads != 0 (head_dim = d_model / n_heads)
+  kv_heads_divide_heads,  ///< n_heads % n_kv_heads != 0 (GQA groups)
+  even_head_dim,          ///< d_model / n_heads is odd (RoPE rotates pairs)
+};
+
+/// ModelConfig::validate's error for two sizes that do not fit together, as facts: the rule, the
+/// two fields as ModelConfig spells them ("d_model", "n_heads") and their values. Front ends
+/// name the fields in their own words (glass train: --d-model, --n-heads); what() reads
+/// "ModelConfig: d_model 130 is not n_heads * head_dim: ...".
+class ModelConfigError : public std::invalid_argument {
+ public:
+  ModelConfigError(SizeRule rule, std::string field, std::size_t value, std::string other_field,
+                   std::size_t other_value, const std::string& what);
+  SizeRule rule() const { return rule_; }
+  const std::string& field() const { return field_; }  ///< "d_model" or "n_heads"
+  std::size_t value() const { return value_; }
+  const std::string& other_field() const { return other_field_; }  ///< "n_heads" or "n_kv_heads"
+  std::size_t other_value() const { return other_value_; }
+
+ private:
+  SizeRule rule_;
+  std::string field_;
+  std::size_t value_;
+  std::string other_field_;
+  std::size_t other_value_;
 };
 
 }  // namespace glass

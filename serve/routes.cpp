@@ -5,6 +5,7 @@
 
 #include <filesystem>
 
+#include <fmt/format.h>
 #include <httplib.h>
 
 #include "checkpoint/checkpoint.hpp"
@@ -54,6 +55,23 @@ httplib::Server::Handler guarded(Handler handler) {
   };
 }
 
+/// The methods `path` does not answer (GET and POST, PUT, PATCH, DELETE, other than `allowed`):
+/// 405 Method Not Allowed, with an Allow header naming the one it answers (RFC 9110, 15.5.6).
+void not_allowed(httplib::Server& s, const char* path, const std::string& allowed) {
+  auto refuse = [path = std::string(path), allowed](const httplib::Request& req,
+                                                    httplib::Response& res) {
+    res.set_header("Allow", allowed);
+    send_error(res, 405,
+               fmt::format("{} answers {} only, not {}{}", path, allowed, req.method,
+                           allowed == "POST" ? " (send a JSON body; see GET /api/info)" : ""));
+  };
+  if (allowed != "GET") s.Get(path, refuse);
+  if (allowed != "POST") s.Post(path, refuse);
+  s.Put(path, refuse);
+  s.Patch(path, refuse);
+  s.Delete(path, refuse);
+}
+
 }  // namespace
 
 void Server::add_routes() {
@@ -79,16 +97,29 @@ void Server::add_routes() {
   s.Get("/", guarded([](const httplib::Request&, httplib::Response& res) {
           res.set_content(live_page(), "text/html; charset=utf-8");
         }));
-  s.Get("/inspector", answer(&Server::answer_inspector));
-  s.Get("/api/info", answer(&Server::answer_info));
-  s.Post("/api/inspect", answer(&Server::answer_inspect));
-  s.Post("/api/sample", answer(&Server::answer_sample));
-  s.Post("/api/next", answer(&Server::answer_next));
-  s.Get("/api/log", answer(&Server::answer_log));
-  s.Get("/api/evals", answer(&Server::answer_evals));
-  s.Post("/api/lens", answer(&Server::answer_lens));
-  s.Post("/api/ablate", answer(&Server::answer_ablate));
-  s.Get("/api/interp", answer(&Server::answer_interp));
+  not_allowed(s, "/", "GET");
+  // Each path answers one method; the others get 405 with the method it answers.
+  struct Route {
+    const char* path;
+    const char* method;  // "GET" or "POST"
+    void (Server::*member)(const httplib::Request&, httplib::Response&);
+  };
+  for (const Route& r : {Route{"/inspector", "GET", &Server::answer_inspector},
+                         Route{"/api/info", "GET", &Server::answer_info},
+                         Route{"/api/inspect", "POST", &Server::answer_inspect},
+                         Route{"/api/sample", "POST", &Server::answer_sample},
+                         Route{"/api/next", "POST", &Server::answer_next},
+                         Route{"/api/log", "GET", &Server::answer_log},
+                         Route{"/api/evals", "GET", &Server::answer_evals},
+                         Route{"/api/lens", "POST", &Server::answer_lens},
+                         Route{"/api/ablate", "POST", &Server::answer_ablate},
+                         Route{"/api/interp", "GET", &Server::answer_interp}}) {
+    if (std::string(r.method) == "GET")
+      s.Get(r.path, answer(r.member));
+    else
+      s.Post(r.path, answer(r.member));
+    not_allowed(s, r.path, r.method);
+  }
 
   // Errors without a body of their own (404 unknown path, 413 body too large, 400 a malformed
   // request line) still answer {"error": ...}.

@@ -55,16 +55,17 @@ LabRequest lab_request(const json& body, const Checkpoint& m) {
   return q;
 }
 
-/// The field of the API a LabRequestError is about.
+/// The body field of the API that sets each part of a lab request (LabField). The API has no
+/// field for the other parts (a layer, a head, the corrupted prompt, the recorded head scores):
+/// they follow from the prompt, and an error about them names it.
+constexpr std::pair<LabField, const char*> kApiFields[] = {
+    {LabField::prompt, "prompt"}, {LabField::top_k, "top_k"}, {LabField::heads, "heads"}};
+
+/// The field of the API a LabRequestError is about (kApiFields).
 const char* api_field(LabField field) {
-  switch (field) {
-    case LabField::heads:
-      return "heads";
-    case LabField::top_k:
-      return "top_k";
-    default:
-      return "prompt";
-  }
+  for (const auto& [part, name] : kApiFields)
+    if (part == field) return name;
+  return "prompt";
 }
 
 /// The "heads" field: [[layer, head], ...], each head of the model at most once.

@@ -46,7 +46,9 @@ void Server::answer_info(const httplib::Request&, httplib::Response& res) {
     j["config"] = model_sizes_json(model_->config());
     const std::size_t window = model_->window();
     j["window"] = window;
-    j["max_prompt_chars"] = window;  // inspection; a sample keeps a longer prompt's last window
+    // The longest prompt an inspection takes, in the model's tokens (`unit`: a character model's
+    // characters, a BPE model's subwords); a sample keeps a longer prompt's last window.
+    j["max_prompt_tokens"] = window;
     j["tokenizer"] = model_->tokenizer().kind_name();
     j["unit"] = model_->unit();  // what the context counts: "characters" or "tokens"
     j["unit_singular"] = model_->unit(false);

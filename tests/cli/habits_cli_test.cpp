@@ -98,6 +98,25 @@ TEST_F(HabitsCli, AMisspeltCommandGetsDidYouMean) {
   expect_error(glass("inpsect"), "did you mean 'inspect'?");
 }
 
+TEST_F(HabitsCli, AnOptionGivenTwiceIsNamedWithBothValues) {
+  // Was: "--context: At Most 1 required but received 2" (CLI11's words). The exit code stays
+  // CLI11's for this refusal (ArgumentMismatch), as a misspelt flag keeps ExtrasError's.
+  const CliRun r = glass("train --context 64 --context 32 --iters 1");
+  expect_error(r,
+               "error: glass train: --context given twice (--context 64, then --context 32); "
+               "give it once\n");
+  EXPECT_EQ(r.exit_code, 114) << r.err;  // CLI::ExitCodes::ArgumentMismatch
+  EXPECT_EQ(r.err.find("At Most"), std::string::npos) << r.err;
+  // Two spellings of one option, a value attached or after '=': the spellings as typed.
+  expect_error(glass("sample" + m() + " -n5 --n-predict=9"),
+               "glass sample: -n/--tokens given twice (-n 5, then --n-predict 9); give it once");
+  expect_error(glass("sample" + m() + " -m other"),
+               "glass sample: -m given twice (-m " + ckpt_.string() + ", then -m other)");
+  // Switches may repeat.
+  const CliRun twice = glass("sample" + m() + " -n 3 --json --json");
+  EXPECT_EQ(twice.exit_code, 0) << twice.err;
+}
+
 TEST_F(HabitsCli, ALongFlagWithOneDashIsNamedNotReadAsAShortOne) {
   // Was: "--threads: must be an integer ... (got 'emp')" (CLI11 read -temp as -t emp).
   const CliRun temp = glass("sample" + m() + " -p x -temp 0.5");

@@ -251,10 +251,30 @@ TEST_F(TrainCli, BadTrainInputsFailClearlyAndWriteNothing) {
   const std::string plain = " --out " + q(out.string()) + " --iters 5";  // default model
   expect_error(glass("train" + data + plain + " --context 300"),
                "longer than the model's context length");
-  expect_error(glass("train" + data + plain + " --n-heads 3"), "n_heads");
+  expect_error(glass("train" + data + plain + " --n-heads 3"),
+               "--d-model 128 is not divisible by --n-heads 3");
   expect_error(glass("train" + data + tiny() + " --out " + q((dir_ / "a_file" / "sub").string())),
                "a_file");
   expect_error(glass("train" + data + to + " --resume"), "run without --resume first");
+  EXPECT_FALSE(fs::exists(out)) << "a failed run created its output directory";
+}
+
+TEST_F(TrainCli, ModelSizesThatDoNotFitAreNamedByTheirFlags) {
+  // The rules between two sizes (nn/config.hpp, ModelConfigError) in the command's words: the
+  // flags and their values, not the library's struct.
+  const fs::path out = dir_ / "never-sizes";
+  const std::string run = "train --data " + q(text_.string()) + " --out " + q(out.string()) +
+                          " --iters 5 --n-layers 1 --ffn-hidden 32";
+  const CliRun heads = glass(run + " --d-model 32 --n-heads 3 --n-kv-heads 1");
+  expect_error(heads, "error: --d-model 32 is not divisible by --n-heads 3");
+  const CliRun kv = glass(run + " --d-model 32 --n-heads 4 --n-kv-heads 3");
+  expect_error(kv, "error: --n-heads 4 is not a multiple of --n-kv-heads 3");
+  const CliRun odd = glass(run + " --d-model 12 --n-heads 4 --n-kv-heads 2");
+  expect_error(odd, "error: --d-model 12 / --n-heads 4 = 3 coordinates per head (head_dim)");
+  for (const CliRun* r : {&heads, &kv, &odd}) {
+    EXPECT_EQ(r->exit_code, 1) << r->err;
+    EXPECT_EQ(r->err.find("ModelConfig"), std::string::npos) << r->err;
+  }
   EXPECT_FALSE(fs::exists(out)) << "a failed run created its output directory";
 }
 

@@ -70,6 +70,34 @@ void expect_rejected(const ModelConfig& c, const std::string& why) {
   }
 }
 
+TEST(ModelConfig, TwoSizesThatDoNotFitNameTheRuleTheFieldsAndTheirValues) {
+  // What a front end needs to name the sizes in its own words (glass train: --d-model, ...).
+  struct Case {
+    std::size_t d_model, n_heads, n_kv_heads;
+    SizeRule rule;
+    const char *field, *other;
+    std::size_t value, other_value;
+  };
+  for (const Case& k :
+       {Case{32, 3, 1, SizeRule::heads_divide_d_model, "d_model", "n_heads", 32, 3},
+        Case{32, 4, 3, SizeRule::kv_heads_divide_heads, "n_heads", "n_kv_heads", 4, 3},
+        Case{12, 4, 2, SizeRule::even_head_dim, "d_model", "n_heads", 12, 4}}) {
+    ModelConfig c;
+    c.d_model = k.d_model, c.n_heads = k.n_heads, c.n_kv_heads = k.n_kv_heads;
+    try {
+      c.validate();
+      ADD_FAILURE() << "accepted d_model " << k.d_model << ", n_heads " << k.n_heads;
+    } catch (const ModelConfigError& e) {
+      EXPECT_EQ(e.rule(), k.rule);
+      EXPECT_EQ(e.field(), k.field);
+      EXPECT_EQ(e.value(), k.value);
+      EXPECT_EQ(e.other_field(), k.other);
+      EXPECT_EQ(e.other_value(), k.other_value);
+      EXPECT_EQ(std::string(e.what()).rfind("ModelConfig: ", 0), 0u) << e.what();
+    }
+  }
+}
+
 TEST(ModelConfig, InvalidConfigsAreRejectedWithTheReason) {
   ModelConfig c;
   c.d_model = 130;  // 130 / 4 heads is not an integer

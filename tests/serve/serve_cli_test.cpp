@@ -789,6 +789,9 @@ TEST(ServeCli, ABpeModelIsServedInTokens) {
   EXPECT_EQ(info["vocab"][3 + 0x0A], "<0x0A>");
   EXPECT_EQ(info["vocab"][383], bpe.token_text(383));
   EXPECT_EQ(info["context_note"], glass::context_sentence(16, "tokens"));
+  // The longest prompt in the unit the model reads: 16 tokens, not a count of characters.
+  EXPECT_EQ(info["max_prompt_tokens"], 16) << info.dump();
+  EXPECT_FALSE(info.contains("max_prompt_chars")) << "a count of tokens named as characters";
 
   // /api/inspect: one position per token, with its text; an emoji is four byte tokens.
   const std::string prompt = "Era um \xF0\x9F\x99\x82";

@@ -147,7 +147,7 @@ TEST_F(ServerTest, InfoDescribesTheModel) {
   EXPECT_EQ(j["config"]["n_heads"], 4);
   EXPECT_EQ(j["config"]["n_kv_heads"], 2);
   EXPECT_EQ(j["config"]["context_length"], kContext);
-  EXPECT_EQ(j["max_prompt_chars"], kContext);
+  EXPECT_EQ(j["max_prompt_tokens"], kContext);
   const glass::Tokenizer tokenizer = glass::Tokenizer::from_text(glass_test::kSmallText);
   ASSERT_EQ(j["vocab"].size(), tokenizer.vocab_size());
   EXPECT_EQ(j["vocab"][0], "") << "id 0 is the unknown token";
@@ -286,7 +286,7 @@ TEST_F(ServerTest, SampleTakesMinPAndTheRepetitionPenaltyAndErrorsNameJsonFields
   expect_error(post("/api/inspect", json{{"prompt", prompt}}.dump()), 400,
                "the prompt has 37 characters; the model's context is 32 characters");
   const json info = body_json(client_->Get("/api/info"));
-  EXPECT_EQ(info["max_prompt_chars"], kContext);
+  EXPECT_EQ(info["max_prompt_tokens"], kContext);
   EXPECT_EQ(info["context_note"], glass::context_sentence(kContext));
 
   for (const char* path : {"/api/inspect", "/api/sample"}) {
@@ -528,7 +528,24 @@ TEST_F(ServerTest, BadRequestsAnswer400WithAMessageAndTheServerKeepsAnswering) {
                "too large");
   // Unknown paths, and paths that try to leave: 404 (never a file of the machine).
   expect_error(client_->Get("/nothing"), 404, "no such page");
-  expect_error(client_->Get("/api/inspect"), 404, "no such page");  // GET on a POST endpoint
+  // Another method on a known path: 405 with the one it answers (Allow), not 404.
+  for (const char* path :
+       {"/api/inspect", "/api/sample", "/api/next", "/api/lens", "/api/ablate"}) {
+    const auto get = client_->Get(path);
+    expect_error(get, 405, std::string(path) + " answers POST only, not GET");
+    EXPECT_EQ(get->get_header_value("Allow"), "POST") << path;
+    const auto put = client_->Put(path, "{}", "application/json");
+    ASSERT_TRUE(get && put) << path;
+    expect_error(put, 405, "answers POST only, not PUT");
+    EXPECT_EQ(put->get_header_value("Allow"), "POST") << path;
+  }
+  for (const char* path :
+       {"/", "/inspector", "/api/info", "/api/log", "/api/evals", "/api/interp"}) {
+    const auto r = post(path, "{}");
+    ASSERT_TRUE(r) << path;
+    expect_error(r, 405, "answers GET only, not POST");
+    EXPECT_EQ(r->get_header_value("Allow"), "GET") << path;
+  }
   for (const char* path : {"/../../../../etc/passwd", "/%2e%2e/%2e%2e/etc/passwd", "/live.js",
                            "/index.html", "/..%2f..%2fetc%2fpasswd", "//etc/passwd"}) {
     const auto r = client_->Get(path);
