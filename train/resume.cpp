@@ -68,21 +68,12 @@ TrainRecipe recipe_of(const TrainOptions& o) {
 }
 
 Resume::Resume(const std::string& out_dir) : out_dir_(out_dir), save_dir_(out_dir) {
-  std::error_code ec;
-  const fs::path link = fs::path(out_dir) / kCurrentLink;
-  // A link that leads to a save, or a checkpoint of the flat layout: out_dir reads as the save.
-  if (!fs::is_directory(out_dir, ec) || fs::exists(link, ec) || has_train_state(out_dir)) return;
-  relink_ = newest_complete_save(out_dir);
-  if (relink_.empty()) return;
-  save_dir_ = (fs::path(out_dir) / relink_).string();
-  const bool dangling = fs::is_symlink(fs::symlink_status(link, ec));
-  note_ = fmt::format(
-      "{}/{} (the link to the last complete save) {}; resuming from the newest complete save, {}, "
-      "and restoring the link",
-      out_dir, kCurrentLink,
-      dangling ? fmt::format("points to {}, which is gone", fs::read_symlink(link, ec).string())
-               : std::string("is missing"),
-      relink_);
+  const SaveToRead read = save_to_read(out_dir);
+  if (read.fallback.empty()) return;
+  save_dir_ = read.dir;
+  relink_ = read.fallback;
+  note_ = fmt::format("{}; resuming from the newest complete save, {}, and restoring the link",
+                      read.reason, relink_);
 }
 
 void Resume::check_resumable(const TrainOptions& o) {

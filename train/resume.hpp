@@ -1,6 +1,6 @@
 #pragma once
 // What a resumed run continues, decided in one place: the save (the one DIR/current points to;
-// when that link is missing, or points to a save that is gone, the newest complete save), the
+// when that link is missing, or does not lead to a complete save, the newest complete save), the
 // recipe and training context that save records, the text it was trained on, and what cannot be
 // resumed at all. The command line (cli/train.cpp) and the Trainer both ask it.
 
@@ -17,9 +17,10 @@ TrainRecipe recipe_of(const TrainOptions& o);
 /// The save a resume of one run directory continues.
 class Resume {
  public:
-  /// Locates the save in `out_dir`: out_dir itself when DIR/current leads to a save (or out_dir
-  /// holds a checkpoint of the flat layout); else, when `current` is missing or dangling, the
-  /// newest complete save (checkpoint/run_dir.hpp), which the Trainer links again. Reads only
+  /// Locates the save in `out_dir` as every reader does (save_to_read, checkpoint/run_dir.hpp):
+  /// out_dir itself when DIR/current leads to a complete save (or out_dir holds a checkpoint of
+  /// the flat layout); else, when `current` is missing, dangling, or leads to a file or to a save
+  /// that did not complete, the newest complete save, which the Trainer links again. Reads only
   /// the directory's entries and the saves' manifests; never throws.
   explicit Resume(const std::string& out_dir);
 

@@ -205,6 +205,49 @@ TEST(Resume, AMissingOrDanglingCurrentFallsBackToTheNewestCompleteSave) {
   fs::remove_all(run);
 }
 
+TEST(Resume, ACurrentLeadingToAnIncompleteSaveOrToAFileFallsBackTheSameWay) {
+  const fs::path run =
+      fs::temp_directory_path() / ("glass-resume-incomplete-" + std::to_string(::getpid()));
+  write_run_dir(run);
+  // step-000030: a save cut short before its last files, yet `current` leads to it.
+  fs::copy(run / "step-000020", run / "step-000030");
+  fs::remove(run / "step-000030" / "train_state.safetensors");
+  fs::remove(run / kCurrentLink);
+  fs::create_directory_symlink("step-000030", run / kCurrentLink);
+  const Resume incomplete(run.string());
+  EXPECT_EQ(incomplete.relink(), "step-000020");
+  EXPECT_EQ(incomplete.save_dir(), (run / "step-000020").string());
+  EXPECT_NE(incomplete.note().find("current (the link to the last complete save) points to "
+                                   "step-000030, a save that did not complete; resuming from "
+                                   "the newest complete save, step-000020, and restoring the link"),
+            std::string::npos)
+      << incomplete.note();
+  // Complete again: read through `current`.
+  fs::copy_file(run / "step-000020" / "train_state.safetensors",
+                run / "step-000030" / "train_state.safetensors");
+  EXPECT_EQ(Resume(run.string()).relink(), "");
+
+  // `current` is a link to a regular file, or a regular file itself.
+  fs::remove(run / kCurrentLink);
+  fs::create_symlink("step-000020/log.csv", run / kCurrentLink);
+  const Resume to_file(run.string());
+  EXPECT_EQ(to_file.relink(), "step-000020");
+  EXPECT_NE(to_file.note().find("points to step-000020/log.csv, which is a file, not a save; "
+                                "resuming from the newest complete save, step-000020"),
+            std::string::npos)
+      << to_file.note();
+  fs::remove(run / kCurrentLink);
+  write_file_atomic((run / kCurrentLink).string(), "step-000020\n");
+  const Resume file(run.string());
+  EXPECT_EQ(file.relink(), "step-000020");
+  EXPECT_TRUE(file.has_save());
+  EXPECT_NE(file.note().find("current (the link to the last complete save) is a file, not a link "
+                             "to a save; resuming from the newest complete save, step-000020"),
+            std::string::npos)
+      << file.note();
+  fs::remove_all(run);
+}
+
 TEST(Resume, RefusesWhatCannotBeResumed) {
   TrainOptions o;
   o.resume = true;
