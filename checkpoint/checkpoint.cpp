@@ -376,9 +376,7 @@ Checkpoint::Checkpoint(ModelConfig config, TextTokenizer tokenizer, std::unique_
 Checkpoint load_checkpoint(const std::string& run_dir, bool best) {
   if (fs::exists(run_dir) && !fs::is_directory(run_dir))
     throw CheckpointError(
-        fmt::format("'{}' is a file; a checkpoint is the directory glass train "
-                    "wrote (its --out)",
-                    run_dir));
+        fmt::format("'{}' is a file; a checkpoint is the directory glass train wrote", run_dir));
   // A lost `current`: the newest complete save, said so, and the run left as it is (a resume
   // links it again).
   const SaveToRead read = save_to_read(run_dir);
@@ -394,9 +392,7 @@ Checkpoint load_checkpoint(const std::string& run_dir, bool best) {
   const std::string dir = pin->dir();
   if (fs::exists(dir) && !fs::is_directory(dir))
     throw CheckpointError(
-        fmt::format("'{}' is a file; a checkpoint is the directory glass train "
-                    "wrote (its --out)",
-                    dir));
+        fmt::format("'{}' is a file; a checkpoint is the directory glass train wrote", dir));
   if (!fs::is_directory(dir))
     throw CheckpointError(fmt::format("checkpoint directory '{}' does not exist", dir));
   const std::string config_path = path_in(dir, "config.json");

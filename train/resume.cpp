@@ -114,3 +114,6 @@ void Resume::take_recorded(TrainOptions& o) const {
 }
 
 }  // namespace glass
+  // A check of the training loop on one batch is not a run to continue (with overfit_batch
+  // itself, check_resumable has refused the resume already).
+  if (!o.overfit_batch && records_overfit_batch(save_dir_)) throw OverfitBatchRunError(out_dir_);

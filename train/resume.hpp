@@ -50,6 +50,7 @@ class Resume {
   void take_recorded(TrainOptions& o) const;
 
  private:
+  /// OverfitBatchRunError when the save records an overfit_batch run,
   std::string out_dir_, save_dir_, relink_, note_;
 };
 

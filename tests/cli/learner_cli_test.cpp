@@ -315,6 +315,12 @@ TEST_F(LearnerCli, ANonFiniteLossSaysWhichCheckpointWasKeptAndHowToGoOn) {
       std::string::npos)
       << r.err;
   EXPECT_NE(r.err.find(" --lr 5e+08 --overwrite\n"), std::string::npos) << r.err;
+  // Its save records the mode, so a plain --resume does not continue it as a normal run.
+  EXPECT_NE(read_file(run / "train_state.json").find("\"overfit_batch\": true"), std::string::npos);
+  expect_error(
+      glass("train" + data() + " --out " + q(run.string()) + " --resume --iters 200" + tiny()),
+      "was an --overfit-batch run (one batch learnt by heart, a check of the training "
+      "loop), not a run to continue with --resume");
   EXPECT_EQ(glass::load_checkpoint(run.string()).weights_step(), "0") << "the checkpoint said kept";
   // Without clipping (--grad-clip 0) the advice adds clipping, and so does the command.
   const fs::path unclipped = dir_ / "nan-unclipped";

@@ -28,7 +28,7 @@ namespace {
 /// A checkpoint in `dir` trained on "text.txt" with context 8, whose training state records the
 /// recipe lr 2e-3, min_lr 3e-3 / 10, clip 1, warmup 7, decay_iters 40, batch 4 (when
 /// `with_recipe`).
-void write_run(const fs::path& dir, bool with_recipe) {
+void write_run(const fs::path& dir, bool with_recipe, bool overfit_batch = false) {
   fs::remove_all(dir);
   const Tokenizer tokenizer = Tokenizer::from_text(glass_test::kSmallText);
   const Decoder model(glass_test::small_config(tokenizer.vocab_size(), 16), 3);
@@ -43,6 +43,7 @@ void write_run(const fs::path& dir, bool with_recipe) {
   recorded.lr = 2e-3, recorded.min_lr = 3e-3 / 10, recorded.grad_clip = 1.0;
   recorded.warmup = 7, recorded.decay_iters = 40, recorded.batch_size = 4;
   state.recipe = recipe_of(recorded);
+  state.overfit_batch = overfit_batch;
   save_train_state(dir.string(), optimizer, state);
 }
 
@@ -246,6 +247,30 @@ TEST(Resume, ACurrentLeadingToAnIncompleteSaveOrToAFileFallsBackTheSameWay) {
             std::string::npos)
       << file.note();
   fs::remove_all(run);
+}
+
+TEST(Resume, APlainResumeOfAnOverfitBatchRunIsRefused) {
+  const fs::path dir =
+      fs::temp_directory_path() / ("glass-resume-overfit-" + std::to_string(::getpid()));
+  TrainOptions o;
+  o.out_dir = dir.string();
+  o.data_path = "text.txt";
+  // A normal run's training state does not mention the mode (its file is as before the mode
+  // was recorded); a save without the field is a normal run's.
+  write_run(dir, true);
+  EXPECT_EQ(read_file(dir / "train_state.json").find("overfit_batch"), std::string::npos);
+  EXPECT_FALSE(records_overfit_batch(dir.string()));
+  EXPECT_NO_THROW(Resume(o.out_dir).take_recorded(o));
+  write_run(dir, true, true);
+  EXPECT_TRUE(records_overfit_batch(dir.string()));
+  try {
+    Resume(o.out_dir).take_recorded(o);
+    FAIL() << "an overfit_batch run was continued by a plain resume";
+  } catch (const OverfitBatchRunError& e) {
+    EXPECT_EQ(e.out_dir(), dir.string());
+    EXPECT_NE(std::string(e.what()).find("overfit_batch"), std::string::npos) << e.what();
+  }
+  fs::remove_all(dir);
 }
 
 TEST(Resume, RefusesWhatCannotBeResumed) {
