@@ -4,8 +4,10 @@
 // recipe and training context that save records, the text it was trained on, and what cannot be
 // resumed at all. The command line (cli/train.cpp) and the Trainer both ask it.
 
+#include <optional>
 #include <string>
 
+#include "nn/config.hpp"
 #include "train/options.hpp"
 #include "train/train_state.hpp"
 
@@ -38,19 +40,23 @@ class Resume {
   bool has_save() const;
   /// Throws NoSaveToResumeError when it does not.
   void require_save() const;
+  /// The model configuration the save records (config.json's "model"), which the resumed run
+  /// keeps whatever model sizes are asked for; std::nullopt when there is no save or its
+  /// config.json cannot be read (loading the save then says why).
+  std::optional<ModelConfig> recorded_model() const;
 
   /// Takes back what the save records into `o`: each recipe field not given (o.recipe_given)
   /// takes the recorded value, and one given must equal it (a rate equal but for the last bits of
   /// its decimal spelling, relative 1e-12, is the recorded rate); the context, when not given, is
   /// the recorded training context (another context is allowed: the Trainer warns). A save
   /// written before the recipe was recorded keeps the values as given. Throws
+  /// OverfitBatchRunError when the save records an overfit_batch run,
   /// RecipeMismatchError listing every field that differs, DataMismatchError when the save
   /// records another text's file name than o.data_path's, CheckpointError when a recorded file
   /// cannot be parsed. Nothing is read when out_dir holds no save (require_save says so).
   void take_recorded(TrainOptions& o) const;
 
  private:
-  /// OverfitBatchRunError when the save records an overfit_batch run,
   std::string out_dir_, save_dir_, relink_, note_;
 };
 

@@ -69,9 +69,11 @@ void check_model_fits(const TrainOptions& o) {
         format_bytes(need), parameter_count(o.model), o.batch_size, o.context, format_bytes(have)));
 }
 
-/// The warmup is not shorter than the schedule: the learning rate never reaches its peak.
+/// The warmup is not shorter than the schedule: the learning rate never reaches its peak. Said
+/// when a run starts, not when it is resumed: a resume keeps the recorded warmup and schedule
+/// (train/resume.hpp), so the advice could not be taken, and the run's start said it already.
 void warn_of_long_warmup(const TrainOptions& o, std::ostream& out) {
-  if (o.warmup < o.decay_iters) return;
+  if (o.resume || o.warmup < o.decay_iters) return;
   out << fmt::format(
       "warning: the warmup ({} steps) is not shorter than the schedule's {} steps (--iters, or "
       "--decay-iters): the learning rate never reaches its peak and the cosine decay never "
