@@ -338,16 +338,14 @@ void run_inspect(const InspectOptions& opt) {
                     config.n_heads, config.n_heads - 1));
   const auto layer = static_cast<std::size_t>(opt.layer);
   const auto head = static_cast<std::size_t>(opt.head);
-  const std::size_t window = loaded.window();
-  // The context counts tokens: a character model's characters, a BPE model's subwords.
-  const std::size_t length =
-      loaded.encode_prompt(prompt, glass::UnknownPolicy::kMapToUnknownId).size();
-  const char* unit = loaded.unit();
-  if (length > window)
+  try {  // the context counts tokens: a character model's characters, a BPE model's subwords
+    loaded.check_fits_window(prompt);
+  } catch (const glass::PromptTooLongError& e) {
     throw CommandError(fmt::format(
         "the prompt has {} {}; {}. inspect shows one window, position by position: give "
         "at most {} {} (glass sample continues longer texts)",
-        length, unit, glass::context_sentence(window, unit), window, unit));
+        e.length(), e.unit(), glass::context_sentence(e.window(), e.unit()), e.window(), e.unit()));
+  }
 
   glass::Inspection inspection;
   try {

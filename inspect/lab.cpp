@@ -45,14 +45,15 @@ std::vector<std::int32_t> lab_tokens(const Checkpoint& loaded, const std::string
     warnings.push_back(fmt::format(
         "{} character(s) of {} outside the vocabulary mapped to the unknown id 0", unknown, which));
   if (ids.empty()) throw LabRequestError(field, LabProblem::empty, "is empty: give some text");
-  const std::size_t window = loaded.window();
-  const char* unit = loaded.unit();
-  if (ids.size() > window)
+  try {
+    loaded.check_fits_window(ids.size());
+  } catch (const PromptTooLongError& e) {
     throw LabRequestError(
         field, LabProblem::too_long,
         fmt::format("has {} {}; the model's context is {} {} (the windows it trained on) and the "
                     "lab reads one window. Give at most {} {}",
-                    ids.size(), unit, window, unit, window, unit));
+                    e.length(), e.unit(), e.window(), e.unit(), e.window(), e.unit()));
+  }
   return ids;
 }
 
