@@ -279,7 +279,10 @@ void run_interp(const InspectOptions& opt) {
   const glass::Checkpoint loaded = load_for_inspect(opt);
   glass::InterpReport report;
   try {
-    report = glass::run_lab(loaded, lab_request(opt, loaded.config()));
+    glass::LabRequest q = lab_request(opt, loaded.config());
+    if (q.ablation == glass::AblationMode::mean && q.ablate && !q.ablate->empty())
+      q.mean_over = glass::mean_reference("", loaded, q.mean_over_source);  // as /api/ablate's
+    report = glass::run_lab(loaded, q);
   } catch (const glass::LabRequestError& e) {
     throw CommandError(lab_message(e));
   } catch (const glass::CheckpointError& e) {
@@ -405,7 +408,8 @@ void add_lab_options(CLI::App* cmd, InspectOptions& opt) {
       ->group("Interpretability");
   cmd->add_option("--ablation", opt.ablation,
                   "how --ablate knocks a head out: zero (its output before W_O set to 0) or mean "
-                  "(set to its mean over the prompt's positions)")
+                  "(set to its mean over the training text config.json names, when it is found, "
+                  "else over the prompt's positions)")
       ->transform(CLI::IsMember({"zero", "mean"}, CLI::ignore_case))
       ->capture_default_str()
       ->group("Interpretability");
