@@ -373,47 +373,26 @@ Checkpoint::Checkpoint(ModelConfig config, TextTokenizer tokenizer, std::unique_
                     config.context_length));
 }
 
-namespace {
-
-/// For a run directory whose `current` link is lost, or points to a save that is gone: its
-/// newest complete save, and `note` says so (the same fallback as a resume, without relinking:
-/// a reader never changes the run). Otherwise `dir` itself and no note.
-std::string save_to_read(const std::string& dir, std::string& note) {
-  std::error_code ec;
-  const fs::path link = fs::path(dir) / kCurrentLink;
-  if (!fs::is_directory(dir, ec) || fs::exists(link, ec) ||
-      fs::exists(fs::path(dir) / "config.json", ec))
-    return dir;
-  const std::string newest = newest_complete_save(dir);
-  if (newest.empty()) return dir;
-  const bool dangling = fs::is_symlink(fs::symlink_status(link, ec));
-  note = fmt::format(
-      "{}/{} (the link to the last complete save) {}: reading the newest complete save, {} "
-      "(glass train --resume restores the link)",
-      dir, kCurrentLink,
-      dangling ? fmt::format("points to {}, which is gone", fs::read_symlink(link, ec).string())
-               : std::string("is missing"),
-      newest);
-  return (fs::path(dir) / newest).string();
-}
-
-}  // namespace
-
 Checkpoint load_checkpoint(const std::string& run_dir, bool best) {
   if (fs::exists(run_dir) && !fs::is_directory(run_dir))
     throw CheckpointError(
-        fmt::format("'{}' is a file; a checkpoint is the directory glass train "
-                    "wrote (its --out)",
-                    run_dir));
-  std::string lost_link;
+        fmt::format("'{}' is a file; a checkpoint is the directory glass train wrote", run_dir));
+  // A lost `current`: the newest complete save, said so, and the run left as it is (a resume
+  // links it again).
+  const SaveToRead read = save_to_read(run_dir);
+  const std::string lost_link =
+      read.fallback.empty()
+          ? ""
+          : fmt::format(
+                "{}: reading the newest complete save, {} (glass train --resume restores "
+                "the link)",
+                read.reason, read.fallback);
   // The last complete save of a run, kept from the trainer's cleanup until the model is dropped.
-  auto pin = std::make_shared<SavePin>(save_to_read(run_dir, lost_link));
+  auto pin = std::make_shared<SavePin>(read.dir);
   const std::string dir = pin->dir();
   if (fs::exists(dir) && !fs::is_directory(dir))
     throw CheckpointError(
-        fmt::format("'{}' is a file; a checkpoint is the directory glass train "
-                    "wrote (its --out)",
-                    dir));
+        fmt::format("'{}' is a file; a checkpoint is the directory glass train wrote", dir));
   if (!fs::is_directory(dir))
     throw CheckpointError(fmt::format("checkpoint directory '{}' does not exist", dir));
   const std::string config_path = path_in(dir, "config.json");

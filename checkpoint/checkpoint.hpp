@@ -37,6 +37,26 @@ class CheckpointError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// A prompt that does not fit in one window of a reader that shows one window position by
+/// position (glass inspect, the lab, the server's inspection): `length` and `window` count the
+/// checkpoint's unit ("characters" or "tokens"). Each front end words it with its own advice.
+class PromptTooLongError : public std::invalid_argument {
+ public:
+  PromptTooLongError(std::size_t length, std::size_t window, std::string unit)
+      : std::invalid_argument("the prompt has " + std::to_string(length) + " " + unit +
+                              "; the window is " + std::to_string(window) + " " + unit),
+        length_(length),
+        window_(window),
+        unit_(std::move(unit)) {}
+  std::size_t length() const { return length_; }
+  std::size_t window() const { return window_; }
+  const std::string& unit() const { return unit_; }
+
+ private:
+  std::size_t length_, window_;
+  std::string unit_;
+};
+
 /// Where a loaded save came from: what its files record and the directory they were read from.
 struct SaveOrigin {
   /// The "step" entry of the weights file's metadata (glass train writes it, see save_model);
@@ -88,6 +108,17 @@ class Checkpoint {
   std::vector<std::int32_t> encode_prompt(const std::u32string& text, UnknownPolicy policy,
                                           std::size_t* unknown_count = nullptr) const {
     return tokenizer_->encode_prompt(text, policy, unknown_count);
+  }
+  /// Refuses a prompt of `length` ids (encode_prompt's count) longer than window():
+  /// PromptTooLongError. For the readers that show one window; a sampler crops the prompt to its
+  /// last window() ids instead.
+  void check_fits_window(std::size_t length) const {
+    if (length > window_) throw PromptTooLongError(length, window_, unit());
+  }
+  /// The same for a prompt's text, counted with unknown characters mapped to id 0 (whether they
+  /// are refused is the caller's own check).
+  void check_fits_window(const std::u32string& prompt) const {
+    check_fits_window(encode_prompt(prompt, UnknownPolicy::kMapToUnknownId).size());
   }
   /// What the context counts: "characters"/"tokens" (singular: "character"/"token").
   const char* unit(bool plural = true) const { return tokenizer_->unit(plural); }

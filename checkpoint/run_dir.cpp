@@ -83,16 +83,20 @@ bool expects_manifest(const fs::path& dir) {
   }
 }
 
-/// A save dir holding every file a save writes (best.safetensors is optional) and, last, its
-/// manifest (none in a save written before saves carried one): complete, so never removed as
-/// the remains of a save cut short.
-bool is_complete_save(const fs::path& dir) {
-  if (!is_save_dir(dir)) return false;
+/// True when `dir` holds every file a save writes (best.safetensors is optional) and, last, its
+/// manifest (none in a save written before saves carried one).
+bool holds_every_save_file(const fs::path& dir) {
   std::error_code ec;
   for (const char* file : {"model.safetensors", "config.json", "train_state.json",
                            "train_state.safetensors", "log.csv"})
     if (!fs::is_regular_file(dir / file, ec)) return false;
   return fs::is_regular_file(dir / kManifestFile, ec) || !expects_manifest(dir);
+}
+
+/// A save dir that holds every file a save writes: complete, so never removed as the remains
+/// of a save cut short.
+bool is_complete_save(const fs::path& dir) {
+  return is_save_dir(dir) && holds_every_save_file(dir);
 }
 
 void sync_directory(const std::string& dir) {
@@ -431,6 +435,40 @@ std::string newest_complete_save(const std::string& dir) {
     if (key > best_key) best_key = key, best = name;
   }
   return best;
+}
+
+SaveToRead save_to_read(const std::string& dir) {
+  SaveToRead read{dir, "", ""};
+  std::error_code ec;
+  const fs::path link = fs::path(dir) / kCurrentLink;
+  if (!fs::is_directory(dir, ec)) return read;
+  std::string problem;
+  if (is_link(link)) {
+    const std::string target = fs::read_symlink(link, ec).string();
+    const fs::path save = fs::path(dir) / target;
+    if (!fs::exists(save, ec))
+      problem = fmt::format("points to {}, which is gone", target);
+    else if (!fs::is_directory(save, ec))
+      problem = fmt::format("points to {}, which is a file, not a save", target);
+    else if (!holds_every_save_file(save))
+      problem = fmt::format("points to {}, a save that did not complete", target);
+  } else if (fs::is_regular_file(fs::symlink_status(link, ec))) {
+    problem = "is a file, not a link to a save";
+  } else if (!fs::exists(fs::symlink_status(link, ec)) &&
+             !fs::exists(fs::path(dir) / "config.json", ec)) {
+    problem = "is missing";
+  }
+  // Otherwise DIR reads as the save: `current` leads to a complete one, or is a directory of
+  // its own (a run copied with cp -L: check_run_layout), or DIR is a checkpoint of the flat
+  // layout.
+  if (problem.empty()) return read;
+  const std::string newest = newest_complete_save(dir);
+  if (newest.empty()) return read;
+  read.dir = (fs::path(dir) / newest).string();
+  read.fallback = newest;
+  read.reason =
+      fmt::format("{}/{} (the link to the last complete save) {}", dir, kCurrentLink, problem);
+  return read;
 }
 
 void link_or_copy(const std::string& from, const std::string& to) {

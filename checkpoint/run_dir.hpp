@@ -141,6 +141,27 @@ std::size_t remove_unused_saves(const std::string& dir, const std::string& run_i
 /// or its name's for a save written before manifests), or "" when there is none.
 std::string newest_complete_save(const std::string& dir);
 
+/// The save a reader or a resume reads in DIR, decided in one place for both.
+struct SaveToRead {
+  /// The directory whose files to read: DIR itself (its files lead through `current`), or
+  /// DIR/<fallback>.
+  std::string dir;
+  /// The newest complete save (newest_complete_save), read because `current` does not lead to
+  /// a complete save; "" when `current` is right (or DIR is a checkpoint of the flat layout, or
+  /// it holds no complete save to fall back on).
+  std::string fallback;
+  /// With a fallback, what is wrong with the link: "DIR/current (the link to the last complete
+  /// save) is missing", "... points to step-000030, which is gone", "..., which is a file, not a
+  /// save", "..., a save that did not complete" (a file or its manifest missing), or "... is a
+  /// file, not a link to a save". Each caller adds what it does about it (a reader reads the
+  /// fallback; a resume links `current` to it again).
+  std::string reason;
+};
+
+/// Where DIR's save to read is (SaveToRead). Reads only directory entries, links, and the
+/// manifests of the saves (config.json of a save without one); never throws.
+SaveToRead save_to_read(const std::string& dir);
+
 /// Makes `to` a hard link of `from` (both in the run directory's file system), or a copy when
 /// the file system has no hard links. Throws FileError.
 void link_or_copy(const std::string& from, const std::string& to);

@@ -270,7 +270,10 @@ void run_interp(const InspectOptions& opt) {
   const glass::Checkpoint loaded = load_for_inspect(opt);
   glass::InterpReport report;
   try {
-    report = glass::run_lab(loaded, lab_request(opt, loaded.config()));
+    glass::LabRequest q = lab_request(opt, loaded.config());
+    if (q.ablation == glass::AblationMode::mean && q.ablate && !q.ablate->empty())
+      q.mean_over = glass::mean_reference("", loaded, q.mean_over_source);  // as /api/ablate's
+    report = glass::run_lab(loaded, q);
   } catch (const glass::LabRequestError& e) {
     throw CommandError(lab_message(e));
   } catch (const glass::CheckpointError& e) {
@@ -322,16 +325,14 @@ void check_against_model(const InspectOptions& opt, const glass::Checkpoint& loa
     throw CommandError(
         fmt::format("--head {} is out of range: the model has {} query heads (0..{})", opt.head,
                     config.n_heads, config.n_heads - 1));
-  const std::size_t window = loaded.window();
-  // The context counts tokens: a character model's characters, a BPE model's subwords.
-  const std::size_t length =
-      loaded.encode_prompt(prompt, glass::UnknownPolicy::kMapToUnknownId).size();
-  const char* unit = loaded.unit();
-  if (length > window)
+  try {  // the context counts tokens: a character model's characters, a BPE model's subwords
+    loaded.check_fits_window(prompt);
+  } catch (const glass::PromptTooLongError& e) {
     throw CommandError(fmt::format(
         "the prompt has {} {}; {}. inspect shows one window, position by position: give "
         "at most {} {} (glass sample continues longer texts)",
-        length, unit, glass::context_sentence(window, unit), window, unit));
+        e.length(), e.unit(), glass::context_sentence(e.window(), e.unit()), e.window(), e.unit()));
+  }
 }
 
 /// The inspection of the prompt (its unknown characters mapped with a warning under
@@ -419,7 +420,8 @@ void add_lab_options(CLI::App* cmd, InspectOptions& opt) {
       ->group("Interpretability");
   cmd->add_option("--ablation", opt.ablation,
                   "how --ablate knocks a head out: zero (its output before W_O set to 0) or mean "
-                  "(set to its mean over the prompt's positions)")
+                  "(set to its mean over the training text config.json names, when it is found, "
+                  "else over the prompt's positions)")
       ->transform(CLI::IsMember({"zero", "mean"}, CLI::ignore_case))
       ->capture_default_str()
       ->group("Interpretability");

@@ -37,6 +37,7 @@
 #include "cli/validators.hpp"
 #include "train/distributed.hpp"
 #include "train/errors.hpp"
+#include "train/resume.hpp"
 #include "train/trainer.hpp"
 
 #ifndef GLASS_SOURCE_DIR
@@ -189,12 +190,19 @@ void fill_options(TrainFlags& flags, CLI::App* cmd) {
   given.batch_size = cmd->count("--batch-size") > 0;
   given.grad_clip = cmd->count("--grad-clip") > 0;
   given.context = cmd->count("--context") > 0;
-  if (o.resume && o.comm.is_root())  // under mpirun, rank 0 speaks for all
-    for (const char* flag :
-         {"--d-model", "--n-layers", "--n-heads", "--n-kv-heads", "--ffn-hidden", "--vocab-cap"})
-      if (cmd->count(flag) > 0)
-        std::cerr << "warning: " << flag
-                  << " is ignored with --resume (the checkpoint's model is used)\n";
+  if (!o.resume || !o.comm.is_root()) return;  // under mpirun, rank 0 speaks for all
+  // A model size given on --resume is ignored: said only when it differs from the save's.
+  using M = glass::ModelConfig;
+  const std::optional<M> recorded = glass::Resume(o.out_dir).recorded_model();
+  for (const auto& [flag, field] : {std::pair{"--d-model", &M::d_model},
+                                    {"--n-layers", &M::n_layers},
+                                    {"--n-heads", &M::n_heads},
+                                    {"--n-kv-heads", &M::n_kv_heads},
+                                    {"--ffn-hidden", &M::ffn_hidden},
+                                    {"--vocab-cap", &M::vocab_cap}})
+    if (cmd->count(flag) > 0 && (!recorded || (*recorded).*field != o.model.*field))
+      std::cerr << "warning: " << flag
+                << " is ignored with --resume (the checkpoint's model is used)\n";
 }
 
 /// After the run (rank 0): where the checkpoint is and what to do next; with --serve, the page

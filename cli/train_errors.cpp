@@ -73,6 +73,16 @@ std::optional<std::string> in_flag_words(const std::exception& e) {
         "path of '{}' to continue it, or start a new run with another --out (or --overwrite)",
         d->out_dir(), d->recorded(), d->given(),
         d->defaulted() ? " (the bundled corpus, used when --data is left out)" : "", d->recorded());
+  if (const auto* b = dynamic_cast<const glass::OverfitBatchRunError*>(&e))
+    return fmt::format(
+        "the run in {} was an --overfit-batch run (one batch learnt by heart, a check of the "
+        "training loop), not a run to continue with --resume: start a new run with another --out "
+        "(or --overwrite)",
+        b->out_dir());
+  if (const auto* a = dynamic_cast<const glass::OptimizerMismatchError*>(&e))  // one has a flag
+    return a->field() != "weight_decay"
+               ? std::optional<std::string>()
+               : fmt::format("{}: pass {} {:g}", e.what(), flag_of(a->field()), a->recorded());
   if (dynamic_cast<const glass::OutOfMemoryError*>(&e) != nullptr)
     return fmt::format(
         "{}. Use a smaller model (--d-model, --n-layers, --ffn-hidden) or a smaller --batch-size "

@@ -66,10 +66,12 @@ std::size_t TextTokenizer::vocab_size() const {
   return std::visit([](const auto& t) { return t.vocab_size(); }, impl_);
 }
 
-std::string TextTokenizer::describe() const {
-  if (const Tokenizer* c = chars())
-    return fmt::format("a character vocabulary of {} characters", c->chars().size());
-  return fmt::format("a BPE vocabulary of {} tokens", vocab_size());
+std::string TextTokenizer::describe(bool count_ids) const {
+  const Tokenizer* c = chars();
+  if (c == nullptr) return fmt::format("a BPE vocabulary of {} tokens", vocab_size());
+  const std::size_t n = c->chars().size();  // vocab_size() = n + 1
+  if (count_ids) return fmt::format("vocabulary {} ({} characters + the unknown id 0)", n + 1, n);
+  return fmt::format("a character vocabulary of {} characters", n);
 }
 
 const std::vector<char32_t>& TextTokenizer::characters() const {
@@ -185,12 +187,6 @@ std::optional<std::int32_t> TextTokenizer::special_id(SpecialToken which) const 
       return BpeTokenizer::kEosId;
   }
   return std::nullopt;
-}
-
-std::string TextTokenizer::vocabulary_text() const {
-  const std::size_t v = vocab_size();
-  if (kind() == TokenizerKind::kBpe) return fmt::format("a BPE vocabulary of {} tokens", v);
-  return fmt::format("vocabulary {} ({} characters + the unknown id 0)", v, v > 0 ? v - 1 : 0);
 }
 
 std::string StreamDecoder::push(std::int32_t id) {

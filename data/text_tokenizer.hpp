@@ -63,8 +63,10 @@ class TextTokenizer {
   /// Number of ids.
   std::size_t vocab_size() const;
   /// The vocabulary in words: "a BPE vocabulary of 384 tokens", "a character vocabulary of
-  /// 64 characters" (the unknown id 0 not counted).
-  std::string describe() const;
+  /// 64 characters" (the unknown id 0 not counted); with `count_ids` (the training banner, which
+  /// counts the model's embedding rows) a character model's reads "vocabulary 65 (64 characters
+  /// + the unknown id 0)".
+  std::string describe(bool count_ids = false) const;
   /// The base characters: a character model's vocabulary (chars()[i] has id i + 1), a BPE
   /// model's single-character tokens (in id order from kFirstCharId).
   const std::vector<char32_t>& characters() const;
@@ -119,10 +121,6 @@ class TextTokenizer {
   /// The id of a special token, or none when this tokenizer has no such token (a character
   /// model has an unknown id 0 and no BOS/EOS; BPE has <unk> 0, <s> 1, </s> 2).
   std::optional<std::int32_t> special_id(SpecialToken which) const;
-
-  /// The vocabulary in words: "vocabulary 83 (82 characters + the unknown id 0)", or "a BPE
-  /// vocabulary of 512 tokens".
-  std::string vocabulary_text() const;
 
   /// The tokenizer itself, or nullptr when it is of the other kind: for writers of a file
   /// format whose layout depends on the kind (checkpoint/, export/).

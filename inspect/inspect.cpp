@@ -73,10 +73,15 @@ std::string Inspection::position_label(std::size_t i) const {
   return i < token_texts.size() ? token_label(token_texts[i]) : "?";
 }
 
+std::string id_label(const TextTokenizer& tokenizer, std::int32_t id) {
+  if (id < 0 || static_cast<std::size_t>(id) >= tokenizer.vocab_size()) return "?";
+  if (!tokenizer.has_text(id)) return "<unk>";  // a character model's unknown id 0
+  return token_label(tokenizer.token_text(id));
+}
+
 std::string Inspection::vocab_label(std::int32_t id) const {
   if (id < 0 || static_cast<std::size_t>(id) >= vocab_texts.size()) return "?";
-  if (!tokenizer->has_text(id)) return "<unk>";  // a character model's unknown id 0
-  return token_label(vocab_texts[static_cast<std::size_t>(id)]);
+  return id_label(*tokenizer, id);
 }
 
 Inspection inspect(const Checkpoint& loaded, const std::u32string& prompt, UnknownPolicy policy,

@@ -66,8 +66,7 @@ struct Inspection {
   const char* unit() const { return tokenizer->unit(); }
   /// The visible label of position i's token (token_label of token_texts[i]).
   std::string position_label(std::size_t i) const;
-  /// The visible label of vocabulary id `id`: "<unk>" for a character model's id 0, else
-  /// token_label of vocab_texts[id]; "?" for an id outside the vocabulary.
+  /// The visible label of vocabulary id `id` (id_label); "?" for an id outside the vocabulary.
   std::string vocab_label(std::int32_t id) const;
   /// True when a snapshot of that full name (e.g. "layers.0.attn.q") was recorded.
   bool has(const std::string& full_name) const;
@@ -79,6 +78,12 @@ struct Inspection {
 /// (' ' -> "␣", '\n' -> "⏎"), so a character token looks as it always did and a BPE token keeps
 /// its '▁' for a space and its "<0xNN>" for a byte: "▁de", "⏎", "<0x0A>".
 std::string token_label(const std::string& token_text);
+
+/// The visible label of vocabulary id `id`, the one rule of the inspector, the lab and the
+/// server: "<unk>" for a character model's unknown id 0 (no text of its own; not U+FFFD, which
+/// is a character of its own), else token_label of the id's text; "?" for an id outside the
+/// vocabulary.
+std::string id_label(const TextTokenizer& tokenizer, std::int32_t id);
 
 /// Runs `loaded`'s model on `prompt` (its tokens: Checkpoint::encode_prompt) under NoGradGuard
 /// with a Tracer, and returns every snapshot, the logits and the probabilities.

@@ -28,13 +28,8 @@ using text_cells::pad_right;
 std::vector<std::string> token_labels(const Checkpoint& loaded) {
   const std::size_t V = loaded.config().vocab_size;
   std::vector<std::string> labels(V);
-  for (std::size_t id = 0; id < V; ++id) {
-    const auto i = static_cast<std::int32_t>(id);
-    // A character model's unknown id 0 stands for every character it never saw: no text of its
-    // own, so "<unk>" as the inspector shows it (not U+FFFD, which is a character of its own).
-    labels[id] =
-        loaded.tokenizer().has_text(i) ? token_label(loaded.tokenizer().token_text(i)) : "<unk>";
-  }
+  for (std::size_t id = 0; id < V; ++id)
+    labels[id] = id_label(loaded.tokenizer(), static_cast<std::int32_t>(id));
   return labels;
 }
 

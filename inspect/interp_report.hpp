@@ -21,7 +21,7 @@
 
 namespace glass {
 
-/// One label per token id of the checkpoint's vocabulary: its text (TextTokenizer::token_text)
+/// One label per token id of the checkpoint's vocabulary (id_label): its text (token_text)
 /// with spaces, newlines and control characters made visible (token_label), "<unk>" style names
 /// kept for BPE specials.
 std::vector<std::string> token_labels(const Checkpoint& loaded);

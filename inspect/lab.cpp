@@ -5,9 +5,11 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 
 #include <fmt/format.h>
 
+#include "checkpoint/checkpoint.hpp"
 #include "checkpoint/run_dir.hpp"
 #include "data/text.hpp"
 #include "inspect/loss_plot.hpp"
@@ -45,14 +47,15 @@ std::vector<std::int32_t> lab_tokens(const Checkpoint& loaded, const std::string
     warnings.push_back(fmt::format(
         "{} character(s) of {} outside the vocabulary mapped to the unknown id 0", unknown, which));
   if (ids.empty()) throw LabRequestError(field, LabProblem::empty, "is empty: give some text");
-  const std::size_t window = loaded.window();
-  const char* unit = loaded.unit();
-  if (ids.size() > window)
+  try {
+    loaded.check_fits_window(ids.size());
+  } catch (const PromptTooLongError& e) {
     throw LabRequestError(
         field, LabProblem::too_long,
         fmt::format("has {} {}; the model's context is {} {} (the windows it trained on) and the "
                     "lab reads one window. Give at most {} {}",
-                    ids.size(), unit, window, unit, window, unit));
+                    e.length(), e.unit(), e.window(), e.unit(), e.window(), e.unit()));
+  }
   return ids;
 }
 
@@ -169,6 +172,42 @@ InterpReport::History history(const Checkpoint& loaded, const std::string& run_d
 }
 
 }  // namespace
+
+std::vector<std::int32_t> mean_reference(const std::string& data_path, const Checkpoint& m,
+                                         std::string& source) {
+  const std::size_t window = m.window();
+  std::string data = data_path;
+  if (data.empty()) {
+    try {
+      data = training_data(m.files_dir());
+    } catch (const std::exception&) {}
+  }
+  std::error_code ec;
+  if (!data.empty() && fs::is_regular_file(data, ec)) {
+    std::ifstream in(data, std::ios::binary);
+    std::string head(kMeanWindows * window * 4, '\0');  // UTF-8: at most 4 bytes a character
+    in.read(head.data(), static_cast<std::streamsize>(head.size()));
+    head.resize(static_cast<std::size_t>(in.gcount()));
+    std::u32string text;
+    for (std::size_t cut = head.size(); cut + 4 > head.size() && cut > 0; --cut) {
+      try {  // a character cut at the end is left out
+        text = utf8_to_u32(head.substr(0, cut));
+        break;
+      } catch (const Utf8Error&) {}
+    }
+    // A character model reads one token a character; a BPE model's tokens are fewer.
+    std::vector<std::int32_t> ids = m.encode_prompt(text, UnknownPolicy::kMapToUnknownId);
+    const std::size_t full = std::min(ids.size() / window, kMeanWindows) * window;
+    if (full > 0) {
+      ids.resize(full);
+      source = fmt::format("the first {} {} of the training text {}", full, m.unit(),
+                           fs::path(data).filename().string());
+      return ids;
+    }
+  }
+  source = "the prompt (no training text found)";
+  return {};
+}
 
 InterpReport run_lab(const Checkpoint& loaded, const LabRequest& q) {
   const Decoder& model = loaded.model();

@@ -68,6 +68,19 @@ class LabRequestError : public std::invalid_argument {
 /// The most next tokens a request may list (top_k).
 inline constexpr std::size_t kMaxLabTopK = 1000;
 
+/// Windows of the training text the mean of each head's output is taken over (mean ablation).
+inline constexpr std::size_t kMeanWindows = 4;
+
+/// The reference batch of mean ablation (docs/interpretabilidade.md: each ablated head's output
+/// becomes its mean over a reference batch), the same for `glass inspect` and /api/ablate: the
+/// token ids of the first kMeanWindows windows of loaded.window() tokens of the training text,
+/// `data_path` when given, else the file config.json names (training_data) when it is found,
+/// read bounded; `source` says which ("the first 128 characters of the training text
+/// text.txt"). Without a training text (or one shorter than a window): none, so run_lab averages
+/// over the prompt's positions, and `source` says so.
+std::vector<std::int32_t> mean_reference(const std::string& data_path, const Checkpoint& loaded,
+                                         std::string& source);
+
 /// Checks `request` against the model (LabRequestError), tokenizes its prompts with the save's
 /// tokenizer (at most the save's window), runs each analysis asked and returns the report
 /// (report.checkpoint left empty: the caller names the save). A save's files that do not

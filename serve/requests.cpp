@@ -138,14 +138,13 @@ SamplingOptions sampling_fields(const json& body, std::size_t vocab_size) {
 }
 
 void refuse_past_context(const std::u32string& prompt, const Checkpoint& model) {
-  const std::size_t length =
-      model.encode_prompt(prompt, UnknownPolicy::kMapToUnknownId).size();  // counted, not refused
-  const std::size_t window = model.window();
-  const char* unit = model.unit();
-  if (length > window)
-    throw BadRequest(
-        fmt::format("the prompt has {} {}; {}. Inspection shows one window: send at most {} {}",
-                    length, unit, context_sentence(window, unit), window, unit));
+  try {
+    model.check_fits_window(prompt);
+  } catch (const PromptTooLongError& e) {
+    throw BadRequest(fmt::format(
+        "the prompt has {} {}; {}. Inspection shows one window: send at most {} {}", e.length(),
+        e.unit(), context_sentence(e.window(), e.unit()), e.window(), e.unit()));
+  }
 }
 
 UnknownPolicy unknown_policy(const json& body) {

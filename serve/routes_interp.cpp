@@ -38,8 +38,6 @@ namespace {
 
 /// Next tokens listed per cell of the lens and per distribution of an ablation, at most.
 constexpr std::uint64_t kMaxServedTopK = 20;
-/// Windows of the training text the mean of each head's output is taken over (mean ablation).
-constexpr std::size_t kMeanWindows = 4;
 
 /// The lab request of a body's "prompt" and "allow_unknown": present, not empty, at most the
 /// model's window (checked here, in the API's words, before the lab tokenizes it; the lab
@@ -101,45 +99,6 @@ std::vector<HeadRef> heads_field(const json& body, const ModelConfig& config) {
   return out;
 }
 
-/// The token ids mean ablation averages each head's output over: the first kMeanWindows
-/// windows of `window` tokens of the training text (the given --data file, else the one
-/// config.json names, when it is found), read bounded; `source` says which. Without a training
-/// text: none (the lab then averages over the prompt) and `source` says so.
-std::vector<std::int32_t> mean_reference(const std::string& data_option, const Checkpoint& m,
-                                         std::size_t window, std::string& source) {
-  std::string data = data_option;
-  if (data.empty()) {
-    try {
-      data = training_data(m.files_dir());
-    } catch (const std::exception&) {}
-  }
-  std::error_code ec;
-  if (!data.empty() && fs::is_regular_file(data, ec)) {
-    std::ifstream in(data, std::ios::binary);
-    std::string head(kMeanWindows * window * 4, '\0');  // UTF-8: at most 4 bytes a character
-    in.read(head.data(), static_cast<std::streamsize>(head.size()));
-    head.resize(static_cast<std::size_t>(in.gcount()));
-    std::u32string text;
-    for (std::size_t cut = head.size(); cut + 4 > head.size() && cut > 0; --cut) {
-      try {  // a character cut at the end is left out
-        text = utf8_to_u32(head.substr(0, cut));
-        break;
-      } catch (const Utf8Error&) {}
-    }
-    // A character model reads one token a character; a BPE model's tokens are fewer.
-    std::vector<std::int32_t> ids = m.encode_prompt(text, UnknownPolicy::kMapToUnknownId);
-    const std::size_t full = std::min(ids.size() / window, kMeanWindows) * window;
-    if (full > 0) {
-      ids.resize(full);
-      source = fmt::format("the first {} {} of the training text {}", full, m.unit(),
-                           fs::path(data).filename().string());
-      return ids;
-    }
-  }
-  source = "the prompt (no training text found; give it with --data)";
-  return {};
-}
-
 /// The lab report of `q` as the answer's JSON (interp_json): run_lab under the compute lock,
 /// a request it refuses answered 400 naming the field.
 json lab_answer(std::mutex& compute, const Checkpoint& m, const LabRequest& q,
@@ -188,7 +147,8 @@ void Server::answer_ablate(const httplib::Request& req, httplib::Response& res) 
   q.ablate = heads;
   q.ablation = mode_name == "zero" ? AblationMode::zero : AblationMode::mean;
   if (q.ablation == AblationMode::mean && !heads.empty())  // the means of a training text
-    q.mean_over = mean_reference(options_.data_path, *m, m->window(), q.mean_over_source);
+    if ((q.mean_over = mean_reference(options_.data_path, *m, q.mean_over_source)).empty())
+      q.mean_over_source = "the prompt (no training text found; give it with --data)";
   send_json(res, lab_answer(compute_mutex_, *m, q, options_.checkpoint));
 }
 

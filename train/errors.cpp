@@ -29,33 +29,45 @@ std::string differences_text(const std::vector<RecipeDifference>& differences) {
 
 RecipeMismatchError::RecipeMismatchError(std::string out_dir,
                                          std::vector<RecipeDifference> differences)
-    : std::invalid_argument(fmt::format("the run in {} was trained with another recipe than the "
-                                        "one asked for:{}",
-                                        out_dir, differences_text(differences))),
-      out_dir_(std::move(out_dir)),
+    : RunDirError(out_dir, fmt::format("the run in {} was trained with another recipe than the "
+                                       "one asked for:{}",
+                                       out_dir, differences_text(differences))),
       differences_(std::move(differences)) {}
 
 DataMismatchError::DataMismatchError(std::string out_dir, std::string recorded, std::string given,
                                      bool defaulted)
-    : std::invalid_argument(fmt::format("the run in {} was trained on a text named '{}', not on "
-                                        "'{}'{}",
-                                        out_dir, recorded, given,
-                                        defaulted ? " (the bundled corpus)" : "")),
-      out_dir_(std::move(out_dir)),
+    : RunDirError(out_dir,
+                  fmt::format("the run in {} was trained on a text named '{}', not on "
+                              "'{}'{}",
+                              out_dir, recorded, given, defaulted ? " (the bundled corpus)" : "")),
       recorded_(std::move(recorded)),
       given_(std::move(given)),
       defaulted_(defaulted) {}
 
+OverfitBatchRunError::OverfitBatchRunError(std::string out_dir)
+    : RunDirError(out_dir, fmt::format("the run in {} was trained on one batch again and again "
+                                       "(overfit_batch), a check of the training loop, not a run "
+                                       "to continue",
+                                       out_dir)) {}
+
+OptimizerMismatchError::OptimizerMismatchError(const std::string& json_path, std::string field,
+                                               double recorded, double asked)
+    : CheckpointError(fmt::format("{}: the checkpoint was trained with AdamW {} = {:g}, this run "
+                                  "asks for {:g}; an exact resume needs the same value",
+                                  json_path, field, recorded, asked)),
+      field_(std::move(field)),
+      recorded_(recorded),
+      asked_(asked) {}
+
 NoSaveToResumeError::NoSaveToResumeError(std::string out_dir)
-    : std::runtime_error(fmt::format(
-          "{} holds no checkpoint with a training state (config.json, model.safetensors, "
-          "train_state.json, train_state.safetensors) to resume",
-          out_dir)),
-      out_dir_(std::move(out_dir)) {}
+    : RunDirError(out_dir, fmt::format("{} holds no checkpoint with a training state (config.json, "
+                                       "model.safetensors, train_state.json, "
+                                       "train_state.safetensors) to resume",
+                                       out_dir)) {}
 
 RunExistsError::RunExistsError(std::string out_dir)
-    : std::runtime_error(fmt::format(
-          "{} already holds a training run; a new run there would replace it", out_dir)),
-      out_dir_(std::move(out_dir)) {}
+    : RunDirError(out_dir, fmt::format("{} already holds a training run; a new run there would "
+                                       "replace it",
+                                       out_dir)) {}
 
 }  // namespace glass

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "checkpoint/checkpoint.hpp"
+
 namespace glass {
 
 /// A TrainOptions field holds a value the trainer cannot use. `field` names the member as the
@@ -34,55 +36,84 @@ struct RecipeDifference {
   std::string recorded;  ///< the value the run was trained with
 };
 
-/// A resume that asks for another recipe than the run was trained with (Resume::take_recorded):
-/// the run in `out_dir` would not be the same run. Lists every field that differs.
-class RecipeMismatchError : public std::invalid_argument {
+/// The shape of the errors about the run in one directory (TrainOptions::out_dir): what()
+/// states the fact, out_dir() names the directory, and each front end words it
+/// (cli/train_errors.cpp). `Base` is the standard class a catch site sorts it by:
+/// std::invalid_argument for a request that contradicts the run, std::runtime_error for a
+/// directory that does not hold what is asked of it.
+template <typename Base>
+class RunDirError : public Base {
  public:
-  RecipeMismatchError(std::string out_dir, std::vector<RecipeDifference> differences);
+  RunDirError(std::string out_dir, const std::string& what)
+      : Base(what), out_dir_(std::move(out_dir)) {}
   const std::string& out_dir() const { return out_dir_; }
-  const std::vector<RecipeDifference>& differences() const { return differences_; }
 
  private:
   std::string out_dir_;
+};
+
+/// A resume that asks for another recipe than the run was trained with (Resume::take_recorded):
+/// the run in `out_dir` would not be the same run. Lists every field that differs.
+class RecipeMismatchError : public RunDirError<std::invalid_argument> {
+ public:
+  RecipeMismatchError(std::string out_dir, std::vector<RecipeDifference> differences);
+  const std::vector<RecipeDifference>& differences() const { return differences_; }
+
+ private:
   std::vector<RecipeDifference> differences_;
 };
 
 /// A resume on another text than the run was trained on: the save in `out_dir` records the file
 /// name `recorded`; `given` is TrainOptions::data_path (`defaulted`: the bundled corpus, used
 /// because no text was given).
-class DataMismatchError : public std::invalid_argument {
+class DataMismatchError : public RunDirError<std::invalid_argument> {
  public:
   DataMismatchError(std::string out_dir, std::string recorded, std::string given, bool defaulted);
-  const std::string& out_dir() const { return out_dir_; }
   const std::string& recorded() const { return recorded_; }
   const std::string& given() const { return given_; }
   bool defaulted() const { return defaulted_; }
 
  private:
-  std::string out_dir_, recorded_, given_;
+  std::string recorded_, given_;
   bool defaulted_;
+};
+
+/// A plain resume of a run trained with overfit_batch (its save records it): that run was a
+/// check of the training loop on one batch, not a run to continue.
+class OverfitBatchRunError : public RunDirError<std::invalid_argument> {
+ public:
+  explicit OverfitBatchRunError(std::string out_dir);
 };
 
 /// A resume of `out_dir`, which holds no save with a training state (config.json,
 /// model.safetensors, train_state.json, train_state.safetensors).
-class NoSaveToResumeError : public std::runtime_error {
+class NoSaveToResumeError : public RunDirError<std::runtime_error> {
  public:
   explicit NoSaveToResumeError(std::string out_dir);
-  const std::string& out_dir() const { return out_dir_; }
-
- private:
-  std::string out_dir_;
 };
 
 /// A new run in `out_dir`, which already holds one that it would replace (neither resume nor
 /// overwrite was asked for).
-class RunExistsError : public std::runtime_error {
+class RunExistsError : public RunDirError<std::runtime_error> {
  public:
   explicit RunExistsError(std::string out_dir);
-  const std::string& out_dir() const { return out_dir_; }
+};
+
+/// A resume whose AdamW settings differ from those its save records (train_state.json's "adamw"
+/// block): `field` ("weight_decay", "beta1", "beta2", "eps"), the value recorded and the one this
+/// run asks for. A CheckpointError (the save cannot be continued as asked); what() names the
+/// file and both values.
+class OptimizerMismatchError : public CheckpointError {
+ public:
+  OptimizerMismatchError(const std::string& json_path, std::string field, double recorded,
+                         double asked);
+  const std::string& field() const { return field_; }
+  double recorded() const { return recorded_; }
+  double asked() const { return asked_; }
 
  private:
-  std::string out_dir_;
+  std::string field_;
+  double recorded_, asked_;
 };
 
 /// A model and batch whose training needs more memory than is available now (a d_model of

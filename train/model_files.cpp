@@ -1,18 +1,10 @@
-// The Trainer's reading and writing of a save's model files. See train/model_files.hpp.
+// The Trainer's writing of a save's model files. See train/model_files.hpp.
 
 #include "train/model_files.hpp"
 
 #include "checkpoint/checkpoint.hpp"
 
 namespace glass {
-
-SavedModel load_saved_model(const std::string& dir) {
-  Checkpoint loaded = load_checkpoint(dir);
-  // A BPE run continues with its saved vocabulary, never retrained.
-  TextTokenizer tokenizer = loaded.tokenizer();
-  return {loaded.release_model(), std::move(tokenizer), loaded.weights_step(), loaded.run_id(),
-          loaded.warning()};
-}
 
 void save_model_files(const std::string& dir, const Decoder& model, const TextTokenizer& tokenizer,
                       const std::string& extra_json, long step, const std::string& run_id) {

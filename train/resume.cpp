@@ -12,7 +12,10 @@
 
 #include <fmt/format.h>
 
+#include "checkpoint/atomic_file.hpp"
 #include "checkpoint/checkpoint.hpp"
+#include "checkpoint/checkpoint_files.hpp"
+#include "checkpoint/config_json.hpp"
 #include "checkpoint/run_dir.hpp"
 #include "train/errors.hpp"
 
@@ -68,21 +71,12 @@ TrainRecipe recipe_of(const TrainOptions& o) {
 }
 
 Resume::Resume(const std::string& out_dir) : out_dir_(out_dir), save_dir_(out_dir) {
-  std::error_code ec;
-  const fs::path link = fs::path(out_dir) / kCurrentLink;
-  // A link that leads to a save, or a checkpoint of the flat layout: out_dir reads as the save.
-  if (!fs::is_directory(out_dir, ec) || fs::exists(link, ec) || has_train_state(out_dir)) return;
-  relink_ = newest_complete_save(out_dir);
-  if (relink_.empty()) return;
-  save_dir_ = (fs::path(out_dir) / relink_).string();
-  const bool dangling = fs::is_symlink(fs::symlink_status(link, ec));
-  note_ = fmt::format(
-      "{}/{} (the link to the last complete save) {}; resuming from the newest complete save, {}, "
-      "and restoring the link",
-      out_dir, kCurrentLink,
-      dangling ? fmt::format("points to {}, which is gone", fs::read_symlink(link, ec).string())
-               : std::string("is missing"),
-      relink_);
+  const SaveToRead read = save_to_read(out_dir);
+  if (read.fallback.empty()) return;
+  save_dir_ = read.dir;
+  relink_ = read.fallback;
+  note_ = fmt::format("{}; resuming from the newest complete save, {}, and restoring the link",
+                      read.reason, relink_);
 }
 
 void Resume::check_resumable(const TrainOptions& o) {
@@ -103,6 +97,16 @@ void Resume::require_save() const {
   if (!has_save()) throw NoSaveToResumeError(out_dir_);
 }
 
+std::optional<ModelConfig> Resume::recorded_model() const {
+  try {
+    const std::string path =
+        checkpoint_files::path_in(checkpoint_files_dir(save_dir_), "config.json");
+    return config_from_json(read_file(path), path).model;
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
 void Resume::take_recorded(TrainOptions& o) const {
   std::error_code ec;
   // No save at all (no `current` link, no config.json): require_save refuses the resume.
@@ -115,6 +119,9 @@ void Resume::take_recorded(TrainOptions& o) const {
   const std::string data = training_data(save_dir_);
   if (!data.empty() && fs::path(o.data_path).filename().string() != data)
     throw DataMismatchError(out_dir_, data, o.data_path, o.data_defaulted);
+  // A check of the training loop on one batch is not a run to continue (with overfit_batch
+  // itself, check_resumable has refused the resume already).
+  if (!o.overfit_batch && records_overfit_batch(save_dir_)) throw OverfitBatchRunError(out_dir_);
   // No recorded recipe: a checkpoint from before the recipe was recorded (its values as given).
   const std::optional<TrainRecipe> recorded = load_train_recipe(save_dir_);
   if (!recorded) return;

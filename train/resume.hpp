@@ -1,11 +1,13 @@
 #pragma once
 // What a resumed run continues, decided in one place: the save (the one DIR/current points to;
-// when that link is missing, or points to a save that is gone, the newest complete save), the
+// when that link is missing, or does not lead to a complete save, the newest complete save), the
 // recipe and training context that save records, the text it was trained on, and what cannot be
 // resumed at all. The command line (cli/train.cpp) and the Trainer both ask it.
 
+#include <optional>
 #include <string>
 
+#include "nn/config.hpp"
 #include "train/options.hpp"
 #include "train/train_state.hpp"
 
@@ -17,9 +19,10 @@ TrainRecipe recipe_of(const TrainOptions& o);
 /// The save a resume of one run directory continues.
 class Resume {
  public:
-  /// Locates the save in `out_dir`: out_dir itself when DIR/current leads to a save (or out_dir
-  /// holds a checkpoint of the flat layout); else, when `current` is missing or dangling, the
-  /// newest complete save (checkpoint/run_dir.hpp), which the Trainer links again. Reads only
+  /// Locates the save in `out_dir` as every reader does (save_to_read, checkpoint/run_dir.hpp):
+  /// out_dir itself when DIR/current leads to a complete save (or out_dir holds a checkpoint of
+  /// the flat layout); else, when `current` is missing, dangling, or leads to a file or to a save
+  /// that did not complete, the newest complete save, which the Trainer links again. Reads only
   /// the directory's entries and the saves' manifests; never throws.
   explicit Resume(const std::string& out_dir);
 
@@ -37,12 +40,17 @@ class Resume {
   bool has_save() const;
   /// Throws NoSaveToResumeError when it does not.
   void require_save() const;
+  /// The model configuration the save records (config.json's "model"), which the resumed run
+  /// keeps whatever model sizes are asked for; std::nullopt when there is no save or its
+  /// config.json cannot be read (loading the save then says why).
+  std::optional<ModelConfig> recorded_model() const;
 
   /// Takes back what the save records into `o`: each recipe field not given (o.recipe_given)
   /// takes the recorded value, and one given must equal it (a rate equal but for the last bits of
   /// its decimal spelling, relative 1e-12, is the recorded rate); the context, when not given, is
   /// the recorded training context (another context is allowed: the Trainer warns). A save
   /// written before the recipe was recorded keeps the values as given. Throws
+  /// OverfitBatchRunError when the save records an overfit_batch run,
   /// RecipeMismatchError listing every field that differs, DataMismatchError when the save
   /// records another text's file name than o.data_path's, CheckpointError when a recorded file
   /// cannot be parsed. Nothing is read when out_dir holds no save (require_save says so).

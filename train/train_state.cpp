@@ -16,6 +16,7 @@
 #include "checkpoint/checkpoint_files.hpp"
 #include "checkpoint/manifest.hpp"
 #include "checkpoint/run_dir.hpp"
+#include "train/errors.hpp"
 
 namespace glass {
 
@@ -108,6 +109,7 @@ void save_train_state(const std::string& dir, const AdamW& optimizer, const Trai
                      {"batch_size", r.batch_size},
                      {"grad_clip", r.grad_clip}};
     }
+    if (state.overfit_batch) j["overfit_batch"] = true;
     write_file_atomic(path_in(dir, "train_state.json"), j.dump(1) + "\n");
     return 0;
   });
@@ -172,18 +174,13 @@ void check_adamw_block(const json& j, const std::string& json_path, const AdamWC
   const double beta2 = number("beta2", 0, 1, false, true);
   const double eps = number("eps", 0, inf, true, true);
   const double weight_decay = number("weight_decay", 0, inf, false, true);
-  auto differ = [&](const char* key, double theirs, double mine, const char* flag) {
-    if (theirs == mine) return;
-    throw CheckpointError(fmt::format(
-        "{}: the checkpoint was trained with AdamW {} = {:g}, this run asks for {:g}{}; an exact "
-        "resume needs the same value{}",
-        json_path, key, theirs, mine, flag[0] ? fmt::format(" ({})", flag) : std::string(),
-        flag[0] ? fmt::format(": pass {} {:g}", flag, theirs) : std::string()));
+  auto differ = [&](const char* key, double theirs, double mine) {
+    if (theirs != mine) throw OptimizerMismatchError(json_path, key, theirs, mine);
   };
-  differ("weight_decay", weight_decay, ours.weight_decay, "--weight-decay");
-  differ("beta1", beta1, ours.beta1, "");
-  differ("beta2", beta2, ours.beta2, "");
-  differ("eps", eps, ours.eps, "");
+  differ("weight_decay", weight_decay, ours.weight_decay);
+  differ("beta1", beta1, ours.beta1);
+  differ("beta2", beta2, ours.beta2);
+  differ("eps", eps, ours.eps);
 }
 
 /// best_val, has_best and the log rows must tell the same story: the log holds one row per
@@ -258,6 +255,26 @@ std::optional<TrainRecipe> load_train_recipe(const std::string& run_dir) {
   return recipe_from_json(j.at("recipe"), json_path);
 }
 
+namespace {
+
+/// The "overfit_batch" field of train_state.json: false when absent (a normal run's save, or one
+/// written before the field existed); CheckpointError naming the file when it is not a boolean.
+bool overfit_batch_from_json(const json& j, const std::string& json_path) {
+  if (!j.is_object() || !j.contains("overfit_batch")) return false;
+  if (!j.at("overfit_batch").is_boolean())
+    throw CheckpointError(fmt::format("{}: \"overfit_batch\" must be true or false, got {}",
+                                      json_path, j.at("overfit_batch").dump()));
+  return j.at("overfit_batch").get<bool>();
+}
+
+}  // namespace
+
+bool records_overfit_batch(const std::string& run_dir) {
+  const std::string json_path = path_in(checkpoint_files_dir(run_dir), "train_state.json");
+  if (!fs::exists(json_path)) return false;
+  return overfit_batch_from_json(read_json(json_path), json_path);
+}
+
 TrainState load_train_state(const std::string& run_dir, AdamW& optimizer,
                             const std::string& weights_step, const std::string& weights_run_id) {
   const std::string dir = checkpoint_files_dir(run_dir);
@@ -290,6 +307,7 @@ TrainState load_train_state(const std::string& run_dir, AdamW& optimizer,
         s.recipe = recipe_from_json(j.at("recipe"), json_path);
         s.has_recipe = true;
       }
+      s.overfit_batch = overfit_batch_from_json(j, json_path);
       for (const json& r : j.at("log"))
         s.log.push_back({integer(r.at(0), "log step").get<long>(), r.at(1).get<double>(),
                          r.at(2).get<double>(), r.at(3).get<double>(), r.at(4).get<double>(),

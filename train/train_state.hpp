@@ -52,6 +52,10 @@ struct TrainState {
   std::string run_id;       ///< the run's id (checkpoint/run_dir.hpp); empty in old checkpoints
   bool has_recipe = false;  ///< false in checkpoints written before the recipe was recorded
   TrainRecipe recipe;       ///< the run's lr schedule, batch size and clip
+  /// Trained on one batch again and again (TrainOptions::overfit_batch): recorded as
+  /// "overfit_batch": true only then, so a normal run's file is as before and a save without
+  /// the field is a normal run's.
+  bool overfit_batch = false;
 };
 
 /// Writes DIR/train_state.safetensors and DIR/train_state.json atomically.
@@ -90,6 +94,11 @@ std::string steps_csv(const std::vector<StepRow>& rows);
 /// The rows of a steps.csv written by the trainer. A missing file gives no rows; a file with
 /// another header, or a line that is not six numbers, throws CheckpointError naming it.
 std::vector<StepRow> read_steps_csv(const std::string& path);
+
+/// True when DIR's train_state.json records an overfit_batch run (DIR may be a run directory:
+/// its current save is read); false without a training state or the field. Throws
+/// CheckpointError when the file cannot be parsed or the field is not true or false.
+bool records_overfit_batch(const std::string& dir);
 
 /// The recipe recorded in DIR's train_state.json (DIR may be a run directory: its current save
 /// is read); std::nullopt when there is no training state or it records no recipe.

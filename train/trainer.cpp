@@ -257,6 +257,7 @@ TrainState Trainer::training_state() const {
   state.run_id = run_id_;
   state.has_recipe = true;
   state.recipe = recipe_of(options_);
+  state.overfit_batch = options_.overfit_batch;
   return state;
 }
 

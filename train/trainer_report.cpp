@@ -33,8 +33,8 @@ void Trainer::print_banner(std::size_t text_chars) {
       "model: d_model {}, {} layers, {} heads ({} kv), ffn {}, {} parameters\n"
       "recipe: {} steps, batch {} x context {}, lr {:g} -> {:g} (warmup {}, cosine to step {}), "
       "weight decay {:g}, clip {:g}, seed {}\n",
-      o.data_path, text_chars, tokenizer_->vocabulary_text(), corpus_.n_train, val_tokens(),
-      std::string(tokenizer_->unit(false)) + "s", o.model.d_model, o.model.n_layers,
+      o.data_path, text_chars, tokenizer_->describe(/*count_ids=*/true), corpus_.n_train,
+      val_tokens(), std::string(tokenizer_->unit(false)) + "s", o.model.d_model, o.model.n_layers,
       o.model.n_heads, o.model.n_kv_heads, o.model.ffn_hidden, model_->num_parameters(), o.iters,
       o.batch_size, o.context, o.lr, o.min_lr, o.warmup, o.decay_iters, o.weight_decay, o.grad_clip,
       o.seed);

@@ -69,9 +69,11 @@ void check_model_fits(const TrainOptions& o) {
         format_bytes(need), parameter_count(o.model), o.batch_size, o.context, format_bytes(have)));
 }
 
-/// The warmup is not shorter than the schedule: the learning rate never reaches its peak.
+/// The warmup is not shorter than the schedule: the learning rate never reaches its peak. Said
+/// when a run starts, not when it is resumed: a resume keeps the recorded warmup and schedule
+/// (train/resume.hpp), so the advice could not be taken, and the run's start said it already.
 void warn_of_long_warmup(const TrainOptions& o, std::ostream& out) {
-  if (o.warmup < o.decay_iters) return;
+  if (o.resume || o.warmup < o.decay_iters) return;
   out << fmt::format(
       "warning: the warmup ({} steps) is not shorter than the schedule's {} steps (--iters, or "
       "--decay-iters): the learning rate never reaches its peak and the cosine decay never "
@@ -131,20 +133,20 @@ Trainer::WeightsStamp Trainer::take_back_resumed_run(const Resume& resume) {
   TrainOptions& o = options_;
   if (!resume.note().empty()) out_ << "note: " << resume.note() << "\n";
   resume.require_save();
-  SavedModel saved = load_saved_model(resume.save_dir());
-  if (!saved.warning.empty()) out_ << "warning: " << saved.warning << "\n";
-  tokenizer_.emplace(std::move(saved.tokenizer));
+  Checkpoint saved = load_checkpoint(resume.save_dir());
+  if (!saved.warning().empty()) out_ << "warning: " << saved.warning() << "\n";
+  tokenizer_.emplace(saved.tokenizer());  // a BPE run continues with its saved vocabulary
   if (o.tokenizer_given && o.tokenizer != tokenizer_->kind())
     out_ << "note: the run continues with the checkpoint's tokenizer ("
          << tokenizer_kind_name(tokenizer_->kind()) << "), not " << tokenizer_kind_name(o.tokenizer)
          << "\n";
   o.tokenizer = tokenizer_->kind();
-  model_ = std::move(saved.model);
+  model_ = saved.release_model();
   // A resumed run keeps its checkpoint's ops path (the exact resume), unless another was chosen.
   if (o.ops_given) model_->set_ops_path(o.model.ops_path);
   o.model = model_->config();
   check_model_fits(o);
-  return {saved.weights_step, saved.weights_run_id};
+  return {saved.weights_step(), saved.run_id()};
 }
 
 // ---- model and tokenizer: new --------------------------------------------------------------------

@@ -69,6 +69,20 @@ TEST(Checkpoint, TheWindowIsTheTrainingContextElseTheContextLength) {
             8u);
   EXPECT_THROW(Checkpoint(c, TextTokenizer(tokenizer), std::make_unique<Decoder>(c, 1), 33),
                std::invalid_argument);
+  // The readers that show one window refuse a longer prompt, by this one check; an unknown
+  // character counts as one id here (refusing it is the caller's own check).
+  const Checkpoint eight(c, TextTokenizer(tokenizer), std::make_unique<Decoder>(c, 1), 8);
+  EXPECT_NO_THROW(eight.check_fits_window(U"abcdefgz"));
+  try {
+    eight.check_fits_window(U"abcdefghi");
+    FAIL() << "a prompt of 9 characters fitted a window of 8";
+  } catch (const PromptTooLongError& e) {
+    EXPECT_EQ(e.length(), 9u);
+    EXPECT_EQ(e.window(), 8u);
+    EXPECT_EQ(e.unit(), "characters");
+    EXPECT_STREQ(e.what(), "the prompt has 9 characters; the window is 8 characters");
+  }
+  EXPECT_THROW(eight.check_fits_window(std::size_t{9}), PromptTooLongError);
 }
 
 // The checkpoint answers with its own tokenizer: a character model's words and refusals, a BPE

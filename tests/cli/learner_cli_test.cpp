@@ -215,6 +215,28 @@ TEST_F(LearnerCli, ResumeRefusesAnotherRecipeAndTakesTheRecordedOne) {
   EXPECT_NE(r.out.find("batch 4 x context 16"), std::string::npos) << r.out;
 }
 
+// A resume warns only of what it changes: the model's own sizes given again, or a warmup the
+// run started with (warned of then, and kept by the resume), are not warned of again.
+TEST_F(LearnerCli, ResumeWarnsOnlyOfFlagsThatWouldChangeSomething) {
+  const fs::path run = dir_ / "warn-once";
+  const std::string base = data() + " --out " + q(run.string()) + " --eval-every 10" + tiny(0);
+  const CliRun first = glass("train --iters 4" + base);  // warmup 5 >= the schedule's 4 steps
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  EXPECT_NE(first.out.find("warning: the warmup (5 steps) is not shorter than the schedule's 4"),
+            std::string::npos)
+      << first.out;
+  const CliRun same = glass("train --iters 6 --resume" + base);
+  ASSERT_EQ(same.exit_code, 0) << same.err;
+  EXPECT_EQ(same.out.find("the warmup"), std::string::npos) << same.out;
+  EXPECT_EQ(same.err.find("is ignored with --resume"), std::string::npos) << same.err;
+  const CliRun other =
+      glass("train --iters 8 --resume" + with(base, "--d-model 32", "--d-model 64"));
+  ASSERT_EQ(other.exit_code, 0) << other.err;
+  EXPECT_NE(other.err.find("warning: --d-model is ignored with --resume"), std::string::npos)
+      << other.err;
+  EXPECT_EQ(other.err.find("--n-layers is ignored"), std::string::npos) << other.err;
+}
+
 // The default --min-lr is --lr / 10, which for --lr 3e-3 is 0.00030000000000000003 in double
 // (Python: 3e-3 / 10); the recipe line prints it as 0.0003, so a learner types --min-lr 3e-4.
 TEST_F(LearnerCli, ResumeTakesARateThatDiffersOnlyInItsLastDecimalBits) {
@@ -293,6 +315,12 @@ TEST_F(LearnerCli, OverfitBatchDrivesTheLossOfOneBatchTowardsZero) {
   expect_error(glass("train" + data() + " --out " + q(run.string()) +
                      " --overfit-batch --resume --iters 200" + tiny()),
                "--overfit-batch is a check of the training loop");
+  // Its save records the mode, so a plain --resume does not continue it as a normal run.
+  EXPECT_NE(read_file(run / "train_state.json").find("\"overfit_batch\": true"), std::string::npos);
+  expect_error(
+      glass("train" + data() + " --out " + q(run.string()) + " --resume --iters 200" + tiny()),
+      "was an --overfit-batch run (one batch learnt by heart, a check of the training "
+      "loop), not a run to continue with --resume");
 }
 
 // ---- stops: a NaN, a second Ctrl-C --------------------------------------------------------------

@@ -170,6 +170,26 @@ TEST_F(RunDirCli, ReadersOfARunWhoseCurrentLinkIsLostReadItsNewestCompleteSave) 
             std::string::npos)
       << sampled.err;
   EXPECT_EQ(fs::read_symlink(run / "current").string(), "step-000099") << "a reader never relinks";
+  // `current` leads to a save that did not complete (its manifest, written last, missing), or
+  // to a file: the same fallback.
+  fs::copy(run / "step-000030", run / "step-000040");
+  fs::remove(run / "step-000040" / "manifest.json");
+  fs::remove(run / "current");
+  fs::create_directory_symlink("step-000040", run / "current");
+  const glass::Checkpoint incomplete = glass::load_checkpoint(run.string());
+  EXPECT_EQ(incomplete.weights_step(), "30");
+  EXPECT_NE(incomplete.warning().find("points to step-000040, a save that did not complete: "
+                                      "reading the newest complete save, step-000030"),
+            std::string::npos)
+      << incomplete.warning();
+  fs::remove(run / "current");
+  fs::create_symlink("step-000030/config.json", run / "current");
+  const CliRun to_file = glass("sample -m " + q(run.string()) + " -n 5 --seed 1");
+  ASSERT_EQ(to_file.exit_code, 0) << to_file.err;
+  EXPECT_NE(to_file.err.find("points to step-000030/config.json, which is a file, not a save: "
+                             "reading the newest complete save, step-000030"),
+            std::string::npos)
+      << to_file.err;
 }
 
 TEST_F(RunDirCli, FoldersOfTheUserNamedLikeSavesAreNeverRemoved) {

@@ -318,6 +318,25 @@ TEST_F(SaveIntegrityCli, ResumeFindsTheNewestCompleteSaveWhenCurrentIsMissingAnd
   EXPECT_EQ(fs::read_symlink(run / "current").string(), "step-000032");
 }
 
+TEST_F(SaveIntegrityCli, ResumeFallsBackWhenCurrentLeadsToASaveThatDidNotComplete) {
+  const fs::path run = copy_run("incomplete-current");
+  // A save cut short before its manifest, which `current` leads to (a link switched by hand).
+  fs::copy(run / "step-000030", run / "step-000031");
+  fs::remove(run / "step-000031" / "manifest.json");
+  fs::remove(run / "current");
+  fs::create_directory_symlink("step-000031", run / "current");
+  const CliRun r =
+      glass("train --out " + q(run.string()) + recipe() + " --resume --iters 32 --eval-every 1");
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("points to step-000031, a save that did not complete; resuming from the "
+                       "newest complete save, step-000030, and restoring the link"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("resuming from step 30"), std::string::npos) << r.out;
+  EXPECT_EQ(fs::read_symlink(run / "current").string(), "step-000032");
+  EXPECT_FALSE(fs::exists(run / "step-000031")) << "the incomplete save is removed as stale";
+}
+
 TEST_F(SaveIntegrityCli, ResumeTakesTheRecordedContextAndWarnsOnlyOfAContextGiven) {
   // The run was trained with --context 16. Resumed without --context, from a save found without
   // `current`, it trains on with 16 (not the default 64) and warns of nothing; with --context 8

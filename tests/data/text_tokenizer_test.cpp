@@ -38,7 +38,7 @@ TEST(TextTokenizer, CharacterTokenizerThroughTheInterface) {
   EXPECT_EQ(tok.bpe(), nullptr);
   EXPECT_EQ(tok.decode_generated({3, 1, 2}), "cab");
   EXPECT_STREQ(tok.unit(false), "character");
-  EXPECT_EQ(tok.vocabulary_text(), "vocabulary 4 (3 characters + the unknown id 0)");
+  EXPECT_EQ(tok.describe(/*count_ids=*/true), "vocabulary 4 (3 characters + the unknown id 0)");
 }
 
 TEST(TextTokenizer, BpeTokenizerThroughTheInterface) {
@@ -56,7 +56,7 @@ TEST(TextTokenizer, BpeTokenizerThroughTheInterface) {
   EXPECT_EQ(tok.chars(), nullptr);
   EXPECT_EQ(tok.decode_generated({263, 264}), " ab b");  // the first '▁' kept as a space
   EXPECT_STREQ(tok.unit(false), "token");
-  EXPECT_EQ(tok.vocabulary_text(), "a BPE vocabulary of 265 tokens");
+  EXPECT_EQ(tok.describe(/*count_ids=*/true), "a BPE vocabulary of 265 tokens");
 }
 
 TEST(StreamDecoder, ByteTokensWaitForTheirWholeCharacter) {

@@ -20,6 +20,7 @@
 #include "nn/tracer.hpp"
 #include "checkpoint/checkpoint.hpp"
 #include "inspect/inspect.hpp"
+#include "inspect/interp_report.hpp"
 #include "inspect/render_html.hpp"
 #include "inspect/render_json.hpp"
 #include "inspect/render_terminal.hpp"
@@ -365,6 +366,16 @@ TEST(Inspect, ACharacterModelsTokensAreItsCharacters) {
   EXPECT_EQ(ins.token_texts, (std::vector<std::string>{"h", "i", " ", "t"}));
   EXPECT_EQ(ins.position_label(2), "␣");
   EXPECT_EQ(ins.vocab_label(0), "<unk>");
+  // One rule labels an id for the inspector, the lab's report and the server (id_label).
+  const std::vector<std::string> labels = token_labels(loaded);
+  ASSERT_EQ(labels.size(), loaded.config().vocab_size);
+  for (std::size_t id = 0; id < labels.size(); ++id) {
+    const auto i = static_cast<std::int32_t>(id);
+    EXPECT_EQ(labels[id], id_label(loaded.tokenizer(), i)) << id;
+    EXPECT_EQ(ins.vocab_label(i), labels[id]) << id;
+  }
+  EXPECT_EQ(id_label(loaded.tokenizer(), -1), "?");
+  EXPECT_EQ(id_label(loaded.tokenizer(), static_cast<std::int32_t>(labels.size())), "?");
   ASSERT_EQ(ins.vocab_texts.size(), loaded.config().vocab_size);
   for (std::size_t id = 1; id < ins.vocab_texts.size(); ++id)
     EXPECT_EQ(ins.vocab_texts[id], char_to_utf8(ins.vocab[id]));

@@ -672,6 +672,46 @@ TEST(ServeCli, CtrlCStopsCleanlyABusyPortIsAnErrorAndAnOpenHostIsWarnedAbout) {
   EXPECT_NE(server.out().find("stopped serving (Ctrl-C)"), std::string::npos);
 }
 
+// Mean ablation takes one reference batch in both front ends: glass inspect and /api/ablate, for
+// the same request on the same save, give the same numbers (the means over the first windows
+// of the training text config.json names, found from the current directory).
+TEST(ServeCli, InspectAndTheServerMeanAblateOverTheSameReference) {
+  const fs::path dir = glass_test::temp_dir("serve_cli_mean");
+  std::u32string text;
+  while (text.size() < 200) text += glass_test::kSmallText + std::u32string(U"\n");
+  glass_test::write_file(dir / "text.txt", glass::u32_to_utf8(text));
+  const glass::Tokenizer tokenizer = glass::Tokenizer::from_text(glass_test::kSmallText);
+  const glass::Decoder model(glass_test::small_config(tokenizer.vocab_size(), 16), 5);
+  glass::save_model((dir / "ckpt").string(), model, tokenizer, "model.safetensors",
+                    R"({"training": {"context": 8, "data": "text.txt"}})");
+  const fs::path before = fs::current_path();
+  fs::current_path(dir);  // where both front ends find text.txt
+  const auto inspected = glass_test::run_glass(
+      "inspect -m ckpt --prompt 'to be' --ablate 0.1,1.0 --ablation mean --top-k 3 --json -", dir);
+  fs::create_directories(dir / "server");
+  Background server({"serve", "-m", "ckpt", "-t", "1", "--port", "0"}, dir / "server");
+  fs::current_path(before);
+  ASSERT_EQ(inspected.exit_code, 0) << inspected.err;
+  const json cli = json::parse(inspected.out)["ablation"];
+  const int port = server.port();
+  ASSERT_GT(port, 0) << server.err();
+  httplib::Client client("127.0.0.1", port);
+  client.set_read_timeout(30, 0);
+  const auto r =
+      client.Post("/api/ablate",
+                  R"({"prompt": "to be", "heads": [[0, 1], [1, 0]], "mode": "mean", "top_k": 3})",
+                  "application/json");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  const json api = json::parse(r->body)["ablation"];
+  EXPECT_EQ(cli["mean_over"], "the first 32 characters of the training text text.txt");
+  EXPECT_EQ(api["mean_over"], cli["mean_over"]);
+  EXPECT_EQ(api["after"], cli["after"]);
+  EXPECT_EQ(api["before"], cli["before"]);
+  EXPECT_EQ(api["kl_divergence"], cli["kl_divergence"]);
+  EXPECT_NE(cli["after"], cli["before"]) << "the heads were ablated";
+}
+
 TEST(ServeCli, TheLabAnswersThroughTheBinaryWithTheTrainingTextGiven) {
   // A run of two saves, the second with its interp.json; the training text given with --data.
   const fs::path dir = glass_test::temp_dir("serve_cli_lab");

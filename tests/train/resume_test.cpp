@@ -28,7 +28,7 @@ namespace {
 /// A checkpoint in `dir` trained on "text.txt" with context 8, whose training state records the
 /// recipe lr 2e-3, min_lr 3e-3 / 10, clip 1, warmup 7, decay_iters 40, batch 4 (when
 /// `with_recipe`).
-void write_run(const fs::path& dir, bool with_recipe) {
+void write_run(const fs::path& dir, bool with_recipe, bool overfit_batch = false) {
   fs::remove_all(dir);
   const Tokenizer tokenizer = Tokenizer::from_text(glass_test::kSmallText);
   const Decoder model(glass_test::small_config(tokenizer.vocab_size(), 16), 3);
@@ -43,6 +43,7 @@ void write_run(const fs::path& dir, bool with_recipe) {
   recorded.lr = 2e-3, recorded.min_lr = 3e-3 / 10, recorded.grad_clip = 1.0;
   recorded.warmup = 7, recorded.decay_iters = 40, recorded.batch_size = 4;
   state.recipe = recipe_of(recorded);
+  state.overfit_batch = overfit_batch;
   save_train_state(dir.string(), optimizer, state);
 }
 
@@ -203,6 +204,73 @@ TEST(Resume, AMissingOrDanglingCurrentFallsBackToTheNewestCompleteSave) {
   EXPECT_NO_THROW(dangling.take_recorded(o));  // read from step-000020
   EXPECT_EQ(o.lr, 2e-3);
   fs::remove_all(run);
+}
+
+TEST(Resume, ACurrentLeadingToAnIncompleteSaveOrToAFileFallsBackTheSameWay) {
+  const fs::path run =
+      fs::temp_directory_path() / ("glass-resume-incomplete-" + std::to_string(::getpid()));
+  write_run_dir(run);
+  // step-000030: a save cut short before its last files, yet `current` leads to it.
+  fs::copy(run / "step-000020", run / "step-000030");
+  fs::remove(run / "step-000030" / "train_state.safetensors");
+  fs::remove(run / kCurrentLink);
+  fs::create_directory_symlink("step-000030", run / kCurrentLink);
+  const Resume incomplete(run.string());
+  EXPECT_EQ(incomplete.relink(), "step-000020");
+  EXPECT_EQ(incomplete.save_dir(), (run / "step-000020").string());
+  EXPECT_NE(incomplete.note().find("current (the link to the last complete save) points to "
+                                   "step-000030, a save that did not complete; resuming from "
+                                   "the newest complete save, step-000020, and restoring the link"),
+            std::string::npos)
+      << incomplete.note();
+  // Complete again: read through `current`.
+  fs::copy_file(run / "step-000020" / "train_state.safetensors",
+                run / "step-000030" / "train_state.safetensors");
+  EXPECT_EQ(Resume(run.string()).relink(), "");
+
+  // `current` is a link to a regular file, or a regular file itself.
+  fs::remove(run / kCurrentLink);
+  fs::create_symlink("step-000020/log.csv", run / kCurrentLink);
+  const Resume to_file(run.string());
+  EXPECT_EQ(to_file.relink(), "step-000020");
+  EXPECT_NE(to_file.note().find("points to step-000020/log.csv, which is a file, not a save; "
+                                "resuming from the newest complete save, step-000020"),
+            std::string::npos)
+      << to_file.note();
+  fs::remove(run / kCurrentLink);
+  write_file_atomic((run / kCurrentLink).string(), "step-000020\n");
+  const Resume file(run.string());
+  EXPECT_EQ(file.relink(), "step-000020");
+  EXPECT_TRUE(file.has_save());
+  EXPECT_NE(file.note().find("current (the link to the last complete save) is a file, not a link "
+                             "to a save; resuming from the newest complete save, step-000020"),
+            std::string::npos)
+      << file.note();
+  fs::remove_all(run);
+}
+
+TEST(Resume, APlainResumeOfAnOverfitBatchRunIsRefused) {
+  const fs::path dir =
+      fs::temp_directory_path() / ("glass-resume-overfit-" + std::to_string(::getpid()));
+  TrainOptions o;
+  o.out_dir = dir.string();
+  o.data_path = "text.txt";
+  // A normal run's training state does not mention the mode (its file is as before the mode
+  // was recorded); a save without the field is a normal run's.
+  write_run(dir, true);
+  EXPECT_EQ(read_file(dir / "train_state.json").find("overfit_batch"), std::string::npos);
+  EXPECT_FALSE(records_overfit_batch(dir.string()));
+  EXPECT_NO_THROW(Resume(o.out_dir).take_recorded(o));
+  write_run(dir, true, true);
+  EXPECT_TRUE(records_overfit_batch(dir.string()));
+  try {
+    Resume(o.out_dir).take_recorded(o);
+    FAIL() << "an overfit_batch run was continued by a plain resume";
+  } catch (const OverfitBatchRunError& e) {
+    EXPECT_EQ(e.out_dir(), dir.string());
+    EXPECT_NE(std::string(e.what()).find("overfit_batch"), std::string::npos) << e.what();
+  }
+  fs::remove_all(dir);
 }
 
 TEST(Resume, RefusesWhatCannotBeResumed) {

@@ -11,6 +11,7 @@
 #include "fixtures.hpp"
 #include "train/adamw.hpp"
 #include "checkpoint/atomic_file.hpp"
+#include "train/errors.hpp"
 #include "train/train_state.hpp"
 
 using namespace glass;
@@ -45,6 +46,61 @@ TEST(TrainState, OutOfRangeAndNonIntegerNumbersAreCheckpointErrors) {
   expect_refused(dir.string(), optimizer, "train_state.json");
   write_file_atomic(state, "{\"step\": 355555555555555555555555555555555555555555}");
   expect_refused(dir.string(), optimizer, "\"step\" must be an integer");
+  fs::remove_all(dir);
+}
+
+// The mode of an overfit_batch run is read back; absent, the run is a normal one; a value that is
+// not a boolean is refused naming the file.
+TEST(TrainState, TheOverfitBatchModeIsReadBackAndAbsentMeansANormalRun) {
+  const fs::path dir =
+      fs::temp_directory_path() / ("glass-train-state-overfit-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  const ModelConfig config = glass_test::write_small_checkpoint(dir.string(), 16, 3);
+  Decoder model(config, 3);
+  AdamW optimizer(model.named_parameters());
+  TrainState state;
+  state.context = 16;
+  save_train_state(dir.string(), optimizer, state);
+  EXPECT_FALSE(load_train_state(dir.string(), optimizer).overfit_batch);
+  state.overfit_batch = true;
+  save_train_state(dir.string(), optimizer, state);
+  EXPECT_TRUE(load_train_state(dir.string(), optimizer).overfit_batch);
+  const std::string path = (dir / "train_state.json").string();
+  std::string text = read_file(path);
+  const std::string field = "\"overfit_batch\": true";
+  ASSERT_NE(text.find(field), std::string::npos) << text;
+  text.replace(text.find(field), field.size(), "\"overfit_batch\": 1");
+  write_file_atomic(path, text);
+  expect_refused(dir.string(), optimizer, "\"overfit_batch\" must be true or false");
+  fs::remove_all(dir);
+}
+
+// AdamW settings other than the save's are a typed error stating the fact (the command line adds
+// the flag to pass, cli/train_errors.cpp).
+TEST(TrainState, OtherAdamWSettingsAreATypedErrorNamingNoFlag) {
+  const fs::path dir =
+      fs::temp_directory_path() / ("glass-train-state-adamw-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  const ModelConfig config = glass_test::write_small_checkpoint(dir.string(), 16, 3);
+  Decoder model(config, 3);
+  AdamW saved(model.named_parameters(), AdamWConfig{0.9, 0.95, 1e-8, 0.1});
+  TrainState state;
+  state.context = 16;
+  save_train_state(dir.string(), saved, state);
+  AdamW other(model.named_parameters(), AdamWConfig{0.9, 0.95, 1e-8, 0.2});
+  try {
+    load_train_state(dir.string(), other);
+    FAIL() << "another weight decay was resumed";
+  } catch (const OptimizerMismatchError& e) {
+    EXPECT_EQ(e.field(), "weight_decay");
+    EXPECT_EQ(e.recorded(), 0.1);
+    EXPECT_EQ(e.asked(), 0.2);
+    EXPECT_NE(std::string(e.what()).find("train_state.json: the checkpoint was trained with AdamW "
+                                         "weight_decay = 0.1, this run asks for 0.2"),
+              std::string::npos)
+        << e.what();
+    EXPECT_EQ(std::string(e.what()).find("--"), std::string::npos) << e.what();
+  }
   fs::remove_all(dir);
 }
 
