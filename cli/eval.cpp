@@ -17,6 +17,7 @@
 #include "checkpoint/checkpoint.hpp"
 #include "cli/commands.hpp"
 #include "cli/threads.hpp"
+#include "train/text_loss.hpp"
 #include "train/trainer.hpp"
 
 namespace {
@@ -79,38 +80,25 @@ void run_eval(const EvalFlags& f) {
         fmt::format("{} must hold at least 2 {} to predict one", f.data, tokenizer.unit()));
   const std::size_t T = loaded.window();
 
-  // Non-overlapping chunks: inputs ids[i : i+T], targets ids[i+1 : i+T+1], i = 0, T, 2T, ...
-  // so every character after the first is predicted exactly once, from at most T before it.
-  // Full chunks go through the model kBatch at a time; a shorter last chunk goes alone.
+  // Non-overlapping windows: inputs ids[i : i+T], targets ids[i+1 : i+T+1], i = 0, T, 2T, ...
+  // so every token after the first is predicted exactly once, from at most T before it
+  // (train/text_loss.hpp; glass train measures its validation split the same way).
   constexpr std::size_t kBatch = 32;
-  const std::size_t predictions = ids.size() - 1;
   glass::NoGradGuard no_grad;
-  double total = 0;  // sum of the per-character losses
-  std::size_t count = 0;
-  auto run_chunks = [&](std::size_t first_start, std::size_t n_chunks, std::size_t n) {
-    glass::Ids x = glass::Ids::from_shape({n_chunks, n}), y = glass::Ids::from_shape({n_chunks, n});
-    for (std::size_t b = 0; b < n_chunks; ++b) {
-      const std::size_t from = first_start + b * T;
-      for (std::size_t t = 0; t < n; ++t) {
-        x.data()[b * n + t] = ids[from + t];
-        y.data()[b * n + t] = ids[from + t + 1];
-      }
-    }
-    const double mean = glass::cross_entropy(loaded.model().forward(x), y).item();
-    if (!std::isfinite(mean))  // a NaN average would print as a plausible-looking "loss -nan"
-      throw CommandError(fmt::format(
-          "the loss over {} {} to {} of {} is {}: the model's logits are not finite, so "
-          "its weights are corrupt or diverged",
-          tokenizer.unit(), first_start + 1, first_start + (n_chunks - 1) * T + n, f.data,
-          std::isnan(mean) ? "NaN" : "infinite"));
-    total += mean * static_cast<double>(n_chunks * n);
-    count += n_chunks * n;
-  };
-  const std::size_t full_chunks = predictions / T;
-  for (std::size_t c = 0; c < full_chunks; c += kBatch)
-    run_chunks(c * T, std::min(kBatch, full_chunks - c), T);
-  if (predictions % T != 0) run_chunks(full_chunks * T, 1, predictions % T);
-  const double loss = total / static_cast<double>(count);
+  const glass::TextLoss measured = glass::text_loss(
+      ids, 0, ids.size(), T, kBatch,
+      [&](const glass::Ids& x, const glass::Ids& y, std::size_t first) {
+        const double mean = glass::cross_entropy(loaded.model().forward(x), y).item();
+        if (!std::isfinite(mean))  // a NaN average would print as a plausible-looking "loss -nan"
+          throw CommandError(fmt::format(
+              "the loss over {} {} to {} of {} is {}: the model's logits are not finite, so "
+              "its weights are corrupt or diverged",
+              tokenizer.unit(), first + 1, first + (x.shape(0) - 1) * T + x.shape(1), f.data,
+              std::isnan(mean) ? "NaN" : "infinite"));
+        return mean;
+      });
+  const std::size_t count = measured.count;
+  const double loss = measured.mean();
   std::cout << fmt::format(
       "loss {:.4f} nats per {} over {} predictions of {} "
       "(perplexity {:.3f}, {:.3f} bits per {}; context {})\n",

@@ -84,9 +84,15 @@ class Trainer {
   double train_step(long it);
   double last_grad_norm() const { return last_grad_norm_; }
   /// Mean loss over eval_iters batches of each split, drawn from a generator re-seeded with
-  /// seed+2 at every call (so every evaluation sees the same windows). With overfit_batch the
-  /// train loss is the loss of the one batch trained on. No tape is recorded.
+  /// seed+2 at every call (so every evaluation sees the same windows); the validation loss is
+  /// instead the exact mean over every token of the split (train/text_loss.hpp, as glass eval
+  /// measures a text) when val_loss_exact(). With overfit_batch the train loss is the loss of
+  /// the one batch trained on. No tape is recorded.
   EvalResult evaluate();
+  /// True when the validation split takes no more windows of `context` tokens than the
+  /// evaluation's sample (eval_iters x batch_size): evaluate() then predicts every token of it
+  /// once, and its bits per byte are those glass eval gives for the split's text.
+  bool val_loss_exact() const;
 
   /// Adds an observer of the loop (train/observer.hpp), called after the run's own records
   /// (log.csv, steps.csv, the interpretability record). Not owned: it must outlive run().
