@@ -157,6 +157,7 @@ bool Trainer::stop_requested() {
 }
 
 TrainResult Trainer::run() {
+  if (options_.time_budget_s > 0 && !options_.resume) fit_to_time_budget();
   const TrainOptions& o = options_;
   run_start_ = Clock::now();
   const double tokens_per_step = static_cast<double>(o.batch_size * o.context);

@@ -74,7 +74,8 @@ class Trainer {
   Trainer(TrainOptions options, std::ostream& out);
   ~Trainer();
 
-  /// Trains from the current step up to options.iters. Throws NonFiniteError.
+  /// Trains from the current step up to options.iters; with a time budget (a new run), first
+  /// chooses options.iters to fit in it (train/time_budget.hpp). Throws NonFiniteError.
   TrainResult run();
 
   /// One optimizer step at step index `it` (0-based): forward, cross-entropy, backward,
@@ -128,6 +129,10 @@ class Trainer {
   void make_records();
   void print_banner(std::size_t text_chars);
 
+  // When run() starts with a time budget (trainer_setup.cpp): options_.iters (and decay_iters)
+  // from a trial that is undone.
+  void fit_to_time_budget();
+
   // The loop (trainer.cpp).
   bool stop_requested();  // the stop flag is set (in any process); sets stop_signal_
   void evaluate_and_report(long it, double train_seconds, long steps_since_eval,
@@ -141,6 +146,7 @@ class Trainer {
   void print_evaluation(long it, const EvalResult& e, double elapsed_s, bool best);
   void print_progress(long it, double loss, double lr, double tokens_per_s, double eta_s);
   void print_sample();
+  std::string sample();  // sample_tokens tokens of text (what print_sample prints)
 
   TrainOptions options_;
   std::ostream& out_;
@@ -163,6 +169,7 @@ class Trainer {
   std::unique_ptr<BatchSampler> eval_val_batches_;    // continues the eval generator's stream
   std::string eval_start_state_;
   LrSchedule schedule_;
+  bool decay_follows_iters_ = false;  // decay_iters was left at -1: it is iters
   std::mt19937_64 sample_rng_;
   Ids overfit_x_, overfit_y_;  // the one batch of overfit_batch
   // Where the loop stands.
