@@ -14,7 +14,7 @@
 #include "cli/commands.hpp"
 #include "cli/threads.hpp"
 #include "data/text.hpp"
-#include "train/text_loss.hpp"
+#include "train/text_eval.hpp"
 #include "train/trainer.hpp"
 
 namespace {
@@ -47,9 +47,9 @@ void run_eval(const EvalFlags& f) {
   glass::cli::apply_threads(f.threads);
   if (!loaded.warning().empty()) std::cerr << "warning: " << loaded.warning() << "\n";
   warn_if_training_text(f, loaded);
-  glass::TextLoss r;
+  glass::TextEvaluation r;
   try {
-    r = glass::text_loss(loaded, f.data, f.allow_unknown);
+    r = glass::evaluate_text(loaded, f.data, f.allow_unknown);
   } catch (const glass::UnknownCharacterError& e) {
     throw CommandError(
         fmt::format("{}: {} (pass --allow-unknown to map such characters to the "

@@ -3,9 +3,9 @@
 // (train/errors.hpp: fields and values) in the words of its flags; what a resume takes back is
 // train/resume.hpp, the signal handling cli/stop_signals.hpp, the loss page cli/loss_page.hpp.
 //
-//   glass train [--data FILE] [--out DIR] [--iters N] [--batch-size B] [--context T] [--lr X]
-//               [--min-lr X] [--warmup N] [--decay-iters N] [--weight-decay X] [--grad-clip X]
-//               [--eval-every N] [--eval-iters N] [--seed S] [--threads N] [--resume]
+//   glass train [--data FILE] [--out DIR] [--iters N | --time DURATION] [--batch-size B]
+//               [--context T] [--lr X] [--min-lr X] [--warmup N] [--decay-iters N]
+//               [--weight-decay X] [--grad-clip X] [--eval-every N] [--eval-iters N] [--seed S] [--threads N] [--resume]
 //               [--d-model N --n-layers N --n-heads N --n-kv-heads N --ffn-hidden N]
 //   mpirun -np N glass train ...   data-parallel over N processes (train/distributed.hpp)
 
@@ -38,6 +38,7 @@
 #include "train/distributed.hpp"
 #include "train/errors.hpp"
 #include "train/resume.hpp"
+#include "train/time_budget.hpp"
 #include "train/trainer.hpp"
 
 #ifndef GLASS_SOURCE_DIR
@@ -117,13 +118,14 @@ std::string train_command(const CLI::App* cmd, const glass::TrainOptions& o,
   return line;
 }
 
-/// The command that continues this run: the flags given now without --overwrite and the
-/// model's shape (it comes from the checkpoint on --resume), and --resume added.
+/// The command that continues this run: the flags given now without --overwrite, --time (the
+/// resumed run trains to the step count it recorded) and the model's shape (it comes from the
+/// checkpoint on --resume), and --resume added.
 std::string resume_command(const CLI::App* cmd, const glass::TrainOptions& o) {
   return train_command(
              cmd, o,
-             {"--overwrite", "--resume", "--d-model", "--n-layers", "--n-heads", "--n-kv-heads",
-              "--ffn-hidden", "--vocab-cap", "--tokenizer", "--vocab-size"}) +
+             {"--overwrite", "--resume", "--time", "--d-model", "--n-layers", "--n-heads",
+              "--n-kv-heads", "--ffn-hidden", "--vocab-cap", "--tokenizer", "--vocab-size"}) +
          " --resume";
 }
 
@@ -181,6 +183,11 @@ void fill_options(TrainFlags& flags, CLI::App* cmd) {
   o.ops_given = cmd->count("--ops") > 0;  // also counts the old name, --attention
   o.tokenizer_given = cmd->count("--tokenizer") > 0;
   o.data_defaulted = default_data;
+  if (cmd->count("--time") > 0 && cmd->count("--iters") > 0)
+    throw glass::cli::CommandError(
+        "--time chooses the number of steps (those that fit in the time given), --iters gives "
+        "it: use one of them");
+  o.iters_from_save = cmd->count("--iters") == 0;  // --resume: the recorded step count
   // On --resume a recipe flag left out takes the recorded value (train/resume.hpp).
   glass::RecipeGiven& given = o.recipe_given;
   given.lr = cmd->count("--lr") > 0;
@@ -325,6 +332,17 @@ void run_train_on_all_ranks(TrainFlags& flags, CLI::App* cmd) {
 constexpr long long kMaxSteps = 1'000'000'000;
 const CLI::Validator kStepCount =
     glass::cli::integer_in(1, kMaxSteps, fmt::format("an integer from 1 to {}", kMaxSteps));
+/// --time: a duration with its unit (glass::parse_duration says what is wrong).
+const CLI::Validator kDuration(
+    [](std::string& text) -> std::string {
+      try {
+        glass::parse_duration(text);
+        return "";
+      } catch (const std::invalid_argument& e) {
+        return std::string(e.what()) + " (got '" + text + "')";
+      }
+    },
+    "DURATION");
 
 /// The text and the run directory: --data, --out.
 void add_data_flags(CLI::App* cmd, glass::TrainOptions& o) {
@@ -341,6 +359,12 @@ void add_schedule_flags(CLI::App* cmd, glass::TrainOptions& o) {
                   "optimizer steps to train for (total, counting a resumed run)")
       ->check(kStepCount)
       ->capture_default_str();
+  // --time: as many steps as fit in a duration, chosen once and recorded (train/time_budget.hpp).
+  cmd->add_option_function<std::string>(
+         "--time", [&o](const std::string& text) { o.time_budget_s = glass::parse_duration(text); },
+         "train for about this long (90s, 5m, 1.5m, 1h): the steps that fit are chosen after a "
+         "short timed trial and recorded, instead of --iters")
+      ->check(kDuration);
   cmd->add_option("--batch-size", o.batch_size, "windows per step (B)")
       ->check(glass::cli::integer_in(1, 1'000'000, "an integer from 1 to 1000000"))
       ->capture_default_str();

@@ -107,7 +107,7 @@ std::string evaluation_note(const std::vector<LogRow>& log) {
 }
 
 std::string final_summary(const std::vector<LogRow>& log, std::size_t vocab_size, long iters,
-                          const std::string& unit) {
+                          const std::string& unit, double tokens_per_byte) {
   if (log.empty()) return "";
   std::size_t best = 0;
   for (std::size_t i = 1; i < log.size(); ++i)
@@ -115,11 +115,15 @@ std::string final_summary(const std::vector<LogRow>& log, std::size_t vocab_size
   const LogRow& b = log[best];
   const LogRow& last = log.back();
   const double ln_v = std::log(static_cast<double>(vocab_size));
+  const std::string per_byte =
+      tokens_per_byte > 0
+          ? fmt::format(", {:.4f} bits per byte", b.val_loss * tokens_per_byte / std::log(2.0))
+          : std::string();
   std::string text = fmt::format(
-      "best validation loss: {:.4f} nats per {} at step {} = {:.3f} bits per {} "
+      "best validation loss: {:.4f} nats per {} at step {} = {:.3f} bits per {}{} "
       "(perplexity {:.2f}: as unsure as a choice among {:.1f} {}s; a uniform guess is "
       "ln {} = {:.4f} nats, {:.3f} bits)\n",
-      b.val_loss, unit, b.step, b.val_loss / std::log(2.0), unit, std::exp(b.val_loss),
+      b.val_loss, unit, b.step, b.val_loss / std::log(2.0), unit, per_byte, std::exp(b.val_loss),
       std::exp(b.val_loss), unit, vocab_size, ln_v, ln_v / std::log(2.0));
   const std::size_t since_best = log.size() - 1 - best;
   if (last.step < iters)

@@ -46,11 +46,12 @@ std::string step_zero_note(double loss, std::size_t vocab_size,
 /// while the validation loss still fell.
 std::string evaluation_note(const std::vector<LogRow>& log);
 
-/// The lines printed when a run ends: the best validation loss in nats, bits per character and
-/// perplexity, at which step, how it compares with ln V, and what to try next (train longer when
-/// validation was still improving, less model or more text when it overfits).
+/// The lines printed when a run ends: the best validation loss in nats, bits per `unit`, bits
+/// per byte (when `tokens_per_byte`, the validation split's tokens over its UTF-8 bytes, is > 0)
+/// and perplexity, at which step, how it compares with ln V, and what to try next (train longer
+/// when validation was still improving, less model or more text when it overfits).
 std::string final_summary(const std::vector<LogRow>& log, std::size_t vocab_size, long iters,
-                          const std::string& unit = "character");
+                          const std::string& unit = "character", double tokens_per_byte = 0);
 
 /// The loss a memorised batch should reach with --overfit-batch, at most (nats per character).
 inline constexpr double kOverfitTarget = 0.3;

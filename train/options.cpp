@@ -20,6 +20,9 @@ void positive(long v, const char* field) {
 
 void validate_options(TrainOptions& o) {
   positive(o.iters, "iters");
+  if (!(o.time_budget_s >= 0) || !std::isfinite(o.time_budget_s))
+    throw OptionError("time", fmt::format("{:g}", o.time_budget_s),
+                      "must be a duration of 0 s (none) or more");
   positive(static_cast<long>(o.batch_size), "batch_size");
   positive(static_cast<long>(o.context), "context");
   positive(o.eval_every, "eval_every");

@@ -31,9 +31,16 @@ inline constexpr std::size_t kMaxSampleTokens = 100'000;
 
 /// Everything `glass train` can set. Defaults: nanoGPT's shakespeare_char recipe (README, "glass train").
 struct TrainOptions {
-  std::string data_path;        ///< UTF-8 text file to learn from
-  std::string out_dir;          ///< checkpoint directory (created if needed)
-  long iters = 2000;            ///< training stops after this many optimizer steps
+  std::string data_path;  ///< UTF-8 text file to learn from
+  std::string out_dir;    ///< checkpoint directory (created if needed)
+  long iters = 2000;      ///< training stops after this many optimizer steps
+  /// A time budget in seconds (`--time`, train/time_budget.hpp): when > 0, a new run chooses
+  /// iters (and a decay_iters left at -1) to fit in it, from a trial of a few steps and one
+  /// evaluation that is then undone. 0: iters as given.
+  double time_budget_s = 0;
+  /// On resume, iters takes the step count the save records (the command line sets it when
+  /// --iters is left out); false keeps iters as given.
+  bool iters_from_save = false;
   long decay_iters = -1;        ///< cosine horizon (nanoGPT lr_decay_iters); -1 = iters
   std::size_t batch_size = 12;  ///< B windows per step
   std::size_t context = 64;     ///< T characters per window (<= model context_length)

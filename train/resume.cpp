@@ -67,7 +67,8 @@ std::vector<RecipeDifference> take_recipe(TrainOptions& o, const TrainRecipe& re
 }  // namespace
 
 TrainRecipe recipe_of(const TrainOptions& o) {
-  return {o.lr, o.min_lr, o.grad_clip, o.warmup, o.decay_iters, o.batch_size};
+  return {o.lr,          o.min_lr,     o.grad_clip, o.warmup,
+          o.decay_iters, o.batch_size, o.iters,     o.time_budget_s};
 }
 
 Resume::Resume(const std::string& out_dir) : out_dir_(out_dir), save_dir_(out_dir) {
@@ -83,6 +84,11 @@ void Resume::check_resumable(const TrainOptions& o) {
   if (!o.resume) return;
   if (o.overfit_batch)
     throw OptionError("overfit_batch", "", "is a check of the training loop, not a run to continue",
+                      "resume");
+  if (o.time_budget_s > 0)
+    throw OptionError("time", "",
+                      "chooses the step count of a new run; a resumed run trains to the step "
+                      "count its save records (give --iters to train further)",
                       "resume");
   if (o.overwrite)
     throw OptionError("overwrite", "",
@@ -126,6 +132,7 @@ void Resume::take_recorded(TrainOptions& o) const {
   const std::optional<TrainRecipe> recorded = load_train_recipe(save_dir_);
   if (!recorded) return;
   std::vector<RecipeDifference> differ = take_recipe(o, *recorded);
+  if (o.iters_from_save && recorded->iters > 0) o.iters = recorded->iters;
   if (!differ.empty()) throw RecipeMismatchError(out_dir_, std::move(differ));
 }
 

@@ -27,7 +27,8 @@ class Resume {
   explicit Resume(const std::string& out_dir);
 
   /// Refuses a run that cannot be resumed: overfit_batch (a check of the loop, not a run to
-  /// continue) or overwrite (which starts a new run) with resume. Throws OptionError.
+  /// continue), a time budget (it chooses a new run's step count) or overwrite (which starts a
+  /// new run) with resume. Throws OptionError.
   static void check_resumable(const TrainOptions& o);
 
   /// The directory whose files the resume reads.
@@ -48,7 +49,8 @@ class Resume {
   /// Takes back what the save records into `o`: each recipe field not given (o.recipe_given)
   /// takes the recorded value, and one given must equal it (a rate equal but for the last bits of
   /// its decimal spelling, relative 1e-12, is the recorded rate); the context, when not given, is
-  /// the recorded training context (another context is allowed: the Trainer warns). A save
+  /// the recorded training context (another context is allowed: the Trainer warns); with
+  /// o.iters_from_save, iters is the recorded step count (when the save records one). A save
   /// written before the recipe was recorded keeps the values as given. Throws
   /// OverfitBatchRunError when the save records an overfit_batch run,
   /// RecipeMismatchError listing every field that differs, DataMismatchError when the save

@@ -1,32 +1,40 @@
 #pragma once
-// The mean next-token loss of a saved model over a whole text file (`glass eval`), also in bits
-// per byte: what a checkpoint predicts on text it never saw.
+// The loss of a model over a whole stretch of token ids: every id predicted once, in
+// non-overlapping windows. `glass eval` measures a text with it, and the Trainer its validation
+// split when that is no more work than the sampled estimate, so the two give the same number.
 
 #include <cstddef>
-#include <string>
+#include <functional>
 
-#include "checkpoint/checkpoint.hpp"
+#include "autograd/tensor.hpp"
+#include "data/token_ids.hpp"
 
 namespace glass {
 
-/// The loss of `text_loss` and the counts it was taken over.
+/// The summed next-token loss of some predictions, in nats, and their number.
 struct TextLoss {
-  double loss = 0;              ///< mean cross-entropy, nats per token
-  std::size_t predictions = 0;  ///< tokens predicted (all but the first)
-  std::size_t text_bytes = 0;   ///< the text's UTF-8 bytes
-  std::size_t window = 0;       ///< the most tokens each prediction saw (Checkpoint::window)
-  std::size_t unknown = 0;      ///< characters mapped to the unknown id 0
-  double bits_per_byte = 0;     ///< the total loss over the bytes (bits_per_byte)
+  double total = 0;       ///< sum of the per-prediction cross-entropies (nats)
+  std::size_t count = 0;  ///< predictions
+  /// The mean loss per prediction (nats per token); 0 when there are none.
+  double mean() const { return count == 0 ? 0 : total / static_cast<double>(count); }
 };
 
-/// The loss of `loaded` over the text file at `path`, read and encoded as in training (a BPE
-/// model's dummy prefix at its start; characters outside a character vocabulary are an
-/// UnknownCharacterError unless `allow_unknown`, or the vocabulary is full and they are the
-/// unknown token by design). The text is cut into non-overlapping windows: inputs
-/// ids[i : i+T], targets ids[i+1 : i+T+1], i = 0, T, 2T, ..., so every token after the first is
-/// predicted exactly once, from at most T before it. std::invalid_argument for a text of fewer
-/// than 2 tokens; std::runtime_error when a window's loss is not finite (corrupt or diverged
-/// weights).
-TextLoss text_loss(const Checkpoint& loaded, const std::string& path, bool allow_unknown);
+/// The loss of a batch of windows: x and y of shape (B, n) (inputs and the ids that follow
+/// them), `first` the index of x's first id in the stretch. Returns the mean cross-entropy over
+/// the B*n targets; it may throw to stop the pass (e.g. on a non-finite loss).
+using WindowLoss = std::function<double(const Ids& x, const Ids& y, std::size_t first)>;
+
+/// The loss over ids[begin, end): windows of T, inputs ids[i : i+T] and targets
+/// ids[i+1 : i+T+1] for i = begin, begin+T, ..., so that every id after ids[begin] is predicted
+/// exactly once, from at most T ids before it (from the start of its window). Full windows go
+/// `batch` at a time to `loss_of`; a shorter last window goes alone. Throws std::invalid_argument
+/// for T or batch 0, or end > ids.size().
+TextLoss text_loss(const TokenIds& ids, std::size_t begin, std::size_t end, std::size_t T,
+                   std::size_t batch, const WindowLoss& loss_of);
+
+/// How many windows text_loss runs over `predictions` predictions: ceil(predictions / T).
+inline std::size_t text_loss_windows(std::size_t predictions, std::size_t T) {
+  return (predictions + T - 1) / T;
+}
 
 }  // namespace glass

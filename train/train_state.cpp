@@ -108,6 +108,8 @@ void save_train_state(const std::string& dir, const AdamW& optimizer, const Trai
                      {"decay_iters", r.decay_iters},
                      {"batch_size", r.batch_size},
                      {"grad_clip", r.grad_clip}};
+      if (r.iters > 0) j["recipe"]["iters"] = r.iters;
+      if (r.time_budget_s > 0) j["recipe"]["time_budget_s"] = r.time_budget_s;
     }
     if (state.overfit_batch) j["overfit_batch"] = true;
     write_file_atomic(path_in(dir, "train_state.json"), j.dump(1) + "\n");
@@ -242,6 +244,10 @@ TrainRecipe recipe_from_json(const json& r, const std::string& json_path) {
   recipe.decay_iters = number("decay_iters", true).get<long>();
   recipe.batch_size = number("batch_size", true).get<std::size_t>();
   recipe.grad_clip = number("grad_clip", false).get<double>();
+  // Recorded since the time budget (older checkpoints have neither).
+  if (r.contains("iters")) recipe.iters = number("iters", true).get<long>();
+  if (r.contains("time_budget_s"))
+    recipe.time_budget_s = number("time_budget_s", false).get<double>();
   return recipe;
 }
 

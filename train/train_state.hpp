@@ -37,6 +37,8 @@ struct TrainRecipe {
   double lr = 0, min_lr = 0, grad_clip = 0;
   long warmup = 0, decay_iters = 0;
   std::size_t batch_size = 0;
+  long iters = 0;            ///< the step count the run trains to; 0 in older checkpoints
+  double time_budget_s = 0;  ///< the time budget iters was chosen for (--time); 0: none
 };
 
 /// Everything besides the weights and the moments that an exact resume needs.

@@ -24,6 +24,7 @@
 #include "train/model_files.hpp"
 #include "train/resume.hpp"
 #include "train/run_directory.hpp"
+#include "train/text_loss.hpp"
 
 namespace glass {
 
@@ -122,15 +123,31 @@ EvalResult Trainer::evaluate() {
     for (long i = 0; i < options_.eval_iters; ++i) eval_train_batches_->next(x, y);  // the usual
   }  // validation windows below
   eval_val_batches_->set_state(eval_train_batches_->state());
-  losses[1] = mean_loss(*eval_val_batches_);
+  if (!val_loss_exact()) losses[1] = mean_loss(*eval_val_batches_);
   comm.all_reduce_sum(losses);  // the mean of the N processes' means
-  const EvalResult r{losses[0] / comm.size(), losses[1] / comm.size()};
+  // A validation split of no more windows than the sample: every token of it, once, as glass
+  // eval measures a text (each process computes the whole pass; the tokens are predicted from
+  // the windows' own ids, the first from the training split's last id).
+  const double val_loss = val_loss_exact()
+                              ? text_loss(*corpus_.ids, corpus_.n_train - 1, corpus_.ids->size(),
+                                          options_.context, options_.batch_size,
+                                          [&](const Ids& x, const Ids& y, std::size_t) {
+                                            return parallel_->loss(x, y);
+                                          })
+                                    .mean()
+                              : losses[1] / comm.size();
+  const EvalResult r{losses[0] / comm.size(), val_loss};
   for (const auto& [loss, split] :
        {std::pair{r.train_loss, "training split"}, {r.val_loss, "validation split"}})
     if (!std::isfinite(loss))
       throw NonFiniteError(fmt::format("the evaluation loss on the {} became {} at step {}", split,
                                        non_finite_name(loss), step_));
   return r;
+}
+
+bool Trainer::val_loss_exact() const {
+  return text_loss_windows(val_tokens(), options_.context) <=
+         static_cast<std::size_t>(options_.eval_iters) * options_.batch_size;
 }
 
 bool Trainer::stop_requested() {
@@ -140,6 +157,7 @@ bool Trainer::stop_requested() {
 }
 
 TrainResult Trainer::run() {
+  if (options_.time_budget_s > 0 && !options_.resume) fit_to_time_budget();
   const TrainOptions& o = options_;
   run_start_ = Clock::now();
   const double tokens_per_step = static_cast<double>(o.batch_size * o.context);
@@ -231,7 +249,9 @@ void Trainer::finish_run(TrainResult& result) {
   result.stop_signal = stop_signal_;
   if (is_tty_) out_ << "\r\033[K";
   if (!result.interrupted && !o.overfit_batch)
-    out_ << "\n" << final_summary(log(), vocab_size(), o.iters, tokenizer_->unit(false));
+    out_ << "\n"
+         << final_summary(log(), vocab_size(), o.iters, tokenizer_->unit(false),
+                          static_cast<double>(val_tokens()) / static_cast<double>(val_bytes()));
   if (o.overfit_batch && !steps().empty())
     out_ << "\n" << overfit_batch_note(steps().front().loss, steps().back().loss, steps().size());
   // Whoever runs the trainer writes its own end-of-run files (glass train: the loss page).

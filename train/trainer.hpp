@@ -74,7 +74,8 @@ class Trainer {
   Trainer(TrainOptions options, std::ostream& out);
   ~Trainer();
 
-  /// Trains from the current step up to options.iters. Throws NonFiniteError.
+  /// Trains from the current step up to options.iters; with a time budget (a new run), first
+  /// chooses options.iters to fit in it (train/time_budget.hpp). Throws NonFiniteError.
   TrainResult run();
 
   /// One optimizer step at step index `it` (0-based): forward, cross-entropy, backward,
@@ -84,9 +85,15 @@ class Trainer {
   double train_step(long it);
   double last_grad_norm() const { return last_grad_norm_; }
   /// Mean loss over eval_iters batches of each split, drawn from a generator re-seeded with
-  /// seed+2 at every call (so every evaluation sees the same windows). With overfit_batch the
-  /// train loss is the loss of the one batch trained on. No tape is recorded.
+  /// seed+2 at every call (so every evaluation sees the same windows); the validation loss is
+  /// instead the exact mean over every token of the split (train/text_loss.hpp, as glass eval
+  /// measures a text) when val_loss_exact(). With overfit_batch the train loss is the loss of
+  /// the one batch trained on. No tape is recorded.
   EvalResult evaluate();
+  /// True when the validation split takes no more windows of `context` tokens than the
+  /// evaluation's sample (eval_iters x batch_size): evaluate() then predicts every token of it
+  /// once, and its bits per byte are those glass eval gives for the split's text.
+  bool val_loss_exact() const;
 
   /// Adds an observer of the loop (train/observer.hpp), called after the run's own records
   /// (log.csv, steps.csv, the interpretability record). Not owned: it must outlive run().
@@ -122,6 +129,10 @@ class Trainer {
   void make_records();
   void print_banner(std::size_t text_chars);
 
+  // When run() starts with a time budget (trainer_setup.cpp): options_.iters (and decay_iters)
+  // from a trial that is undone.
+  void fit_to_time_budget();
+
   // The loop (trainer.cpp).
   bool stop_requested();  // the stop flag is set (in any process); sets stop_signal_
   void evaluate_and_report(long it, double train_seconds, long steps_since_eval,
@@ -135,6 +146,7 @@ class Trainer {
   void print_evaluation(long it, const EvalResult& e, double elapsed_s, bool best);
   void print_progress(long it, double loss, double lr, double tokens_per_s, double eta_s);
   void print_sample();
+  std::string sample();  // sample_tokens tokens of text (what print_sample prints)
 
   TrainOptions options_;
   std::ostream& out_;
@@ -157,6 +169,7 @@ class Trainer {
   std::unique_ptr<BatchSampler> eval_val_batches_;    // continues the eval generator's stream
   std::string eval_start_state_;
   LrSchedule schedule_;
+  bool decay_follows_iters_ = false;  // decay_iters was left at -1: it is iters
   std::mt19937_64 sample_rng_;
   Ids overfit_x_, overfit_y_;  // the one batch of overfit_batch
   // Where the loop stands.

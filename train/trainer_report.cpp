@@ -10,6 +10,7 @@
 
 #include "sample/sampler.hpp"
 #include "train/loss_notes.hpp"
+#include "train/time_budget.hpp"
 
 namespace glass {
 
@@ -28,16 +29,21 @@ std::string format_duration(double seconds) {
 
 void Trainer::print_banner(std::size_t text_chars) {
   const TrainOptions& o = options_;
+  const bool fits_time = o.time_budget_s > 0 && !o.resume;  // the steps are chosen in run()
   out_ << fmt::format(
       "data: {}, {} characters, {}; train {} / val {} {}\n"
       "model: d_model {}, {} layers, {} heads ({} kv), ffn {}, {} parameters\n"
-      "recipe: {} steps, batch {} x context {}, lr {:g} -> {:g} (warmup {}, cosine to step {}), "
+      "recipe: {}, batch {} x context {}, lr {:g} -> {:g} (warmup {}, cosine to {}), "
       "weight decay {:g}, clip {:g}, seed {}\n",
-      o.data_path, text_chars, tokenizer_->describe(/*count_ids=*/true), corpus_.n_train,
-      val_tokens(), std::string(tokenizer_->unit(false)) + "s", o.model.d_model, o.model.n_layers,
-      o.model.n_heads, o.model.n_kv_heads, o.model.ffn_hidden, model_->num_parameters(), o.iters,
-      o.batch_size, o.context, o.lr, o.min_lr, o.warmup, o.decay_iters, o.weight_decay, o.grad_clip,
-      o.seed);
+      o.data_path, text_chars, tokenizer_->describe(/*count_ids=*/true), corpus_.n_train, val_tokens(),
+      std::string(tokenizer_->unit(false)) + "s", o.model.d_model, o.model.n_layers,
+      o.model.n_heads, o.model.n_kv_heads, o.model.ffn_hidden, model_->num_parameters(),
+      fits_time ? "the steps that fit in " + duration_text(o.time_budget_s)
+                : fmt::format("{} steps", o.iters),
+      o.batch_size, o.context, o.lr, o.min_lr, o.warmup,
+      fits_time && decay_follows_iters_ ? std::string("the last step")
+                                        : fmt::format("step {}", o.decay_iters),
+      o.weight_decay, o.grad_clip, o.seed);
   if (o.comm.size() > 1)
     out_ << fmt::format("data parallel: {} processes, {} windows of each batch per process\n",
                         o.comm.size(), o.batch_size / static_cast<std::size_t>(o.comm.size()));
@@ -52,6 +58,10 @@ void Trainer::print_banner(std::size_t text_chars) {
 
 void Trainer::print_sample() {
   if (options_.sample_tokens == 0 || !options_.comm.is_root()) return;
+  out_ << "---- sample (temperature 0.8) ----\n" << sample() << "\n----\n";
+}
+
+std::string Trainer::sample() {
   // Start as at a paragraph: after a newline (a BPE model: the last token of "\n" encoded; a
   // character model whose text has none: id 1).
   std::int32_t start = 1;
@@ -62,7 +72,7 @@ void Trainer::print_sample() {
   sampling.temperature = 0.8;
   const auto ids =
       generate(*model_, {start}, options_.sample_tokens, options_.context, sampling, sample_rng_);
-  out_ << "---- sample (temperature 0.8) ----\n" << tokenizer_->decode_generated(ids) << "\n----\n";
+  return tokenizer_->decode_generated(ids);
 }
 
 void Trainer::print_progress(long it, double loss, double lr, double tokens_per_s, double eta_s) {

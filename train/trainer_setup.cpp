@@ -1,13 +1,15 @@
 // Building a Trainer (train/trainer.hpp): the checks of the options and of the memory, what a
 // resume continues, the text, the model and tokenizer (fresh, or from the save resumed), the
 // batches and the training state, the records and the run directory made ready, before any step
-// is taken.
+// is taken; and, when run() starts, the step count that fits a time budget.
 
 #include "train/trainer.hpp"
 
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <cstdlib>
 #include <iostream>
 #include <sstream>
@@ -24,8 +26,11 @@
 #include "train/model_files.hpp"
 #include "train/resume.hpp"
 #include "train/run_directory.hpp"
+#include "train/time_budget.hpp"
 
 namespace glass {
+
+namespace fs = std::filesystem;
 
 namespace {
 
@@ -102,7 +107,8 @@ Trainer::Trainer(TrainOptions options, std::ostream& out)
   }
   std::optional<Resume> resume;
   if (o.resume) resume.emplace(o.out_dir);
-  if (resume) resume->take_recorded(o);  // the recipe and context, before they are checked
+  if (resume) resume->take_recorded(o);      // the recipe and context, before they are checked
+  decay_follows_iters_ = o.decay_iters < 0;  // (a time budget then sets both)
   validate_options(o);
   std::u32string text = read_training_text(o, out_);
   const std::size_t text_chars = text.size();
@@ -121,7 +127,7 @@ Trainer::Trainer(TrainOptions options, std::ostream& out)
   if (o.overwrite && o.comm.is_root() && holds_checkpoint(o.out_dir))
     out_ << "note: --overwrite: the run in " << o.out_dir
          << " will be replaced by this one at its first save\n";
-  warn_of_long_warmup(o, out_);
+  if (!(o.time_budget_s > 0 && !o.resume)) warn_of_long_warmup(o, out_);  // else once fitted
   print_banner(text_chars);
   out_.flush();
 }
@@ -216,6 +222,80 @@ void Trainer::make_records() {
   interp_record_ = std::make_unique<InterpRecorder>(*model_, validation_ids(ProbeSpec{}.tokens + 1),
                                                     options_.context, options_.comm, run_id_, out_);
   observers_.insert(observers_.begin() + 2, interp_record_.get());
+}
+
+// ---- a time budget: the step count that fits, from a trial that is undone ----------------------
+void Trainer::fit_to_time_budget() {
+  TrainOptions& o = options_;
+  using Clock = std::chrono::steady_clock;
+  auto seconds_since = [](Clock::time_point t0) {
+    return std::chrono::duration<double>(Clock::now() - t0).count();
+  };
+  // The trial's timed steps (after one untimed step, which pays for the first allocations): at
+  // least 5, and for 2% of the budget (at most 2 s, 1000 steps) so that a machine shared with
+  // other programs shows its share, not one quiet instant; never past 5% of the budget.
+  constexpr long kMinTrialSteps = 5, kMaxTrialSteps = 1000;
+  const double trial_target_s = std::min(0.02 * o.time_budget_s, 2.0);
+  const auto trial_start = Clock::now();
+  // The trial trains from the run's first state, which is then restored: the weights are put
+  // back and the optimizer, the batches and the generators made afresh, so what follows is the
+  // run `--iters N` makes, bit for bit. Its steps are not kept, only their time.
+  std::vector<Array> first_weights;
+  for (Tensor& p : model_->parameters()) first_weights.push_back(p.value());
+  train_step(0);
+  double step_s = 0;
+  long timed = 0;
+  for (bool more = true; more;) {
+    const auto t0 = Clock::now();
+    train_step(1 + timed);
+    step_s += seconds_since(t0);
+    ++timed;
+    const double spent = seconds_since(trial_start);
+    const bool done = spent > 0.05 * o.time_budget_s || timed >= kMaxTrialSteps ||
+                      (timed >= kMinTrialSteps && spent >= trial_target_s);
+    more = o.comm.max(done ? 1 : 0) == 0;  // the processes step together: all stop when one does
+  }
+  // An evaluation with its sample and save: the save's model and training state are written to
+  // a directory of the system's temporary folder, removed at once (the interpretability record
+  // of a save is not counted).
+  const auto t0 = Clock::now();
+  evaluate();
+  if (o.comm.is_root()) {
+    if (o.sample_tokens > 0) sample();
+    const fs::path trial_save =
+        fs::temp_directory_path() / fmt::format("glass-time-trial-{}", ::getpid());
+    fs::create_directories(trial_save);
+    save_model_files(trial_save.string(), *model_, *tokenizer_, "{}", step_, run_id_);
+    save_train_state(trial_save.string(), *optimizer_, training_state());
+    std::error_code ec;
+    fs::remove_all(trial_save, ec);
+  }
+  // Every process chooses the same N: from the mean of their times.
+  std::vector<double> times{step_s / static_cast<double>(timed), seconds_since(t0),
+                            seconds_since(trial_start)};
+  o.comm.all_reduce_sum(times);
+  for (double& t : times) t /= o.comm.size();
+  const long n = steps_for_time_budget(std::max(0.0, o.time_budget_s - times[2]), times[0],
+                                       times[1], o.eval_every);
+  auto params = model_->parameters();
+  for (std::size_t i = 0; i < params.size(); ++i)
+    std::copy(first_weights[i].begin(), first_weights[i].end(), params[i].value().begin());
+  o.iters = n;
+  if (decay_follows_iters_) o.decay_iters = n;
+  overfit_x_ = Ids();
+  overfit_y_ = Ids();
+  make_optimizer_and_batches();  // the schedule to N; optimizer, batches and generators afresh
+  out_ << fmt::format(
+      "time budget {}: {} steps at ~{:.3g} s/step and {} evaluations at ~{:.3g} s (timed on {} "
+      "trial steps, then undone; rerun with --iters {} to repeat this run)\n",
+      duration_text(o.time_budget_s), n, times[0], evaluations_in(n, o.eval_every), times[1],
+      timed + 1, n);
+  if (n == 1 && times[0] + static_cast<double>(evaluations_in(1, o.eval_every)) * times[1] >
+                    o.time_budget_s - times[2])
+    out_ << fmt::format(
+        "warning: not even one step and its evaluations fit in {}: training 1 step\n",
+        duration_text(o.time_budget_s));
+  warn_of_long_warmup(o, out_);
 }
 
 }  // namespace glass

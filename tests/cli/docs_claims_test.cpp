@@ -399,6 +399,8 @@ TEST(DocsPages, CitedFunctionsAreInTheFilesNamed) {
       {"treino.md", "next_token_probs", "sample/sampler.cpp",
        "std::vector<double> next_token_probs("},
       {"treino.md", "Trainer::train_step", "train/trainer.cpp", "Trainer::train_step("},
+      {"treino.md", "steps_for_time_budget", "train/time_budget.hpp",
+       "long steps_for_time_budget("},
       {"bpe.md", "BpeTokenizer::train", "data/bpe_tokenizer.hpp", "static BpeTokenizer train("},
       {"bpe.md", "BpeTokenizer::encode", "data/bpe_tokenizer.hpp",
        "std::vector<std::int32_t> encode("},

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <regex>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -276,6 +277,33 @@ TEST_F(TrainCli, ModelSizesThatDoNotFitAreNamedByTheirFlags) {
     EXPECT_EQ(r->err.find("ModelConfig"), std::string::npos) << r->err;
   }
   EXPECT_FALSE(fs::exists(out)) << "a failed run created its output directory";
+}
+
+TEST_F(TrainCli, TimeBudgetChoosesTheStepsSaysSoAndRefusesBadDurations) {
+  const fs::path out = dir_ / "timed";
+  const std::string to = " --data " + q(text_.string()) + " --out " + q(out.string()) + tiny();
+  expect_error(glass("train" + to + " --time 0"), "--time: must be longer than 0");
+  expect_error(glass("train" + to + " --time=-5m"), "--time: must be longer than 0");
+  expect_error(glass("train" + to + " --time 3x"),
+               "--time: is not a duration with its unit, e.g. 90s, 5m, 1.5m or 1h (got '3x')");
+  expect_error(glass("train" + to + " --time 300"), "--time: has no unit: write 300s");
+  expect_error(glass("train" + to + " --time 5s --iters 10"), "use one of them");
+  EXPECT_FALSE(fs::exists(out));
+  // A run fitted to one second: the line says N, the save records it, and a resume without
+  // --iters continues to that N (here already reached: refused, naming it).
+  const CliRun r = glass("train" + to + " --time 1s --eval-every 100000 --no-interp-record");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.out, m, std::regex(R"(time budget 1s: ([0-9]+) steps at ~)")))
+      << r.out;
+  const std::string n = m[1];
+  const json state = json::parse(read_file(out / "train_state.json"));
+  EXPECT_EQ(std::to_string(state.at("step").get<long>()), n);
+  EXPECT_EQ(std::to_string(state.at("recipe").at("iters").get<long>()), n);
+  EXPECT_EQ(state.at("recipe").at("time_budget_s").get<double>(), 1.0);
+  expect_error(glass("train" + to + " --resume"), "already at step " + n);
+  expect_error(glass("train" + to + " --resume --time 1s"),
+               "--time chooses the step count of a new run");
 }
 
 TEST_F(TrainCli, FailedRunsLeaveAGoodCheckpointIntact) {

@@ -100,6 +100,10 @@ TEST(LossNotes, TheSummaryGivesBitsPerCharacterAndWhatToTryNext) {
       << s;
   EXPECT_TRUE(has(s, "perplexity 4.48")) << s;
   EXPECT_TRUE(has(s, "ln 83 = 4.4188 nats, 6.375 bits")) << s;  // 4.41884 / 0.693147 = 6.3750
+  EXPECT_FALSE(has(s, "bits per byte")) << s;                   // no byte count given
+  // A BPE split of 400 tokens over 1000 bytes: 1.5 * 0.4 / ln 2 = 0.8656 bits per byte.
+  EXPECT_TRUE(has(final_summary(falling, 512, 2000, "token", 0.4),
+                  "= 2.164 bits per token, 0.8656 bits per byte (perplexity"));
   EXPECT_TRUE(has(s, "still falling at the end: train longer")) << s;
   const std::vector<LogRow> overfit = {row(0, 4.4, 4.4), row(250, 2.0, 1.8), row(500, 1.5, 1.9),
                                        row(750, 1.2, 2.0), row(1000, 1.0, 2.1)};

@@ -1,7 +1,7 @@
-// text_loss (train/text_loss.hpp), the work of `glass eval`: the mean loss over a text file in
+// evaluate_text (train/text_eval.hpp), the work of `glass eval`: the mean loss over a text file in
 // windows of the model's context, against the same losses computed one window at a time.
 
-#include "train/text_loss.hpp"
+#include "train/text_eval.hpp"
 
 #include <cmath>
 #include <filesystem>
@@ -21,10 +21,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
-class TextLossTest : public ::testing::Test {
+class TextEvaluationTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = glass_test::temp_dir("text_loss");
+    dir_ = glass_test::temp_dir("text_eval");
     fs::create_directories(dir_);
     glass_test::write_small_checkpoint((dir_ / "ckpt").string(), kContext, 7, 0.5);
   }
@@ -34,13 +34,13 @@ class TextLossTest : public ::testing::Test {
   fs::path dir_;
 };
 
-TEST_F(TextLossTest, IsTheMeanOverEveryPredictionInWindowsOfTheContext) {
+TEST_F(TextEvaluationTest, IsTheMeanOverEveryPredictionInWindowsOfTheContext) {
   // 39 characters: 38 predictions in windows of 8, 8, 8, 8 and a last one of 6.
   const std::string text = glass::u32_to_utf8(glass_test::kSmallText);
   const fs::path file = dir_ / "text.txt";
   glass_test::write_file(file, text);
   const glass::Checkpoint loaded = glass::load_checkpoint((dir_ / "ckpt").string(), false);
-  const glass::TextLoss r = glass::text_loss(loaded, file.string(), false);
+  const glass::TextEvaluation r = glass::evaluate_text(loaded, file.string(), false);
 
   const std::vector<std::int32_t> ids = loaded.tokenizer().encode(glass_test::kSmallText);
   ASSERT_EQ(ids.size(), text.size());
@@ -63,16 +63,16 @@ TEST_F(TextLossTest, IsTheMeanOverEveryPredictionInWindowsOfTheContext) {
   EXPECT_DOUBLE_EQ(r.bits_per_byte, glass::bits_per_byte(r.loss, r.predictions, r.text_bytes));
 }
 
-TEST_F(TextLossTest, UnknownCharactersAndTooShortTextsAreErrors) {
+TEST_F(TextEvaluationTest, UnknownCharactersAndTooShortTextsAreErrors) {
   const glass::Checkpoint loaded = glass::load_checkpoint((dir_ / "ckpt").string(), false);
   glass_test::write_file(dir_ / "unknown.txt", "to be, or not");  // ',' is not in the vocabulary
-  EXPECT_THROW(glass::text_loss(loaded, (dir_ / "unknown.txt").string(), false),
+  EXPECT_THROW(glass::evaluate_text(loaded, (dir_ / "unknown.txt").string(), false),
                glass::UnknownCharacterError);
-  const glass::TextLoss mapped = glass::text_loss(loaded, (dir_ / "unknown.txt").string(), true);
+  const glass::TextEvaluation mapped = glass::evaluate_text(loaded, (dir_ / "unknown.txt").string(), true);
   EXPECT_EQ(mapped.unknown, 1u);
   EXPECT_EQ(mapped.predictions, 12u);
   glass_test::write_file(dir_ / "one.txt", "t");
-  EXPECT_THROW(glass::text_loss(loaded, (dir_ / "one.txt").string(), false), std::invalid_argument);
+  EXPECT_THROW(glass::evaluate_text(loaded, (dir_ / "one.txt").string(), false), std::invalid_argument);
 }
 
 }  // namespace

@@ -1,0 +1,204 @@
+// A time budget (train/time_budget.hpp): durations read and written, the step count that fits
+// (values computed by hand), and a run fitted to a budget that `iters` N repeats bit for bit and
+// whose N a resume takes back. No assertion here depends on how fast the machine is.
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+#include <gtest/gtest.h>
+
+#include "checkpoint/checkpoint.hpp"
+#include "checkpoint/safetensors.hpp"
+#include "data/text.hpp"
+#include "train/errors.hpp"
+#include "train/resume.hpp"
+#include "train/time_budget.hpp"
+#include "train/train_state.hpp"
+#include "train/trainer.hpp"
+
+#include "fixtures.hpp"
+#include "test_paths.hpp"
+
+using namespace glass;
+namespace fs = std::filesystem;
+
+// ---- durations ------------------------------------------------------------------------------
+
+TEST(TimeBudget, ReadsADurationWithItsUnit) {
+  EXPECT_DOUBLE_EQ(parse_duration("90s"), 90.0);
+  EXPECT_DOUBLE_EQ(parse_duration("5m"), 300.0);
+  EXPECT_DOUBLE_EQ(parse_duration("1.5m"), 90.0);
+  EXPECT_DOUBLE_EQ(parse_duration("1h"), 3600.0);
+  EXPECT_DOUBLE_EQ(parse_duration("0.5s"), 0.5);
+}
+
+TEST(TimeBudget, RefusesWhatIsNoDurationSayingWhy) {
+  auto reason = [](const std::string& text) -> std::string {
+    try {
+      parse_duration(text);
+    } catch (const std::invalid_argument& e) {
+      return e.what();
+    }
+    return "(accepted)";
+  };
+  EXPECT_EQ(reason("0"), "must be longer than 0 (e.g. 90s, 5m or 1h)");
+  EXPECT_EQ(reason("0s"), "must be longer than 0 (e.g. 90s, 5m or 1h)");
+  EXPECT_EQ(reason("-5m"), "must be longer than 0 (e.g. 90s, 5m or 1h)");
+  EXPECT_EQ(reason("3x"), "is not a duration with its unit, e.g. 90s, 5m, 1.5m or 1h");
+  EXPECT_EQ(reason("5min"), "is not a duration with its unit, e.g. 90s, 5m, 1.5m or 1h");
+  EXPECT_EQ(reason("m"), "is not a duration with its unit, e.g. 90s, 5m, 1.5m or 1h");
+  EXPECT_EQ(reason("infm"), "is not a duration with its unit, e.g. 90s, 5m, 1.5m or 1h");
+  EXPECT_EQ(reason("0x10s"), "is not a duration with its unit, e.g. 90s, 5m, 1.5m or 1h");
+  EXPECT_EQ(reason("300"),
+            "has no unit: write 300s for seconds or 300m for minutes (units: s, m, h)");
+  EXPECT_EQ(reason(""), "is empty: give a duration with its unit, e.g. 90s, 5m, 1.5m or 1h");
+  EXPECT_EQ(reason("1001h"), "must be at most 1000h");
+}
+
+TEST(TimeBudget, WritesADurationShortly) {
+  EXPECT_EQ(duration_text(45), "45s");
+  EXPECT_EQ(duration_text(0.5), "0.5s");
+  EXPECT_EQ(duration_text(300), "5m");
+  EXPECT_EQ(duration_text(90), "1m30s");
+  EXPECT_EQ(duration_text(7200), "2h");
+  EXPECT_EQ(duration_text(3900), "1h05m");
+}
+
+// ---- the step count that fits ---------------------------------------------------------------
+
+TEST(TimeBudget, CountsTheEvaluationsOfTheLoop) {
+  EXPECT_EQ(evaluations_in(1000, 250), 5);  // 0, 250, 500, 750, 1000
+  EXPECT_EQ(evaluations_in(1001, 250), 6);  // ... and 1001, the last step
+  EXPECT_EQ(evaluations_in(10, 250), 2);    // 0 and 10
+}
+
+TEST(TimeBudget, ChoosesTheMostStepsThatFitWithTheirEvaluations) {
+  // 5 minutes at 0.24 s/step, evaluations of 1 s every 250 steps:
+  // N = 1225: 1225 * 0.24 = 294 s + 6 evaluations (0, 250, ..., 1000, 1225) = 300 s: fits;
+  // N = 1226: 294.24 + 6 > 300.
+  EXPECT_EQ(steps_for_time_budget(300, 0.24, 1.0, 250), 1225);
+  // Without evaluations the budget is all steps: 300 / 0.25 = 1200.
+  EXPECT_EQ(steps_for_time_budget(300, 0.25, 0.0, 250), 1200);
+  // At a multiple of eval_every the last evaluation is the periodic one: N = 10 costs 10 + 2
+  // evaluations = 12 s; N = 11 costs 11 + 3 = 14 s.
+  EXPECT_EQ(steps_for_time_budget(12, 1.0, 1.0, 10), 10);
+  EXPECT_EQ(steps_for_time_budget(13.5, 1.0, 1.0, 10), 10);
+  // Evaluations that cost most: 1 step + 2 evaluations of 4 s = 9 s, 2 steps = 10 s, 3 = 11 s.
+  EXPECT_EQ(steps_for_time_budget(10, 1.0, 4.0, 5), 2);
+  // Not even one step fits: one is taken all the same; and the ceiling.
+  EXPECT_EQ(steps_for_time_budget(0.5, 1.0, 0.0, 250), 1);
+  EXPECT_EQ(steps_for_time_budget(1e12, 1e-3, 0.0, 250, 5000), 5000);
+  EXPECT_THROW(steps_for_time_budget(10, 0.0, 1.0, 250), std::invalid_argument);
+  EXPECT_THROW(steps_for_time_budget(10, 1.0, -1.0, 250), std::invalid_argument);
+  EXPECT_THROW(steps_for_time_budget(10, 1.0, 1.0, 0), std::invalid_argument);
+}
+
+// ---- a run fitted to a budget ---------------------------------------------------------------
+
+namespace {
+
+struct TempDir {
+  fs::path path;
+  explicit TempDir(const std::string& name)
+      : path(fs::temp_directory_path() /
+             ("glass_time_budget_" + std::to_string(::getpid()) + "_" + name)) {
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ~TempDir() { fs::remove_all(path); }
+  std::string str(const std::string& child) const { return (path / child).string(); }
+};
+
+TrainOptions tiny_options(const TempDir& dir, const std::string& out) {
+  const std::u32string text = load_text(glass_test::source_dir("/data/corpora/domcasmurro.txt"));
+  const std::string data = dir.str("text.txt");
+  std::ofstream(data, std::ios::binary) << u32_to_utf8(text.substr(0, 8000));
+  TrainOptions o;
+  o.data_path = data;
+  o.out_dir = dir.str(out);
+  o.batch_size = 4;
+  o.context = 16;
+  o.warmup = 5;
+  o.eval_every = 1000;  // few saves: the test's time is the steps'
+  o.eval_iters = 2;
+  o.interp_record = false;
+  o.sample_tokens = 10;
+  o.model = glass_test::small_config(0, 16);
+  return o;
+}
+
+}  // namespace
+
+TEST(TimeBudget, ARunFittedToABudgetIsTheRunOfItsStepCount) {
+  TempDir dir("repeat");
+  TrainOptions timed = tiny_options(dir, "timed");
+  timed.time_budget_s = 0.5;  // the tiny model: a few thousand steps, whatever the machine
+  std::ostringstream said;
+  long n = 0;
+  {
+    Trainer t(timed, said);
+    n = t.run().step;
+    EXPECT_EQ(t.options().iters, n);
+    EXPECT_EQ(t.options().decay_iters, n);  // the cosine follows the chosen step count
+  }
+  ASSERT_GE(n, 1);
+  EXPECT_NE(said.str().find("time budget 0.5s: "), std::string::npos) << said.str();
+  EXPECT_NE(said.str().find("rerun with --iters " + std::to_string(n)), std::string::npos);
+  const std::optional<TrainRecipe> recorded = load_train_recipe(dir.str("timed"));
+  ASSERT_TRUE(recorded.has_value());
+  EXPECT_EQ(recorded->iters, n);
+  EXPECT_EQ(recorded->decay_iters, n);
+  EXPECT_EQ(recorded->time_budget_s, 0.5);
+
+  // The same seed and --iters N: the same losses and the same tensors, bit for bit (the trial
+  // steps of the budget were undone).
+  TrainOptions fixed = tiny_options(dir, "fixed");
+  fixed.iters = n;
+  std::ostringstream sink;
+  Trainer(fixed, sink).run();
+  auto losses = [](const std::string& csv_path) {  // columns step,lr,train_loss,val_loss
+    std::ifstream in(csv_path);
+    std::string line, out;
+    while (std::getline(in, line)) {
+      std::size_t cut = 0;
+      for (int i = 0; i < 4; ++i) cut = line.find(',', cut + 1);
+      out += line.substr(0, cut) + "\n";
+    }
+    return out;
+  };
+  EXPECT_EQ(losses(dir.str("timed/log.csv")), losses(dir.str("fixed/log.csv")));
+  SafetensorsContents x = load_safetensors(dir.str("timed/model.safetensors"));
+  SafetensorsContents y = load_safetensors(dir.str("fixed/model.safetensors"));
+  x.metadata.erase("run_id");
+  y.metadata.erase("run_id");
+  EXPECT_EQ(x.metadata, y.metadata);
+  ASSERT_EQ(x.tensors.size(), y.tensors.size());
+  for (std::size_t i = 0; i < x.tensors.size(); ++i) {
+    EXPECT_EQ(x.tensors[i].name, y.tensors[i].name);
+    EXPECT_EQ(x.tensors[i].data, y.tensors[i].data) << x.tensors[i].name;
+  }
+
+  // A resume continues to the recorded N unless a step count is given; a budget is a new run's.
+  TrainOptions again = tiny_options(dir, "timed");
+  again.resume = true;
+  again.iters_from_save = true;
+  Resume(again.out_dir).take_recorded(again);
+  EXPECT_EQ(again.iters, n);
+  TrainOptions further = tiny_options(dir, "timed");
+  further.resume = true;
+  further.iters = n + 10;  // given: kept
+  Resume(further.out_dir).take_recorded(further);
+  EXPECT_EQ(further.iters, n + 10);
+  again.time_budget_s = 60;
+  try {
+    Resume::check_resumable(again);
+    ADD_FAILURE() << "a time budget was resumed";
+  } catch (const OptionError& e) {
+    EXPECT_EQ(e.field(), "time");
+    EXPECT_EQ(e.other_field(), "resume");
+  }
+}
