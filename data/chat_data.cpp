@@ -45,9 +45,10 @@ std::string chat_turn_problem(const std::vector<ChatMessage>& messages, bool may
     *field = fmt::format("messages[{}].role", i);
     if (messages[i].role == ChatRole::kSystem)
       return "a system message may only be the first message";
-    return fmt::format("\"{}\" where \"{}\" was expected (turns alternate user, assistant, "
-                       "starting with the user)",
-                       chat_role_name(messages[i].role), chat_role_name(want));
+    return fmt::format(
+        "\"{}\" where \"{}\" was expected (turns alternate user, assistant, "
+        "starting with the user)",
+        chat_role_name(messages[i].role), chat_role_name(want));
   }
   if (messages.back().role != ChatRole::kAssistant && !may_end_with_user)
     return "the conversation ends with a user turn: no assistant turn answers it";

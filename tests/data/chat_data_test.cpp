@@ -94,10 +94,9 @@ TEST(ChatData, EachBadLineNamesItsLineFieldAndProblem) {
   expect_bad_line(R"({"messages": [)", "(line)", "not valid JSON");
   expect_bad_line("{\"messages\": [{\"role\": \"user\", \"content\": \"o\xC3\"}]}", "(line)",
                   "invalid UTF-8 at byte 44");
-  expect_bad_line(
-      R"({"family": 3, "messages": [{"role": "user", "content": "a"}, )"
-      R"({"role": "assistant", "content": "b"}]})",
-      "family", "not a string");
+  expect_bad_line(R"({"family": 3, "messages": [{"role": "user", "content": "a"}, )"
+                  R"({"role": "assistant", "content": "b"}]})",
+                  "family", "not a string");
 }
 
 TEST(ChatData, AFileWithoutConversationsOrUnreadableIsAnError) {
