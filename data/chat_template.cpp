@@ -79,8 +79,8 @@ void check_turns(const std::vector<ChatMessage>& messages, bool prompt, std::siz
   std::string field;
   const std::string problem = chat_turn_problem(messages, prompt, &field);
   if (!problem.empty())
-    throw std::invalid_argument(fmt::format("conversation at line {}: {}: {}", line, field,
-                                            problem));
+    throw std::invalid_argument(
+        fmt::format("conversation at line {}: {}: {}", line, field, problem));
   if (prompt && messages.back().role != ChatRole::kUser)
     throw std::invalid_argument(
         "a chat prompt ends with the user's turn (the assistant answers it)");

@@ -23,8 +23,8 @@ namespace {
 // 11 'y', 12 'm', 13 '<', 14 '|', 15 '>', 16 '_', 17 'd'; then the chat tokens
 // 18 <|im_start|> and 19 <|im_end|>.
 TextTokenizer tiny() {
-  return TextTokenizer(Tokenizer({U'a', U's', U'i', U't', U'n', U'u', U'e', U'r', U'\n', U'o',
-                                  U'y', U'm', U'<', U'|', U'>', U'_', U'd'}))
+  return TextTokenizer(Tokenizer({U'a', U's', U'i', U't', U'n', U'u', U'e', U'r', U'\n', U'o', U'y',
+                                  U'm', U'<', U'|', U'>', U'_', U'd'}))
       .with_chat_tokens();
 }
 
@@ -43,10 +43,11 @@ TEST(ChatTemplate, IdsAndLabelsByHand) {
   const glass::ChatTokens t = glass::render_chat(tiny(), user_oi_assistant_sim());
   // <|im_start|> u s e r \n o i <|im_end|> \n
   // <|im_start|> a s s i s t a n t \n s i m <|im_end|> \n
-  const std::vector<std::int32_t> ids = {S, 6, 2, 7, 8, 9, 10, 3, E, 9,                     // user
-                                         S, 1, 2, 2, 3, 2, 4, 1, 5, 4, 9, 2, 3, 12, E, 9};  // asst.
+  const std::vector<std::int32_t> ids = {S, 6, 2, 7,  8, 9, 10, 3, E, 9,  // user
+                                         S, 1, 2, 2,  3, 2, 4,  1, 5, 4,
+                                         9, 2, 3, 12, E, 9};  // asst.
   // Only "sim" and its <|im_end|> are learned.
-  const std::vector<std::int32_t> labels = {X, X, X, X, X, X, X, X, X, X, X, X, X,
+  const std::vector<std::int32_t> labels = {X, X, X, X, X, X, X, X, X, X, X,  X, X,
                                             X, X, X, X, X, X, X, X, 2, 3, 12, E, X};
   EXPECT_EQ(t.ids, ids);
   EXPECT_EQ(t.labels, labels);
@@ -63,16 +64,16 @@ TEST(ChatTemplate, SystemAndTwoTurnsLearnOnlyTheAnswers) {
                 {ChatRole::kAssistant, "<|im_end|>"}};  // typed: ordinary characters
   const glass::ChatTokens t = glass::render_chat(tiny(), c);
   const std::vector<std::int32_t> ids = {
-      S, 2, 11, 2, 4, 7, 12, 9, 11, E, 9,        // system \n y
-      S, 6, 2, 7, 8, 9, 10, E, 9,                // user \n o
-      S, 1, 2, 2, 3, 2, 4, 1, 5, 4, 9, 1, E, 9,  // assistant \n a
-      S, 6, 2, 7, 8, 9, 3, E, 9,                 // user \n i
-      S, 1, 2, 2, 3, 2, 4, 1, 5, 4, 9,           // assistant \n
-      13, 14, 3, 12, 16, 7, 5, 17, 14, 15, E, 9};  // < | i m _ e n d | > <|im_end|> \n
+      S,  2,  11, 2,  4,  7, 12, 9,  11, E,  9,           // system \n y
+      S,  6,  2,  7,  8,  9, 10, E,  9,                   // user \n o
+      S,  1,  2,  2,  3,  2, 4,  1,  5,  4,  9, 1, E, 9,  // assistant \n a
+      S,  6,  2,  7,  8,  9, 3,  E,  9,                   // user \n i
+      S,  1,  2,  2,  3,  2, 4,  1,  5,  4,  9,           // assistant \n
+      13, 14, 3,  12, 16, 7, 5,  17, 14, 15, E, 9};       // < | i m _ e n d | > <|im_end|> \n
   EXPECT_EQ(t.ids, ids);
   std::vector<std::int32_t> labels(ids.size(), X);
-  labels[31] = 1;                                              // "a"
-  labels[32] = E;                                              // its <|im_end|>
+  labels[31] = 1;                                             // "a"
+  labels[32] = E;                                             // its <|im_end|>
   for (std::size_t i = 54; i <= 64; ++i) labels[i] = ids[i];  // "<|im_end|>" typed, and the end
   EXPECT_EQ(t.labels, labels);
 }
@@ -80,8 +81,8 @@ TEST(ChatTemplate, SystemAndTwoTurnsLearnOnlyTheAnswers) {
 TEST(ChatTemplate, ThePromptIsWhatTrainingSawBeforeTheAnswer) {
   const std::vector<ChatMessage> history = {{ChatRole::kUser, "oi"}};
   const std::vector<std::int32_t> prompt = glass::render_chat_prompt(tiny(), history);
-  const std::vector<std::int32_t> want = {S, 6, 2, 7, 8, 9, 10, 3, E, 9,
-                                          S, 1, 2, 2, 3, 2, 4, 1, 5, 4, 9};
+  const std::vector<std::int32_t> want = {S, 6, 2, 7, 8, 9, 10, 3, E, 9, S,
+                                          1, 2, 2, 3, 2, 4, 1,  5, 4, 9};
   EXPECT_EQ(prompt, want);
   // A history that ends with the assistant, or breaks the turn order, is refused.
   EXPECT_THROW(glass::render_chat_prompt(tiny(), user_oi_assistant_sim().messages),
