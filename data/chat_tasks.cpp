@@ -44,7 +44,8 @@ bool is_lower_letter(char32_t c) {
   return (c >= U'a' && c <= U'z') || kAccented.find(c) != std::u32string::npos;
 }
 bool is_upper_letter(char32_t c) {
-  return (c >= U'A' && c <= U'Z') || std::u32string(U"ÁÀÂÃÉÊÍÓÔÕÚÜÇ").find(c) != std::u32string::npos;
+  return (c >= U'A' && c <= U'Z') ||
+         std::u32string(U"ÁÀÂÃÉÊÍÓÔÕÚÜÇ").find(c) != std::u32string::npos;
 }
 
 const char* const kSystems[] = {

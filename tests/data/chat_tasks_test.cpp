@@ -39,8 +39,7 @@ std::map<std::string, std::set<std::string>> items_of(const std::string& jsonl) 
   while (std::getline(in, line)) {
     const nlohmann::json j = nlohmann::json::parse(line);
     const std::string family = j["family"], item = j["item"];
-    const std::string kind =
-        family == "add" ? "pair" : family == "identity" ? "question" : "word";
+    const std::string kind = family == "add" ? "pair" : family == "identity" ? "question" : "word";
     items[kind].insert(item);
   }
   return items;
@@ -77,17 +76,16 @@ TEST(ChatTasks, WordsAreLowerCaseRunsOfThreeToEightLetters) {
 }
 
 TEST(ChatTasks, TheShippedFilesAreWhatTheDocumentedCommandWrites) {
-  for (const auto& [name, text] : {std::pair{"train", &generated().train},
-                                   std::pair{"val", &generated().val},
-                                   std::pair{"exam", &generated().exam}}) {
+  for (const auto& [name, text] :
+       {std::pair{"train", &generated().train}, std::pair{"val", &generated().val},
+        std::pair{"exam", &generated().exam}}) {
     const std::string path = glass_test::source_dir("/data/chat/") + name + ".jsonl";
     EXPECT_TRUE(read_text(path) == *text) << path << " differs from make_chat_tasks --seed 1";
   }
   glass::ChatTaskOptions other;
   other.seed = 2;
-  EXPECT_NE(glass::make_chat_tasks(glass::load_text(glass_test::source_dir(
-                                       "/data/corpora/domcasmurro.txt")),
-                                   other)
+  EXPECT_NE(glass::make_chat_tasks(
+                glass::load_text(glass_test::source_dir("/data/corpora/domcasmurro.txt")), other)
                 .exam,
             generated().exam);
 }
