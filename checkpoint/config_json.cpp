@@ -158,9 +158,15 @@ std::string config_to_json(const ModelConfig& model, const Tokenizer& tokenizer,
                            const std::string& extra_json) {
   ordered_json chars = ordered_json::array();
   for (char32_t c : tokenizer.chars()) chars.push_back(char_to_utf8(c));
-  return config_text(model,
-                     {{"type", "char"}, {"unknown_id", Tokenizer::kUnknownId}, {"chars", chars}},
-                     extra_json);
+  ordered_json tok = {{"type", "char"}, {"unknown_id", Tokenizer::kUnknownId}, {"chars", chars}};
+  // The special tokens (chat markers) after the characters, only when there are some: a
+  // vocabulary without them is written as before.
+  if (!tokenizer.specials().empty()) {
+    ordered_json specials = ordered_json::array();
+    for (const std::u32string& t : tokenizer.specials()) specials.push_back(u32_to_utf8(t));
+    tok["special_tokens"] = std::move(specials);
+  }
+  return config_text(model, std::move(tok), extra_json);
 }
 
 std::string config_to_json_bpe(const ModelConfig& model, std::size_t bpe_vocab_size,
@@ -233,8 +239,23 @@ CheckpointConfig config_from_json(const std::string& text, const std::string& so
     }
     chars.push_back(decoded[0]);
   }
+  std::vector<std::u32string> specials;
+  if (tok.contains("special_tokens")) {
+    const json& listed = tok["special_tokens"];
+    if (!listed.is_array()) fail(source, "\"tokenizer\": \"special_tokens\" must be an array");
+    for (std::size_t i = 0; i < listed.size(); ++i) {
+      if (!listed[i].is_string())
+        fail(source, fmt::format("\"tokenizer\": special_tokens[{}] must be a string, got {}", i,
+                                 listed[i].dump()));
+      try {
+        specials.push_back(utf8_to_u32(listed[i].get<std::string>()));
+      } catch (const Utf8Error& e) {
+        fail(source, fmt::format("\"tokenizer\": special_tokens[{}]: {}", i, e.what()));
+      }
+    }
+  }
   try {
-    config.tokenizer = Tokenizer(std::move(chars));
+    config.tokenizer = Tokenizer(std::move(chars), std::move(specials));
   } catch (const std::invalid_argument& e) {
     fail(source, e.what());
   }

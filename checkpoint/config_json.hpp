@@ -16,7 +16,9 @@
 // "char", so checkpoints written before BPE existed load unchanged.
 //
 // "chars" lists the vocabulary in id order (id i + 1 = chars[i]), one UTF-8 string per
-// character, so the file stays readable and any JSON tool can load it. Other top-level keys
+// character, so the file stays readable and any JSON tool can load it. A vocabulary with chat
+// tokens (TextTokenizer::with_chat_tokens) adds "special_tokens": ["<|im_start|>", "<|im_end|>"]
+// after "chars" (ids chars + 1 ..); without them the key is absent. Other top-level keys
 // are allowed and ignored on reading (the trainer may add its own).
 
 #include <stdexcept>
@@ -58,7 +60,7 @@ std::string config_to_json_bpe(const ModelConfig& model, std::size_t bpe_vocab_s
 
 /// Parses and validates config.json: every ModelConfig field present with the right type,
 /// ModelConfig::validate() passing, one character per "chars" entry, no duplicates, and
-/// vocab_size == chars + 1; for "type": "bpe", vocab_size equal to the model's (the vocabulary
+/// vocab_size == chars + 1 + special_tokens; for "type": "bpe", vocab_size equal to the model's (the vocabulary
 /// is read from tokenizer.json by load_checkpoint). `source` (usually the path) is named in errors. Throws ConfigError.
 CheckpointConfig config_from_json(const std::string& text, const std::string& source);
 

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
@@ -54,6 +55,9 @@ std::string bpe_to_json(const BpeTokenizer& tokenizer) {
   root["padding"] = nullptr;
   ordered_json added = ordered_json::array();
   for (int i = 0; i < 3; ++i) added.push_back(special_token_json(i, kSpecials[i]));
+  for (std::size_t k = 0; k < tokenizer.added().size(); ++k)
+    added.push_back(special_token_json(tokenizer.first_added_id() + static_cast<int>(k),
+                                       u32_to_utf8(tokenizer.added()[k]).c_str()));
   root["added_tokens"] = added;
   root["normalizer"] = expected_normalizer();
   root["pre_tokenizer"] = nullptr;
@@ -174,15 +178,16 @@ class Reader {
                         "3..258 the bytes <0x00>..<0xFF>)",
                         i, u32_to_utf8(want), u32_to_utf8(texts[i])));
     }
-    check_added_tokens(field(root, "added_tokens", "the file"));
+    const std::vector<std::u32string> added =
+        check_added_tokens(field(root, "added_tokens", "the file"), texts);
 
     // Merges: "left right" strings (or [left, right] arrays).
     const json& merges_json = field(model, "merges", "\"model\"");
     if (!merges_json.is_array()) fail("\"merges\" is not an array");
-    if (merges_json.size() > n - first_char)
-      fail(fmt::format("{} merges but only {} tokens after the bytes", merges_json.size(),
-                       n - first_char));
-    const std::size_t n_chars = n - first_char - merges_json.size();
+    if (merges_json.size() + added.size() > n - first_char)
+      fail(fmt::format("{} merges and {} added tokens but only {} tokens after the bytes",
+                       merges_json.size(), added.size(), n - first_char));
+    const std::size_t n_chars = n - first_char - merges_json.size() - added.size();
     std::vector<char32_t> chars;
     for (std::size_t i = 0; i < n_chars; ++i) {
       const std::u32string& t = texts[first_char + i];
@@ -227,7 +232,7 @@ class Reader {
       merges.push_back(m);
     }
     try {
-      return BpeTokenizer(std::move(chars), std::move(merges));
+      return BpeTokenizer(std::move(chars), std::move(merges), added);
     } catch (const std::invalid_argument& e) {
       fail(e.what());
     }
@@ -242,9 +247,13 @@ class Reader {
     }
   }
 
-  void check_added_tokens(const json& added) const {
+  /// Checks "added_tokens": the three specials, then any added special tokens, which must hold
+  /// the last ids in order with their vocabulary text. Returns the added ones' texts.
+  std::vector<std::u32string> check_added_tokens(const json& added,
+                                                 const std::vector<std::u32string>& texts) const {
     if (!added.is_array()) fail("\"added_tokens\" is not an array");
     std::set<std::pair<std::int64_t, std::string>> found;
+    std::vector<std::pair<std::int64_t, std::string>> extra;
     for (const json& t : added) {
       if (!t.is_object()) fail("an entry of \"added_tokens\" is not an object");
       const json& id = field(t, "id", "an entry of \"added_tokens\"");
@@ -253,12 +262,40 @@ class Reader {
         fail("an entry of \"added_tokens\" has a non-integer \"id\" or a non-string \"content\"");
       if (!found.emplace(id.get<std::int64_t>(), content.get<std::string>()).second)
         fail(fmt::format("\"added_tokens\" lists {} {} twice", id.dump(), content.dump()));
+      if (id.get<std::int64_t>() >= 3) {
+        const auto special = t.find("special");
+        if (special == t.end() || *special != true)
+          fail(
+              fmt::format("added token {} {} is not \"special\": true (only special tokens are "
+                          "added after the merges)",
+                          id.dump(), content.dump()));
+        extra.emplace_back(id.get<std::int64_t>(), content.get<std::string>());
+        found.erase({id.get<std::int64_t>(), content.get<std::string>()});
+      }
+    }
+    std::sort(extra.begin(), extra.end());
+    std::vector<std::u32string> extra_texts;
+    const auto n = static_cast<std::int64_t>(texts.size());
+    for (std::size_t k = 0; k < extra.size(); ++k) {
+      const std::int64_t want = n - static_cast<std::int64_t>(extra.size() - k);
+      if (extra[k].first != want)
+        fail(
+            fmt::format("added token {} \"{}\" should hold id {} (added tokens follow every "
+                        "other token, in id order)",
+                        extra[k].first, extra[k].second, want));
+      extra_texts.push_back(to_u32(extra[k].second));
+      if (texts[static_cast<std::size_t>(want)] != extra_texts.back())
+        fail(fmt::format("added token {} is \"{}\" but the vocabulary's id {} is \"{}\"", want,
+                         extra[k].second, want,
+                         u32_to_utf8(texts[static_cast<std::size_t>(want)])));
     }
     const std::set<std::pair<std::int64_t, std::string>> want = {
         {0, kSpecials[0]}, {1, kSpecials[1]}, {2, kSpecials[2]}};
     if (found != want)
       fail(
-          "\"added_tokens\" must be exactly the three specials: 0 \"<unk>\", 1 \"<s>\", 2 \"</s>\"");
+          "\"added_tokens\" must be exactly the three specials: 0 \"<unk>\", 1 \"<s>\", 2 "
+          "\"</s>\" (then any added special tokens)");
+    return extra_texts;
   }
 
   std::pair<std::string, std::string> merge_parts(const json& m, std::size_t r) const {

@@ -100,16 +100,25 @@ std::u32string BpeTokenizer::normalize(const std::u32string& text) {
   return out;
 }
 
+bool BpeTokenizer::clashes_with(const std::u32string& text, const std::u32string& special) {
+  const std::size_t n = text.size();
+  const std::u32string& s = special;
+  if (text.find(s) != std::u32string::npos) return true;
+  // A proper prefix starting with '<' or a proper suffix ending with '>', 2 characters or more.
+  return n >= 2 && n < s.size() &&
+         ((text[0] == U'<' && s.compare(0, n, text) == 0) ||
+          (text[n - 1] == U'>' && s.compare(s.size() - n, n, text) == 0));
+}
+
+const std::vector<std::u32string>& BpeTokenizer::chat_markers() {
+  static const std::vector<std::u32string> markers = {U"<|im_start|>", U"<|im_end|>"};
+  return markers;
+}
+
 bool BpeTokenizer::clashes_with_reserved(const std::u32string& text) {
   const std::size_t n = text.size();
-  for (const char32_t* special : kSpecialTexts) {
-    const std::u32string s(special);
-    if (text.find(s) != std::u32string::npos) return true;
-    // A proper prefix starting with '<' or a proper suffix ending with '>', 2 characters or more.
-    if (n >= 2 && n < s.size() &&
-        (s.compare(0, n, text) == 0 || s.compare(s.size() - n, n, text) == 0))
-      return true;
-  }
+  for (const char32_t* special : kSpecialTexts)
+    if (clashes_with(text, special)) return true;
   // Contains "<0xHH>".
   for (std::size_t i = 0; i + 6 <= n; ++i)
     if (matches_byte_pattern(text, i, 6)) return true;
@@ -120,9 +129,11 @@ bool BpeTokenizer::clashes_with_reserved(const std::u32string& text) {
   return false;
 }
 
-BpeTokenizer::BpeTokenizer(std::vector<char32_t> chars, std::vector<BpeMerge> merges)
-    : chars_(std::move(chars)), merges_(std::move(merges)) {
-  texts_.reserve(static_cast<std::size_t>(kFirstCharId) + chars_.size() + merges_.size());
+BpeTokenizer::BpeTokenizer(std::vector<char32_t> chars, std::vector<BpeMerge> merges,
+                           std::vector<std::u32string> added)
+    : chars_(std::move(chars)), merges_(std::move(merges)), added_(std::move(added)) {
+  texts_.reserve(static_cast<std::size_t>(kFirstCharId) + chars_.size() + merges_.size() +
+                 added_.size());
   for (const char32_t* s : kSpecialTexts) texts_.emplace_back(s);
   for (unsigned b = 0; b < 256; ++b) texts_.push_back(byte_text(b));
   for (std::size_t i = 0; i < texts_.size(); ++i)
@@ -176,6 +187,8 @@ BpeTokenizer::BpeTokenizer(std::vector<char32_t> chars, std::vector<BpeMerge> me
     texts_.push_back(std::move(text));
   }
 
+  add_specials();
+
   // Every non-empty text starts with the dummy prefix '▁': without it as a token, spaces would
   // go to byte tokens and decode as '▁'.
   if (char_ids_.count(kSpace) == 0)
@@ -191,7 +204,7 @@ BpeTokenizer::BpeTokenizer(std::vector<char32_t> chars, std::vector<BpeMerge> me
   std::vector<PairSlot> pairs;
   {
     const std::int32_t first_merge = first_merge_id();
-    const auto n_tokens = static_cast<std::int32_t>(texts_.size());
+    const std::int32_t n_tokens = first_added_id();  // the added specials are never merged
     // The encodable tokens in two tries, one reading texts forwards and one backwards: walking a
     // token's text down the first meets every prefix that is a token, down the second every
     // suffix, so all cuts of a token into two tokens cost one pass over its text. (A lookup of
@@ -231,6 +244,34 @@ BpeTokenizer::BpeTokenizer(std::vector<char32_t> chars, std::vector<BpeMerge> me
   }
 }
 
+void BpeTokenizer::add_specials() {
+  for (std::size_t k = 0; k < added_.size(); ++k) {
+    const std::u32string& text = added_[k];
+    const auto id = static_cast<std::int32_t>(texts_.size());
+    if (text.empty())
+      throw std::invalid_argument(fmt::format("BPE vocabulary: added token {} is empty", id));
+    for (std::size_t r = 0; r < merges_.size(); ++r) {
+      const std::u32string& merged = texts_[static_cast<std::size_t>(first_merge_id()) + r];
+      if (clashes_with(merged, text))
+        throw std::invalid_argument(fmt::format(
+            "BPE vocabulary: merge {} makes \"{}\", which clashes with the added token \"{}\" "
+            "(contains it, or is a beginning or end of it)",
+            r, u32_to_utf8(merged), u32_to_utf8(text)));
+    }
+    if (!text_ids_.emplace(text, id).second)
+      throw std::invalid_argument(
+          fmt::format("BPE vocabulary: added token \"{}\" is already token {}", u32_to_utf8(text),
+                      text_ids_.at(text)));
+    texts_.push_back(text);
+  }
+}
+
+BpeTokenizer BpeTokenizer::with_added(const std::vector<std::u32string>& added) const {
+  std::vector<std::u32string> all = added_;
+  all.insert(all.end(), added.begin(), added.end());
+  return BpeTokenizer(chars_, merges_, std::move(all));
+}
+
 // ---- lookups ----------------------------------------------------------------------------------
 
 void BpeTokenizer::check_id(std::int32_t id) const {
@@ -250,7 +291,7 @@ std::string BpeTokenizer::token_text(std::int32_t id) const {
 
 float BpeTokenizer::score(std::int32_t id) const {
   check_id(id);
-  if (id < kFirstCharId) return 0.0f;
+  if (id < kFirstCharId || id >= first_added_id()) return 0.0f;
   const std::int32_t first = first_merge_id();
   if (id >= first) return -static_cast<float>(id - first);
   return -static_cast<float>(merges_.size() + static_cast<std::size_t>(id - kFirstCharId));
@@ -345,8 +386,9 @@ void BpeTokenizer::encode_word(const char32_t* word, std::size_t length,
 }
 
 template <class Ids>
-void BpeTokenizer::encode_into(const std::u32string& text, Ids& ids) const {
-  const std::u32string norm = normalize(text);
+void BpeTokenizer::encode_into(const std::u32string& text, Ids& ids, bool dummy_prefix) const {
+  const std::u32string norm =
+      dummy_prefix || text.empty() ? normalize(text) : normalize(text).substr(1);
   // Words (each starting at a '▁') never merge with each other: each distinct word is encoded
   // once; its ids are kept in `pool` at (offset, length) and reused.
   std::unordered_map<std::u32string_view, std::pair<std::uint32_t, std::uint32_t>> cache;
@@ -374,6 +416,13 @@ std::vector<std::int32_t> BpeTokenizer::encode(const std::u32string& text) const
   std::vector<std::int32_t> ids;
   ids.reserve(text.size() / 2 + 1);
   encode_into(text, ids);
+  return ids;
+}
+
+std::vector<std::int32_t> BpeTokenizer::encode_continuation(const std::u32string& text) const {
+  std::vector<std::int32_t> ids;
+  ids.reserve(text.size() / 2 + 1);
+  encode_into(text, ids, /*dummy_prefix=*/false);
   return ids;
 }
 
@@ -409,6 +458,8 @@ std::u32string BpeTokenizer::decode(const std::vector<std::int32_t>& ids,
     flush();
     if (id == kUnknownId) {
       out.push_back(U'\uFFFD');
+    } else if (id >= first_added_id()) {  // an added special: its marker text, as it is
+      out += texts_[static_cast<std::size_t>(id)];
     } else if (id >= kFirstCharId) {
       for (char32_t c : texts_[static_cast<std::size_t>(id)]) out.push_back(c == kSpace ? U' ' : c);
     }  // BOS and EOS: nothing

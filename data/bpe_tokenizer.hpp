@@ -14,7 +14,10 @@
 //   3..258 the byte tokens "<0x00>".."<0xFF>";
 //   259.. the base characters of the training text, most frequent first (ties: smaller code
 //         point first), '▁' among them;
-//   then one token per merge, in merge order (merge r makes id 259 + chars + r).
+//   then one token per merge, in merge order (merge r makes id 259 + chars + r);
+//   then the added special tokens, if any (a chat template's markers "<|im_start|>",
+//   "<|im_end|>"): encoding never gives them, they score 0, decode to their text, and no merged
+//   token clashes with them (the rule below; training avoids the chat markers' clashes too).
 // A character outside the vocabulary encodes as the tokens of its UTF-8 bytes (byte fallback).
 //
 // Training (BpeTokenizer::train) repeatedly merges the most frequent adjacent pair of symbols of
@@ -102,7 +105,12 @@ class BpeTokenizer {
   /// value, a space ' ' among the characters or no '▁' among them, a merge whose parts are not earlier character or merged tokens, a merged text that
   /// is already a token, that has a '▁' after its start, or that clashes with a special or byte
   /// token (see the file comment).
-  BpeTokenizer(std::vector<char32_t> chars, std::vector<BpeMerge> merges);
+  BpeTokenizer(std::vector<char32_t> chars, std::vector<BpeMerge> merges,
+               std::vector<std::u32string> added = {});
+  /// A copy with `added` special tokens appended after every other token (ids vocab_size()..).
+  /// Throws std::invalid_argument for an empty or repeated one, one that already is a token, or
+  /// one a merged token clashes with (clashes_with; the message names the merge).
+  BpeTokenizer with_added(const std::vector<std::u32string>& added) const;
 
   /// Trains on `text` (raw text: spaces, not '▁') until the vocabulary has vocab_size tokens.
   /// Throws std::invalid_argument for an empty text, a vocab_size below the minimum
@@ -115,8 +123,15 @@ class BpeTokenizer {
   static std::u32string normalize(const std::u32string& text);
   /// Whether a merged token with this text would clash with a special or byte token.
   static bool clashes_with_reserved(const std::u32string& text);
+  /// Whether a merged token with this text would clash with the special token `special`:
+  /// contains it, or is a proper prefix starting with '<' or a proper suffix ending with '>' of
+  /// it, 2 characters or more (the rule of the reserved tokens, for an added one).
+  static bool clashes_with(const std::u32string& text, const std::u32string& special);
+  /// ChatML's markers, "<|im_start|>" and "<|im_end|>", that training keeps merges from
+  /// clashing with so that a trained vocabulary can always take them (with_added).
+  static const std::vector<std::u32string>& chat_markers();
 
-  /// Number of tokens: 3 specials + 256 bytes + characters + merges.
+  /// Number of tokens: 3 specials + 256 bytes + characters + merges + added specials.
   std::size_t vocab_size() const { return texts_.size(); }
   /// The base characters; chars()[i] has id 259 + i.
   const std::vector<char32_t>& chars() const { return chars_; }
@@ -125,6 +140,12 @@ class BpeTokenizer {
   /// Id of the first merged token (259 + chars().size()).
   std::int32_t first_merge_id() const {
     return kFirstCharId + static_cast<std::int32_t>(chars_.size());
+  }
+  /// The added special tokens; added()[k] has id first_added_id() + k.
+  const std::vector<std::u32string>& added() const { return added_; }
+  /// Id of the first added special token: the number of other tokens.
+  std::int32_t first_added_id() const {
+    return first_merge_id() + static_cast<std::int32_t>(merges_.size());
   }
 
   /// A token's text as the vocabulary stores it (UTF-8): "<s>", "<0x41>", "▁de".
@@ -139,6 +160,9 @@ class BpeTokenizer {
 
   /// Text -> ids (no BOS/EOS). Never fails: unknown characters go to byte tokens.
   std::vector<std::int32_t> encode(const std::u32string& text) const;
+  /// Text that continues a sequence -> ids: as encode without the dummy prefix (a leading ' '
+  /// stays a '▁' of the text, and the first word merges like any word).
+  std::vector<std::int32_t> encode_continuation(const std::u32string& text) const;
   /// encode into compact storage (2 bytes per id up to 65536 tokens), for a whole corpus.
   TokenIds encode_compact(const std::u32string& text) const;
   /// Ids -> text. With drop_dummy_prefix, one leading space (the dummy prefix) is dropped;
@@ -161,11 +185,14 @@ class BpeTokenizer {
     return it == char_ids_.end() ? -1 : it->second;
   }
   template <class Ids>
-  void encode_into(const std::u32string& text, Ids& ids) const;
+  void encode_into(const std::u32string& text, Ids& ids, bool dummy_prefix = true) const;
   void check_id(std::int32_t id) const;
+  /// Appends added_ to texts_, checking each (the constructor's last step).
+  void add_specials();
 
   std::vector<char32_t> chars_;
   std::vector<BpeMerge> merges_;
+  std::vector<std::u32string> added_;
   std::vector<std::u32string> texts_;  ///< texts_[id]
   std::unordered_map<char32_t, std::int32_t> char_ids_;
   std::vector<std::int32_t> low_char_ids_;  ///< char_ids_ as a table below U+3000 ('▁' included)
@@ -206,7 +233,8 @@ std::string bpe_to_json(const BpeTokenizer& tokenizer);
 /// field, a model or normalizer/decoder other than the Llama 2 BPE ones, ids that are not
 /// 0..N-1 each once, missing or misplaced specials or byte tokens, a base token that is not one
 /// character, merges that refer to unknown or later tokens, whose text is not the next token's,
-/// or that produce a special or byte token's text.
+/// or that produce a special or byte token's text. Added special tokens beyond the three
+/// (added_tokens with "special": true) must hold the last ids, in id order.
 BpeTokenizer bpe_from_json(const std::string& text, const std::string& source);
 
 }  // namespace glass

@@ -22,6 +22,13 @@ using bpe_detail::pair_key;
 
 namespace {
 constexpr char32_t kSpace = BpeTokenizer::kSpaceMark;
+
+/// Whether a merge would keep the chat markers from being added later (with_added).
+bool clashes_with_chat_markers(const std::u32string& text) {
+  for (const std::u32string& m : BpeTokenizer::chat_markers())
+    if (BpeTokenizer::clashes_with(text, m)) return true;
+  return false;
+}
 }  // namespace
 
 // ---- training ---------------------------------------------------------------------------------
@@ -130,7 +137,7 @@ BpeTokenizer BpeTokenizer::train(const std::u32string& text, std::size_t vocab_s
       const auto r = static_cast<std::int32_t>(top.key & 0xFFFFFFFFu);
       const std::u32string t =
           texts[static_cast<std::size_t>(l)] + texts[static_cast<std::size_t>(r)];
-      if (merged_texts.count(t) || clashes_with_reserved(t)) {
+      if (merged_texts.count(t) || clashes_with_reserved(t) || clashes_with_chat_markers(t)) {
         refused.insert(top.key);
         continue;
       }

@@ -67,11 +67,37 @@ std::size_t TextTokenizer::vocab_size() const {
 }
 
 std::string TextTokenizer::describe(bool count_ids) const {
+  const bool chat = has_chat_tokens();
   const Tokenizer* c = chars();
-  if (c == nullptr) return fmt::format("a BPE vocabulary of {} tokens", vocab_size());
-  const std::size_t n = c->chars().size();  // vocab_size() = n + 1
-  if (count_ids) return fmt::format("vocabulary {} ({} characters + the unknown id 0)", n + 1, n);
-  return fmt::format("a character vocabulary of {} characters", n);
+  if (c == nullptr) {
+    if (count_ids)
+      return fmt::format("a BPE vocabulary of {} tokens{}", vocab_size(),
+                         chat ? " (2 of them chat tokens)" : "");
+    return fmt::format("a BPE vocabulary of {} tokens{}", vocab_size() - (chat ? 2 : 0),
+                       chat ? " and 2 chat tokens" : "");
+  }
+  const std::size_t n = c->chars().size();
+  if (count_ids)
+    return fmt::format("vocabulary {} ({} characters + the unknown id 0{})", vocab_size(), n,
+                       chat ? " + 2 chat tokens" : "");
+  return fmt::format("a character vocabulary of {} characters{}", n,
+                     chat ? " and 2 chat tokens" : "");
+}
+
+TextTokenizer TextTokenizer::with_chat_tokens() const {
+  if (has_chat_tokens()) return *this;
+  const std::vector<std::u32string> markers = {kImStartText, kImEndText};
+  if (const Tokenizer* c = chars()) {
+    std::vector<std::u32string> specials = c->specials();
+    specials.insert(specials.end(), markers.begin(), markers.end());
+    return TextTokenizer(Tokenizer(c->chars(), std::move(specials)));
+  }
+  return TextTokenizer(bpe()->with_added(markers));
+}
+
+bool TextTokenizer::has_chat_tokens() const {
+  return special_id(SpecialToken::kImStart).has_value() &&
+         special_id(SpecialToken::kImEnd).has_value();
 }
 
 const std::vector<char32_t>& TextTokenizer::characters() const {
@@ -136,6 +162,11 @@ TokenIds TextTokenizer::encode_compact(const std::u32string& text, UnknownPolicy
   return bpe()->encode_compact(text);
 }
 
+std::vector<std::int32_t> TextTokenizer::encode_continuation(const std::u32string& text) const {
+  if (const Tokenizer* c = chars()) return c->encode(text);
+  return bpe()->encode_continuation(text);
+}
+
 std::u32string TextTokenizer::decode(const std::vector<std::int32_t>& ids) const {
   return std::visit([&ids](const auto& t) { return t.decode(ids); }, impl_);
 }
@@ -146,7 +177,7 @@ std::string TextTokenizer::decode_generated(const std::vector<std::int32_t>& ids
 }
 
 std::string TextTokenizer::token_text(std::int32_t id) const {
-  if (const Tokenizer* c = chars()) return char_to_utf8(c->char_of(id));
+  if (const Tokenizer* c = chars()) return u32_to_utf8(c->token_text(id));
   return bpe()->token_text(id);
 }
 
@@ -174,6 +205,19 @@ std::int32_t TextTokenizer::start_id() const {
 }
 
 std::optional<std::int32_t> TextTokenizer::special_id(SpecialToken which) const {
+  if (which == SpecialToken::kImStart || which == SpecialToken::kImEnd) {
+    const std::u32string text = which == SpecialToken::kImStart ? kImStartText : kImEndText;
+    std::int32_t id = -1;
+    if (const Tokenizer* c = chars()) {
+      id = c->special_id(text);
+    } else {
+      const BpeTokenizer& b = *bpe();
+      id = b.id_of_text(text);
+      if (id < b.first_added_id()) id = -1;  // only an added special token is the marker
+    }
+    if (id < 0) return std::nullopt;
+    return id;
+  }
   if (chars() != nullptr) {
     if (which == SpecialToken::kUnknown) return Tokenizer::kUnknownId;
     return std::nullopt;
@@ -185,6 +229,8 @@ std::optional<std::int32_t> TextTokenizer::special_id(SpecialToken which) const 
       return BpeTokenizer::kBosId;
     case SpecialToken::kEos:
       return BpeTokenizer::kEosId;
+    default:
+      break;
   }
   return std::nullopt;
 }

@@ -41,9 +41,15 @@ std::size_t split_point(const std::u32string& text, TokenizerKind kind);
 enum class UnknownPolicy { kRefuse, kMapToUnknownId };
 
 /// The special tokens a reader may ask for by role (special_id). A role a tokenizer does not
-/// have answers "none"; a new role (a chat template's markers) is added here and in
-/// TextTokenizer::special_id, and readers that ask by role need no change.
-enum class SpecialToken { kUnknown, kBos, kEos };
+/// have answers "none"; a new role is added here and in TextTokenizer::special_id, and readers
+/// that ask by role need no change. kImStart and kImEnd are ChatML's markers "<|im_start|>"
+/// (a turn begins; the role's name follows) and "<|im_end|>" (a turn ends: generation stops
+/// there), which a tokenizer has after with_chat_tokens.
+enum class SpecialToken { kUnknown, kBos, kEos, kImStart, kImEnd };
+
+/// ChatML's marker texts, as llama.cpp and Hugging Face tokenizers spell them.
+inline constexpr const char32_t* kImStartText = U"<|im_start|>";
+inline constexpr const char32_t* kImEndText = U"<|im_end|>";
 
 /// A character or a BPE tokenizer behind the same calls. This is the one place that knows
 /// which kind a model reads: code outside data/ asks it, never branches on the kind.
@@ -60,12 +66,24 @@ class TextTokenizer {
   /// What one id stands for, in messages and pages: "character"/"characters" (a character
   /// model), "token"/"tokens" (BPE).
   const char* unit(bool plural = true) const;
-  /// Number of ids.
+  /// Number of ids (chat tokens included).
   std::size_t vocab_size() const;
+  /// A copy that also has the chat tokens <|im_start|> and <|im_end|>, appended after every
+  /// other id (a character vocabulary: after its characters; BPE: after the merges, so the byte
+  /// tokens keep their ids): ids vocab_size() and vocab_size() + 1. Every other id keeps its
+  /// meaning. Encoding text never gives them ("<|im_end|>" typed by a user is ordinary
+  /// characters); only a caller asking for special_id(kImStart/kImEnd) puts them in. The
+  /// tokenizer itself when it has them already. Throws std::invalid_argument when a BPE merged
+  /// token clashes with them (a vocabulary trained before training avoided that: it contains a
+  /// marker, or starts one with '<' or ends one with '>').
+  TextTokenizer with_chat_tokens() const;
+  /// Whether special_id(kImStart) and special_id(kImEnd) exist.
+  bool has_chat_tokens() const;
   /// The vocabulary in words: "a BPE vocabulary of 384 tokens", "a character vocabulary of
   /// 64 characters" (the unknown id 0 not counted); with `count_ids` (the training banner, which
   /// counts the model's embedding rows) a character model's reads "vocabulary 65 (64 characters
-  /// + the unknown id 0)".
+  /// + the unknown id 0)"; "... and 2 chat tokens" (or "+ 2 chat tokens", "(2 of them chat
+  /// tokens)" with `count_ids`) when it has them.
   std::string describe(bool count_ids = false) const;
   /// The base characters: a character model's vocabulary (chars()[i] has id i + 1), a BPE
   /// model's single-character tokens (in id order from kFirstCharId).
@@ -94,13 +112,21 @@ class TextTokenizer {
   /// crossing the cut), the two parts are encoded apart (the validation part with its own dummy
   /// prefix).
   SplitIds encode_split(const std::u32string& text, UnknownPolicy policy) const;
-  /// Ids -> text (BPE: the dummy prefix's space dropped). Throws std::out_of_range for a bad id.
+  /// Text that continues a sequence after a special token's id, in the way the template needs
+  /// it: a character tokenizer as encode; BPE without the dummy prefix
+  /// (BpeTokenizer::encode_continuation). Errors as encode.
+  std::vector<std::int32_t> encode_continuation(const std::u32string& text) const;
+  /// Ids -> text (BPE: the dummy prefix's space dropped; a chat token decodes to its marker
+  /// text). Throws std::out_of_range for a bad id.
   std::u32string decode(const std::vector<std::int32_t>& ids) const;
   /// Generated ids -> UTF-8, as a StreamDecoder gives them joined: a BPE piece's leading '▁'
-  /// is a space (a piece from the middle of a text). Throws std::out_of_range for a bad id.
+  /// is a space (a piece from the middle of a text); a chat token is its marker text, shown as
+  /// the model wrote it (a chat front end stops at <|im_end|> and does not print it). Throws
+  /// std::out_of_range for a bad id.
   std::string decode_generated(const std::vector<std::int32_t>& ids) const;
   /// A token's text (UTF-8) as its vocabulary stores it: the character (U+FFFD for the
-  /// character tokenizer's unknown id 0), or the BPE token ("▁de", "<0x0A>", "<s>").
+  /// character tokenizer's unknown id 0), the BPE token ("▁de", "<0x0A>", "<s>"), or a chat
+  /// token's marker ("<|im_end|>").
   /// Throws std::out_of_range for a bad id.
   std::string token_text(std::int32_t id) const;
   /// False only for a character model's unknown id 0, which stands for every character
@@ -119,7 +145,8 @@ class TextTokenizer {
   /// '\n': id 1.
   std::int32_t start_id() const;
   /// The id of a special token, or none when this tokenizer has no such token (a character
-  /// model has an unknown id 0 and no BOS/EOS; BPE has <unk> 0, <s> 1, </s> 2).
+  /// model has an unknown id 0 and no BOS/EOS; BPE has <unk> 0, <s> 1, </s> 2; the chat
+  /// tokens exist after with_chat_tokens).
   std::optional<std::int32_t> special_id(SpecialToken which) const;
 
   /// The tokenizer itself, or nullptr when it is of the other kind: for writers of a file

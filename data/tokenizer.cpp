@@ -11,7 +11,16 @@
 
 namespace glass {
 
-Tokenizer::Tokenizer(std::vector<char32_t> chars) : chars_(std::move(chars)) {
+Tokenizer::Tokenizer(std::vector<char32_t> chars, std::vector<std::u32string> specials)
+    : chars_(std::move(chars)), specials_(std::move(specials)) {
+  for (std::size_t k = 0; k < specials_.size(); ++k) {
+    if (specials_[k].empty())
+      throw std::invalid_argument(fmt::format("tokenizer: special token {} is empty", k));
+    for (std::size_t j = 0; j < k; ++j)
+      if (specials_[j] == specials_[k])
+        throw std::invalid_argument(fmt::format("tokenizer: special token \"{}\" appears twice",
+                                                u32_to_utf8(specials_[k])));
+  }
   index_.reserve(chars_.size());
   for (std::size_t i = 0; i < chars_.size(); ++i) {
     const auto id = static_cast<std::int32_t>(i + 1);
@@ -57,7 +66,23 @@ char32_t Tokenizer::char_of(std::int32_t id) const {
                                         id, vocab_size() - 1));
   }
   if (id == kUnknownId) return U'\uFFFD';
+  if (is_special(id))
+    throw std::invalid_argument(
+        fmt::format("token id {} is the special token \"{}\", not a character", id,
+                    u32_to_utf8(specials_[static_cast<std::size_t>(id - first_special_id())])));
   return chars_[static_cast<std::size_t>(id) - 1];
+}
+
+std::u32string Tokenizer::token_text(std::int32_t id) const {
+  if (id >= 0 && is_special(id))
+    return specials_[static_cast<std::size_t>(id - first_special_id())];
+  return std::u32string(1, char_of(id));
+}
+
+std::int32_t Tokenizer::special_id(const std::u32string& text) const {
+  for (std::size_t k = 0; k < specials_.size(); ++k)
+    if (specials_[k] == text) return first_special_id() + static_cast<std::int32_t>(k);
+  return -1;
 }
 
 namespace {
@@ -120,7 +145,12 @@ std::vector<std::int32_t> Tokenizer::encode(const std::u32string& text, bool map
 std::u32string Tokenizer::decode(const std::vector<std::int32_t>& ids) const {
   std::u32string text;
   text.reserve(ids.size());
-  for (std::int32_t id : ids) text.push_back(char_of(id));
+  for (std::int32_t id : ids) {
+    if (is_special(id))
+      text += token_text(id);
+    else
+      text.push_back(char_of(id));
+  }
   return text;
 }
 

@@ -2,10 +2,13 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <iterator>
 #include <string>
 
-#include "data/text.hpp"
 #include "checkpoint/config_json.hpp"
+#include "data/text.hpp"
+#include "test_paths.hpp"
 
 using glass::ConfigError;
 using glass::ModelConfig;
@@ -172,4 +175,36 @@ TEST(ConfigJson, ABpeTokenizerIsReadAndItsSizeChecked) {
   const std::string text = glass::config_to_json_bpe(m, 300);
   EXPECT_NE(text.find(R"("type": "bpe")"), std::string::npos) << text;
   EXPECT_EQ(glass::config_from_json(text, "x").tokenizer_kind, glass::TokenizerKind::kBpe);
+}
+
+TEST(ConfigJson, ChatTokensAfterTheCharacters) {
+  const std::string path = glass_test::source_dir("/tests/fuzz/corpus/config_json/config.json");
+  std::ifstream in(path, std::ios::binary);
+  const std::string old((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_FALSE(old.empty()) << path;
+  // A file written without chat tokens loads, and its tokenizer is written back byte for byte
+  // (the model object has gained fields since the file was written).
+  const glass::CheckpointConfig c = glass::config_from_json(old, path);
+  EXPECT_TRUE(c.tokenizer.specials().empty());
+  const std::size_t from = old.find("\"tokenizer\"");
+  const std::string old_tokenizer =
+      old.substr(from, old.rfind('}', old.find("\"training\"")) + 1 - from);
+  EXPECT_NE(glass::config_to_json(c.model, c.tokenizer).find(old_tokenizer + "\n}"),
+            std::string::npos)
+      << old_tokenizer;
+  // With them: "special_tokens" after "chars", read back with the same ids.
+  const glass::TextTokenizer chat = glass::TextTokenizer(c.tokenizer).with_chat_tokens();
+  ModelConfig m = c.model;
+  m.vocab_size = chat.vocab_size();
+  const std::string json = glass::config_to_json(m, *chat.chars());
+  EXPECT_NE(json.find("\"special_tokens\""), std::string::npos) << json;
+  const glass::CheckpointConfig back = glass::config_from_json(json, "mem");
+  EXPECT_EQ(back.tokenizer.chars(), c.tokenizer.chars());
+  EXPECT_EQ(back.tokenizer.specials(), chat.chars()->specials());
+  EXPECT_EQ(back.tokenizer.vocab_size(), 7u);
+  EXPECT_EQ(*glass::TextTokenizer(back.tokenizer).special_id(glass::SpecialToken::kImEnd), 6);
+  // The model's vocab_size must count them.
+  m.vocab_size = c.model.vocab_size;
+  EXPECT_THROW(glass::config_from_json(glass::config_to_json(m, *chat.chars()), "mem"),
+               ConfigError);
 }
