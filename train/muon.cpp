@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <xtensor/xmanipulation.hpp>
 
 #include "autograd/blas.hpp"
@@ -22,9 +23,9 @@ std::string shape_text(const std::vector<std::size_t>& shape) {
 template <typename T>
 void require_matrix(const Matrix<T>& m, const char* what) {
   if (m.dimension() != 2)
-    throw std::invalid_argument(fmt::format(
-        "{}: expected a matrix (2-D), got shape {}", what,
-        shape_text(std::vector<std::size_t>(m.shape().begin(), m.shape().end()))));
+    throw std::invalid_argument(
+        fmt::format("{}: expected a matrix (2-D), got shape {}", what,
+                    shape_text(std::vector<std::size_t>(m.shape().begin(), m.shape().end()))));
 }
 
 /// ||X||_F, summed in double.
@@ -67,10 +68,11 @@ void muon_update(Matrix<T>& param, const Matrix<T>& grad, Matrix<T>& momentum, d
   if (grad.shape() != param.shape() || momentum.shape() != param.shape())
     throw std::invalid_argument("muon_update: param, grad and momentum must have the same shape");
   const T beta = static_cast<T>(config.momentum);
-  momentum = beta * momentum + grad;                   // buf <- beta buf + g
-  const Matrix<T> update = grad + beta * momentum;     // Nesterov: g + beta buf
+  momentum = beta * momentum + grad;                // buf <- beta buf + g
+  const Matrix<T> update = grad + beta * momentum;  // Nesterov: g + beta buf
   const Matrix<T> O = newton_schulz5(update, config.ns_steps, config.eps);
-  const double rows = static_cast<double>(param.shape(0)), cols = static_cast<double>(param.shape(1));
+  const double rows = static_cast<double>(param.shape(0)),
+               cols = static_cast<double>(param.shape(1));
   const double scale = std::sqrt(std::max(1.0, rows / cols));  // (out, in): out / in
   param -= static_cast<T>(lr * scale) * O;
 }

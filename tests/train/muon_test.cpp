@@ -140,8 +140,8 @@ TEST(NewtonSchulz, KeepsTheSingularVectorsAndMapsEachSingularValueByTheQuintic) 
     for (std::size_t i = 0; i < got.size(); ++i) {
       EXPECT_NEAR(got[i], expected[i], 1e-10) << rows << "x" << cols << " sigma " << i;
       // The band the coefficients are tuned for: every singular value of G / ||G||_F from 0.01
-      // to 1 ends between 0.6818 and 1.1344 after five steps (the scalar map quintic5 on a grid
-      // of 10^5 points, tests/train/reference/muon_reference.py's coefficients; muon.py says
+      // to 1 ends between 0.6818 and 1.1344 after five steps (the scalar map on 10^5 points,
+      // printed by tests/train/reference/muon_reference.py; muon.py's docstring says
       // "S'_ii ~ Uniform(0.5, 1.5)").
       EXPECT_GT(got[i], 0.68);
       EXPECT_LT(got[i], 1.135);
@@ -228,9 +228,9 @@ TEST(Muon, TakesTheBlockMatricesAndLeavesEmbeddingsHeadAndGainsToAdamW) {
   for (const char* m : {"attention.wq", "attention.wk", "attention.wv", "attention.wo",
                         "feed_forward.w1", "feed_forward.w2", "feed_forward.w3"})
     for (std::size_t i = 0; i < c.n_layers; ++i)
-      EXPECT_NE(std::find(muon.begin(), muon.end(),
-                          "layers." + std::to_string(i) + "." + m + ".weight"),
-                muon.end())
+      EXPECT_NE(
+          std::find(muon.begin(), muon.end(), "layers." + std::to_string(i) + "." + m + ".weight"),
+          muon.end())
           << m;
   EXPECT_EQ(muon.size() + adamw.size(), model.named_parameters().size());
   for (const char* a : {"tok_embeddings.weight", "output.weight", "norm.weight",

@@ -68,3 +68,13 @@ run("tall", tall_p, tall_g, [0.02, 0.01])
 wide_p = transpose(tall_p)
 wide_g = [transpose(g) for g in tall_g]
 run("wide", wide_p, wide_g, [0.02, 0.01])
+
+# The band five quintic steps leave each singular value of X = u / |u|_F in, for singular
+# values from 0.01 to 1 (the scalar map on 10^5 log-spaced points): 0.6818 to 1.1344.
+values = []
+for i in range(100001):
+    x = 10 ** (-2 + 2 * i / 100000)
+    for _ in range(5):
+        x = A * x + B * x**3 + C * x**5
+    values.append(x)
+print("band of 5 quintic steps over [0.01, 1]: %.4f to %.4f" % (min(values), max(values)))
