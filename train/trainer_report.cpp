@@ -38,6 +38,11 @@ void Trainer::print_banner(std::size_t text_chars) {
       o.model.n_heads, o.model.n_kv_heads, o.model.ffn_hidden, model_->num_parameters(), o.iters,
       o.batch_size, o.context, o.lr, o.min_lr, o.warmup, o.decay_iters, o.weight_decay, o.grad_clip,
       o.seed);
+  if (muon_)
+    out_ << fmt::format(
+        "optimizer: Muon (lr {:g}, the same schedule) on the {} matrices of the blocks, AdamW on "
+        "the embeddings, output head and gains\n",
+        o.muon_lr, muon_->params().size());
   if (o.comm.size() > 1)
     out_ << fmt::format("data parallel: {} processes, {} windows of each batch per process\n",
                         o.comm.size(), o.batch_size / static_cast<std::size_t>(o.comm.size()));
