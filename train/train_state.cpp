@@ -224,6 +224,23 @@ void check_muon_block(const json& j, const std::string& json_path, const Muon* o
         json_path, m.dump(), c.momentum, c.ns_steps, c.eps));
 }
 
+/// Muon's buffers (sums of gradients) are finite after every step: a NaN or an infinity in the
+/// file would turn every weight it touches into NaN. Throws CheckpointError naming the tensor.
+void check_muon_buffers(const SafetensorsContents& moments, const std::string& tensors_path,
+                        const Muon& muon) {
+  for (const MuonParam& p : muon.params()) {
+    const NamedTensor* t = moments.find("muon." + p.name);
+    if (t == nullptr || t->dtype != Dtype::F32) continue;  // copy_into names these errors
+    const auto bad =
+        std::find_if(t->data.begin(), t->data.end(), [](float x) { return !std::isfinite(x); });
+    if (bad != t->data.end())
+      throw CheckpointError(fmt::format(
+          "{}: tensor 'muon.{}' holds {} at index {}: Muon's momentum is finite after every "
+          "step, so the file is corrupt",
+          tensors_path, p.name, *bad, bad - t->data.begin()));
+  }
+}
+
 /// best_val, has_best and the log rows must tell the same story: the log holds one row per
 /// evaluation (steps increasing, at most the state's step, finite losses >= 0), has_best is
 /// true exactly when there is a row, and best_val is the smallest val_loss of the rows (the
@@ -397,19 +414,7 @@ TrainState load_train_state(const std::string& run_dir, AdamW& optimizer,
               tensors_path, p.name, *negative, negative - t->data.begin()));
       }
     }
-    // Muon's buffers (sums of gradients) are finite after every step too.
-    const std::vector<MuonParam> no_muon;
-    for (const MuonParam& p : muon != nullptr ? muon->params() : no_muon) {
-      const NamedTensor* t = moments.find("muon." + p.name);
-      if (t == nullptr || t->dtype != Dtype::F32) continue;  // copy_into names these errors
-      const auto bad =
-          std::find_if(t->data.begin(), t->data.end(), [](float x) { return !std::isfinite(x); });
-      if (bad != t->data.end())
-        throw CheckpointError(fmt::format(
-            "{}: tensor 'muon.{}' holds {} at index {}: Muon's momentum is finite after every "
-            "step, so the file is corrupt",
-            tensors_path, p.name, *bad, bad - t->data.begin()));
-    }
+    if (muon != nullptr) check_muon_buffers(moments, tensors_path, *muon);
     for (AdamWParam& p : optimizer.params()) {
       copy_into(moments, tensors_path, "m." + p.name, p.m);
       copy_into(moments, tensors_path, "v." + p.name, p.v);

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <memory>
 #include <sstream>
 
@@ -32,8 +33,8 @@ namespace {
 struct TempDir {
   fs::path path;
   explicit TempDir(const std::string& name) {
-    path = fs::temp_directory_path() /
-           ("glass_muon_test_" + std::to_string(::getpid()) + "_" + name);
+    path =
+        fs::temp_directory_path() / ("glass_muon_test_" + std::to_string(::getpid()) + "_" + name);
     fs::remove_all(path);
     fs::create_directories(path);
   }
@@ -86,8 +87,8 @@ json state_json(const std::string& run_dir) {
 std::vector<std::string> state_tensor_names(const std::string& run_dir) {
   std::vector<std::string> names;
   for (const NamedTensor& t :
-       load_safetensors((fs::path(checkpoint_files_dir(run_dir)) / "train_state.safetensors")
-                            .string())
+       load_safetensors(
+           (fs::path(checkpoint_files_dir(run_dir)) / "train_state.safetensors").string())
            .tensors)
     names.push_back(t.name);
   return names;
@@ -265,4 +266,39 @@ TEST(TrainerMuon, ABadMuonRateIsAnOptionError) {
   }
   EXPECT_EQ(optimizer_from_name("adamx"), std::nullopt);
   EXPECT_EQ(optimizer_from_name("muon"), OptimizerKind::muon);
+}
+
+TEST(TrainerMuon, ANonFiniteBufferOrOtherMuonSettingsInASaveAreRefused) {
+  TempDir dir("state");
+  const std::string save = dir.str("save");
+  Decoder model(glass_test::write_small_checkpoint(save, 16, 3), 3);
+  MuonSplit split = split_for_muon(model.named_parameters());
+  AdamW adamw(split.adamw);
+  Muon muon(split.muon);
+  TrainState state;
+  state.step = 2;
+  state.context = 16;
+  MuonParam& last = muon.params().back();
+  last.momentum(1) = std::numeric_limits<float>::quiet_NaN();
+  save_train_state(save, adamw, state, &muon);
+  Decoder other_model(model.config(), 3);
+  MuonSplit other_split = split_for_muon(other_model.named_parameters());
+  AdamW other_adamw(other_split.adamw);
+  Muon other(other_split.muon);
+  try {
+    load_train_state(save, other_adamw, "", "", &other);
+    FAIL() << "a NaN in Muon's momentum was taken";
+  } catch (const CheckpointError& e) {
+    EXPECT_NE(std::string(e.what()).find("tensor 'muon." + last.name + "' holds nan at index 1"),
+              std::string::npos)
+        << e.what();
+  }
+  last.momentum(1) = 0.5f;
+  save_train_state(save, adamw, state, &muon);
+  Muon five_steps_more(other_split.muon, MuonConfig{0.95, 10, 1e-7});
+  EXPECT_THROW(load_train_state(save, other_adamw, "", "", &five_steps_more), CheckpointError);
+  const TrainState read = load_train_state(save, other_adamw, "", "", &other);
+  EXPECT_EQ(read.step, 2);
+  EXPECT_EQ(other.step_count(), 2);
+  EXPECT_EQ(other.params().back().momentum(1), 0.5f);
 }
