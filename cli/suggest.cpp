@@ -8,6 +8,7 @@
 #include <map>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace glass::cli {
 
@@ -244,6 +245,23 @@ std::string gpu_flag_message(int argc, char** argv) {
              " (-t/--threads chooses how many CPU cores it uses)";
   }
   return "";
+}
+
+CLI::Validator one_of(std::vector<std::string> choices, const std::string& what) {
+  return CLI::Validator(
+      [choices, what](std::string& text) -> std::string {
+        const std::string lower = CLI::detail::to_lower(text);
+        for (const std::string& choice : choices)
+          if (lower == CLI::detail::to_lower(choice)) {
+            text = choice;
+            return "";
+          }
+        const std::optional<std::string> guess = nearest(lower, choices);
+        return fmt::format("unknown {} '{}'{} (the {}s: {})", what, text,
+                           guess ? "; did you mean " + *guess + "?" : std::string(), what,
+                           fmt::join(choices, ", "));
+      },
+      fmt::format("{}", fmt::join(choices, "|")));
 }
 
 }  // namespace glass::cli

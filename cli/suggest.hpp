@@ -20,6 +20,12 @@ std::size_t edit_distance(const std::string& a, const std::string& b);
 std::optional<std::string> nearest(const std::string& word,
                                    const std::vector<std::string>& candidates);
 
+/// A validator of a flag with a few named choices (`what` names them: "optimizer"): takes a
+/// choice in any case and passes it on as spelt in `choices`; any other value fails with
+/// "unknown optimizer 'adamx'; did you mean adamw? (the optimizers: adamw, muon)" (nearest),
+/// which CLI11 prints after the flag's name.
+CLI::Validator one_of(std::vector<std::string> choices, const std::string& what);
+
 /// "usage: glass sample --checkpoint TEXT [OPTIONS]": the command's required options, then the rest.
 std::string usage_line(const CLI::App& cmd);
 

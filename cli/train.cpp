@@ -32,6 +32,7 @@
 #include "cli/serve.hpp"
 #include "cli/shell.hpp"
 #include "cli/stop_signals.hpp"
+#include "cli/suggest.hpp"
 #include "cli/threads.hpp"
 #include "cli/train_errors.hpp"
 #include "cli/validators.hpp"
@@ -197,6 +198,8 @@ void fill_options(TrainFlags& flags, CLI::App* cmd) {
   given.batch_size = cmd->count("--batch-size") > 0;
   given.grad_clip = cmd->count("--grad-clip") > 0;
   given.context = cmd->count("--context") > 0;
+  given.optimizer = cmd->count("--optimizer") > 0;
+  given.muon_lr = cmd->count("--muon-lr") > 0;
   if (!o.resume || !o.comm.is_root()) return;  // under mpirun, rank 0 speaks for all
   // A model size given on --resume is ignored: said only when it differs from the save's.
   using M = glass::ModelConfig;
@@ -392,6 +395,17 @@ void add_schedule_flags(CLI::App* cmd, glass::TrainOptions& o) {
   cmd->add_option("--grad-clip", o.grad_clip, "clip the global gradient norm to this (0 = off)")
       ->check(glass::cli::kNonNegativeNumber)
       ->capture_default_str();
+  // The optimizer (train/muon.hpp); --resume keeps the recorded one.
+  cmd->add_option_function<std::string>(
+         "--optimizer",
+         [&o](const std::string& name) { o.optimizer = glass::optimizer_from_name(name).value(); },
+         "adamw: AdamW on every parameter (the default); muon: Muon on the blocks' matrices "
+         "(attention and FFN), AdamW on the embeddings, output head and gains")
+      ->transform(glass::cli::one_of({"adamw", "muon"}, "optimizer"))
+      ->default_str("adamw");
+  cmd->add_option("--muon-lr", o.muon_lr, "Muon's peak learning rate (same warmup and cosine)")
+      ->check(glass::cli::kPositiveNumber)
+      ->capture_default_str();
 }
 
 /// The evaluations: how often, on how many batches, how many tokens sampled.
@@ -419,9 +433,11 @@ void add_run_flags(CLI::App* cmd, TrainFlags& flags) {
       ->check(glass::cli::kNonNegativeInteger)
       ->capture_default_str();
   glass::cli::add_threads_option(cmd, flags.threads);
-  cmd->add_flag("--resume", o.resume,
-                "continue the checkpoint in --out exactly where it stopped (with its recorded "
-                "--lr, --min-lr, --warmup, --decay-iters, --batch-size and --grad-clip)");
+  cmd->add_flag(
+      "--resume", o.resume,
+      "continue the checkpoint in --out exactly where it stopped (with its recorded "
+      "--lr, --min-lr, --warmup, --decay-iters, --batch-size, --grad-clip, --optimizer and "
+      "--muon-lr)");
   cmd->add_flag("--overfit-batch", o.overfit_batch,
                 "debugging check: train on one batch only; the training loss must fall towards 0 "
                 "(the evaluations' train loss is that batch's; the validation loss stays high)");

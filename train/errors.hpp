@@ -31,7 +31,8 @@ class OptionError : public std::invalid_argument {
 
 /// A recipe field asked of a resumed run that differs from the value its save records.
 struct RecipeDifference {
-  std::string field;     ///< "lr", "min_lr", "warmup", "decay_iters", "batch_size", "grad_clip"
+  std::string field;     ///< "lr", "min_lr", "warmup", "decay_iters", "batch_size", "grad_clip",
+                         ///< "optimizer", "muon_lr"
   std::string given;     ///< the value asked for, as the recipe line prints it
   std::string recorded;  ///< the value the run was trained with
 };

@@ -18,6 +18,16 @@ void positive(long v, const char* field) {
 
 }  // namespace
 
+const char* optimizer_name(OptimizerKind kind) {
+  return kind == OptimizerKind::muon ? "muon" : "adamw";
+}
+
+std::optional<OptimizerKind> optimizer_from_name(const std::string& name) {
+  if (name == "adamw") return OptimizerKind::adamw;
+  if (name == "muon") return OptimizerKind::muon;
+  return std::nullopt;
+}
+
 void validate_options(TrainOptions& o) {
   positive(o.iters, "iters");
   if (!(o.time_budget_s >= 0) || !std::isfinite(o.time_budget_s))
@@ -40,6 +50,8 @@ void validate_options(TrainOptions& o) {
   if (o.warmup < 0) throw OptionError("warmup", std::to_string(o.warmup), "must be >= 0");
   if (!(o.lr > 0) || !std::isfinite(o.lr))
     throw OptionError("lr", fmt::format("{:g}", o.lr), "must be a positive number");
+  if (!(o.muon_lr > 0) || !std::isfinite(o.muon_lr))
+    throw OptionError("muon_lr", fmt::format("{:g}", o.muon_lr), "must be a positive number");
   if (o.min_lr < 0) o.min_lr = o.lr / 10;
   if (o.min_lr > o.lr)
     throw OptionError("min_lr", fmt::format("{}", o.min_lr),

@@ -6,6 +6,7 @@
 #include <csignal>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "data/text_tokenizer.hpp"
@@ -21,7 +22,17 @@ class Trainer;
 struct RecipeGiven {
   bool lr = false, min_lr = false, warmup = false, decay_iters = false, batch_size = false,
        grad_clip = false, context = false;
+  bool optimizer = false, muon_lr = false;
 };
+
+/// The optimizer of a run: AdamW on every parameter, or Muon on the decoder blocks' matrices and
+/// AdamW on the rest (train/muon.hpp).
+enum class OptimizerKind { adamw, muon };
+
+/// "adamw" or "muon".
+const char* optimizer_name(OptimizerKind kind);
+/// The kind named "adamw" or "muon"; std::nullopt for any other name.
+std::optional<OptimizerKind> optimizer_from_name(const std::string& name);
 
 /// Upper bounds of the counts of TrainOptions (a typo such as eval_iters 2000000000 would
 /// otherwise run for days without a word). 10000 batches per split is 500x the default.
@@ -49,7 +60,12 @@ struct TrainOptions {
   long warmup = 100;            ///< linear warmup steps
   double weight_decay = 0.1;    ///< AdamW decoupled decay on 2-D weights
   double beta1 = 0.9, beta2 = 0.99;
-  double grad_clip = 1.0;     ///< global-norm clip; 0 = off
+  double grad_clip = 1.0;  ///< global-norm clip; 0 = off
+  /// adamw: AdamW on every parameter. muon: Muon (train/muon.hpp) on the decoder blocks' matrices
+  /// at muon_lr, AdamW (lr, weight_decay, betas) on the embeddings, the output head and the gains.
+  OptimizerKind optimizer = OptimizerKind::adamw;
+  /// Muon's peak learning rate; the schedule's multiplier lr(it) / lr (warmup, cosine) applies.
+  double muon_lr = 0.02;
   long eval_every = 250;      ///< evaluate (and checkpoint) every this many steps
   long eval_iters = 20;       ///< batches per split per evaluation
   std::uint64_t seed = 1337;  ///< model init = seed, train batches = seed+1, eval = seed+2

@@ -61,14 +61,22 @@ std::vector<RecipeDifference> take_recipe(TrainOptions& o, const TrainRecipe& re
   take("decay_iters", g.decay_iters, o.decay_iters, recorded.decay_iters);
   take("batch_size", g.batch_size, o.batch_size, recorded.batch_size);
   take("grad_clip", g.grad_clip, o.grad_clip, recorded.grad_clip);
+  // The optimizer is part of the recipe (a save without it is AdamW's); Muon's rate with it.
+  std::string optimizer = optimizer_name(o.optimizer);
+  take("optimizer", g.optimizer, optimizer, recorded.optimizer);
+  o.optimizer = optimizer_from_name(optimizer).value_or(o.optimizer);
+  if (recorded.optimizer == "muon") take("muon_lr", g.muon_lr, o.muon_lr, recorded.muon_lr);
   return differ;
 }
 
 }  // namespace
 
 TrainRecipe recipe_of(const TrainOptions& o) {
-  return {o.lr,          o.min_lr,     o.grad_clip, o.warmup,
-          o.decay_iters, o.batch_size, o.iters,     o.time_budget_s};
+  TrainRecipe r{o.lr,          o.min_lr,     o.grad_clip, o.warmup,
+                o.decay_iters, o.batch_size, o.iters,     o.time_budget_s};
+  r.optimizer = optimizer_name(o.optimizer);
+  if (o.optimizer == OptimizerKind::muon) r.muon_lr = o.muon_lr;
+  return r;
 }
 
 Resume::Resume(const std::string& out_dir) : out_dir_(out_dir), save_dir_(out_dir) {

@@ -73,13 +73,17 @@ bool has_train_state(const std::string& run_dir) {
   return true;
 }
 
-void save_train_state(const std::string& dir, const AdamW& optimizer, const TrainState& state) {
+void save_train_state(const std::string& dir, const AdamW& optimizer, const TrainState& state,
+                      const Muon* muon) {
   as_checkpoint_error([&] {
     std::vector<NamedTensor> moments;
     for (const AdamWParam& p : optimizer.params()) {
       moments.push_back(to_named("m." + p.name, p.m));
       moments.push_back(to_named("v." + p.name, p.v));
     }
+    if (muon != nullptr)
+      for (const MuonParam& p : muon->params())
+        moments.push_back(to_named("muon." + p.name, p.momentum));
     std::map<std::string, std::string> metadata = {{"step", std::to_string(state.step)}};
     if (!state.run_id.empty()) metadata["run_id"] = state.run_id;
     save_safetensors(path_in(dir, "train_state.safetensors"), moments, metadata);
@@ -100,6 +104,11 @@ void save_train_state(const std::string& dir, const AdamW& optimizer, const Trai
                 {"weight_decay", optimizer.config().weight_decay}}},
               {"log", log}};
     if (!state.run_id.empty()) j["run_id"] = state.run_id;
+    // Only a Muon run writes its block (and recipe fields): an AdamW save stays as it was.
+    if (muon != nullptr)
+      j["muon"] = {{"momentum", muon->config().momentum},
+                   {"ns_steps", muon->config().ns_steps},
+                   {"eps", muon->config().eps}};
     if (state.has_recipe) {
       const TrainRecipe& r = state.recipe;
       j["recipe"] = {{"lr", r.lr},
@@ -110,6 +119,10 @@ void save_train_state(const std::string& dir, const AdamW& optimizer, const Trai
                      {"grad_clip", r.grad_clip}};
       if (r.iters > 0) j["recipe"]["iters"] = r.iters;
       if (r.time_budget_s > 0) j["recipe"]["time_budget_s"] = r.time_budget_s;
+      if (r.optimizer != "adamw") {
+        j["recipe"]["optimizer"] = r.optimizer;
+        j["recipe"]["muon_lr"] = r.muon_lr;
+      }
     }
     if (state.overfit_batch) j["overfit_batch"] = true;
     write_file_atomic(path_in(dir, "train_state.json"), j.dump(1) + "\n");
@@ -185,6 +198,48 @@ void check_adamw_block(const json& j, const std::string& json_path, const AdamWC
   differ("eps", eps, ours.eps);
 }
 
+/// The "muon" block of train_state.json, written by Muon runs alone: present exactly when this
+/// run trains with Muon (`ours` not null), and then with Muon's settings. The optimizer is part
+/// of the recipe: the momentum buffers of one are not the moments of the other.
+void check_muon_block(const json& j, const std::string& json_path, const Muon* ours) {
+  const bool theirs = j.contains("muon");
+  if (theirs != (ours != nullptr))
+    throw CheckpointError(fmt::format(
+        "{}: the checkpoint was trained with {}, this run asks for {}; an exact resume needs the "
+        "same optimizer",
+        json_path, theirs ? "Muon" : "AdamW", theirs ? "AdamW" : "Muon"));
+  if (!theirs) return;
+  const json& m = j["muon"];
+  const MuonConfig& c = ours->config();
+  if (!m.is_object() || !m.contains("momentum") || !m["momentum"].is_number() ||
+      !m.contains("ns_steps") || !m["ns_steps"].is_number_integer() || !m.contains("eps") ||
+      !m["eps"].is_number())
+    throw CheckpointError(json_path + ": the \"muon\" block must hold momentum, ns_steps and eps");
+  if (m["momentum"].get<double>() != c.momentum || m["ns_steps"].get<long>() != c.ns_steps ||
+      m["eps"].get<double>() != c.eps)
+    throw CheckpointError(fmt::format(
+        "{}: the checkpoint was trained with Muon {}, this run with momentum {:g}, ns_steps {}, "
+        "eps {:g}; an exact resume needs the same settings",
+        json_path, m.dump(), c.momentum, c.ns_steps, c.eps));
+}
+
+/// Muon's buffers (sums of gradients) are finite after every step: a NaN or an infinity in the
+/// file would turn every weight it touches into NaN. Throws CheckpointError naming the tensor.
+void check_muon_buffers(const SafetensorsContents& moments, const std::string& tensors_path,
+                        const Muon& muon) {
+  for (const MuonParam& p : muon.params()) {
+    const NamedTensor* t = moments.find("muon." + p.name);
+    if (t == nullptr || t->dtype != Dtype::F32) continue;  // copy_into names these errors
+    const auto bad =
+        std::find_if(t->data.begin(), t->data.end(), [](float x) { return !std::isfinite(x); });
+    if (bad != t->data.end())
+      throw CheckpointError(fmt::format(
+          "{}: tensor 'muon.{}' holds {} at index {}: Muon's momentum is finite after every "
+          "step, so the file is corrupt",
+          tensors_path, p.name, *bad, bad - t->data.begin()));
+  }
+}
+
 /// best_val, has_best and the log rows must tell the same story: the log holds one row per
 /// evaluation (steps increasing, at most the state's step, finite losses >= 0), has_best is
 /// true exactly when there is a row, and best_val is the smallest val_loss of the rows (the
@@ -248,6 +303,15 @@ TrainRecipe recipe_from_json(const json& r, const std::string& json_path) {
   if (r.contains("iters")) recipe.iters = number("iters", true).get<long>();
   if (r.contains("time_budget_s"))
     recipe.time_budget_s = number("time_budget_s", false).get<double>();
+  // Written by Muon runs alone; a recipe without it is AdamW's.
+  if (r.contains("optimizer")) {
+    if (!r["optimizer"].is_string() || (r["optimizer"] != "adamw" && r["optimizer"] != "muon"))
+      throw CheckpointError(
+          fmt::format("{}: recipe.optimizer must be \"adamw\" or \"muon\", got {}", json_path,
+                      r["optimizer"].dump()));
+    recipe.optimizer = r["optimizer"].get<std::string>();
+  }
+  if (recipe.optimizer == "muon") recipe.muon_lr = number("muon_lr", false).get<double>();
   return recipe;
 }
 
@@ -282,7 +346,8 @@ bool records_overfit_batch(const std::string& run_dir) {
 }
 
 TrainState load_train_state(const std::string& run_dir, AdamW& optimizer,
-                            const std::string& weights_step, const std::string& weights_run_id) {
+                            const std::string& weights_step, const std::string& weights_run_id,
+                            Muon* muon) {
   const std::string dir = checkpoint_files_dir(run_dir);
   const std::string json_path = path_in(dir, "train_state.json");
   const std::string tensors_path = path_in(dir, "train_state.safetensors");
@@ -324,6 +389,7 @@ TrainState load_train_state(const std::string& run_dir, AdamW& optimizer,
     if (s.step < 0) throw CheckpointError(json_path + ": step must be >= 0");
     if (s.context == 0) throw CheckpointError(json_path + ": context must be a positive integer");
     check_adamw_block(j, json_path, optimizer.config());
+    check_muon_block(j, json_path, muon);
     check_log_and_best(s, json_path);
     const SafetensorsContents moments = load_safetensors(tensors_path);
     const auto it = moments.metadata.find("step");
@@ -372,11 +438,17 @@ TrainState load_train_state(const std::string& run_dir, AdamW& optimizer,
               tensors_path, p.name, *negative, negative - t->data.begin()));
       }
     }
+    if (muon != nullptr) check_muon_buffers(moments, tensors_path, *muon);
     for (AdamWParam& p : optimizer.params()) {
       copy_into(moments, tensors_path, "m." + p.name, p.m);
       copy_into(moments, tensors_path, "v." + p.name, p.v);
     }
     optimizer.set_step_count(s.step);
+    if (muon != nullptr) {
+      for (MuonParam& p : muon->params())
+        copy_into(moments, tensors_path, "muon." + p.name, p.momentum);
+      muon->set_step_count(s.step);
+    }
     return s;
   });
 }

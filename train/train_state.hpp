@@ -1,6 +1,7 @@
 #pragma once
 // The training state of a checkpoint directory, for an exact --resume:
-//   DIR/train_state.safetensors  AdamW moments, float32: "m.<param name>", "v.<param name>"
+//   DIR/train_state.safetensors  AdamW moments, float32: "m.<param name>", "v.<param name>";
+//                                with Muon also its momentum buffers, "muon.<param name>"
 //   DIR/train_state.json         step, RNG states (batch sampler, sampling), best val loss,
 //                                elapsed seconds, the log rows so far, the run's options
 // Both written atomically (temp file + rename); the JSON is written last and names the step,
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "train/adamw.hpp"
+#include "train/muon.hpp"
 
 namespace glass {
 
@@ -37,8 +39,10 @@ struct TrainRecipe {
   double lr = 0, min_lr = 0, grad_clip = 0;
   long warmup = 0, decay_iters = 0;
   std::size_t batch_size = 0;
-  long iters = 0;            ///< the step count the run trains to; 0 in older checkpoints
-  double time_budget_s = 0;  ///< the time budget iters was chosen for (--time); 0: none
+  long iters = 0;                   ///< the step count the run trains to; 0 in older checkpoints
+  double time_budget_s = 0;         ///< the time budget iters was chosen for (--time); 0: none
+  std::string optimizer = "adamw";  ///< "adamw" or "muon" (absent from the file: adamw)
+  double muon_lr = 0;               ///< Muon's peak learning rate (optimizer "muon" only)
 };
 
 /// Everything besides the weights and the moments that an exact resume needs.
@@ -60,9 +64,12 @@ struct TrainState {
   bool overfit_batch = false;
 };
 
-/// Writes DIR/train_state.safetensors and DIR/train_state.json atomically.
+/// Writes DIR/train_state.safetensors and DIR/train_state.json atomically. With `muon` (a Muon
+/// run: AdamW holds the other parameters) its buffers and settings ("muon" block) are saved too;
+/// without it the files are those of an AdamW run as they always were.
 /// Throws CheckpointError when DIR cannot be written.
-void save_train_state(const std::string& dir, const AdamW& optimizer, const TrainState& state);
+void save_train_state(const std::string& dir, const AdamW& optimizer, const TrainState& state,
+                      const Muon* muon = nullptr);
 
 /// Reads the training state; fills the optimizer's moments (by parameter name, shapes checked)
 /// and its step count. Throws CheckpointError naming the file and the problem (missing file,
@@ -71,11 +78,13 @@ void save_train_state(const std::string& dir, const AdamW& optimizer, const Trai
 /// read from model.safetensors' metadata; empty = not recorded, not checked), run ids that
 /// differ between the files (`weights_run_id` is the one load_checkpoint read), an "adamw"
 /// block that is missing, out of range or differs from `optimizer`'s settings, a best_val
-/// that is not the smallest val_loss of the log, log rows out of order or non-finite.
-/// DIR may be a run directory (its current save is read).
+/// that is not the smallest val_loss of the log, log rows out of order or non-finite; a save
+/// of a Muon run read without `muon` or an AdamW run read with it (another optimizer would not
+/// continue the same run), a "muon" block that differs from `muon`'s settings, a non-finite
+/// Muon buffer. DIR may be a run directory (its current save is read).
 TrainState load_train_state(const std::string& dir, AdamW& optimizer,
                             const std::string& weights_step = "",
-                            const std::string& weights_run_id = "");
+                            const std::string& weights_run_id = "", Muon* muon = nullptr);
 
 /// True when DIR holds a complete checkpoint to resume from (config, weights, training state).
 bool has_train_state(const std::string& dir);

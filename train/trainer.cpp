@@ -79,6 +79,8 @@ double Trainer::train_step(long it) {
     throw NonFiniteError(fmt::format("the gradient norm became {} at step {} (lr {:.3g})",
                                      non_finite_name(norm), it, lr));
   optimizer_->step(lr);  // AdamW update
+  // Muon's rate follows the same schedule: its peak times lr(it) / lr_max.
+  if (muon_) muon_->step(options_.muon_lr * lr / options_.lr);
   return loss_value;
 }
 
@@ -294,7 +296,7 @@ void Trainer::save(bool also_best) {
   run_dir_->save(step_, run_id_, [&](const SaveSite& site) {
     save_model_files(site.step_dir, *model_, *tokenizer_, extra, step_, run_id_);
     run_dir_->carry_best(site, also_best, has_best_, run_id_);
-    save_train_state(site.step_dir, *optimizer_, training_state());
+    save_train_state(site.step_dir, *optimizer_, training_state(), muon_.get());
     for (TrainObserver* observer : observers_) observer->on_save(site);
   });
 }

@@ -25,6 +25,7 @@
 #include "train/adamw.hpp"
 #include "train/corpus.hpp"
 #include "train/data_parallel.hpp"
+#include "train/muon.hpp"
 #include "train/errors.hpp"
 #include "train/observer.hpp"
 #include "train/options.hpp"
@@ -79,7 +80,7 @@ class Trainer {
   TrainResult run();
 
   /// One optimizer step at step index `it` (0-based): forward, cross-entropy, backward,
-  /// clip, AdamW. Returns the batch loss; last_grad_norm() is then the global gradient norm
+  /// clip, AdamW (and Muon, train/muon.hpp). Returns the batch loss; last_grad_norm() is then the global gradient norm
   /// before clipping. Throws NonFiniteError. Runs on num_threads() threads
   /// (autograd/threads.hpp), as set when the Trainer was made.
   double train_step(long it);
@@ -162,7 +163,8 @@ class Trainer {
   std::optional<TextTokenizer> tokenizer_;
   Corpus corpus_;
   std::unique_ptr<Decoder> model_;
-  std::unique_ptr<AdamW> optimizer_;
+  std::unique_ptr<AdamW> optimizer_;  // every parameter, or with Muon those Muon does not take
+  std::unique_ptr<Muon> muon_;        // --optimizer muon: the decoder blocks' matrices
   std::unique_ptr<DataParallel> parallel_;            // forward + backward on num_threads() threads
   std::unique_ptr<BatchSampler> train_batches_;       // seed+1, saved for resume
   std::unique_ptr<BatchSampler> eval_train_batches_;  // seed+2, reset at every evaluation

@@ -35,8 +35,8 @@ void Trainer::print_banner(std::size_t text_chars) {
       "model: d_model {}, {} layers, {} heads ({} kv), ffn {}, {} parameters\n"
       "recipe: {}, batch {} x context {}, lr {:g} -> {:g} (warmup {}, cosine to {}), "
       "weight decay {:g}, clip {:g}, seed {}\n",
-      o.data_path, text_chars, tokenizer_->describe(/*count_ids=*/true), corpus_.n_train, val_tokens(),
-      std::string(tokenizer_->unit(false)) + "s", o.model.d_model, o.model.n_layers,
+      o.data_path, text_chars, tokenizer_->describe(/*count_ids=*/true), corpus_.n_train,
+      val_tokens(), std::string(tokenizer_->unit(false)) + "s", o.model.d_model, o.model.n_layers,
       o.model.n_heads, o.model.n_kv_heads, o.model.ffn_hidden, model_->num_parameters(),
       fits_time ? "the steps that fit in " + duration_text(o.time_budget_s)
                 : fmt::format("{} steps", o.iters),
@@ -44,6 +44,11 @@ void Trainer::print_banner(std::size_t text_chars) {
       fits_time && decay_follows_iters_ ? std::string("the last step")
                                         : fmt::format("step {}", o.decay_iters),
       o.weight_decay, o.grad_clip, o.seed);
+  if (muon_)
+    out_ << fmt::format(
+        "optimizer: Muon (lr {:g}, the same schedule) on the {} matrices of the blocks, AdamW on "
+        "the embeddings, output head and gains\n",
+        o.muon_lr, muon_->params().size());
   if (o.comm.size() > 1)
     out_ << fmt::format("data parallel: {} processes, {} windows of each batch per process\n",
                         o.comm.size(), o.batch_size / static_cast<std::size_t>(o.comm.size()));

@@ -166,8 +166,14 @@ void Trainer::make_new_model(const std::u32string& text) {
 // ---- optimizer, schedule, batches ---------------------------------------------------------------
 void Trainer::make_optimizer_and_batches() {
   const TrainOptions& o = options_;
-  optimizer_ = std::make_unique<AdamW>(model_->named_parameters(),
-                                       AdamWConfig{o.beta1, o.beta2, 1e-8, o.weight_decay});
+  auto adamw_params = model_->named_parameters();
+  if (o.optimizer == OptimizerKind::muon) {  // the blocks' matrices to Muon, the rest to AdamW
+    MuonSplit split = split_for_muon(adamw_params);
+    muon_ = std::make_unique<Muon>(split.muon);
+    adamw_params = std::move(split.adamw);
+  }
+  optimizer_ =
+      std::make_unique<AdamW>(adamw_params, AdamWConfig{o.beta1, o.beta2, 1e-8, o.weight_decay});
   parallel_ =
       std::make_unique<DataParallel>(*model_, step_threads(o));  // --threads (autograd/threads.hpp)
   schedule_ = LrSchedule{o.lr, o.min_lr, o.warmup, o.decay_iters};
@@ -186,7 +192,7 @@ void Trainer::make_optimizer_and_batches() {
 void Trainer::restore_training_state(const Resume& resume, const WeightsStamp& stamp) {
   const TrainOptions& o = options_;
   const TrainState state =
-      load_train_state(resume.save_dir(), *optimizer_, stamp.step, stamp.run_id);
+      load_train_state(resume.save_dir(), *optimizer_, stamp.step, stamp.run_id, muon_.get());
   if (state.step >= o.iters)
     throw OptionError("iters", std::to_string(o.iters),
                       fmt::format("must be larger than the step of the checkpoint in {}, which is "

@@ -39,6 +39,7 @@
 #include "data/tokenizer.hpp"
 #include "nn/decoder.hpp"
 #include "train/adamw.hpp"
+#include "train/muon.hpp"
 #include "train/schedule.hpp"
 #include "train/trainer.hpp"
 #include "test_paths.hpp"
@@ -755,6 +756,25 @@ TEST_F(DocsClaims, Training) {
   expect_claim("treino.md", "β₁ = 0.9", "β₁ = " + fixed(options.beta1, 1));
   expect_claim("treino.md", "β₂ = 0.99", "β₂ = " + fixed(options.beta2, 2));
   expect_claim("treino.md", "wd = 0.1", "wd = " + fixed(options.weight_decay, 1));
+
+  // Muon (train/muon.hpp): its defaults, the quintic's coefficients, and the band its five steps
+  // leave every singular value from 0.01 to 1 in (the scalar map on 10^4 log-spaced points).
+  expect_claim("treino.md", "β = 0.95", "β = " + fixed(glass::MuonConfig().momentum, 2));
+  expect_claim("treino.md", "(0.02 ", "(" + fixed(options.muon_lr, 2) + " ");
+  expect_claim("treino.md", "3.4445", fixed(glass::kNewtonSchulzA, 4));
+  expect_claim("treino.md", "4.7750", fixed(-glass::kNewtonSchulzB, 4));
+  expect_claim("treino.md", "2.0315", fixed(glass::kNewtonSchulzC, 4));
+  double low = HUGE_VAL, high = 0;
+  for (int i = 0; i <= 10000; ++i) {
+    double x = std::pow(10.0, -2.0 + 2.0 * i / 10000);
+    for (int k = 0; k < glass::MuonConfig().ns_steps; ++k)
+      x = glass::kNewtonSchulzA * x + glass::kNewtonSchulzB * std::pow(x, 3) +
+          glass::kNewtonSchulzC * std::pow(x, 5);
+    low = std::min(low, x);
+    high = std::max(high, x);
+  }
+  expect_claim("treino.md", "0.68 ", fixed(low, 2) + " ");
+  expect_claim("treino.md", "1.13.", fixed(high, 2) + ".");
 
   // Sampling, printed by the sampling chapter; the top-p sums by hand: 0.463063 + 0.280862 =
   // 0.743925, + 0.170351 = 0.914276.

@@ -63,9 +63,9 @@ TEST(ChatTokens, CharacterVocabularyGetsThemAfterItsCharacters) {
   EXPECT_THROW(chat.decode({static_cast<std::int32_t>(v + 2)}), std::out_of_range);
   // Asking again changes nothing.
   EXPECT_EQ(chat.with_chat_tokens().vocab_size(), v + 2);
-  EXPECT_EQ(chat.describe(/*count_ids=*/true), "vocabulary " + std::to_string(v + 2) + " (" +
-                                        std::to_string(v - 1) +
-                                        " characters + the unknown id 0 + 2 chat tokens)");
+  EXPECT_EQ(chat.describe(/*count_ids=*/true),
+            "vocabulary " + std::to_string(v + 2) + " (" + std::to_string(v - 1) +
+                " characters + the unknown id 0 + 2 chat tokens)");
 }
 
 TEST(ChatTokens, BpeGetsThemAfterTheMerges) {

@@ -68,11 +68,13 @@ TEST_F(TextEvaluationTest, UnknownCharactersAndTooShortTextsAreErrors) {
   glass_test::write_file(dir_ / "unknown.txt", "to be, or not");  // ',' is not in the vocabulary
   EXPECT_THROW(glass::evaluate_text(loaded, (dir_ / "unknown.txt").string(), false),
                glass::UnknownCharacterError);
-  const glass::TextEvaluation mapped = glass::evaluate_text(loaded, (dir_ / "unknown.txt").string(), true);
+  const glass::TextEvaluation mapped =
+      glass::evaluate_text(loaded, (dir_ / "unknown.txt").string(), true);
   EXPECT_EQ(mapped.unknown, 1u);
   EXPECT_EQ(mapped.predictions, 12u);
   glass_test::write_file(dir_ / "one.txt", "t");
-  EXPECT_THROW(glass::evaluate_text(loaded, (dir_ / "one.txt").string(), false), std::invalid_argument);
+  EXPECT_THROW(glass::evaluate_text(loaded, (dir_ / "one.txt").string(), false),
+               std::invalid_argument);
 }
 
 }  // namespace
