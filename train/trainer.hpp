@@ -127,6 +127,9 @@ class Trainer {
   void make_new_model(const std::u32string& text);
   void make_optimizer_and_batches();
   void restore_training_state(const Resume& resume, const WeightsStamp& stamp);
+  // Throws the OptionError of a resume whose iters the save has already reached, worded for a
+  // step count given (--iters) or taken from the save (--iters left out, e.g. after --time).
+  [[noreturn]] void refuse_finished_run(const Resume& resume, long saved_step) const;
   void make_records();
   void print_banner(std::size_t text_chars);
 

@@ -189,15 +189,32 @@ void Trainer::make_optimizer_and_batches() {
 }
 
 // ---- the training state of the save resumed --------------------------------------------------
+void Trainer::refuse_finished_run(const Resume& resume, long saved_step) const {
+  const TrainOptions& o = options_;
+  const std::optional<TrainRecipe> recorded = load_train_recipe(resume.save_dir());
+  // --iters left out: the step count is the save's, so the run has nothing left to train.
+  if (o.iters_from_save && recorded && recorded->iters == o.iters) {
+    const std::string chosen =
+        recorded->time_budget_s > 0
+            ? fmt::format("chosen by --time {}", duration_text(recorded->time_budget_s))
+            : std::string("recorded in its save");
+    throw OptionError("iters", "",
+                      fmt::format("was left out, and the run in {} is already at its last step "
+                                  "{} ({}); pass --iters M with M > {} (e.g. --iters {}) to "
+                                  "train further",
+                                  o.out_dir, saved_step, chosen, saved_step, 2 * saved_step));
+  }
+  throw OptionError("iters", std::to_string(o.iters),
+                    fmt::format("must be larger than the step of the checkpoint in {}, which is "
+                                "already at step {}",
+                                o.out_dir, saved_step));
+}
+
 void Trainer::restore_training_state(const Resume& resume, const WeightsStamp& stamp) {
   const TrainOptions& o = options_;
   const TrainState state =
       load_train_state(resume.save_dir(), *optimizer_, stamp.step, stamp.run_id, muon_.get());
-  if (state.step >= o.iters)
-    throw OptionError("iters", std::to_string(o.iters),
-                      fmt::format("must be larger than the step of the checkpoint in {}, which is "
-                                  "already at step {}",
-                                  o.out_dir, state.step));
+  if (state.step >= o.iters) refuse_finished_run(resume, state.step);
   train_batches_->set_state(state.batch_rng);
   std::istringstream rng_text(state.sample_rng);
   rng_text >> sample_rng_;
@@ -244,8 +261,9 @@ void Trainer::fit_to_time_budget() {
   const double trial_target_s = std::min(0.02 * o.time_budget_s, 2.0);
   const auto trial_start = Clock::now();
   // The trial trains from the run's first state, which is then restored: the weights are put
-  // back and the optimizer, the batches and the generators made afresh, so what follows is the
-  // run `--iters N` makes, bit for bit. Its steps are not kept, only their time.
+  // back and the optimizers (AdamW's moments, Muon's momentum buffers), the batches and the
+  // generators made afresh, so what follows is the run `--iters N` makes, bit for bit. Its
+  // steps are not kept, only their time.
   std::vector<Array> first_weights;
   for (Tensor& p : model_->parameters()) first_weights.push_back(p.value());
   train_step(0);
@@ -261,9 +279,10 @@ void Trainer::fit_to_time_budget() {
                       (timed >= kMinTrialSteps && spent >= trial_target_s);
     more = o.comm.max(done ? 1 : 0) == 0;  // the processes step together: all stop when one does
   }
-  // An evaluation with its sample and save: the save's model and training state are written to
-  // a directory of the system's temporary folder, removed at once (the interpretability record
-  // of a save is not counted).
+  // An evaluation with its sample and save: the save's model and training state (with Muon's
+  // momentum buffers in a Muon run, as every save of the run writes them) are written to a
+  // directory of the system's temporary folder, removed at once (the interpretability record of
+  // a save is not counted).
   const auto t0 = Clock::now();
   evaluate();
   if (o.comm.is_root()) {
@@ -272,7 +291,7 @@ void Trainer::fit_to_time_budget() {
         fs::temp_directory_path() / fmt::format("glass-time-trial-{}", ::getpid());
     fs::create_directories(trial_save);
     save_model_files(trial_save.string(), *model_, *tokenizer_, "{}", step_, run_id_);
-    save_train_state(trial_save.string(), *optimizer_, training_state());
+    save_train_state(trial_save.string(), *optimizer_, training_state(), muon_.get());
     std::error_code ec;
     fs::remove_all(trial_save, ec);
   }

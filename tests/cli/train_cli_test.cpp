@@ -301,7 +301,19 @@ TEST_F(TrainCli, TimeBudgetChoosesTheStepsSaysSoAndRefusesBadDurations) {
   EXPECT_EQ(std::to_string(state.at("step").get<long>()), n);
   EXPECT_EQ(std::to_string(state.at("recipe").at("iters").get<long>()), n);
   EXPECT_EQ(state.at("recipe").at("time_budget_s").get<double>(), 1.0);
-  expect_error(glass("train" + to + " --resume"), "already at step " + n);
+  // The step count came from the save, not the command line: the message says so, and how to
+  // train further. An --iters given that the run has reached is refused as such.
+  const CliRun again = glass("train" + to + " --resume");
+  expect_error(again, "error: --iters was left out, and the run in " + out.string() +
+                          " is already at its last step " + n +
+                          " (chosen by --time 1s); pass "
+                          "--iters M with M > " +
+                          n + " (e.g. --iters " + std::to_string(2 * std::stol(n)) +
+                          ") to train further");
+  EXPECT_EQ(again.err.find("must be larger"), std::string::npos) << again.err;
+  expect_error(glass("train" + to + " --resume --iters " + n),
+               "error: --iters " + n + " must be larger than the step of the checkpoint in " +
+                   out.string() + ", which is already at step " + n);
   expect_error(glass("train" + to + " --resume --time 1s"),
                "--time chooses the step count of a new run");
 }

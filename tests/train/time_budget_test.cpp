@@ -131,6 +131,45 @@ TrainOptions tiny_options(const TempDir& dir, const std::string& out) {
   return o;
 }
 
+/// The columns step,lr,train_loss,val_loss of a run's log.csv (the rest are times).
+std::string losses(const std::string& csv_path) {
+  std::ifstream in(csv_path);
+  std::string line, out;
+  while (std::getline(in, line)) {
+    std::size_t cut = 0;
+    for (int i = 0; i < 4; ++i) cut = line.find(',', cut + 1);
+    out += line.substr(0, cut) + "\n";
+  }
+  return out;
+}
+
+/// The tensors of two safetensors files are the same, bit for bit, and so is their metadata
+/// (but the run id, new in every run).
+void expect_same_tensors(const std::string& a, const std::string& b) {
+  SafetensorsContents x = load_safetensors(a);
+  SafetensorsContents y = load_safetensors(b);
+  x.metadata.erase("run_id");
+  y.metadata.erase("run_id");
+  EXPECT_EQ(x.metadata, y.metadata) << a;
+  ASSERT_EQ(x.tensors.size(), y.tensors.size()) << a;
+  for (std::size_t i = 0; i < x.tensors.size(); ++i) {
+    EXPECT_EQ(x.tensors[i].name, y.tensors[i].name);
+    EXPECT_EQ(x.tensors[i].data, y.tensors[i].data) << x.tensors[i].name;
+  }
+}
+
+/// Trains `fixed` (the options of the run in `timed_dir` with --iters n) into `fixed_dir` and
+/// checks that both runs are the same: losses, weights and optimizer state, bit for bit.
+void expect_repeated_by_iters(TrainOptions fixed, const TempDir& dir, const std::string& timed_out,
+                              const std::string& fixed_out, long n) {
+  fixed.iters = n;
+  std::ostringstream sink;
+  Trainer(fixed, sink).run();
+  EXPECT_EQ(losses(dir.str(timed_out + "/log.csv")), losses(dir.str(fixed_out + "/log.csv")));
+  for (const char* file : {"/model.safetensors", "/train_state.safetensors"})
+    expect_same_tensors(dir.str(timed_out + file), dir.str(fixed_out + file));
+}
+
 }  // namespace
 
 TEST(TimeBudget, ARunFittedToABudgetIsTheRunOfItsStepCount) {
@@ -156,31 +195,7 @@ TEST(TimeBudget, ARunFittedToABudgetIsTheRunOfItsStepCount) {
 
   // The same seed and --iters N: the same losses and the same tensors, bit for bit (the trial
   // steps of the budget were undone).
-  TrainOptions fixed = tiny_options(dir, "fixed");
-  fixed.iters = n;
-  std::ostringstream sink;
-  Trainer(fixed, sink).run();
-  auto losses = [](const std::string& csv_path) {  // columns step,lr,train_loss,val_loss
-    std::ifstream in(csv_path);
-    std::string line, out;
-    while (std::getline(in, line)) {
-      std::size_t cut = 0;
-      for (int i = 0; i < 4; ++i) cut = line.find(',', cut + 1);
-      out += line.substr(0, cut) + "\n";
-    }
-    return out;
-  };
-  EXPECT_EQ(losses(dir.str("timed/log.csv")), losses(dir.str("fixed/log.csv")));
-  SafetensorsContents x = load_safetensors(dir.str("timed/model.safetensors"));
-  SafetensorsContents y = load_safetensors(dir.str("fixed/model.safetensors"));
-  x.metadata.erase("run_id");
-  y.metadata.erase("run_id");
-  EXPECT_EQ(x.metadata, y.metadata);
-  ASSERT_EQ(x.tensors.size(), y.tensors.size());
-  for (std::size_t i = 0; i < x.tensors.size(); ++i) {
-    EXPECT_EQ(x.tensors[i].name, y.tensors[i].name);
-    EXPECT_EQ(x.tensors[i].data, y.tensors[i].data) << x.tensors[i].name;
-  }
+  expect_repeated_by_iters(tiny_options(dir, "fixed"), dir, "timed", "fixed", n);
 
   // A resume continues to the recorded N unless a step count is given; a budget is a new run's.
   TrainOptions again = tiny_options(dir, "timed");
@@ -201,4 +216,28 @@ TEST(TimeBudget, ARunFittedToABudgetIsTheRunOfItsStepCount) {
     EXPECT_EQ(e.field(), "time");
     EXPECT_EQ(e.other_field(), "resume");
   }
+}
+
+TEST(TimeBudget, AMuonRunFittedToABudgetIsTheRunOfItsStepCount) {
+  // The trial steps move Muon's momentum buffers too: they are made afresh with the rest, so
+  // the run's momentum (saved in train_state.safetensors) is that of `--iters N` as well.
+  TempDir dir("repeat_muon");
+  TrainOptions timed = tiny_options(dir, "timed");
+  timed.optimizer = OptimizerKind::muon;
+  timed.time_budget_s = 0.5;
+  std::ostringstream said;
+  long n = 0;
+  {
+    Trainer t(timed, said);
+    n = t.run().step;
+  }
+  ASSERT_GE(n, 1);
+  EXPECT_NE(said.str().find("rerun with --iters " + std::to_string(n)), std::string::npos);
+  TrainOptions fixed = tiny_options(dir, "fixed");
+  fixed.optimizer = OptimizerKind::muon;
+  expect_repeated_by_iters(fixed, dir, "timed", "fixed", n);
+  const SafetensorsContents state = load_safetensors(dir.str("fixed/train_state.safetensors"));
+  bool has_momentum = false;
+  for (const auto& t : state.tensors) has_momentum |= t.name.rfind("muon.", 0) == 0;
+  EXPECT_TRUE(has_momentum) << "the run is not a Muon run";
 }
