@@ -7,7 +7,8 @@ log.csv. It prints, per corpus and recipe, the mean over the seeds (and min-max)
 
 - the time to reach each target validation loss (default 1.88 and 1.60 nats per token), read
   from the longest budget's run: the `elapsed_s` of its first evaluation at or below the target
-  (wall time of the run, evaluations included; `-` when never reached);
+  (wall time of the run's loop, evaluations included; `-` when never reached). The clock starts
+  after `--time`'s timed trial (about 2% of the budget, at most 2 s), which the figures leave out;
 - the final validation loss of each budget's run, and the same in bits per byte of text
   (loss / ln 2 x tokens / bytes of the validation split, as `glass train`'s summary prints it),
   the number that compares tokenizers.
