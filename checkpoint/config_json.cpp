@@ -176,8 +176,11 @@ std::string config_to_json_bpe(const ModelConfig& model, std::size_t bpe_vocab_s
                      extra_json);
 }
 
-CheckpointConfig config_from_json(const std::string& text, const std::string& source) {
-  const json j = parse_json(text, source);
+namespace {
+
+/// The top level of config.json: an object with "format": "glassllm", this program's "version",
+/// a "model" and a "tokenizer". ConfigError (fail) otherwise.
+void check_top_level(const json& j, const std::string& source) {
   if (!j.is_object()) fail(source, "the top level must be a JSON object");
   if (!j.contains("format") || j["format"] != "glassllm") {
     fail(source, "missing \"format\": \"glassllm\" (not a GlassLLM checkpoint config)");
@@ -191,32 +194,25 @@ CheckpointConfig config_from_json(const std::string& text, const std::string& so
   }
   if (!j.contains("model")) fail(source, "missing \"model\"");
   if (!j.contains("tokenizer")) fail(source, "missing \"tokenizer\"");
+}
 
-  CheckpointConfig config;
-  config.model = model_from(j["model"], source);
+/// A BPE "tokenizer" block: its vocab_size equal to the model's `vocab_size`, and the file, when
+/// named, tokenizer.json (the vocabulary itself is read from there by load_checkpoint).
+void check_bpe_block(const json& tok, std::size_t vocab_size, const std::string& source) {
+  if (!tok.contains("vocab_size") || !tok["vocab_size"].is_number_unsigned())
+    fail(source, "\"tokenizer\": a BPE tokenizer needs an integer \"vocab_size\"");
+  if (tok["vocab_size"].get<std::size_t>() != vocab_size)
+    fail(source, fmt::format("\"tokenizer\": the BPE vocabulary has {} tokens but the model's "
+                             "vocab_size is {}",
+                             tok["vocab_size"].dump(), vocab_size));
+  if (tok.contains("file") && tok["file"] != kBpeTokenizerFile)
+    fail(source, fmt::format("\"tokenizer\": file {} is not supported (only \"{}\")",
+                             tok["file"].dump(), kBpeTokenizerFile));
+}
 
-  const json& tok = j["tokenizer"];
-  if (!tok.is_object()) fail(source, "\"tokenizer\" must be a JSON object");
-  if (tok.contains("type") && tok["type"] == "bpe") {
-    config.tokenizer_kind = TokenizerKind::kBpe;
-    if (!tok.contains("vocab_size") || !tok["vocab_size"].is_number_unsigned())
-      fail(source, "\"tokenizer\": a BPE tokenizer needs an integer \"vocab_size\"");
-    if (tok["vocab_size"].get<std::size_t>() != config.model.vocab_size)
-      fail(source, fmt::format("\"tokenizer\": the BPE vocabulary has {} tokens but the model's "
-                               "vocab_size is {}",
-                               tok["vocab_size"].dump(), config.model.vocab_size));
-    if (tok.contains("file") && tok["file"] != kBpeTokenizerFile)
-      fail(source, fmt::format("\"tokenizer\": file {} is not supported (only \"{}\")",
-                               tok["file"].dump(), kBpeTokenizerFile));
-    return config;
-  }
-  if (tok.contains("type") && tok["type"] != "char") {
-    fail(source, fmt::format("\"tokenizer\": type {} is not supported (only \"char\" and \"bpe\")",
-                             tok["type"].dump()));
-  }
-  if (tok.contains("unknown_id") && tok["unknown_id"] != Tokenizer::kUnknownId) {
-    fail(source, "\"tokenizer\": unknown_id must be 0");
-  }
+/// The "chars" of a character tokenizer: one character (a UTF-8 string of one code point) per
+/// entry, in id order from 1.
+std::vector<char32_t> chars_from(const json& tok, const std::string& source) {
   if (!tok.contains("chars") || !tok["chars"].is_array()) {
     fail(source, "\"tokenizer\": missing \"chars\" (an array of one-character strings)");
   }
@@ -239,21 +235,54 @@ CheckpointConfig config_from_json(const std::string& text, const std::string& so
     }
     chars.push_back(decoded[0]);
   }
+  return chars;
+}
+
+/// The optional "special_tokens" of a character tokenizer: UTF-8 strings, each one token
+/// (none when absent).
+std::vector<std::u32string> special_tokens_from(const json& tok, const std::string& source) {
   std::vector<std::u32string> specials;
-  if (tok.contains("special_tokens")) {
-    const json& listed = tok["special_tokens"];
-    if (!listed.is_array()) fail(source, "\"tokenizer\": \"special_tokens\" must be an array");
-    for (std::size_t i = 0; i < listed.size(); ++i) {
-      if (!listed[i].is_string())
-        fail(source, fmt::format("\"tokenizer\": special_tokens[{}] must be a string, got {}", i,
-                                 listed[i].dump()));
-      try {
-        specials.push_back(utf8_to_u32(listed[i].get<std::string>()));
-      } catch (const Utf8Error& e) {
-        fail(source, fmt::format("\"tokenizer\": special_tokens[{}]: {}", i, e.what()));
-      }
+  if (!tok.contains("special_tokens")) return specials;
+  const json& listed = tok["special_tokens"];
+  if (!listed.is_array()) fail(source, "\"tokenizer\": \"special_tokens\" must be an array");
+  for (std::size_t i = 0; i < listed.size(); ++i) {
+    if (!listed[i].is_string())
+      fail(source, fmt::format("\"tokenizer\": special_tokens[{}] must be a string, got {}", i,
+                               listed[i].dump()));
+    try {
+      specials.push_back(utf8_to_u32(listed[i].get<std::string>()));
+    } catch (const Utf8Error& e) {
+      fail(source, fmt::format("\"tokenizer\": special_tokens[{}]: {}", i, e.what()));
     }
   }
+  return specials;
+}
+
+}  // namespace
+
+CheckpointConfig config_from_json(const std::string& text, const std::string& source) {
+  const json j = parse_json(text, source);
+  check_top_level(j, source);
+
+  CheckpointConfig config;
+  config.model = model_from(j["model"], source);
+
+  const json& tok = j["tokenizer"];
+  if (!tok.is_object()) fail(source, "\"tokenizer\" must be a JSON object");
+  if (tok.contains("type") && tok["type"] == "bpe") {
+    config.tokenizer_kind = TokenizerKind::kBpe;
+    check_bpe_block(tok, config.model.vocab_size, source);
+    return config;
+  }
+  if (tok.contains("type") && tok["type"] != "char") {
+    fail(source, fmt::format("\"tokenizer\": type {} is not supported (only \"char\" and \"bpe\")",
+                             tok["type"].dump()));
+  }
+  if (tok.contains("unknown_id") && tok["unknown_id"] != Tokenizer::kUnknownId) {
+    fail(source, "\"tokenizer\": unknown_id must be 0");
+  }
+  std::vector<char32_t> chars = chars_from(tok, source);
+  std::vector<std::u32string> specials = special_tokens_from(tok, source);
   try {
     config.tokenizer = Tokenizer(std::move(chars), std::move(specials));
   } catch (const std::invalid_argument& e) {

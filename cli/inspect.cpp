@@ -5,6 +5,8 @@
 //   glass inspect --checkpoint DIR [--prompt TEXT] [--lens] [--ablate L.H,... [--ablation
 //                 zero|mean]] [--head-scores] [--patch --corrupted TEXT] [--history]
 //                 (the interpretability lab, interp/; views in inspect/interp_report.hpp)
+//
+// The options and the lab's flags are cli/inspect_options.hpp.
 
 #include <algorithm>
 #include <cerrno>
@@ -27,6 +29,7 @@
 #include "checkpoint/checkpoint.hpp"
 #include "checkpoint/run_dir.hpp"
 #include "cli/commands.hpp"
+#include "cli/inspect_options.hpp"
 #include "sample/sampler.hpp"
 #include "cli/threads.hpp"
 #include "inspect/inspect.hpp"
@@ -40,32 +43,7 @@
 
 namespace {
 
-struct InspectOptions {
-  std::string checkpoint;
-  std::string prompt;
-  long long layer = 0;
-  long long head = 0;
-  std::string snapshot;
-  long long top_k = 5;
-  std::string json_path;
-  std::string html_path;
-  bool best = false;
-  bool allow_unknown = false;
-  int threads = 0;
-  // The interpretability lab (interp/).
-  bool lens = false;
-  std::string ablate;             // "L.H[,L.H...]"
-  std::string ablation = "zero";  // zero | mean
-  bool head_scores = false;
-  bool patch = false;
-  std::string corrupted;
-  bool history = false;
-  bool prompt_given = false;
-  bool any_interp() const {
-    return lens || !ablate.empty() || ablation != "zero" || head_scores || patch ||
-           !corrupted.empty() || history;
-  }
-};
+using glass::cli::InspectOptions;
 
 /// Refuses (CommandError) an output path that cannot be written: a directory, or a file whose
 /// directory does not exist or is not writable. Checked before anything is printed or written.
@@ -405,43 +383,6 @@ void run_inspect(const InspectOptions& opt) {
   const glass::Checkpoint loaded = load_for_inspect(opt);  // the snapshots: reference path
   check_against_model(opt, loaded, prompt);
   show_inspection(opt, loaded, prompt, inspect_prompt(opt, loaded, prompt));
-}
-
-/// The options of the interpretability lab (group "Interpretability").
-void add_lab_options(CLI::App* cmd, InspectOptions& opt) {
-  cmd->add_flag("--lens", opt.lens,
-                "logit lens: for each layer and position, the top --top-k next tokens read off the "
-                "residual stream and the probability of the true next token")
-      ->group("Interpretability");
-  cmd->add_option(
-         "--ablate", opt.ablate,
-         "knock out heads LAYER.HEAD[,LAYER.HEAD...] (e.g. 0.1,2.3) and show the next-token "
-         "distribution after --prompt with and without them")
-      ->group("Interpretability");
-  cmd->add_option("--ablation", opt.ablation,
-                  "how --ablate knocks a head out: zero (its output before W_O set to 0) or mean "
-                  "(set to its mean over the training text config.json names, when it is found, "
-                  "else over the prompt's positions)")
-      ->transform(CLI::IsMember({"zero", "mean"}, CLI::ignore_case))
-      ->capture_default_str()
-      ->group("Interpretability");
-  cmd->add_flag("--head-scores", opt.head_scores,
-                "layers x heads table: previous-token, induction and first-position scores and the "
-                "ablation loss change; on --prompt, or without it the save's validation probe "
-                "(interp.json)")
-      ->group("Interpretability");
-  cmd->add_flag("--patch", opt.patch,
-                "activation patching: copy the residual stream of --prompt into the run of "
-                "--corrupted at each (layer, position); the fraction of the logit difference "
-                "between their next tokens it recovers")
-      ->group("Interpretability");
-  cmd->add_option("--corrupted", opt.corrupted,
-                  "the corrupted prompt of --patch (as many tokens as --prompt)")
-      ->group("Interpretability");
-  cmd->add_flag("--history", opt.history,
-                "the head scores recorded at every save of the run directory, as tables over the "
-                "steps next to the validation loss")
-      ->group("Interpretability");
 }
 
 }  // namespace

@@ -345,6 +345,124 @@ bool records_overfit_batch(const std::string& run_dir) {
   return overfit_batch_from_json(read_json(json_path), json_path);
 }
 
+namespace {
+
+/// The fields of train_state.json (step, RNG states, best_val, log, recipe, ...) as a
+/// TrainState; CheckpointError naming the file when one is missing or of the wrong type, or
+/// when step or context is out of range.
+TrainState state_from_json(const json& j, const std::string& json_path) {
+  TrainState s;
+  try {
+    // get<long> of a JSON number that is not an integer (3.5e50) would be an out-of-range
+    // conversion, undefined behaviour: the integer fields must hold integers.
+    auto integer = [&](const json& v, const char* field) -> const json& {
+      if (!v.is_number_integer())
+        throw CheckpointError(
+            fmt::format("{}: \"{}\" must be an integer, got {}", json_path, field, v.dump()));
+      return v;
+    };
+    s.step = integer(j.at("step"), "step").get<long>();
+    s.batch_rng = j.at("batch_rng").get<std::string>();
+    s.sample_rng = j.at("sample_rng").get<std::string>();
+    s.best_val = j.at("best_val").get<double>();
+    s.has_best = j.at("has_best").get<bool>();
+    s.elapsed_s = j.at("elapsed_s").get<double>();
+    s.context = integer(j.at("context"), "context").get<std::size_t>();
+    if (j.contains("run_id")) s.run_id = j.at("run_id").get<std::string>();
+    if (j.contains("recipe")) {
+      s.recipe = recipe_from_json(j.at("recipe"), json_path);
+      s.has_recipe = true;
+    }
+    s.overfit_batch = overfit_batch_from_json(j, json_path);
+    for (const json& r : j.at("log"))
+      s.log.push_back({integer(r.at(0), "log step").get<long>(), r.at(1).get<double>(),
+                       r.at(2).get<double>(), r.at(3).get<double>(), r.at(4).get<double>(),
+                       r.at(5).get<double>()});
+  } catch (const json::exception& e) {
+    throw CheckpointError(fmt::format("{}: {}", json_path, e.what()));
+  }
+  if (s.step < 0) throw CheckpointError(json_path + ": step must be >= 0");
+  if (s.context == 0) throw CheckpointError(json_path + ": context must be a positive integer");
+  return s;
+}
+
+/// The files of the save in `dir` come from one save of one run: the moments' step and run id
+/// (train_state.safetensors' metadata), the weights' (`weights_step`, `weights_run_id`) and
+/// config.json's equal the training state's `s`. CheckpointError naming the files otherwise.
+void check_one_save(const std::string& dir, const TrainState& s, const SafetensorsContents& moments,
+                    const std::string& tensors_path, const std::string& json_path,
+                    const std::string& weights_step, const std::string& weights_run_id) {
+  const auto it = moments.metadata.find("step");
+  if (it == moments.metadata.end() || it->second != std::to_string(s.step))
+    throw CheckpointError(fmt::format("{} and {} disagree on the step (files of two saves mixed?)",
+                                      tensors_path, json_path));
+  const auto run = moments.metadata.find("run_id");
+  check_same_run(dir, "train_state.json", s.run_id, "train_state.safetensors",
+                 run == moments.metadata.end() ? std::string() : run->second);
+  check_same_run(dir, "train_state.json", s.run_id, "model.safetensors", weights_run_id);
+  check_same_run(dir, "train_state.json", s.run_id, "config.json",
+                 config_run_id(read_json(path_in(dir, "config.json"))));
+  check_same_step(dir, s.step, weights_step);
+  const json config = read_json(path_in(dir, "config.json"));
+  if (config.contains("training") && config["training"].is_object() &&
+      config["training"].contains("context") && config["training"]["context"] != json(s.context))
+    throw CheckpointError(
+        fmt::format("{}: config.json's training.context is {} but the training state's context {}: "
+                    "config.json was edited or comes from another save",
+                    dir, config["training"]["context"].dump(), s.context));
+}
+
+/// AdamW's second moment v is a running mean of squared gradients (Loshchilov & Hutter 2019,
+/// Algorithm 2): never negative. A negative entry means a corrupt file, and resuming would
+/// take sqrt(v_hat) of it: NaN updates from the first step. Neither moment can hold a NaN
+/// or an infinity after a finite step (the trainer stops at a non-finite loss or gradient
+/// norm before the update), and one would turn every weight it touches into NaN. Checked for
+/// every parameter of `optimizer` before any moment is copied, so a refused file leaves the
+/// optimizer as it was. Throws CheckpointError naming the tensor.
+void check_adamw_moments(const SafetensorsContents& moments, const std::string& tensors_path,
+                         const AdamW& optimizer) {
+  for (const AdamWParam& p : optimizer.params()) {
+    for (const char* moment : {"m", "v"}) {
+      const NamedTensor* t = moments.find(std::string(moment) + "." + p.name);
+      if (t == nullptr || t->dtype != Dtype::F32) continue;  // copy_into names these errors
+      const auto bad =
+          std::find_if(t->data.begin(), t->data.end(), [](float x) { return !std::isfinite(x); });
+      if (bad != t->data.end())
+        throw CheckpointError(fmt::format(
+            "{}: tensor '{}.{}' holds {} at index {}: AdamW's moments are finite after every "
+            "step, so the file is corrupt",
+            tensors_path, moment, p.name, *bad, bad - t->data.begin()));
+      if (moment[0] != 'v') continue;
+      const auto negative =
+          std::find_if(t->data.begin(), t->data.end(), [](float x) { return x < 0; });
+      if (negative != t->data.end())
+        throw CheckpointError(fmt::format(
+            "{}: tensor 'v.{}' holds a negative value ({}) at index {}: AdamW's second moment (a "
+            "running mean of squared gradients) is never negative, so the file is corrupt",
+            tensors_path, p.name, *negative, negative - t->data.begin()));
+    }
+  }
+}
+
+/// Copies the checked moments into the optimizers (AdamW's m and v; Muon's momentum when
+/// `muon` is not null) and sets their step counts to `step`. copy_into throws CheckpointError
+/// for a missing tensor or one of the wrong dtype or shape.
+void copy_moments(const SafetensorsContents& moments, const std::string& tensors_path, long step,
+                  AdamW& optimizer, Muon* muon) {
+  for (AdamWParam& p : optimizer.params()) {
+    copy_into(moments, tensors_path, "m." + p.name, p.m);
+    copy_into(moments, tensors_path, "v." + p.name, p.v);
+  }
+  optimizer.set_step_count(step);
+  if (muon != nullptr) {
+    for (MuonParam& p : muon->params())
+      copy_into(moments, tensors_path, "muon." + p.name, p.momentum);
+    muon->set_step_count(step);
+  }
+}
+
+}  // namespace
+
 TrainState load_train_state(const std::string& run_dir, AdamW& optimizer,
                             const std::string& weights_step, const std::string& weights_run_id,
                             Muon* muon) {
@@ -356,99 +474,15 @@ TrainState load_train_state(const std::string& run_dir, AdamW& optimizer,
   verify_save(dir);
   const json j = read_json(json_path);
   return as_checkpoint_error([&] {
-    TrainState s;
-    try {
-      // get<long> of a JSON number that is not an integer (3.5e50) would be an out-of-range
-      // conversion, undefined behaviour: the integer fields must hold integers.
-      auto integer = [&](const json& v, const char* field) -> const json& {
-        if (!v.is_number_integer())
-          throw CheckpointError(
-              fmt::format("{}: \"{}\" must be an integer, got {}", json_path, field, v.dump()));
-        return v;
-      };
-      s.step = integer(j.at("step"), "step").get<long>();
-      s.batch_rng = j.at("batch_rng").get<std::string>();
-      s.sample_rng = j.at("sample_rng").get<std::string>();
-      s.best_val = j.at("best_val").get<double>();
-      s.has_best = j.at("has_best").get<bool>();
-      s.elapsed_s = j.at("elapsed_s").get<double>();
-      s.context = integer(j.at("context"), "context").get<std::size_t>();
-      if (j.contains("run_id")) s.run_id = j.at("run_id").get<std::string>();
-      if (j.contains("recipe")) {
-        s.recipe = recipe_from_json(j.at("recipe"), json_path);
-        s.has_recipe = true;
-      }
-      s.overfit_batch = overfit_batch_from_json(j, json_path);
-      for (const json& r : j.at("log"))
-        s.log.push_back({integer(r.at(0), "log step").get<long>(), r.at(1).get<double>(),
-                         r.at(2).get<double>(), r.at(3).get<double>(), r.at(4).get<double>(),
-                         r.at(5).get<double>()});
-    } catch (const json::exception& e) {
-      throw CheckpointError(fmt::format("{}: {}", json_path, e.what()));
-    }
-    if (s.step < 0) throw CheckpointError(json_path + ": step must be >= 0");
-    if (s.context == 0) throw CheckpointError(json_path + ": context must be a positive integer");
+    TrainState s = state_from_json(j, json_path);
     check_adamw_block(j, json_path, optimizer.config());
     check_muon_block(j, json_path, muon);
     check_log_and_best(s, json_path);
     const SafetensorsContents moments = load_safetensors(tensors_path);
-    const auto it = moments.metadata.find("step");
-    if (it == moments.metadata.end() || it->second != std::to_string(s.step))
-      throw CheckpointError(fmt::format(
-          "{} and {} disagree on the step (files of two saves mixed?)", tensors_path, json_path));
-    const auto run = moments.metadata.find("run_id");
-    check_same_run(dir, "train_state.json", s.run_id, "train_state.safetensors",
-                   run == moments.metadata.end() ? std::string() : run->second);
-    check_same_run(dir, "train_state.json", s.run_id, "model.safetensors", weights_run_id);
-    check_same_run(dir, "train_state.json", s.run_id, "config.json",
-                   config_run_id(read_json(path_in(dir, "config.json"))));
-    check_same_step(dir, s.step, weights_step);
-    const json config = read_json(path_in(dir, "config.json"));
-    if (config.contains("training") && config["training"].is_object() &&
-        config["training"].contains("context") && config["training"]["context"] != json(s.context))
-      throw CheckpointError(fmt::format(
-          "{}: config.json's training.context is {} but the training state's context {}: "
-          "config.json was edited or comes from another save",
-          dir, config["training"]["context"].dump(), s.context));
-    // AdamW's second moment v is a running mean of squared gradients (Loshchilov & Hutter 2019,
-    // Algorithm 2): never negative. A negative entry means a corrupt file, and resuming would
-    // take sqrt(v_hat) of it: NaN updates from the first step. Neither moment can hold a NaN
-    // or an infinity after a finite step (the trainer stops at a non-finite loss or gradient
-    // norm before the update), and one would turn every weight it touches into NaN. Checked for
-    // every parameter before any moment is copied, so a refused file leaves the optimizer as it
-    // was.
-    for (const AdamWParam& p : optimizer.params()) {
-      for (const char* moment : {"m", "v"}) {
-        const NamedTensor* t = moments.find(std::string(moment) + "." + p.name);
-        if (t == nullptr || t->dtype != Dtype::F32) continue;  // copy_into names these errors
-        const auto bad =
-            std::find_if(t->data.begin(), t->data.end(), [](float x) { return !std::isfinite(x); });
-        if (bad != t->data.end())
-          throw CheckpointError(fmt::format(
-              "{}: tensor '{}.{}' holds {} at index {}: AdamW's moments are finite after every "
-              "step, so the file is corrupt",
-              tensors_path, moment, p.name, *bad, bad - t->data.begin()));
-        if (moment[0] != 'v') continue;
-        const auto negative =
-            std::find_if(t->data.begin(), t->data.end(), [](float x) { return x < 0; });
-        if (negative != t->data.end())
-          throw CheckpointError(fmt::format(
-              "{}: tensor 'v.{}' holds a negative value ({}) at index {}: AdamW's second moment (a "
-              "running mean of squared gradients) is never negative, so the file is corrupt",
-              tensors_path, p.name, *negative, negative - t->data.begin()));
-      }
-    }
+    check_one_save(dir, s, moments, tensors_path, json_path, weights_step, weights_run_id);
+    check_adamw_moments(moments, tensors_path, optimizer);
     if (muon != nullptr) check_muon_buffers(moments, tensors_path, *muon);
-    for (AdamWParam& p : optimizer.params()) {
-      copy_into(moments, tensors_path, "m." + p.name, p.m);
-      copy_into(moments, tensors_path, "v." + p.name, p.v);
-    }
-    optimizer.set_step_count(s.step);
-    if (muon != nullptr) {
-      for (MuonParam& p : muon->params())
-        copy_into(moments, tensors_path, "muon." + p.name, p.momentum);
-      muon->set_step_count(s.step);
-    }
+    copy_moments(moments, tensors_path, s.step, optimizer, muon);
     return s;
   });
 }

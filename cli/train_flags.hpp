@@ -1,0 +1,40 @@
+#pragma once
+// The flags of `glass train` (cli/train.cpp), in the groups of its --help: the text and the run
+// directory, the optimizer's schedule, the evaluations, the run itself, the model.
+
+#include <CLI/CLI.hpp>
+
+#include "train/options.hpp"
+
+namespace glass::cli {
+
+/// What `glass train` reads from its flags: the Trainer's options and the command's own
+/// (threads, --serve and its port).
+struct TrainFlags {
+  glass::TrainOptions options;
+  int threads = 0;
+  bool serve = false;  // --serve: glass serve on the run directory while training
+  int port = 8080;
+};
+
+/// The text and the run directory: --data (an existing file), --out.
+void add_data_flags(CLI::App* cmd, glass::TrainOptions& o);
+
+/// The optimizer's schedule: --iters or --time, --batch-size, --context, the learning rate and
+/// its cosine (--lr, --min-lr, --warmup, --decay-iters), AdamW's --weight-decay, --grad-clip,
+/// --optimizer and --muon-lr. Step counts are integers from 1 to a billion.
+void add_schedule_flags(CLI::App* cmd, glass::TrainOptions& o);
+
+/// The evaluations: --eval-every, --eval-iters (at most glass::kMaxEvalIters), --sample-tokens
+/// (at most glass::kMaxSampleTokens).
+void add_evaluation_flags(CLI::App* cmd, glass::TrainOptions& o);
+
+/// The run itself: --seed, -t/--threads, --resume / --overwrite, --overfit-batch,
+/// --no-interp-record, --serve and its --port.
+void add_run_flags(CLI::App* cmd, TrainFlags& flags);
+
+/// The model's sizes (--d-model, --n-layers, --n-heads, --n-kv-heads, --ffn-hidden), its
+/// vocabulary and tokenizer (--vocab-cap, --tokenizer, --vocab-size) and --ops; group "Model".
+void add_model_flags(CLI::App* cmd, glass::TrainOptions& o);
+
+}  // namespace glass::cli
