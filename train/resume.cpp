@@ -140,7 +140,12 @@ void Resume::take_recorded(TrainOptions& o) const {
   const std::optional<TrainRecipe> recorded = load_train_recipe(save_dir_);
   if (!recorded) return;
   std::vector<RecipeDifference> differ = take_recipe(o, *recorded);
-  if (o.iters_from_save && recorded->iters > 0) o.iters = recorded->iters;
+  // The step count taken from the save keeps the budget it was chosen for, so that the next
+  // save records it too (run() fits no budget on resume: the trial is a new run's).
+  if (o.iters_from_save && recorded->iters > 0) {
+    o.iters = recorded->iters;
+    o.time_budget_s = recorded->time_budget_s;
+  }
   if (!differ.empty()) throw RecipeMismatchError(out_dir_, std::move(differ));
 }
 

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -203,11 +204,13 @@ TEST(TimeBudget, ARunFittedToABudgetIsTheRunOfItsStepCount) {
   again.iters_from_save = true;
   Resume(again.out_dir).take_recorded(again);
   EXPECT_EQ(again.iters, n);
+  EXPECT_EQ(again.time_budget_s, 0.5);  // the next save records the budget N was chosen for
   TrainOptions further = tiny_options(dir, "timed");
   further.resume = true;
   further.iters = n + 10;  // given: kept
   Resume(further.out_dir).take_recorded(further);
   EXPECT_EQ(further.iters, n + 10);
+  EXPECT_EQ(further.time_budget_s, 0);  // a step count given is no longer the budget's
   again.time_budget_s = 60;
   try {
     Resume::check_resumable(again);
@@ -215,6 +218,31 @@ TEST(TimeBudget, ARunFittedToABudgetIsTheRunOfItsStepCount) {
   } catch (const OptionError& e) {
     EXPECT_EQ(e.field(), "time");
     EXPECT_EQ(e.other_field(), "resume");
+  }
+}
+
+TEST(TimeBudget, AResumedRunKeepsTheBudgetItsStepCountWasChosenFor) {
+  // A timed run interrupted before its first step, resumed once more interrupted, then to its
+  // end: every save records the budget its N was chosen for.
+  TempDir dir("resume_budget");
+  volatile std::sig_atomic_t stop = SIGINT;
+  TrainOptions timed = tiny_options(dir, "timed");
+  timed.time_budget_s = 0.2;
+  timed.stop_flag = &stop;
+  std::ostringstream said;
+  const long n =
+      Trainer(timed, said).run().step == 0 ? load_train_recipe(dir.str("timed"))->iters : -1;
+  ASSERT_GE(n, 1) << said.str();
+  for (bool interrupted : {true, false}) {
+    TrainOptions again = tiny_options(dir, "timed");
+    again.resume = true;
+    again.iters_from_save = true;
+    if (interrupted) again.stop_flag = &stop;
+    Trainer(again, said).run();
+    const std::optional<TrainRecipe> recorded = load_train_recipe(dir.str("timed"));
+    ASSERT_TRUE(recorded.has_value());
+    EXPECT_EQ(recorded->iters, n);
+    EXPECT_EQ(recorded->time_budget_s, 0.2) << (interrupted ? "first resume" : "second resume");
   }
 }
 
