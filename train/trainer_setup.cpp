@@ -43,6 +43,18 @@ bool launched_by_mpi() {
   return false;
 }
 
+/// Removes a directory (and all it holds) when the scope ends, by a return or an exception.
+struct RemovedOnExit {
+  fs::path dir;
+  explicit RemovedOnExit(fs::path d) : dir(std::move(d)) {}
+  RemovedOnExit(const RemovedOnExit&) = delete;
+  RemovedOnExit& operator=(const RemovedOnExit&) = delete;
+  ~RemovedOnExit() {
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+  }
+};
+
 /// Where the processes other than rank 0 write: nowhere.
 std::ostream& silent() {
   static std::ostream nowhere(nullptr);
@@ -289,11 +301,10 @@ void Trainer::fit_to_time_budget() {
     if (o.sample_tokens > 0) sample();
     const fs::path trial_save =
         fs::temp_directory_path() / fmt::format("glass-time-trial-{}", ::getpid());
+    const RemovedOnExit removed(trial_save);  // also when the save throws (a full disk)
     fs::create_directories(trial_save);
     save_model_files(trial_save.string(), *model_, *tokenizer_, "{}", step_, run_id_);
     save_train_state(trial_save.string(), *optimizer_, training_state(), muon_.get());
-    std::error_code ec;
-    fs::remove_all(trial_save, ec);
   }
   // Every process chooses the same N: from the mean of their times.
   std::vector<double> times{step_s / static_cast<double>(timed), seconds_since(t0),

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <csignal>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -244,6 +245,34 @@ TEST(TimeBudget, AResumedRunKeepsTheBudgetItsStepCountWasChosenFor) {
     EXPECT_EQ(recorded->iters, n);
     EXPECT_EQ(recorded->time_budget_s, 0.2) << (interrupted ? "first resume" : "second resume");
   }
+}
+
+TEST(TimeBudget, TheTrialSaveIsRemovedWhenItFails) {
+  // The trial's save goes to $TMPDIR/glass-time-trial-PID; a directory where its model file
+  // goes makes the save throw, and the folder is removed all the same.
+  TempDir dir("trial_save");
+  const fs::path tmp = dir.str("tmp");
+  const fs::path trial = tmp / ("glass-time-trial-" + std::to_string(::getpid()));
+  fs::create_directories(trial / "model.safetensors");
+  std::ofstream(trial / "model.safetensors" / "in-the-way") << "x";
+  const char* before = std::getenv("TMPDIR");
+  const std::string kept = before != nullptr ? before : "";
+  ::setenv("TMPDIR", tmp.c_str(), 1);
+  TrainOptions timed = tiny_options(dir, "timed");
+  timed.time_budget_s = 0.2;
+  std::ostringstream said;
+  bool threw = false;
+  try {
+    Trainer(timed, said).run();
+  } catch (const std::exception&) {
+    threw = true;
+  }
+  if (before != nullptr)
+    ::setenv("TMPDIR", kept.c_str(), 1);
+  else
+    ::unsetenv("TMPDIR");
+  EXPECT_TRUE(threw) << "the trial save did not fail: " << said.str();
+  EXPECT_FALSE(fs::exists(trial)) << "the trial's save was left in " << tmp;
 }
 
 TEST(TimeBudget, AMuonRunFittedToABudgetIsTheRunOfItsStepCount) {
