@@ -96,7 +96,7 @@ void Resume::check_resumable(const TrainOptions& o) {
   if (o.time_budget_s > 0)
     throw OptionError("time", "",
                       "chooses the step count of a new run; a resumed run trains to the step "
-                      "count its save records (give --iters to train further)",
+                      "count its save records, or to the iters given",
                       "resume");
   if (o.overwrite)
     throw OptionError("overwrite", "",

@@ -204,22 +204,10 @@ void Trainer::make_optimizer_and_batches() {
 void Trainer::refuse_finished_run(const Resume& resume, long saved_step) const {
   const TrainOptions& o = options_;
   const std::optional<TrainRecipe> recorded = load_train_recipe(resume.save_dir());
-  // --iters left out: the step count is the save's, so the run has nothing left to train.
-  if (o.iters_from_save && recorded && recorded->iters == o.iters) {
-    const std::string chosen =
-        recorded->time_budget_s > 0
-            ? fmt::format("chosen by --time {}", duration_text(recorded->time_budget_s))
-            : std::string("recorded in its save");
-    throw OptionError("iters", "",
-                      fmt::format("was left out, and the run in {} is already at its last step "
-                                  "{} ({}); pass --iters M with M > {} (e.g. --iters {}) to "
-                                  "train further",
-                                  o.out_dir, saved_step, chosen, saved_step, 2 * saved_step));
-  }
-  throw OptionError("iters", std::to_string(o.iters),
-                    fmt::format("must be larger than the step of the checkpoint in {}, which is "
-                                "already at step {}",
-                                o.out_dir, saved_step));
+  // iters left out: the step count is the save's, so the run has nothing left to train.
+  const bool from_save = o.iters_from_save && recorded && recorded->iters == o.iters;
+  throw FinishedRunError(o.out_dir, saved_step, o.iters, !from_save,
+                         from_save ? recorded->time_budget_s : 0.0);
 }
 
 void Trainer::restore_training_state(const Resume& resume, const WeightsStamp& stamp) {

@@ -212,6 +212,24 @@ TEST(TimeBudget, ARunFittedToABudgetIsTheRunOfItsStepCount) {
   Resume(further.out_dir).take_recorded(further);
   EXPECT_EQ(further.iters, n + 10);
   EXPECT_EQ(further.time_budget_s, 0);  // a step count given is no longer the budget's
+  // The run is at its last step: a resume to it is refused, as a fact the front end words.
+  for (bool given : {false, true}) {
+    TrainOptions finished = tiny_options(dir, "timed");
+    finished.resume = true;
+    finished.iters_from_save = !given;
+    finished.iters = given ? n : 2000;
+    try {
+      Trainer t(finished, said);
+      ADD_FAILURE() << "a finished run was resumed";
+    } catch (const FinishedRunError& e) {
+      EXPECT_EQ(e.out_dir(), finished.out_dir);
+      EXPECT_EQ(e.step(), n);
+      EXPECT_EQ(e.iters(), n);
+      EXPECT_EQ(e.iters_given(), given);
+      EXPECT_EQ(e.time_budget_s(), given ? 0 : 0.5);
+      EXPECT_EQ(std::string(e.what()).find("--"), std::string::npos) << e.what();
+    }
+  }
   again.time_budget_s = 60;
   try {
     Resume::check_resumable(again);
@@ -219,6 +237,7 @@ TEST(TimeBudget, ARunFittedToABudgetIsTheRunOfItsStepCount) {
   } catch (const OptionError& e) {
     EXPECT_EQ(e.field(), "time");
     EXPECT_EQ(e.other_field(), "resume");
+    EXPECT_EQ(e.reason().find("--"), std::string::npos) << e.reason();
   }
 }
 
