@@ -8,6 +8,7 @@
 
 #include "nn/config.hpp"
 #include "train/errors.hpp"
+#include "train/time_budget.hpp"
 
 namespace glass::cli {
 
@@ -43,15 +44,38 @@ std::string model_sizes_message(const glass::ModelConfigError& c) {
       a, b, c.value() / c.other_value());
 }
 
+/// A resume of a run already at its last step: which --iters to pass to train further.
+std::string finished_run_message(const glass::FinishedRunError& f) {
+  if (f.iters_given())
+    return fmt::format(
+        "--iters {} must be larger than the step of the checkpoint in {}, which is already at "
+        "step {}",
+        f.iters(), f.out_dir(), f.step());
+  const std::string chosen = f.time_budget_s() > 0
+                                 ? "chosen by --time " + glass::duration_text(f.time_budget_s())
+                                 : std::string("recorded in its save");
+  return fmt::format(
+      "--iters was left out, and the run in {} is already at its last step {} ({}); pass --iters "
+      "M with M > {} (e.g. --iters {}) to train further",
+      f.out_dir(), f.step(), chosen, f.step(), 2 * f.step());
+}
+
 }  // namespace
 
 std::optional<std::string> in_flag_words(const std::exception& e) {
   if (const auto* c = dynamic_cast<const glass::ModelConfigError*>(&e))
     return model_sizes_message(*c);
   if (const auto* o = dynamic_cast<const glass::OptionError*>(&e)) {
+    // The library's "iters" is the CLI's --iters (a time budget is refused on resume).
+    std::string reason = o->reason();
+    const std::string iters_given = ", or to the iters given";
+    if (o->field() == "time" && reason.size() >= iters_given.size() &&
+        reason.compare(reason.size() - iters_given.size(), iters_given.size(), iters_given) == 0)
+      reason.replace(reason.size() - iters_given.size(), iters_given.size(),
+                     " (give --iters to train further)");
     std::string m = o->value().empty()
-                        ? fmt::format("{} {}", flag_of(o->field()), o->reason())
-                        : fmt::format("{} {} {}", flag_of(o->field()), o->value(), o->reason());
+                        ? fmt::format("{} {}", flag_of(o->field()), reason)
+                        : fmt::format("{} {} {}", flag_of(o->field()), o->value(), reason);
     if (!o->other_field().empty())
       m += fmt::format(": leave out {} or {}", flag_of(o->other_field()), flag_of(o->field()));
     return m;
@@ -73,6 +97,8 @@ std::optional<std::string> in_flag_words(const std::exception& e) {
         "path of '{}' to continue it, or start a new run with another --out (or --overwrite)",
         d->out_dir(), d->recorded(), d->given(),
         d->defaulted() ? " (the bundled corpus, used when --data is left out)" : "", d->recorded());
+  if (const auto* f = dynamic_cast<const glass::FinishedRunError*>(&e))
+    return finished_run_message(*f);
   if (const auto* b = dynamic_cast<const glass::OverfitBatchRunError*>(&e))
     return fmt::format(
         "the run in {} was an --overfit-batch run (one batch learnt by heart, a check of the "

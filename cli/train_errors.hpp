@@ -13,7 +13,7 @@ namespace glass::cli {
 std::string flag_of(const std::string& field);
 
 /// A Trainer error (ModelConfigError, OptionError, RecipeMismatchError, DataMismatchError,
-/// OverfitBatchRunError, OptimizerMismatchError of weight_decay, OutOfMemoryError,
+/// OverfitBatchRunError, FinishedRunError, OptimizerMismatchError of weight_decay, OutOfMemoryError,
 /// NoSaveToResumeError, RunExistsError) in the words of the command line: the flags of its
 /// fields and what to pass. std::nullopt for any other error (its message is already the user's).
 std::optional<std::string> in_flag_words(const std::exception& e);

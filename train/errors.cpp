@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "train/time_budget.hpp"
+
 namespace glass {
 
 OptionError::OptionError(std::string field, std::string value, std::string reason,
@@ -49,6 +51,31 @@ OverfitBatchRunError::OverfitBatchRunError(std::string out_dir)
                                        "(overfit_batch), a check of the training loop, not a run "
                                        "to continue",
                                        out_dir)) {}
+
+namespace {
+
+std::string finished_run_text(const std::string& out_dir, long step, long iters, bool iters_given,
+                              double time_budget_s) {
+  if (iters_given)
+    return fmt::format("iters = {}: the run in {} is already at step {}", iters, out_dir, step);
+  return fmt::format(
+      "the run in {} is already at its last step {} (the step count recorded in "
+      "its save{})",
+      out_dir, step,
+      time_budget_s > 0
+          ? fmt::format(", chosen for a time budget of {}", duration_text(time_budget_s))
+          : std::string());
+}
+
+}  // namespace
+
+FinishedRunError::FinishedRunError(std::string out_dir, long step, long iters, bool iters_given,
+                                   double time_budget_s)
+    : RunDirError(out_dir, finished_run_text(out_dir, step, iters, iters_given, time_budget_s)),
+      step_(step),
+      iters_(iters),
+      iters_given_(iters_given),
+      time_budget_s_(time_budget_s) {}
 
 OptimizerMismatchError::OptimizerMismatchError(const std::string& json_path, std::string field,
                                                double recorded, double asked)

@@ -86,6 +86,27 @@ class OverfitBatchRunError : public RunDirError<std::invalid_argument> {
   explicit OverfitBatchRunError(std::string out_dir);
 };
 
+/// A resume of the run in `out_dir`, whose save is already at `step`, the last step asked for:
+/// nothing is left to train. `iters_given`: the step count was given (TrainOptions::iters,
+/// `iters`) rather than taken from the save; `time_budget_s` (0: none) is the budget the
+/// recorded step count was chosen for. what() reads "the run in DIR is already at its last step
+/// 120 (the step count recorded in its save, chosen for a time budget of 1s)" or "iters = 120:
+/// the run in DIR is already at step 120".
+class FinishedRunError : public RunDirError<std::invalid_argument> {
+ public:
+  FinishedRunError(std::string out_dir, long step, long iters, bool iters_given,
+                   double time_budget_s);
+  long step() const { return step_; }
+  long iters() const { return iters_; }
+  bool iters_given() const { return iters_given_; }
+  double time_budget_s() const { return time_budget_s_; }
+
+ private:
+  long step_, iters_;
+  bool iters_given_;
+  double time_budget_s_;
+};
+
 /// A resume of `out_dir`, which holds no save with a training state (config.json,
 /// model.safetensors, train_state.json, train_state.safetensors).
 class NoSaveToResumeError : public RunDirError<std::runtime_error> {

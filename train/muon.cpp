@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <exception>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -105,14 +106,23 @@ void Muon::step(double lr) {
   const int threads = static_cast<int>(num_threads());
   const int blas_before = openblas_get_num_threads();
   set_blas_threads(1);
+  // An exception may not leave an OpenMP region (it would terminate the program): the first one
+  // thrown (a wrong-shaped gradient, no memory) is kept and thrown again after the loop.
+  std::exception_ptr failure;
   const long n = static_cast<long>(params_.size());
 #pragma omp parallel for num_threads(threads) schedule(dynamic) if (threads > 1)
   for (long i = 0; i < n; ++i) {
     MuonParam& entry = params_[static_cast<std::size_t>(i)];
     if (!entry.param.has_grad()) continue;
-    muon_update(entry.param.value(), entry.param.grad(), entry.momentum, lr, config_);
+    try {
+      muon_update(entry.param.value(), entry.param.grad(), entry.momentum, lr, config_);
+    } catch (...) {
+#pragma omp critical(muon_step_failure)
+      if (!failure) failure = std::current_exception();
+    }
   }
   set_blas_threads(static_cast<std::size_t>(blas_before));
+  if (failure) std::rethrow_exception(failure);
 }
 
 bool is_muon_param(const std::string& name, const Tensor& param) {

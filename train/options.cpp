@@ -52,6 +52,10 @@ void validate_options(TrainOptions& o) {
     throw OptionError("lr", fmt::format("{:g}", o.lr), "must be a positive number");
   if (!(o.muon_lr > 0) || !std::isfinite(o.muon_lr))
     throw OptionError("muon_lr", fmt::format("{:g}", o.muon_lr), "must be a positive number");
+  // Muon's rate given to an AdamW run (a new one, or the save a resume continues) would do nothing.
+  if (o.recipe_given.muon_lr && o.optimizer != OptimizerKind::muon)
+    throw OptionError("muon_lr", fmt::format("{:g}", o.muon_lr),
+                      "applies to the muon optimizer only");
   if (o.min_lr < 0) o.min_lr = o.lr / 10;
   if (o.min_lr > o.lr)
     throw OptionError("min_lr", fmt::format("{}", o.min_lr),

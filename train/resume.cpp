@@ -96,7 +96,7 @@ void Resume::check_resumable(const TrainOptions& o) {
   if (o.time_budget_s > 0)
     throw OptionError("time", "",
                       "chooses the step count of a new run; a resumed run trains to the step "
-                      "count its save records (give --iters to train further)",
+                      "count its save records, or to the iters given",
                       "resume");
   if (o.overwrite)
     throw OptionError("overwrite", "",
@@ -140,7 +140,12 @@ void Resume::take_recorded(TrainOptions& o) const {
   const std::optional<TrainRecipe> recorded = load_train_recipe(save_dir_);
   if (!recorded) return;
   std::vector<RecipeDifference> differ = take_recipe(o, *recorded);
-  if (o.iters_from_save && recorded->iters > 0) o.iters = recorded->iters;
+  // The step count taken from the save keeps the budget it was chosen for, so that the next
+  // save records it too (run() fits no budget on resume: the trial is a new run's).
+  if (o.iters_from_save && recorded->iters > 0) {
+    o.iters = recorded->iters;
+    o.time_budget_s = recorded->time_budget_s;
+  }
   if (!differ.empty()) throw RecipeMismatchError(out_dir_, std::move(differ));
 }
 

@@ -43,6 +43,18 @@ bool launched_by_mpi() {
   return false;
 }
 
+/// Removes a directory (and all it holds) when the scope ends, by a return or an exception.
+struct RemovedOnExit {
+  fs::path dir;
+  explicit RemovedOnExit(fs::path d) : dir(std::move(d)) {}
+  RemovedOnExit(const RemovedOnExit&) = delete;
+  RemovedOnExit& operator=(const RemovedOnExit&) = delete;
+  ~RemovedOnExit() {
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+  }
+};
+
 /// Where the processes other than rank 0 write: nowhere.
 std::ostream& silent() {
   static std::ostream nowhere(nullptr);
@@ -192,22 +204,10 @@ void Trainer::make_optimizer_and_batches() {
 void Trainer::refuse_finished_run(const Resume& resume, long saved_step) const {
   const TrainOptions& o = options_;
   const std::optional<TrainRecipe> recorded = load_train_recipe(resume.save_dir());
-  // --iters left out: the step count is the save's, so the run has nothing left to train.
-  if (o.iters_from_save && recorded && recorded->iters == o.iters) {
-    const std::string chosen =
-        recorded->time_budget_s > 0
-            ? fmt::format("chosen by --time {}", duration_text(recorded->time_budget_s))
-            : std::string("recorded in its save");
-    throw OptionError("iters", "",
-                      fmt::format("was left out, and the run in {} is already at its last step "
-                                  "{} ({}); pass --iters M with M > {} (e.g. --iters {}) to "
-                                  "train further",
-                                  o.out_dir, saved_step, chosen, saved_step, 2 * saved_step));
-  }
-  throw OptionError("iters", std::to_string(o.iters),
-                    fmt::format("must be larger than the step of the checkpoint in {}, which is "
-                                "already at step {}",
-                                o.out_dir, saved_step));
+  // iters left out: the step count is the save's, so the run has nothing left to train.
+  const bool from_save = o.iters_from_save && recorded && recorded->iters == o.iters;
+  throw FinishedRunError(o.out_dir, saved_step, o.iters, !from_save,
+                         from_save ? recorded->time_budget_s : 0.0);
 }
 
 void Trainer::restore_training_state(const Resume& resume, const WeightsStamp& stamp) {
@@ -289,11 +289,10 @@ void Trainer::fit_to_time_budget() {
     if (o.sample_tokens > 0) sample();
     const fs::path trial_save =
         fs::temp_directory_path() / fmt::format("glass-time-trial-{}", ::getpid());
+    const RemovedOnExit removed(trial_save);  // also when the save throws (a full disk)
     fs::create_directories(trial_save);
     save_model_files(trial_save.string(), *model_, *tokenizer_, "{}", step_, run_id_);
     save_train_state(trial_save.string(), *optimizer_, training_state(), muon_.get());
-    std::error_code ec;
-    fs::remove_all(trial_save, ec);
   }
   // Every process chooses the same N: from the mean of their times.
   std::vector<double> times{step_s / static_cast<double>(timed), seconds_since(t0),

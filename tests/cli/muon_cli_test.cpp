@@ -1,6 +1,6 @@
 // `glass train --optimizer muon` through the real binary: the run says which optimizer trains
 // what, a resume keeps it and refuses another one in the words of the flags, and a misspelt
-// optimizer gets a did-you-mean.
+// optimizer gets a did-you-mean; Muon's rate is refused for an AdamW run.
 #include <unistd.h>
 
 #include <filesystem>
@@ -65,4 +65,20 @@ TEST(MuonCli, AMuonRunSaysSoResumesWithMuonAndRefusesAdamW) {
   const CliRun resumed = d.glass(d.train("run") + " --iters 10 --resume");
   ASSERT_EQ(resumed.exit_code, 0) << resumed.out << resumed.err;
   EXPECT_NE(resumed.out.find("optimizer: Muon (lr 0.03"), std::string::npos) << resumed.out;
+}
+
+TEST(MuonCli, RefusesMuonsRateForAnAdamWRun) {
+  const MuonCliDir d;
+  const CliRun fresh = d.glass(d.train("fresh") + " --iters 5 --muon-lr 0.05");
+  EXPECT_NE(fresh.exit_code, 0);
+  EXPECT_NE(fresh.err.find("--muon-lr 0.05 applies to the muon optimizer only"), std::string::npos)
+      << fresh.err;
+  const CliRun first = d.glass(d.train("run") + " --iters 5 --optimizer adamw");
+  ASSERT_EQ(first.exit_code, 0) << first.out << first.err;
+  const CliRun resumed = d.glass(d.train("run") + " --iters 10 --resume --muon-lr 0.05");
+  EXPECT_NE(resumed.exit_code, 0);
+  EXPECT_NE(resumed.err.find("--muon-lr 0.05 applies to the muon optimizer only"),
+            std::string::npos)
+      << resumed.err;
+  EXPECT_FALSE(fs::exists(d.dir / "run" / "step-000010")) << "the resume trained";
 }

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 #include <xtensor/xmanipulation.hpp>
 
+#include "autograd/blas.hpp"
 #include "autograd/threads.hpp"
 #include "nn/decoder.hpp"
 #include "train/muon.hpp"
@@ -278,4 +279,21 @@ TEST(Muon, StepsEveryMatrixWithAGradientAndAnyThreadCountGivesTheSameBits) {
   set_num_threads(1);
   EXPECT_EQ(weights[0], weights[1]);
   EXPECT_EQ(weights[0], weights[2]);
+}
+
+TEST(Muon, AFailingMatrixIsThrownAfterTheThreadsAndGivesTheBlasThreadsBack) {
+  const ModelConfig c = glass_test::small_config(11, 16);
+  const std::size_t threads_before = num_threads();
+  for (std::size_t threads : {1u, 2u}) {
+    set_num_threads(threads);
+    set_blas_threads(2);  // step() runs each product on 1 BLAS thread, then gives the 2 back
+    Decoder model(c, 14);
+    MuonSplit split = split_for_muon(model.named_parameters());
+    Muon muon(split.muon);
+    for (auto& [name, p] : split.muon) p.grad().fill(Scalar(0.1));
+    split.muon[1].second.grad() = Array::from_shape({3, 3});  // not the shape of its matrix
+    EXPECT_THROW(muon.step(2e-2), std::invalid_argument) << threads << " threads";
+    EXPECT_EQ(openblas_get_num_threads(), 2) << threads << " threads";
+  }
+  set_num_threads(threads_before);
 }

@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <csignal>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -203,11 +205,31 @@ TEST(TimeBudget, ARunFittedToABudgetIsTheRunOfItsStepCount) {
   again.iters_from_save = true;
   Resume(again.out_dir).take_recorded(again);
   EXPECT_EQ(again.iters, n);
+  EXPECT_EQ(again.time_budget_s, 0.5);  // the next save records the budget N was chosen for
   TrainOptions further = tiny_options(dir, "timed");
   further.resume = true;
   further.iters = n + 10;  // given: kept
   Resume(further.out_dir).take_recorded(further);
   EXPECT_EQ(further.iters, n + 10);
+  EXPECT_EQ(further.time_budget_s, 0);  // a step count given is no longer the budget's
+  // The run is at its last step: a resume to it is refused, as a fact the front end words.
+  for (bool given : {false, true}) {
+    TrainOptions finished = tiny_options(dir, "timed");
+    finished.resume = true;
+    finished.iters_from_save = !given;
+    finished.iters = given ? n : 2000;
+    try {
+      Trainer t(finished, said);
+      ADD_FAILURE() << "a finished run was resumed";
+    } catch (const FinishedRunError& e) {
+      EXPECT_EQ(e.out_dir(), finished.out_dir);
+      EXPECT_EQ(e.step(), n);
+      EXPECT_EQ(e.iters(), n);
+      EXPECT_EQ(e.iters_given(), given);
+      EXPECT_EQ(e.time_budget_s(), given ? 0 : 0.5);
+      EXPECT_EQ(std::string(e.what()).find("--"), std::string::npos) << e.what();
+    }
+  }
   again.time_budget_s = 60;
   try {
     Resume::check_resumable(again);
@@ -215,7 +237,61 @@ TEST(TimeBudget, ARunFittedToABudgetIsTheRunOfItsStepCount) {
   } catch (const OptionError& e) {
     EXPECT_EQ(e.field(), "time");
     EXPECT_EQ(e.other_field(), "resume");
+    EXPECT_EQ(e.reason().find("--"), std::string::npos) << e.reason();
   }
+}
+
+TEST(TimeBudget, AResumedRunKeepsTheBudgetItsStepCountWasChosenFor) {
+  // A timed run interrupted before its first step, resumed once more interrupted, then to its
+  // end: every save records the budget its N was chosen for.
+  TempDir dir("resume_budget");
+  volatile std::sig_atomic_t stop = SIGINT;
+  TrainOptions timed = tiny_options(dir, "timed");
+  timed.time_budget_s = 0.2;
+  timed.stop_flag = &stop;
+  std::ostringstream said;
+  const long n =
+      Trainer(timed, said).run().step == 0 ? load_train_recipe(dir.str("timed"))->iters : -1;
+  ASSERT_GE(n, 1) << said.str();
+  for (bool interrupted : {true, false}) {
+    TrainOptions again = tiny_options(dir, "timed");
+    again.resume = true;
+    again.iters_from_save = true;
+    if (interrupted) again.stop_flag = &stop;
+    Trainer(again, said).run();
+    const std::optional<TrainRecipe> recorded = load_train_recipe(dir.str("timed"));
+    ASSERT_TRUE(recorded.has_value());
+    EXPECT_EQ(recorded->iters, n);
+    EXPECT_EQ(recorded->time_budget_s, 0.2) << (interrupted ? "first resume" : "second resume");
+  }
+}
+
+TEST(TimeBudget, TheTrialSaveIsRemovedWhenItFails) {
+  // The trial's save goes to $TMPDIR/glass-time-trial-PID; a directory where its model file
+  // goes makes the save throw, and the folder is removed all the same.
+  TempDir dir("trial_save");
+  const fs::path tmp = dir.str("tmp");
+  const fs::path trial = tmp / ("glass-time-trial-" + std::to_string(::getpid()));
+  fs::create_directories(trial / "model.safetensors");
+  std::ofstream(trial / "model.safetensors" / "in-the-way") << "x";
+  const char* before = std::getenv("TMPDIR");
+  const std::string kept = before != nullptr ? before : "";
+  ::setenv("TMPDIR", tmp.c_str(), 1);
+  TrainOptions timed = tiny_options(dir, "timed");
+  timed.time_budget_s = 0.2;
+  std::ostringstream said;
+  bool threw = false;
+  try {
+    Trainer(timed, said).run();
+  } catch (const std::exception&) {
+    threw = true;
+  }
+  if (before != nullptr)
+    ::setenv("TMPDIR", kept.c_str(), 1);
+  else
+    ::unsetenv("TMPDIR");
+  EXPECT_TRUE(threw) << "the trial save did not fail: " << said.str();
+  EXPECT_FALSE(fs::exists(trial)) << "the trial's save was left in " << tmp;
 }
 
 TEST(TimeBudget, AMuonRunFittedToABudgetIsTheRunOfItsStepCount) {
