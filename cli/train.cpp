@@ -1,8 +1,8 @@
 // `glass train`: learn next-character prediction from a UTF-8 text file (train/trainer.hpp).
-// This file reads the flags into TrainOptions and runs the Trainer, and puts the Trainer's errors
-// (train/errors.hpp: fields and values) in the words of its flags; what a resume takes back is
-// train/resume.hpp, the flags themselves cli/train_flags.hpp, the signal handling
-// cli/stop_signals.hpp, the loss page cli/loss_page.hpp.
+// This file reads the flags into TrainOptions and runs the Trainer; what the command says around
+// the run (the resume command, the errors and warnings in the words of its flags, the summary) is
+// cli/train_words.hpp, what a resume takes back train/resume.hpp, the flags themselves
+// cli/train_flags.hpp, the signal handling cli/stop_signals.hpp, the loss page cli/loss_page.hpp.
 //
 //   glass train [--data FILE] [--out DIR] [--iters N | --time DURATION] [--batch-size B]
 //               [--context T] [--lr X] [--min-lr X] [--warmup N] [--decay-iters N]
@@ -10,7 +10,6 @@
 //               [--d-model N --n-layers N --n-heads N --n-kv-heads N --ffn-hidden N]
 //   mpirun -np N glass train ...   data-parallel over N processes (train/distributed.hpp)
 
-#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -18,7 +17,6 @@
 #include <filesystem>
 #include <iostream>
 #include <cstdint>
-#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -27,18 +25,15 @@
 
 #include "autograd/threads.hpp"
 #include "checkpoint/checkpoint.hpp"
-#include "checkpoint/run_dir.hpp"
 #include "cli/commands.hpp"
 #include "cli/loss_page.hpp"
 #include "cli/serve.hpp"
-#include "cli/shell.hpp"
 #include "cli/stop_signals.hpp"
 #include "cli/threads.hpp"
-#include "cli/train_errors.hpp"
 #include "cli/train_flags.hpp"
+#include "cli/train_words.hpp"
 #include "train/distributed.hpp"
 #include "train/errors.hpp"
-#include "train/resume.hpp"
 #include "train/trainer.hpp"
 
 #ifndef GLASS_SOURCE_DIR
@@ -50,7 +45,6 @@ namespace glass::cli {
 namespace {
 
 namespace fs = std::filesystem;
-constexpr const char* kDefaultCorpus = "domcasmurro.txt";
 
 fs::path executable_dir() {
   std::error_code ec;
@@ -90,84 +84,10 @@ std::string default_corpus() {
       "\nPass --data FILE, or set GLASS_DATA to the corpus file or its directory.");
 }
 
-/// `glass train --data FILE --out DIR` (under mpirun with the same number of processes; any
-/// other number works too) and the flags given now, as given (re-quoted), but --help, --data,
-/// --out and those of `left_out`.
-std::string train_command(const CLI::App* cmd, const glass::TrainOptions& o,
-                          const std::vector<std::string>& left_out) {
-  std::string line =
-      (o.comm.size() > 1 ? fmt::format("mpirun -np {} ", o.comm.size()) : std::string()) +
-      program_name() + " train --data " + shell_quote(o.data_path) + " --out " +
-      shell_quote(o.out_dir);
-  for (const CLI::Option* opt : cmd->get_options()) {
-    const std::string name = opt->get_name();
-    if (opt->count() == 0 || name == "--help" || name == "--data" || name == "--out" ||
-        std::find(left_out.begin(), left_out.end(), name) != left_out.end())
-      continue;
-    line += " " + name;
-    if (opt->get_type_size() != 0)
-      for (const std::string& value : opt->results()) line += " " + shell_quote(value);
-  }
-  return line;
-}
-
-/// The command that continues this run: the flags given now without --overwrite, --time (the
-/// resumed run trains to the step count it recorded) and the model's shape (it comes from the
-/// checkpoint on --resume), and --resume added.
-std::string resume_command(const CLI::App* cmd, const glass::TrainOptions& o) {
-  return train_command(
-             cmd, o,
-             {"--overwrite", "--resume", "--time", "--d-model", "--n-layers", "--n-heads",
-              "--n-kv-heads", "--ffn-hidden", "--vocab-cap", "--tokenizer", "--vocab-size"}) +
-         " --resume";
-}
-
-/// The error of a run stopped by a non-finite loss or gradient norm (`what`, from the Trainer),
-/// saying what was kept in --out (`saved`: the step of the last complete save, -1 for none) and
-/// how to go on. Not --resume: it keeps the recipe and repeats the same steps exactly, so it
-/// would meet the same numbers; a new run with a smaller --lr does not.
-std::string non_finite_message(const std::string& what, const CLI::App* cmd,
-                               const glass::TrainOptions& o, long saved) {
-  std::string kept =
-      saved >= 0
-          ? fmt::format(
-                "the last good checkpoint, of step {}, is kept in {} (sample, eval and "
-                "export can use it). --resume would repeat the same steps from there (it "
-                "keeps the recipe) and meet the same numbers again",
-                saved, o.out_dir)
-          : std::string(
-                "it stopped before its first save, so no checkpoint of this run was written");
-  const bool holds_run = glass::holds_checkpoint(o.out_dir);
-  if (saved < 0 && holds_run)
-    kept += fmt::format(" ({} still holds the run it held before)", o.out_dir);
-  std::string next = fmt::format("Train again with a smaller --lr (this run: {:g})", o.lr);
-  if (o.grad_clip == 0) next += " and with --grad-clip 1 (this run: 0, no clipping)";
-  if (o.resume)
-    next += ": a new run with this run's flags (--overwrite replaces it, or give another --out)";
-  else
-    next += ", e.g.:\n  " + train_command(cmd, o, {"--overwrite", "--lr", "--grad-clip"}) +
-            fmt::format(" --lr {:g}", o.lr / 2) + (o.grad_clip == 0 ? " --grad-clip 1" : "") +
-            (o.grad_clip > 0 && cmd->count("--grad-clip") > 0
-                 ? fmt::format(" --grad-clip {:g}", o.grad_clip)
-                 : "") +
-            (holds_run ? " --overwrite" : "");
-  return fmt::format("{}. Training stopped: {}. {}", what, kept, next);
-}
-
-/// The Trainer of these options; its errors in the words of the flags (in_flag_words).
-std::unique_ptr<glass::Trainer> make_trainer(const glass::TrainOptions& o) {
-  try {
-    return std::make_unique<glass::Trainer>(o, std::cout);
-  } catch (const std::exception& e) {
-    if (std::optional<std::string> message = in_flag_words(e))
-      throw glass::cli::CommandError(*message);
-    throw;
-  }
-}
-
 /// The options of this command line: the flags as given, the defaults the command chooses (the
-/// bundled corpus, runs/<corpus name>) and which recipe flags were given (--resume keeps the
-/// recorded values of the others, train/resume.hpp).
+/// bundled corpus, runs/<corpus name>) and which recipe flags and model sizes were given
+/// (--resume keeps the recorded values of the others, train/resume.hpp, and the checkpoint's
+/// model).
 void fill_options(TrainFlags& flags, CLI::App* cmd) {
   glass::TrainOptions& o = flags.options;
   const bool default_data = o.data_path.empty();
@@ -192,59 +112,21 @@ void fill_options(TrainFlags& flags, CLI::App* cmd) {
   given.context = cmd->count("--context") > 0;
   given.optimizer = cmd->count("--optimizer") > 0;
   given.muon_lr = cmd->count("--muon-lr") > 0;
-  if (!o.resume || !o.comm.is_root()) return;  // under mpirun, rank 0 speaks for all
-  // A model size given on --resume is ignored: said only when it differs from the save's.
-  using M = glass::ModelConfig;
-  const std::optional<M> recorded = glass::Resume(o.out_dir).recorded_model();
-  for (const auto& [flag, field] : {std::pair{"--d-model", &M::d_model},
-                                    {"--n-layers", &M::n_layers},
-                                    {"--n-heads", &M::n_heads},
-                                    {"--n-kv-heads", &M::n_kv_heads},
-                                    {"--ffn-hidden", &M::ffn_hidden},
-                                    {"--vocab-cap", &M::vocab_cap}})
-    if (cmd->count(flag) > 0 && (!recorded || (*recorded).*field != o.model.*field))
-      std::cerr << "warning: " << flag
-                << " is ignored with --resume (the checkpoint's model is used)\n";
-}
-
-/// After the run (rank 0): where the checkpoint is and what to do next; with --serve, the page
-/// stays up until Ctrl-C. Throws CLI::RuntimeError (exit 128 + signal) after a stop.
-void report_run(const glass::TrainResult& result, const glass::TrainOptions& o, CLI::App* cmd,
-                glass::Server* server) {
-  std::cout << fmt::format(
-      "\ncheckpoint: {} (model.safetensors = step {}, best.safetensors = best val loss {:.4f}, "
-      "config.json, log.csv, loss.html)\n",
-      (fs::path(o.out_dir) / "").string(), result.step, result.best_val);  // one trailing '/'
-  if (result.interrupted) {
-    if (o.overfit_batch)
-      std::cout << "an --overfit-batch check is not resumed: run it again to check the loop\n";
-    else
-      std::cout << "resume with: " << resume_command(cmd, o) << "\n";
-    throw CLI::RuntimeError(
-        128 + result.stop_signal);  // 130 after Ctrl-C, 143 after SIGTERM (on any rank)
-  }
-  std::cout << fmt::format(
-      "sample from it: {} sample --checkpoint {}{} --tokens 300\n", program_name(),
-      shell_quote(o.out_dir),
-      fs::path(o.data_path).filename() == kDefaultCorpus ? " --prompt \"Capitu \"" : "");
-  if (server) {  // the page stays up after training, until Ctrl-C
-    if (g_stop == 0)
-      std::cout
-          << "training done; still serving " << o.out_dir << " at " << server->url()
-          << " until Ctrl-C"
-          << std::endl;  // flushed: the summary above too, also when the output is a file or pipe
-    while (g_stop == 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    server->stop();
-    std::cout << "\nstopped serving (" << (g_stop == SIGTERM ? "SIGTERM" : "Ctrl-C") << ")"
-              << std::endl;
-    restore_default_signals();
-  }
+  // On --resume the model's sizes are the checkpoint's: one given with another value is warned
+  // of (make_trainer).
+  glass::ModelGiven& model = o.model_given;
+  model.d_model = cmd->count("--d-model") > 0;
+  model.n_layers = cmd->count("--n-layers") > 0;
+  model.n_heads = cmd->count("--n-heads") > 0;
+  model.n_kv_heads = cmd->count("--n-kv-heads") > 0;
+  model.ffn_hidden = cmd->count("--ffn-hidden") > 0;
+  model.vocab_cap = cmd->count("--vocab-cap") > 0;
 }
 
 void run_train(TrainFlags& flags, CLI::App* cmd) {
   glass::TrainOptions& o = flags.options;
-  glass::cli::apply_threads(flags.threads);
   fill_options(flags, cmd);
+  glass::cli::apply_threads(flags.threads);
   g_stop = 0;
   g_serving_only = 0;
   o.stop_flag = &g_stop;

@@ -25,6 +25,13 @@ struct RecipeGiven {
   bool optimizer = false, muon_lr = false;
 };
 
+/// Which sizes of the model the user set. A resumed run keeps its checkpoint's model whatever is
+/// set; the Trainer reports those set to another value (Trainer::ignored_model_fields).
+struct ModelGiven {
+  bool d_model = false, n_layers = false, n_heads = false, n_kv_heads = false, ffn_hidden = false,
+       vocab_cap = false;
+};
+
 /// The optimizer of a run: AdamW on every parameter, or Muon on the decoder blocks' matrices and
 /// AdamW on the rest (train/muon.hpp).
 enum class OptimizerKind { adamw, muon };
@@ -73,6 +80,8 @@ struct TrainOptions {
   /// On resume: which fields of the recipe the user set. One left out takes the recorded
   /// value; one set must agree with it (train/resume.hpp).
   RecipeGiven recipe_given;
+  /// On resume: which model sizes the user set (ignored: the checkpoint's model is kept).
+  ModelGiven model_given;
   /// data_path is the bundled corpus because no text was given (said when a resume refuses it).
   bool data_defaulted = false;
   /// model.ops_path was chosen: a resumed run takes it; otherwise it keeps its checkpoint's.

@@ -111,16 +111,6 @@ void Resume::require_save() const {
   if (!has_save()) throw NoSaveToResumeError(out_dir_);
 }
 
-std::optional<ModelConfig> Resume::recorded_model() const {
-  try {
-    const std::string path =
-        checkpoint_files::path_in(checkpoint_files_dir(save_dir_), "config.json");
-    return config_from_json(read_file(path), path).model;
-  } catch (const std::exception&) {
-    return std::nullopt;
-  }
-}
-
 void Resume::take_recorded(TrainOptions& o) const {
   std::error_code ec;
   // No save at all (no `current` link, no config.json): require_save refuses the resume.

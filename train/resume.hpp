@@ -2,7 +2,7 @@
 // What a resumed run continues, decided in one place: the save (the one DIR/current points to;
 // when that link is missing, or does not lead to a complete save, the newest complete save), the
 // recipe and training context that save records, the text it was trained on, and what cannot be
-// resumed at all. The command line (cli/train.cpp) and the Trainer both ask it.
+// resumed at all. The Trainer asks it.
 
 #include <optional>
 #include <string>
@@ -41,10 +41,6 @@ class Resume {
   bool has_save() const;
   /// Throws NoSaveToResumeError when it does not.
   void require_save() const;
-  /// The model configuration the save records (config.json's "model"), which the resumed run
-  /// keeps whatever model sizes are asked for; std::nullopt when there is no save or its
-  /// config.json cannot be read (loading the save then says why).
-  std::optional<ModelConfig> recorded_model() const;
 
   /// Takes back what the save records into `o`: each recipe field not given (o.recipe_given)
   /// takes the recorded value, and one given must equal it (a rate equal but for the last bits of

@@ -117,6 +117,11 @@ class Trainer {
   /// One row per optimizer step taken (including before a resume, when the save had them).
   const std::vector<StepRow>& steps() const { return steps_record_.rows(); }
   const TrainOptions& options() const { return options_; }
+  /// On resume: the model sizes set (options.model_given) to another value than the checkpoint's,
+  /// which the run ignores (it keeps the checkpoint's model), as fields: "model.d_model",
+  /// "model.n_layers", "model.n_heads", "model.n_kv_heads", "model.ffn_hidden", "model.vocab_cap",
+  /// in that order. Empty for a new run.
+  const std::vector<std::string>& ignored_model_fields() const { return ignored_model_fields_; }
 
  private:
   // Construction, in this order (trainer_setup.cpp).
@@ -157,7 +162,8 @@ class Trainer {
   bool is_tty_ = false;
   // The run directory (rank 0 only) and the records observing the loop.
   std::unique_ptr<RunDirectory> run_dir_;
-  std::string run_id_;  // recorded in every file of every save
+  std::string run_id_;                             // recorded in every file of every save
+  std::vector<std::string> ignored_model_fields_;  // on resume: sizes given that differ
   LogRecord log_record_;
   StepsRecord steps_record_;
   std::unique_ptr<InterpRecorder> interp_record_;

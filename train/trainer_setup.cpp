@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <iostream>
 #include <sstream>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -98,6 +99,21 @@ void warn_of_long_warmup(const TrainOptions& o, std::ostream& out) {
       o.warmup, o.decay_iters, o.decay_iters, o.decay_iters / 10);
 }
 
+/// The sizes set in `given` (per `set`) to another value than `saved`'s, as "model.<field>".
+std::vector<std::string> differing_sizes(const ModelConfig& given, const ModelGiven& set,
+                                         const ModelConfig& saved) {
+  using M = ModelConfig;
+  std::vector<std::string> fields;
+  for (const auto& [name, is_set, size] : {std::tuple{"model.d_model", set.d_model, &M::d_model},
+                                           {"model.n_layers", set.n_layers, &M::n_layers},
+                                           {"model.n_heads", set.n_heads, &M::n_heads},
+                                           {"model.n_kv_heads", set.n_kv_heads, &M::n_kv_heads},
+                                           {"model.ffn_hidden", set.ffn_hidden, &M::ffn_hidden},
+                                           {"model.vocab_cap", set.vocab_cap, &M::vocab_cap}})
+    if (is_set && given.*size != saved.*size) fields.push_back(name);
+  return fields;
+}
+
 }  // namespace
 
 Trainer::Trainer(TrainOptions options, std::ostream& out)
@@ -162,6 +178,7 @@ Trainer::WeightsStamp Trainer::take_back_resumed_run(const Resume& resume) {
   model_ = saved.release_model();
   // A resumed run keeps its checkpoint's ops path (the exact resume), unless another was chosen.
   if (o.ops_given) model_->set_ops_path(o.model.ops_path);
+  ignored_model_fields_ = differing_sizes(o.model, o.model_given, model_->config());
   o.model = model_->config();
   check_model_fits(o);
   return {saved.weights_step(), saved.run_id()};

@@ -225,6 +225,39 @@ TEST(Trainer, StopFlagSavesACheckpointAndReturns) {
   EXPECT_NE(out.str().find("interrupted"), std::string::npos);
 }
 
+// A resumed run keeps its checkpoint's model: the sizes given with another value are reported as
+// ignored (by field), those given with the same value or not given at all are not.
+TEST(Trainer, AResumeReportsTheModelSizesItIgnores) {
+  TempDir dir("ignored");
+  TrainOptions o = tiny_options(write_corpus_slice(dir, 5000), dir.str("run"));
+  o.iters = 1000;
+  volatile std::sig_atomic_t flag = 1;  // saves at step 0 and returns
+  o.stop_flag = &flag;
+  o.model_given.d_model = o.model_given.n_heads = true;
+  std::ostringstream out;
+  {
+    Trainer first(o, out);
+    EXPECT_TRUE(first.ignored_model_fields().empty());  // a new run uses the sizes given
+    first.run();
+  }
+  TrainOptions same = o;
+  same.resume = true;
+  same.model_given = {true, true, true, true, true, true};
+  EXPECT_TRUE(Trainer(same, out).ignored_model_fields().empty());
+
+  TrainOptions other = same;
+  other.model.d_model = 64;                         // given: reported
+  other.model.n_layers = o.model.n_layers + 1;      // given: reported
+  other.model.vocab_cap = o.model.vocab_cap + 1;    // given: reported
+  other.model.ffn_hidden = o.model.ffn_hidden * 2;  // not given: the default would differ too
+  other.model_given.ffn_hidden = false;
+  Trainer resumed(other, out);
+  EXPECT_EQ(resumed.ignored_model_fields(),
+            (std::vector<std::string>{"model.d_model", "model.n_layers", "model.vocab_cap"}));
+  EXPECT_EQ(resumed.model().config().d_model, o.model.d_model);  // the checkpoint's model
+  EXPECT_EQ(resumed.options().model.ffn_hidden, o.model.ffn_hidden);
+}
+
 TEST(Trainer, BadOptionsAndShortTextAreRejected) {
   TempDir dir("bad");
   const std::string data = write_corpus_slice(dir, 100);
