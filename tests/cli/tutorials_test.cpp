@@ -1089,6 +1089,47 @@ TEST_F(Tutorials, Ch36AnInductionHeadFormsWithTheLossDrop) {
   EXPECT_LT(numbers_after(three, "perda da repetição")[0], 0.2);
 }
 
+// ---- part 8: quality per minute -------------------------------------------------------------
+
+TEST_F(Tutorials, Ch37MuonOrthogonalizesTheStep) {
+  const std::string& out = output_of(37);
+  // G = [[1, 3], [0.5, 1.4]]: its singular values, its polar factor U V^T, the quintic
+  // Newton-Schulz's singular values after 5 steps and the cubic's after 5 and 10, by a plain
+  // Python computation of the same 2x2 formulas (tests/cli/reference/muon_2x2.py).
+  expect_numbers(out, "valores singulares de G", {3.494164, 0.028619});
+  expect_numbers(out, "U Vᵀ[0]", {-0.113547, 0.993533});
+  expect_numbers(out, "U Vᵀ[1]", {0.993533, 0.113547});
+  expect_numbers(out, "valores singulares de U Vᵀ", {1, 1});
+  expect_numbers(out, "valores singulares depois de 0 passos", {0.999966, 0.008190});
+  expect_numbers(out, "valores singulares depois de 5 passos", {0.724615, 0.696471});
+  expect_numbers(out, "X depois de 5 passos[0]", {-0.090425, 0.695796});
+  expect_numbers(out, "X depois de 5 passos[1]", {0.716099, 0.070934});
+  expect_numbers(out, "cúbica, valores singulares depois de 5 passos", {1, 0.062132});
+  expect_numbers(out, "cúbica, valores singulares depois de 10 passos", {1, 0.445683});
+  expect_numbers(out, "cúbica, valores singulares depois de 20 passos", {1, 1});
+  // The library's newton_schulz5 and muon_update agree with the hand-written loop (the library
+  // adds eps = 1e-7 to the norm: a relative difference of ~3e-8).
+  EXPECT_LT(number_on(out, "diferença máxima para newton_schulz5 da biblioteca"), 1e-6);
+  EXPECT_LT(number_on(out, "diferença máxima para -0.02 · X depois de 5 passos"), 1e-8);
+  // The chapter-27 model: 2 layers x 7 matrices on Muon. Per layer wq and wo are 64 x 64, wk and
+  // wv 32 x 64 (2 KV heads of 16), w1, w2, w3 176 x 64: 2*4096 + 2*2048 + 3*11264 = 46080, 92160
+  // in all.
+  EXPECT_EQ(numbers_on(out, "matrizes no Muon")[0], 14);
+  EXPECT_EQ(numbers_after(lines_with(out, "matrizes no Muon")[0], "(")[0], 92160);
+  // Training: four evaluations each; Muon below AdamW at every one (the chapter says so).
+  const std::vector<double> adamw = numbers_on(out, "validação, só AdamW");
+  const std::vector<double> muon = numbers_on(out, "validação, Muon nas matrizes");
+  ASSERT_EQ(adamw.size(), 4u);
+  ASSERT_EQ(muon.size(), 4u);
+  for (std::size_t i = 0; i < 4; ++i) EXPECT_LT(muon[i], adamw[i]) << "evaluation " << i;
+  // The answers: the cubic leaves the weak direction at 0.062; without momentum the first step
+  // is the same; a rank-1 G keeps its zero singular value.
+  expect_numbers(out, "1) cúbica com 5 passos, valores singulares", {1, 0.062132});
+  EXPECT_LT(number_on(out, "2) diferença máxima para o passo com momento"), 1e-8);
+  expect_numbers(out, "3) valores singulares de G de posto 1", {3.535534, 0});
+  EXPECT_NEAR(numbers_on(out, "3) valores singulares depois de 5 passos")[1], 0, 1e-6);
+}
+
 TEST_F(Tutorials, Chapter31RunsAndMatchesItsSavedOutput) {
   // Its numbers under mpirun are tests/cli/tutorial_mpi_test.cpp's; here the program alone.
   const std::string& out = output_of(31);
