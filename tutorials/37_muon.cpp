@@ -79,7 +79,8 @@ M2 newton_schulz_a_mao(const M2& G, int passos, double a, double b, double c, bo
   for (int k = 1; k <= passos; ++k) {
     const M2 A = vezes(X, transposta(X));
     X = a * X + vezes(b * A + c * vezes(A, A), X);
-    if (imprime) mostra_singulares("valores singulares depois de " + std::to_string(k) + " passos", X);
+    if (imprime)
+      mostra_singulares("valores singulares depois de " + std::to_string(k) + " passos", X);
   }
   return X;
 }
@@ -117,7 +118,8 @@ std::vector<double> treina(double muon_lr, long passos) {
     const double lr = agenda.at(it);
     adamw.step(lr);
     if (muon) muon->step(muon_lr * lr / agenda.lr_max);  // a mesma agenda, no lr do Muon
-    if ((it + 1) % 100 == 0) perdas.push_back(tut::perda_validacao(modelo, val, cfg.context_length));
+    if ((it + 1) % 100 == 0)
+      perdas.push_back(tut::perda_validacao(modelo, val, cfg.context_length));
   }
   return perdas;
 }
@@ -181,7 +183,8 @@ int main() {
       "perto de 0 ela só multiplica s por 1.5 a cada passo.");
   for (int passos : {5, 10, 20}) {
     const M2 X = newton_schulz_a_mao(G, passos, 1.5, -0.5, 0.0, false);
-    mostra_singulares("cúbica, valores singulares depois de " + std::to_string(passos) + " passos", X);
+    mostra_singulares("cúbica, valores singulares depois de " + std::to_string(passos) + " passos",
+                      X);
   }
 
   tut::secao("O passo completo de uma matriz (muon_update)");

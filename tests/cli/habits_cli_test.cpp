@@ -377,3 +377,30 @@ TEST_F(HabitsCli, SampleNamesItsThreadCountAndTheCountDoesNotChangeTheText) {
   EXPECT_GE(on_one, 8) << "the first measurement is 8 tokens on one thread";
   EXPECT_GE(on_all, 1) << "then every core is measured";
 }
+
+namespace {
+
+// A binary replaced while it trains (a rebuild during a long run): Linux names the old file
+// "/path/glass (deleted)" in /proc/self/exe, and the "sample from it:" line printed that, which
+// the shell cannot run. The line names the path, which now holds the new binary.
+TEST(ReplacedBinary, PrintedCommandsNameThePathWithoutDeleted) {
+  const fs::path dir = glass_test::temp_dir("glass-replaced-binary");
+  write_file(dir / "text.txt", glass_test::corpus_start(6000));
+  const fs::path copy = dir / "g";
+  fs::copy_file(glass_test::binary_dir("/glass"), copy);
+  // Start a run, wait for its first evaluation line, replace the binary by a copy (the running
+  // one's file is unlinked), then wait for the run's end.
+  const std::string script =
+      "cd " + q(dir.string()) +
+      " && (./g train --data text.txt --out run --iters 300 --eval-every 100" +
+      glass_test::tiny(5) + " </dev/null >out.txt 2>err.txt & pid=$!; " +
+      "while ! grep -q 'val' out.txt 2>/dev/null; do sleep 0.05; done; " +
+      "cp g g.new && mv g.new g; wait $pid)";
+  ASSERT_EQ(std::system(script.c_str()), 0) << read_file(dir / "err.txt");
+  const std::string out = read_file(dir / "out.txt");
+  EXPECT_NE(out.find("sample from it: ./g sample --checkpoint run"), std::string::npos) << out;
+  EXPECT_EQ(out.find("(deleted)"), std::string::npos) << out;
+  fs::remove_all(dir);
+}
+
+}  // namespace
