@@ -89,7 +89,8 @@ int main() {
             [&] { return mean(sigmoid(linear(x, W)) * c); });
   tut::texto(
       "As operações dos próximos capítulos passam pelo mesmo juiz no capítulo que as ensina:\n"
-      "softmax e entropia cruzada no 09, a atenção com máscara no 15, silu no 20, a RMSNorm no 21.");
+      "softmax e entropia cruzada no capítulo 09, a atenção com máscara causal no capítulo 15,\n"
+      "a silu no capítulo 21, a RMSNorm no capítulo 22.");
 
   tut::secao("E quando o gradiente está errado?");
   tut::texto(

@@ -57,7 +57,7 @@ int main() {
   mostrar("frequências", contagem);
   tut::texto("Perto das probabilidades, como deve ser. A mesma semente dá os mesmos sorteios.");
 
-  tut::secao("Num modelo treinado agora mesmo (capítulo 27, em poucos segundos)");
+  tut::secao("Num modelo treinado agora mesmo (a configuração do capítulo 27, em segundos)");
   tut::texto(
       "generate(modelo, prompt, n, janela, opções, rng) repete n vezes: passa os últimos\n"
       "`janela` ids pelo modelo, pega os logits da ÚLTIMA posição, aplica temperatura,\n"

@@ -20,7 +20,7 @@
 
 namespace tut {
 
-/// The model of chapter 27: d_model 64, 2 layers, 4 query heads of dim 16, 2 KV heads,
+/// The configuration of chapter 27's model: d_model 64, 2 layers, 4 query heads of dim 16, 2 KV heads,
 /// SwiGLU 176, context 32.
 inline glass::ModelConfig config_pequena(std::size_t vocab_size) {
   glass::ModelConfig cfg;

@@ -1427,8 +1427,9 @@ TEST_F(Tutorials, ExerciseAnswers) {
   expect(answer("14_clipping_a_mao"), {3.0 / 13, 4.0 / 13, 0, 12.0 / 13}, 2e-6);
   // w - 3 halves each step from -3.
   expect(answer("15_ache_o_erro_no_laco"), {1.5, 2.25, 2.625, 2.8125, 2.90625}, 1e-6);
-  // e^ln 83 = 83, log2 83 = 6.375039; e^2 = 7.389056, 2 / ln 2 = 2.885390 (Python math).
-  expect(answer("16_perplexidade_e_bits"), {83, 6.375039, 7.389056, 2.885390}, 2e-6);
+  // e^ln 78 = 78 (chapter 12's V), log2 78 = 6.285402; e^2 = 7.389056, 2 / ln 2 = 2.885390
+  // (Python math).
+  expect(answer("16_perplexidade_e_bits"), {78, 6.285402, 7.389056, 2.885390}, 2e-6);
 }
 
 TEST_F(Tutorials, ExerciseAnswersOfPart6) {

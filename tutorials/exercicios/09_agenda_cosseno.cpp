@@ -21,7 +21,7 @@ static double minha_agenda(long it, double lr_max, double min_lr, long warmup, l
 }
 
 int main() {
-  exercicio::titulo(9, "A agenda de lr, à mão", "24 a 29");
+  exercicio::titulo(9, "A agenda de lr, à mão");
   LrSchedule agenda;
   agenda.lr_max = 1e-3;
   agenda.min_lr = 1e-4;

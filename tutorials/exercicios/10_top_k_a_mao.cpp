@@ -20,7 +20,7 @@ static std::vector<double> top_k(const std::vector<double>& logits, std::size_t 
 }
 
 int main() {
-  exercicio::titulo(10, "O top-k à mão", "24 a 29");
+  exercicio::titulo(10, "O top-k à mão");
   const std::vector<double> logits = {2.0, 1.5, 1.0, 0.0, -1.0};
   SamplingOptions o;
   o.temperature = 1;

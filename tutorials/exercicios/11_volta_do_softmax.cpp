@@ -41,7 +41,7 @@ static Tensor meu_softmax(const Tensor& x) {
 }
 
 int main() {
-  exercicio::titulo(11, "A volta do softmax", "01 a 09");
+  exercicio::titulo(11, "A volta do softmax");
   // Linha 0: x = [0, ln 2, 0] -> y = [1, 2, 1] / 4 = [0.25, 0.5, 0.25]. Linha 1: y = 1/3 cada.
   Tensor x = Tensor::from_vector({0, Scalar(std::log(2.0)), 0, 0, 0, 0}, {2, 3}, true);
   // L = soma(w · y): g = dL/dy = w.

@@ -37,7 +37,7 @@ static Tensor centrar(const Tensor& x) {
 }
 
 int main() {
-  exercicio::titulo(12, "Ache o erro na volta", "20 a 23");
+  exercicio::titulo(12, "Ache o erro na volta");
   Tensor x = Tensor::from_vector({1, 2, 6, 0, 0, 3}, {2, 3}, true);
   tut::linha("centrar(x)", centrar(x).value());
   tape().clear();

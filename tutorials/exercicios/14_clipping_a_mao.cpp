@@ -21,7 +21,7 @@ static double meu_clip(std::vector<std::vector<double>>& grads, double max_norm)
 }
 
 int main() {
-  exercicio::titulo(14, "O clipping pela norma global", "24 a 30");
+  exercicio::titulo(14, "O clipping pela norma global");
   // Dois parâmetros: |a| = |[3, 4]| = 5, |b| = |[0, 12]| = 12, juntos √(9 + 16 + 144) = 13.
   // Cortar em 1 divide tudo por 13: [3/13, 4/13] e [0, 12/13] (à mão).
   std::vector<std::vector<double>> grads = {{3, 4}, {0, 12}};

@@ -33,7 +33,7 @@ static std::vector<std::string> aplicar_fusoes(std::vector<std::string> pedacos,
 }
 
 int main() {
-  exercicio::titulo(17, "Aplicar as fusões à mão", "31");
+  exercicio::titulo(17, "Aplicar as fusões à mão");
   std::map<std::string, int> numero;
   for (std::size_t n = 0; n < kFusoes.size(); ++n)
     numero[kFusoes[n].first + kFusoes[n].second] = static_cast<int>(n);

@@ -26,7 +26,7 @@ static std::vector<double> lente(const Decoder& modelo, const Scalar* x) {
 }
 
 int main() {
-  exercicio::titulo(20, "Ache o erro na lente de logits", "32 a 35");
+  exercicio::titulo(20, "Ache o erro na lente de logits");
   // Um modelo pequeno recém-criado (2 camadas, d_model 64, 20 ids), com o ganho da norma final
   // mudado para longe de 1, como fica depois de um treino.
   ModelConfig cfg;

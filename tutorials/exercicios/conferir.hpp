@@ -12,13 +12,14 @@
 #include <vector>
 
 #include "common.hpp"
+#include "exercicios/capitulos.hpp"
 
 namespace exercicio {
 
-/// The exercise's title line.
-inline void titulo(int numero, const char* texto, const char* capitulos) {
+/// The exercise's title line, with the chapters it comes after (exercicios/capitulos.hpp).
+inline void titulo(int numero, const char* texto) {
   std::printf("=== Exercício %02d — %s ===\n(depois dos capítulos %s)\n\n", numero, texto,
-              capitulos);
+              capitulos_do_exercicio(numero));
 }
 
 /// Prints "rotulo: numbers" for the learner's answer and says whether it matches `esperado`

@@ -25,7 +25,7 @@ static Tensor atencao(const Tensor& Q, const Tensor& K, const Tensor& V) {
 }
 
 int main() {
-  exercicio::titulo(5, "A atenção de uma cabeça", "14 a 19");
+  exercicio::titulo(5, "A atenção de uma cabeça");
   Tensor Q = Tensor::from_vector({1, 0, 1, 1, 0, 1}, {3, 2});
   Tensor V = Tensor::from_vector({2, 0, 0, 2, 2, 2}, {3, 2});
   const Tensor saida = atencao(Q, Q, V);

@@ -27,7 +27,7 @@ static std::vector<double> treinar() {
 }
 
 int main() {
-  exercicio::titulo(15, "Ache o erro no laço de treino", "24 a 30");
+  exercicio::titulo(15, "Ache o erro no laço de treino");
   // À mão: dL/dw = 2 (w - 3), então w <- w - 0.25 · 2 (w - 3) e w - 3 cai pela metade a cada
   // passo: -3 -> -1.5 -> -0.75 -> ..., w = 1.5, 2.25, 2.625, 2.8125, 2.90625.
   const bool certo =

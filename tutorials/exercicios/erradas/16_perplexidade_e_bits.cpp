@@ -7,7 +7,7 @@
 //     teria a mesma perda (um modelo que sorteia entre 4 letras por igual tem perplexidade 4);
 //   - bits por caractere: a mesma perda com o logaritmo na base 2.
 // Deduza as duas a partir da perda L (em nats) e confira com o modelo uniforme de Dom
-// Casmurro (V = 83, a perda log(V) do capítulo 12).
+// Casmurro (V = 78, a perda log(V) do capítulo 12).
 #include <cmath>
 
 #include "exercicios/conferir.hpp"
@@ -27,13 +27,13 @@ static Medidas medidas(double L) {
 }
 
 int main() {
-  exercicio::titulo(16, "Perplexidade e bits por caractere", "10 a 13");
-  // O modelo uniforme com V = 83: L = ln 83 = 4.418841; perplexidade 83; log2(83) = 6.375039
+  exercicio::titulo(16, "Perplexidade e bits por caractere");
+  // O modelo uniforme com V = 78: L = ln 78 = 4.356709; perplexidade 78; log2(78) = 6.285402
   // bits. Uma perda de 2 nats: e² = 7.389056; 2 / ln 2 = 2.885390 bits (Python math).
-  const Medidas uniforme = medidas(std::log(83.0)), duas = medidas(2.0);
+  const Medidas uniforme = medidas(std::log(78.0)), duas = medidas(2.0);
   const bool certo = exercicio::conferir("resposta",
                                          {uniforme.perplexidade, uniforme.bits_por_caractere,
                                           duas.perplexidade, duas.bits_por_caractere},
-                                         {83, 6.375039, 7.389056, 2.885390}, 2e-6);
+                                         {78, 6.285402, 7.389056, 2.885390}, 2e-6);
   return exercicio::resultado(certo);
 }

@@ -31,7 +31,7 @@ static long menor_vocabulario(const BpeTokenizer& tok, const std::u32string& pal
 }
 
 int main() {
-  exercicio::titulo(18, "Por que esta palavra se divide assim?", "31");
+  exercicio::titulo(18, "Por que esta palavra se divide assim?");
   // Os caracteres ▁ c a s têm os ids 259 a 262; a fusão n faz o id 263 + n.
   std::vector<char32_t> chars;
   for (const char* c : {"▁", "c", "a", "s"}) chars.push_back(glass::utf8_to_u32(c)[0]);

@@ -17,7 +17,7 @@ static Tensor grad_W_a_mao(const Tensor& x, const Tensor& W, const Tensor& y) {
 }
 
 int main() {
-  exercicio::titulo(1, "O gradiente de uma camada linear, à mão", "01 a 09");
+  exercicio::titulo(1, "O gradiente de uma camada linear, à mão");
   Tensor x = Tensor::from_vector({1, 2, 3, 4, 5, 6}, {2, 3});
   Tensor W = Tensor::from_vector({1, 0, -1, 0.5f, 1, 0}, {2, 3}, true);
   Tensor y = Tensor::from_vector({0, 1, 2, 3}, {2, 2});

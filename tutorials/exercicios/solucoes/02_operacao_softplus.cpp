@@ -32,7 +32,7 @@ static Tensor softplus(const Tensor& a) {
 }
 
 int main() {
-  exercicio::titulo(2, "A sua operação: softplus", "01 a 09");
+  exercicio::titulo(2, "A sua operação: softplus");
   Tensor x = Tensor::from_vector({-1, 0, 2}, {3}, true);
   Tensor y = softplus(x);
   // Referências: log(1 + e^x) e sigmoid(x) em -1, 0 e 2 (math.log1p / math.exp do Python).

@@ -23,7 +23,7 @@ static std::map<Par, long> contar_pares(const std::u32string& texto) {
 }
 
 int main() {
-  exercicio::titulo(3, "Contar os pares de caracteres", "10 a 13");
+  exercicio::titulo(3, "Contar os pares de caracteres");
   const std::u32string texto =
       load_text(GLASS_SOURCE_DIR "/data/corpora/domcasmurro.txt").substr(0, 20000);
   const std::map<Par, long> contagem = contar_pares(texto);

@@ -20,7 +20,7 @@ static Tensor media_dos_dois_ultimos(const Tensor& x) {
 }
 
 int main() {
-  exercicio::titulo(4, "A média dos dois últimos, com uma matriz", "10 a 13");
+  exercicio::titulo(4, "A média dos dois últimos, com uma matriz");
   Tensor x = Tensor::from_vector({1, 0, 0, 1, 2, 2, 4, 0}, {4, 2});  // o x do capítulo 13
   const Tensor y = media_dos_dois_ultimos(x);
   // À mão: [1,0]; ([1,0]+[0,1])/2; ([0,1]+[2,2])/2; ([2,2]+[4,0])/2.

@@ -26,7 +26,7 @@ static std::vector<double> girar(const std::vector<double>& v, double p, double 
 }
 
 int main() {
-  exercicio::titulo(6, "O RoPE à mão", "14 a 19");
+  exercicio::titulo(6, "O RoPE à mão");
   const std::vector<double> v = {1, 2, 3, 4};
   const Tensor pela_biblioteca = rope(Tensor::from_vector({1, 2, 3, 4}, {1, 1, 1, 4}), 3);
   tut::linha("rope() na posição 3", exercicio::valores(pela_biblioteca.value()));

@@ -1,8 +1,8 @@
 // Solução do exercício 07 — Contar os parâmetros de um Decoder (parte 4: capítulos 21 a 24).
 //
 // Escreva o número de parâmetros de um Decoder a partir da ModelConfig, peça por peça
-// (capítulo 24), e compare com Decoder::num_parameters(). O modelo é o pequeno dos
-// capítulos 26 a 30, com um vocabulário de 70 caracteres.
+// (capítulo 24), e compare com Decoder::num_parameters(). O modelo tem a configuração
+// pequena do capítulo 27 (tut::config_pequena), com um vocabulário de 70 caracteres.
 #include "exercicios/conferir.hpp"
 #include "nn/decoder.hpp"
 #include "treino_rapido.hpp"
@@ -21,7 +21,7 @@ static double contar(const ModelConfig& c) {
 }
 
 int main() {
-  exercicio::titulo(7, "Contar os parâmetros de um Decoder", "20 a 23");
+  exercicio::titulo(7, "Contar os parâmetros de um Decoder");
   const ModelConfig cfg = tut::config_pequena(70);
   const Decoder modelo(cfg, 7);
   std::printf("Decoder::num_parameters(): %zu\n", modelo.num_parameters());

@@ -21,7 +21,7 @@ static Tensor minha_rms_norm(const Tensor& x, const Tensor& g, double eps) {
 }
 
 int main() {
-  exercicio::titulo(8, "A RMSNorm com as ops", "20 a 23");
+  exercicio::titulo(8, "A RMSNorm com as ops");
   Tensor x = Tensor::from_vector({1, 2, 3, 4, 10, -2, 0, 1}, {2, 4});
   Tensor g = Tensor::from_vector({1, 1, 0.5f, 2}, {4});
   const Tensor minha = minha_rms_norm(x, g, 1e-5);

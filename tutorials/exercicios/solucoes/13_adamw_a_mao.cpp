@@ -35,7 +35,7 @@ static void passo_adamw(std::vector<double>& p, const std::vector<double>& g, Mo
 }
 
 int main() {
-  exercicio::titulo(13, "Dois passos do AdamW à mão", "24 a 30");
+  exercicio::titulo(13, "Dois passos do AdamW à mão");
   const std::vector<double> inicio = {1.0, -2.0, 0.5, 3.0};
   const std::vector<std::vector<double>> gradientes = {{0.1, -0.2, 0.0, 1.0},
                                                        {0.3, 0.1, -0.5, 1.0}};

@@ -35,7 +35,7 @@ static double escore_inducao(const Padrao& A, std::size_t P) {
 }
 
 int main() {
-  exercicio::titulo(19, "Os escores de uma cabeça à mão", "32 a 35");
+  exercicio::titulo(19, "Os escores de uma cabeça à mão");
   // Uma sonda "a b c d a b c d" (P = 4, n = 8) e um padrão inventado, linha a linha.
   const Padrao A = {
       {1},
