@@ -60,29 +60,68 @@ std::map<int, std::string> index_rows() {
 
 // The topic words the guard looks for around a reference. A word belongs to every chapter whose
 // index row holds it (computed from tutorials/README.md, so the table cannot drift from the index).
-const std::vector<std::string> kTopics = {
-    "reshape",        "row-major",       "derivada",        "fita",
-    "regra da cadeia", "broadcasting",   "matmul",          "verificação de gradientes",
-    "gelu",           "softmax",         "entropia cruzada", "utf-8",
-    "tokenizador",    "embeddings",      "bigrama",         "média do passado",
-    "q, k e v",       "três passos",     "máscara causal",  "rope",
-    "várias cabeças", "gqa",             "nn::attention",   "silu",
-    "swiglu",         "rmsnorm",         "pré-norma",       "atalhos",
-    "decoder",        "742",             "adamw",           "aquecimento",
-    "batchsampler",   "validação",       "laço de treino",  "clipping",
-    "temperatura",    "top-k",           "top-p",           "generate()",
-    "cache",          "tracer",          "dados paralelos", "mpirun",
-    "bpe",            "fusões",          "byte fallback",   "lente de logits",
-    "ablação",        "token anterior",  "indução",         "muon",
-    "newton-schulz",  "lote inteiro"};
+const std::vector<std::string> kTopics = {"reshape",
+                                          "row-major",
+                                          "derivada",
+                                          "fita",
+                                          "regra da cadeia",
+                                          "broadcasting",
+                                          "matmul",
+                                          "verificação de gradientes",
+                                          "gelu",
+                                          "softmax",
+                                          "entropia cruzada",
+                                          "utf-8",
+                                          "tokenizador",
+                                          "embeddings",
+                                          "bigrama",
+                                          "média do passado",
+                                          "q, k e v",
+                                          "três passos",
+                                          "máscara causal",
+                                          "rope",
+                                          "várias cabeças",
+                                          "gqa",
+                                          "nn::attention",
+                                          "silu",
+                                          "swiglu",
+                                          "rmsnorm",
+                                          "pré-norma",
+                                          "atalhos",
+                                          "decoder",
+                                          "742",
+                                          "adamw",
+                                          "aquecimento",
+                                          "batchsampler",
+                                          "validação",
+                                          "laço de treino",
+                                          "clipping",
+                                          "temperatura",
+                                          "top-k",
+                                          "top-p",
+                                          "generate()",
+                                          "cache",
+                                          "tracer",
+                                          "dados paralelos",
+                                          "mpirun",
+                                          "bpe",
+                                          "fusões",
+                                          "byte fallback",
+                                          "lente de logits",
+                                          "ablação",
+                                          "token anterior",
+                                          "indução",
+                                          "muon",
+                                          "newton-schulz",
+                                          "lote inteiro"};
 
 struct Reference {
   std::string file;
   int line = 0;
-  std::string text;         // the reference as written ("capítulos 21 e 22")
+  std::string text;  // the reference as written ("capítulos 21 e 22")
   std::vector<int> chapters;
-  std::string clause;       // the words around it, lower case
-  int index_row = 0;        // the chapter whose row of the index holds it, or 0
+  std::string clause;  // the words around it, lower case
+  int index_row = 0;   // the chapter whose row of the index holds it, or 0
 };
 
 // The chapters a reference names: "NN", "NN a MM" (a range), "NN e MM", "NN, MM e PP".
@@ -231,7 +270,8 @@ TEST(TutorialReferences, EveryChapterReferenceNamesAChapterThatTeachesItsTopic) 
 
 TEST(TutorialReferences, ExerciseRangesComeFromOneTableThatMatchesTheReadme) {
   // tutorials/exercicios/capitulos.hpp: { numero, "NN a MM" } per exercise.
-  const std::string table = read_file(glass_test::source_dir("/tutorials/exercicios/capitulos.hpp"));
+  const std::string table =
+      read_file(glass_test::source_dir("/tutorials/exercicios/capitulos.hpp"));
   std::map<int, std::string> from_table;
   const std::regex entry(R"re(\{(\d+), "([0-9a ]+)"\})re");
   for (auto it = std::sregex_iterator(table.begin(), table.end(), entry);
@@ -251,7 +291,8 @@ TEST(TutorialReferences, ExerciseRangesComeFromOneTableThatMatchesTheReadme) {
     }
   }
   std::size_t exercises = 0;
-  for (const auto& entry : fs::directory_iterator(glass_test::source_dir("/tutorials/exercicios"))) {
+  for (const auto& entry :
+       fs::directory_iterator(glass_test::source_dir("/tutorials/exercicios"))) {
     const std::string name = entry.path().filename().string();
     if (entry.path().extension() != ".cpp" || !std::isdigit(static_cast<unsigned char>(name[0])))
       continue;

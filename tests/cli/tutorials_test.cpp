@@ -1357,7 +1357,12 @@ TEST_F(Tutorials, APlausibleWrongAnswerFails) {
   // the first k logits instead of the k largest, ...). The exercise's own check must fail it.
   const std::vector<std::string> exercises = numbered_names("/exercicios");
   const std::vector<std::string> wrong = numbered_names("/exercicios/erradas");
-  ASSERT_GE(wrong.size(), 2u);
+  ASSERT_GE(wrong.size(), exercises.size());
+  for (const std::string& exercise : exercises) {
+    EXPECT_TRUE(std::any_of(wrong.begin(), wrong.end(),
+                            [&](const std::string& w) { return w.rfind(exercise, 0) == 0; }))
+        << "exercise " << exercise << " has no wrong answer in exercicios/erradas/";
+  }
   for (const std::string& name : wrong) {
     const bool of_an_exercise =
         std::any_of(exercises.begin(), exercises.end(),
@@ -1385,6 +1390,23 @@ TEST_F(Tutorials, APlausibleWrongAnswerFails) {
       << first_k;
   EXPECT_TRUE(contains(first_k, "  esperado: 0.000000 0.451863 0.000000 0.274069 0.274069"))
       << first_k;
+  // Three more that only a case made for them catches. Cutting at the k-th distinct value passes
+  // both first cases (their ties are at the k-th) and keeps the 1.0 under a tie above it.
+  const std::string& distinct =
+      run_program("exercicios/errada_10_top_k_a_mao_valores_distintos").out;
+  EXPECT_TRUE(contains(distinct, "resposta: 0.622459 0.377541 0.000000 0.000000 0.000000\n"))
+      << distinct;
+  EXPECT_TRUE(contains(distinct, "resposta fora de ordem: 0.000000 0.451863 0.000000 0.274069"))
+      << distinct;
+  EXPECT_TRUE(contains(distinct, "  esperado: 0.000000 0.500000 0.000000 0.500000 0.000000"))
+      << distinct;
+  // eps outside the square root agrees to 1e-5 on the rows of ordinary size and not on the small
+  // row: 0.001 / (sqrt(3.5e-6) + 1e-5) = 0.531681 against 0.272166 (Python math).
+  const std::vector<double> eps_outside = numbers_on(
+      run_program("exercicios/errada_08_rmsnorm_com_ops_eps_fora_da_raiz").out, "resposta");
+  ASSERT_EQ(eps_outside.size(), 12u);
+  EXPECT_NEAR(eps_outside[3], 2.921185, 1e-5);
+  EXPECT_NEAR(eps_outside[8], 0.531681, 1e-5);
 }
 
 TEST_F(Tutorials, ExerciseAnswers) {
@@ -1409,13 +1431,20 @@ TEST_F(Tutorials, ExerciseAnswers) {
   // [1,2,3,4] at position 3: pair 0 turns 3 rad, pair 1 turns 0.03 rad (Python math).
   expect(answer("06_rope_a_mao"), {-1.272233, -1.838865, 2.878668, 4.088187}, 2e-6);
   expect(answer("07_contar_parametros"), {101440}, 0);
+  // The third row, [0.001, -0.002, 0.003, 0], has a mean square of 3.5e-6 (Python math, double).
   expect(answer("08_rmsnorm_com_ops"),
-         {0.365148, 0.730296, 0.547722, 2.921185, 1.951800, -0.390360, 0, 0.390360}, 2e-6);
+         {0.365148, 0.730296, 0.547722, 2.921185, 1.951800, -0.390360, 0, 0.390360, 0.272166,
+          -0.544331, 0.408248, 0},
+         2e-6);
   expect(answer("09_agenda_cosseno"), {0.000091, 0.000545, 0.001, 0.00055, 0.0001, 0.0001}, 1e-6);
   expect(answer("10_top_k_a_mao"), {0.622459, 0.377541, 0, 0, 0}, 2e-6);
   // [1, 2, -1, 1.5, 1.5] with k = 2 keeps 2 and both 1.5: [1, e^-0.5, e^-0.5] / (1 + 2 e^-0.5).
   expect(numbers_on(run_program("exercicios/solucao_10_top_k_a_mao").out, "resposta fora de ordem"),
          {0, 0.451863, 0, 0.274069, 0.274069}, 2e-6);
+  // [0.5, 2, 1, 2, -1] with k = 2: the two 2s are the 2 largest, the 1 stays out.
+  expect(numbers_on(run_program("exercicios/solucao_10_top_k_a_mao").out,
+                    "resposta com empate no topo"),
+         {0, 0.5, 0, 0.5, 0}, 2e-6);
   // Softmax backward, y_j (g_j - sum_i g_i y_i): rows y = [1/4, 1/2, 1/4], g = [1, 0, 0] and
   // y = 1/3 each, g = [1, 2, 3] (by hand in the exercise).
   expect(answer("11_volta_do_softmax"), {0.1875, -0.125, -0.0625, -1.0 / 3, 0, 1.0 / 3}, 1e-6);
@@ -1437,14 +1466,20 @@ TEST_F(Tutorials, ExerciseAnswersOfPart6) {
     return numbers_on(run_program("exercicios/solucao_" + name).out, "resposta");
   };
   // Exercise 17, by hand in the exercise: ▁casa -> ▁casa, ▁casas -> ▁cas|as, ▁asas -> ▁|as|as,
-  // ▁quase -> ▁|qu|as|e, ▁cases -> ▁cas|es: 1, 2, 3, 4 and 2 pieces.
-  EXPECT_EQ(answer("17_fusoes_a_mao"), (std::vector<double>{1, 2, 3, 4, 2}));
+  // ▁quase -> ▁|qu|as|e, ▁cases -> ▁cas|es, ▁eee -> ▁|ee|e (the tie of e+e goes left): 1, 2, 3,
+  // 4, 2 and 3 pieces.
+  EXPECT_EQ(answer("17_fusoes_a_mao"), (std::vector<double>{1, 2, 3, 4, 2, 3}));
   // The two wrong loops fail where the hand work says: the merge list applied in order stops at
   // ▁cas|a (▁cas+a joins only by text); the leftmost joinable pair gives ▁a|sa|s.
   const std::string& in_order = run_program("exercicios/errada_17_fusoes_a_mao_lista_em_ordem").out;
   EXPECT_TRUE(contains(in_order, "casa -> ▁cas|a\n")) << in_order;
   const std::string& leftmost = run_program("exercicios/errada_17_fusoes_a_mao_pela_esquerda").out;
   EXPECT_TRUE(contains(leftmost, "asas -> ▁a|sa|s\n")) << leftmost;
+  // Breaking the tie to the right passes every word but the one where two equal pairs overlap.
+  const std::string& rightmost =
+      run_program("exercicios/errada_17_fusoes_a_mao_empate_pela_direita").out;
+  EXPECT_TRUE(contains(rightmost, "asas -> ▁|as|as\n")) << rightmost;
+  EXPECT_TRUE(contains(rightmost, "eee -> ▁|e|ee\n")) << rightmost;
   // Exercise 18, by hand in the exercise: 4 characters, first merge id 263; "casa" needs merges
   // 0..5 (269 tokens) although "▁casa" is id 267; "ca" needs 0..2 (266); "sa" never (-1).
   EXPECT_EQ(answer("18_por_que_se_divide"), (std::vector<double>{269, 266, -1}));

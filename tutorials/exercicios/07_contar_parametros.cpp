@@ -21,7 +21,6 @@ int main() {
   const ModelConfig cfg = tut::config_pequena(70);
   const Decoder modelo(cfg, 7);
   std::printf("Decoder::num_parameters(): %zu\n", modelo.num_parameters());
-  // À mão: por bloco 2·64·64 + 2·32·64 + 3·176·64 + 2·64 = 46208; 2 blocos + 2·70·64 + 64.
   const bool certo =
       exercicio::conferir("resposta", {contar(cfg)}, {double(modelo.num_parameters())}, 0) &&
       modelo.num_parameters() == 101440;

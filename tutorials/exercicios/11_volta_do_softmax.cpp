@@ -47,9 +47,7 @@ int main() {
   // L = soma(w · y): g = dL/dy = w.
   const Tensor w = Tensor::from_vector({1, 0, 0, 1, 2, 3}, {2, 3});
   sum(meu_softmax(x) * w).backward();
-  // À mão, dL/dx_j = y_j (g_j - Σ_i g_i y_i):
-  //   linha 0: Σ g y = 0.25;  [0.25·0.75, 0.5·(-0.25), 0.25·(-0.25)] = [0.1875, -0.125, -0.0625]
-  //   linha 1: Σ g y = (1 + 2 + 3)/3 = 2;  (1/3)·([1, 2, 3] - 2) = [-1/3, 0, 1/3]
+  // Os valores esperados vêm da fórmula que você deduz (a conta à mão está na solução).
   bool certo = exercicio::conferir("resposta", exercicio::valores(x.grad()),
                                    {0.1875, -0.125, -0.0625, -1.0 / 3, 0, 1.0 / 3}, 1e-9);
   Rng rng(11);

@@ -41,9 +41,7 @@ int main() {
   Tensor x = Tensor::from_vector({1, 2, 6, 0, 0, 3}, {2, 3}, true);
   tut::linha("centrar(x)", centrar(x).value());
   tape().clear();
-  // L = soma(w · y): g = dL/dy = w. À mão, dL/dx_j = g_j - média(g):
-  //   linha 0: g = [1, 0, 0], média 1/3 -> [2/3, -1/3, -1/3]
-  //   linha 1: g = [1, 2, 3], média 2   -> [-1, 0, 1]
+  // L = soma(w · y): g = dL/dy = w. (A conta à mão dos valores esperados está na solução.)
   const Tensor w = Tensor::from_vector({1, 0, 0, 1, 2, 3}, {2, 3});
   sum(centrar(x) * w).backward();
   bool certo = exercicio::conferir("resposta", exercicio::valores(x.grad()),

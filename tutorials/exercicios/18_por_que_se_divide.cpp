@@ -56,11 +56,8 @@ int main() {
       std::printf(" %s", tok.token_text(id).c_str());
     std::printf("\n");
   }
-  // À mão: "▁casa" tem os pares ▁c (fusão 1), as (0) e sa (3): junta 'as' primeiro, e então
-  // sobram ▁ c as a. Junta ▁c (1); "▁cas" só é token com a fusão 5 e "asa" nunca: com as fusões
-  // 0 a 4 para em ▁c|as|a, embora "▁casa" (267) exista. Com a fusão 5: ▁c+as = ▁cas, e
-  // "▁cas"+"a" = "▁casa" é um token: junta. Logo 263 + 6 = 269 tokens (não 267 + 1 = 268).
-  // "ca": ▁+c (1), ▁c+a (2): 263 + 3 = 266. "sa": ▁|sa, nunca um token só: -1.
+  // Faça a conta à mão antes de rodar: com quais fusões cada palavra chega a um token só?
+  // (O raciocínio passo a passo está na solução.)
   const std::vector<double> resposta = {static_cast<double>(menor_vocabulario(tok, U"casa")),
                                         static_cast<double>(menor_vocabulario(tok, U"ca")),
                                         static_cast<double>(menor_vocabulario(tok, U"sa"))};

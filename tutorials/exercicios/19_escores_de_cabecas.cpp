@@ -51,8 +51,8 @@ int main() {
       cheio[t][j] = j < A[t].size() ? A[t][j] : 0.0;
       a(t, j) = Scalar(cheio[t][j]);
     }
-  // À mão: token anterior (0.5 + 0.6 + 0.7 + 0.1 + 0.1 + 0.1 + 0.1) / 7 = 2.2 / 7 = 0.314286;
-  // indução: A[4][1] + A[5][2] + A[6][3] + A[7][4] = 0.6 + 0.5 + 0.4 + 0.3 = 1.8, / 4 = 0.45.
+  // Faça a conta à mão antes de rodar (quem entra na média? para que chave a cabeça de indução
+  // olha?); a conta está na solução.
   const bool certo = exercicio::conferir(
       "resposta", {escore_token_anterior(cheio), escore_inducao(cheio, P)}, {2.2 / 7, 0.45}, 1e-6);
   std::printf("da biblioteca: token anterior %.6f, indução %.6f\n", previous_token_score(a),

@@ -22,11 +22,13 @@ static Tensor minha_rms_norm(const Tensor& x, const Tensor& g, double eps) {
 
 int main() {
   exercicio::titulo(8, "A RMSNorm com as ops");
-  Tensor x = Tensor::from_vector({1, 2, 3, 4, 10, -2, 0, 1}, {2, 4});
+  // A linha 2 é pequena (média dos quadrados 3.5e-6, perto do eps): ali se vê onde o eps entra.
+  Tensor x = Tensor::from_vector({1, 2, 3, 4, 10, -2, 0, 1, 0.001f, -0.002f, 0.003f, 0}, {3, 4});
   Tensor g = Tensor::from_vector({1, 1, 0.5f, 2}, {4});
   const Tensor minha = minha_rms_norm(x, g, 1e-5);
   tut::linha("rms_norm da biblioteca", rms_norm(x, g, 1e-5).value());
-  // Linha 0: [1,2,3,4] / sqrt(7.5 + 1e-5) * g (Python math, double); a linha 1 confere com a biblioteca.
+  // Linha 0: [1,2,3,4] / sqrt(7.5 + 1e-5) * g (Python math, double); as outras conferem com a
+  // biblioteca.
   const bool certo = exercicio::conferir("resposta", exercicio::valores(minha.value()),
                                          exercicio::valores(rms_norm(x, g, 1e-5).value())) &&
                      std::fabs(minha.value()(0, 3) - 2.921185) < 1e-5;

@@ -46,5 +46,12 @@ int main() {
   certo = exercicio::conferir("resposta fora de ordem", top_k(embaralhados, 2),
                               {0, 0.451863, 0, 0.274069, 0.274069}, 2e-6) &&
           certo;
+  // Um empate ACIMA do k-ésimo: com k = 2, os dois 2.0 já são os 2 maiores, e o 1.0 fica de
+  // fora: [0, 0.5, 0, 0.5, 0].
+  const std::vector<double> empate_no_topo = {0.5, 2.0, 1.0, 2.0, -1.0};
+  tut::linha("next_token_probs, top-k 2, empate no topo", next_token_probs(empate_no_topo, o));
+  certo = exercicio::conferir("resposta com empate no topo", top_k(empate_no_topo, 2),
+                              {0, 0.5, 0, 0.5, 0}, 2e-6) &&
+          certo;
   return exercicio::resultado(certo);
 }
