@@ -1,4 +1,5 @@
 // Capítulo 17 — RoPE: a posição como rotação.
+#include <algorithm>
 #include <cmath>
 
 #include "autograd/ops.hpp"
@@ -79,5 +80,27 @@ int main() {
       "confira à mão a posição 2: [cos 2, sin 2] = [-0.416147, 0.909297];",
       "aplique rope só em k (não em q): como na seção 'E se só q girar?', o produto passa a depender da posição absoluta de k, e a mesma distância deixa de dar o mesmo número.",
   });
+
+  tut::respostas();
+  const Tensor inteira_100 = reshape(slice(rope(seq, 0, 100), 1, 3, 4), {4});
+  const Tensor so_ela_100 = reshape(rope(slice(seq, 1, 3, 4), 3, 100), {4});
+  tut::linha("1) base 100: rope(seq)[3]", inteira_100.value());
+  tut::linha("1) base 100: rope(seq[3], start = 3)", so_ela_100.value());
+  double diferenca = 0;
+  for (std::size_t i = 0; i < 4; ++i)
+    diferenca =
+        std::max(diferenca, double(std::fabs(inteira_100.value()(i) - so_ela_100.value()(i))));
+  std::printf("1) diferença máxima: %.6f\n", diferenca);
+  tut::linha("2) posição 2 pelo rope", reshape(slice(girado, 1, 2, 3), {2}).value());
+  std::printf("2) [cos 2, sin 2] à mão: %.6f %.6f\n", std::cos(2.0), std::sin(2.0));
+  for (auto [m, n] : {std::pair<int, int>{2, 0}, {5, 3}, {12, 10}}) {
+    const Scalar produto = sum(q * na_posicao(k, n)).item();
+    std::printf("3) só k girado, q na posição %2d, k na %2d (a distância %d): q·k = %.6f\n", m, n,
+                m - n, produto);
+  }
+  tut::texto(
+      "1) Os números mudam com a base, a igualdade fica: o start não depende da base.\n"
+      "2) É o que o rope dá na posição 2.\n"
+      "3) q parado, k girado: três distâncias iguais, três produtos diferentes.");
   return 0;
 }

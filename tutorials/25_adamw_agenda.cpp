@@ -24,7 +24,9 @@ int main() {
   tut::texto(
       "A curvatura em w0 é 100 vezes a de w1. Na descida simples, cada passo multiplica w0\n"
       "por (1 - 100·lr) e w1 por (1 - lr): lr acima de 0.02 faz w0 explodir, e com\n"
-      "lr = 0.019 cada passo tira só 1.9% de w1.");
+      "lr = 0.019 cada passo tira só 1.9% de w1. O AdamW roda aqui com lr 0.05 e weight\n"
+      "decay 0 (o vale não tem matriz a decair): cada método com um lr que ele aguenta, não\n"
+      "o mesmo lr nos dois.");
   const Tensor curvatura = Tensor::from_vector({100, 1}, {2});
   auto perda = [&](const Tensor& w) { return sum(curvatura * w * w) * Scalar(0.5); };
   Tensor w_sgd = Tensor::from_vector({1, 1}, {2}, true);
@@ -109,5 +111,45 @@ int main() {
       "troque beta2 para 0.999 (o padrão do PyTorch) e compare a trajetória do AdamW;",
       "mude warmup para 0: o primeiro lr já é lr_max.",
   });
+
+  tut::respostas();
+  // 1) The plain descent with lr 0.021: w0 is multiplied by 1 - 100·0.021 = -1.1 per step.
+  Tensor w_021 = Tensor::from_vector({1, 1}, {2}, true);
+  for (int passo = 1; passo <= 60; ++passo) {
+    w_021.zero_grad();
+    perda(w_021).backward();
+    w_021.value() -= Scalar(0.021) * w_021.grad();
+    if (passo % 20 == 0)
+      std::printf("1) lr 0.021, passo %2d: w0 = %.4f\n", passo, double(w_021.value()(0)));
+  }
+  // 2) The same AdamW with beta2 0.999 next to the 0.99 of above.
+  Tensor w_099 = Tensor::from_vector({1, 1}, {2}, true);
+  Tensor w_0999 = Tensor::from_vector({1, 1}, {2}, true);
+  AdamWConfig beta2_0999 = sem_decaimento;
+  beta2_0999.beta2 = 0.999;
+  AdamW adam_099({{"w", w_099}}, sem_decaimento), adam_0999({{"w", w_0999}}, beta2_0999);
+  for (int passo = 1; passo <= 60; ++passo) {
+    for (auto [w, opt] : {std::pair<Tensor*, AdamW*>{&w_099, &adam_099}, {&w_0999, &adam_0999}}) {
+      opt->zero_grad();
+      perda(*w).backward();
+      opt->step(0.05);
+    }
+    if (passo % 20 == 0) {
+      std::printf("2) passo %2d: beta2 0.99  w = [%.6f, %.6f]   beta2 0.999  w = [%.6f, %.6f]\n",
+                  passo, w_099.value()(0), w_099.value()(1), w_0999.value()(0), w_0999.value()(1));
+    }
+  }
+  // 3) The schedule without warm-up.
+  LrSchedule sem_aquecimento = agenda;
+  sem_aquecimento.warmup = 0;
+  std::printf("3) warmup 0: lr(0) = %.6f   lr(1) = %.6f   lr(55) = %.6f\n", sem_aquecimento.at(0),
+              sem_aquecimento.at(1), sem_aquecimento.at(55));
+  tut::texto(
+      "1) O fator -1.1 faz |w0| crescer 10% por passo, trocando de sinal: 1.1^60 = 304.5.\n"
+      "2) Quase a mesma trajetória: w0 = w1 nos dois, os dois passam do 0 e voltam (perto do\n"
+      "   mínimo o passo continua com tamanho ~lr), e as marcas diferem na segunda casa. Com\n"
+      "   0.999, v esquece mais devagar e guarda os gradientes grandes do começo; num vale\n"
+      "   tão pequeno, quem manda é o lr, não o beta2.\n"
+      "3) Sem aquecimento o primeiro lr já é lr_max, e o cosseno começa no passo 0.");
   return 0;
 }

@@ -630,6 +630,17 @@ TEST_F(Tutorials, Ch16TheMaskKeepsTheFutureOut) {
 
 TEST_F(Tutorials, Ch17RopeRotatesAndKeepsRelativePosition) {
   const std::string& out = output_of(17);
+  // The answers: base 100 keeps the start equality; position 2 is [cos 2, sin 2]; with only k
+  // rotated, the three pairs at distance 2 give three different products.
+  EXPECT_EQ(number_on(out, "1) diferença máxima"), 0) << out;
+  expect_numbers(out, "2) [cos 2, sin 2] à mão", {-0.416147, 0.909297});
+  expect_numbers(out, "2) posição 2 pelo rope", {-0.416147, 0.909297});
+  {
+    std::set<std::string> products;
+    for (const std::string& line : lines_with(out, "3) só k girado"))
+      products.insert(line.substr(line.find("q·k")));
+    EXPECT_EQ(products.size(), 3u) << out;
+  }
   expect_numbers(out, "posição 1", {0.540302, 0.841471});
   expect_numbers(out, "posição 2", {-0.416147, 0.909297});
   // Every q·k at distance 2 is the same number, 0.163928 (quoted by docs/rope.md); distance 3
@@ -782,6 +793,12 @@ TEST_F(Tutorials, Ch24DecoderParameterCount) {
 
 TEST_F(Tutorials, Ch25AdamWAndSchedule) {
   const std::string& out = output_of(25);
+  // The answers: lr 0.021 multiplies w0 by -1.1 per step, 1.1^20 = 6.7275, 1.1^60 = 304.4816
+  // (Python math); without warm-up lr(0) = lr_max.
+  EXPECT_NEAR(numbers_after(lines_with(out, "1) lr 0.021, passo 20")[0], "w0 =")[0], 6.7275, 2e-3);
+  EXPECT_NEAR(numbers_after(lines_with(out, "1) lr 0.021, passo 60")[0], "w0 =")[0], 304.4816, 0.1);
+  EXPECT_NEAR(numbers_after(lines_with(out, "3) warmup 0")[0], "lr(0) =")[0], 1e-3, 1e-9);
+  EXPECT_EQ(lines_with(out, "2) passo").size(), 3u) << out;
   // The narrow valley: plain descent at steps 20, 40, 60 (closed form in the header comment).
   const std::vector<std::string> rows = lines_with(out, "descida simples w =");
   ASSERT_EQ(rows.size(), 3u);
@@ -843,6 +860,19 @@ TEST_F(Tutorials, Ch26BatchesSplitAndYardsticks) {
 
 TEST_F(Tutorials, Ch27DecoderLossFallsBelowTheBigram) {
   const std::string& out = output_of(27);
+  // The answers. Overfitting: on 3000 characters the training loss keeps falling while the
+  // validation loss rises (steps 100 to 400).
+  {
+    const std::vector<std::string> rows = lines_with(out, "1) passo");
+    ASSERT_EQ(rows.size(), 4u) << out;
+    EXPECT_LT(numbers_after(rows[3], "treino")[0], numbers_after(rows[0], "treino")[0] - 0.5);
+    EXPECT_GT(numbers_after(rows[3], "validação")[0], numbers_after(rows[0], "validação")[0]);
+    EXPECT_FALSE(lines_with(out, "2) max_norm 0.1: perda final").empty()) << out;
+    ASSERT_FALSE(lines_with(out, "3) Tiny Shakespeare").empty()) << out;
+    const std::string en = lines_with(out, "3) Tiny Shakespeare")[0];
+    EXPECT_LT(numbers_after(en, "validação depois:")[0],
+              numbers_after(en, "bigrama na validação:")[0]);
+  }
   const double first = number_on(out, "perda inicial");
   const double last = number_on(out, "perda final (média dos últimos 20 passos)");
   EXPECT_LT(last, first - 1.0) << out;
@@ -1138,20 +1168,60 @@ TEST_F(Tutorials, Chapter31RunsAndMatchesItsSavedOutput) {
 
 // ---- the answers to the Experimente ------------------------------------------------------------
 
-// Every chapter answers its "Experimente" in its output: chapters 17, 25 and 27 in their
-// body (their tests above check it), the others in a last part, "Respostas do Experimente",
-// that runs each suggestion. Read from the saved outputs, which each chapter's own test proves
-// equal to the program's.
+// Every chapter answers its "Experimente" in its output, in a last part, "Respostas do
+// Experimente", that runs each suggestion; a chapter that numbers its answers ("1) ...", one
+// number per suggestion, in the order of the list) prints at least one line for each suggestion.
+// Read from the saved outputs, which each chapter's own test proves equal to the program's.
+//
+// The chapters below answer every suggestion too, but their answer lines are not numbered yet:
+// the tests above read those lines by their label ("y de [1, 1, 1, 1]: ..."), so numbering them
+// means re-labelling those checks with them. New chapters number their answers.
+const std::set<int> kAnswersNotNumbered = {1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11,
+                                           12, 13, 14, 15, 16, 18, 19, 20, 21, 22, 23,
+                                           24, 26, 28, 29, 30, 31, 32, 33, 34, 35, 36};
+
+// The suggestions of the "Experimente:" list of `out` (its "  - " lines).
+std::size_t suggestions_in(const std::string& out) {
+  std::istringstream lines(out.substr(out.find("Experimente:")));
+  std::string line;
+  std::getline(lines, line);
+  std::size_t n = 0;
+  while (std::getline(lines, line) && line.rfind("  - ", 0) == 0) ++n;
+  return n;
+}
+
+// The distinct numbers N of the answer lines "N) ..." after "Respostas do Experimente".
+std::set<int> numbered_answers_in(const std::string& out) {
+  std::set<int> numbers;
+  const std::size_t at = out.find("Respostas do Experimente");
+  if (at == std::string::npos) return numbers;
+  std::istringstream lines(out.substr(at));
+  std::string line;
+  while (std::getline(lines, line)) {
+    std::size_t digits = 0;
+    while (digits < line.size() && std::isdigit(static_cast<unsigned char>(line[digits]))) ++digits;
+    if (digits > 0 && digits < 3 && line.compare(digits, 2, ") ") == 0)
+      numbers.insert(std::stoi(line.substr(0, digits)));
+  }
+  return numbers;
+}
+
 TEST_F(Tutorials, EveryExperimenteIsAnswered) {
-  const std::set<int> answered_in_the_body = {17, 25, 27};
   for (const std::string& name : tutorial_names()) {
     const int chapter = std::stoi(name.substr(0, 2));
     const std::string out = saved_output_of(chapter);
     const std::size_t suggestions = out.find("Experimente:");
     ASSERT_NE(suggestions, std::string::npos) << name;
-    if (answered_in_the_body.count(chapter)) continue;
     EXPECT_NE(out.find("Respostas do Experimente", suggestions), std::string::npos)
         << name << " does not print the answers to its Experimente";
+    if (kAnswersNotNumbered.count(chapter)) continue;
+    const std::size_t n = suggestions_in(out);
+    const std::set<int> answered = numbered_answers_in(out);
+    EXPECT_GE(n, 1u) << name;
+    for (std::size_t i = 1; i <= n; ++i) {
+      EXPECT_TRUE(answered.count(static_cast<int>(i)))
+          << name << " prints no answer numbered " << i << ") for its suggestion " << i;
+    }
   }
 }
 

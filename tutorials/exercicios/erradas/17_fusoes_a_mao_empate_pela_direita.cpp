@@ -21,8 +21,7 @@
 // As fusões, em ordem (a de número 0 primeiro): cada uma junta dois pedaços num token.
 static const std::vector<std::pair<std::string, std::string>> kFusoes = {
     {"q", "u"}, {"qu", "e"}, {"▁", "que"},  {"a", "s"}, {"▁", "c"}, {"▁c", "as"},
-    {"s", "a"}, {"▁c", "a"}, {"▁ca", "sa"}, {"▁", "a"}, {"e", "s"},
-    {"e", "e"}};
+    {"s", "a"}, {"▁c", "a"}, {"▁ca", "sa"}, {"▁", "a"}, {"e", "s"}, {"e", "e"}};
 
 // pedacos: os caracteres de uma palavra ("▁", "c", "a", "s", "a"); numero: o texto de cada
 // token de fusão -> o número da fusão que o fez ("▁casa" -> 8). Devolve os pedaços finais.
@@ -81,12 +80,9 @@ int main() {
   //   ▁cases: a+s, ▁+c, ▁c+as, e+s -> ▁cas es.
   //   ▁eee: e+e (11) em dois lugares, um empate: o da esquerda -> ▁ ee e.
   const std::vector<std::pair<std::string, std::vector<std::string>>> casos = {
-      {"casa", {"▁casa"}},
-      {"casas", {"▁cas", "as"}},
-      {"asas", {"▁", "as", "as"}},
-      {"quase", {"▁", "qu", "as", "e"}},
-      {"cases", {"▁cas", "es"}},
-      {"eee", {"▁", "ee", "e"}}};
+      {"casa", {"▁casa"}},         {"casas", {"▁cas", "as"}},
+      {"asas", {"▁", "as", "as"}}, {"quase", {"▁", "qu", "as", "e"}},
+      {"cases", {"▁cas", "es"}},   {"eee", {"▁", "ee", "e"}}};
   bool certo = true;
   std::vector<double> tamanhos;
   for (const auto& [palavra, esperado] : casos) {
