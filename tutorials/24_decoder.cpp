@@ -23,6 +23,11 @@ int main() {
 
   ModelConfig cfg;  // o modelo padrão: vocab_size 65 (64 caracteres + o id 0 de "desconhecido")
   Decoder modelo(cfg, 23);
+  tut::texto(
+      "As contas abaixo usam o ModelConfig padrão, com vocab_size = 65 (64 caracteres + o id 0).\n"
+      "Nenhum texto que vem com o projeto dá exatamente 65: o Tiny Shakespeare dá 66 e Dom\n"
+      "Casmurro inteiro, 83. `glass train` usa o vocabulário do tokenizador, e cada caractere a\n"
+      "mais acrescenta 2 × 128 parâmetros (uma linha de embeddings e uma da saída).");
 
   tut::secao("Os parâmetros, com os nomes do LLaMA / llama2.c");
   std::size_t total = 0;

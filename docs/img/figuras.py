@@ -46,7 +46,7 @@ def atencao_passos():
              ("softmax", "linhas"), ("· V", "(H, n, d_h)"), ("W_O", "(B, n, d)")]
     body, x = [], 10
     for i, (label, sub) in enumerate(steps):
-        body += box(x, 30, 84, 56, label, ORANGE if label in ("Q Kᵀ/√d", "máscara", "softmax") else BLUE, sub)
+        body += box(x, 30, 84, 56, label, ORANGE if label in ("Q Kᵀ/√d", "softmax", "· V") else BLUE, sub)
         if i:
             body += text(x + 42, 22, str(i), size=11, color=SOFT)
         if i + 1 < len(steps):
