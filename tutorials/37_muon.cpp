@@ -85,7 +85,7 @@ M2 newton_schulz_a_mao(const M2& G, int passos, double a, double b, double c, bo
   return X;
 }
 
-/// Trains the chapter-27 model for `passos` steps on the first 30000 characters of Dom Casmurro,
+/// Trains a model of chapter 27's configuration for `passos` steps on the first 30000 characters of Dom Casmurro,
 /// with AdamW on every parameter (muon_lr = 0) or with Muon on the blocks' matrices, and returns
 /// the validation loss every 100 steps.
 std::vector<double> treina(double muon_lr, long passos) {
@@ -216,7 +216,7 @@ int main() {
 
   tut::secao("Treino");
   tut::texto(
-      "O modelo do capítulo 27, 400 passos, a mesma agenda (aquecimento e cosseno), uma vez\n"
+      "A configuração do capítulo 27, 400 passos, a mesma agenda (aquecimento e cosseno), uma vez\n"
       "só com AdamW (lr 3e-3) e outra com o Muon (lr 0.02) nas matrizes. Perda de validação\n"
       "a cada 100 passos:");
   const std::vector<double> com_adamw = treina(0.0, 400);
