@@ -138,13 +138,12 @@ namespace glass::cli {
 
 void add_chat_command(CLI::App& app) {
   auto f = std::make_shared<ChatFlags>();
-  CLI::App* cmd =
-      app.add_subcommand("chat", "Talk with a checkpoint fine-tuned on conversations.");
+  CLI::App* cmd = app.add_subcommand("chat", "Talk with a checkpoint fine-tuned on conversations.");
   cmd->add_option("-m,--checkpoint,--model", f->checkpoint,
                   "checkpoint directory whose tokenizer has the chat tokens (glass finetune)")
       ->required();
-  CLI::Option* prompt = cmd->add_option(
-      "-p,--prompt", f->prompt, "one user turn: print the answer and leave (for scripts)");
+  CLI::Option* prompt = cmd->add_option("-p,--prompt", f->prompt,
+                                        "one user turn: print the answer and leave (for scripts)");
   cmd->add_option("--system", f->system, "a system message that opens each conversation");
   cmd->add_option("-n,--tokens,--n-predict", f->chat.max_tokens,
                   "the most tokens of one answer (it ends earlier at <|im_end|>)")

@@ -13,8 +13,7 @@ void add_sampler_flags(CLI::App* cmd, glass::SamplingOptions& sampling) {
                   "divide the logits by this; 0 = greedy (always the most likely token)")
       ->check(glass::cli::number_in(0.0, HUGE_VAL, false, "a number >= 0 (0 = greedy)"))
       ->capture_default_str();
-  cmd->add_option("--top-k,--top_k", sampling.top_k,
-                  "keep only the K most likely tokens (0 = off)")
+  cmd->add_option("--top-k,--top_k", sampling.top_k, "keep only the K most likely tokens (0 = off)")
       ->check(glass::cli::kNonNegativeInteger)
       ->capture_default_str();
   cmd->add_option("--top-p,--top_p", sampling.top_p,

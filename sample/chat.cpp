@@ -24,8 +24,8 @@ ChatTokenIds chat_token_ids(const Checkpoint& checkpoint) {
   return {*start, *end};
 }
 
-ChatContextFullError::ChatContextFullError(std::size_t needed, std::size_t left,
-                                           std::size_t window, std::string unit)
+ChatContextFullError::ChatContextFullError(std::size_t needed, std::size_t left, std::size_t window,
+                                           std::string unit)
     : std::runtime_error(fmt::format(
           "the conversation is full: this turn needs {} {} (with one of answer) and {} of the "
           "model's {} are left",
@@ -112,9 +112,8 @@ ChatAnswer ChatSession::answer(const std::string& user,
     throw ChatContextFullError(turn.size() + 1, tokens_left(), window_, checkpoint_.unit());
   text_.insert(text_.end(), turn.begin(), turn.end());
   const std::size_t read_before = next_->tokens_read();
-  ChatAnswer a =
-      generate_answer(*next_, text_, window_, checkpoint_.tokenizer(), options_, rng_, on_text,
-                      stop);
+  ChatAnswer a = generate_answer(*next_, text_, window_, checkpoint_.tokenizer(), options_, rng_,
+                                 on_text, stop);
   if (a.end != AnswerEnd::kEndOfTurn) text_.push_back(chat_ids_.im_end);  // close the turn
   tokens_read_ += next_->tokens_read() - read_before;
   return a;

@@ -57,16 +57,16 @@ class ChatContextFullError : public std::runtime_error {
 
 /// How an answer ended.
 enum class AnswerEnd {
-  kEndOfTurn,    ///< the model wrote <|im_end|>
-  kTokenCap,     ///< max_tokens were generated first
-  kWindowFull,   ///< the text reached the model's window
-  kStopped,      ///< the stop flag was raised (Ctrl-C)
+  kEndOfTurn,   ///< the model wrote <|im_end|>
+  kTokenCap,    ///< max_tokens were generated first
+  kWindowFull,  ///< the text reached the model's window
+  kStopped,     ///< the stop flag was raised (Ctrl-C)
 };
 
 /// One generated answer.
 struct ChatAnswer {
-  std::string text;                  ///< UTF-8, without <|im_end|>
-  std::vector<std::int32_t> ids;     ///< the generated ids, <|im_end|> included when it came
+  std::string text;               ///< UTF-8, without <|im_end|>
+  std::vector<std::int32_t> ids;  ///< the generated ids, <|im_end|> included when it came
   AnswerEnd end = AnswerEnd::kTokenCap;
   std::vector<double> first_logits;  ///< (vocab_size) logits the first token was drawn from
 };
@@ -129,7 +129,7 @@ class ChatSession {
   std::size_t window_;
   std::mt19937_64 rng_;
   std::optional<NextTokenLogits> next_;  // emplaced anew by reset
-  std::vector<std::int32_t> text_;  // the history the model has read (or is about to read)
+  std::vector<std::int32_t> text_;       // the history the model has read (or is about to read)
   std::size_t tokens_read_ = 0;
 };
 

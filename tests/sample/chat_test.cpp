@@ -155,7 +155,7 @@ TEST_F(ChatTest, TheExamCountsExactMatchesPerFamily) {
   // Six questions in two families; the reference of some is the model's own answer (computed
   // by generate(), a second code path), of the others a string it does not write.
   const std::vector<std::pair<std::string, std::string>> asked = {
-      {"add", "quanto e 1 + 2?"}, {"add", "some 4 e 5"},     {"add", "quanto e 7 + 8?"},
+      {"add", "quanto e 1 + 2?"}, {"add", "some 4 e 5"},    {"add", "quanto e 7 + 8?"},
       {"spell", "soletre gato"},  {"spell", "soletre mar"}, {"spell", "soletre ceu"}};
   const std::vector<bool> reference_is_own = {true, false, true, true, true, false};
   std::vector<glass::Conversation> exam;
@@ -196,10 +196,10 @@ TEST_F(ChatTest, TheExamCountsExactMatchesPerFamily) {
 
 TEST_F(ChatTest, AnExamPromptPastTheWindowNamesItsLine) {
   const glass::Checkpoint c = load();
-  glass::Conversation long_one{{{glass::ChatRole::kUser, std::string(200, 'a')},
-                                {glass::ChatRole::kAssistant, "a"}},
-                               "add",
-                               3};
+  glass::Conversation long_one{
+      {{glass::ChatRole::kUser, std::string(200, 'a')}, {glass::ChatRole::kAssistant, "a"}},
+      "add",
+      3};
   try {
     glass::run_chat_exam(c, {long_one}, {});
     ADD_FAILURE() << "a prompt past the window was asked";
