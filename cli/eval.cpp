@@ -151,12 +151,14 @@ void add_eval_command(CLI::App& app) {
       ->required();
   CLI::Option* data = cmd->add_option("--data", f->data,
                                       "UTF-8 text file to evaluate on (text the model never saw)")
+                          ->required()
                           ->check(CLI::ExistingFile);
   CLI::Option* chat =
       cmd->add_option("--chat", f->chat,
                       "a chat exam instead: a JSONL file of conversations, each graded by exact "
                       "match of the model's greedy answer to its last (assistant) message")
           ->check(CLI::ExistingFile)
+          ->each([data](const std::string&) { data->required(false); })  // the exam needs none
           ->excludes(data);
   cmd->add_option("-n,--max-tokens", f->max_tokens,
                   "--chat: the most tokens of one answer (it ends earlier at <|im_end|>)")
@@ -174,12 +176,7 @@ void add_eval_command(CLI::App& app) {
       "  glass eval -m runs/chat --chat data/chat/exam.jsonl --json\n"
       "Evaluate on text the model did not train on; its own training text gives a loss that is\n"
       "too good (glass eval warns).");
-  cmd->callback([f, data, chat] {
-    if (chat->count() > 0) return run_chat_exam(*f);
-    if (data->count() == 0)
-      throw CommandError("give the text to evaluate on (--data FILE) or a chat exam (--chat FILE)");
-    run_eval(*f);
-  });
+  cmd->callback([f, chat] { chat->count() > 0 ? run_chat_exam(*f) : run_eval(*f); });
 }
 
 }  // namespace glass::cli

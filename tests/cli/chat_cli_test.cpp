@@ -131,11 +131,12 @@ TEST_F(ChatCli, CtrlCStopsTheAnswerAndTheSessionGoesOn) {
   const fs::path fifo = dir_ / "in.fifo", out = dir_ / "big.out", err = dir_ / "big.err";
   const std::string script =
       "mkfifo " + q(fifo.string()) + "; " + glass_test::binary_dir("/glass") + " chat -m " +
-      q(big.string()) + " --temp 0 -n 100000 <" + q(fifo.string()) + " >" + q(out.string()) + " 2>" +
-      q(err.string()) + " & pid=$!; exec 3>" + q(fifo.string()) +
+      q(big.string()) + " --temp 0 -n 100000 <" + q(fifo.string()) + " >" + q(out.string()) +
+      " 2>" + q(err.string()) + " & pid=$!; exec 3>" + q(fifo.string()) +
       "; echo ola >&3; for i in $(seq 1 600); do [ -s " + q(out.string()) +
       " ] && break; sleep 0.02; done; kill -INT $pid; for i in $(seq 1 600); do grep -q stopped " +
-      q(err.string()) + " && break; sleep 0.02; done; echo /reset >&3; echo /quit >&3; exec 3>&-; " +
+      q(err.string()) +
+      " && break; sleep 0.02; done; echo /reset >&3; echo /quit >&3; exec 3>&-; " +
       "wait $pid; echo $? >" + q((dir_ / "code").string());
   ASSERT_EQ(std::system(("bash -c " + q(script)).c_str()), 0);
   const std::string errors = read_file(err);
@@ -183,9 +184,11 @@ std::string second_path_answer(const glass::Checkpoint& c, const std::string& qu
 
 TEST_F(ChatCli, TheExamPrintsTheAccuracyCountedByASecondCodePath) {
   const glass::Checkpoint c = glass::load_checkpoint((dir_ / "chat").string());
-  const std::vector<std::pair<std::string, std::string>> asked = {
-      {"add", "quanto e 1 + 2?"}, {"spell", "soletre gato"}, {"add", "some 4 e 5"},
-      {"spell", "soletre mar"},   {"add", "quanto e 7 + 8?"}};
+  const std::vector<std::pair<std::string, std::string>> asked = {{"add", "quanto e 1 + 2?"},
+                                                                  {"spell", "soletre gato"},
+                                                                  {"add", "some 4 e 5"},
+                                                                  {"spell", "soletre mar"},
+                                                                  {"add", "quanto e 7 + 8?"}};
   const std::vector<bool> own = {true, false, false, true, true};  // reference = model's answer
   std::string exam;
   std::map<std::string, int> correct, answers;
@@ -243,14 +246,13 @@ TEST_F(ChatCli, ABadExamFileIsAnErrorNamingItsLine) {
   EXPECT_TRUE(bad.out.empty()) << bad.out;
 
   write_file(dir_ / "empty.jsonl", "\n");
-  const CliRun empty =
-      glass("eval -m " + chat() + " --chat " + q((dir_ / "empty.jsonl").string()));
+  const CliRun empty = glass("eval -m " + chat() + " --chat " + q((dir_ / "empty.jsonl").string()));
   EXPECT_EQ(empty.exit_code, 1);
   EXPECT_NE(empty.err.find("holds no conversation"), std::string::npos) << empty.err;
 
   const CliRun neither = glass("eval -m " + chat());
-  EXPECT_EQ(neither.exit_code, 1);
-  EXPECT_NE(neither.err.find("--data FILE"), std::string::npos) << neither.err;
+  EXPECT_NE(neither.exit_code, 0);  // CLI11's code of a missing option
+  EXPECT_NE(neither.err.find("--data is required"), std::string::npos) << neither.err;
 }
 
 }  // namespace
