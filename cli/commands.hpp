@@ -19,6 +19,7 @@ using CommandAdder = void (*)(CLI::App&);
 void add_train_command(CLI::App& app);      ///< glass train (train.cpp)
 void add_sample_command(CLI::App& app);     ///< glass sample (sample.cpp)
 void add_eval_command(CLI::App& app);       ///< glass eval (eval.cpp)
+void add_chat_command(CLI::App& app);       ///< glass chat (chat.cpp)
 void add_inspect_command(CLI::App& app);    ///< glass inspect (inspect.cpp)
 void add_export_command(CLI::App& app);     ///< glass export (export.cpp)
 void add_serve_command(CLI::App& app);      ///< glass serve (serve.cpp)

@@ -1,19 +1,29 @@
 // `glass eval`: the mean next-token loss of a checkpoint over a whole text file (a token is a
-// character, or a BPE token for a model trained with --tokenizer bpe), also in bits per byte.
+// character, or a BPE token for a model trained with --tokenizer bpe), also in bits per byte;
+// or, with --chat, the exam of a chat model: exact-match accuracy on held-out conversations
+// (sample/chat_exam.hpp).
 //
 //   glass eval -m DIR --data FILE [--best] [--allow-unknown] [-t N]
+//   glass eval -m DIR --chat EXAM.jsonl [-n N] [--json] [--best] [-t N]
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <iostream>
 #include <string>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "checkpoint/checkpoint.hpp"
 #include "cli/commands.hpp"
 #include "cli/threads.hpp"
+#include "cli/validators.hpp"
+#include "data/chat_data.hpp"
+#include "data/chat_template.hpp"
 #include "data/text.hpp"
+#include "sample/chat.hpp"
+#include "sample/chat_exam.hpp"
 #include "train/text_eval.hpp"
 #include "train/trainer.hpp"
 
@@ -24,6 +34,9 @@ using glass::cli::CommandError;
 struct EvalFlags {
   std::string checkpoint;
   std::string data;
+  std::string chat;  // the exam's JSONL file
+  std::size_t max_tokens = 64;
+  bool json = false;
   bool best = false;
   bool allow_unknown = false;
   int threads = 0;
@@ -71,6 +84,61 @@ void run_eval(const EvalFlags& f) {
                            r.predictions, unit, r.text_bytes);
 }
 
+/// How many wrong answers the text report shows (--json lists them all).
+constexpr std::size_t kMissesShown = 5;
+
+/// A score as the report prints it: "  add        12/20 correct (60.0 %), 19/20 ended".
+std::string score_line(const std::string& name, const glass::ChatExamScore& s) {
+  return fmt::format("  {:<10} {}/{} correct ({:.1f} %), {}/{} ended with <|im_end|> ({:.1f} %)\n",
+                     name, s.correct, s.answers, 100 * s.accuracy(), s.ended, s.answers,
+                     100 * s.ended_share());
+}
+
+/// The exam's result as text: each family, the overall score, a few wrong answers.
+void print_exam(const glass::ChatExamResult& r, const EvalFlags& f) {
+  std::cout << fmt::format("exam {} on {} ({} conversations, greedy, at most {} tokens each)\n",
+                           f.chat, f.checkpoint, r.overall.answers, f.max_tokens);
+  for (const glass::ChatExamScore& s : r.families)
+    std::cout << score_line(s.family.empty() ? "(no family)" : s.family, s);
+  std::cout << score_line("overall", r.overall);
+  const std::size_t shown = std::min(kMissesShown, r.misses.size());
+  if (shown > 0) std::cout << fmt::format("{} of the {} wrong answers:\n", shown, r.misses.size());
+  for (std::size_t i = 0; i < shown; ++i) {
+    const glass::ChatExamMiss& m = r.misses[i];
+    std::cout << fmt::format("  line {} ({}): {}\n    expected: {}\n    got:      {}{}\n", m.line,
+                             m.family, nlohmann::json(m.prompt).dump(),
+                             nlohmann::json(m.expected).dump(), nlohmann::json(m.got).dump(),
+                             m.ended ? "" : " (no <|im_end|>)");
+  }
+}
+
+/// glass eval --chat: the exam on the save, printed as text or JSON.
+void run_chat_exam(const EvalFlags& f) {
+  const std::vector<glass::Conversation> exam = glass::read_chat_jsonl(f.chat);
+  glass::Checkpoint loaded = glass::load_checkpoint(f.checkpoint, f.best);
+  glass::cli::apply_threads(f.threads);
+  if (!loaded.warning().empty()) std::cerr << "warning: " << loaded.warning() << "\n";
+  glass::ChatExamResult r;
+  try {
+    r = glass::run_chat_exam(loaded, exam, {f.max_tokens});
+  } catch (const glass::NoChatTokensError& e) {
+    throw CommandError(fmt::format(
+        "{} {}; fine-tune it on conversations first (glass finetune). A base model's baseline "
+        "needs the chat tokens too: the same exam runs on any checkpoint that has them",
+        f.checkpoint, e.what()));
+  } catch (const glass::ChatTooLongError& e) {
+    throw CommandError(fmt::format("{}: {}", f.chat, e.what()));
+  } catch (const glass::UnknownCharacterError& e) {
+    throw CommandError(fmt::format("{}: {}", f.chat, e.what()));
+  }
+  if (!f.json) return print_exam(r, f);
+  nlohmann::json j = glass::chat_exam_json(r);
+  j["checkpoint"] = f.checkpoint;
+  j["exam"] = f.chat;
+  j["max_tokens"] = f.max_tokens;
+  std::cout << j.dump(2) << "\n";
+}
+
 }  // namespace
 
 namespace glass::cli {
@@ -81,9 +149,22 @@ void add_eval_command(CLI::App& app) {
       "eval", "Mean next-token loss of a checkpoint over a text file, also in bits per byte.");
   cmd->add_option("-m,--checkpoint", f->checkpoint, "checkpoint directory written by glass train")
       ->required();
-  cmd->add_option("--data", f->data, "UTF-8 text file to evaluate on (text the model never saw)")
-      ->required()
-      ->check(CLI::ExistingFile);
+  CLI::Option* data = cmd->add_option("--data", f->data,
+                                      "UTF-8 text file to evaluate on (text the model never saw)")
+                          ->required()
+                          ->check(CLI::ExistingFile);
+  CLI::Option* chat =
+      cmd->add_option("--chat", f->chat,
+                      "a chat exam instead: a JSONL file of conversations, each graded by exact "
+                      "match of the model's greedy answer to its last (assistant) message")
+          ->check(CLI::ExistingFile)
+          ->each([data](const std::string&) { data->required(false); })  // the exam needs none
+          ->excludes(data);
+  cmd->add_option("-n,--max-tokens", f->max_tokens,
+                  "--chat: the most tokens of one answer (it ends earlier at <|im_end|>)")
+      ->check(glass::cli::integer_in(1, 100'000, "an integer from 1 to 100000"))
+      ->capture_default_str();
+  cmd->add_flag("--json", f->json, "--chat: print the result as JSON, every wrong answer listed");
   cmd->add_flag("--best", f->best, "use best.safetensors instead of the latest weights");
   cmd->add_flag("--allow-unknown", f->allow_unknown,
                 "map characters outside the vocabulary to id 0");
@@ -92,9 +173,10 @@ void add_eval_command(CLI::App& app) {
       "Examples:\n"
       "  glass eval -m runs/tinyshakespeare --data heldout.txt\n"
       "  glass eval -m runs/tinyshakespeare --data heldout.txt --best -t 2\n"
+      "  glass eval -m runs/chat --chat data/chat/exam.jsonl --json\n"
       "Evaluate on text the model did not train on; its own training text gives a loss that is\n"
       "too good (glass eval warns).");
-  cmd->callback([f] { run_eval(*f); });
+  cmd->callback([f, chat] { chat->count() > 0 ? run_chat_exam(*f) : run_eval(*f); });
 }
 
 }  // namespace glass::cli

@@ -101,6 +101,11 @@ void install_stop_handlers() {
   std::signal(SIGTERM, on_stop_signal);
 }
 
+void install_quiet_stop_handlers() {
+  g_serving_only = 1;  // the handler's silent mode (see on_stop_signal)
+  install_stop_handlers();
+}
+
 void restore_default_signals() {
   std::signal(SIGINT, SIG_DFL);
   std::signal(SIGTERM, SIG_DFL);

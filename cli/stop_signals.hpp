@@ -28,6 +28,11 @@ void set_stop_messages(bool speak, std::string after_saved_step, std::string whe
 /// and the store of its step (the trainer holds the signals back over both, train/trainer.hpp).
 void install_stop_handlers();
 
+/// For a command that stops a piece of work and goes on (glass chat stops an answer, not the
+/// session): the same handler, silent; a signal sets g_stop, which the command clears once the
+/// work stopped; a second signal before that ends the program at once (exit 130 after Ctrl-C).
+void install_quiet_stop_handlers();
+
 /// SIGINT and SIGTERM back to their default action.
 void restore_default_signals();
 

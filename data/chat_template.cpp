@@ -106,18 +106,19 @@ ChatTokens render_chat(const TextTokenizer& tokenizer, const Conversation& conve
 
 std::vector<std::int32_t> render_chat_prompt(const TextTokenizer& tokenizer,
                                              const std::vector<ChatMessage>& messages,
-                                             std::size_t context_length) {
-  check_turns(messages, true, 0);
-  Renderer r(tokenizer, 0);
+                                             std::size_t context_length, std::size_t line) {
+  check_turns(messages, true, line);
+  Renderer r(tokenizer, line);
   for (std::size_t i = 0; i < messages.size(); ++i) r.message(messages[i], i);
   r.header(messages.size());
   const std::size_t n = r.tokens().ids.size();
   if (context_length > 0 && n >= context_length)
     throw ChatTooLongError(
-        fmt::format("the chat prompt ({} messages) is {} tokens long and leaves no room for an "
-                    "answer in the model's context of {} tokens",
-                    messages.size(), n, context_length),
-        0, n, context_length);
+        fmt::format("the chat prompt{} ({} messages) is {} tokens long and leaves no room for "
+                    "an answer in the model's context of {} tokens",
+                    line > 0 ? fmt::format(" at line {}", line) : "", messages.size(), n,
+                    context_length),
+        line, n, context_length);
   return std::move(r.tokens().ids);
 }
 

@@ -70,9 +70,10 @@ ChatTokens render_chat(const TextTokenizer& tokenizer, const Conversation& conve
 /// The ids a model continues to answer: the messages as render_chat writes them (they end with
 /// a user turn), then <|im_start|> "assistant\n". Generation stops at <|im_end|>. Throws as
 /// render_chat (the history may end with the user; ChatTooLongError when the prompt alone does
-/// not leave room in `context_length` for one token of answer).
+/// not leave room in `context_length` for one token of answer). `line`: the conversation's line
+/// in a file, named in those errors (0: not from a file).
 std::vector<std::int32_t> render_chat_prompt(const TextTokenizer& tokenizer,
                                              const std::vector<ChatMessage>& messages,
-                                             std::size_t context_length = 0);
+                                             std::size_t context_length = 0, std::size_t line = 0);
 
 }  // namespace glass

@@ -213,6 +213,8 @@ WindowTooLongError::WindowTooLongError(std::size_t asked, std::size_t positions,
       trained_(trained),
       unit_(std::move(unit)) {}
 
+void write_generated(std::ostream& out, const std::string& text) { write(out, text); }
+
 PreparedSample prepare_sample(SampleOptions& o) {
   validate(o.sampling);  // std::invalid_argument naming the setting
   PreparedSample p{load_checkpoint(o.checkpoint, o.best)};

@@ -71,6 +71,10 @@ struct PreparedSample {
 /// prompt starts from the tokenizer's start id. Clamps top_k to the vocabulary.
 PreparedSample prepare_sample(SampleOptions& options);
 
+/// Writes generated text to `out` at once, as `glass sample` prints it (chat prints through it
+/// too). Throws std::runtime_error when `out` cannot be written (a full disk, a closed pipe).
+void write_generated(std::ostream& out, const std::string& text);
+
 /// What generation measured, for the summary line.
 struct SampleRun {
   std::size_t generated = 0;        ///< tokens over all samples

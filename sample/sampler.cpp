@@ -219,14 +219,14 @@ std::vector<double> NextTokenLogits::operator()(const std::vector<std::int32_t>&
   const std::size_t window_start = len > window_ ? len - window_ : 0;  // what a prediction sees
   if (seen_ == 0) cache_start_ = window_start;  // a long first text is cropped
   seen_ = len;
-  if (!use_kv_cache_) return last_row(model_.forward(to_ids(text, window_start, len)));
+  if (!use_kv_cache_) return last_row(forward(to_ids(text, window_start, len), nullptr));
 
   if (window_mode_ == WindowMode::exact) {
     if (window_start != cache_start_) {  // the window slid: rebuild the cache for it
       cache_.clear();
       cache_start_ = window_start;
     }
-    return last_row(model_.forward(to_ids(text, cache_start_ + cache_.length(), len), &cache_));
+    return last_row(forward(to_ids(text, cache_start_ + cache_.length(), len), &cache_));
   }
 
   // Rolling: tokens [cache_start_, fed) are cached; feed the rest. While they fit in the window
@@ -234,16 +234,21 @@ std::vector<double> NextTokenLogits::operator()(const std::vector<std::int32_t>&
   // that every token attends to exactly the last `window` positions (itself included).
   std::size_t fed = cache_start_ + cache_.length();
   if (cache_.length() + (len - fed) <= window_)
-    return last_row(model_.forward(to_ids(text, fed, len), &cache_));
+    return last_row(forward(to_ids(text, fed, len), &cache_));
   Tensor logits;
   for (; fed < len; ++fed) {
     if (cache_.length() == window_) {
       cache_.drop_oldest(1);
       ++cache_start_;
     }
-    logits = model_.forward(to_ids(text, fed, fed + 1), &cache_);
+    logits = forward(to_ids(text, fed, fed + 1), &cache_);
   }
   return last_row(logits);
+}
+
+Tensor NextTokenLogits::forward(const Ids& ids, KVCache* cache) {
+  tokens_read_ += ids.size();
+  return model_.forward(ids, cache);
 }
 
 std::vector<std::int32_t> generate(const Decoder& model, std::vector<std::int32_t> prompt,

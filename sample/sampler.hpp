@@ -131,8 +131,13 @@ class NextTokenLogits {
   /// previous call's text with at least one token appended (std::invalid_argument when it is
   /// not longer). Runs under NoGradGuard.
   std::vector<double> operator()(const std::vector<std::int32_t>& text);
+  /// How many token positions the model has computed so far, over all calls: with the KV cache
+  /// inside the window, each token of the text once.
+  std::size_t tokens_read() const { return tokens_read_; }
 
  private:
+  Tensor forward(const Ids& ids, KVCache* cache);  // the model on `ids`, counted
+
   const Decoder& model_;
   std::size_t window_;
   bool use_kv_cache_;
@@ -140,6 +145,7 @@ class NextTokenLogits {
   KVCache cache_;
   std::size_t cache_start_ = 0;  // index in the text of the token in the cache's slot 0
   std::size_t seen_ = 0;         // length of the previous call's text
+  std::size_t tokens_read_ = 0;  // positions computed by the model
 };
 
 /// Autoregressive generation. `prompt` must hold at least one id; a prompt longer than `window`
