@@ -33,9 +33,8 @@ namespace {
 void check_inputs(const Decoder& model, const Tokens& clean, const Tokens& corrupted,
                   const PatchMetric& metric) {
   if (clean.empty() || clean.size() != corrupted.size())
-    throw std::invalid_argument("attribution patching: the clean (" +
-                                std::to_string(clean.size()) + " tokens) and corrupted (" +
-                                std::to_string(corrupted.size()) +
+    throw std::invalid_argument("attribution patching: the clean (" + std::to_string(clean.size()) +
+                                " tokens) and corrupted (" + std::to_string(corrupted.size()) +
                                 " tokens) prompts must be non-empty and of the same length");
   const auto V = static_cast<std::int32_t>(model.config().vocab_size);
   for (std::int32_t id : {metric.answer, metric.other})
@@ -160,8 +159,7 @@ PatchingEffects exact_patching(const Decoder& model, const Tokens& clean, const 
   auto effect = [&](Array logits) {
     logits.reshape({1, logits.shape()[0], logits.shape()[1]});
     return static_cast<Scalar>(
-        static_cast<double>(patch_metric(Tensor(std::move(logits)), metric).item()) -
-        e.corrupted);
+        static_cast<double>(patch_metric(Tensor(std::move(logits)), metric).item()) - e.corrupted);
   };
   e.heads = Array::from_shape({c.n_layers, c.n_heads});
   e.mlps = Array::from_shape({c.n_layers});

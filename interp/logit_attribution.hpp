@@ -23,11 +23,11 @@ inline namespace GLASS_PRECISION {
 
 /// The direct effect of every part of the residual stream on one logit (or logit difference).
 struct LogitAttribution {
-  std::size_t position = 0;     ///< the position read (0 .. T-1)
-  std::int32_t target = 0;      ///< the token whose logit is split
+  std::size_t position = 0;           ///< the position read (0 .. T-1)
+  std::int32_t target = 0;            ///< the token whose logit is split
   std::optional<std::int32_t> other;  ///< when given, the parts split logit[target] - logit[other]
-  double logit = 0;   ///< the model's logit[target] (minus logit[other]) at the position
-  double scale = 0;   ///< r = 1 / sqrt(mean(x^2) + eps) of the final norm, frozen
+  double logit = 0;       ///< the model's logit[target] (minus logit[other]) at the position
+  double scale = 0;       ///< r = 1 / sqrt(mean(x^2) + eps) of the final norm, frozen
   double embeddings = 0;  ///< the token embedding's part
   Array heads;            ///< (L, H) each head's part
   Array mlps;             ///< (L) each MLP's part

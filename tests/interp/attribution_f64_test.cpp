@@ -47,8 +47,7 @@ TEST(LogitAttributionF64, EachLayersHeadsSumToTheAttentionOutputsPart) {
     const Array& out = tracer.get(attention_point(L, "out"));  // (T, d)
     Array part = Array::from_shape({1, d});
     std::copy(out.data() + t * d, out.data() + (t + 1) * d, part.data());
-    const double whole =
-        direct_effects(part, unembed, model->norm.weight.value(), a.scale)(0);
+    const double whole = direct_effects(part, unembed, model->norm.weight.value(), a.scale)(0);
     double heads = 0;
     for (std::size_t h = 0; h < 4; ++h) heads += a.heads(L, h);
     EXPECT_NEAR(heads, whole, 1e-12) << "layer " << L;
@@ -67,11 +66,10 @@ double metric_with(const Decoder& model, const std::string& point, const Array& 
 TEST(AttributionPatchingF64, WatchedGradientsMatchCentralDifferences) {
   auto model = twin_model();
   Rng rng(7);
-  for (const PatchMetric metric :
-       {PatchMetric{PatchMetric::Kind::logit_diff, 3, 8}, PatchMetric{PatchMetric::Kind::log_prob, 5, 0}}) {
-    for (const std::string point :
-         {"layers.0.attn.mix", "layers.1.attn.mix", "layers.0.feed_forward.out",
-          "layers.1.feed_forward.out"}) {
+  for (const PatchMetric metric : {PatchMetric{PatchMetric::Kind::logit_diff, 3, 8},
+                                   PatchMetric{PatchMetric::Kind::log_prob, 5, 0}}) {
+    for (const std::string point : {"layers.0.attn.mix", "layers.1.attn.mix",
+                                    "layers.0.feed_forward.out", "layers.1.feed_forward.out"}) {
       Tracer tracer;
       tracer.set_recording(false);
       tracer.watch(point);
@@ -117,8 +115,8 @@ double linear_limit_error(double eps, PatchMetric metric, double* largest_effect
 }
 
 TEST(AttributionPatchingF64, EqualsExactPatchingInTheLinearLimit) {
-  for (const PatchMetric metric :
-       {PatchMetric{PatchMetric::Kind::logit_diff, 3, 8}, PatchMetric{PatchMetric::Kind::log_prob, 5, 0}}) {
+  for (const PatchMetric metric : {PatchMetric{PatchMetric::Kind::logit_diff, 3, 8},
+                                   PatchMetric{PatchMetric::Kind::log_prob, 5, 0}}) {
     double effect_big = 0, effect_small = 0;
     const double big = linear_limit_error(1e-2, metric, &effect_big);
     const double small = linear_limit_error(1e-3, metric, &effect_small);
