@@ -71,8 +71,7 @@ ojson attribution_json(const InterpReport& r) {
   ojson j = {{"corrupted", corrupted},
              {"metric", to_string(e.metric.kind)},
              {"answer", token_json(r, e.metric.answer)}};
-  if (e.metric.kind == PatchMetric::Kind::logit_diff)
-    j["other"] = token_json(r, e.metric.other);
+  if (e.metric.kind == PatchMetric::Kind::logit_diff) j["other"] = token_json(r, e.metric.other);
   j["clean"] = json_number(e.clean);
   j["corrupted_metric"] = json_number(e.corrupted);
   j["estimate"] = effects_json(e);
@@ -102,18 +101,17 @@ std::string dla_terminal(const InterpReport& r) {
     for (std::size_t h = 0; h < H; ++h) row += pad_left(num(a.heads(l, h)), 8);
     out += row + "\n";
   }
-  return out + fmt::format("  sum of the parts {} (the logit {})\n", num(a.total(), 4),
-                           num(a.logit, 4));
+  return out +
+         fmt::format("  sum of the parts {} (the logit {})\n", num(a.total(), 4), num(a.logit, 4));
 }
 
 std::string attribution_terminal(const InterpReport& r) {
   const auto& at = *r.attribution;
   const PatchingEffects& e = at.estimate.total;
-  const std::string metric =
-      e.metric.kind == PatchMetric::Kind::logit_diff
-          ? fmt::format("logit['{}'] - logit['{}']", r.label(e.metric.answer),
-                        r.label(e.metric.other))
-          : fmt::format("log p('{}')", r.label(e.metric.answer));
+  const std::string metric = e.metric.kind == PatchMetric::Kind::logit_diff
+                                 ? fmt::format("logit['{}'] - logit['{}']",
+                                               r.label(e.metric.answer), r.label(e.metric.other))
+                                 : fmt::format("log p('{}')", r.label(e.metric.answer));
   std::string out = fmt::format(
       "Attribution patching: the change of {} at the last position when a component's clean "
       "activation replaces the corrupted one, estimated as grad . (clean - corrupted) from one "
