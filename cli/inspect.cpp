@@ -4,6 +4,8 @@
 //                 [--top-k K] [--json FILE|-] [--html FILE|-]    (- = standard output)
 //   glass inspect --checkpoint DIR [--prompt TEXT] [--lens] [--ablate L.H,... [--ablation
 //                 zero|mean]] [--head-scores] [--patch --corrupted TEXT] [--history]
+//                 [--dla [--target TOKEN] [--position N]]
+//                 [--attribution --corrupted TEXT [--metric logit-diff|log-prob]]
 //                 (the interpretability lab, interp/; views in inspect/interp_report.hpp)
 //
 // The options and the lab's flags are cli/inspect_options.hpp.
@@ -149,12 +151,24 @@ void check_lab_flags(const InspectOptions& opt) {
   if (!opt.snapshot.empty())
     throw CommandError(
         "--snapshot shows one snapshot of the overview; it does not combine with --lens, "
-        "--ablate, --head-scores, --patch or --history (run them apart)");
+        "--ablate, --head-scores, --patch, --history, --dla or --attribution (run them apart)");
   if (opt.patch && opt.corrupted.empty())
     throw CommandError(
         "--patch needs the corrupted prompt: --corrupted \"TEXT\" (as many tokens as --prompt)");
-  if (!opt.corrupted.empty() && !opt.patch)
-    throw CommandError("--corrupted is the second prompt of --patch: add --patch");
+  if (opt.attribution && opt.corrupted.empty())
+    throw CommandError(
+        "--attribution needs the corrupted prompt: --corrupted \"TEXT\" (as many tokens as "
+        "--prompt)");
+  if (!opt.corrupted.empty() && !opt.patch && !opt.attribution)
+    throw CommandError(
+        "--corrupted is the second prompt of --patch and --attribution: add --patch or "
+        "--attribution");
+  if ((!opt.target.empty() || opt.position != -1) && !opt.dla)
+    throw CommandError("--target and --position say what --dla splits: add --dla");
+  if (opt.position < -1)
+    throw CommandError(fmt::format("--position {} is out of range", opt.position));
+  if (opt.metric != "logit-diff" && !opt.attribution)
+    throw CommandError("--metric says what --attribution measures: add --attribution");
   if (opt.ablation != "zero" && opt.ablate.empty())
     throw CommandError("--ablation says how --ablate knocks heads out: add --ablate L.H");
   // Negative numbers do not reach the lab's request (it counts from 0); it checks the rest.
@@ -186,6 +200,12 @@ glass::LabRequest lab_request(const InspectOptions& opt, const glass::ModelConfi
   q.weights_are_best = opt.best;
   if (opt.patch) q.patch = opt.corrupted;
   if (opt.history) q.history = opt.checkpoint;
+  q.dla = opt.dla;
+  if (!opt.target.empty()) q.target = opt.target;
+  if (opt.position >= 0) q.position = static_cast<std::size_t>(opt.position);
+  if (opt.attribution) q.attribution = opt.corrupted;
+  q.metric = opt.metric == "log-prob" ? glass::PatchMetric::Kind::log_prob
+                                      : glass::PatchMetric::Kind::logit_diff;
   return q;
 }
 
@@ -198,6 +218,8 @@ constexpr std::pair<glass::LabField, const char*> kLabFlags[] = {
     {glass::LabField::head, "--head"},
     {glass::LabField::heads, "--ablate"},
     {glass::LabField::head_scores, "--head-scores"},
+    {glass::LabField::target, "--target"},
+    {glass::LabField::position, "--position"},
 };
 
 /// A request the lab refused, in the command's words: the flag, the fact, what to do.
@@ -438,6 +460,8 @@ void add_inspect_command(CLI::App& app) {
       "  glass inspect --checkpoint runs/domcasmurro --head-scores\n"
       "  glass inspect --checkpoint runs/domcasmurro --prompt 'Disse Capitu' --patch --corrupted 'Disse Escoba'\n"
       "  glass inspect --checkpoint runs/domcasmurro --history --html history.html\n"
+      "  glass inspect --checkpoint runs/domcasmurro --prompt 'Disse Capitu' --dla --target ' '\n"
+      "  glass inspect --checkpoint runs/domcasmurro --prompt 'Disse Capitu' --attribution --corrupted 'Disse Capita'\n"
       "Spaces and newlines are shown as \u2423 and \u23ce in the labels (a BPE model's tokens write\n"
       "a space as \u2581 and a byte as <0xNN>, as its vocabulary does); see docs/en/cli.md (Looking inside: glass inspect).");
   cmd->callback([opt, cmd] {

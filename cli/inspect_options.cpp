@@ -32,7 +32,31 @@ void add_lab_options(CLI::App* cmd, InspectOptions& opt) {
                 "between their next tokens it recovers")
       ->group("Interpretability");
   cmd->add_option("--corrupted", opt.corrupted,
-                  "the corrupted prompt of --patch (as many tokens as --prompt)")
+                  "the corrupted prompt of --patch and --attribution (as many tokens as --prompt)")
+      ->group("Interpretability");
+  cmd->add_flag("--dla", opt.dla,
+                "direct logit attribution: the logit of --target at --position split into the "
+                "direct effects of the embeddings, each head and each MLP (through the final "
+                "RMSNorm, its scale frozen)")
+      ->group("Interpretability");
+  cmd->add_option("--target", opt.target,
+                  "the token whose logit --dla splits (its text, one token; default: the most "
+                  "probable next token)")
+      ->group("Interpretability");
+  cmd->add_option("--position", opt.position,
+                  "the position --dla reads (0 .. tokens-1; default: the last)")
+      ->group("Interpretability");
+  cmd->add_flag("--attribution", opt.attribution,
+                "attribution patching: the gradient estimate of patching each head and MLP of "
+                "--corrupted with --prompt's activations, next to exact patching, with their "
+                "rank correlation")
+      ->group("Interpretability");
+  cmd->add_option("--metric", opt.metric,
+                  "what --attribution measures at the last position: logit-diff (the prompt's "
+                  "next token's logit minus the corrupted prompt's) or log-prob (of the "
+                  "prompt's next token)")
+      ->transform(CLI::IsMember({"logit-diff", "log-prob"}, CLI::ignore_case))
+      ->capture_default_str()
       ->group("Interpretability");
   cmd->add_flag("--history", opt.history,
                 "the head scores recorded at every save of the run directory, as tables over the "

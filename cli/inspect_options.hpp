@@ -29,15 +29,22 @@ struct InspectOptions {
   bool patch = false;
   std::string corrupted;
   bool history = false;
+  bool dla = false;
+  std::string target;       // one token's text ("" = the most probable next token)
+  long long position = -1;  // -1 = the last position
+  bool attribution = false;
+  std::string metric = "logit-diff";  // logit-diff | log-prob
   bool prompt_given = false;
   bool any_interp() const {
     return lens || !ablate.empty() || ablation != "zero" || head_scores || patch ||
-           !corrupted.empty() || history;
+           !corrupted.empty() || history || dla || !target.empty() || position != -1 ||
+           attribution || metric != "logit-diff";
   }
 };
 
 /// Adds the options of the interpretability lab to `cmd` (group "Interpretability"): --lens,
-/// --ablate and --ablation, --head-scores, --patch and --corrupted, --history; stored in `opt`.
+/// --ablate and --ablation, --head-scores, --patch and --corrupted, --history, --dla with
+/// --target and --position, --attribution with --metric; stored in `opt`.
 void add_lab_options(CLI::App* cmd, InspectOptions& opt);
 
 }  // namespace glass::cli

@@ -260,6 +260,8 @@ nlohmann::ordered_json interp_json(const InterpReport& r) {
   }
   if (r.patch) doc["patching"] = patching_json(r);
   if (r.history) doc["history"] = history_json(*r.history);
+  if (r.dla) doc["dla"] = dla_json(r);
+  if (r.attribution) doc["attribution"] = attribution_json(r);
   return doc;
 }
 

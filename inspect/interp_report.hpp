@@ -70,6 +70,14 @@ struct InterpReport {
     std::vector<LossPoint> loss;  ///< the run's evaluations (log.csv), for the validation loss
   };
   std::optional<History> history;
+  std::optional<LogitAttribution> dla;
+  struct Attribution {
+    std::vector<std::int32_t> corrupted;
+    AttributionPatching estimate;  ///< grad . (clean - corrupted), per component and position
+    PatchingEffects exact;         ///< exact patching of the same components
+    double spearman_heads = 0;     ///< rank correlation of estimate and exact over the heads
+  };
+  std::optional<Attribution> attribution;
 
   /// The label of token `id` (labels[id]; "?" outside the vocabulary).
   std::string label(std::int32_t id) const;
@@ -82,6 +90,12 @@ struct InterpReport {
 InterpRecord measure_head_scores(const Decoder& model, const std::vector<std::int32_t>& text,
                                  std::size_t window);
 
+/// The direct logit attribution and attribution patching views (inspect/attribution_views.cpp).
+nlohmann::ordered_json dla_json(const InterpReport& report);
+nlohmann::ordered_json attribution_json(const InterpReport& report);
+std::string dla_terminal(const InterpReport& report);
+std::string attribution_terminal(const InterpReport& report);
+
 /// The views as terminal text (plain, aligned; `width` columns at most where tables wrap).
 /// In inspect/interp_terminal.cpp.
 std::string interp_terminal(const InterpReport& report, std::size_t width = 120);
@@ -91,7 +105,11 @@ std::string interp_terminal(const InterpReport& report, std::size_t width = 120)
 /// "prob"}, "true_next_prob": [point][position < T-1]}, "ablation": {"heads", "mode",
 /// "kl_divergence", "top": [{"id","text"}] (listed()), "before", "after": vocab_size
 /// probabilities, "mean_over" (mean ablation)}, "head_scores": ..., "patching": ...,
-/// "history": ...} (absent views left out; non-finite numbers as null). A token's "text" is
+/// "history": ..., "dla": {"position", "target": {"id","text"}, "logit", "scale", "sum",
+/// "embeddings", "heads": [layer][head], "mlps": [layer]}, "attribution": {"corrupted",
+/// "metric", "answer", "other", "clean", "corrupted_metric", "estimate" and "exact":
+/// {"heads": [layer][head], "mlps": [layer]}, "head_positions": [layer][head][position],
+/// "mlp_positions": [layer][position], "spearman_heads"}} (absent views left out; non-finite numbers as null). A token's "text" is
 /// its visible label (token_labels).
 nlohmann::ordered_json interp_json(const InterpReport& report);
 

@@ -226,6 +226,8 @@ std::string interp_terminal(const InterpReport& r, std::size_t width) {
   if (r.head_scores) parts.push_back(scores_terminal(r));
   if (r.patch) parts.push_back(patch_terminal(r, width));
   if (r.history) parts.push_back(history_terminal(r, width));
+  if (r.dla) parts.push_back(dla_terminal(r));
+  if (r.attribution) parts.push_back(attribution_terminal(r));
   return text_cells::join(parts, "\n");
 }
 

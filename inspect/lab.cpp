@@ -78,10 +78,10 @@ void check_request(const ModelConfig& config, const LabRequest& q) {
       throw LabRequestError(LabField::heads, LabProblem::out_of_range,
                             fmt::format("name head {}.{}; the model has {} layers of {} heads",
                                         h.layer, h.head, config.n_layers, config.n_heads));
-  if ((q.lens || q.ablate || q.patch) && !q.prompt)
-    throw LabRequestError(
-        LabField::prompt, LabProblem::missing,
-        "is needed by the logit lens, ablation and patching, which run the model on it");
+  if ((q.lens || q.ablate || q.patch || q.dla || q.attribution) && !q.prompt)
+    throw LabRequestError(LabField::prompt, LabProblem::missing,
+                          "is needed by the logit lens, ablation, patching and attribution, "
+                          "which run the model on it");
 }
 
 InterpReport::Ablation ablation(const Decoder& model, const LabRequest& q,
@@ -131,8 +131,11 @@ InterpReport::Scores saved_head_scores(const Checkpoint& loaded, bool weights_ar
   return {fmt::format("the validation probe, recorded by glass train at step {}", it->step), *it};
 }
 
-InterpReport::Patch patch(const Decoder& model, const InterpReport& r,
-                          std::vector<std::int32_t> corrupted) {
+/// The answer and the other token of patching: the next token the model predicts after the
+/// prompt and after the corrupted prompt (of the same length). With `distinct`, they must differ.
+std::pair<std::int32_t, std::int32_t> patching_tokens(const Decoder& model, const InterpReport& r,
+                                                      const std::vector<std::int32_t>& corrupted,
+                                                      bool distinct) {
   const std::vector<std::int32_t>& tokens = r.prompt;
   if (corrupted.size() != tokens.size())
     throw LabRequestError(
@@ -146,16 +149,57 @@ InterpReport::Patch patch(const Decoder& model, const InterpReport& r,
     return static_cast<std::int32_t>(top_k_indices(logits.data() + (T - 1) * V, V, 1).front());
   };
   const std::int32_t answer = predicted(tokens), other = predicted(corrupted);
-  if (answer == other)
+  if (distinct && answer == other)
     throw LabRequestError(
         LabField::corrupted, LabProblem::same_prediction,
         fmt::format("makes the model predict '{}' next, as the prompt does: there is no logit "
                     "difference to recover; choose a corrupted prompt that changes the prediction",
                     r.label(answer)));
+  return {answer, other};
+}
+
+InterpReport::Patch patch(const Decoder& model, const InterpReport& r,
+                          std::vector<std::int32_t> corrupted) {
+  const std::vector<std::int32_t>& tokens = r.prompt;
+  const auto [answer, other] = patching_tokens(model, r, corrupted, true);
   InterpReport::Patch p;
   p.result = patch_residual_stream(model, tokens, corrupted, answer, other);
   p.corrupted = std::move(corrupted);
   return p;
+}
+
+/// Direct logit attribution of the prompt: the target's text must be one token of the vocabulary.
+LogitAttribution dla(const Checkpoint& loaded, const LabRequest& q, const InterpReport& r) {
+  std::optional<std::int32_t> target;
+  if (q.target) {
+    std::vector<std::string> unused;
+    const std::vector<std::int32_t> ids =
+        lab_tokens(loaded, *q.target, false, LabField::target, unused);
+    if (ids.size() != 1)
+      throw LabRequestError(
+          LabField::target, LabProblem::not_one_token,
+          fmt::format("'{}' is {} tokens; the logit split is one token's", *q.target, ids.size()));
+    target = ids.front();
+  }
+  if (q.position && *q.position >= r.prompt.size())
+    throw LabRequestError(LabField::position, LabProblem::out_of_range,
+                          fmt::format("{} is out of range: the prompt has {} tokens (0..{})",
+                                      *q.position, r.prompt.size(), r.prompt.size() - 1));
+  return logit_attribution(loaded.model(), r.prompt, q.position, target);
+}
+
+/// Attribution patching of the prompt against the corrupted prompt, next to exact patching.
+InterpReport::Attribution attribution(const Decoder& model, const LabRequest& q,
+                                      const InterpReport& r, std::vector<std::int32_t> corrupted) {
+  const bool diff = q.metric == PatchMetric::Kind::logit_diff;
+  const auto [answer, other] = patching_tokens(model, r, corrupted, diff);
+  const PatchMetric metric{q.metric, answer, other};
+  InterpReport::Attribution a;
+  a.estimate = attribution_patching(model, r.prompt, corrupted, metric);
+  a.exact = exact_patching(model, r.prompt, corrupted, metric);
+  a.spearman_heads = spearman(a.estimate.total.heads, a.exact.heads);
+  a.corrupted = std::move(corrupted);
+  return a;
 }
 
 /// Every record of `run_dir`, next to the validation losses of the save's log.csv.
@@ -217,9 +261,12 @@ InterpReport run_lab(const Checkpoint& loaded, const LabRequest& q) {
   r.labels = token_labels(loaded);
   if (q.prompt)
     r.prompt = lab_tokens(loaded, *q.prompt, q.allow_unknown, LabField::prompt, r.warnings);
-  std::vector<std::int32_t> corrupted;
+  std::vector<std::int32_t> corrupted, attribution_corrupted;
   if (q.patch)
     corrupted = lab_tokens(loaded, *q.patch, q.allow_unknown, LabField::corrupted, r.warnings);
+  if (q.attribution)
+    attribution_corrupted =
+        lab_tokens(loaded, *q.attribution, q.allow_unknown, LabField::corrupted, r.warnings);
   if (q.head_scores && q.prompt && r.prompt.size() < 3)
     throw LabRequestError(LabField::prompt, LabProblem::too_short,
                           fmt::format("has {} tokens; the head scores measure on at least 3 tokens",
@@ -233,6 +280,8 @@ InterpReport run_lab(const Checkpoint& loaded, const LabRequest& q) {
     r.head_scores = saved_head_scores(loaded, q.weights_are_best);
   if (q.patch) r.patch = patch(model, r, std::move(corrupted));
   if (q.history) r.history = history(loaded, *q.history, r.warnings);
+  if (q.dla) r.dla = dla(loaded, q, r);
+  if (q.attribution) r.attribution = attribution(model, q, r, std::move(attribution_corrupted));
   return r;
 }
 

@@ -1,7 +1,7 @@
 #pragma once
 // The interpretability lab on a loaded save: one request (a prompt, the analyses asked for) in,
 // one lab report (inspect/interp_report.hpp) out. `glass inspect` (--lens, --ablate,
-// --head-scores, --patch, --history) and the lab routes of `glass serve` (POST /api/lens,
+// --head-scores, --patch, --history, --dla, --attribution) and the lab routes of `glass serve` (POST /api/lens,
 // /api/ablate) both call run_lab; each front end words its errors itself (flag names, JSON
 // fields) from the typed LabRequestError.
 
@@ -36,10 +36,20 @@ struct LabRequest {
   bool weights_are_best = false;  ///< the model holds best.safetensors, not the latest
   std::optional<std::string> patch;    ///< the corrupted prompt of activation patching
   std::optional<std::string> history;  ///< the run directory whose recorded scores to list
+  /// Direct logit attribution of the prompt: the logit of `target` (one token's text; default
+  /// the model's most probable next token) at `position` (default the last), split into parts.
+  bool dla = false;
+  std::optional<std::string> target;
+  std::optional<std::size_t> position;
+  /// Attribution patching of the prompt (clean) against this corrupted prompt, next to exact
+  /// patching of the same heads and MLPs, by `metric`: logit_diff (the clean prediction's logit
+  /// minus the corrupted one's) or log_prob (of the clean prediction).
+  std::optional<std::string> attribution;
+  PatchMetric::Kind metric = PatchMetric::Kind::logit_diff;
 };
 
 /// The part of a request an error is about.
-enum class LabField { prompt, corrupted, top_k, layer, head, heads, head_scores };
+enum class LabField { prompt, corrupted, top_k, layer, head, heads, head_scores, target, position };
 
 /// What is wrong with it.
 enum class LabProblem {
@@ -53,6 +63,7 @@ enum class LabProblem {
   length_mismatch,     ///< the corrupted prompt's length differs from the prompt's
   same_prediction,     ///< both prompts predict the same next token: nothing to patch
   not_recorded,        ///< the save holds no record of what was asked
+  not_one_token,       ///< a token was asked for and the text is not exactly one token
 };
 
 /// A request the lab cannot run: which part, what is wrong, and the fact in words that name no

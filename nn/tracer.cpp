@@ -1,5 +1,7 @@
 #include "nn/tracer.hpp"
 
+#include "autograd/tape.hpp"
+
 #include <algorithm>
 #include <cstring>
 #include <stdexcept>
@@ -35,6 +37,15 @@ void Tracer::add_hook(const std::string& name, Hook hook) {
 }
 
 Tensor Tracer::point(const std::string& name, const Tensor& x, bool snapshot) {
+  Tensor out = run_hooks(name, x, snapshot);
+  auto watch = watched_.find(name);
+  if (watch == watched_.end()) return out;
+  if (is_recording() && !out.requires_grad()) out = Tensor(out.value(), true);
+  watch->second = out;
+  return out;
+}
+
+Tensor Tracer::run_hooks(const std::string& name, const Tensor& x, bool snapshot) {
   bool any = false;
   for (const auto& [target, hook] : hooks_) any = any || target.empty() || target == name;
   if (!any) {
@@ -53,6 +64,16 @@ Tensor Tracer::point(const std::string& name, const Tensor& x, bool snapshot) {
       std::memcmp(value.data(), x.value().data(), value.size() * sizeof(Scalar)) != 0;
   if (snapshot) record(name, changed ? value : x.value());
   return changed ? Tensor(std::move(value)) : x;
+}
+
+void Tracer::watch(const std::string& name) { watched_.emplace(name, Tensor()); }
+
+const Tensor& Tracer::watched(const std::string& name) const {
+  auto it = watched_.find(name);
+  if (it == watched_.end() || !it->second.defined())
+    throw std::out_of_range("Tracer: no watched tensor at \"" + name + "\"" +
+                            (it == watched_.end() ? " (not watched)" : " (not reached)"));
+  return it->second;
 }
 
 bool Tracer::has(const std::string& name) const { return values_.count(name) > 0; }

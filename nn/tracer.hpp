@@ -79,6 +79,18 @@ class Tracer {
   void set_recording(bool on) { recording_ = on; }
   bool recording() const { return recording_; }
 
+  /// Keeps a handle to the tensor that goes on at hook point `name`, so that its gradient can
+  /// be read after a backward pass (watched(name).grad(); the gradient of an intermediate
+  /// tensor survives the pass while a handle holds it). When the tape tracks nothing before the
+  /// point (under NoGradGuard nothing changes; with the parameters' requires_grad off, the
+  /// first watched point), the tensor goes on as a new leaf that requires grad, so the tape
+  /// tracks what follows it; a tracked tensor goes on as it is, so no path is cut and the
+  /// gradient is the total derivative.
+  void watch(const std::string& name);
+  /// The tensor of the last forward pass at watched hook point `name` (full batch);
+  /// std::out_of_range when `name` is not watched or the pass did not reach it.
+  const Tensor& watched(const std::string& name) const;
+
   /// A hook point: runs the hooks registered for `name` on a copy of x's value (full batch),
   /// then records the snapshot (batch element batch_index(), if recording() and `snapshot`).
   /// Returns x itself when no hook changed the value, else a constant tensor holding the
@@ -89,11 +101,15 @@ class Tracer {
   static const std::vector<std::string>& attention_snapshots();
 
  private:
+  /// point() without the watch: the hooks, the snapshot, and the tensor that goes on.
+  Tensor run_hooks(const std::string& name, const Tensor& x, bool snapshot);
+
   std::size_t batch_index_;
   std::map<std::string, Array> values_;
   std::vector<std::string> order_;
   std::vector<std::pair<std::string, Hook>> hooks_;
   bool recording_ = true;
+  std::map<std::string, Tensor> watched_;  // name -> the tensor (undefined until reached)
 };
 
 /// A hook point in a forward pass, one line each: `x = hook_point(tracer, "name", x);`

@@ -113,6 +113,8 @@ void Server::add_routes() {
                          Route{"/api/evals", "GET", &Server::answer_evals},
                          Route{"/api/lens", "POST", &Server::answer_lens},
                          Route{"/api/ablate", "POST", &Server::answer_ablate},
+                         Route{"/api/dla", "POST", &Server::answer_dla},
+                         Route{"/api/attribution", "POST", &Server::answer_attribution},
                          Route{"/api/interp", "GET", &Server::answer_interp}}) {
     if (std::string(r.method) == "GET")
       s.Get(r.path, answer(r.member));

@@ -1,6 +1,9 @@
 // The interpretability lab of the `glass serve` API (interp/ on the reference path):
 //   POST /api/lens    the logit lens of a prompt (interp/logit_lens.hpp)
 //   POST /api/ablate  the next-token distribution with and without some heads (interp/ablation.hpp)
+//   POST /api/dla     direct logit attribution (interp/logit_attribution.hpp)
+//   POST /api/attribution  attribution patching next to exact patching
+//                     (interp/attribution_patching.hpp)
 //   GET  /api/interp  the head scores recorded at each save (SAVE/interp.json, serve/interp_lab.hpp)
 // Requests are read and checked like the others (requests.hpp), then run by the lab runner
 // `glass inspect` calls too (run_lab, inspect/lab.hpp), under the compute lock, one at a time;
@@ -57,7 +60,9 @@ LabRequest lab_request(const json& body, const Checkpoint& m) {
 /// field for the other parts (a layer, a head, the corrupted prompt, the recorded head scores):
 /// they follow from the prompt, and an error about them names it.
 constexpr std::pair<LabField, const char*> kApiFields[] = {
-    {LabField::prompt, "prompt"}, {LabField::top_k, "top_k"}, {LabField::heads, "heads"}};
+    {LabField::prompt, "prompt"}, {LabField::top_k, "top_k"},
+    {LabField::heads, "heads"},   {LabField::corrupted, "corrupted"},
+    {LabField::target, "target"}, {LabField::position, "position"}};
 
 /// The field of the API a LabRequestError is about (kApiFields).
 const char* api_field(LabField field) {
@@ -149,6 +154,37 @@ void Server::answer_ablate(const httplib::Request& req, httplib::Response& res) 
   if (q.ablation == AblationMode::mean && !heads.empty())  // the means of a training text
     if ((q.mean_over = mean_reference(options_.data_path, *m, q.mean_over_source)).empty())
       q.mean_over_source = "the prompt (no training text found; give it with --data)";
+  send_json(res, lab_answer(compute_mutex_, *m, q, options_.checkpoint));
+}
+
+void Server::answer_dla(const httplib::Request& req, httplib::Response& res) {
+  const json body = parse_body(req, {"prompt", "target", "position", "allow_unknown"});
+  const auto m = model();
+  LabRequest q = lab_request(body, *m);
+  q.dla = true;
+  if (body.contains("target")) q.target = string_field(body, "target", "");
+  if (body.contains("position"))
+    q.position = static_cast<std::size_t>(
+        integer_field(body, "position", 0, 0, m->config().context_length - 1));
+  send_json(res, lab_answer(compute_mutex_, *m, q, options_.checkpoint));
+}
+
+void Server::answer_attribution(const httplib::Request& req, httplib::Response& res) {
+  const json body = parse_body(req, {"prompt", "corrupted", "metric", "allow_unknown"});
+  const auto m = model();
+  if (!body.contains("corrupted"))
+    throw BadRequest(
+        "give the corrupted prompt: {\"corrupted\": \"TEXT\"} (as many tokens as "
+        "the prompt)");
+  const std::u32string corrupted = decode_prompt(string_field(body, "corrupted", ""));
+  refuse_past_context(corrupted, *m);
+  const std::string metric = string_field(body, "metric", "logit_diff");
+  if (metric != "logit_diff" && metric != "log_prob")
+    throw BadRequest(
+        fmt::format("'metric' must be \"logit_diff\" or \"log_prob\" (got \"{}\")", metric));
+  LabRequest q = lab_request(body, *m);
+  q.attribution = u32_to_utf8(corrupted);
+  q.metric = metric == "log_prob" ? PatchMetric::Kind::log_prob : PatchMetric::Kind::logit_diff;
   send_json(res, lab_answer(compute_mutex_, *m, q, options_.checkpoint));
 }
 

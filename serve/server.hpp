@@ -22,6 +22,11 @@
 //                              tokens and the probability of the true next one
 //   POST /api/ablate           {"prompt": T, "heads": [[layer, head], ...], "mode": "zero" |
 //                              "mean"}: the next-token distribution with and without those heads
+//   POST /api/dla              {"prompt": T, "target": TOKEN, "position": N}: the logit of TOKEN
+//                              (default: the most probable) at N (default: the last) split into
+//                              the direct effects of the embeddings, heads and MLPs
+//   POST /api/attribution      {"prompt": T, "corrupted": C, "metric": "logit_diff" | "log_prob"}:
+//                              attribution patching of every head and MLP next to exact patching
 //   GET  /api/interp           the head scores recorded at each save seen (SAVE/interp.json),
 //                              with the save's step and losses
 //
@@ -152,6 +157,8 @@ class Server {
   // /api/interp.
   void answer_lens(const httplib::Request& req, httplib::Response& res);
   void answer_ablate(const httplib::Request& req, httplib::Response& res);
+  void answer_dla(const httplib::Request& req, httplib::Response& res);
+  void answer_attribution(const httplib::Request& req, httplib::Response& res);
   void answer_interp(const httplib::Request& req, httplib::Response& res);
   /// "" when the Host and, for a POST, Content-Type and Origin headers are acceptable; else
   /// the status (421, 403, 415) through `status` and the reason.

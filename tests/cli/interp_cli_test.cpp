@@ -1,5 +1,5 @@
 // The interpretability options of `glass inspect` (--lens, --ablate, --head-scores, --patch,
-// --history) through the real binary: their --json numbers against the library (interp/) on the
+// --history, --dla, --attribution) through the real binary: their --json numbers against the library (interp/) on the
 // same checkpoint, the terminal view, the page of --html (the report of --json inside, the loss
 // curve, the head chosen), and every bad input with a clear message and a non-zero exit.
 
@@ -18,6 +18,7 @@
 #include "data/text.hpp"
 #include "inspect/interp_report.hpp"
 #include "inspect/loss_plot.hpp"
+#include "interp/interp.hpp"
 
 namespace fs = std::filesystem;
 using glass_test::CliRun;
@@ -356,3 +357,85 @@ TEST_F(InterpCli, BadInputsFailWithAClearMessage) {
 }
 
 }  // namespace
+
+TEST_F(InterpCli, DirectLogitAttributionSumsToTheLogitAndEqualsTheLibrary) {
+  const glass::Checkpoint m = load();
+  const std::string prompt = "Capitu e";
+  const json j = inspect_json("--prompt '" + prompt + "' --dla --target a --position 3");
+  const json& d = j["dla"];
+  const glass::LogitAttribution a =
+      glass::logit_attribution(m.model(), tokens(m, prompt), 3, tokens(m, "a").front());
+  EXPECT_EQ(d["position"].get<std::size_t>(), 3u);
+  EXPECT_EQ(d["target"]["id"].get<int>(), a.target);
+  EXPECT_EQ(d["target"]["text"], "a");
+  EXPECT_NEAR(d["logit"].get<double>(), a.logit, 1e-5);
+  EXPECT_NEAR(d["sum"].get<double>(), d["logit"].get<double>(), 1e-4);
+  double sum = d["embeddings"].get<double>();
+  for (std::size_t L = 0; L < 2; ++L) {
+    sum += d["mlps"][L].get<double>();
+    for (std::size_t h = 0; h < 2; ++h) {
+      sum += d["heads"][L][h].get<double>();
+      EXPECT_NEAR(d["heads"][L][h].get<double>(), a.heads(L, h), 1e-5);
+    }
+  }
+  EXPECT_NEAR(sum, a.logit, 1e-4);
+  // The terminal table, with the default target (the most probable token) at the last position.
+  const CliRun r = inspect("--prompt '" + prompt + "' --dla");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("Direct logit attribution at position 7"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("sum of the parts"), std::string::npos) << r.out;
+}
+
+TEST_F(InterpCli, AttributionPatchingStandsNextToExactPatching) {
+  const glass::Checkpoint m = load();
+  const std::string clean = "Capitu e", corrupted = "Capito e";
+  const json j = inspect_json("--prompt '" + clean + "' --attribution --corrupted '" + corrupted +
+                              "' --metric log-prob");
+  const json& at = j["attribution"];
+  EXPECT_EQ(at["metric"], "log_prob");
+  const glass::PatchMetric metric{glass::PatchMetric::Kind::log_prob,
+                                  at["answer"]["id"].get<std::int32_t>(), 0};
+  const auto estimate =
+      glass::attribution_patching(m.model(), tokens(m, clean), tokens(m, corrupted), metric);
+  const auto exact =
+      glass::exact_patching(m.model(), tokens(m, clean), tokens(m, corrupted), metric);
+  for (std::size_t L = 0; L < 2; ++L) {
+    EXPECT_NEAR(at["estimate"]["mlps"][L].get<double>(), estimate.total.mlps(L), 1e-5);
+    EXPECT_NEAR(at["exact"]["mlps"][L].get<double>(), exact.mlps(L), 1e-5);
+    for (std::size_t h = 0; h < 2; ++h) {
+      EXPECT_NEAR(at["estimate"]["heads"][L][h].get<double>(), estimate.total.heads(L, h), 1e-5);
+      EXPECT_NEAR(at["exact"]["heads"][L][h].get<double>(), exact.heads(L, h), 1e-5);
+    }
+  }
+  EXPECT_EQ(at["head_positions"][1][1].size(), 8u);
+  EXPECT_NEAR(at["spearman_heads"].get<double>(),
+              glass::spearman(estimate.total.heads, exact.heads), 1e-9);
+  const CliRun r = inspect("--prompt '" + clean + "' --attribution --corrupted '" + corrupted +
+                           "' --metric log-prob");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("Rank correlation (Spearman) over the heads"), std::string::npos) << r.out;
+}
+
+TEST_F(InterpCli, AttributionToolsRefuseBadInputClearly) {
+  const struct {
+    std::string args, message;
+  } cases[] = {
+      {"--prompt 'Capitu e' --dla --position 8", "--position 8 is out of range: the prompt has 8"},
+      {"--prompt 'Capitu e' --dla --position -2", "--position -2 is out of range"},
+      {"--prompt 'Capitu e' --dla --target ab", "--target 'ab' is 2 tokens"},
+      {"--prompt 'Capitu e' --dla --target '\xe2\x98\x83'", "--target is refused"},
+      {"--prompt 'Capitu e' --target a", "--target and --position say what --dla splits"},
+      {"--dla", "--prompt"},
+      {"--prompt 'Capitu e' --attribution", "--attribution needs the corrupted prompt"},
+      {"--prompt 'Capitu e' --attribution --corrupted 'Capitu'", "--corrupted has 6 tokens"},
+      {"--prompt 'Capitu e' --attribution --corrupted 'Capitu e'", "there is no logit difference"},
+      {"--prompt 'Capitu e' --metric log-prob --lens", "--metric says what --attribution"},
+      {"--prompt 'Capitu e' --attribution --corrupted 'Capito e' --metric kl", "--metric"},
+  };
+  for (const auto& c : cases) {
+    const CliRun r = inspect(c.args);
+    EXPECT_NE(r.exit_code, 0) << c.args;
+    EXPECT_NE(r.err.find(c.message), std::string::npos) << c.args << "\n" << r.err;
+    EXPECT_EQ(r.err.find("terminate"), std::string::npos) << c.args << "\n" << r.err;
+  }
+}

@@ -1,5 +1,6 @@
 // The interpretability lab of `glass serve` (serve/routes_interp.cpp, serve/interp_lab.hpp)
-// through a real HTTP client: POST /api/lens and /api/ablate against the interp/ library
+// through a real HTTP client: POST /api/lens, /api/ablate, /api/dla and /api/attribution against
+// the interp/ library
 // computed here on the same checkpoint, every kind of bad request answered 400 with the JSON
 // field named, and GET /api/interp over a run directory whose saves hold interp.json files
 // written here in the shared format (with and without the record, a tampered one, a malformed
@@ -316,6 +317,66 @@ TEST_F(LabTest, BadRequestsNameTheField) {
   EXPECT_EQ(r->status, 403);
   // The server still answers.
   EXPECT_EQ(post_ok("/api/lens", {{"prompt", "to"}})["lens"]["points"].size(), 3u);
+}
+
+TEST_F(LabTest, DirectLogitAttributionIsTheLibrarys) {
+  const std::string prompt = "that is the";
+  const auto ids = ids_of(*loaded_, prompt);
+  const json j = post_ok("/api/dla", {{"prompt", prompt}, {"target", "e"}, {"position", 4}})["dla"];
+  const glass::LogitAttribution a =
+      glass::logit_attribution(loaded_->model(), ids, 4, ids_of(*loaded_, "e").front());
+  EXPECT_EQ(j["position"], 4);
+  EXPECT_EQ(j["target"]["text"], "e");
+  EXPECT_NEAR(j["logit"].get<double>(), a.logit, kTol);
+  EXPECT_NEAR(j["sum"].get<double>(), a.logit, 1e-4);
+  EXPECT_NEAR(j["embeddings"].get<double>(), a.embeddings, kTol);
+  for (std::size_t L = 0; L < 2; ++L) {
+    EXPECT_NEAR(j["mlps"][L].get<double>(), a.mlps(L), kTol);
+    for (std::size_t h = 0; h < 4; ++h)
+      EXPECT_NEAR(j["heads"][L][h].get<double>(), a.heads(L, h), kTol) << L << "." << h;
+  }
+  // Without target and position: the most probable token at the last position.
+  const json d = post_ok("/api/dla", {{"prompt", prompt}})["dla"];
+  EXPECT_EQ(d["position"], ids.size() - 1);
+  EXPECT_EQ(d["target"]["id"], glass::logit_attribution(loaded_->model(), ids).target);
+}
+
+TEST_F(LabTest, AttributionPatchingIsTheLibrarysNextToExactPatching) {
+  const std::string clean = "that is the", corrupted = "that is tho";
+  const json j =
+      post_ok("/api/attribution",
+              {{"prompt", clean}, {"corrupted", corrupted}, {"metric", "log_prob"}})["attribution"];
+  const glass::PatchMetric metric{glass::PatchMetric::Kind::log_prob,
+                                  j["answer"]["id"].get<std::int32_t>(), 0};
+  const auto a = ids_of(*loaded_, clean), b = ids_of(*loaded_, corrupted);
+  const auto estimate = glass::attribution_patching(loaded_->model(), a, b, metric);
+  const auto exact = glass::exact_patching(loaded_->model(), a, b, metric);
+  EXPECT_EQ(j["metric"], "log_prob");
+  EXPECT_NEAR(j["clean"].get<double>(), estimate.total.clean, kTol);
+  for (std::size_t L = 0; L < 2; ++L)
+    for (std::size_t h = 0; h < 4; ++h) {
+      EXPECT_NEAR(j["estimate"]["heads"][L][h].get<double>(), estimate.total.heads(L, h), kTol);
+      EXPECT_NEAR(j["exact"]["heads"][L][h].get<double>(), exact.heads(L, h), kTol);
+    }
+  EXPECT_NEAR(j["spearman_heads"].get<double>(), glass::spearman(estimate.total.heads, exact.heads),
+              1e-9);
+}
+
+TEST_F(LabTest, AttributionRequestsNameTheField) {
+  expect_error("/api/dla", "{}", "give the prompt");
+  expect_error("/api/dla", R"({"prompt": "to be", "position": 5})",
+               "'position' 5 is out of range: the prompt has 5 tokens");
+  expect_error("/api/dla", R"({"prompt": "to be", "position": -1})", "'position' must be");
+  expect_error("/api/dla", R"({"prompt": "to be", "target": "th"})", "'target' 'th' is 2 tokens");
+  expect_error("/api/dla", R"({"prompt": "to be", "target": "z"})", "'target' is refused");
+  expect_error("/api/dla", R"({"prompt": "to be", "target": 3})", "'target' must be a string");
+  expect_error("/api/attribution", R"({"prompt": "to be"})", "give the corrupted prompt");
+  expect_error("/api/attribution", R"({"prompt": "to be", "corrupted": "to"})",
+               "'corrupted' has 2 tokens and the prompt 5");
+  expect_error("/api/attribution", R"({"prompt": "to be", "corrupted": "to be"})",
+               "no logit difference");
+  expect_error("/api/attribution", R"({"prompt": "to be", "corrupted": "to bo", "metric": "kl"})",
+               "'metric' must be");
 }
 
 TEST_F(LabTest, RawRequestsAreBoundedAndCheckedLikeEveryOther) {
