@@ -37,6 +37,15 @@ double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
+/// This process's share of the counted targets (cross_entropy's, those not -1) of the whole
+/// batch `y` (B, T): those of its rows (shard_rows) over all; 0 when none is counted.
+double target_share(const Ids& y, const Communicator& comm) {
+  const std::size_t all = counted_targets(y);
+  return all == 0
+             ? 0.0
+             : static_cast<double>(counted_targets(shard_rows(y, comm))) / static_cast<double>(all);
+}
+
 /// "NaN", "inf" or "-inf" (printf's "-nan" confuses).
 std::string non_finite_name(double x) {
   if (std::isnan(x)) return "NaN";
@@ -61,15 +70,18 @@ double Trainer::train_step(long it) {
     x = overfit_x_;
     y = overfit_y_;
   }
-  const Communicator& comm = options_.comm;  // N processes (mpirun -np N), or one
-  x = shard_rows(x, comm);                   // (B/N, T): this process's windows
+  const Communicator& comm = options_.comm;    // N processes (mpirun -np N), or one
+  const double share = target_share(y, comm);  // this process's share of the counted targets
+  x = shard_rows(x, comm);                     // (B/N, T): this process's windows
   y = shard_rows(y, comm);
 
-  // zero_grad, forward (B/N, T, V), cross-entropy (the mean over the B/N*T predictions) and
-  // backward into every parameter's grad, on step_threads() threads (train/data_parallel.hpp).
+  // zero_grad, forward (B/N, T, V), cross-entropy (the mean over the shard's counted targets:
+  // all B/N*T of a text, the answers' of a chat fine-tune) and backward into every parameter's
+  // grad, on step_threads() threads (train/data_parallel.hpp).
   const double shard_loss = parallel_->loss_and_grad(x, y);
-  // The mean of the N shards' gradients is the gradient of the whole batch (and likewise the loss).
-  const double loss_value = average_gradients(model_->parameters(), shard_loss, comm);
+  // The shards' gradients weighted by their shares are the gradient of the whole batch (and
+  // likewise the loss); with every target counted each share is 1/N.
+  const double loss_value = combine_gradients(model_->parameters(), shard_loss, share, comm);
   if (!std::isfinite(loss_value))  // (a shard with a non-finite loss ran no backward)
     throw NonFiniteError(fmt::format("the loss became {} at step {} (lr {:.3g})",
                                      non_finite_name(loss_value), it, lr));
@@ -107,8 +119,9 @@ EvalResult Trainer::evaluate() {
     double total = 0;
     Ids x, y;
     for (long i = 0; i < options_.eval_iters; ++i) {
-      batches.next(x, y);  // each process evaluates its B/N windows of the batch
-      total += parallel_->loss(shard_rows(x, comm), shard_rows(y, comm));  // checked after the sum
+      batches.next(x, y);  // each process evaluates its B/N windows of the batch, weighted
+      total += target_share(y, comm) *  // by its share of the counted targets (checked after)
+               parallel_->loss(shard_rows(x, comm), shard_rows(y, comm));
     }
     return total / static_cast<double>(options_.eval_iters);
   };
@@ -120,13 +133,14 @@ EvalResult Trainer::evaluate() {
     losses[0] = mean_loss(*eval_train_batches_);
   } else {  // the train loss is that of the one batch being memorised
     draw_overfit_batch();
-    losses[0] = parallel_->loss(shard_rows(overfit_x_, comm), shard_rows(overfit_y_, comm));
+    losses[0] = target_share(overfit_y_, comm) *
+                parallel_->loss(shard_rows(overfit_x_, comm), shard_rows(overfit_y_, comm));
     Ids x, y;
     for (long i = 0; i < options_.eval_iters; ++i) eval_train_batches_->next(x, y);  // the usual
   }  // validation windows below
   eval_val_batches_->set_state(eval_train_batches_->state());
   if (!val_loss_exact()) losses[1] = mean_loss(*eval_val_batches_);
-  comm.all_reduce_sum(losses);  // the mean of the N processes' means
+  comm.all_reduce_sum(losses);  // the processes' means weighted by their shares: the batches' means
   // A validation split of no more windows than the sample: every token of it, once, as glass
   // eval measures a text (each process computes the whole pass; the tokens are predicted from
   // the windows' own ids, the first from the training split's last id).
@@ -137,8 +151,8 @@ EvalResult Trainer::evaluate() {
                                             return parallel_->loss(x, y);
                                           })
                                     .mean()
-                              : losses[1] / comm.size();
-  const EvalResult r{losses[0] / comm.size(), val_loss};
+                              : losses[1];
+  const EvalResult r{losses[0], val_loss};
   for (const auto& [loss, split] :
        {std::pair{r.train_loss, "training split"}, {r.val_loss, "validation split"}})
     if (!std::isfinite(loss))
