@@ -18,6 +18,7 @@
 #include "autograd/ops.hpp"
 #include "autograd/tape.hpp"
 #include "checkpoint/manifest.hpp"
+#include "train/chat_batches.hpp"
 #include "train/clip.hpp"
 #include "train/distributed.hpp"
 #include "train/loss_notes.hpp"
@@ -115,7 +116,7 @@ EvalResult Trainer::evaluate() {
         "the weights of the {} processes differ at step {}: their training diverged (a different "
         "glass binary or BLAS library on some machine?)",
         comm.size(), step_));
-  auto mean_loss = [&](BatchSampler& batches) {
+  auto mean_loss = [&](Batches& batches) {
     double total = 0;
     Ids x, y;
     for (long i = 0; i < options_.eval_iters; ++i) {
@@ -144,7 +145,8 @@ EvalResult Trainer::evaluate() {
   // A validation split of no more windows than the sample: every token of it, once, as glass
   // eval measures a text (each process computes the whole pass; the tokens are predicted from
   // the windows' own ids, the first from the training split's last id).
-  const double val_loss = val_loss_exact()
+  const double val_loss = chat_ ? chat_val_loss()  // every answer token of the set, once
+                          : val_loss_exact()
                               ? text_loss(*corpus_.ids, corpus_.n_train - 1, corpus_.ids->size(),
                                           options_.context, options_.batch_size,
                                           [&](const Ids& x, const Ids& y, std::size_t) {
@@ -162,6 +164,7 @@ EvalResult Trainer::evaluate() {
 }
 
 bool Trainer::val_loss_exact() const {
+  if (chat_) return true;  // chat_val_loss
   return text_loss_windows(val_tokens(), options_.context) <=
          static_cast<std::size_t>(options_.eval_iters) * options_.batch_size;
 }
@@ -264,7 +267,7 @@ void Trainer::finish_run(TrainResult& result) {
   result.interrupted = stop_signal_ != 0;
   result.stop_signal = stop_signal_;
   if (is_tty_) out_ << "\r\033[K";
-  if (!result.interrupted && !o.overfit_batch)
+  if (!result.interrupted && !o.overfit_batch && !chat_)
     out_ << "\n"
          << final_summary(log(), vocab_size(), o.iters, tokenizer_->unit(false),
                           static_cast<double>(val_tokens()) / static_cast<double>(val_bytes()));
@@ -301,11 +304,15 @@ void Trainer::save(bool also_best) {
   for (TrainObserver* observer : observers_) observer->before_save(step_);  // every process
   if (!run_dir_) return;                                                    // rank 0 writes for all
   namespace fs = std::filesystem;
-  const nlohmann::json training = {{"context", options_.context},
-                                   {"step", step_},
-                                   {"run_id", run_id_},
-                                   {"data", fs::path(options_.data_path).filename().string()},
-                                   {"manifest", kManifestFile}};
+  nlohmann::json training = {{"context", options_.context},
+                             {"step", step_},
+                             {"run_id", run_id_},
+                             {"data", fs::path(options_.data_path).filename().string()},
+                             {"manifest", kManifestFile}};
+  if (chat_)  // the template the fine-tune taught (data/chat_template.hpp) and its base
+    training["chat"] = {{"template", "chatml"},
+                        {"base", options_.chat.base_dir},
+                        {"base_sha256", options_.chat.base_sha256}};
   const std::string extra = nlohmann::json{{"training", training}}.dump();
   run_dir_->save(step_, run_id_, [&](const SaveSite& site) {
     save_model_files(site.step_dir, *model_, *tokenizer_, extra, step_, run_id_);
