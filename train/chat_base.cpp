@@ -14,7 +14,8 @@
 
 namespace glass {
 
-TextTokenizer chat_tokenizer(const TextTokenizer& base, const std::vector<Conversation>& conversations,
+TextTokenizer chat_tokenizer(const TextTokenizer& base,
+                             const std::vector<Conversation>& conversations,
                              std::vector<char32_t>* added) {
   const Tokenizer* chars = base.chars();
   std::set<char32_t> missing;  // code point order
@@ -50,14 +51,16 @@ std::vector<std::size_t> id_map(const TextTokenizer& from, const TextTokenizer& 
     const auto i = static_cast<std::int32_t>(id);
     if (!from.has_text(i)) {
       if (to.has_text(i))
-        throw std::invalid_argument("grow_vocabulary: the unknown id 0 is not unknown in the new one");
+        throw std::invalid_argument(
+            "grow_vocabulary: the unknown id 0 is not unknown in the new one");
       map[id] = id;
       continue;
     }
     const auto found = to_ids.find(from.token_text(i));
     if (found == to_ids.end())
-      throw std::invalid_argument(fmt::format(
-          "grow_vocabulary: the new vocabulary lacks the token \"{}\" (id {})", from.token_text(i), id));
+      throw std::invalid_argument(
+          fmt::format("grow_vocabulary: the new vocabulary lacks the token \"{}\" (id {})",
+                      from.token_text(i), id));
     map[id] = found->second;
   }
   return map;
@@ -69,9 +72,9 @@ std::unique_ptr<Decoder> grow_vocabulary(const Decoder& model, const TextTokeniz
                                          const TextTokenizer& to, std::uint64_t seed) {
   const ModelConfig& old_config = model.config();
   if (from.vocab_size() != old_config.vocab_size)
-    throw std::invalid_argument(fmt::format(
-        "grow_vocabulary: the tokenizer has {} ids, the model {} embedding rows", from.vocab_size(),
-        old_config.vocab_size));
+    throw std::invalid_argument(
+        fmt::format("grow_vocabulary: the tokenizer has {} ids, the model {} embedding rows",
+                    from.vocab_size(), old_config.vocab_size));
   const std::vector<std::size_t> map = id_map(from, to);
   ModelConfig config = old_config;
   config.vocab_size = to.vocab_size();

@@ -22,7 +22,8 @@ namespace glass {
 /// characters in code point order (stored in `added` when given). A BPE vocabulary spells every
 /// character with its byte tokens: nothing is added but the chat tokens. Throws as
 /// with_chat_tokens.
-TextTokenizer chat_tokenizer(const TextTokenizer& base, const std::vector<Conversation>& conversations,
+TextTokenizer chat_tokenizer(const TextTokenizer& base,
+                             const std::vector<Conversation>& conversations,
                              std::vector<char32_t>* added = nullptr);
 
 /// A model reading `to` made from `model` reading `from`: every parameter copied bit for bit,

@@ -44,8 +44,8 @@ void ChatBatches::next(IdArray& x, IdArray& y) {
 void ChatBatches::rows_in_order(std::size_t first, std::size_t count, IdArray& x,
                                 IdArray& y) const {
   if (first + count > conversations_.size())
-    throw std::out_of_range(fmt::format("ChatBatches: rows {}..{} of {}", first, first + count,
-                                        conversations_.size()));
+    throw std::out_of_range(
+        fmt::format("ChatBatches: rows {}..{} of {}", first, first + count, conversations_.size()));
   x = IdArray::from_shape({count, context_});
   y = IdArray::from_shape({count, context_});
   for (std::size_t b = 0; b < count; ++b) fill_row(b, conversations_[first + b], x, y);

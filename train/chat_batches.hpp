@@ -58,8 +58,8 @@ struct ChatRun {
   std::string val_source;                ///< where val comes from, in words
   std::vector<ChatTokens> train_tokens, val_tokens;  ///< rendered with the run's tokenizer
   std::size_t train_targets = 0, val_targets = 0;    ///< their counted targets
-  std::size_t base_vocab = 0;       ///< the base's vocabulary size (0 on resume)
-  std::vector<char32_t> added;      ///< the characters the base's vocabulary lacked
+  std::size_t base_vocab = 0;                        ///< the base's vocabulary size (0 on resume)
+  std::vector<char32_t> added;            ///< the characters the base's vocabulary lacked
   std::unique_ptr<ChatBatches> val_rows;  ///< val in order (the exact validation loss)
 };
 

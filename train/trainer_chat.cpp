@@ -99,8 +99,8 @@ void Trainer::render_conversations() {
                         limit == window ? "the model's context" : "the context given", limit + 1,
                         limit),
             c.line, n, limit + 1);
-      targets += static_cast<std::size_t>(
-          std::count_if(t.labels.begin() + 1, t.labels.end(), [](std::int32_t l) { return l >= 0; }));
+      targets += static_cast<std::size_t>(std::count_if(t.labels.begin() + 1, t.labels.end(),
+                                                        [](std::int32_t l) { return l >= 0; }));
       rendered.push_back(std::move(t));
     }
   };
@@ -159,8 +159,8 @@ void Trainer::print_chat_banner() {
         "vocabulary grown from {} to {} ids: the chat tokens <|im_start|> <|im_end|>{}{}; their "
         "embedding and output rows are new (N(0, {:g}^2), seed {}), every other row is the "
         "base's\n",
-        chat_->base_vocab, vocab_size(), chat_->added.empty() ? "" : " and the characters ",
-        chars, o.model.init_std, o.seed);
+        chat_->base_vocab, vocab_size(), chat_->added.empty() ? "" : " and the characters ", chars,
+        o.model.init_std, o.seed);
   }
   out_ << fmt::format(
       "each row of a batch is one conversation padded to the window ({} {}); the loss counts "
@@ -175,8 +175,8 @@ std::string Trainer::chat_sample() {
   const std::vector<std::int32_t> ids = render_chat_prompt(*tokenizer_, prompt);
   SamplingOptions sampling;
   sampling.temperature = 0.8;
-  const auto out = generate(*model_, ids, options_.sample_tokens, options_.context, sampling,
-                            sample_rng_);
+  const auto out =
+      generate(*model_, ids, options_.sample_tokens, options_.context, sampling, sample_rng_);
   std::vector<std::int32_t> answer;
   const auto end = tokenizer_->special_id(SpecialToken::kImEnd);
   for (std::int32_t id : out) {
