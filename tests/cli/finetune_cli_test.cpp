@@ -98,8 +98,8 @@ TEST_F(FinetuneCli, FineTunesGrowsTheVocabularyRecordsTheBaseAndResumes) {
   EXPECT_NE(more.out.find("resuming from step 4"), std::string::npos) << more.out;
   EXPECT_EQ(glass::load_checkpoint((dir_ / "chat").string()).weights_step(), "6");
   // A text run's --resume of it is refused: it is a fine-tune.
-  const CliRun as_text = glass("train --data " + q(chat) + " --out " +
-                               q((dir_ / "chat").string()) + " --iters 8 --resume");
+  const CliRun as_text = glass("train --data " + q(chat) + " --out " + q((dir_ / "chat").string()) +
+                               " --iters 8 --resume");
   EXPECT_NE(as_text.exit_code, 0);
   EXPECT_NE(as_text.err.find("chat fine-tune"), std::string::npos) << as_text.err;
 }

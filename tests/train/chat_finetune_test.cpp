@@ -96,8 +96,8 @@ TEST(ChatBase, ABaseWithEveryTokenGrowsNothing) {
 TEST(ChatBase, AChatBaseLackingACharacterKeepsItsChatTokensRowsByTheirText) {
   // The base has the chat tokens after its characters; a new character comes before them, so
   // their ids move up by one, and their rows with them.
-  const TextTokenizer base = TextTokenizer(Tokenizer::from_text(glass_test::kSmallText))
-                                 .with_chat_tokens();
+  const TextTokenizer base =
+      TextTokenizer(Tokenizer::from_text(glass_test::kSmallText)).with_chat_tokens();
   const std::vector<Conversation> more = parse_chat_jsonl(
       R"({"messages":[{"role":"user","content":"to be"},{"role":"assistant","content":"!"}]})",
       "more.jsonl");
@@ -122,7 +122,7 @@ TEST(ChatBatches, EachRowIsOneConversationShiftedWithItsMaskAndPadding) {
   ASSERT_EQ(x.shape()[0], 2u);
   ASSERT_EQ(x.shape()[1], T);
   for (std::size_t t = 0; t < T; ++t) {
-    EXPECT_EQ(x(0, t), t + 1 < n ? c.ids[t] : 99) << t;                     // inputs, then padding
+    EXPECT_EQ(x(0, t), t + 1 < n ? c.ids[t] : 99) << t;                   // inputs, then padding
     EXPECT_EQ(y(0, t), t + 1 < n ? c.labels[t + 1] : kIgnoreLabel) << t;  // next labels, masked
   }
   // The counted targets are the answer "42" and its <|im_end|>.
