@@ -28,8 +28,9 @@ void fill_finetune_options(TrainFlags& flags, CLI::App* cmd) {
   glass::TrainOptions& o = flags.options;
   o.chat.enabled = true;
   if (o.chat.base_dir.empty() && !o.resume)
-    throw CommandError("--from BASE is needed: the checkpoint (a glass train run directory) to "
-                       "fine-tune");
+    throw CommandError(
+        "--from BASE is needed: the checkpoint (a glass train run directory) to "
+        "fine-tune");
   if (!o.chat.base_dir.empty() && !fs::is_directory(o.chat.base_dir))
     throw CommandError("--from " + o.chat.base_dir +
                        ": no such directory (give the run directory of a glass train run)");

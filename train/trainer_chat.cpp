@@ -49,7 +49,7 @@ void Trainer::read_conversations() {
   }
   // No validation file: the last tenth of the training file's conversations (at least one).
   if (chat_->train.size() < 2)
-    throw OptionError("chat.val_path", "",
+    throw OptionError("val", "",
                       fmt::format("is needed: {} holds one conversation, none to hold out for the "
                                   "validation loss",
                                   name));
@@ -111,7 +111,7 @@ void Trainer::render_conversations() {
                                      : fs::path(o.chat.val_path).filename().string(),
              chat_->val_tokens, chat_->val_targets);
   if (chat_->train_targets == 0 || chat_->val_targets == 0)
-    throw OptionError("data", o.data_path,
+    throw OptionError("chat", o.data_path,
                       "holds no target to train on (no assistant token in its conversations)");
   if (choose_context) {
     std::size_t longest = 0;
