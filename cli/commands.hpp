@@ -17,6 +17,7 @@ namespace glass::cli {
 using CommandAdder = void (*)(CLI::App&);
 
 void add_train_command(CLI::App& app);      ///< glass train (train.cpp)
+void add_finetune_command(CLI::App& app);   ///< glass finetune (finetune.cpp)
 void add_sample_command(CLI::App& app);     ///< glass sample (sample.cpp)
 void add_eval_command(CLI::App& app);       ///< glass eval (eval.cpp)
 void add_chat_command(CLI::App& app);       ///< glass chat (chat.cpp)

@@ -93,25 +93,9 @@ void fill_options(TrainFlags& flags, CLI::App* cmd) {
   const bool default_data = o.data_path.empty();
   if (default_data) o.data_path = default_corpus();
   if (o.out_dir.empty()) o.out_dir = (fs::path("runs") / fs::path(o.data_path).stem()).string();
-  o.ops_given = cmd->count("--ops") > 0;  // also counts the old name, --attention
   o.tokenizer_given = cmd->count("--tokenizer") > 0;
   o.data_defaulted = default_data;
-  if (cmd->count("--time") > 0 && cmd->count("--iters") > 0)
-    throw glass::cli::CommandError(
-        "--time chooses the number of steps (those that fit in the time given), --iters gives "
-        "it: use one of them");
-  o.iters_from_save = cmd->count("--iters") == 0;  // --resume: the recorded step count
-  // On --resume a recipe flag left out takes the recorded value (train/resume.hpp).
-  glass::RecipeGiven& given = o.recipe_given;
-  given.lr = cmd->count("--lr") > 0;
-  given.min_lr = cmd->count("--min-lr") > 0;
-  given.warmup = cmd->count("--warmup") > 0;
-  given.decay_iters = cmd->count("--decay-iters") > 0;
-  given.batch_size = cmd->count("--batch-size") > 0;
-  given.grad_clip = cmd->count("--grad-clip") > 0;
-  given.context = cmd->count("--context") > 0;
-  given.optimizer = cmd->count("--optimizer") > 0;
-  given.muon_lr = cmd->count("--muon-lr") > 0;
+  mark_recipe_given(o, cmd);
   // On --resume the model's sizes are the checkpoint's: one given with another value is warned
   // of (make_trainer).
   glass::ModelGiven& model = o.model_given;
@@ -123,9 +107,9 @@ void fill_options(TrainFlags& flags, CLI::App* cmd) {
   model.vocab_cap = cmd->count("--vocab-cap") > 0;
 }
 
-void run_train(TrainFlags& flags, CLI::App* cmd) {
+void run_train(TrainFlags& flags, CLI::App* cmd, FillOptions fill) {
   glass::TrainOptions& o = flags.options;
-  fill_options(flags, cmd);
+  fill(flags, cmd);
   glass::cli::apply_threads(flags.threads);
   g_stop = 0;
   g_serving_only = 0;
@@ -181,16 +165,16 @@ void run_train(TrainFlags& flags, CLI::App* cmd) {
   report_run(result, o, cmd, server.get());
 }
 
-/// run_train in every process of `mpirun -np N glass train` (train/distributed.hpp), or in this
-/// one. An error in one process must end them all, or the others would wait for it forever:
-/// rank 0 reports it and aborts the job (MPI_Abort); another rank gives rank 0 a second to do
-/// that first (most errors happen in every process alike), then reports its own and aborts.
-void run_train_on_all_ranks(TrainFlags& flags, CLI::App* cmd) {
+}  // namespace
+
+// run_train in every process of `mpirun -np N glass train` (train/distributed.hpp), or in this
+// one. An error in one process must end them all, or the others would wait for it forever.
+void run_train_on_all_ranks(TrainFlags& flags, CLI::App* cmd, FillOptions fill) {
   const glass::Communicator comm = glass::Communicator::world();
   flags.options.comm = comm;
-  if (comm.size() == 1) return run_train(flags, cmd);
+  if (comm.size() == 1) return run_train(flags, cmd, fill);
   try {
-    run_train(flags, cmd);
+    run_train(flags, cmd, fill);
   } catch (const CLI::RuntimeError&) {
     throw;  // stopped by a signal after a save: every process returns
   } catch (const std::exception& e) {
@@ -203,8 +187,6 @@ void run_train_on_all_ranks(TrainFlags& flags, CLI::App* cmd) {
     comm.abort(1);
   }
 }
-
-}  // namespace
 
 void add_train_command(CLI::App& app) {
   auto flags = std::make_shared<TrainFlags>();
@@ -229,7 +211,7 @@ void add_train_command(CLI::App& app) {
       "Is the loss normal? It starts near ln V (V = the vocabulary: the text's distinct characters "
       "+ the unknown id 0, or the BPE --vocab-size) and falls; see docs/en/cli.md (Is my loss "
       "normal?).");
-  cmd->callback([flags, cmd] { run_train_on_all_ranks(*flags, cmd); });
+  cmd->callback([flags, cmd] { run_train_on_all_ranks(*flags, cmd, fill_options); });
 }
 
 }  // namespace glass::cli

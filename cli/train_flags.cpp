@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "cli/commands.hpp"
 #include "cli/suggest.hpp"
 #include "cli/threads.hpp"
 #include "cli/validators.hpp"
@@ -190,6 +191,26 @@ void add_model_flags(CLI::App* cmd, glass::TrainOptions& o) {
       ->capture_default_str()
       ->group("Model");
   glass::cli::add_ops_option(cmd, o.model.ops_path)->group("Model");
+}
+
+void mark_recipe_given(glass::TrainOptions& o, const CLI::App* cmd) {
+  // (glass finetune has no --ops: the base's is kept)
+  o.ops_given = cmd->get_option_no_throw("--ops") != nullptr && cmd->count("--ops") > 0;
+  if (cmd->count("--time") > 0 && cmd->count("--iters") > 0)
+    throw glass::cli::CommandError(
+        "--time chooses the number of steps (those that fit in the time given), --iters gives "
+        "it: use one of them");
+  o.iters_from_save = cmd->count("--iters") == 0;  // --resume: the recorded step count
+  glass::RecipeGiven& given = o.recipe_given;
+  given.lr = cmd->count("--lr") > 0;
+  given.min_lr = cmd->count("--min-lr") > 0;
+  given.warmup = cmd->count("--warmup") > 0;
+  given.decay_iters = cmd->count("--decay-iters") > 0;
+  given.batch_size = cmd->count("--batch-size") > 0;
+  given.grad_clip = cmd->count("--grad-clip") > 0;
+  given.context = cmd->count("--context") > 0;
+  given.optimizer = cmd->count("--optimizer") > 0;
+  given.muon_lr = cmd->count("--muon-lr") > 0;
 }
 
 }  // namespace glass::cli

@@ -33,6 +33,21 @@ void add_evaluation_flags(CLI::App* cmd, glass::TrainOptions& o);
 /// --no-interp-record, --serve and its --port.
 void add_run_flags(CLI::App* cmd, TrainFlags& flags);
 
+/// Records which flags of the recipe were given (TrainOptions::recipe_given, --ops, and
+/// iters_from_save: --iters left out); a flag left out takes the recorded value on --resume
+/// (train/resume.hpp). Throws CommandError for --time with --iters.
+void mark_recipe_given(glass::TrainOptions& o, const CLI::App* cmd);
+
+/// Fills the options of a command line (its defaults, which flags were given) before its run.
+using FillOptions = void (*)(TrainFlags& flags, CLI::App* cmd);
+
+/// Runs the Trainer of a training command (glass train, glass finetune) after `fill`, in every
+/// process of `mpirun -np N` (train/distributed.hpp) or in this one: the stop signals, --serve,
+/// the report. An error in one process ends them all: rank 0 reports it and aborts the job
+/// (MPI_Abort); another rank gives rank 0 a second to do that first, then reports its own and
+/// aborts. Defined in cli/train.cpp.
+void run_train_on_all_ranks(TrainFlags& flags, CLI::App* cmd, FillOptions fill);
+
 /// The model's sizes (--d-model, --n-layers, --n-heads, --n-kv-heads, --ffn-hidden), its
 /// vocabulary and tokenizer (--vocab-cap, --tokenizer, --vocab-size) and --ops; group "Model".
 void add_model_flags(CLI::App* cmd, glass::TrainOptions& o);

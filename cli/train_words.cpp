@@ -27,18 +27,20 @@ namespace fs = std::filesystem;
 
 namespace {
 
-/// `glass train --data FILE --out DIR` (under mpirun with the same number of processes; any
-/// other number works too) and the flags given now, as given (re-quoted), but --help, --data,
-/// --out and those of `left_out`.
+/// `glass train --data FILE --out DIR` (a chat fine-tune: `glass finetune --chat FILE --out DIR`,
+/// its base recorded in the save) (under mpirun with the same number of processes; any other
+/// number works too) and the flags given now, as given (re-quoted), but --help, --data, --chat,
+/// --from, --out and those of `left_out`.
 std::string train_command(const CLI::App* cmd, const glass::TrainOptions& o,
                           const std::vector<std::string>& left_out) {
   std::string line =
       (o.comm.size() > 1 ? fmt::format("mpirun -np {} ", o.comm.size()) : std::string()) +
-      program_name() + " train --data " + shell_quote(o.data_path) + " --out " +
-      shell_quote(o.out_dir);
+      program_name() + (o.chat.enabled ? " finetune --chat " : " train --data ") +
+      shell_quote(o.data_path) + " --out " + shell_quote(o.out_dir);
   for (const CLI::Option* opt : cmd->get_options()) {
     const std::string name = opt->get_name();
-    if (opt->count() == 0 || name == "--help" || name == "--data" || name == "--out" ||
+    if (opt->count() == 0 || name == "--help" || name == "--data" || name == "--chat" ||
+        name == "--from" || name == "--out" ||
         std::find(left_out.begin(), left_out.end(), name) != left_out.end())
       continue;
     line += " " + name;

@@ -57,6 +57,21 @@ inline IdArray to_id_array(const std::vector<std::int32_t>& flat, std::size_t ba
   return a;
 }
 
+/// Where a training loop draws its batches from: B rows of T input ids and their T targets
+/// (a target -1 is not counted by the loss), with a state that a checkpoint saves so that a
+/// resumed run draws the same batches. BatchSampler draws windows of a text; ChatBatches
+/// (train/chat_batches.hpp) conversations with their loss mask.
+class Batches {
+ public:
+  virtual ~Batches() = default;
+  /// The next batch as (B, T) arrays of inputs and targets.
+  virtual void next(IdArray& x, IdArray& y) = 0;
+  /// The random engine's state as text, for checkpoints.
+  virtual std::string state() const = 0;
+  /// Restores a state written by state(). Throws std::invalid_argument if it cannot be parsed.
+  virtual void set_state(const std::string& state) = 0;
+};
+
 /// Draws batches of random windows from one split with its own seeded std::mt19937_64.
 ///
 /// The sampler reads its ids from a TokenIds shared with the other samplers of the corpus (a
@@ -65,7 +80,7 @@ inline IdArray to_id_array(const std::vector<std::int32_t>& flat, std::size_t ba
 /// state() and restored with set_state() so that a resumed run draws exactly the same batches.
 /// Starts are drawn with std::uniform_int_distribution (libstdc++'s algorithm: reproducible on
 /// this toolchain, not necessarily across standard libraries).
-class BatchSampler {
+class BatchSampler : public Batches {
  public:
   /// Throws std::invalid_argument if batch_size or context is zero, or if `ids` is shorter than
   /// context + 1 tokens (the message says how long it must be; `what` names the split).
@@ -80,7 +95,7 @@ class BatchSampler {
   Batch next();
   /// The next batch as (B, T) arrays of inputs and targets. (Inline, so that xtensor is
   /// instantiated with the caller's build flags, not in the xtensor-free data library.)
-  void next(IdArray& x, IdArray& y) {
+  void next(IdArray& x, IdArray& y) override {
     Batch batch = next();
     x = to_id_array(batch.x, batch_size_, context_);
     y = to_id_array(batch.y, batch_size_, context_);
@@ -92,9 +107,9 @@ class BatchSampler {
   std::size_t size() const { return size_; }
 
   /// The engine's state as text (std::mt19937_64's operator<<), for checkpoints.
-  std::string state() const;
+  std::string state() const override;
   /// Restores a state written by state(). Throws std::invalid_argument if it cannot be parsed.
-  void set_state(const std::string& state);
+  void set_state(const std::string& state) override;
   /// The random engine that picks batch start positions.
   std::mt19937_64& engine() { return engine_; }
 

@@ -89,7 +89,7 @@ struct SharedStep {
     for (std::vector<const Scalar*>& a : adds) a.reserve(others.size());
   }
 
-  std::vector<double> losses;               // part i's loss, weighted by its share of rows
+  std::vector<double> losses;               // part i's loss, weighted by its share of targets
   std::vector<std::exception_ptr> errors;   // part i's error, if any
   bool go_on = true;                        // every part's loss is known and the total is finite
   std::vector<Tensor> params;               // the model's parameters
@@ -99,11 +99,11 @@ struct SharedStep {
   std::vector<long> sizes;                       // ... and its element count
 };
 
-/// Part i's forward on `replica` (rows [begin, end) of B), its loss weighted by (end - begin) / B
-/// into step.losses[i], then its backward as soon as that loss is known and finite (no wait for
+/// Part i's forward on `replica` (rows [begin, end) of B), its loss weighted by `share` (its
+/// counted targets over the batch's) into step.losses[i], then its backward as soon as that loss is known and finite (no wait for
 /// the others); a non-finite part clears its tape. Errors go to step.errors[i].
 void run_part(SharedStep& step, std::size_t i, Decoder& replica, const Ids& x, const Ids& y,
-              std::size_t begin, std::size_t end, std::size_t B, bool with_grad) {
+              std::size_t begin, std::size_t end, Scalar share, bool with_grad) {
   Tensor loss;
   bool finite = false;
   {
@@ -112,7 +112,6 @@ void run_part(SharedStep& step, std::size_t i, Decoder& replica, const Ids& x, c
     try {
       if (with_grad)
         for (Tensor& p : replica.parameters()) p.zero_grad();
-      const Scalar share = static_cast<Scalar>(end - begin) / static_cast<Scalar>(B);
       loss = cross_entropy(replica.forward(rows(x, begin, end)), rows(y, begin, end)) * share;
       step.losses[i] = loss.item();
       finite = std::isfinite(step.losses[i]);
@@ -170,6 +169,11 @@ void sum_gradients_part(const SharedStep& step, std::size_t i, std::size_t parts
 
 }  // namespace
 
+std::size_t counted_targets(const Ids& targets, int ignore_index) {
+  return static_cast<std::size_t>(std::count_if(targets.begin(), targets.end(),
+                                                [&](std::int32_t t) { return t != ignore_index; }));
+}
+
 DataParallel::DataParallel(Decoder& model, std::size_t threads)
     : model_(model), threads_(std::max<std::size_t>(threads, 1)) {
   for (std::size_t i = 1; i < threads_; ++i) {
@@ -200,6 +204,16 @@ double DataParallel::run(const Ids& x, const Ids& y, bool with_grad) {
   // runs its backward as soon as its own loss is known and finite (no wait for the others); the
   // one barrier of the step comes before the gradients are summed.
   SharedStep step(model_, replicas_, parts);
+  // Part i's share of the loss: its counted targets over the batch's (rows_i / B when no target
+  // is ignored: the same float as before masks existed; 0 for a part whose targets are all
+  // ignored, whose loss and gradients are then 0).
+  const std::size_t batch_count = counted_targets(y);
+  std::vector<Scalar> shares(parts, 0);
+  for (std::size_t i = 0; i < parts; ++i)
+    if (batch_count > 0)
+      shares[i] =
+          static_cast<Scalar>(counted_targets(rows(y, B * i / parts, B * (i + 1) / parts))) /
+          static_cast<Scalar>(batch_count);
   bool team_complete = true;  // the runtime gave one thread per part
 #pragma omp parallel num_threads(static_cast <int>(parts))
   {
@@ -213,7 +227,7 @@ double DataParallel::run(const Ids& x, const Ids& y, bool with_grad) {
       // The model's weights into the replicas, every thread a part of every parameter.
       copy_weights_part(step.params, step.others, i, parts);
 #pragma omp barrier
-      run_part(step, i, replica, x, y, B * i / parts, B * (i + 1) / parts, B, with_grad);
+      run_part(step, i, replica, x, y, B * i / parts, B * (i + 1) / parts, shares[i], with_grad);
 #pragma omp barrier
 #pragma omp single
       list_gradients(step, with_grad);

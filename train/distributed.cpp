@@ -2,6 +2,7 @@
 
 #include "train/distributed.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
@@ -155,6 +156,36 @@ double average_gradients(const std::vector<Tensor>& params, double loss, const C
     g += p.size();
   }
   return static_cast<double>(*g * inv_n);
+}
+
+double combine_gradients(const std::vector<Tensor>& params, double loss, double share,
+                         const Communicator& comm) {
+  if (comm.size() == 1) return loss;
+  // One flat buffer: [share * grad of params[0] | ... | share * loss], summed over the ranks.
+  const float w = static_cast<float>(share);
+  std::size_t total = 1;
+  for (const Tensor& p : params) total += p.size();
+  std::vector<float> flat;
+  flat.reserve(total);
+  for (const Tensor& p : params) {
+    if (!p.has_grad()) {
+      flat.insert(flat.end(), p.size(), 0.0f);
+      continue;
+    }
+    const float* g = p.grad().data();
+    for (std::size_t i = 0; i < p.size(); ++i) flat.push_back(g[i] * w);
+  }
+  flat.push_back(static_cast<float>(loss * share));
+
+  comm.all_reduce_sum(flat);  // sum over the ranks of share_r * (gradient_r, loss_r)
+
+  const float* g = flat.data();
+  for (const Tensor& p : params) {
+    Tensor param = p;  // a handle sharing the storage
+    std::copy(g, g + p.size(), param.grad().data());
+    g += p.size();
+  }
+  return static_cast<double>(*g);
 }
 
 std::uint64_t weights_checksum(const std::vector<Tensor>& params) {

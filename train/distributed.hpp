@@ -63,6 +63,17 @@ Ids shard_rows(const Ids& batch, const Communicator& comm);
 /// result is the gradient of the whole batch (to float summation order).
 double average_gradients(const std::vector<Tensor>& params, double loss, const Communicator& comm);
 
+/// The gradient of a batch whose ranks' shards count different numbers of targets (a chat
+/// fine-tune's loss mask ignores some): each rank's mean gradient and `loss` are weighted by its
+/// `share` of the batch's counted targets (N_r / N, the shares summing to 1 over the ranks), and
+/// the weighted sums are written back into the gradients on every rank; returns the weighted
+/// loss. That is the mean over the N counted targets of the whole batch, the gradient one process
+/// computes, to float summation order. One all-reduce, as average_gradients (which is this with
+/// every share 1/N, for shards of equally many targets); a shard of no counted target (share 0,
+/// loss and gradients 0) adds nothing. With one process: returns `loss`, touches nothing.
+double combine_gradients(const std::vector<Tensor>& params, double loss, double share,
+                         const Communicator& comm);
+
 /// A 64-bit checksum of the exact bits of every parameter's value (FNV-1a over the bytes, in
 /// order): equal weights give equal checksums; a single differing bit almost surely not.
 std::uint64_t weights_checksum(const std::vector<Tensor>& params);

@@ -47,6 +47,16 @@ inline constexpr long kMaxEvalIters = 10'000;
 /// Characters sampled at each evaluation, at most.
 inline constexpr std::size_t kMaxSampleTokens = 100'000;
 
+/// A chat fine-tune (`glass finetune`): the run starts from a base checkpoint and trains on
+/// conversations (data/chat_data.hpp) with the loss on the assistant's tokens only
+/// (train/chat_batches.hpp). data_path is then the training conversations' file.
+struct ChatOptions {
+  std::string base_dir;  ///< the base checkpoint (a run directory or a save); "" on resume
+  std::string val_path;  ///< validation conversations; "" = the last tenth of the training file's
+  std::string base_sha256;  ///< SHA-256 of the base's weights file (set by the Trainer)
+  bool enabled = false;     ///< this run is a chat fine-tune
+};
+
 /// Everything `glass train` can set. Defaults: nanoGPT's shakespeare_char recipe (README, "glass train").
 struct TrainOptions {
   std::string data_path;  ///< UTF-8 text file to learn from
@@ -116,6 +126,8 @@ struct TrainOptions {
   /// The processes training together (mpirun -np N, train/distributed.hpp): each takes
   /// batch_size / N windows of every batch; rank 0 alone prints, samples and writes out_dir.
   Communicator comm;
+  /// A chat fine-tune instead of a text run (chat.enabled).
+  ChatOptions chat;
   /// Called by rank 0 when run() ends (done, or stopped by the stop flag after its save; not
   /// after an error), with the Trainer: whoever runs it writes its own files next to the saves
   /// there (`glass train` writes DIR/loss.html, cli/loss_page.hpp). Empty: nothing is called.

@@ -71,11 +71,32 @@ std::vector<RecipeDifference> take_recipe(TrainOptions& o, const TrainRecipe& re
 
 }  // namespace
 
+void Resume::take_chat_base(TrainOptions& o, const TrainRecipe& recorded) const {
+  const bool chat_run = !recorded.chat_base.empty();
+  if (chat_run && !o.chat.enabled)
+    throw OptionError("data", o.data_path,
+                      fmt::format("cannot continue the run in {}: it is a chat fine-tune of {} "
+                                  "(continue it with glass finetune --resume)",
+                                  out_dir_, recorded.chat_base));
+  if (!chat_run && o.chat.enabled)
+    throw OptionError("chat", o.data_path,
+                      fmt::format("cannot continue the run in {} as a chat fine-tune: it was "
+                                  "trained on a text (continue it with glass train --resume)",
+                                  out_dir_));
+  if (!chat_run) return;
+  o.chat.base_dir = recorded.chat_base;  // the weights come from the save; the base is recorded
+  o.chat.base_sha256 = recorded.chat_base_sha256;
+}
+
 TrainRecipe recipe_of(const TrainOptions& o) {
   TrainRecipe r{o.lr,          o.min_lr,     o.grad_clip, o.warmup,
                 o.decay_iters, o.batch_size, o.iters,     o.time_budget_s};
   r.optimizer = optimizer_name(o.optimizer);
   if (o.optimizer == OptimizerKind::muon) r.muon_lr = o.muon_lr;
+  if (o.chat.enabled) {
+    r.chat_base = o.chat.base_dir;
+    r.chat_base_sha256 = o.chat.base_sha256;
+  }
   return r;
 }
 
@@ -129,6 +150,7 @@ void Resume::take_recorded(TrainOptions& o) const {
   // No recorded recipe: a checkpoint from before the recipe was recorded (its values as given).
   const std::optional<TrainRecipe> recorded = load_train_recipe(save_dir_);
   if (!recorded) return;
+  take_chat_base(o, *recorded);
   std::vector<RecipeDifference> differ = take_recipe(o, *recorded);
   // The step count taken from the save keeps the budget it was chosen for, so that the next
   // save records it too (run() fits no budget on resume: the trial is a new run's).

@@ -51,10 +51,15 @@ class Resume {
   /// OverfitBatchRunError when the save records an overfit_batch run,
   /// RecipeMismatchError listing every field that differs, DataMismatchError when the save
   /// records another text's file name than o.data_path's, CheckpointError when a recorded file
-  /// cannot be parsed. Nothing is read when out_dir holds no save (require_save says so).
+  /// cannot be parsed, OptionError when a chat fine-tune is resumed as a text run or the other
+  /// way round (a fine-tune's recorded base is taken into o.chat). Nothing is read when out_dir
+  /// holds no save (require_save says so).
   void take_recorded(TrainOptions& o) const;
 
  private:
+  // A chat fine-tune is resumed as one, a text run as one (OptionError otherwise); the base a
+  // fine-tune recorded is taken into o.chat.
+  void take_chat_base(TrainOptions& o, const TrainRecipe& recorded) const;
   std::string out_dir_, save_dir_, relink_, note_;
 };
 

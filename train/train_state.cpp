@@ -123,6 +123,8 @@ void save_train_state(const std::string& dir, const AdamW& optimizer, const Trai
         j["recipe"]["optimizer"] = r.optimizer;
         j["recipe"]["muon_lr"] = r.muon_lr;
       }
+      if (!r.chat_base.empty())  // a chat fine-tune alone: a text run's file is as before
+        j["recipe"]["chat"] = {{"base", r.chat_base}, {"base_sha256", r.chat_base_sha256}};
     }
     if (state.overfit_batch) j["overfit_batch"] = true;
     write_file_atomic(path_in(dir, "train_state.json"), j.dump(1) + "\n");
@@ -312,6 +314,16 @@ TrainRecipe recipe_from_json(const json& r, const std::string& json_path) {
     recipe.optimizer = r["optimizer"].get<std::string>();
   }
   if (recipe.optimizer == "muon") recipe.muon_lr = number("muon_lr", false).get<double>();
+  if (r.contains("chat")) {  // written by chat fine-tunes alone
+    const json& chat = r["chat"];
+    if (!chat.is_object() || !chat.contains("base") || !chat["base"].is_string() ||
+        !chat.contains("base_sha256") || !chat["base_sha256"].is_string())
+      throw CheckpointError(fmt::format(
+          "{}: recipe.chat must be {{\"base\": string, \"base_sha256\": string}}, got {}",
+          json_path, chat.dump()));
+    recipe.chat_base = chat["base"].get<std::string>();
+    recipe.chat_base_sha256 = chat["base_sha256"].get<std::string>();
+  }
   return recipe;
 }
 

@@ -18,6 +18,7 @@
 #include "autograd/ops.hpp"
 #include "autograd/tape.hpp"
 #include "checkpoint/manifest.hpp"
+#include "train/chat_batches.hpp"
 #include "train/clip.hpp"
 #include "train/distributed.hpp"
 #include "train/loss_notes.hpp"
@@ -35,6 +36,15 @@ using Clock = std::chrono::steady_clock;
 /// Seconds from t0 to now.
 double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+/// This process's share of the counted targets (cross_entropy's, those not -1) of the whole
+/// batch `y` (B, T): those of its rows (shard_rows) over all; 0 when none is counted.
+double target_share(const Ids& y, const Communicator& comm) {
+  const std::size_t all = counted_targets(y);
+  return all == 0
+             ? 0.0
+             : static_cast<double>(counted_targets(shard_rows(y, comm))) / static_cast<double>(all);
 }
 
 /// "NaN", "inf" or "-inf" (printf's "-nan" confuses).
@@ -61,15 +71,18 @@ double Trainer::train_step(long it) {
     x = overfit_x_;
     y = overfit_y_;
   }
-  const Communicator& comm = options_.comm;  // N processes (mpirun -np N), or one
-  x = shard_rows(x, comm);                   // (B/N, T): this process's windows
+  const Communicator& comm = options_.comm;    // N processes (mpirun -np N), or one
+  const double share = target_share(y, comm);  // this process's share of the counted targets
+  x = shard_rows(x, comm);                     // (B/N, T): this process's windows
   y = shard_rows(y, comm);
 
-  // zero_grad, forward (B/N, T, V), cross-entropy (the mean over the B/N*T predictions) and
-  // backward into every parameter's grad, on step_threads() threads (train/data_parallel.hpp).
+  // zero_grad, forward (B/N, T, V), cross-entropy (the mean over the shard's counted targets:
+  // all B/N*T of a text, the answers' of a chat fine-tune) and backward into every parameter's
+  // grad, on step_threads() threads (train/data_parallel.hpp).
   const double shard_loss = parallel_->loss_and_grad(x, y);
-  // The mean of the N shards' gradients is the gradient of the whole batch (and likewise the loss).
-  const double loss_value = average_gradients(model_->parameters(), shard_loss, comm);
+  // The shards' gradients weighted by their shares are the gradient of the whole batch (and
+  // likewise the loss); with every target counted each share is 1/N.
+  const double loss_value = combine_gradients(model_->parameters(), shard_loss, share, comm);
   if (!std::isfinite(loss_value))  // (a shard with a non-finite loss ran no backward)
     throw NonFiniteError(fmt::format("the loss became {} at step {} (lr {:.3g})",
                                      non_finite_name(loss_value), it, lr));
@@ -103,12 +116,13 @@ EvalResult Trainer::evaluate() {
         "the weights of the {} processes differ at step {}: their training diverged (a different "
         "glass binary or BLAS library on some machine?)",
         comm.size(), step_));
-  auto mean_loss = [&](BatchSampler& batches) {
+  auto mean_loss = [&](Batches& batches) {
     double total = 0;
     Ids x, y;
     for (long i = 0; i < options_.eval_iters; ++i) {
-      batches.next(x, y);  // each process evaluates its B/N windows of the batch
-      total += parallel_->loss(shard_rows(x, comm), shard_rows(y, comm));  // checked after the sum
+      batches.next(x, y);  // each process evaluates its B/N windows of the batch, weighted
+      total += target_share(y, comm) *  // by its share of the counted targets (checked after)
+               parallel_->loss(shard_rows(x, comm), shard_rows(y, comm));
     }
     return total / static_cast<double>(options_.eval_iters);
   };
@@ -120,25 +134,27 @@ EvalResult Trainer::evaluate() {
     losses[0] = mean_loss(*eval_train_batches_);
   } else {  // the train loss is that of the one batch being memorised
     draw_overfit_batch();
-    losses[0] = parallel_->loss(shard_rows(overfit_x_, comm), shard_rows(overfit_y_, comm));
+    losses[0] = target_share(overfit_y_, comm) *
+                parallel_->loss(shard_rows(overfit_x_, comm), shard_rows(overfit_y_, comm));
     Ids x, y;
     for (long i = 0; i < options_.eval_iters; ++i) eval_train_batches_->next(x, y);  // the usual
   }  // validation windows below
   eval_val_batches_->set_state(eval_train_batches_->state());
   if (!val_loss_exact()) losses[1] = mean_loss(*eval_val_batches_);
-  comm.all_reduce_sum(losses);  // the mean of the N processes' means
+  comm.all_reduce_sum(losses);  // the processes' means weighted by their shares: the batches' means
   // A validation split of no more windows than the sample: every token of it, once, as glass
   // eval measures a text (each process computes the whole pass; the tokens are predicted from
   // the windows' own ids, the first from the training split's last id).
-  const double val_loss = val_loss_exact()
+  const double val_loss = chat_ ? chat_val_loss()  // every answer token of the set, once
+                          : val_loss_exact()
                               ? text_loss(*corpus_.ids, corpus_.n_train - 1, corpus_.ids->size(),
                                           options_.context, options_.batch_size,
                                           [&](const Ids& x, const Ids& y, std::size_t) {
                                             return parallel_->loss(x, y);
                                           })
                                     .mean()
-                              : losses[1] / comm.size();
-  const EvalResult r{losses[0] / comm.size(), val_loss};
+                              : losses[1];
+  const EvalResult r{losses[0], val_loss};
   for (const auto& [loss, split] :
        {std::pair{r.train_loss, "training split"}, {r.val_loss, "validation split"}})
     if (!std::isfinite(loss))
@@ -148,6 +164,7 @@ EvalResult Trainer::evaluate() {
 }
 
 bool Trainer::val_loss_exact() const {
+  if (chat_) return true;  // chat_val_loss
   return text_loss_windows(val_tokens(), options_.context) <=
          static_cast<std::size_t>(options_.eval_iters) * options_.batch_size;
 }
@@ -250,7 +267,7 @@ void Trainer::finish_run(TrainResult& result) {
   result.interrupted = stop_signal_ != 0;
   result.stop_signal = stop_signal_;
   if (is_tty_) out_ << "\r\033[K";
-  if (!result.interrupted && !o.overfit_batch)
+  if (!result.interrupted && !o.overfit_batch && !chat_)
     out_ << "\n"
          << final_summary(log(), vocab_size(), o.iters, tokenizer_->unit(false),
                           static_cast<double>(val_tokens()) / static_cast<double>(val_bytes()));
@@ -287,11 +304,15 @@ void Trainer::save(bool also_best) {
   for (TrainObserver* observer : observers_) observer->before_save(step_);  // every process
   if (!run_dir_) return;                                                    // rank 0 writes for all
   namespace fs = std::filesystem;
-  const nlohmann::json training = {{"context", options_.context},
-                                   {"step", step_},
-                                   {"run_id", run_id_},
-                                   {"data", fs::path(options_.data_path).filename().string()},
-                                   {"manifest", kManifestFile}};
+  nlohmann::json training = {{"context", options_.context},
+                             {"step", step_},
+                             {"run_id", run_id_},
+                             {"data", fs::path(options_.data_path).filename().string()},
+                             {"manifest", kManifestFile}};
+  if (chat_)  // the template the fine-tune taught (data/chat_template.hpp) and its base
+    training["chat"] = {{"template", "chatml"},
+                        {"base", options_.chat.base_dir},
+                        {"base_sha256", options_.chat.base_sha256}};
   const std::string extra = nlohmann::json{{"training", training}}.dump();
   run_dir_->save(step_, run_id_, [&](const SaveSite& site) {
     save_model_files(site.step_dir, *model_, *tokenizer_, extra, step_, run_id_);

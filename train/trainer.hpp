@@ -38,6 +38,7 @@ namespace glass {
 class InterpRecorder;
 class Resume;
 class RunDirectory;
+struct ChatRun;
 
 /// Train and validation loss estimated at one step.
 struct EvalResult {
@@ -59,7 +60,8 @@ struct TrainResult {
   int stop_signal = 0;       ///< then the flag's value (the largest over the ranks), e.g. SIGTERM
 };
 
-/// The loop of `glass train`. Construction refuses options that cannot work (OptionError, and
+/// The loop of `glass train` and `glass finetune` (options.chat: a base checkpoint trained on
+/// conversations with the loss on the answers, train/chat_batches.hpp). Construction refuses options that cannot work (OptionError, and
 /// Resume::check_resumable), locks out_dir (one trainer per run directory, see
 /// checkpoint/run_dir.hpp), refuses an out_dir that already holds a run unless resume or
 /// overwrite is set (RunExistsError), with resume takes back what the save records
@@ -138,6 +140,16 @@ class Trainer {
   void make_records();
   void print_banner(std::size_t text_chars);
 
+  // A chat fine-tune, in this order (trainer_chat.cpp): the conversations read, the base loaded
+  // (its vocabulary grown for the chat tokens and the characters it lacks), the conversations
+  // rendered (the context chosen); then its evaluation, banner and sample.
+  void read_conversations();
+  void start_from_base();
+  void render_conversations();
+  double chat_val_loss();
+  void print_chat_banner();
+  std::string chat_sample();
+
   // When run() starts with a time budget (trainer_setup.cpp): options_.iters (and decay_iters)
   // from a trial that is undone.
   void fit_to_time_budget();
@@ -174,10 +186,11 @@ class Trainer {
   std::unique_ptr<Decoder> model_;
   std::unique_ptr<AdamW> optimizer_;  // every parameter, or with Muon those Muon does not take
   std::unique_ptr<Muon> muon_;        // --optimizer muon: the decoder blocks' matrices
-  std::unique_ptr<DataParallel> parallel_;            // forward + backward on num_threads() threads
-  std::unique_ptr<BatchSampler> train_batches_;       // seed+1, saved for resume
-  std::unique_ptr<BatchSampler> eval_train_batches_;  // seed+2, reset at every evaluation
-  std::unique_ptr<BatchSampler> eval_val_batches_;    // continues the eval generator's stream
+  std::unique_ptr<DataParallel> parallel_;       // forward + backward on num_threads() threads
+  std::unique_ptr<ChatRun> chat_;                // a chat fine-tune: its conversations
+  std::unique_ptr<Batches> train_batches_;       // seed+1, saved for resume
+  std::unique_ptr<Batches> eval_train_batches_;  // seed+2, reset at every evaluation
+  std::unique_ptr<Batches> eval_val_batches_;    // continues the eval generator's stream
   std::string eval_start_state_;
   LrSchedule schedule_;
   bool decay_follows_iters_ = false;  // decay_iters was left at -1: it is iters

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "sample/sampler.hpp"
+#include "train/chat_batches.hpp"
 #include "train/loss_notes.hpp"
 #include "train/time_budget.hpp"
 
@@ -30,14 +31,18 @@ std::string format_duration(double seconds) {
 void Trainer::print_banner(std::size_t text_chars) {
   const TrainOptions& o = options_;
   const bool fits_time = o.time_budget_s > 0 && !o.resume;  // the steps are chosen in run()
+  if (chat_)
+    print_chat_banner();
+  else
+    out_ << fmt::format("data: {}, {} characters, {}; train {} / val {} {}\n", o.data_path,
+                        text_chars, tokenizer_->describe(/*count_ids=*/true), corpus_.n_train,
+                        val_tokens(), std::string(tokenizer_->unit(false)) + "s");
   out_ << fmt::format(
-      "data: {}, {} characters, {}; train {} / val {} {}\n"
       "model: d_model {}, {} layers, {} heads ({} kv), ffn {}, {} parameters\n"
       "recipe: {}, batch {} x context {}, lr {:g} -> {:g} (warmup {}, cosine to {}), "
       "weight decay {:g}, clip {:g}, seed {}\n",
-      o.data_path, text_chars, tokenizer_->describe(/*count_ids=*/true), corpus_.n_train,
-      val_tokens(), std::string(tokenizer_->unit(false)) + "s", o.model.d_model, o.model.n_layers,
-      o.model.n_heads, o.model.n_kv_heads, o.model.ffn_hidden, model_->num_parameters(),
+      o.model.d_model, o.model.n_layers, o.model.n_heads, o.model.n_kv_heads, o.model.ffn_hidden,
+      model_->num_parameters(),
       fits_time ? "the steps that fit in " + duration_text(o.time_budget_s)
                 : fmt::format("{} steps", o.iters),
       o.batch_size, o.context, o.lr, o.min_lr, o.warmup,
@@ -63,7 +68,8 @@ void Trainer::print_banner(std::size_t text_chars) {
 
 void Trainer::print_sample() {
   if (options_.sample_tokens == 0 || !options_.comm.is_root()) return;
-  out_ << "---- sample (temperature 0.8) ----\n" << sample() << "\n----\n";
+  out_ << "---- sample (temperature 0.8) ----\n"
+       << (chat_ ? chat_sample() : sample()) << "\n----\n";
 }
 
 std::string Trainer::sample() {
@@ -98,11 +104,15 @@ void Trainer::print_evaluation(long it, const EvalResult& e, double elapsed_s, b
                       o.overfit_batch ? "loss of the one batch" : "train loss", e.train_loss,
                       e.val_loss, e.val_loss - e.train_loss, best ? " (best so far)" : "",
                       elapsed_s);
-  out_ << fmt::format(
-      "  val {:.4f} bits per byte ({} {}s over {} bytes of text in the validation split)\n",
-      bits_per_byte(e.val_loss, val_tokens(), val_bytes()), val_tokens(), tokenizer_->unit(false),
-      val_bytes());
-  if (it == 0 && log().size() == 1)
+  if (chat_)
+    out_ << fmt::format("  val: the loss over the {} answer {}s of {} conversations\n",
+                        chat_->val_targets, tokenizer_->unit(false), chat_->val.size());
+  else
+    out_ << fmt::format(
+        "  val {:.4f} bits per byte ({} {}s over {} bytes of text in the validation split)\n",
+        bits_per_byte(e.val_loss, val_tokens(), val_bytes()), val_tokens(), tokenizer_->unit(false),
+        val_bytes());
+  if (it == 0 && log().size() == 1 && !chat_)  // a fine-tune starts from its base, not ln V
     out_ << step_zero_note(log().front().train_loss, vocab_size(), tokenizer_->unit(false));
   // overfit_batch: a validation loss rising while the batch is memorised is what the check
   // expects (the banner says so), not overfitting to warn about.

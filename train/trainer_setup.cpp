@@ -23,6 +23,7 @@
 #include "checkpoint/model_size.hpp"
 #include "checkpoint/run_dir.hpp"
 #include "interp/record.hpp"
+#include "train/chat_batches.hpp"
 #include "train/interp_recorder.hpp"
 #include "train/model_files.hpp"
 #include "train/resume.hpp"
@@ -138,14 +139,25 @@ Trainer::Trainer(TrainOptions options, std::ostream& out)
   if (resume) resume->take_recorded(o);      // the recipe and context, before they are checked
   decay_follows_iters_ = o.decay_iters < 0;  // (a time budget then sets both)
   validate_options(o);
-  std::u32string text = read_training_text(o, out_);
+  std::u32string text;
+  if (o.chat.enabled)
+    read_conversations();  // a chat fine-tune (trainer_chat.cpp)
+  else
+    text = read_training_text(o, out_);
   const std::size_t text_chars = text.size();
   WeightsStamp stamp;  // what the resumed weights record, checked against the training state
   if (resume)
     stamp = take_back_resumed_run(*resume);
+  else if (o.chat.enabled)
+    start_from_base();
   else
     make_new_model(text);
-  corpus_ = encode_corpus(*tokenizer_, std::move(text), o, o.resume, out_);
+  if (o.chat.enabled) {
+    render_conversations();  // chooses the context of a new fine-tune
+    check_model_fits(o);
+  } else {
+    corpus_ = encode_corpus(*tokenizer_, std::move(text), o, o.resume, out_);
+  }
   make_optimizer_and_batches();
   if (resume) restore_training_state(*resume, stamp);
   if (run_id_.empty()) run_id_ = new_run_id();
@@ -206,6 +218,19 @@ void Trainer::make_optimizer_and_batches() {
   parallel_ =
       std::make_unique<DataParallel>(*model_, step_threads(o));  // --threads (autograd/threads.hpp)
   schedule_ = LrSchedule{o.lr, o.min_lr, o.warmup, o.decay_iters};
+  if (chat_) {  // conversations, each row one padded with its loss mask
+    const std::int32_t pad = *tokenizer_->special_id(SpecialToken::kImEnd);
+    auto rows = [&](const std::vector<ChatTokens>& set, std::uint64_t seed) {
+      return std::make_unique<ChatBatches>(set, o.batch_size, o.context, pad, seed);
+    };
+    train_batches_ = rows(chat_->train_tokens, o.seed + 1);
+    eval_train_batches_ = rows(chat_->train_tokens, o.seed + 2);
+    eval_val_batches_ = rows(chat_->val_tokens, o.seed + 2);
+    chat_->val_rows = rows(chat_->val_tokens, o.seed + 2);
+    eval_start_state_ = eval_train_batches_->state();
+    sample_rng_.seed(o.seed + 3);
+    return;
+  }
   const std::size_t n_all = corpus_.ids->size(), n_train = corpus_.n_train;
   train_batches_ = std::make_unique<BatchSampler>(corpus_.ids, 0, n_train, o.batch_size, o.context,
                                                   o.seed + 1, "training split");

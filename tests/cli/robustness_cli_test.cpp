@@ -215,7 +215,7 @@ TEST_F(RobustnessCli, EndlessDevicesStopAtTheFirstNulByte) {
 TEST_F(RobustnessCli, UnknownCommandsAndFileCheckpointsAreNamed) {
   expect_error(
       glass("frobnicate --tokens 5"),
-      "unknown command 'frobnicate'; the commands are: train, sample, chat, eval, inspect, export, serve, gradcheck");
+      "unknown command 'frobnicate'; the commands are: train, finetune, sample, chat, eval, inspect, export, serve, gradcheck");
   const CliRun file = glass("sample --checkpoint " + q(text_.string()) + " --tokens 5");
   expect_error(file, "is a file; a checkpoint is the directory glass train wrote");
   EXPECT_EQ(file.err.find("--out"), std::string::npos) << "a library error names no flag";

@@ -172,6 +172,43 @@ TEST_F(TrainMpi, TwoProcessesLearnWhatOneLearnsWithTheSameGlobalBatch) {
   EXPECT_NE(two.out.find("step 40/80 | loss "), std::string::npos) << two.out;
 }
 
+TEST_F(TrainMpi, TwoProcessesFineTuneOnAnswersAsOneDoes) {
+  // A chat fine-tune's rows count different numbers of answer tokens, so the two processes'
+  // halves of a batch do too: weighted by their counted targets they give one process's loss.
+  const GlassRun& base = trained("one", 1);
+  ASSERT_EQ(base.exit_code, 0) << base.err;
+  const std::string chat = read_file(glass_test::source_dir("/data/chat/train.jsonl"));
+  std::size_t cut = 0;
+  for (int line = 0; line < 40; ++line) cut = chat.find('\n', cut) + 1;
+  write_file(dir_ / "chat.jsonl", chat.substr(0, cut));
+  auto finetune = [&](const std::string& out, int processes) {
+    return glass("finetune --from " + q((dir_ / "one").string()) + " --chat " +
+                     q((dir_ / "chat.jsonl").string()) + " --out " + q((dir_ / out).string()) +
+                     " --iters 20 --eval-every 10 --batch-size 4 --eval-iters 2 --warmup 2"
+                     " --sample-tokens 4 --threads 1",
+                 processes);
+  };
+  const GlassRun one = finetune("chat-one", 1), two = finetune("chat-two", 2);
+  ASSERT_EQ(one.exit_code, 0) << one.out << one.err;
+  ASSERT_EQ(two.exit_code, 0) << two.out << two.err;
+  expect_same_run(dir_ / "chat-one", dir_ / "chat-two", 2e-3, 1e-4);
+  // Every step's loss, not only the evaluations' (steps.csv: step, loss, ...).
+  auto step_losses = [](const fs::path& csv) {
+    std::vector<double> losses;
+    std::istringstream in(read_file(csv));
+    std::string line;
+    std::getline(in, line);  // header
+    while (std::getline(in, line)) losses.push_back(std::stod(line.substr(line.find(',') + 1)));
+    return losses;
+  };
+  const std::vector<double> steps_one = step_losses(dir_ / "chat-one" / "steps.csv");
+  const std::vector<double> steps_two = step_losses(dir_ / "chat-two" / "steps.csv");
+  ASSERT_EQ(steps_one.size(), 20u);
+  ASSERT_EQ(steps_two.size(), 20u);
+  for (std::size_t i = 0; i < steps_one.size(); ++i)
+    EXPECT_NEAR(steps_one[i], steps_two[i], 1e-4) << "step " << i + 1;
+}
+
 TEST_F(TrainMpi, OneProcessUnderMpirunPrintsPlainLinesToo) {
   const fs::path out = dir_ / "mpirun-one";
   const GlassRun r = glass_test::run_glass(

@@ -9,6 +9,7 @@
 
 #include <cblas.h>
 #include <gtest/gtest.h>
+#include <xtensor/xview.hpp>
 
 #include "autograd/ops.hpp"
 #include "autograd/tape.hpp"
@@ -204,4 +205,99 @@ TEST(Threads, SetNumThreadsTakesZeroAsEveryCore) {
     EXPECT_EQ(num_threads(), available_cores());
   }
   EXPECT_EQ(num_threads(), 1u);
+}
+
+// ---- a loss mask (chat fine-tuning): targets -1 are not counted ---------------------------------
+
+namespace {
+
+/// y with the targets of `row` before column `from` set to -1 (a prompt the loss skips) and
+/// those from column `to` on too (padding after an answer).
+void mask_row(Ids& y, std::size_t row, std::size_t from, std::size_t to) {
+  for (std::size_t t = 0; t < y.shape()[1]; ++t)
+    if (t < from || t >= to) y(row, t) = -1;
+}
+
+}  // namespace
+
+TEST(DataParallel, AMaskedLossOnTwoThreadsIsTheLossOfOneThread) {
+  // Rows of very different counted targets: the first part (rows 0, 1) counts 2 targets, the
+  // second (rows 2, 3) 13. Weighting the parts by rows (1/2 each) would give another loss.
+  const ModelConfig c = glass_test::small_config(11, 16);
+  Decoder model(c, 21);
+  const Ids x = random_ids(4, 9, 11, 22);
+  Ids y = random_ids(4, 9, 11, 23);
+  mask_row(y, 0, 8, 9);  // 1 target
+  mask_row(y, 1, 3, 4);  // 1 target
+  mask_row(y, 2, 2, 9);  // 7 targets
+  mask_row(y, 3, 3, 9);  // 6 targets
+  ASSERT_EQ(counted_targets(y), 15u);
+  for (Tensor& p : model.parameters()) p.zero_grad();
+  Tensor loss = cross_entropy(model.forward(x), y);
+  const double expected_loss = loss.item();
+  loss.backward();
+  const std::vector<double> expected = all_grads(model);
+  for (std::size_t threads : {2u, 3u}) {
+    DataParallel parallel(model, threads);
+    const double got = parallel.loss_and_grad(x, y);
+    EXPECT_NEAR(got, expected_loss, 1e-6 * std::abs(expected_loss)) << threads << " threads";
+    EXPECT_LE(relative_diff(all_grads(model), expected), 1e-5) << threads << " threads";
+    EXPECT_NEAR(parallel.loss(x, y), expected_loss, 1e-6 * std::abs(expected_loss));
+  }
+}
+
+TEST(DataParallel, APartWithNoCountedTargetAddsNothing) {
+  // Rows 0 and 1 (the first part) are all masked: the loss and gradients are those of rows 2, 3.
+  const ModelConfig c = glass_test::small_config(11, 16);
+  Decoder model(c, 24);
+  const Ids x = random_ids(4, 6, 11, 25);
+  Ids y = random_ids(4, 6, 11, 26);
+  mask_row(y, 0, 6, 6);
+  mask_row(y, 1, 6, 6);
+  const Ids x_back = xt::view(x, xt::range(2, 4), xt::all());
+  const Ids y_back = xt::view(y, xt::range(2, 4), xt::all());
+  for (Tensor& p : model.parameters()) p.zero_grad();
+  Tensor loss = cross_entropy(model.forward(x_back), y_back);
+  const double expected_loss = loss.item();
+  loss.backward();
+  const std::vector<double> expected = all_grads(model);
+  DataParallel parallel(model, 2);
+  EXPECT_NEAR(parallel.loss_and_grad(x, y), expected_loss, 1e-6 * expected_loss);
+  EXPECT_LE(relative_diff(all_grads(model), expected), 1e-5);
+  // Nothing counted at all: loss 0, every gradient 0 (as cross_entropy of no target).
+  Ids none = y;
+  none.fill(-1);
+  EXPECT_EQ(parallel.loss_and_grad(x, none), 0.0);
+  for (const Tensor& p : model.parameters())
+    for (Scalar g : p.grad()) ASSERT_EQ(g, Scalar(0)) << p.name();
+}
+
+TEST(DataParallel, MaskedTokensFeedAttentionButTheirTargetsChangeNothing) {
+  // Row 0 is a prompt (targets masked, columns 0..3), an answer (columns 4..6 counted) and
+  // padding (7..8 masked). Whatever the masked targets would have been, the gradients are the
+  // same bits; a prompt token changed changes them (the answer attends to it); a padding token
+  // after the answer changes nothing (causal attention: no counted position sees it).
+  const ModelConfig c = glass_test::small_config(11, 16);
+  Decoder model(c, 27);
+  DataParallel parallel(model, 2);
+  const Ids x = random_ids(4, 9, 11, 28);
+  const Ids next = random_ids(4, 9, 11, 29);  // the unmasked targets
+  auto grads_for = [&](const Ids& inputs, const Ids& full_targets) {
+    Ids y = full_targets;
+    for (std::size_t r = 0; r < 4; ++r) mask_row(y, r, 4, 7);
+    parallel.loss_and_grad(inputs, y);
+    return all_grads(model);
+  };
+  const std::vector<double> base = grads_for(x, next);
+  Ids other_targets = random_ids(4, 9, 11, 30);  // differs at masked and counted columns ...
+  for (std::size_t r = 0; r < 4; ++r)
+    for (std::size_t t = 4; t < 7; ++t) other_targets(r, t) = next(r, t);  // ... counted kept
+  EXPECT_EQ(grads_for(x, other_targets), base);
+  Ids padded = x;
+  padded(0, 8) = (x(0, 8) + 1) % 11;
+  padded(3, 7) = (x(3, 7) + 5) % 11;
+  EXPECT_EQ(grads_for(padded, next), base);
+  Ids prompt = x;
+  prompt(0, 1) = (x(0, 1) + 1) % 11;
+  EXPECT_NE(grads_for(prompt, next), base);
 }

@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include <algorithm>
+
 #include <gtest/gtest.h>
 #include <xtensor/xview.hpp>
 
@@ -188,6 +190,45 @@ TEST_F(DistributedRanks, MeanOfTheHalfBatchGradientsIsTheWholeBatchGradient) {
   EXPECT_TRUE(comm_.same_on_all_ranks(weights_checksum(grads)));
 }
 
+TEST_F(DistributedRanks, MaskedShardsWeightedByTheirTargetsGiveTheWholeBatchGradient) {
+  // A loss mask leaves rank 0's half 2 counted targets and rank 1's 7: weighting the ranks by
+  // 1/2 each (average_gradients) would give another gradient; their shares 2/9 and 7/9 give
+  // the whole batch's, as one process computes it.
+  Ids y = batch_y();
+  for (std::size_t t = 0; t < 5; ++t) {
+    if (t != 4) y(0, t) = -1;            // row 0: 1 target
+    if (t != 2) y(1, t) = -1;            // row 1: 1 target
+    if (t == 0 || t == 4) y(3, t) = -1;  // row 3: 3 targets
+  }
+  y(2, 0) = -1;  // row 2: 4 targets
+  Decoder model(tiny(), 4);
+  Tensor whole = cross_entropy(model.forward(batch_x()), y);
+  whole.backward();
+  std::vector<Array> whole_grads;
+  for (const Tensor& p : model.parameters()) whole_grads.push_back(p.grad());
+  for (Tensor& p : model.parameters()) p.zero_grad();
+  const Ids my_y = shard_rows(y, comm_);
+  Tensor half = cross_entropy(model.forward(shard_rows(batch_x(), comm_)), my_y);
+  half.backward();
+  const double share = static_cast<double>(std::count_if(my_y.begin(), my_y.end(),
+                                                         [](std::int32_t t) { return t >= 0; })) /
+                       9.0;
+  EXPECT_DOUBLE_EQ(share, comm_.rank() == 0 ? 2.0 / 9 : 7.0 / 9);
+  const double loss = combine_gradients(model.parameters(), half.item(), share, comm_);
+  EXPECT_NEAR(loss, whole.item(), 1e-6);
+  const std::vector<Tensor> params = model.parameters();
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    const Array& g = params[i].grad();
+    double max_diff = 0, max_abs = 0;
+    for (std::size_t j = 0; j < g.size(); ++j) {
+      max_diff =
+          std::max(max_diff, static_cast<double>(std::abs(g.data()[j] - whole_grads[i].data()[j])));
+      max_abs = std::max(max_abs, static_cast<double>(std::abs(whole_grads[i].data()[j])));
+    }
+    EXPECT_LE(max_diff, 1e-5 * max_abs + 1e-9) << "parameter " << i;
+  }
+}
+
 /// The command that starts `n` copies of a program: --oversubscribe allows more processes than
 /// cores (CI has 2), and root (CI's user) must say --allow-run-as-root.
 std::string mpirun(int n) {
@@ -206,10 +247,10 @@ TEST(Distributed, TwoRanksUnderMpirun) {
   const int status = std::system(cmd.c_str());
   const std::string out = glass_test::read_file(dir / "out.txt");
   ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << cmd << "\n" << out;
-  // Both ranks ran all six tests, none skipped.
+  // Both ranks ran all seven tests, none skipped.
   std::size_t passed = 0;
-  for (std::size_t at = out.find("[  PASSED  ] 6 tests."); at != std::string::npos;
-       at = out.find("[  PASSED  ] 6 tests.", at + 1))
+  for (std::size_t at = out.find("[  PASSED  ] 7 tests."); at != std::string::npos;
+       at = out.find("[  PASSED  ] 7 tests.", at + 1))
     ++passed;
   EXPECT_EQ(passed, 2u) << out;
   EXPECT_EQ(out.find("SKIPPED"), std::string::npos) << out;

@@ -1,0 +1,182 @@
+// A chat fine-tune's parts (train/chat_base.hpp, train/chat_batches.hpp) and the Trainer running
+// one (TrainOptions::chat): the vocabulary grown with every known row kept bit for bit, the rows
+// of a batch and their loss mask, and a resume that continues the run exactly.
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "checkpoint/checkpoint.hpp"
+#include "data/chat_data.hpp"
+#include "data/chat_template.hpp"
+#include "fixtures.hpp"
+#include "test_paths.hpp"
+#include "test_util.hpp"
+#include "train/chat_base.hpp"
+#include "train/chat_batches.hpp"
+#include "train/trainer.hpp"
+
+using namespace glass;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::vector<Conversation> conversations() {
+  return parse_chat_jsonl(
+      R"({"messages":[{"role":"user","content":"to be + 1?"},{"role":"assistant","content":"42"}]})"
+      "\n"
+      R"({"messages":[{"role":"user","content":"the question"},{"role":"assistant","content":"be"}]})"
+      "\n",
+      "chat.jsonl");
+}
+
+/// Row `id` of a (vocab_size, d_model) parameter.
+std::vector<Scalar> row(const Tensor& weight, std::size_t id) {
+  const std::size_t d = weight.value().shape()[1];
+  return std::vector<Scalar>(weight.value().data() + id * d, weight.value().data() + (id + 1) * d);
+}
+
+}  // namespace
+
+TEST(ChatBase, GrowingKeepsEveryKnownRowBitForBitAndDrawsTheNewOnes) {
+  const TextTokenizer base(Tokenizer::from_text(glass_test::kSmallText));
+  ASSERT_FALSE(base.knows(U'+'));
+  std::vector<char32_t> added;
+  const TextTokenizer grown = chat_tokenizer(base, conversations(), &added);
+  // The characters of the messages and of the role names the base lacks, in code point order.
+  EXPECT_EQ(std::u32string(added.begin(), added.end()), U"+124?my");
+  EXPECT_TRUE(grown.has_chat_tokens());
+  EXPECT_EQ(grown.vocab_size(), base.vocab_size() + added.size() + 2);
+
+  const Decoder model(glass_test::small_config(base.vocab_size()), 5);
+  const auto bigger = grow_vocabulary(model, base, grown, 9);
+  EXPECT_EQ(bigger->config().vocab_size, grown.vocab_size());
+  const auto before = model.named_parameters();
+  const auto after = bigger->named_parameters();
+  ASSERT_EQ(before.size(), after.size());
+  for (std::size_t p = 0; p < before.size(); ++p) {
+    const auto& [name, old_weight] = before[p];
+    const Tensor& new_weight = after[p].second;
+    if (name != "tok_embeddings.weight" && name != "output.weight") {
+      EXPECT_TRUE(std::equal(old_weight.value().begin(), old_weight.value().end(),
+                             new_weight.value().begin()))
+          << name;
+      continue;
+    }
+    for (std::size_t id = 0; id < base.vocab_size(); ++id)  // the base's ids keep their meaning
+      EXPECT_EQ(row(new_weight, id), row(old_weight, id)) << name << " row " << id;
+    double sum_sq = 0;  // the new rows: drawn as the model's init draws them, N(0, 0.02^2)
+    std::size_t n = 0;
+    for (std::size_t id = base.vocab_size(); id < grown.vocab_size(); ++id)
+      for (Scalar v : row(new_weight, id)) {
+        sum_sq += static_cast<double>(v) * v;
+        ++n;
+      }
+    EXPECT_NEAR(std::sqrt(sum_sq / static_cast<double>(n)), 0.02, 0.006) << name;
+  }
+  // Seeded: the same rows again.
+  const auto again = grow_vocabulary(model, base, grown, 9);
+  EXPECT_EQ(row(again->tok_embeddings.weight, grown.vocab_size() - 1),
+            row(bigger->tok_embeddings.weight, grown.vocab_size() - 1));
+}
+
+TEST(ChatBase, ABaseWithEveryTokenGrowsNothing) {
+  const TextTokenizer base =
+      chat_tokenizer(TextTokenizer(Tokenizer::from_text(glass_test::kSmallText)), conversations());
+  std::vector<char32_t> added = {U'x'};
+  const TextTokenizer same = chat_tokenizer(base, conversations(), &added);
+  EXPECT_TRUE(added.empty());
+  EXPECT_EQ(same.vocabulary(), base.vocabulary());
+}
+
+TEST(ChatBase, AChatBaseLackingACharacterKeepsItsChatTokensRowsByTheirText) {
+  // The base has the chat tokens after its characters; a new character comes before them, so
+  // their ids move up by one, and their rows with them.
+  const TextTokenizer base =
+      TextTokenizer(Tokenizer::from_text(glass_test::kSmallText)).with_chat_tokens();
+  const std::vector<Conversation> more = parse_chat_jsonl(
+      R"({"messages":[{"role":"user","content":"to be"},{"role":"assistant","content":"!"}]})",
+      "more.jsonl");
+  const TextTokenizer grown = chat_tokenizer(base, more);
+  const std::int32_t old_end = *base.special_id(SpecialToken::kImEnd);
+  const std::int32_t new_end = *grown.special_id(SpecialToken::kImEnd);
+  ASSERT_GT(new_end, old_end);
+  const Decoder model(glass_test::small_config(base.vocab_size()), 6);
+  const auto bigger = grow_vocabulary(model, base, grown, 7);
+  EXPECT_EQ(row(bigger->output.weight, static_cast<std::size_t>(new_end)),
+            row(model.output.weight, static_cast<std::size_t>(old_end)));
+}
+
+TEST(ChatBatches, EachRowIsOneConversationShiftedWithItsMaskAndPadding) {
+  const TextTokenizer tokenizer =
+      chat_tokenizer(TextTokenizer(Tokenizer::from_text(glass_test::kSmallText)), conversations());
+  const ChatTokens c = render_chat(tokenizer, conversations()[0]);
+  const std::size_t n = c.ids.size(), T = n + 3;
+  ChatBatches batches({c}, 2, T, 99, 1);
+  IdArray x, y;
+  batches.next(x, y);
+  ASSERT_EQ(x.shape()[0], 2u);
+  ASSERT_EQ(x.shape()[1], T);
+  for (std::size_t t = 0; t < T; ++t) {
+    EXPECT_EQ(x(0, t), t + 1 < n ? c.ids[t] : 99) << t;                   // inputs, then padding
+    EXPECT_EQ(y(0, t), t + 1 < n ? c.labels[t + 1] : kIgnoreLabel) << t;  // next labels, masked
+  }
+  // The counted targets are the answer "42" and its <|im_end|>.
+  std::size_t counted = 0;
+  for (std::size_t t = 0; t < T; ++t) counted += y(0, t) >= 0 ? 1 : 0;
+  EXPECT_EQ(counted, 3u);
+  const std::int32_t end = *tokenizer.special_id(SpecialToken::kImEnd);
+  EXPECT_NE(std::find(y.begin(), y.end(), end), y.end());
+  // A conversation longer than the window plus one is refused.
+  EXPECT_THROW(ChatBatches({c}, 2, n - 2, 0, 1), std::invalid_argument);
+}
+
+TEST(ChatTrainer, AResumedFineTuneContinuesExactly) {
+  const fs::path dir = glass_test::temp_dir("glass_chat_trainer");
+  glass_test::write_small_checkpoint((dir / "base").string(), 64, 3);
+  std::string lines;
+  lines +=
+      R"({"messages":[{"role":"user","content":"to be + 1?"},{"role":"assistant","content":"42"}]})"
+      "\n"
+      R"({"messages":[{"role":"user","content":"the question"},{"role":"assistant","content":"be"}]})"
+      "\n"
+      R"({"messages":[{"role":"user","content":"or not"},{"role":"assistant","content":"to be"}]})"
+      "\n";
+  glass_test::write_file(dir / "chat.jsonl", lines);
+  auto options = [&](const std::string& out, long iters, bool resume) {
+    TrainOptions o;
+    o.chat.enabled = true;
+    o.chat.base_dir = resume ? "" : (dir / "base").string();
+    o.data_path = (dir / "chat.jsonl").string();
+    o.out_dir = (dir / out).string();
+    o.iters = iters;
+    o.batch_size = 2;
+    o.decay_iters = 4;  // the same schedule in the run of 2 steps and in that of 4
+    o.eval_every = 2;
+    o.eval_iters = 1;
+    o.warmup = 1;
+    o.sample_tokens = 3;
+    o.resume = resume;
+    o.iters_from_save = false;
+    return o;
+  };
+  std::ostringstream out;
+  Trainer straight(options("straight", 4, false), out);
+  straight.run();
+  {
+    Trainer first(options("resumed", 2, false), out);
+    first.run();
+  }
+  Trainer second(options("resumed", 4, true), out);
+  EXPECT_EQ(second.options().chat.base_dir, (dir / "base").string());  // from the save
+  second.run();
+  const auto a = straight.model().parameters(), b = second.model().parameters();
+  for (std::size_t p = 0; p < a.size(); ++p)
+    EXPECT_TRUE(std::equal(a[p].value().begin(), a[p].value().end(), b[p].value().begin())) << p;
+  EXPECT_EQ(straight.log().back().val_loss, second.log().back().val_loss);
+  fs::remove_all(dir);
+}
