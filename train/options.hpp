@@ -50,7 +50,7 @@ inline constexpr std::size_t kMaxSampleTokens = 100'000;
 /// A chat fine-tune (`glass finetune`): the run starts from a base checkpoint and trains on
 /// conversations (data/chat_data.hpp) with the loss on the assistant's tokens only
 /// (train/chat_batches.hpp). data_path is then the training conversations' file.
-struct ChatOptions {
+struct FinetuneOptions {
   std::string base_dir;  ///< the base checkpoint (a run directory or a save); "" on resume
   std::string val_path;  ///< validation conversations; "" = the last tenth of the training file's
   std::string base_sha256;  ///< SHA-256 of the base's weights file (set by the Trainer)
@@ -127,7 +127,7 @@ struct TrainOptions {
   /// batch_size / N windows of every batch; rank 0 alone prints, samples and writes out_dir.
   Communicator comm;
   /// A chat fine-tune instead of a text run (chat.enabled).
-  ChatOptions chat;
+  FinetuneOptions chat;
   /// Called by rank 0 when run() ends (done, or stopped by the stop flag after its save; not
   /// after an error), with the Trainer: whoever runs it writes its own files next to the saves
   /// there (`glass train` writes DIR/loss.html, cli/loss_page.hpp). Empty: nothing is called.
