@@ -51,10 +51,9 @@ inline std::uint64_t max_file_bytes(const std::string& name) {
     std::uint64_t bytes;
   };
   static constexpr Limit kLimits[] = {
-      {"config.json", 16 * kMiB},       {"manifest.json", 16 * kMiB},
-      {"tokenizer.json", 64 * kMiB},    {"interp.json", 4 * kMiB},
-      {"interp_history.json", 64 * kMiB}, {"log.csv", 256 * kMiB},
-      {"steps.csv", 256 * kMiB},        {"train_state.json", 16 * kMiB},
+      {"config.json", 16 * kMiB}, {"manifest.json", 16 * kMiB},       {"tokenizer.json", 64 * kMiB},
+      {"interp.json", 4 * kMiB},  {"interp_history.json", 64 * kMiB}, {"log.csv", 256 * kMiB},
+      {"steps.csv", 256 * kMiB},  {"train_state.json", 16 * kMiB},
   };
   for (const Limit& l : kLimits)
     if (name == l.name) return l.bytes;
