@@ -337,6 +337,18 @@ std::unique_ptr<Decoder> model_from_weights(const ModelConfig& config,
                                             const SafetensorsContents& weights,
                                             const std::string& weights_path,
                                             const std::string& config_path) {
+  // A config.json of absurd shapes (n_layers 100000 on a small model's weights) is refused
+  // before the model it describes is allocated: it cannot describe more parameters than the
+  // weights hold values, beyond the per-layer norm vectors a recipe option adds (QK-norm).
+  double values = 0;
+  for (const NamedTensor& t : weights.tensors) values += static_cast<double>(t.data.size());
+  const double norms =
+      (4 * static_cast<double>(config.n_layers) + 1) * static_cast<double>(config.d_model);
+  if (parameter_count(config) > values + norms)
+    throw CheckpointError(fmt::format(
+        "{}: the model it describes has {:.0f} parameters but {} holds only {:.0f} values: "
+        "the files do not belong together, or one is corrupt",
+        config_path, parameter_count(config), weights_path, values));
   std::unique_ptr<Decoder> model;
   try {
     model = std::make_unique<Decoder>(config, 0);
