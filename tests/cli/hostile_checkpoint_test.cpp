@@ -149,9 +149,11 @@ void safetensors_cases(const std::string& file, std::vector<Case>& cases) {
               [&](json& h) { first_tensor(h)["data_offsets"] = json::parse("[0, 1e15]"); });
   header_edit("absurd shape",
               [&](json& h) { first_tensor(h)["shape"] = json::parse("[1000000000000, 1000000]"); });
-  header_edit("negative shape", [&](json& h) { first_tensor(h)["shape"] = json::parse("[-1, 4]"); });
+  header_edit("negative shape",
+              [&](json& h) { first_tensor(h)["shape"] = json::parse("[-1, 4]"); });
   header_edit("unknown dtype", [&](json& h) { first_tensor(h)["dtype"] = "F128"; });
-  add("deep header", [](const fs::path& p) { set_safetensors_header(p, std::string(100000, '[')); });
+  add("deep header",
+      [](const fs::path& p) { set_safetensors_header(p, std::string(100000, '[')); });
   add("header of a duplicate key", [](const fs::path& p) {
     const json h = safetensors_header(p);
     const std::string t = h.dump();
@@ -242,18 +244,17 @@ void tokenizer_cases(std::vector<Case>& cases) {
 
 /// Files of the other run's save copied over this one's, sealed or not.
 void swap_cases(std::vector<Case>& cases) {
-  for (const char* file : {"config.json", "model.safetensors", "best.safetensors",
-                           "tokenizer.json", "interp.json", "interp_history.json", "log.csv",
-                           "manifest.json", "train_state.json"})
+  for (const char* file :
+       {"config.json", "model.safetensors", "best.safetensors", "tokenizer.json", "interp.json",
+        "interp_history.json", "log.csv", "manifest.json", "train_state.json"})
     for (bool reseal : {false, true})
-      cases.push_back({std::string("swapped with the other run: ") + file +
-                           (reseal ? " (resealed)" : ""),
-                       [file](const fs::path& save, const fs::path& other) {
-                         if (!fs::exists(other / file)) return;
-                         fs::copy_file(other / file, save / file,
-                                       fs::copy_options::overwrite_existing);
-                       },
-                       reseal && std::string(file) != glass::kManifestFile});
+      cases.push_back(
+          {std::string("swapped with the other run: ") + file + (reseal ? " (resealed)" : ""),
+           [file](const fs::path& save, const fs::path& other) {
+             if (!fs::exists(other / file)) return;
+             fs::copy_file(other / file, save / file, fs::copy_options::overwrite_existing);
+           },
+           reseal && std::string(file) != glass::kManifestFile});
 }
 
 /// Damages of the records a reader shows beside the model: log.csv and interp.json.
@@ -263,29 +264,35 @@ void record_cases(std::vector<Case>& cases) {
   };
   for (bool reseal : {false, true}) {
     const std::string r = reseal ? " (resealed)" : "";
-    add("log.csv: a changed loss" + r,
+    add(
+        "log.csv: a changed loss" + r,
         [](const fs::path& s) {
           std::string t = read(s / "log.csv");
           t[t.size() - 3] = t[t.size() - 3] == '1' ? '2' : '1';
           write(s / "log.csv", t);
         },
         reseal);
-    add("log.csv: no header" + r, [](const fs::path& s) { write(s / "log.csv", "1,2,3\n"); },
+    add(
+        "log.csv: no header" + r, [](const fs::path& s) { write(s / "log.csv", "1,2,3\n"); },
         reseal);
-    add("log.csv: one line of 1 MB" + r,
+    add(
+        "log.csv: one line of 1 MB" + r,
         [](const fs::path& s) { write(s / "log.csv", std::string(1 << 20, '9')); }, reseal);
-    add("log.csv: NaN and negative steps" + r,
+    add(
+        "log.csv: NaN and negative steps" + r,
         [](const fs::path& s) {
           write(s / "log.csv",
                 "step,lr,train_loss,val_loss,tokens_per_s,elapsed_s\n-5,nan,nan,inf,1,1\n");
         },
         reseal);
-    add("interp.json: impossible scores" + r,
+    add(
+        "interp.json: impossible scores" + r,
         [](const fs::path& s) {
           edit_json(s / "interp.json", [](json& j) { j["induction"][0][0] = 1e308; });
         },
         reseal);
-    add("interp.json: 1000 x 1000 heads" + r,
+    add(
+        "interp.json: 1000 x 1000 heads" + r,
         [](const fs::path& s) {
           edit_json(s / "interp.json", [](json& j) {
             const json row(std::vector<double>(1000, 0.5));
@@ -298,7 +305,8 @@ void record_cases(std::vector<Case>& cases) {
           });
         },
         reseal);
-    add("interp.json: a step after the save" + r,
+    add(
+        "interp.json: a step after the save" + r,
         [](const fs::path& s) { edit_json(s / "interp.json", [](json& j) { j["step"] = 1e6; }); },
         reseal);
   }
@@ -332,10 +340,10 @@ class HostileCheckpoints : public ::testing::Test {
         " --ffn-hidden 16 --eval-iters 1 --sample-tokens 0 --warmup 2 --iters 4 --eval-every 2";
     for (const char* name : {"char", "bpe"}) {
       const std::string bpe = std::string(name) == "bpe" ? " --tokenizer bpe --vocab-size 400" : "";
-      const glass_test::CliRun r = glass_test::run_glass(
-          "train --data " + q((dir_ / "text.txt").string()) + " --out " +
-              q((dir_ / name).string()) + recipe + bpe,
-          dir_);
+      const glass_test::CliRun r =
+          glass_test::run_glass("train --data " + q((dir_ / "text.txt").string()) + " --out " +
+                                    q((dir_ / name).string()) + recipe + bpe,
+                                dir_);
       ASSERT_EQ(r.exit_code, 0) << r.err;
     }
   }
@@ -377,8 +385,8 @@ std::vector<std::string> read_everywhere(const fs::path& run, const fs::path& te
       // A save that loads is used as a learner would: sample, inspect, evaluate.
       glass::SamplingOptions sampling;
       std::mt19937_64 rng(1);
-      glass::generate(loaded.model(), {loaded.tokenizer().start_id()}, 4, loaded.window(),
-                      sampling, rng);
+      glass::generate(loaded.model(), {loaded.tokenizer().start_id()}, 4, loaded.window(), sampling,
+                      rng);
       glass::inspect(loaded, U"o gato", glass::UnknownPolicy::kMapToUnknownId);
       glass::evaluate_text(loaded, text.string(), true);
       if (!best) glass::read_interp_history(run.string(), loaded.config());
