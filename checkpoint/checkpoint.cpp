@@ -346,7 +346,7 @@ std::unique_ptr<Decoder> model_from_weights(const ModelConfig& config,
       (4 * static_cast<double>(config.n_layers) + 1) * static_cast<double>(config.d_model);
   if (parameter_count(config) > values + norms)
     throw CheckpointError(fmt::format(
-        "{}: the model it describes has {:.0f} parameters but {} holds only {:.0f} values: "
+        "{}: the shapes it describes need {:.0f} parameters but {} holds only {:.0f} values: "
         "the files do not belong together, or one is corrupt",
         config_path, parameter_count(config), weights_path, values));
   std::unique_ptr<Decoder> model;
