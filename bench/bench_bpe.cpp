@@ -3,6 +3,9 @@
 //   bench_bpe [--corpus PATH] [--vocab N] [--reps N]     (default tinyshakespeare, 1024, 5)
 //   bench_bpe --lengths PATH                             the text's length in tokens for vocab
 //                                                        384/512/1024/2048, and the first 20 merges
+//   bench_bpe --largest [--reps N]                       reading the largest tokenizer.json glass
+//                                                        accepts (kMaxVocabSize tokens, up to
+//                                                        kMaxTokenLength characters): s per MB
 // Encoding throughput is in MB of UTF-8 text per second; each encode starts with an empty word
 // cache (the cache lives for one call), so the figure includes encoding every distinct word once.
 
@@ -16,6 +19,7 @@
 #include <vector>
 
 #include "data/bpe_tokenizer.hpp"
+#include "data/file_limits.hpp"
 #include "data/text.hpp"
 
 namespace {
@@ -63,12 +67,56 @@ void lengths(const std::string& path) {
   std::printf("\n");
 }
 
+/// A vocabulary of kMaxVocabSize tokens, the largest glass reads: '▁' and 1024 CJK characters,
+/// then chains of merges that each add one character, up to kMaxTokenLength characters (token
+/// texts 2..16 characters, 3 bytes each in UTF-8): for each first character, 17 chains that
+/// differ in their second character, so every text is new.
+glass::BpeTokenizer largest_vocabulary() {
+  std::vector<char32_t> chars = {glass::BpeTokenizer::kSpaceMark};
+  for (char32_t c = 0x4E00; c < 0x4E00 + 1024; ++c) chars.push_back(c);
+  const std::size_t n_merges = glass::kMaxVocabSize - 259 - chars.size();
+  std::vector<glass::BpeMerge> merges;
+  const auto id_of_char = [](std::size_t i) { return static_cast<std::int32_t>(260 + i); };
+  std::int32_t next = static_cast<std::int32_t>(259 + chars.size());
+  for (std::size_t first = 0; first < 1024 && merges.size() < n_merges; ++first)
+    for (std::size_t branch = 0; branch < 17 && merges.size() < n_merges; ++branch) {
+      std::int32_t left = id_of_char(first);
+      for (std::size_t k = 0; k + 1 < glass::kMaxTokenLength && merges.size() < n_merges; ++k) {
+        merges.push_back({left, id_of_char((first + branch + 1 + k) % 1024)});
+        left = next++;
+      }
+    }
+  return glass::BpeTokenizer(std::move(chars), std::move(merges));
+}
+
+/// --largest: builds the tokenizer of the largest tokenizer.json glass accepts, `reps` times.
+void largest(int reps) {
+  const std::string text = glass::bpe_to_json(largest_vocabulary());
+  const double mb = static_cast<double>(text.size()) / 1e6;
+  std::vector<double> wall, cpu;
+  std::size_t vocab = 0;
+  for (int r = 0; r < reps; ++r) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const double c0 = thread_cpu_seconds();
+    vocab = glass::bpe_from_json(text, "largest tokenizer.json").vocab_size();
+    cpu.push_back(thread_cpu_seconds() - c0);
+    wall.push_back(seconds_since(t0));
+  }
+  const Stats w = stats(wall), c = stats(cpu);
+  std::printf("largest accepted tokenizer.json: %zu tokens, %.1f MB\n", vocab, mb);
+  std::printf(
+      "read and build: median %.3f s wall = %.3f s per MB (min %.3f, max %.3f), thread "
+      "CPU %.3f s = %.3f s per MB, %d runs\n",
+      w.median, w.median / mb, w.min, w.max, c.median, c.median / mb, reps);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::string corpus = GLASS_SOURCE_DIR "/data/corpora/tinyshakespeare.txt";
   std::size_t vocab = 1024;
   int reps = 5;
+  bool largest_requested = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     const bool has_value = i + 1 < argc;
@@ -78,13 +126,25 @@ int main(int argc, char** argv) {
       vocab = std::strtoul(argv[++i], nullptr, 10);
     else if (a == "--reps" && has_value)
       reps = std::max(1, std::atoi(argv[++i]));
-    else if (a == "--lengths" && has_value) {
+    else if (a == "--largest") {
+      largest_requested = true;
+    } else if (a == "--lengths" && has_value) {
       lengths(argv[++i]);
       return 0;
     } else {
       std::fprintf(stderr,
-                   "usage: bench_bpe [--corpus PATH] [--vocab N] [--reps N] | --lengths PATH\n");
+                   "usage: bench_bpe [--corpus PATH] [--vocab N] [--reps N] | --lengths PATH "
+                   "| --largest [--reps N]\n");
       return 2;
+    }
+  }
+  if (largest_requested) {
+    try {
+      largest(reps);
+      return 0;
+    } catch (const std::exception& ex) {
+      std::fprintf(stderr, "bench_bpe: %s\n", ex.what());
+      return 1;
     }
   }
   try {

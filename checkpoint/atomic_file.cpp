@@ -2,6 +2,8 @@
 
 #include "checkpoint/atomic_file.hpp"
 
+#include "data/file_limits.hpp"
+
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -240,6 +242,19 @@ std::string read_file(const std::string& path) {
   buffer << in.rdbuf();
   if (in.bad()) throw FileError(fmt::format("cannot read file '{}': read error", path));
   return buffer.str();
+}
+
+std::string read_checkpoint_file(const std::string& path) {
+  const std::string name = fs::path(path).filename().string();
+  const std::uint64_t limit = max_file_bytes(name);
+  std::error_code ec;
+  const std::uint64_t size = fs::is_regular_file(path, ec) ? fs::file_size(path, ec) : 0;
+  if (!ec && size > limit)
+    throw FileError(
+        fmt::format("'{}' has {} bytes, more than the {} glass reads for a {}: is the "
+                    "file corrupt?",
+                    path, size, limit, name));
+  return read_file(path);
 }
 
 }  // namespace glass

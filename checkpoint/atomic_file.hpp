@@ -58,4 +58,10 @@ std::size_t remove_stale_temp_files(const std::string& dir, const std::vector<st
 /// The whole content of a file. Throws FileError for a missing, unreadable or directory path.
 std::string read_file(const std::string& path);
 
+/// The whole content of the checkpoint file at `path`, refused before it is read when it is
+/// larger than the limit for its name (max_file_bytes, data/file_limits.hpp). Throws FileError
+/// ("... has N bytes, more than the M glass reads for a config.json: is the file corrupt?")
+/// for a file past the limit, and as read_file otherwise.
+std::string read_checkpoint_file(const std::string& path);
+
 }  // namespace glass

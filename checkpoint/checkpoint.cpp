@@ -69,7 +69,7 @@ void copy_into(const SafetensorsContents& file, const std::string& source, const
 }
 
 json read_json(const std::string& path) {
-  const std::string text = as_checkpoint_error([&] { return read_file(path); });
+  const std::string text = as_checkpoint_error([&] { return read_checkpoint_file(path); });
   try {
     return parse_json_no_duplicate_keys(text);
   } catch (const DuplicateKeyError& e) {
@@ -233,7 +233,7 @@ BpeTokenizer read_bpe_tokenizer(const std::string& dir, const Manifest& manifest
         "{} is missing: without it the ids mean nothing. Restore the file, or use another "
         "save of the run",
         dir, kBpeTokenizerFile));
-  const std::string tokenizer_text = read_file(tokenizer_path);
+  const std::string tokenizer_text = read_checkpoint_file(tokenizer_path);
   check_against_manifest(manifest, dir, kBpeTokenizerFile, tokenizer_text);
   if (metadata_entry(metadata, "tokenizer") != "bpe")
     throw CheckpointError(fmt::format(
@@ -337,6 +337,18 @@ std::unique_ptr<Decoder> model_from_weights(const ModelConfig& config,
                                             const SafetensorsContents& weights,
                                             const std::string& weights_path,
                                             const std::string& config_path) {
+  // A config.json of absurd shapes (n_layers 100000 on a small model's weights) is refused
+  // before the model it describes is allocated: it cannot describe more parameters than the
+  // weights hold values, beyond the per-layer norm vectors a recipe option adds (QK-norm).
+  double values = 0;
+  for (const NamedTensor& t : weights.tensors) values += static_cast<double>(t.data.size());
+  const double norms =
+      (4 * static_cast<double>(config.n_layers) + 1) * static_cast<double>(config.d_model);
+  if (parameter_count(config) > values + norms)
+    throw CheckpointError(fmt::format(
+        "{}: the shapes it describes need {:.0f} parameters but {} holds only {:.0f} values: "
+        "the files do not belong together, or one is corrupt",
+        config_path, parameter_count(config), weights_path, values));
   std::unique_ptr<Decoder> model;
   try {
     model = std::make_unique<Decoder>(config, 0);
@@ -406,9 +418,9 @@ Checkpoint load_checkpoint(const std::string& run_dir, bool best) {
     const std::string weights_name = fs::path(weights_path).filename().string();
     // Each file is checked against the manifest as read, before it is parsed.
     const Manifest manifest = read_manifest(dir);
-    const std::string config_text = read_file(config_path);
+    const std::string config_text = read_checkpoint_file(config_path);
     check_against_manifest(manifest, dir, "config.json", config_text);
-    const std::string weights_bytes = read_file(weights_path);
+    const std::string weights_bytes = read_checkpoint_file(weights_path);
     check_against_manifest(manifest, dir, weights_name, weights_bytes);
     CheckpointConfig config = config_from_json(config_text, config_path);
     SafetensorsContents weights = safetensors_parse(weights_bytes, weights_path);

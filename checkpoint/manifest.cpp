@@ -68,7 +68,7 @@ Manifest read_manifest(const std::string& dir) {
   if (!fs::exists(fs::symlink_status(path, ec))) return m;
   std::string text;
   try {
-    text = read_file(path);
+    text = read_checkpoint_file(path);
   } catch (const FileError& e) {
     throw CheckpointError(e.what());
   }
@@ -132,13 +132,41 @@ void check_against_manifest(const Manifest& manifest, const std::string& dir,
         it->second.sha256.substr(0, 16)));
 }
 
+std::string read_verified_file(const std::string& dir, const std::string& name) {
+  const Manifest manifest = read_manifest(dir);
+  std::string bytes;
+  try {
+    bytes = read_checkpoint_file((fs::path(dir) / name).string());
+  } catch (const FileError& e) {
+    throw CheckpointError(e.what());
+  }
+  check_against_manifest(manifest, dir, name, bytes);
+  return bytes;
+}
+
+std::string save_run_id(const std::string& dir) {
+  const Manifest manifest = read_manifest(dir);
+  if (manifest.present) return manifest.run_id;
+  const std::string path = (fs::path(dir) / "config.json").string();
+  json config;
+  try {
+    config = parse_json_no_duplicate_keys(read_checkpoint_file(path));
+  } catch (const std::exception& e) {
+    throw CheckpointError(fmt::format("{}: {}", path, e.what()));
+  }
+  const json training = config.is_object() ? config.value("training", json::object()) : json();
+  if (training.is_object() && training.contains("run_id") && training["run_id"].is_string())
+    return training["run_id"].get<std::string>();
+  return "";
+}
+
 void verify_save(const std::string& dir) {
   const Manifest manifest = read_manifest(dir);
   for (const auto& [name, entry] : manifest.files) {
     const std::string path = (fs::path(dir) / name).string();
     std::string bytes;
     try {
-      bytes = read_file(path);
+      bytes = read_checkpoint_file(path);
     } catch (const FileError& e) {
       throw CheckpointError(fmt::format("{} (listed in the save's {})", e.what(), kManifestFile));
     }

@@ -50,6 +50,18 @@ Manifest read_manifest(const std::string& dir);
 void check_against_manifest(const Manifest& manifest, const std::string& dir,
                             const std::string& name, const std::string& bytes);
 
+/// The run a save belongs to: its manifest's run id, or (a save without a manifest)
+/// config.json's "training": {"run_id"}; "" when neither records one. Throws CheckpointError
+/// when the manifest or config.json cannot be read. Readers that walk the step directories of a
+/// run directory compare it with the current save's to leave out the saves of another run
+/// (`glass train --overwrite` leaves the old run's pinned or stranded saves in place).
+std::string save_run_id(const std::string& dir);
+
+/// DIR/NAME read within its size limit (read_checkpoint_file) and checked against DIR's
+/// manifest (check_against_manifest; nothing to check without one), for a reader to parse.
+/// Throws CheckpointError when it cannot be read, is too large, or differs from the manifest.
+std::string read_verified_file(const std::string& dir, const std::string& name);
+
 /// Reads every file the manifest of DIR lists and checks it (check_against_manifest). Throws
 /// CheckpointError for a missing or changed file. Does nothing when DIR has no manifest.
 void verify_save(const std::string& dir);

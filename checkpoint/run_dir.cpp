@@ -3,6 +3,8 @@
 
 #include "checkpoint/run_dir.hpp"
 
+#include "data/json_no_duplicates.hpp"
+
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -75,7 +77,8 @@ bool is_save_dir(const fs::path& dir) {
 /// counts as saying so.
 bool expects_manifest(const fs::path& dir) {
   try {
-    const nlohmann::json config = nlohmann::json::parse(read_file((dir / "config.json").string()));
+    const nlohmann::json config =
+        parse_json_no_duplicate_keys(read_checkpoint_file((dir / "config.json").string()));
     const nlohmann::json training = config.value("training", nlohmann::json::object());
     return !training.is_object() || training.contains("manifest");
   } catch (const std::exception&) {

@@ -332,7 +332,7 @@ void save_safetensors(const std::string& path, const std::vector<NamedTensor>& t
 SafetensorsContents load_safetensors(const std::string& path) {
   std::string bytes;
   try {
-    bytes = read_file(path);
+    bytes = read_checkpoint_file(path);
   } catch (const FileError& e) {
     throw SafetensorsError(e.what());
   }

@@ -117,11 +117,11 @@ glass::UnknownPolicy unknown_policy(const InspectOptions& opt) {
   return opt.allow_unknown ? glass::UnknownPolicy::kMapToUnknownId : glass::UnknownPolicy::kRefuse;
 }
 
-/// The save's training log (log.csv) for the page's loss curve; none (with a warning) when it
-/// cannot be read.
+/// The save's training log (log.csv, verified against the save's manifest) for the page's loss
+/// curve; none (with a warning) when it cannot be read or was damaged: the page is still made.
 std::vector<glass::LossPoint> page_loss(const glass::Checkpoint& loaded) {
   try {
-    return glass::read_loss_log((std::filesystem::path(loaded.files_dir()) / "log.csv").string());
+    return glass::read_save_loss_log(loaded.files_dir());
   } catch (const std::exception& e) {
     std::cerr << "warning: no loss curve on the page: " << e.what() << "\n";
     return {};

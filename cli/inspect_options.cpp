@@ -13,6 +13,16 @@ void add_lab_options(CLI::App* cmd, InspectOptions& opt) {
          "--ablate", opt.ablate,
          "knock out heads LAYER.HEAD[,LAYER.HEAD...] (e.g. 0.1,2.3) and show the next-token "
          "distribution after --prompt with and without them")
+      // An empty list (`--ablate ''`, a shell variable left unset) knocks nothing out: refused,
+      // not read as the flag left out.
+      ->check(
+          [](const std::string& heads) {
+            return heads.empty() ? std::string(
+                                       "needs at least one head: give "
+                                       "LAYER.HEAD[,LAYER.HEAD...], e.g. 0.1,2.3")
+                                 : std::string();
+          },
+          "HEADS")
       ->group("Interpretability");
   cmd->add_option("--ablation", opt.ablation,
                   "how --ablate knocks a head out: zero (its output before W_O set to 0) or mean "

@@ -11,6 +11,7 @@
 
 #include "data/bpe_tokenizer.hpp"
 #include "data/text.hpp"
+#include "data/file_limits.hpp"
 #include "data/json_no_duplicates.hpp"
 
 namespace glass {
@@ -145,6 +146,9 @@ class Reader {
     const json& vocab = field(model, "vocab", "\"model\"");
     if (!vocab.is_object()) fail("\"vocab\" is not an object");
     const std::size_t n = vocab.size();
+    if (n > kMaxVocabSize)
+      fail(fmt::format("the vocabulary has {} tokens; the largest glass reads has {}", n,
+                       kMaxVocabSize));
     std::vector<std::u32string> texts(n);
     std::vector<bool> seen(n, false);
     for (const auto& [key, value] : vocab.items()) {
@@ -159,6 +163,9 @@ class Reader {
       if (seen[id]) fail(fmt::format("the vocabulary ids are not dense: id {} appears twice", id));
       seen[id] = true;
       texts[id] = to_u32(key);
+      if (texts[id].size() > kMaxTokenLength)
+        fail(fmt::format("token id {} is {} characters long; the longest token glass reads has {}",
+                         id, texts[id].size(), kMaxTokenLength));
     }
     // (n distinct ids below n: none is missing.)
 

@@ -3,6 +3,8 @@
 
 #include "data/bpe_tokenizer.hpp"
 
+#include "data/file_limits.hpp"
+
 #include <fmt/format.h>
 #include <utf8.h>
 
@@ -132,6 +134,12 @@ bool BpeTokenizer::clashes_with_reserved(const std::u32string& text) {
 BpeTokenizer::BpeTokenizer(std::vector<char32_t> chars, std::vector<BpeMerge> merges,
                            std::vector<std::u32string> added)
     : chars_(std::move(chars)), merges_(std::move(merges)), added_(std::move(added)) {
+  const std::size_t n =
+      static_cast<std::size_t>(kFirstCharId) + chars_.size() + merges_.size() + added_.size();
+  if (n > kMaxVocabSize)
+    throw std::invalid_argument(
+        fmt::format("BPE vocabulary: {} tokens; the largest vocabulary glass accepts has {}", n,
+                    kMaxVocabSize));
   texts_.reserve(static_cast<std::size_t>(kFirstCharId) + chars_.size() + merges_.size() +
                  added_.size());
   for (const char32_t* s : kSpecialTexts) texts_.emplace_back(s);
@@ -168,6 +176,13 @@ BpeTokenizer::BpeTokenizer(std::vector<char32_t> chars, std::vector<BpeMerge> me
             "character or merged token (ids {}..{})",
             r, id, part, kFirstCharId, id - 1));
     }
+    const std::size_t length = texts_[static_cast<std::size_t>(m.left)].size() +
+                               texts_[static_cast<std::size_t>(m.right)].size();
+    if (length > kMaxTokenLength)
+      throw std::invalid_argument(
+          fmt::format("BPE vocabulary: merge {} makes token {}, {} characters long; the longest "
+                      "token glass accepts has {}",
+                      r, id, length, kMaxTokenLength));
     std::u32string text =
         texts_[static_cast<std::size_t>(m.left)] + texts_[static_cast<std::size_t>(m.right)];
     if (text.find(kSpace, 1) != std::u32string::npos)

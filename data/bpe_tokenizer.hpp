@@ -23,6 +23,10 @@
 // Training (BpeTokenizer::train) repeatedly merges the most frequent adjacent pair of symbols of
 // the normalized training text (overlapping occurrences counted, as "aaa" holds the pair (a, a)
 // twice; applied left to right without overlap) until the vocabulary has vocab_size tokens.
+//   - No token is longer than kMaxTokenLength (16) characters (data/file_limits.hpp; as
+//     SentencePiece's max_piece_length): a pair whose text would be longer is never merged, and
+//     a vocabulary (constructor, tokenizer.json) with a longer token or more than kMaxVocabSize
+//     tokens is refused.
 //   - Merges never cross a word boundary: a '▁' may only start a token (as SentencePiece's
 //     split_by_whitespace), so a pair whose right symbol starts with '▁' is never counted. The
 //     text is then a sequence of independent words, each starting at a '▁': training counts each
@@ -103,7 +107,8 @@ class BpeTokenizer {
   /// order (merge r makes id 259 + chars.size() + r from two earlier ids). Throws
   /// std::invalid_argument for a duplicate character, a character that is not a Unicode scalar
   /// value, a space ' ' among the characters or no '▁' among them, a merge whose parts are not earlier character or merged tokens, a merged text that
-  /// is already a token, that has a '▁' after its start, or that clashes with a special or byte
+  /// is longer than kMaxTokenLength characters or already a token, more than kMaxVocabSize
+  /// tokens, that has a '▁' after its start, or that clashes with a special or byte
   /// token (see the file comment).
   BpeTokenizer(std::vector<char32_t> chars, std::vector<BpeMerge> merges,
                std::vector<std::u32string> added = {});
@@ -230,8 +235,9 @@ class TokenizerJsonError : public std::runtime_error {
 std::string bpe_to_json(const BpeTokenizer& tokenizer);
 /// Reads tokenizer.json text written by bpe_to_json (or of the same shape). `source` names it in
 /// messages. Throws TokenizerJsonError for invalid JSON, a duplicate key, a missing or mistyped
-/// field, a model or normalizer/decoder other than the Llama 2 BPE ones, ids that are not
-/// 0..N-1 each once, missing or misplaced specials or byte tokens, a base token that is not one
+/// field, a model or normalizer/decoder other than the Llama 2 BPE ones, more than kMaxVocabSize
+/// tokens, a token longer than kMaxTokenLength characters (naming its id and length), ids that
+/// are not 0..N-1 each once, missing or misplaced specials or byte tokens, a base token that is not one
 /// character, merges that refer to unknown or later tokens, whose text is not the next token's,
 /// or that produce a special or byte token's text. Added special tokens beyond the three
 /// (added_tokens with "special": true) must hold the last ids, in id order.

@@ -14,6 +14,7 @@
 #include "data/text.hpp"
 
 #include "data/bpe_detail.hpp"
+#include "data/file_limits.hpp"
 
 namespace glass {
 
@@ -135,9 +136,12 @@ BpeTokenizer BpeTokenizer::train(const std::u32string& text, std::size_t vocab_s
       if (refused.count(top.key)) continue;
       const auto l = static_cast<std::int32_t>(top.key >> 32);
       const auto r = static_cast<std::int32_t>(top.key & 0xFFFFFFFFu);
+      // (A pair longer than kMaxTokenLength characters is never merged, as SentencePiece's
+      // max_piece_length: a text of long runs cannot make tokens of any length.)
       const std::u32string t =
           texts[static_cast<std::size_t>(l)] + texts[static_cast<std::size_t>(r)];
-      if (merged_texts.count(t) || clashes_with_reserved(t) || clashes_with_chat_markers(t)) {
+      if (t.size() > kMaxTokenLength || merged_texts.count(t) || clashes_with_reserved(t) ||
+          clashes_with_chat_markers(t)) {
         refused.insert(top.key);
         continue;
       }
@@ -150,8 +154,9 @@ BpeTokenizer BpeTokenizer::train(const std::u32string& text, std::size_t vocab_s
     if (!found)
       throw std::invalid_argument(fmt::format(
           "BPE training: vocab_size {} is larger than this text supports: after {} merges no "
-          "pair of adjacent tokens is left to merge (the largest vocab_size for this text is {})",
-          vocab_size, merges.size(), minimum + merges.size()));
+          "pair of adjacent tokens is left to merge (tokens are at most {} characters long; the "
+          "largest vocab_size for this text is {})",
+          vocab_size, merges.size(), kMaxTokenLength, minimum + merges.size()));
 
     // 5. Rewrite every word holding the pair; update the counts of the pairs around each site.
     const auto l = static_cast<std::int32_t>(key >> 32);

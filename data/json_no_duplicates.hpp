@@ -16,6 +16,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "data/file_limits.hpp"  // kMaxJsonDepth
+
 namespace glass {
 
 /// A JSON object that holds the same key twice; what() names the key.
@@ -29,10 +31,6 @@ class JsonTooDeepError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
-
-/// The deepest nesting of arrays and objects parse_json_no_duplicate_keys accepts (the JSON
-/// glass writes is at most 5 levels deep).
-inline constexpr int kMaxJsonDepth = 64;
 
 /// nlohmann::json::parse of [first, last), throwing DuplicateKeyError ("the key \"k\" appears
 /// twice in one object") for a repeated key at any depth, JsonTooDeepError for a value nested

@@ -13,6 +13,7 @@
 #include "checkpoint/atomic_file.hpp"
 #include "checkpoint/manifest.hpp"
 #include "checkpoint/run_dir.hpp"
+#include "data/json_no_duplicates.hpp"
 #include "data/tokenizer.hpp"
 #include "inspect/inspect.hpp"
 #include "inspect/text_cells.hpp"
@@ -75,13 +76,6 @@ std::vector<HeadRef> parse_head_list(const std::string& text, std::size_t n_laye
 
 namespace {
 
-/// DIR/NAME read and checked against DIR's manifest (CheckpointError when it differs).
-std::string read_verified(const std::string& dir, const std::string& name) {
-  const std::string text = read_file((fs::path(dir) / name).string());
-  check_against_manifest(read_manifest(dir), dir, name, text);
-  return text;
-}
-
 InterpRecord parse_or_throw(const std::string& text, const std::string& where) {
   try {
     return parse_interp_record(text);
@@ -90,28 +84,77 @@ InterpRecord parse_or_throw(const std::string& text, const std::string& where) {
   }
 }
 
+/// The records of the current save's interp_history.json (checked against its manifest; it
+/// must name the save's run) into `by_step`.
+void read_history_file(const std::string& current, const std::string& run_id,
+                       std::map<long, InterpRecord>& by_step) {
+  const fs::path history = fs::path(current) / kInterpHistoryFile;
+  if (!fs::exists(history)) return;
+  const std::string text = read_verified_file(current, kInterpHistoryFile);
+  nlohmann::json doc;
+  try {
+    doc = parse_json_no_duplicate_keys(text);
+  } catch (const std::exception& e) {
+    throw CheckpointError(history.string() + ": not JSON: " + e.what());
+  }
+  if (!doc.is_object() || !doc.contains("records") || !doc["records"].is_array())
+    throw CheckpointError(history.string() + ": no \"records\" list");
+  if (doc.contains("run_id") && doc["run_id"] != run_id)
+    throw CheckpointError(fmt::format("{}: it records the run {}, the save is of run {}",
+                                      history.string(), doc["run_id"].dump(), run_id));
+  for (const auto& r : doc["records"]) {
+    InterpRecord rec = parse_or_throw(r.dump(), history.string());
+    by_step[rec.step] = std::move(rec);
+  }
+}
+
+/// The first value of `table` outside [lo, hi] (NaN included) as "kind[l][h] = v", or "".
+std::string first_outside(const Array& table, const char* kind, double lo, double hi) {
+  const std::size_t H = table.shape()[1];
+  for (std::size_t i = 0; i < table.size(); ++i) {
+    const double v = table.data()[i];
+    if (!(v >= lo && v <= hi)) return fmt::format("{}[{}][{}] = {}", kind, i / H, i % H, v);
+  }
+  return "";
+}
+
 }  // namespace
 
-std::vector<InterpRecord> read_interp_history(const std::string& run_dir) {
+void check_record_values(const InterpRecord& r, const ModelConfig& model, long last_step,
+                         const std::string& where) {
+  auto refuse = [&](const std::string& what) {
+    throw CheckpointError(
+        fmt::format("{}: {}: no training of this model writes such a record "
+                    "(the file is corrupt or was crafted)",
+                    where, what));
+  };
+  if (last_step >= 0 && r.step > last_step)
+    refuse(fmt::format("it records step {}, after its save's step {}", r.step, last_step));
+  if (r.n_layers != model.n_layers || r.n_heads != model.n_heads)
+    refuse(fmt::format("it has {} x {} heads, the model {} layers of {} heads", r.n_layers,
+                       r.n_heads, model.n_layers, model.n_heads));
+  const double slack = 1e-4;  // float rounding of a mean of softmax weights
+  for (const auto& [table, kind] :
+       {std::pair{&r.previous_token, "previous_token"}, std::pair{&r.induction, "induction"},
+        std::pair{&r.first_position, "first_position"}}) {
+    const std::string bad = first_outside(*table, kind, -slack, 1 + slack);
+    if (!bad.empty()) refuse(bad + ", a mean attention weight outside [0, 1]");
+  }
+  const std::string bad = first_outside(r.ablation_delta_loss, "ablation_delta_loss",
+                                        -kMaxRecordedLoss, kMaxRecordedLoss);
+  if (!bad.empty()) refuse(fmt::format("{}, beyond {} nats", bad, kMaxRecordedLoss));
+  if (!(r.probe_loss >= 0 && r.probe_loss <= kMaxRecordedLoss) || !(r.seconds >= 0))
+    refuse(fmt::format("probe_loss {} or seconds {} is impossible", r.probe_loss, r.seconds));
+}
+
+std::vector<InterpRecord> read_interp_history(const std::string& run_dir,
+                                              const ModelConfig& model) {
   std::map<long, InterpRecord> by_step;
   const std::string current = checkpoint_files_dir(run_dir);
-  const fs::path history = fs::path(current) / kInterpHistoryFile;
-  if (fs::exists(history)) {
-    const std::string text = read_verified(current, kInterpHistoryFile);
-    nlohmann::json doc;
-    try {
-      doc = nlohmann::json::parse(text);
-    } catch (const nlohmann::json::exception& e) {
-      throw CheckpointError(history.string() + ": not JSON: " + e.what());
-    }
-    if (!doc.is_object() || !doc.contains("records") || !doc["records"].is_array())
-      throw CheckpointError(history.string() + ": no \"records\" list");
-    for (const auto& r : doc["records"]) {
-      InterpRecord rec = parse_or_throw(r.dump(), history.string());
-      by_step[rec.step] = std::move(rec);
-    }
-  }
-  // Saves kept beside the current one (copies a user made, or a save a reader still held).
+  const std::string run_id = save_run_id(current);
+  read_history_file(current, run_id, by_step);
+  // Saves kept beside the current one (copies a user made, or a save a reader still held) —
+  // of this run only: `glass train --overwrite` leaves the saves of the run it replaced.
   std::error_code ec;
   std::vector<fs::path> dirs = {fs::path(current)};
   if (fs::is_directory(run_dir, ec))
@@ -120,12 +163,18 @@ std::vector<InterpRecord> read_interp_history(const std::string& run_dir) {
         dirs.push_back(entry.path());
   for (const fs::path& dir : dirs) {
     if (!fs::exists(dir / kInterpFile) || !fs::exists(dir / kManifestFile)) continue;
+    if (save_run_id(dir.string()) != run_id) continue;
     InterpRecord rec =
-        parse_or_throw(read_verified(dir.string(), kInterpFile), (dir / kInterpFile).string());
+        parse_or_throw(read_verified_file(dir.string(), kInterpFile), (dir / kInterpFile).string());
     by_step[rec.step] = std::move(rec);
   }
+  const Manifest manifest = read_manifest(current);
   std::vector<InterpRecord> records;
-  for (auto& [step, rec] : by_step) records.push_back(std::move(rec));
+  for (auto& [step, rec] : by_step) {
+    check_record_values(rec, model, manifest.present ? manifest.step : -1,
+                        fmt::format("{}: the record of step {}", current, step));
+    records.push_back(std::move(rec));
+  }
   return records;
 }
 

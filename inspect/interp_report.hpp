@@ -32,9 +32,23 @@ std::vector<HeadRef> parse_head_list(const std::string& text, std::size_t n_laye
                                      std::size_t n_heads);
 
 /// Every record of a run directory in step order: the current save's interp_history.json and
-/// the interp.json of each step directory (checked against its manifest; a file that differs
-/// throws CheckpointError), one per step. Empty when there are none.
-std::vector<InterpRecord> read_interp_history(const std::string& run_dir);
+/// the interp.json of each step directory of the current save's run (a save of another run,
+/// left by `glass train --overwrite`, is skipped), one per step. Each file is checked against
+/// its save's manifest, and each record against `model` (check_record_values). A file that
+/// differs or a record that cannot be throws CheckpointError. Empty when there are none.
+std::vector<InterpRecord> read_interp_history(const std::string& run_dir, const ModelConfig& model);
+
+/// Refuses (CheckpointError naming `where`) a record no training of `model` could write, as a
+/// resealed interp.json can hold: a step after `last_step` (the save's; none when < 0), another
+/// n_layers or n_heads than the model's, a share (previous-token, induction, first-position: a
+/// mean attention weight) outside [0, 1], an ablation Δloss or probe loss beyond
+/// kMaxRecordedLoss nats, or a negative time.
+void check_record_values(const InterpRecord& r, const ModelConfig& model, long last_step,
+                         const std::string& where);
+
+/// The largest loss, in nats per token, a record may hold (a probability of e^-1000; the loss
+/// of a uniform guess over the largest vocabulary is 12.5 nats).
+inline constexpr double kMaxRecordedLoss = 1000;
 
 /// What the lab computed (run_lab, inspect/lab.hpp); each view is present when it was asked.
 struct InterpReport {

@@ -118,7 +118,8 @@ InterpReport::Scores saved_head_scores(const Checkpoint& loaded, bool weights_ar
         LabField::head_scores, LabProblem::not_recorded,
         "without a prompt are the save's record, and this save holds no interp.json "
         "(trained with the recording off, or older)");
-  const std::vector<InterpRecord> records = read_interp_history(loaded.files_dir());
+  const std::vector<InterpRecord> records =
+      read_interp_history(loaded.files_dir(), loaded.config());
   const auto it = std::find_if(records.begin(), records.end(), [&](const auto& r) {
     return std::to_string(r.step) == loaded.weights_step();
   });
@@ -206,10 +207,10 @@ InterpReport::Attribution attribution(const Decoder& model, const LabRequest& q,
 InterpReport::History history(const Checkpoint& loaded, const std::string& run_dir,
                               std::vector<std::string>& warnings) {
   InterpReport::History h;
-  h.records = read_interp_history(run_dir);
+  h.records = read_interp_history(run_dir, loaded.config());
   try {
-    h.loss = read_loss_log((fs::path(loaded.files_dir()) / "log.csv").string());
-  } catch (const std::exception& e) {
+    h.loss = read_save_loss_log(loaded.files_dir());
+  } catch (const std::exception& e) {  // a damaged log.csv: the history without its losses
     warnings.push_back(std::string("no validation losses next to the history: ") + e.what());
   }
   return h;

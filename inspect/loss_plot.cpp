@@ -3,6 +3,7 @@
 #include "inspect/loss_plot.hpp"
 
 #include <algorithm>
+#include <filesystem>
 #include <cmath>
 #include <fstream>
 #include <limits>
@@ -11,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "checkpoint/manifest.hpp"
 #include "inspect/web_page.hpp"
 
 namespace glass {
@@ -19,12 +21,10 @@ namespace {
 
 /// The rows of a CSV file as numbers, in the order of `columns` (found by header name; a
 /// missing or unreadable value is NaN). `required` columns must exist (std::runtime_error).
-/// A file that does not exist gives no rows.
-std::vector<std::vector<double>> read_csv_columns(const std::string& path,
+/// Empty input gives no rows; `path` names the source in messages.
+std::vector<std::vector<double>> read_csv_columns(std::istream& in, const std::string& path,
                                                   const std::vector<std::string>& columns,
                                                   std::size_t required) {
-  std::ifstream in(path);
-  if (!in) return {};
   std::string line;
   if (!std::getline(in, line)) return {};
   auto split = [](const std::string& s) {
@@ -70,16 +70,34 @@ std::vector<std::vector<double>> read_csv_columns(const std::string& path,
 
 }  // namespace
 
-std::vector<LossPoint> read_loss_log(const std::string& path) {
+std::vector<LossPoint> parse_loss_log(const std::string& text, const std::string& source) {
+  std::istringstream in(text);
   std::vector<LossPoint> points;
-  for (const auto& r : read_csv_columns(path, {"step", "train_loss", "val_loss"}, 2))
+  for (const auto& r : read_csv_columns(in, source, {"step", "train_loss", "val_loss"}, 2))
     points.push_back({r[0], r[1], r[2]});
   return points;
 }
 
+std::vector<LossPoint> read_loss_log(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return {};
+  std::ostringstream text;
+  text << in.rdbuf();
+  return parse_loss_log(text.str(), path);
+}
+
+std::vector<LossPoint> read_save_loss_log(const std::string& save_dir) {
+  std::error_code ec;
+  if (!std::filesystem::exists(std::filesystem::path(save_dir) / "log.csv", ec)) return {};
+  return parse_loss_log(read_verified_file(save_dir, "log.csv"),
+                        (std::filesystem::path(save_dir) / "log.csv").string());
+}
+
 std::vector<StepPoint> read_steps_log(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return {};
   std::vector<StepPoint> points;
-  for (const auto& r : read_csv_columns(path, {"step", "loss", "lr"}, 2))
+  for (const auto& r : read_csv_columns(in, path, {"step", "loss", "lr"}, 2))
     points.push_back({r[0], r[1], r[2]});
   return points;
 }

@@ -37,6 +37,17 @@ struct LossCurve {
 /// exists but has no step/train_loss columns.
 std::vector<LossPoint> read_loss_log(const std::string& path);
 
+/// The same, of log.csv text (`source` names it in messages).
+std::vector<LossPoint> parse_loss_log(const std::string& text, const std::string& source);
+
+/// SAVE_DIR/log.csv verified like every other file of a save: read within its size limit and
+/// checked against the save's manifest (read_verified_file) before it is parsed. log.csv is
+/// rewritten whole into every save (the evaluations so far), so the manifest's size and SHA-256
+/// cover the whole file. Empty when the save has no log.csv. Throws CheckpointError for a file
+/// that is too large or differs from what the manifest records (a damaged log is never shown
+/// as the run's), std::runtime_error for one without step/train_loss columns.
+std::vector<LossPoint> read_save_loss_log(const std::string& save_dir);
+
 /// Reads step, loss and lr from a trainer steps.csv (columns found by header name). Returns an
 /// empty vector when the file does not exist; throws std::runtime_error when it exists but has no
 /// step/loss columns.

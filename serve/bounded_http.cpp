@@ -217,10 +217,13 @@ const char* reason(int status) {
 void send_refusal(int fd, int status, const std::string& message) {
   const std::string body = nlohmann::json{{"error", message}}.dump(
       -1, ' ', false, nlohmann::json::error_handler_t::replace);
+  // 503 is the designed answer of a full queue (RequestLimits::max_queued): a client may try
+  // again a second later (RFC 9110, section 10.2.3).
   const std::string text = fmt::format(
       "HTTP/1.1 {} {}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: {}\r\n"
-      "Connection: close\r\nCache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\n\r\n{}",
-      status, reason(status), body.size(), body);
+      "{}Connection: close\r\nCache-Control: no-store\r\nX-Content-Type-Options: "
+      "nosniff\r\n\r\n{}",
+      status, reason(status), body.size(), status == 503 ? "Retry-After: 1\r\n" : "", body);
   [[maybe_unused]] const ssize_t n =
       ::send(fd, text.data(), text.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
 }

@@ -107,10 +107,14 @@ json evaluate_save(const Checkpoint& loaded, const std::string& files_dir, const
   e["save"] = fs::path(files_dir).filename().string();
   e["train_loss"] = nullptr;
   e["val_loss"] = nullptr;
-  for (const LossPoint& p : read_loss_log((fs::path(files_dir) / "log.csv").string())) {
-    if (static_cast<long>(p.step) != step) continue;
-    if (std::isfinite(p.train_loss)) e["train_loss"] = p.train_loss;
-    if (std::isfinite(p.val_loss)) e["val_loss"] = p.val_loss;
+  try {
+    for (const LossPoint& p : read_save_loss_log(files_dir)) {
+      if (static_cast<long>(p.step) != step) continue;
+      if (std::isfinite(p.train_loss)) e["train_loss"] = p.train_loss;
+      if (std::isfinite(p.val_loss)) e["val_loss"] = p.val_loss;
+    }
+  } catch (const std::exception& err) {  // a damaged log.csv: no losses, and why
+    e["log_error"] = err.what();
   }
   e["sample"] = loaded.tokenizer().decode_generated(ids);
   e["tokens"] = ins.tokens;  // the probe's tokens, the attention's rows and columns

@@ -14,10 +14,13 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <optional>
 
+#include "checkpoint/atomic_file.hpp"
 #include "checkpoint/manifest.hpp"
 #include "checkpoint/run_dir.hpp"
 #include "data/json_no_duplicates.hpp"
+#include "inspect/interp_report.hpp"
 #include "inspect/loss_plot.hpp"
 
 namespace glass::serve_api {
@@ -60,21 +63,6 @@ json parse_object(const std::string& text) {
   return j;
 }
 
-/// The whole file, at most `limit` bytes (std::runtime_error past it or when unreadable).
-std::string read_bounded(const fs::path& path, std::size_t limit) {
-  std::error_code ec;
-  const auto size = fs::file_size(path, ec);
-  if (ec) throw std::runtime_error("cannot read " + path.string() + ": " + ec.message());
-  if (size > limit)
-    throw std::runtime_error(fmt::format("{} has {} bytes, more than the {} the server reads",
-                                         path.filename().string(), size, limit));
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error("cannot read " + path.string());
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 /// The step a save directory's name gives ("step-000250", "step-000250.1" -> 250), or -1.
 long long step_of_name(const std::string& name) {
   if (!is_step_dir_name(name)) return -1;
@@ -97,21 +85,33 @@ struct SaveEntries {
   std::vector<json> history;
 };
 
-/// `file` of the save `dir` (at most `limit` bytes), checked against the save's manifest, as
-/// a JSON object (std::runtime_error otherwise).
-json read_checked_json(const fs::path& dir, const Manifest& manifest, const char* file,
-                       std::size_t limit) {
-  const std::string text = read_bounded(dir / file, limit);
+/// `file` of the save `dir` (within the size limit of data/file_limits.hpp), checked against
+/// the save's manifest, as a JSON object (std::runtime_error otherwise).
+json read_checked_json(const fs::path& dir, const Manifest& manifest, const char* file) {
+  const std::string text = read_checkpoint_file((dir / file).string());
   check_against_manifest(manifest, dir.string(), file, text);
   return parse_object(text);
+}
+
+/// Refuses a record whose n_layers or n_heads are not those of the model of the save `dir`
+/// (its config.json, checked against the manifest): a resealed record of 1000 x 1000 heads on
+/// a 1 x 2 model.
+void check_fits_model(const json& record, const fs::path& dir, const Manifest& manifest) {
+  const json config = read_checked_json(dir, manifest, "config.json");
+  const json model = config.value("model", json::object());
+  for (const char* key : {"n_layers", "n_heads"})
+    if (!model.is_object() || model.value(key, json()) != record[key])
+      throw std::runtime_error(
+          fmt::format("'{}' is {}, the model's is {}", key, record[key].dump(),
+                      model.is_object() ? model.value(key, json()).dump() : "unknown"));
 }
 
 /// The save's own record (SAVE/interp.json) into `own`, its step into `step` (the record's
 /// step must be the save's when that is known); a bad record is `own`'s "error".
 void read_own_record(const fs::path& dir, const Manifest& manifest, long long& step, json& own) {
   try {
-    json record = check_interp_record(
-        read_checked_json(dir, manifest, kInterpRecordFile, kMaxInterpRecordBytes));
+    json record = check_interp_record(read_checked_json(dir, manifest, kInterpRecordFile));
+    check_fits_model(record, dir, manifest);
     if (step >= 0 && record["step"] != step)
       throw std::runtime_error(
           fmt::format("it records step {}, the save is of step {}", record["step"].dump(), step));
@@ -128,7 +128,7 @@ void read_own_record(const fs::path& dir, const Manifest& manifest, long long& s
 /// after `step`); throws std::runtime_error naming the first thing wrong.
 std::vector<json> read_history_records(const fs::path& dir, const Manifest& manifest,
                                        long long step) {
-  const json doc = read_checked_json(dir, manifest, kInterpHistoryFile, kMaxInterpHistoryBytes);
+  const json doc = read_checked_json(dir, manifest, kInterpHistoryFile);
   if (doc.value("format", json()) != kInterpHistoryFormat)
     throw std::runtime_error(fmt::format("'format' must be \"{}\"", kInterpHistoryFormat));
   if (manifest.present && doc.value("run_id", json()) != manifest.run_id)
@@ -139,6 +139,7 @@ std::vector<json> read_history_records(const fs::path& dir, const Manifest& mani
   for (std::size_t i = 0; i < doc["records"].size(); ++i) {
     try {
       json record = check_interp_record(doc["records"][i]);
+      check_fits_model(record, dir, manifest);
       const long long at = record["step"].get<long long>();
       if (step >= 0 && at > step)
         throw std::runtime_error(fmt::format("step {} comes after the save's", at));
@@ -155,10 +156,11 @@ std::vector<json> read_history_records(const fs::path& dir, const Manifest& mani
 }
 
 /// The losses of each entry's step, from the save's log.csv (every evaluation of the run so
-/// far); none without a readable log.csv.
+/// far, verified against the save's manifest); none without a log.csv, and none with the
+/// reason as the save's "log_error" when it is damaged.
 void add_losses(const fs::path& dir, SaveEntries& out) {
   try {
-    const std::vector<LossPoint> log = read_loss_log((dir / "log.csv").string());
+    const std::vector<LossPoint> log = read_save_loss_log(dir.string());
     auto losses = [&log](json& e) {
       if (!e["step"].is_number()) return;
       for (const LossPoint& p : log) {
@@ -169,7 +171,9 @@ void add_losses(const fs::path& dir, SaveEntries& out) {
     };
     losses(out.own);
     for (json& e : out.history) losses(e);
-  } catch (const std::exception&) {}  // no log.csv: no losses
+  } catch (const std::exception& e) {
+    out.own["log_error"] = fmt::format("{}/log.csv: {}", dir.filename().string(), e.what());
+  }
 }
 
 /// Reads the records of the complete save `save_dir`, each file checked against the save's
@@ -234,8 +238,25 @@ json check_interp_record(const json& j) {
     }
     out[kind] = std::move(table);
   }
+  // A resealed file can hold any number: the shares are mean attention weights, in [0, 1]
+  // (with float rounding's slack), a Δloss or loss beyond kMaxRecordedLoss nats is impossible.
+  for (const char* kind : kInterpKinds) {
+    const bool share = std::string(kind) != "ablation_delta_loss";
+    for (const json& row : out[kind])
+      for (const json& v : row)
+        if (share ? !(v.get<double>() >= -1e-4 && v.get<double>() <= 1 + 1e-4)
+                  : std::abs(v.get<double>()) > kMaxRecordedLoss)
+          throw std::runtime_error(fmt::format("'{}' holds {}, impossible for {}", kind,
+                                               v.get<double>(),
+                                               share ? "a mean attention weight" : "a Δloss"));
+  }
   for (const char* name : {"probe_loss", "seconds"})
-    if (j.contains(name)) out[name] = finite_number(j[name], name);
+    if (j.contains(name)) {
+      out[name] = finite_number(j[name], name);
+      const double v = out[name].get<double>();
+      if (v < 0 || (std::string(name) == "probe_loss" && v > kMaxRecordedLoss))
+        throw std::runtime_error(fmt::format("'{}' is {}, impossible", name, out[name].dump()));
+    }
   if (j.contains("probe")) {
     if (!j["probe"].is_object()) throw std::runtime_error("'probe' must be an object");
     out["probe"] = j["probe"];
@@ -254,20 +275,50 @@ void InterpHistory::add(json e, bool own) {
   if (by_step_.size() > kMaxSaves) by_step_.erase(std::next(by_step_.begin()));  // keep the first
 }
 
-void InterpHistory::look(const std::string& checkpoint) {
-  std::vector<std::string> candidates;
+namespace {
+
+/// The complete saves of `checkpoint` that belong to the run of its current save: the step
+/// directories with a manifest.json whose run id is `run_id` (`glass train --overwrite` leaves
+/// the saves of the run it replaced), then the directory the checkpoint's files are read from.
+std::vector<std::string> saves_of_run(const std::string& checkpoint, const std::string& files,
+                                      const std::optional<std::string>& run_id) {
+  std::vector<std::string> saves;
   std::error_code ec;
   for (fs::directory_iterator it(checkpoint, ec), end; !ec && it != end; it.increment(ec)) {
     const std::string name = it->path().filename().string();
-    if (is_step_dir_name(name) && fs::exists(it->path() / kManifestFile, ec))
-      candidates.push_back(it->path().string());
+    if (!is_step_dir_name(name) || !fs::exists(it->path() / kManifestFile, ec) || !run_id) continue;
+    try {
+      if (save_run_id(it->path().string()) == *run_id) saves.push_back(it->path().string());
+    } catch (const std::exception&) {}  // whose run cannot be told: not shown as this run's
   }
+  if (!files.empty()) saves.push_back(fs::path(files) == fs::path(checkpoint) ? checkpoint : files);
+  return saves;
+}
+
+}  // namespace
+
+void InterpHistory::look(const std::string& checkpoint) {
+  std::string files;
+  std::optional<std::string> run_id;  // unknown: only the current save is read
+  std::error_code ec;
   try {
     // (A run directory before its first save is no save: it has no config.json yet.)
-    const std::string files = checkpoint_files_dir(checkpoint);
-    if (fs::exists(fs::path(files) / "config.json", ec))
-      candidates.push_back(fs::path(files) == fs::path(checkpoint) ? checkpoint : files);
+    const std::string dir = checkpoint_files_dir(checkpoint);
+    if (fs::exists(fs::path(dir) / "config.json", ec)) {
+      files = dir;
+      run_id = save_run_id(dir);
+    }
   } catch (const std::exception&) {}
+  if (run_id) {
+    std::lock_guard lock(mutex_);
+    if (run_id_ && *run_id_ != *run_id) {  // a new run in the directory: forget the old one's
+      by_step_.clear();
+      read_.clear();
+      unknown_steps_ = 0;
+    }
+    run_id_ = run_id;
+  }
+  const std::vector<std::string> candidates = saves_of_run(checkpoint, files, run_id);
   std::set<std::string> present;
   for (const std::string& dir : candidates) {
     const std::string key = fs::weakly_canonical(dir, ec).string();

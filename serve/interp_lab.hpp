@@ -19,6 +19,7 @@
 
 #include <cstddef>
 #include <map>
+#include <optional>
 #include <mutex>
 #include <set>
 #include <string>
@@ -33,10 +34,9 @@ inline constexpr const char* kInterpRecordFormat = "glass-interp-1";
 /// The file of every record of the run up to a save, and its format name.
 inline constexpr const char* kInterpHistoryFile = "interp_history.json";
 inline constexpr const char* kInterpHistoryFormat = "glass-interp-history-1";
-/// The most bytes of an interp.json the server reads (a 64-layer, 64-head model's record is
-/// about 200 KB), and of an interp_history.json; a larger file is reported, not read.
-inline constexpr std::size_t kMaxInterpRecordBytes = 4 * 1024 * 1024;
-inline constexpr std::size_t kMaxInterpHistoryBytes = 64 * 1024 * 1024;
+// The most bytes of an interp.json (a 64-layer, 64-head model's record is about 200 KB) or an
+// interp_history.json the server reads are those of data/file_limits.hpp's table; a larger file
+// is reported, not read.
 /// The score tables of a record, each (n_layers, n_heads), in the order the page draws them.
 inline constexpr const char* kInterpKinds[] = {"previous_token", "induction", "first_position",
                                                "ablation_delta_loss"};
@@ -59,7 +59,9 @@ class InterpHistory {
   static constexpr std::size_t kMaxSaves = 1000;
 
   /// Reads the records of each complete save of `checkpoint` not read before: every step
-  /// directory with a manifest.json (a save still being written has none yet) and the
+  /// directory with a manifest.json (a save still being written has none yet) whose run id is
+  /// the current save's (a save of another run, left by `glass train --overwrite`, is never
+  /// shown; when the current save's run changes, what was read of the old run is dropped) and the
   /// directory the checkpoint's files are read from (a flat checkpoint or a step directory
   /// given directly). A save removed while it is read is skipped. Cheap when nothing is new
   /// (one directory listing).
@@ -84,6 +86,7 @@ class InterpHistory {
   std::set<std::string> read_;                   // the save directories read
   std::map<long long, nlohmann::json> by_step_;  // step -> entry (negative: no step known)
   long long unknown_steps_ = 0;                  // entries without a step so far
+  std::optional<std::string> run_id_;            // the run of the saves read (the current's)
 };
 
 }  // namespace glass::serve_api

@@ -85,6 +85,12 @@ void Server::add_routes() {
 
   // Before any route: the Host, Origin and Content-Type rules (refusal()).
   s.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    // RFC 9112, section 3.2: a request with more than one Host line is answered 400 (which of
+    // them a proxy and this server read could differ).
+    if (req.get_header_value_count("Host") > 1) {
+      send_error(res, 400, "the request has more than one Host header (RFC 9112, section 3.2)");
+      return httplib::Server::HandlerResponse::Handled;
+    }
     int status = 0;
     const std::string why =
         refusal(req.get_header_value("Host"), req.method, req.get_header_value("Content-Type"),
@@ -153,9 +159,8 @@ void Server::answer_inspector(const httplib::Request& req, httplib::Response& re
   html.checkpoint = options_.checkpoint;
   html.unit = m->unit(false);
   html.title = "GlassLLM inspector: \"" + u32_to_utf8(prompt.substr(0, 60)) + "\"";
-  try {
-    html.loss =
-        read_loss_log((fs::path(checkpoint_files_dir(options_.checkpoint)) / "log.csv").string());
+  try {  // a damaged log.csv: the page without its loss curve
+    html.loss = read_save_loss_log(m->files_dir());
   } catch (const std::exception&) {}
   res.set_content(inspection_html(ins, html), "text/html; charset=utf-8");
 }

@@ -9,6 +9,7 @@
 #include <httplib.h>
 
 #include "checkpoint/checkpoint.hpp"
+#include "checkpoint/manifest.hpp"
 #include "checkpoint/run_dir.hpp"
 #include "data/text.hpp"
 #include "serve/payloads.hpp"
@@ -20,25 +21,19 @@ namespace glass {
 namespace fs = std::filesystem;
 using namespace serve_api;
 
-namespace {
-
-std::string read_text(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-}  // namespace
-
 void Server::answer_log(const httplib::Request& req, httplib::Response& res) {
   const long long since = query_integer(req, "since", -1);
   json j;
   CsvTable evals;
+  std::string evals_error;  // a damaged log.csv: no evaluations, and why
   try {
-    evals = parse_csv_numbers(
-        read_text(fs::path(checkpoint_files_dir(options_.checkpoint)) / "log.csv"));
-  } catch (const std::exception&) {}
+    const std::string dir = checkpoint_files_dir(options_.checkpoint);
+    std::error_code ec;
+    if (fs::exists(fs::path(dir) / "log.csv", ec))
+      evals = parse_csv_numbers(read_verified_file(dir, "log.csv"));
+  } catch (const std::exception& e) {
+    evals_error = e.what();
+  }
   std::lock_guard lock(state_mutex_);
   step_log_.refresh();
   const CsvTable& steps = step_log_.table();
@@ -52,6 +47,7 @@ void Server::answer_log(const httplib::Request& req, httplib::Response& res) {
   j["refused_rows"] = step_log_.refused();
   j["status"] = status_;
   j["evals"] = rows_json(evals, -1);
+  if (!evals_error.empty()) j["evals_error"] = evals_error;
   j["evaluations"] = evaluations_seen_;  // the index the next evaluation will have
   j["step"] = model_ ? step_json(model_->weights_step()) : json(nullptr);  // as /api/info
   send_json(res, j);

@@ -18,6 +18,7 @@
 
 #include "test_util.hpp"
 #include "checkpoint/atomic_file.hpp"
+#include "data/file_limits.hpp"
 
 namespace fs = std::filesystem;
 using glass::FileError;
@@ -217,4 +218,37 @@ TEST(AtomicFile, DevicesAndFifosAreWrittenInPlaceDirectoriesRefused) {
   fs::create_directories(dir / "sub");
   EXPECT_THROW(glass::write_file_atomic((dir / "sub").string(), "x"), FileError);
   EXPECT_TRUE(fs::is_directory(dir / "sub"));
+}
+
+TEST(ReadCheckpointFile, RefusesAFileLargerThanItsKindsLimitBeforeReadingIt) {
+  const fs::path dir = temp_dir("limits");
+  // Sparse files: their size is what the limit is checked against, no byte is written.
+  for (const auto& [name, limit] :
+       std::vector<std::pair<std::string, std::uint64_t>>{{"config.json", 16 * glass::kMiB},
+                                                          {"tokenizer.json", 64 * glass::kMiB},
+                                                          {"manifest.json", 16 * glass::kMiB},
+                                                          {"log.csv", 256 * glass::kMiB},
+                                                          {"interp.json", 4 * glass::kMiB}}) {
+    EXPECT_EQ(glass::max_file_bytes(name), limit) << name;
+    const fs::path path = dir / name;
+    glass_test::write_file(path, "{}");
+    EXPECT_EQ(glass::read_checkpoint_file(path.string()), "{}") << "a small file is read";
+    fs::resize_file(path, limit);
+    if (limit <= 4 * glass::kMiB)
+      EXPECT_EQ(glass::read_checkpoint_file(path.string()).size(), limit)
+          << "exactly the limit is read";
+    fs::resize_file(path, limit + 1);
+    try {
+      glass::read_checkpoint_file(path.string());
+      ADD_FAILURE() << name << " past its limit was read";
+    } catch (const FileError& e) {
+      EXPECT_NE(std::string(e.what()).find(std::to_string(limit + 1) + " bytes, more than the " +
+                                           std::to_string(limit) + " glass reads for a " + name),
+                std::string::npos)
+          << e.what();
+    }
+    fs::remove(path);
+  }
+  EXPECT_EQ(glass::max_file_bytes("model.safetensors"), 16 * 1024 * glass::kMiB);
+  fs::remove_all(dir);
 }

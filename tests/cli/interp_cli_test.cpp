@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "checkpoint/checkpoint.hpp"
+#include "checkpoint/manifest.hpp"
 #include "cli_test_util.hpp"
 #include "data/text.hpp"
 #include "inspect/interp_report.hpp"
@@ -347,12 +349,108 @@ TEST_F(InterpCli, BadInputsFailWithAClearMessage) {
       {"--prompt 'Capitu' --lens --top-k -3", "--top-k must be from 1 to 1000 (got -3)"},
       {"--prompt 'Capitu' --lens --top-k 1001", "--top-k must be from 1 to 1000 (got 1001)"},
       {"--prompt 'Capitu' --lens --layer -1", "--layer -1 is out of range"},
+      {"--prompt 'Capitu' --ablate ''", "--ablate: needs at least one head"},
   };
   for (const auto& [args, message] : cases) {
     const CliRun r = inspect(args);
     EXPECT_NE(r.exit_code, 0) << args;
     EXPECT_NE(r.err.find(message), std::string::npos) << args << "\n" << r.err;
     EXPECT_TRUE(r.out.empty()) << args;
+  }
+}
+
+/// A copy of the trained run (its links kept) at dir_/NAME, to damage.
+fs::path copy_of_run(const fs::path& dir, const std::string& name) {
+  const fs::path copy = dir / name;
+  fs::remove_all(copy);
+  fs::copy(dir / "run", copy, fs::copy_options::recursive | fs::copy_options::copy_symlinks);
+  return copy;
+}
+
+/// The save `current` of `run` points to.
+fs::path current_save(const fs::path& run) { return run / fs::read_symlink(run / "current"); }
+
+TEST_F(InterpCli, TheHistoryShowsOnlyThisRunsSavesNeverThoseAnOverwriteLeft) {
+  // `glass train --overwrite` leaves the replaced run's pinned saves in place: here a complete
+  // save of another run, at a step this run saved no record of (50), with its own record.
+  const fs::path run = copy_of_run(dir_, "foreign");
+  const fs::path mine = current_save(run);
+  const fs::path theirs = run / "step-000050";
+  fs::copy(mine, theirs, fs::copy_options::recursive);
+  json record = json::parse(glass_test::read_file(theirs / "interp.json"));
+  record["step"] = 50;
+  glass_test::write_file(theirs / "interp.json", record.dump());
+  fs::remove(theirs / "interp_history.json");
+  glass::write_manifest(theirs.string(), "0123456789abcdef", 50);  // another run, sealed
+  const CliRun r = glass_test::run_glass(
+      "inspect --checkpoint " + q(run.string()) + " --history --json -", dir_);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(json::parse(r.out)["history"]["steps"], json::parse("[0,20,40,60]"))
+      << "step 50 belongs to another run";
+  // The same save, sealed as this run's, is shown: the run id is what tells them apart.
+  glass::write_manifest(theirs.string(), glass::read_manifest(mine.string()).run_id, 50);
+  const CliRun same = glass_test::run_glass(
+      "inspect --checkpoint " + q(run.string()) + " --history --json -", dir_);
+  ASSERT_EQ(same.exit_code, 0) << same.err;
+  EXPECT_EQ(json::parse(same.out)["history"]["steps"], json::parse("[0,20,40,50,60]"));
+}
+
+TEST_F(InterpCli, ADamagedLogIsVerifiedLikeEveryFileAndLeftOutWithAWarning) {
+  const fs::path run = copy_of_run(dir_, "damaged_log");
+  const fs::path log = current_save(run) / "log.csv";
+  std::string text = glass_test::read_file(log);
+  const std::size_t digit = text.find_first_of("123456789", text.find('\n') + 3);
+  text[digit] = text[digit] == '9' ? '8' : '9';  // one digit of a loss: same size, other hash
+  glass_test::write_file(log, text);
+  // --history: the records, without the losses, and a warning naming the file.
+  const CliRun h = glass_test::run_glass(
+      "inspect --checkpoint " + q(run.string()) + " --history --json -", dir_);
+  ASSERT_EQ(h.exit_code, 0) << h.err;
+  const json j = json::parse(h.out);
+  EXPECT_EQ(j["history"]["steps"], json::parse("[0,20,40,60]"));
+  for (const json& v : j["history"]["val_loss"]) EXPECT_TRUE(v.is_null()) << j["history"];
+  EXPECT_NE(h.err.find("log.csv: the file was changed after glass train wrote it"),
+            std::string::npos)
+      << h.err;
+  // --html: the page, without the loss curve, and the same warning.
+  const fs::path page = dir_ / "damaged_log.html";
+  const CliRun p = glass_test::run_glass(
+      "inspect --checkpoint " + q(run.string()) + " --history --html " + q(page.string()), dir_);
+  ASSERT_EQ(p.exit_code, 0) << p.err;
+  EXPECT_NE(p.err.find("no loss curve on the page"), std::string::npos) << p.err;
+  EXPECT_EQ(page_json(glass_test::read_file(page), "glass-view")["loss"]["step"].size(), 0u);
+}
+
+TEST_F(InterpCli, AResealedRecordWithImpossibleValuesIsRefused) {
+  const std::vector<std::pair<std::function<void(json&)>, std::string>> cases = {
+      {[](json& r) { r["previous_token"][0][0] = 1e308; },
+       "previous_token[0][0] = inf, a mean attention weight outside [0, 1]"},
+      {[](json& r) { r["induction"][1][1] = -0.5; }, "induction[1][1] = -0.5"},
+      {[](json& r) { r["ablation_delta_loss"][0][1] = 1e6; }, "beyond 1000 nats"},
+      {[](json& r) { r["step"] = 1000; }, "it records step 1000, after its save's step 60"},
+      {[](json& r) {
+         for (const char* kind :
+              {"previous_token", "induction", "first_position", "ablation_delta_loss"})
+           r[kind] = json::parse("[[0,0,0],[0,0,0],[0,0,0]]");
+         r["n_layers"] = 3;
+         r["n_heads"] = 3;
+       },
+       "it has 3 x 3 heads, the model 2 layers of 2 heads"},
+  };
+  for (const auto& [edit, message] : cases) {
+    const fs::path run = copy_of_run(dir_, "resealed");
+    const fs::path save = current_save(run);
+    json record = json::parse(glass_test::read_file(save / "interp.json"));
+    edit(record);
+    glass_test::write_file(save / "interp.json", record.dump());
+    const glass::Manifest m = glass::read_manifest(save.string());
+    glass::write_manifest(save.string(), m.run_id, m.step);  // resealed: the checksums agree
+    const CliRun r =
+        glass_test::run_glass("inspect --checkpoint " + q(run.string()) + " --head-scores", dir_);
+    EXPECT_NE(r.exit_code, 0) << message;
+    EXPECT_NE(r.err.find(message), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("no training of this model writes such a record"), std::string::npos)
+        << r.err;
   }
 }
 

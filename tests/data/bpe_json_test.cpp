@@ -6,7 +6,10 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include <fmt/format.h>
+
 #include "data/bpe_tokenizer.hpp"
+#include "data/file_limits.hpp"
 #include "data/text.hpp"
 #include "test_paths.hpp"
 
@@ -34,6 +37,7 @@ std::string error_for(const std::string& text) {
 }
 
 std::string error_for(const ordered_json& j) { return error_for(j.dump()); }
+std::string error_for(const nlohmann::json& j) { return error_for(j.dump()); }
 
 #define EXPECT_ERROR(json_or_text, fragment)                               \
   do {                                                                     \
@@ -147,6 +151,27 @@ TEST(BpeJson, RefusesIdsThatAreNotDense) {
   j = small_json();
   j["model"]["vocab"]["a"] = "7";
   EXPECT_ERROR(j, "not a non-negative integer");
+}
+
+TEST(BpeJson, RefusesATokenLongerThanTheCapNamingItsIdAndLength) {
+  ordered_json j = small_json();
+  const std::size_t n = j["model"]["vocab"].size();
+  j["model"]["vocab"][std::string(glass::kMaxTokenLength + 1, 'x')] = n;
+  EXPECT_ERROR(j, fmt::format("token id {} is 17 characters long; the longest token glass "
+                              "reads has 16",
+                              n));
+  // 16 characters pass that check (and fail a later one: the token is not a merge's).
+  j = small_json();
+  j["model"]["vocab"][std::string(glass::kMaxTokenLength, 'x')] = n;
+  EXPECT_EQ(error_for(j).find("the longest token"), std::string::npos) << error_for(j);
+}
+
+TEST(BpeJson, RefusesAVocabularyLargerThanTheCap) {
+  // (nlohmann::json, a std::map: ordered_json inserts in linear time, quadratic over 2^18.)
+  nlohmann::json j = nlohmann::json::parse(small_json().dump());
+  for (std::size_t id = j["model"]["vocab"].size(); id <= glass::kMaxVocabSize; ++id)
+    j["model"]["vocab"][std::to_string(id)] = id;
+  EXPECT_ERROR(j, "the vocabulary has 262145 tokens; the largest glass reads has 262144");
 }
 
 TEST(BpeJson, RefusesMissingSpecialsAndBytes) {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "data/bpe_tokenizer.hpp"
+#include "data/file_limits.hpp"
 #include "data/text.hpp"
 #include "test_paths.hpp"
 
@@ -199,20 +200,33 @@ TEST(Bpe, EncoderMergesAPairThatIsAnotherCutOfAToken) {
   EXPECT_EQ(tok.encode(U"ab"), (std::vector<std::int32_t>{259, 264}));
 }
 
-TEST(Bpe, AVocabularyWithAVeryLongTokenBuildsAndEncodes) {
-  // Merges that double "a" 17 times: the last token is 131072 characters long. Cutting every
-  // token at every position and looking both halves up (the quadratic way) took minutes here;
-  // the tokenizer's tries find all cuts in one pass.
+TEST(Bpe, AVocabularyRefusesATokenLongerThanTheCap) {
+  // Merges that double "a": 260 'a', 261 "aa", 262 "aaaa", 263 "a"x8, 264 "a"x16 (the cap,
+  // kMaxTokenLength) builds and encodes; one more doubling (32 characters) is refused.
   std::vector<BpeMerge> merges;
-  for (std::int32_t k = 0; k < 17; ++k) {
-    const std::int32_t part = k == 0 ? 260 : 260 + k;  // 260 'a', then 261 "aa", 262 "aaaa", ...
-    merges.push_back({part, part});
-  }
+  for (std::int32_t k = 0; k < 4; ++k) merges.push_back({260 + k, 260 + k});
   const BpeTokenizer tok({U'▁', U'a'}, merges);
-  EXPECT_EQ(tok.token_text32(277).size(), 131072u);
-  // By hand: 131072 + 1 'a's = the longest token, then one 'a'.
-  const std::vector<std::int32_t> ids = tok.encode(std::u32string(131073, U'a'));
-  EXPECT_EQ(ids, (std::vector<std::int32_t>{259, 277, 260}));
+  EXPECT_EQ(tok.token_text32(264).size(), glass::kMaxTokenLength);
+  // By hand: "▁", then 16 + 16 + 1 'a's.
+  EXPECT_EQ(tok.encode(std::u32string(33, U'a')), (std::vector<std::int32_t>{259, 264, 264, 260}));
+  merges.push_back({264, 264});
+  const std::string msg = error_of([&] { BpeTokenizer({U'▁', U'a'}, merges); });
+  EXPECT_NE(msg.find("merge 4 makes token 265, 32 characters long"), std::string::npos) << msg;
+}
+
+TEST(Bpe, TrainingNeverMakesATokenLongerThanTheCap) {
+  // One word of 20,000 equal characters: without the cap, the merges would double "a" again
+  // and again (aa, a4, a8, a16, a32, ...). With it, after a16 the word is "▁" and 1250 x a16,
+  // whose pairs (17 and 32 characters) are too long: the trainer runs out of merges (the error
+  // says so) instead of making longer tokens.
+  const std::u32string text(20000, U'a');
+  const BpeTokenizer tok = BpeTokenizer::train(text, 259 + 2 + 4);
+  std::size_t longest = 0;
+  for (std::size_t id = static_cast<std::size_t>(tok.first_merge_id()); id < tok.vocab_size(); ++id)
+    longest = std::max(longest, tok.token_text32(static_cast<std::int32_t>(id)).size());
+  EXPECT_EQ(longest, glass::kMaxTokenLength);
+  const std::string msg = error_of([&] { BpeTokenizer::train(text, 259 + 2 + 5); });
+  EXPECT_NE(msg.find("tokens are at most 16 characters long"), std::string::npos) << msg;
 }
 
 TEST(Bpe, MergesDoNotCrossAWordBoundary) {

@@ -5,8 +5,10 @@
 
 #include "serve/bounded_http.hpp"
 
+#include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <string>
 #include <thread>
@@ -74,6 +76,50 @@ TEST(BoundedHttpServer, IdleConnectionsNeverLockOutARealRequest) {
     close(fd);
   }
   EXPECT_EQ(timed_out, 160);
+}
+
+/// Everything the server sends on `fd` until it closes the connection (or 10 s pass).
+std::string whole_reply(int fd) {
+  std::string reply;
+  char buf[512];
+  for (ssize_t n; (n = recv(fd, buf, sizeof(buf), 0)) > 0;)
+    reply.append(buf, static_cast<std::size_t>(n));
+  return reply;
+}
+
+TEST(BoundedHttpServer, AFullQueueIsTheDesignedBusyAnswer503WithRetryAfter) {
+  glass::RequestLimits limits;
+  limits.workers = 1;
+  limits.max_queued = 1;  // one request in its worker fills the queue
+  glass::BoundedHttpServer server(limits);
+  std::atomic<bool> release{false};
+  std::atomic<int> entered{0};
+  server.Get("/slow", [&](const httplib::Request&, httplib::Response& res) {
+    ++entered;
+    while (!release) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    res.set_content("done", "text/plain");
+  });
+  const int port = server.bind_to_any_port("127.0.0.1");
+  ASSERT_GT(port, 0);
+  const Listening listening(server);
+  const std::string request = "GET /slow HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+  const int first = glass_test::connect_local(port);
+  ASSERT_GE(first, 0);
+  ASSERT_EQ(send(first, request.data(), request.size(), 0), static_cast<ssize_t>(request.size()));
+  for (int i = 0; i < 10000 && entered == 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  ASSERT_EQ(entered, 1);
+  const int second = glass_test::connect_local(port);
+  ASSERT_GE(second, 0);
+  ASSERT_EQ(send(second, request.data(), request.size(), 0), static_cast<ssize_t>(request.size()));
+  const std::string busy = whole_reply(second);
+  close(second);
+  EXPECT_EQ(busy.rfind("HTTP/1.1 503 Service Unavailable\r\n", 0), 0u) << busy;
+  EXPECT_NE(busy.find("\r\nRetry-After: 1\r\n"), std::string::npos) << busy;
+  EXPECT_NE(busy.find("the server is busy"), std::string::npos) << busy;
+  release = true;
+  EXPECT_EQ(glass_test::status_line(first).rfind("HTTP/1.1 200", 0), 0u);
+  close(first);
 }
 
 }  // namespace

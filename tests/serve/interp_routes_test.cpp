@@ -39,6 +39,7 @@
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 using interp_test::record;
+using interp_test::record_with;
 using interp_test::save_with_record;
 
 namespace {
@@ -547,6 +548,86 @@ TEST(ServeInterp, AServerStartedAfterTheRunSeesItsEarlierSavesThroughTheHistoryF
             std::string::npos)
       << h["saves"][6];
   for (const json& s : h["saves"]) EXPECT_TRUE(s["recorded"].get<bool>()) << s;
+  server.stop();
+}
+
+TEST(ServeInterp, OnlyThisRunsSavesAreShownNeverThoseAnOverwriteLeft) {
+  const fs::path run = glass_test::temp_dir("serve_interp_foreign");
+  const std::string mine = save_with_record(run, 10, record(10, 0.1).dump());
+  // A pinned save of the run an --overwrite replaced: complete and sealed, of another run id.
+  const fs::path theirs = run / "step-000007";
+  fs::copy(mine, theirs, fs::copy_options::recursive);
+  glass_test::write_file(theirs / glass::serve_api::kInterpRecordFile, record(7, 0.5).dump());
+  glass::write_manifest(theirs.string(), "1111111111111111", 7);
+  glass::ServeOptions options;
+  options.checkpoint = run.string();
+  options.port = 0;
+  options.poll_seconds = 600;
+  glass::Server server(options);
+  auto client = client_for(server.start());
+  const json h = json::parse(client->Get("/api/interp")->body);
+  ASSERT_EQ(h["saves"].size(), 1u) << h.dump();
+  EXPECT_EQ(h["saves"][0]["step"], 10);
+  EXPECT_EQ(h["saves"][0]["interp"], record(10, 0.1));
+  server.stop();
+}
+
+TEST(ServeInterp, ADamagedLogIsNeverShownItsReasonIsGiven) {
+  const fs::path run = glass_test::temp_dir("serve_interp_damaged_log");
+  const std::string save = save_with_record(run, 50, record(50, 0.1).dump());
+  std::string log = glass_test::read_file(fs::path(save) / "log.csv");
+  log.replace(log.rfind(",100,"), 5, ",900,");  // a changed row, not resealed
+  glass_test::write_file(fs::path(save) / "log.csv", log);
+  glass::ServeOptions options;
+  options.checkpoint = run.string();
+  options.port = 0;
+  options.poll_seconds = 600;
+  glass::Server server(options);
+  auto client = client_for(server.start());
+  const json h = json::parse(client->Get("/api/interp")->body);
+  ASSERT_EQ(h["saves"].size(), 1u) << h.dump();
+  EXPECT_TRUE(h["saves"][0]["val_loss"].is_null()) << h.dump();
+  EXPECT_NE(h["saves"][0]["log_error"].get<std::string>().find(
+                "step-000050/log.csv: " + (fs::path(save) / "log.csv").string() +
+                ": the file was changed after glass train wrote it"),
+            std::string::npos)
+      << h.dump();
+  const json l = json::parse(client->Get("/api/log")->body);
+  EXPECT_EQ(l["evals"].size(), 0u) << l.dump();
+  EXPECT_NE(l["evals_error"].get<std::string>().find("log.csv: the file was changed"),
+            std::string::npos)
+      << l.dump();
+  server.stop();
+}
+
+TEST(ServeInterp, AResealedRecordWithImpossibleValuesIsAnError) {
+  const fs::path run = glass_test::temp_dir("serve_interp_impossible");
+  json shares = record(10, 0.1);
+  shares["first_position"][0][0] = 1e308;
+  save_with_record(run, 10, shares.dump());
+  json wide = record_with(20, [](const std::string&, int, int) { return 0.5; });
+  for (const char* kind : glass::serve_api::kInterpKinds)
+    wide[kind] = json::parse("[[0,0,0,0,0],[0,0,0,0,0]]");
+  wide["n_heads"] = 5;  // the model has 4
+  save_with_record(run, 20, wide.dump());
+  json delta = record(30, 0.1);
+  delta["ablation_delta_loss"][1][2] = -5000;
+  save_with_record(run, 30, delta.dump());
+  glass::ServeOptions options;
+  options.checkpoint = run.string();
+  options.port = 0;
+  options.poll_seconds = 600;
+  glass::Server server(options);
+  auto client = client_for(server.start());
+  const json h = json::parse(client->Get("/api/interp")->body);
+  ASSERT_EQ(h["saves"].size(), 3u) << h.dump();
+  EXPECT_EQ(h["recorded"], 0) << h.dump();
+  const std::vector<std::string> why = {
+      "'first_position' holds 1e+308, impossible for a mean attention weight",
+      "'n_heads' is 5, the model's is 4", "'ablation_delta_loss' holds -5000, impossible"};
+  for (std::size_t k = 0; k < 3; ++k)
+    EXPECT_NE(h["saves"][k]["error"].get<std::string>().find(why[k]), std::string::npos)
+        << h["saves"][k];
   server.stop();
 }
 
