@@ -100,7 +100,8 @@ void fill_options(TrainFlags& flags, CLI::App* cmd) {
     throw glass::cli::CommandError(
         "--time chooses the number of steps (those that fit in the time given), --iters gives "
         "it: use one of them");
-  o.iters_from_save = cmd->count("--iters") == 0;  // --resume: the recorded step count
+  o.iters_from_save = cmd->count("--iters") == 0;       // --resume: the recorded step count
+  o.eval_every_given = cmd->count("--eval-every") > 0;  // else --time spaces the evaluations
   // On --resume a recipe flag left out takes the recorded value (train/resume.hpp).
   glass::RecipeGiven& given = o.recipe_given;
   given.lr = cmd->count("--lr") > 0;

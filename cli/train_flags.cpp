@@ -189,6 +189,10 @@ void add_model_flags(CLI::App* cmd, glass::TrainOptions& o) {
       ->check(glass::cli::integer_in(1, 65535, "an integer from 1 to 65535"))
       ->capture_default_str()
       ->group("Model");
+  cmd->add_flag("--zero-init-out", o.zero_init_out,
+                "start every block's output projections (attention W_O, the feed-forward's down "
+                "projection) at zero, as modded-nanogpt and nanochat do; recorded in the save")
+      ->group("Model");
   glass::cli::add_ops_option(cmd, o.model.ops_path)->group("Model");
 }
 

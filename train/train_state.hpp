@@ -43,6 +43,7 @@ struct TrainRecipe {
   double time_budget_s = 0;         ///< the time budget iters was chosen for (--time); 0: none
   std::string optimizer = "adamw";  ///< "adamw" or "muon" (absent from the file: adamw)
   double muon_lr = 0;               ///< Muon's peak learning rate (optimizer "muon" only)
+  bool zero_init_out = false;       ///< the blocks' output projections started at zero
 };
 
 /// Everything besides the weights and the moments that an exact resume needs.

@@ -259,6 +259,8 @@ void Trainer::finish_run(TrainResult& result) {
   // Whoever runs the trainer writes its own end-of-run files (glass train: the loss page).
   if (o.comm.is_root() && o.on_run_end) o.on_run_end(*this);
   result.step = step_;
+  result.iters = o.iters;
+  result.eval_every = o.eval_every;
   result.best_val = best_val_;
   if (!log().empty()) result.last_eval = {log().back().train_loss, log().back().val_loss};
 }
@@ -287,11 +289,12 @@ void Trainer::save(bool also_best) {
   for (TrainObserver* observer : observers_) observer->before_save(step_);  // every process
   if (!run_dir_) return;                                                    // rank 0 writes for all
   namespace fs = std::filesystem;
-  const nlohmann::json training = {{"context", options_.context},
-                                   {"step", step_},
-                                   {"run_id", run_id_},
-                                   {"data", fs::path(options_.data_path).filename().string()},
-                                   {"manifest", kManifestFile}};
+  nlohmann::json training = {{"context", options_.context},
+                             {"step", step_},
+                             {"run_id", run_id_},
+                             {"data", fs::path(options_.data_path).filename().string()},
+                             {"manifest", kManifestFile}};
+  if (options_.zero_init_out) training["zero_init_out"] = true;  // how its weights started
   const std::string extra = nlohmann::json{{"training", training}}.dump();
   run_dir_->save(step_, run_id_, [&](const SaveSite& site) {
     save_model_files(site.step_dir, *model_, *tokenizer_, extra, step_, run_id_);
