@@ -91,10 +91,10 @@ void add_schedule_flags(CLI::App* cmd, glass::TrainOptions& o) {
   cmd->add_option_function<std::string>(
          "--optimizer",
          [&o](const std::string& name) { o.optimizer = glass::optimizer_from_name(name).value(); },
-         "adamw: AdamW on every parameter (the default); muon: Muon on the blocks' matrices "
+         "adamw: AdamW on every parameter; muon: Muon on the blocks' matrices "
          "(attention and FFN), AdamW on the embeddings, output head and gains")
       ->transform(glass::cli::one_of({"adamw", "muon"}, "optimizer"))
-      ->default_str("adamw");
+      ->default_str(glass::optimizer_name(o.optimizer));  // TrainOptions decides
   cmd->add_option("--muon-lr", o.muon_lr, "Muon's peak learning rate (same warmup and cosine)")
       ->check(glass::cli::kPositiveNumber)
       ->capture_default_str();

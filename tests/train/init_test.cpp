@@ -106,8 +106,9 @@ TEST(ZeroInit, TheOutputProjectionsStartAtZeroAndTheModelStillLearns) {
   usual.run();  // a run without it writes nothing of it
   EXPECT_FALSE(
       read_json(fs::path(plain.out_dir) / "config.json").at("training").contains("zero_init_out"));
-  EXPECT_FALSE(
-      read_json(fs::path(plain.out_dir) / "train_state.json").at("recipe").contains("zero_init_out"));
+  EXPECT_FALSE(read_json(fs::path(plain.out_dir) / "train_state.json")
+                   .at("recipe")
+                   .contains("zero_init_out"));
 }
 
 TEST(ZeroInit, ZeroesEveryBlocksProjectionsOnly) {
