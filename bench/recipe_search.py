@@ -44,6 +44,7 @@ VARIANTS = {
     "muon0.01-zero-w20": "--optimizer muon --muon-lr 0.01 --zero-init-out --warmup 20",
     "muon0.01-zero-d300": "--optimizer muon --muon-lr 0.01 --zero-init-out --decay-iters 300",
     "muon0.01-zero-l2": "--optimizer muon --muon-lr 0.01 --zero-init-out --n-layers 2",
+    "muon0.01-zero-l3": "--optimizer muon --muon-lr 0.01 --zero-init-out --n-layers 3",
     "muon0.01-zero-b8": "--optimizer muon --muon-lr 0.01 --zero-init-out --batch-size 8",
     "batch24": "--batch-size 24",
     "batch8": "--batch-size 8",
