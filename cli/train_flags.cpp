@@ -92,10 +92,10 @@ void add_schedule_flags(CLI::App* cmd, glass::TrainOptions& o) {
   cmd->add_option_function<std::string>(
          "--optimizer",
          [&o](const std::string& name) { o.optimizer = glass::optimizer_from_name(name).value(); },
-         "adamw: AdamW on every parameter (the default); muon: Muon on the blocks' matrices "
+         "adamw: AdamW on every parameter; muon: Muon on the blocks' matrices "
          "(attention and FFN), AdamW on the embeddings, output head and gains")
       ->transform(glass::cli::one_of({"adamw", "muon"}, "optimizer"))
-      ->default_str("adamw");
+      ->default_str(glass::optimizer_name(o.optimizer));  // TrainOptions decides
   cmd->add_option("--muon-lr", o.muon_lr, "Muon's peak learning rate (same warmup and cosine)")
       ->check(glass::cli::kPositiveNumber)
       ->capture_default_str();
@@ -190,6 +190,10 @@ void add_model_flags(CLI::App* cmd, glass::TrainOptions& o) {
       ->check(glass::cli::integer_in(1, 65535, "an integer from 1 to 65535"))
       ->capture_default_str()
       ->group("Model");
+  cmd->add_flag("--zero-init-out", o.zero_init_out,
+                "start every block's output projections (attention W_O, the feed-forward's down "
+                "projection) at zero, as modded-nanogpt and nanochat do; recorded in the save")
+      ->group("Model");
   glass::cli::add_ops_option(cmd, o.model.ops_path)->group("Model");
 }
 
@@ -200,7 +204,8 @@ void mark_recipe_given(glass::TrainOptions& o, const CLI::App* cmd) {
     throw glass::cli::CommandError(
         "--time chooses the number of steps (those that fit in the time given), --iters gives "
         "it: use one of them");
-  o.iters_from_save = cmd->count("--iters") == 0;  // --resume: the recorded step count
+  o.iters_from_save = cmd->count("--iters") == 0;       // --resume: the recorded step count
+  o.eval_every_given = cmd->count("--eval-every") > 0;  // else --time spaces the evaluations
   glass::RecipeGiven& given = o.recipe_given;
   given.lr = cmd->count("--lr") > 0;
   given.min_lr = cmd->count("--min-lr") > 0;

@@ -117,6 +117,10 @@ void report_run(const glass::TrainResult& result, const glass::TrainOptions& o, 
     throw CLI::RuntimeError(
         128 + result.stop_signal);  // 130 after Ctrl-C, 143 after SIGTERM (on any rank)
   }
+  if (o.time_budget_s > 0 && !o.resume)  // the step count and cadence --time chose
+    std::cout << fmt::format(
+        "repeat this run: the same command with --iters {} --eval-every {} instead of --time\n",
+        result.iters, result.eval_every);
   std::cout << fmt::format(
       "sample from it: {} sample --checkpoint {}{} --tokens 300\n", program_name(),
       shell_quote(o.out_dir),

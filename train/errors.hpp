@@ -1,6 +1,6 @@
 #pragma once
 // The errors of training, as facts: which option field, which value, which directory or file.
-// Front ends add their own words (cli/train.cpp maps a field to its --flag and adds the hint).
+// Front ends add their own words (cli/train_errors.cpp maps a field to its --flag and adds the hint).
 
 #include <stdexcept>
 #include <string>

@@ -83,7 +83,10 @@ struct TrainOptions {
   OptimizerKind optimizer = OptimizerKind::adamw;
   /// Muon's peak learning rate; the schedule's multiplier lr(it) / lr (warmup, cosine) applies.
   double muon_lr = 0.02;
-  long eval_every = 250;      ///< evaluate (and checkpoint) every this many steps
+  long eval_every = 250;  ///< evaluate (and checkpoint) every this many steps
+  /// eval_every was chosen: a time budget keeps it. Otherwise a time budget spaces the
+  /// evaluations so that they take about a tenth of it (train/time_budget.hpp).
+  bool eval_every_given = false;
   long eval_iters = 20;       ///< batches per split per evaluation
   std::uint64_t seed = 1337;  ///< model init = seed, train batches = seed+1, eval = seed+2
   bool resume = false;        ///< continue from out_dir's checkpoint (train/resume.hpp)
@@ -105,6 +108,10 @@ struct TrainOptions {
                                     ///< that the loop can learn: the loss should go to ~0); the
                                     ///< evaluations' train loss is then that batch's
   ModelConfig model;                ///< vocab_size is set from the tokenizer
+  /// A new model starts with every block's output projections (attention.wo and
+  /// feed_forward.w2) at zero, as modded-nanogpt and nanochat do: each block then starts as the
+  /// identity of the residual stream (train/init.hpp). Recorded in config.json's "training".
+  bool zero_init_out = false;
   /// Record the head scores and per-head ablation Δloss of a fixed validation probe in every
   /// save (interp.json and interp_history.json, interp/record.hpp; false turns it off). Reads the model only: the weights, the optimizer and every random generator of the
   /// run are the same with it and without it.

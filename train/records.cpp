@@ -37,6 +37,7 @@ void StepsRecord::restore(const std::string& save_dir, long step) {
     if (from_zero) ++r.step;
     if (r.step <= step) rows_.push_back(r);
   }
+  csv_ = steps_csv(rows_);
 }
 
 // The live steps.csv starts from the rows of the last save (all of them on resume, none for a
@@ -45,7 +46,7 @@ void StepsRecord::restore(const std::string& save_dir, long step) {
 void StepsRecord::open_live(const std::string& out_dir) {
   const std::string path = (fs::path(out_dir) / kStepsFile).string();
   live_path_ = out_dir + "/" + kStepsFile;  // as messages and fault injection name it
-  write_file_atomic(path, steps_csv(rows_));
+  write_file_atomic(path, csv_);
   live_fd_ = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
   if (live_fd_ < 0)
     throw FileError(
@@ -54,8 +55,9 @@ void StepsRecord::open_live(const std::string& out_dir) {
 
 void StepsRecord::on_step(const StepRow& row) {
   rows_.push_back(row);
-  if (live_fd_ < 0) return;
   const std::string line = step_csv_line(row);
+  csv_ += line;
+  if (live_fd_ < 0) return;
   // A full disk may take part of the line (a short write, errno untouched): the rest is written
   // again, and that write's errno (ENOSPC) is the one reported.
   int err = file_op_fault("append", live_path_);
@@ -76,8 +78,10 @@ void StepsRecord::on_step(const StepRow& row) {
   }
 }
 
+// Each row is formatted once, when its step is taken: a save writes the text kept (formatting
+// every row again at every save made the saves of a long run of a small model its slowest part).
 void StepsRecord::on_save(const SaveSite& site) {
-  write_file_atomic((fs::path(site.step_dir) / kStepsFile).string(), steps_csv(rows_));
+  write_file_atomic((fs::path(site.step_dir) / kStepsFile).string(), csv_);
 }
 
 }  // namespace glass

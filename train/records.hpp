@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "train/observer.hpp"
+#include "train/train_state.hpp"
 
 namespace glass {
 
@@ -48,6 +49,7 @@ class StepsRecord : public TrainObserver {
  private:
   std::ostream& out_;
   std::vector<StepRow> rows_;
+  std::string csv_ = steps_csv({});  // steps_csv(rows_), kept up to date row by row
   std::string live_path_;
   int live_fd_ = -1;  // DIR/steps.csv, appended to after each step; -1 when not open
 };

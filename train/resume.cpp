@@ -66,6 +66,7 @@ std::vector<RecipeDifference> take_recipe(TrainOptions& o, const TrainRecipe& re
   take("optimizer", g.optimizer, optimizer, recorded.optimizer);
   o.optimizer = optimizer_from_name(optimizer).value_or(o.optimizer);
   if (recorded.optimizer == "muon") take("muon_lr", g.muon_lr, o.muon_lr, recorded.muon_lr);
+  o.zero_init_out = recorded.zero_init_out;  // how the resumed weights started
   return differ;
 }
 
@@ -92,6 +93,7 @@ TrainRecipe recipe_of(const TrainOptions& o) {
   TrainRecipe r{o.lr,          o.min_lr,     o.grad_clip, o.warmup,
                 o.decay_iters, o.batch_size, o.iters,     o.time_budget_s};
   r.optimizer = optimizer_name(o.optimizer);
+  r.zero_init_out = o.zero_init_out;
   if (o.optimizer == OptimizerKind::muon) r.muon_lr = o.muon_lr;
   if (o.chat.enabled) {
     r.chat_base = o.chat.base_dir;

@@ -2,6 +2,7 @@
 
 #include "train/time_budget.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <stdexcept>
@@ -74,6 +75,40 @@ long steps_for_time_budget(double budget_s, double step_s, double eval_s, long e
     (fits(mid) ? lo : hi) = mid;
   }
   return lo;
+}
+
+TimeBudgetFit fit_time_budget(double budget_s, double step_s, double eval_s, long eval_every,
+                              bool fit_cadence, long max_steps) {
+  TimeBudgetFit fit;
+  fit.eval_every = eval_every;
+  fit.steps = steps_for_time_budget(budget_s, step_s, eval_s, eval_every, max_steps);
+  const double most = std::floor(kEvaluationShare * budget_s / std::max(eval_s, 1e-300));
+  const long most_evaluations = static_cast<long>(std::max(2.0, std::min(most, 1e9)));
+  if (fit_cadence && evaluations_in(fit.steps, eval_every) > most_evaluations) {
+    // The steps that fit beside most_evaluations evaluations, split into as many intervals but
+    // one (the first evaluation is at step 0).
+    const long steps = steps_for_time_budget(
+        std::max(0.0, budget_s - static_cast<double>(most_evaluations) * eval_s), step_s, 0.0, 1,
+        max_steps);
+    fit.eval_every = std::max(1L, (steps + most_evaluations - 2) / (most_evaluations - 1));
+    fit.steps = steps_for_time_budget(budget_s, step_s, eval_s, fit.eval_every, max_steps);
+  }
+  // Capped: one step more (with its evaluations) would still fit.
+  const long more = max_steps + 1;
+  fit.capped = fit.steps == max_steps &&
+               static_cast<double>(more) * step_s +
+                       static_cast<double>(evaluations_in(more, fit.eval_every)) * eval_s <=
+                   budget_s;
+  return fit;
+}
+
+std::string budget_cap_note(double budget_s, const TimeBudgetFit& fit, double step_s,
+                            double eval_s) {
+  const double run_s = static_cast<double>(fit.steps) * step_s +
+                       static_cast<double>(evaluations_in(fit.steps, fit.eval_every)) * eval_s;
+  return fmt::format(
+      "note: {} would hold more than {} steps, the most a run takes: training {} steps, about {}",
+      duration_text(budget_s), fit.steps, fit.steps, duration_text(run_s));
 }
 
 }  // namespace glass

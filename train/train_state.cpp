@@ -119,6 +119,7 @@ void save_train_state(const std::string& dir, const AdamW& optimizer, const Trai
                      {"grad_clip", r.grad_clip}};
       if (r.iters > 0) j["recipe"]["iters"] = r.iters;
       if (r.time_budget_s > 0) j["recipe"]["time_budget_s"] = r.time_budget_s;
+      if (r.zero_init_out) j["recipe"]["zero_init_out"] = true;
       if (r.optimizer != "adamw") {
         j["recipe"]["optimizer"] = r.optimizer;
         j["recipe"]["muon_lr"] = r.muon_lr;
@@ -305,6 +306,7 @@ TrainRecipe recipe_from_json(const json& r, const std::string& json_path) {
   if (r.contains("iters")) recipe.iters = number("iters", true).get<long>();
   if (r.contains("time_budget_s"))
     recipe.time_budget_s = number("time_budget_s", false).get<double>();
+  recipe.zero_init_out = r.value("zero_init_out", false) == true;
   // Written by Muon runs alone; a recipe without it is AdamW's.
   if (r.contains("optimizer")) {
     if (!r["optimizer"].is_string() || (r["optimizer"] != "adamw" && r["optimizer"] != "muon"))

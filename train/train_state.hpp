@@ -43,6 +43,7 @@ struct TrainRecipe {
   double time_budget_s = 0;         ///< the time budget iters was chosen for (--time); 0: none
   std::string optimizer = "adamw";  ///< "adamw" or "muon" (absent from the file: adamw)
   double muon_lr = 0;               ///< Muon's peak learning rate (optimizer "muon" only)
+  bool zero_init_out = false;       ///< the blocks' output projections started at zero
   /// A chat fine-tune (glass finetune): the base checkpoint it started from, as given, and the
   /// SHA-256 of the base's weights file. Both "" for a run trained on a text.
   std::string chat_base, chat_base_sha256;

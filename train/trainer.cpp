@@ -276,6 +276,8 @@ void Trainer::finish_run(TrainResult& result) {
   // Whoever runs the trainer writes its own end-of-run files (glass train: the loss page).
   if (o.comm.is_root() && o.on_run_end) o.on_run_end(*this);
   result.step = step_;
+  result.iters = o.iters;
+  result.eval_every = o.eval_every;
   result.best_val = best_val_;
   if (!log().empty()) result.last_eval = {log().back().train_loss, log().back().val_loss};
 }
@@ -313,6 +315,7 @@ void Trainer::save(bool also_best) {
     training["chat"] = {{"template", "chatml"},
                         {"base", options_.chat.base_dir},
                         {"base_sha256", options_.chat.base_sha256}};
+  if (options_.zero_init_out) training["zero_init_out"] = true;  // how its weights started
   const std::string extra = nlohmann::json{{"training", training}}.dump();
   run_dir_->save(step_, run_id_, [&](const SaveSite& site) {
     save_model_files(site.step_dir, *model_, *tokenizer_, extra, step_, run_id_);

@@ -58,6 +58,8 @@ struct TrainResult {
   double best_val = 0;       ///< best validation loss seen (its weights are best.safetensors)
   bool interrupted = false;  ///< stopped by the stop flag (Ctrl-C); a checkpoint was saved
   int stop_signal = 0;       ///< then the flag's value (the largest over the ranks), e.g. SIGTERM
+  long iters = 0;            ///< the step count the run trains to (with a time budget: its choice)
+  long eval_every = 0;       ///< the evaluation cadence (with a time budget: its choice)
 };
 
 /// The loop of `glass train` and `glass finetune` (options.chat: a base checkpoint trained on
@@ -153,6 +155,13 @@ class Trainer {
   // When run() starts with a time budget (trainer_setup.cpp): options_.iters (and decay_iters)
   // from a trial that is undone.
   void fit_to_time_budget();
+  struct TrialTimes {
+    double step_s = 0;     // one optimizer step (with its steps.csv row)
+    double eval_s = 0;     // one evaluation with its sample and save
+    double spent_s = 0;    // since construction began, the trial included
+    long trial_steps = 0;  // steps the trial took (then undone)
+  };
+  TrialTimes time_trial();  // the timed steps and evaluation of fit_to_time_budget
 
   // The loop (trainer.cpp).
   bool stop_requested();  // the stop flag is set (in any process); sets stop_signal_
@@ -201,6 +210,8 @@ class Trainer {
   double best_val_ = 0;
   bool has_best_ = false;
   std::chrono::steady_clock::time_point run_start_ = std::chrono::steady_clock::now();
+  // When construction began: a time budget counts from there (the text read and encoded too).
+  std::chrono::steady_clock::time_point created_ = run_start_;
   double elapsed_before_ = 0;  // seconds trained before a resume (for elapsed_s)
   double last_grad_norm_ = 0;  // of the last train_step, before clipping
   int stop_signal_ = 0;        // the stop flag's value, the largest over the ranks (0: none)

@@ -104,14 +104,21 @@ void Trainer::print_evaluation(long it, const EvalResult& e, double elapsed_s, b
                       o.overfit_batch ? "loss of the one batch" : "train loss", e.train_loss,
                       e.val_loss, e.val_loss - e.train_loss, best ? " (best so far)" : "",
                       elapsed_s);
-  if (chat_)
+  const std::string unit = tokenizer_->unit(false);
+  if (chat_) {
     out_ << fmt::format("  val: the loss over the {} answer {}s of {} conversations\n",
-                        chat_->val_targets, tokenizer_->unit(false), chat_->val.size());
-  else
+                        chat_->val_targets, unit, chat_->val.size());
+  } else {
+    // Whole or sampled: as evaluate() measured the validation loss (train/text_loss.hpp).
+    const std::string how =
+        val_loss_exact()
+            ? "measured whole: every " + unit + " predicted once"
+            : fmt::format("estimated on {} sampled windows of {} {}s",
+                          static_cast<std::size_t>(o.eval_iters) * o.batch_size, o.context, unit);
     out_ << fmt::format(
-        "  val {:.4f} bits per byte ({} {}s over {} bytes of text in the validation split)\n",
-        bits_per_byte(e.val_loss, val_tokens(), val_bytes()), val_tokens(), tokenizer_->unit(false),
-        val_bytes());
+        "  val {:.4f} bits per byte ({} {}s over {} bytes of text in the validation split; {})\n",
+        bits_per_byte(e.val_loss, val_tokens(), val_bytes()), val_tokens(), unit, val_bytes(), how);
+  }
   if (it == 0 && log().size() == 1 && !chat_)  // a fine-tune starts from its base, not ln V
     out_ << step_zero_note(log().front().train_loss, vocab_size(), tokenizer_->unit(false));
   // overfit_batch: a validation loss rising while the batch is memorised is what the check

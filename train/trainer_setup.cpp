@@ -24,6 +24,7 @@
 #include "checkpoint/run_dir.hpp"
 #include "interp/record.hpp"
 #include "train/chat_batches.hpp"
+#include "train/init.hpp"
 #include "train/interp_recorder.hpp"
 #include "train/model_files.hpp"
 #include "train/resume.hpp"
@@ -202,6 +203,7 @@ void Trainer::make_new_model(const std::u32string& text) {
   tokenizer_.emplace(new_tokenizer(text, o));
   check_model_fits(o);
   model_ = std::make_unique<Decoder>(o.model, o.seed);
+  if (o.zero_init_out) zero_output_projections(*model_);
 }
 
 // ---- optimizer, schedule, batches ---------------------------------------------------------------
@@ -290,30 +292,27 @@ void Trainer::make_records() {
 }
 
 // ---- a time budget: the step count that fits, from a trial that is undone ----------------------
-void Trainer::fit_to_time_budget() {
-  TrainOptions& o = options_;
+Trainer::TrialTimes Trainer::time_trial() {
+  const TrainOptions& o = options_;
   using Clock = std::chrono::steady_clock;
   auto seconds_since = [](Clock::time_point t0) {
     return std::chrono::duration<double>(Clock::now() - t0).count();
   };
   // The trial's timed steps (after one untimed step, which pays for the first allocations): at
   // least 5, and for 2% of the budget (at most 2 s, 1000 steps) so that a machine shared with
-  // other programs shows its share, not one quiet instant; never past 5% of the budget.
+  // other programs shows its share, not one quiet instant; never past 5% of the budget. Each
+  // is timed with the row the loop records of it (steps.csv).
   constexpr long kMinTrialSteps = 5, kMaxTrialSteps = 1000;
   const double trial_target_s = std::min(0.02 * o.time_budget_s, 2.0);
   const auto trial_start = Clock::now();
-  // The trial trains from the run's first state, which is then restored: the weights are put
-  // back and the optimizers (AdamW's moments, Muon's momentum buffers), the batches and the
-  // generators made afresh, so what follows is the run `--iters N` makes, bit for bit. Its
-  // steps are not kept, only their time.
-  std::vector<Array> first_weights;
-  for (Tensor& p : model_->parameters()) first_weights.push_back(p.value());
   train_step(0);
   double step_s = 0;
   long timed = 0;
+  std::string rows;
   for (bool more = true; more;) {
     const auto t0 = Clock::now();
-    train_step(1 + timed);
+    const double loss = train_step(1 + timed);
+    rows += step_csv_line({2 + timed, loss, schedule_.at(1 + timed), last_grad_norm_, 0, 0});
     step_s += seconds_since(t0);
     ++timed;
     const double spent = seconds_since(trial_start);
@@ -322,11 +321,12 @@ void Trainer::fit_to_time_budget() {
     more = o.comm.max(done ? 1 : 0) == 0;  // the processes step together: all stop when one does
   }
   // An evaluation with its sample and save: the save's model and training state (with Muon's
-  // momentum buffers in a Muon run, as every save of the run writes them) are written to a
-  // directory of the system's temporary folder, removed at once (the interpretability record of
-  // a save is not counted).
+  // momentum buffers in a Muon run, as every save of the run writes them) and its
+  // interpretability record are written to a directory of the system's temporary folder,
+  // removed at once.
   const auto t0 = Clock::now();
   evaluate();
+  if (interp_record_) interp_record_->before_save(step_);  // measured only: nothing is kept
   if (o.comm.is_root()) {
     if (o.sample_tokens > 0) sample();
     const fs::path trial_save =
@@ -338,26 +338,43 @@ void Trainer::fit_to_time_budget() {
   }
   // Every process chooses the same N: from the mean of their times.
   std::vector<double> times{step_s / static_cast<double>(timed), seconds_since(t0),
-                            seconds_since(trial_start)};
+                            seconds_since(created_)};
   o.comm.all_reduce_sum(times);
   for (double& t : times) t /= o.comm.size();
-  const long n = steps_for_time_budget(std::max(0.0, o.time_budget_s - times[2]), times[0],
-                                       times[1], o.eval_every);
+  return {times[0], times[1], times[2], timed + 1};
+}
+
+void Trainer::fit_to_time_budget() {
+  TrainOptions& o = options_;
+  // The trial trains from the run's first state, which is then restored: the weights are put
+  // back and the optimizers (AdamW's moments, Muon's momentum buffers), the batches and the
+  // generators made afresh, so what follows is the run `iters` N makes, bit for bit. Its
+  // steps are not kept, only their time.
+  std::vector<Array> first_weights;
+  for (Tensor& p : model_->parameters()) first_weights.push_back(p.value());
+  const TrialTimes t = time_trial();
+  // The budget counts from the Trainer's construction: the text read, the trial, the loop.
+  const double left_s = std::max(0.0, o.time_budget_s - t.spent_s);
+  const TimeBudgetFit fit =
+      fit_time_budget(left_s, t.step_s, t.eval_s, o.eval_every, !o.eval_every_given);
   auto params = model_->parameters();
   for (std::size_t i = 0; i < params.size(); ++i)
     std::copy(first_weights[i].begin(), first_weights[i].end(), params[i].value().begin());
-  o.iters = n;
-  if (decay_follows_iters_) o.decay_iters = n;
+  o.iters = fit.steps;
+  o.eval_every = fit.eval_every;
+  if (decay_follows_iters_) o.decay_iters = fit.steps;
   overfit_x_ = Ids();
   overfit_y_ = Ids();
   make_optimizer_and_batches();  // the schedule to N; optimizer, batches and generators afresh
   out_ << fmt::format(
-      "time budget {}: {} steps at ~{:.3g} s/step and {} evaluations at ~{:.3g} s (timed on {} "
-      "trial steps, then undone; rerun with --iters {} to repeat this run)\n",
-      duration_text(o.time_budget_s), n, times[0], evaluations_in(n, o.eval_every), times[1],
-      timed + 1, n);
-  if (n == 1 && times[0] + static_cast<double>(evaluations_in(1, o.eval_every)) * times[1] >
-                    o.time_budget_s - times[2])
+      "time budget {}: {} steps at ~{:.3g} s/step and {} evaluations (every {} steps) at ~{:.3g} "
+      "s (timed on {} trial steps, then undone; {:.3g} s spent before the first step)\n",
+      duration_text(o.time_budget_s), fit.steps, t.step_s,
+      evaluations_in(fit.steps, fit.eval_every), fit.eval_every, t.eval_s, t.trial_steps,
+      t.spent_s);
+  if (fit.capped) out_ << budget_cap_note(left_s, fit, t.step_s, t.eval_s) << "\n";
+  if (fit.steps == 1 &&
+      t.step_s + static_cast<double>(evaluations_in(1, fit.eval_every)) * t.eval_s > left_s)
     out_ << fmt::format(
         "warning: not even one step and its evaluations fit in {}: training 1 step\n",
         duration_text(o.time_budget_s));

@@ -297,6 +297,11 @@ TEST_F(TrainCli, TimeBudgetChoosesTheStepsSaysSoAndRefusesBadDurations) {
   ASSERT_TRUE(std::regex_search(r.out, m, std::regex(R"(time budget 1s: ([0-9]+) steps at ~)")))
       << r.out;
   const std::string n = m[1];
+  // How to repeat it, in flags: the command's words, not the library's.
+  EXPECT_NE(r.out.find("repeat this run: the same command with --iters " + n +
+                       " --eval-every 100000 instead of --time"),
+            std::string::npos)
+      << r.out;
   const json state = json::parse(read_file(out / "train_state.json"));
   EXPECT_EQ(std::to_string(state.at("step").get<long>()), n);
   EXPECT_EQ(std::to_string(state.at("recipe").at("iters").get<long>()), n);

@@ -11,6 +11,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "checkpoint/checkpoint.hpp"
@@ -99,6 +100,52 @@ TEST(TimeBudget, ChoosesTheMostStepsThatFitWithTheirEvaluations) {
   EXPECT_THROW(steps_for_time_budget(10, 1.0, 1.0, 0), std::invalid_argument);
 }
 
+// ---- the evaluations' cadence that fits ---------------------------------------------------------
+
+TEST(TimeBudget, SpacesTheEvaluationsToATenthOfTheBudget) {
+  // A small model: 1/2048 s per step, 1/16 s per evaluation with its save, 20 s. Every 250 steps
+  // the evaluations would take a quarter of the budget (~5 s). A tenth is 2 s: 32 evaluations;
+  // beside them (20 - 2) * 2048 = 36864 steps fit, in 31 intervals of ceil(36864 / 31) = 1190
+  // steps: evaluations at 0, 1190, ..., 35700 and 36864, 32 of them, 18 + 2 = 20 s.
+  const double step_s = 1.0 / 2048, eval_s = 1.0 / 16;
+  const long every_250 = steps_for_time_budget(20, step_s, eval_s, 250);
+  EXPECT_GT(static_cast<double>(evaluations_in(every_250, 250)) * eval_s, 4.0);
+  const TimeBudgetFit fit = fit_time_budget(20, step_s, eval_s, 250, true);
+  EXPECT_EQ(fit.eval_every, 1190);
+  EXPECT_EQ(fit.steps, 36864);
+  EXPECT_EQ(evaluations_in(fit.steps, fit.eval_every), 32);
+  EXPECT_FALSE(fit.capped);
+  // A cadence chosen is kept, whatever it costs.
+  const TimeBudgetFit given = fit_time_budget(20, step_s, eval_s, 250, false);
+  EXPECT_EQ(given.eval_every, 250);
+  EXPECT_EQ(given.steps, every_250);
+  // Evaluations that take less than a tenth at the usual cadence keep it: 100 s at 0.01 s per
+  // step and per evaluation, 9960 steps and 41 evaluations (0.41 s).
+  const TimeBudgetFit cheap = fit_time_budget(100, 0.01, 0.01, 250, true);
+  EXPECT_EQ(cheap.eval_every, 250);
+  EXPECT_EQ(cheap.steps, steps_for_time_budget(100, 0.01, 0.01, 250));
+  // Evaluations dearer than a tenth of the budget: the first and the last step's alone. 10 s,
+  // 1 s per step, 4 s per evaluation: 2 steps beside 2 evaluations.
+  const TimeBudgetFit dear = fit_time_budget(10, 1.0, 4.0, 250, true);
+  EXPECT_EQ(dear.steps, 2);
+  EXPECT_EQ(evaluations_in(dear.steps, dear.eval_every), 2);
+}
+
+TEST(TimeBudget, SaysWhenTheBudgetHoldsMoreStepsThanARunTakes) {
+  const TimeBudgetFit capped = fit_time_budget(1e12, 1e-3, 0.0, 250, true, 5000);
+  EXPECT_EQ(capped.steps, 5000);
+  EXPECT_TRUE(capped.capped);
+  // Exactly the most steps: not capped.
+  EXPECT_FALSE(fit_time_budget(5, 1.0, 0.0, 250, false, 5).capped);
+  // 1000 h at 0.1 ms per step would be 3.6e10 steps: a billion are taken, and said.
+  const TimeBudgetFit hours = fit_time_budget(3.6e6, 1e-4, 0.0, 250, false);
+  EXPECT_EQ(hours.steps, kMaxBudgetSteps);
+  ASSERT_TRUE(hours.capped);
+  EXPECT_EQ(budget_cap_note(3.6e6, hours, 1e-4, 0.0),
+            "note: 1000h would hold more than 1000000000 steps, the most a run takes: training "
+            "1000000000 steps, about 27h46m");
+}
+
 // ---- a run fitted to a budget ---------------------------------------------------------------
 
 namespace {
@@ -126,6 +173,7 @@ TrainOptions tiny_options(const TempDir& dir, const std::string& out) {
   o.context = 16;
   o.warmup = 5;
   o.eval_every = 1000;  // few saves: the test's time is the steps'
+  o.eval_every_given = true;
   o.eval_iters = 2;
   o.interp_record = false;
   o.sample_tokens = 10;
@@ -188,7 +236,10 @@ TEST(TimeBudget, ARunFittedToABudgetIsTheRunOfItsStepCount) {
   }
   ASSERT_GE(n, 1);
   EXPECT_NE(said.str().find("time budget 0.5s: "), std::string::npos) << said.str();
-  EXPECT_NE(said.str().find("rerun with --iters " + std::to_string(n)), std::string::npos);
+  // The library states the facts; the command line adds how to repeat the run with its flags.
+  const std::size_t at = said.str().find("time budget 0.5s: ");
+  const std::string line = said.str().substr(at, said.str().find('\n', at) - at);
+  EXPECT_EQ(line.find("--"), std::string::npos) << line;
   const std::optional<TrainRecipe> recorded = load_train_recipe(dir.str("timed"));
   ASSERT_TRUE(recorded.has_value());
   EXPECT_EQ(recorded->iters, n);
@@ -308,7 +359,6 @@ TEST(TimeBudget, AMuonRunFittedToABudgetIsTheRunOfItsStepCount) {
     n = t.run().step;
   }
   ASSERT_GE(n, 1);
-  EXPECT_NE(said.str().find("rerun with --iters " + std::to_string(n)), std::string::npos);
   TrainOptions fixed = tiny_options(dir, "fixed");
   fixed.optimizer = OptimizerKind::muon;
   expect_repeated_by_iters(fixed, dir, "timed", "fixed", n);
@@ -316,4 +366,29 @@ TEST(TimeBudget, AMuonRunFittedToABudgetIsTheRunOfItsStepCount) {
   bool has_momentum = false;
   for (const auto& t : state.tensors) has_momentum |= t.name.rfind("muon.", 0) == 0;
   EXPECT_TRUE(has_momentum) << "the run is not a Muon run";
+}
+
+TEST(TimeBudget, ARunSpacesItsEvaluationsUnlessACadenceIsGiven) {
+  // A cadence of 1 left as the default: the budget spaces the evaluations (a tenth of it at
+  // most, a few of them for this tiny model); given, it is kept.
+  TempDir dir("cadence");
+  for (const bool given : {false, true}) {
+    TrainOptions timed = tiny_options(dir, given ? "given" : "fitted");
+    timed.eval_every = given ? 1000 : 1;
+    timed.eval_every_given = given;
+    timed.time_budget_s = 0.5;
+    std::ostringstream said;
+    Trainer t(timed, said);
+    const TrainResult r = t.run();
+    EXPECT_EQ(r.iters, t.options().iters);
+    EXPECT_EQ(r.eval_every, t.options().eval_every);
+    if (given)
+      EXPECT_EQ(r.eval_every, 1000);
+    else
+      EXPECT_GT(r.eval_every, 1) << said.str();
+    EXPECT_EQ(static_cast<long>(t.log().size()), evaluations_in(r.iters, r.eval_every));
+    EXPECT_NE(said.str().find(fmt::format("evaluations (every {} steps)", r.eval_every)),
+              std::string::npos)
+        << said.str();
+  }
 }

@@ -107,6 +107,32 @@ TEST(Trainer, LossFallsWellBelowLogVocab) {
   const std::string csv = read_file(dir.str("run/log.csv"));
   EXPECT_EQ(csv.substr(0, csv.find('\n')), "step,lr,train_loss,val_loss,tokens_per_s,elapsed_s");
   EXPECT_NE(out.str().find("---- sample"), std::string::npos);
+  // The save's steps.csv holds every step's row, as formatted when the step was taken.
+  EXPECT_EQ(read_file((fs::canonical(dir.path / "run" / "current") / "steps.csv").string()),
+            steps_csv(trainer.steps()));
+  // The validation split (2000 characters, 125 windows of 16) is larger than the sample of
+  // 4 batches of 8 windows: its loss is estimated, and the bits-per-byte line says so.
+  EXPECT_NE(out.str().find("bytes of text in the validation split; estimated on 32 sampled "
+                           "windows of 16 characters)"),
+            std::string::npos)
+      << out.str();
+}
+
+TEST(Trainer, TheBitsPerByteLineSaysTheValidationSplitWasMeasuredWhole) {
+  // 3000 characters: a validation split of 300, 19 windows of 16, fewer than the sample's 32.
+  TempDir dir("whole");
+  TrainOptions o = tiny_options(write_corpus_slice(dir, 3000), dir.str("run"));
+  o.iters = 1;
+  o.sample_tokens = 0;
+  o.interp_record = false;
+  std::ostringstream out;
+  Trainer trainer(o, out);
+  ASSERT_TRUE(trainer.val_loss_exact());
+  trainer.run();
+  EXPECT_NE(out.str().find("bytes of text in the validation split; measured whole: every "
+                           "character predicted once)"),
+            std::string::npos)
+      << out.str();
 }
 
 TEST(Trainer, ResumeGivesTheSameLossesAsOneRun) {
