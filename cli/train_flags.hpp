@@ -37,4 +37,8 @@ void add_run_flags(CLI::App* cmd, TrainFlags& flags);
 /// vocabulary and tokenizer (--vocab-cap, --tokenizer, --vocab-size) and --ops; group "Model".
 void add_model_flags(CLI::App* cmd, glass::TrainOptions& o);
 
+/// The recipe options of the model, off by default (--qk-norm, --mlp swiglu|relu2,
+/// --logit-softcap C); group "Recipe options (the exporters refuse them)".
+void add_recipe_option_flags(CLI::App* cmd, glass::TrainOptions& o);
+
 }  // namespace glass::cli
