@@ -1,7 +1,7 @@
 // Grouped-query causal self-attention with RoPE and a KV cache, the reference path: read
 // Attention::forward_reference top to bottom, one numbered step per arrow of
-//   X -> Q/K/V -> (QK-norm) -> RoPE on Q/K -> KV cache -> GQA expansion -> QK^T/sqrt(d_k) -> causal mask ->
-//   softmax -> mix with V -> W_O,
+//   X -> Q/K/V -> (QK-norm) -> RoPE on Q/K -> KV cache -> GQA expansion -> QK^T/sqrt(d_k) ->
+//   causal mask -> softmax -> mix with V -> W_O,
 // each on the primitive ops of autograd/ops.hpp (Linear, rope, concat, repeat_kv, matmul,
 // masked_fill, softmax) and each followed by its tracer snapshot (the last three are hook points, where a hook
 // may also replace the value: nn/tracer.hpp). This is the code the

@@ -131,8 +131,9 @@ class KVCache {
 };
 
 /// Grouped-query causal self-attention in nine steps:
-/// X -> Q/K/V -> (QK-norm, when config.qk_norm) -> RoPE on Q/K -> KV cache -> GQA expansion (repeat_kv) -> QK^T/sqrt(d_k) ->
-/// causal mask (masked_fill) -> softmax -> mix with V (matmul) -> W_O.
+/// X -> Q/K/V -> (QK-norm, when config.qk_norm) -> RoPE on Q/K -> KV cache -> GQA expansion
+/// (repeat_kv) -> QK^T/sqrt(d_k) -> causal mask (masked_fill) -> softmax -> mix with V (matmul)
+/// -> W_O.
 /// forward_reference (nn/attention.cpp) runs them on the reference ops; forward_fast
 /// (nn/attention_fast.cpp) runs steps 3-8 in the fused kernels of autograd/kernels/.
 class Attention : public Module {
@@ -183,7 +184,7 @@ class SwiGLU : public FeedForward {
   Linear w1, w2, w3;
 };
 
-/// ReLU² feed-forward (So et al. 2021, "Primer", section 4; the MLP of modded-nanogpt and
+/// ReLU² feed-forward (So et al. 2021, "Primer"; the MLP of modded-nanogpt and
 /// nanochat): w2(relu(w3 x)^2), no gate. w3 up (ffn_hidden, d_model), w2 down (d_model,
 /// ffn_hidden), N(0, init_std / sqrt(2 n_layers)) for w2 as SwiGLU's. 2 * d_model * ffn_hidden
 /// weights: two thirds of SwiGLU's at the same ffn_hidden.
