@@ -76,6 +76,8 @@ std::vector<Case> make_cases() {
   unary("log", {3, 4}, true, [](const Tensor& a) { return log(a); });
   unary("sigmoid", {3, 4}, false, [](const Tensor& a) { return sigmoid(a); });
   unary("silu", {3, 4}, false, [](const Tensor& a) { return silu(a); });
+  unary("relu", {3, 4}, false, [](const Tensor& a) { return relu(a); });
+  unary("tanh", {3, 4}, false, [](const Tensor& a) { return tanh(a); });
   binary("silu_mul", {3, 4}, {3, 4}, false,
          [](auto& gate, auto& up) { return silu_mul(gate, up); });
   binary("silu_mul/same_tensor", {3, 4}, {3, 4}, false,

@@ -33,6 +33,8 @@ Tensor exp(const Tensor& a);                   ///< e^a
 Tensor log(const Tensor& a);                   ///< natural log; a must be > 0
 Tensor sigmoid(const Tensor& a);               ///< 1 / (1 + e^-a)
 Tensor silu(const Tensor& a);                  ///< a * sigmoid(a) (Swish, Ramachandran et al. 2017)
+Tensor relu(const Tensor& a);                  ///< max(a, 0); gradient 0 at a = 0, as PyTorch
+Tensor tanh(const Tensor& a);                  ///< hyperbolic tangent, in (-1, 1)
 
 Tensor operator+(const Tensor& a, const Tensor& b);
 Tensor operator-(const Tensor& a, const Tensor& b);

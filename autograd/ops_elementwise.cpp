@@ -1,5 +1,5 @@
 // Elementwise ops: binary add/sub/mul/div with NumPy broadcasting, their scalar forms, and the
-// unary functions neg, pow, exp, log, sigmoid, silu. Each forward pass is one xtensor expression
+// unary functions neg, pow, exp, log, sigmoid, silu, relu, tanh. Each forward pass is one xtensor expression
 // and each backward pass the derivative written as one, right under it.
 //
 // Broadcasting (as NumPy): shapes are aligned at the right; each pair of extents must be equal
@@ -178,6 +178,21 @@ Tensor silu(const Tensor& a) {
     const Array& x = a.value();
     const Array s = 1 / (1 + xt::exp(-x));
     accumulate_grad(a, Array(g * (s + x * s * (1 - s))));
+  });
+}
+
+// y = max(x, 0):  dy/dx = 1 where x > 0, else 0 (0 at x = 0, as PyTorch)
+Tensor relu(const Tensor& a) {
+  return unary_result("relu", a, xt::maximum(a.value(), Scalar(0)),
+                      [a](const Array& g, const Array&) {
+                        accumulate_grad(a, Array(xt::where(a.value() > 0, g, Scalar(0))));
+                      });
+}
+
+// y = tanh x:  dy/dx = 1 - tanh^2 x = 1 - y^2
+Tensor tanh(const Tensor& a) {
+  return unary_result("tanh", a, xt::tanh(a.value()), [a](const Array& g, const Array& y) {
+    accumulate_grad(a, Array(g * (1 - y * y)));
   });
 }
 

@@ -50,6 +50,11 @@ ordered_json model_to_ordered_json(const ModelConfig& m) {
   j["norm_eps"] = m.norm_eps;
   j["init_std"] = m.init_std;
   j["attention"] = to_string(m.ops_path);  // the ops path, under the name it was first saved with
+  // The recipe options, only when on: a LLaMA-style model's config.json stays as it was, and
+  // a program that predates them refuses (unknown field) a model it would compute wrongly.
+  if (m.qk_norm) j["qk_norm"] = true;
+  if (m.mlp != Mlp::swiglu) j["mlp"] = to_string(m.mlp);
+  if (m.logit_softcap > 0) j["logit_softcap"] = m.logit_softcap;
   return j;
 }
 
@@ -73,12 +78,35 @@ double get_double(const json& obj, const char* key, const std::string& where,
   return v.get<double>();
 }
 
+/// The optional recipe options of "model" into `m` (absent: off, as every save before them).
+void read_recipe_options(const json& j, ModelConfig& m, const std::string& where,
+                         const std::string& source) {
+  if (j.contains("qk_norm")) {
+    if (!j.at("qk_norm").is_boolean())
+      fail(source, fmt::format("{}: \"qk_norm\" must be true or false, got {}", where,
+                               j.at("qk_norm").dump()));
+    m.qk_norm = j.at("qk_norm").get<bool>();
+  }
+  if (j.contains("mlp")) {
+    if (!j.at("mlp").is_string())
+      fail(source, fmt::format("{}: \"mlp\" must be \"swiglu\" or \"relu2\", got {}", where,
+                               j.at("mlp").dump()));
+    try {
+      m.mlp = parse_mlp(j.at("mlp").get<std::string>());
+    } catch (const std::invalid_argument& e) {
+      fail(source, fmt::format("{}: \"mlp\": {}", where, e.what()));
+    }
+  }
+  if (j.contains("logit_softcap")) m.logit_softcap = get_double(j, "logit_softcap", where, source);
+}
+
 ModelConfig model_from(const json& j, const std::string& source) {
   const std::string where = "\"model\"";
   if (!j.is_object()) fail(source, where + " must be a JSON object");
   static const std::set<std::string> known = {
-      "vocab_size",     "d_model",   "n_layers",  "n_heads",  "n_kv_heads", "ffn_hidden",
-      "context_length", "vocab_cap", "rope_base", "norm_eps", "init_std",   "attention"};
+      "vocab_size", "d_model",        "n_layers",  "n_heads",   "n_kv_heads",
+      "ffn_hidden", "context_length", "vocab_cap", "rope_base", "norm_eps",
+      "init_std",   "attention",      "qk_norm",   "mlp",       "logit_softcap"};
   for (const auto& [key, value] : j.items()) {
     if (!known.count(key)) fail(source, fmt::format("{}: unknown field \"{}\"", where, key));
   }
@@ -104,6 +132,7 @@ ModelConfig model_from(const json& j, const std::string& source) {
       fail(source, fmt::format("{}: \"attention\": {}", where, e.what()));
     }
   }
+  read_recipe_options(j, m, where, source);
   try {
     m.validate();
   } catch (const std::invalid_argument& e) {

@@ -15,6 +15,10 @@
 // and its vocabulary is the save's tokenizer.json (data/bpe_tokenizer.hpp); no "type" reads as
 // "char", so checkpoints written before BPE existed load unchanged.
 //
+// The recipe options (ModelConfig::qk_norm, mlp, logit_softcap) appear in "model" only when on:
+//     "qk_norm": true, "mlp": "relu2", "logit_softcap": 30.0
+// (absent = off, so every save made before them reads unchanged).
+//
 // "chars" lists the vocabulary in id order (id i + 1 = chars[i]), one UTF-8 string per
 // character, so the file stays readable and any JSON tool can load it. A vocabulary with chat
 // tokens (TextTokenizer::with_chat_tokens) adds "special_tokens": ["<|im_start|>", "<|im_end|>"]

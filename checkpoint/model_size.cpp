@@ -15,12 +15,13 @@ namespace glass {
 double parameter_count(const ModelConfig& c) {
   const double d = static_cast<double>(c.d_model);
   const double kv_width = static_cast<double>(c.n_kv_heads) * static_cast<double>(c.head_dim());
-  const double per_layer = 2 * d                                         // attention_norm, ffn_norm
-                           + 2 * d * d                                   // wq, wo
-                           + 2 * kv_width * d                            // wk, wv
-                           + 3 * d * static_cast<double>(c.ffn_hidden);  // w1, w2, w3
-  return 2 * static_cast<double>(c.vocab_size) * d                       // tok_embeddings, output
-         + static_cast<double>(c.n_layers) * per_layer + d;              // layers, norm
+  const double ffn_matrices = c.mlp == Mlp::relu2 ? 2 : 3;  // w2, w3 (ReLU²) or w1, w2, w3
+  const double per_layer = 2 * d                            // attention_norm, ffn_norm
+                           + 2 * d * d                      // wq, wo
+                           + 2 * kv_width * d               // wk, wv
+                           + ffn_matrices * d * static_cast<double>(c.ffn_hidden);
+  return 2 * static_cast<double>(c.vocab_size) * d           // tok_embeddings, output
+         + static_cast<double>(c.n_layers) * per_layer + d;  // layers, norm
 }
 
 double training_memory_lower_bound(const ModelConfig& c, std::size_t batch, std::size_t context,

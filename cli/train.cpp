@@ -105,6 +105,9 @@ void fill_options(TrainFlags& flags, CLI::App* cmd) {
   model.n_kv_heads = cmd->count("--n-kv-heads") > 0;
   model.ffn_hidden = cmd->count("--ffn-hidden") > 0;
   model.vocab_cap = cmd->count("--vocab-cap") > 0;
+  model.qk_norm = cmd->count("--qk-norm") > 0;
+  model.mlp = cmd->count("--mlp") > 0;
+  model.logit_softcap = cmd->count("--logit-softcap") > 0;
 }
 
 void run_train(TrainFlags& flags, CLI::App* cmd, FillOptions fill) {
@@ -202,6 +205,7 @@ void add_train_command(CLI::App& app) {
   add_evaluation_flags(cmd, o);
   add_run_flags(cmd, *flags);
   add_model_flags(cmd, o);
+  add_recipe_option_flags(cmd, o);
   cmd->footer(
       "Examples:\n"
       "  glass train                                        the bundled corpus, default recipe\n"

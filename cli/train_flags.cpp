@@ -166,7 +166,7 @@ void add_model_flags(CLI::App* cmd, glass::TrainOptions& o) {
       ->check(glass::cli::kPositiveInteger)
       ->capture_default_str()
       ->group("Model");
-  cmd->add_option("--ffn-hidden", o.model.ffn_hidden, "SwiGLU hidden width")
+  cmd->add_option("--ffn-hidden", o.model.ffn_hidden, "hidden width of the feed-forward (--mlp)")
       ->check(glass::cli::kPositiveInteger)
       ->capture_default_str()
       ->group("Model");
@@ -216,6 +216,30 @@ void mark_recipe_given(glass::TrainOptions& o, const CLI::App* cmd) {
   given.context = cmd->count("--context") > 0;
   given.optimizer = cmd->count("--optimizer") > 0;
   given.muon_lr = cmd->count("--muon-lr") > 0;
+}
+
+/// The options of modded-nanogpt and nanochat that llama.cpp's `llama` architecture and
+/// llama2.c's run.c do not compute (ModelConfig, nn/config.hpp).
+void add_recipe_option_flags(CLI::App* cmd, glass::TrainOptions& o) {
+  const std::string group = "Recipe options (off by default; glass export refuses them)";
+  cmd->add_flag("--qk-norm", o.model.qk_norm,
+                "RMSNorm of each head's queries and keys (no learned gain) before RoPE, as "
+                "modded-nanogpt and nanochat")
+      ->group(group);
+  cmd->add_option_function<std::string>(
+         "--mlp", [&o](const std::string& name) { o.model.mlp = glass::parse_mlp(name); },
+         "the feed-forward: swiglu, w2(silu(w1 x) * w3 x) (LLaMA), or relu2, w2(relu(w3 x)^2) "
+         "(no gate matrix: 2/3 of SwiGLU's weights at the same --ffn-hidden; 4 x --d-model "
+         "matches SwiGLU's count at 8/3)")
+      ->transform(CLI::IsMember({"swiglu", "relu2"}, CLI::ignore_case))
+      ->default_str("swiglu")
+      ->group(group);
+  cmd->add_option("--logit-softcap", o.model.logit_softcap,
+                  "soft-cap the logits to c tanh(logits / c) before the loss and sampling "
+                  "(Gemma 2; modded-nanogpt uses 15 or 30); 0 = off")
+      ->check(glass::cli::kNonNegativeNumber)
+      ->capture_default_str()
+      ->group(group);
 }
 
 }  // namespace glass::cli

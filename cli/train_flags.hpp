@@ -52,4 +52,8 @@ void run_train_on_all_ranks(TrainFlags& flags, CLI::App* cmd, FillOptions fill);
 /// vocabulary and tokenizer (--vocab-cap, --tokenizer, --vocab-size) and --ops; group "Model".
 void add_model_flags(CLI::App* cmd, glass::TrainOptions& o);
 
+/// The recipe options of the model, off by default (--qk-norm, --mlp swiglu|relu2,
+/// --logit-softcap C); group "Recipe options (the exporters refuse them)".
+void add_recipe_option_flags(CLI::App* cmd, glass::TrainOptions& o);
+
 }  // namespace glass::cli

@@ -53,10 +53,10 @@ std::string train_command(const CLI::App* cmd, const glass::TrainOptions& o,
 }  // namespace
 
 std::string resume_command(const CLI::App* cmd, const glass::TrainOptions& o) {
-  return train_command(
-             cmd, o,
-             {"--overwrite", "--resume", "--time", "--d-model", "--n-layers", "--n-heads",
-              "--n-kv-heads", "--ffn-hidden", "--vocab-cap", "--tokenizer", "--vocab-size"}) +
+  return train_command(cmd, o,
+                       {"--overwrite", "--resume", "--time", "--d-model", "--n-layers", "--n-heads",
+                        "--n-kv-heads", "--ffn-hidden", "--vocab-cap", "--tokenizer",
+                        "--vocab-size", "--qk-norm", "--mlp", "--logit-softcap"}) +
          " --resume";
 }
 

@@ -184,6 +184,7 @@ std::string gguf_note(const Checkpoint& model) {
 std::string gguf_bytes(const Checkpoint& loaded, const ExportInfo& info) {
   const ModelConfig& c = loaded.config();
   const Decoder& m = loaded.model();
+  refuse_recipe_options(c, "llama.cpp's `llama` architecture");
   if (info.context == 0 || info.context > c.context_length)
     throw ExportError(
         fmt::format("the training context {} must be between 1 and the model's "
@@ -208,9 +209,9 @@ std::string gguf_bytes(const Checkpoint& loaded, const ExportInfo& info) {
     tensors.push_back(tensor(p + "attn_v.weight", b.attention.wv.weight.value()));
     tensors.push_back(tensor(p + "attn_output.weight", b.attention.wo.weight.value()));
     tensors.push_back(tensor(p + "ffn_norm.weight", b.ffn_norm.weight.value()));
-    tensors.push_back(tensor(p + "ffn_gate.weight", b.feed_forward.w1.weight.value()));
-    tensors.push_back(tensor(p + "ffn_down.weight", b.feed_forward.w2.weight.value()));
-    tensors.push_back(tensor(p + "ffn_up.weight", b.feed_forward.w3.weight.value()));
+    tensors.push_back(tensor(p + "ffn_gate.weight", b.swiglu().w1.weight.value()));
+    tensors.push_back(tensor(p + "ffn_down.weight", b.swiglu().w2.weight.value()));
+    tensors.push_back(tensor(p + "ffn_up.weight", b.swiglu().w3.weight.value()));
   }
   tensors.push_back(tensor("output_norm.weight", m.norm.weight.value()));
   tensors.push_back(with_unknown_rows("output.weight", m.output.weight.value(), extra));

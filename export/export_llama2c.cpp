@@ -93,6 +93,7 @@ Llama2cVocab llama2c_vocab(const TextTokenizer& tokenizer) {
 Llama2cFiles llama2c_bytes(const Checkpoint& loaded, const ExportInfo& info) {
   const ModelConfig& c = loaded.config();
   const Decoder& m = loaded.model();
+  refuse_recipe_options(c, "llama2.c's run.c");
   if (c.rope_base != kRunCRopeBase)
     throw ExportError(
         fmt::format("llama2.c's run.c computes RoPE with base 10000; this model was "
@@ -134,9 +135,9 @@ Llama2cFiles llama2c_bytes(const Checkpoint& loaded, const ExportInfo& info) {
   for (std::size_t l = 0; l < L; ++l) w.array(m.layers[l]->attention.wv.weight.value());
   for (std::size_t l = 0; l < L; ++l) w.array(m.layers[l]->attention.wo.weight.value());
   for (std::size_t l = 0; l < L; ++l) w.array(m.layers[l]->ffn_norm.weight.value());
-  for (std::size_t l = 0; l < L; ++l) w.array(m.layers[l]->feed_forward.w1.weight.value());
-  for (std::size_t l = 0; l < L; ++l) w.array(m.layers[l]->feed_forward.w2.weight.value());
-  for (std::size_t l = 0; l < L; ++l) w.array(m.layers[l]->feed_forward.w3.weight.value());
+  for (std::size_t l = 0; l < L; ++l) w.array(m.layers[l]->swiglu().w1.weight.value());
+  for (std::size_t l = 0; l < L; ++l) w.array(m.layers[l]->swiglu().w2.weight.value());
+  for (std::size_t l = 0; l < L; ++l) w.array(m.layers[l]->swiglu().w3.weight.value());
   w.array(m.norm.weight.value());
   // freq_cis_real, freq_cis_imag: cos and sin of pos * theta_i, theta_i = 10000^(-2i/head_dim)
   // (Su et al. 2021, eq. 15), (seq_len, head_dim / 2) each.

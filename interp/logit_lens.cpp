@@ -46,7 +46,7 @@ LogitLens logit_lens(const Decoder& model, const Tokens& tokens, std::size_t top
     const Array& stream = tracer.get(lens.points[s]);
     Array x = Array::from_shape({1, T, d});
     std::copy(stream.data(), stream.data() + stream.size(), x.data());
-    const Array logits = model.output.forward(model.norm.forward(Tensor(x), &tracer)).value();
+    const Array logits = model.logits_of(Tensor(x), &tracer).value();
     const Array probs = softmax(Tensor(logits)).value();
     std::copy(logits.data(), logits.data() + T * V, lens.logits.data() + s * T * V);
     std::copy(probs.data(), probs.data() + T * V, lens.probs.data() + s * T * V);

@@ -1,7 +1,7 @@
 // Grouped-query causal self-attention with RoPE and a KV cache, the reference path: read
 // Attention::forward_reference top to bottom, one numbered step per arrow of
-//   X -> Q/K/V -> RoPE on Q/K -> KV cache -> GQA expansion -> QK^T/sqrt(d_k) -> causal mask ->
-//   softmax -> mix with V -> W_O,
+//   X -> Q/K/V -> (QK-norm) -> RoPE on Q/K -> KV cache -> GQA expansion -> QK^T/sqrt(d_k) ->
+//   causal mask -> softmax -> mix with V -> W_O,
 // each on the primitive ops of autograd/ops.hpp (Linear, rope, concat, repeat_kv, matmul,
 // masked_fill, softmax) and each followed by its tracer snapshot (the last three are hook points, where a hook
 // may also replace the value: nn/tracer.hpp). This is the code the
@@ -10,6 +10,8 @@
 // tests/train/attention_paths_test.cpp compare them.
 
 #include "nn/decoder.hpp"
+
+#include "autograd/kernels/kernels.hpp"
 
 #include <xtensor/xmanipulation.hpp>
 
@@ -43,7 +45,10 @@ Attention::Attention(const ModelConfig& config, Rng& rng)
       n_heads(config.n_heads),
       n_kv_heads(config.n_kv_heads),
       head_dim(config.head_dim()),
-      rope_base(config.rope_base) {
+      rope_base(config.rope_base),
+      qk_norm(config.qk_norm),
+      norm_eps(config.norm_eps),
+      unit_gain_(Tensor::ones({config.head_dim()})) {
   register_module("wq", wq);
   register_module("wk", wk);
   register_module("wv", wv);
@@ -72,6 +77,19 @@ std::string Attention::snapshot_name(const std::string& step) const {
   return block + "attn." + step;
 }
 
+// QK-norm as modded-nanogpt's train_gpt.py writes it, `q, k = norm(q), norm(k)` right before
+// `q, k = self.rotary(q), self.rotary(k)`, with norm(x) = F.rms_norm(x, (x.size(-1),)): no
+// learned gain (nanochat's gpt.py uses the same parameter-free norm). Without a gain the order
+// does not matter: RoPE rotates pairs of coordinates, which keeps each head's RMS, so norm then
+// rotate equals rotate then norm (nanochat's order) up to rounding. No gain also means no new
+// weights, and the KV cache keeps the normalised, rotated keys as before. Both paths run it;
+// the fast one through fast_rms_norm (same values to rounding).
+void Attention::normalise_qk(Tensor& q, Tensor& k, bool fast) const {
+  const Scalar eps = static_cast<Scalar>(norm_eps);
+  q = fast ? fast_rms_norm(q, unit_gain_, eps) : rms_norm(q, unit_gain_, eps);
+  k = fast ? fast_rms_norm(k, unit_gain_, eps) : rms_norm(k, unit_gain_, eps);
+}
+
 Tensor Attention::forward_reference(const Tensor& x, LayerKVCache* cache, Tracer* tracer) const {
   const std::size_t B = x.shape()[0];
   const std::size_t n = x.shape()[1];                               // new queries
@@ -92,6 +110,11 @@ Tensor Attention::forward_reference(const Tensor& x, LayerKVCache* cache, Tracer
     snapshot("k", heads_first(k));
     snapshot("v", heads_first(v));
   }
+
+  // 1b. QK-norm (config.qk_norm; off by default): each head's q and k divided by its RMS over
+  //     head_dim, so a score q.k / sqrt(d_k) can never exceed sqrt(d_k) in size. See
+  //     normalise_qk. The snapshots above show the projections before it.
+  if (qk_norm) normalise_qk(q, k, /*fast=*/false);
 
   // 2. RoPE on Q and K: each pair of coordinates turns by an angle that grows with the absolute
   //    position position .. position+n-1 (= start .. start+n-1 unless a rolling cache dropped

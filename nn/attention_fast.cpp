@@ -28,10 +28,12 @@ Tensor Attention::forward_fast(const Tensor& x, LayerKVCache* cache) const {
   const std::size_t position = cache ? cache->next_position() : 0;  // RoPE: absolute position
   const Scalar scale = 1 / std::sqrt(static_cast<Scalar>(head_dim));
 
-  // 1-2. Projections and RoPE, in the (B, n, heads, head_dim) layout the kernels read in place.
+  // 1-2. Projections, QK-norm if on, and RoPE, in the (B, n, heads, head_dim) layout the kernels
+  //      read in place.
   Tensor q = fast_reshape(wq.forward(x), {B, n, n_heads, head_dim});
   Tensor k = fast_reshape(wk.forward(x), {B, n, n_kv_heads, head_dim});
   Tensor v = fast_reshape(wv.forward(x), {B, n, n_kv_heads, head_dim});
+  if (qk_norm) normalise_qk(q, k, /*fast=*/true);  // 1b, as the reference path
   q = fast_rope(q, position, static_cast<Scalar>(rope_base));
   k = fast_rope(k, position, static_cast<Scalar>(rope_base));
 

@@ -1,6 +1,7 @@
 #include "nn/config.hpp"
 
 #include <cmath>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -45,6 +46,26 @@ OpsPath parse_ops_path(const std::string& text) {
                               "\")");
 }
 
+std::string to_string(Mlp mlp) { return mlp == Mlp::relu2 ? "relu2" : "swiglu"; }
+
+Mlp parse_mlp(const std::string& text) {
+  if (text == "swiglu") return Mlp::swiglu;
+  if (text == "relu2") return Mlp::relu2;
+  throw std::invalid_argument("the MLP must be \"swiglu\" or \"relu2\" (got \"" + text + "\")");
+}
+
+std::vector<std::string> recipe_options_in_use(const ModelConfig& config) {
+  std::vector<std::string> used;
+  if (config.qk_norm) used.push_back("QK-norm (config.json \"qk_norm\": true)");
+  if (config.mlp == Mlp::relu2) used.push_back("the ReLU² MLP (config.json \"mlp\": \"relu2\")");
+  if (config.logit_softcap > 0) {
+    std::ostringstream c;  // 30, 15.5: the shortest form, as config.json writes it
+    c << config.logit_softcap;
+    used.push_back("logit soft-capping (config.json \"logit_softcap\": " + c.str() + ")");
+  }
+  return used;
+}
+
 void ModelConfig::validate() const {
   // Zero sizes first: every other rule divides by one of these.
   require_positive(vocab_size, "vocab_size");
@@ -84,6 +105,9 @@ void ModelConfig::validate() const {
           "norm_eps must be a finite number > 0 (got " + std::to_string(norm_eps) + ")");
   require(std::isfinite(init_std) && init_std >= 0.0,
           "init_std must be a finite number >= 0 (got " + std::to_string(init_std) + ")");
+  require(std::isfinite(logit_softcap) && logit_softcap >= 0.0,
+          "logit_softcap must be a finite number >= 0, 0 = off (got " +
+              std::to_string(logit_softcap) + ")");
 }
 
 }  // namespace glass

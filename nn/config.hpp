@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace glass {
 
@@ -27,6 +28,18 @@ std::string to_string(OpsPath path);
 /// value and the two choices otherwise.
 OpsPath parse_ops_path(const std::string& text);
 
+/// The feed-forward of each block (ModelConfig::mlp).
+/// - swiglu: w2(silu(w1 x) * w3 x), LLaMA's (Shazeer 2020); 3 * d_model * ffn_hidden weights.
+/// - relu2: w2(relu(w3 x)^2), no gate matrix (So et al. 2021, "Primer"; modded-nanogpt and
+///   nanochat); 2 * d_model * ffn_hidden weights, so ffn_hidden = 4 d_model matches SwiGLU's
+///   8/3 d_model.
+enum class Mlp { swiglu, relu2 };
+
+/// "swiglu" or "relu2": the names of --mlp and config.json's "mlp".
+std::string to_string(Mlp mlp);
+/// The Mlp named `text`; throws std::invalid_argument naming the value and the two choices.
+Mlp parse_mlp(const std::string& text);
+
 /// Sizes and constants of the LLaMA-style decoder. The defaults give the project's model:
 /// 742,784 parameters with a 65-character vocabulary.
 struct ModelConfig {
@@ -46,12 +59,27 @@ struct ModelConfig {
   /// Which code computes the model (see OpsPath); saved as config.json's "attention".
   OpsPath ops_path = OpsPath::fast;
 
+  // Recipe options (modded-nanogpt, nanochat). Off by default: llama.cpp's `llama` architecture
+  // and llama2.c's run.c compute none of them, so the exporters refuse a model that uses one
+  // (recipe_options_in_use). config.json holds each only when it is on.
+  /// QK-norm: each head's q and k divided by its RMS (parameter-free RMSNorm over head_dim)
+  /// after the projections and before RoPE (nn/attention.cpp, step 1b).
+  bool qk_norm = false;
+  Mlp mlp = Mlp::swiglu;  ///< the feed-forward (see Mlp)
+  /// Logit soft-capping (Gemma 2): logits <- c tanh(logits / c), so |logits| < c; 0 = off.
+  double logit_softcap = 0.0;
+
   std::size_t head_dim() const { return d_model / n_heads; }
   /// Throws std::invalid_argument saying what is wrong: a zero size, d_model != n_heads * head_dim,
   /// n_heads not a multiple of n_kv_heads, an odd head_dim (RoPE needs pairs), eps <= 0, ...
   /// The rules between two sizes throw its subclass ModelConfigError.
   void validate() const;
 };
+
+/// The recipe options `config` uses that llama.cpp's `llama` architecture and llama2.c's run.c do
+/// not compute, each as "<name> (config.json \"<field>\": <value>)", e.g.
+/// "QK-norm (config.json \"qk_norm\": true)"; empty for a LLaMA-style model.
+std::vector<std::string> recipe_options_in_use(const ModelConfig& config);
 
 /// Which rule between two sizes of a ModelConfig failed.
 enum class SizeRule {

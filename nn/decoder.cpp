@@ -17,12 +17,18 @@ Block::Block(const ModelConfig& config, Rng& rng)
     : attention_norm(config.d_model, config.norm_eps),
       attention(config, rng),
       ffn_norm(config.d_model, config.norm_eps),
-      feed_forward(config, rng) {
+      feed_forward(make_feed_forward(config, rng)) {
   register_module("attention_norm", attention_norm);
   register_module("attention", attention);
   register_module("ffn_norm", ffn_norm);
-  register_module("feed_forward", feed_forward);
+  register_module("feed_forward", *feed_forward);
   set_ops_path(config.ops_path);
+}
+
+const SwiGLU& Block::swiglu() const {
+  const auto* ffn = dynamic_cast<const SwiGLU*>(feed_forward.get());
+  if (!ffn) throw std::logic_error("Block::swiglu: " + path() + "'s feed-forward is not SwiGLU");
+  return *ffn;
 }
 
 Tensor Block::forward(const Tensor& x, LayerKVCache* cache, Tracer* tracer) const {
@@ -37,7 +43,7 @@ Tensor Block::forward(const Tensor& x, LayerKVCache* cache, Tracer* tracer) cons
   Tensor h = residual(x, attention.forward(attention_norm.forward(x, tracer), cache, tracer));
   h = hook_point(tracer, path() + ".mid", h, false);
   const Tensor mlp = hook_point(tracer, path() + ".feed_forward.out",
-                                feed_forward.forward(ffn_norm.forward(h, tracer)), false);
+                                feed_forward->forward(ffn_norm.forward(h, tracer)), false);
   return residual(h, mlp);
 }
 
@@ -119,13 +125,22 @@ Tensor Decoder::forward(const Ids& tokens, KVCache* cache, Tracer* tracer) const
     x = layers[i]->forward(x, cache ? &cache->layers[i] : nullptr, tracer);
     x = hook_point(tracer, layers[i]->path() + ".out", x);
   }
-  Tensor logits = output.forward(norm.forward(x, tracer));  // (B, T, vocab_size)
+  Tensor logits = logits_of(x, tracer);  // (B, T, vocab_size)
   if (tracer) {
     tracer->record("logits", logits.value());
     tracer->record("probs", softmax(Tensor(logits.value())).value());
   }
   if (cache) cache->advance(T);
   return logits;
+}
+
+Tensor Decoder::logits_of(const Tensor& x, const Tracer* tracer) const {
+  const Tensor logits = output.forward(norm.forward(x, tracer));
+  const double c = config_.logit_softcap;
+  if (c <= 0) return logits;
+  // Soft-capping (Gemma 2; modded-nanogpt): near 0 the logits pass unchanged, and none
+  // reaches c. The loss and the sampler both read these capped logits.
+  return static_cast<Scalar>(c) * tanh(logits / static_cast<Scalar>(c));
 }
 
 void Decoder::set_ops_path(OpsPath path) {

@@ -1,6 +1,6 @@
 #pragma once
 // The LLaMA-style character decoder: Linear, Embedding, RMSNorm, Attention (RoPE + GQA +
-// KV cache), SwiGLU, Block, Decoder.
+// KV cache), the feed-forward (SwiGLU, or ReLU² as a recipe option), Block, Decoder.
 
 #include <memory>
 #include <string>
@@ -131,8 +131,9 @@ class KVCache {
 };
 
 /// Grouped-query causal self-attention in nine steps:
-/// X -> Q/K/V -> RoPE on Q/K -> KV cache -> GQA expansion (repeat_kv) -> QK^T/sqrt(d_k) ->
-/// causal mask (masked_fill) -> softmax -> mix with V (matmul) -> W_O.
+/// X -> Q/K/V -> (QK-norm, when config.qk_norm) -> RoPE on Q/K -> KV cache -> GQA expansion
+/// (repeat_kv) -> QK^T/sqrt(d_k) -> causal mask (masked_fill) -> softmax -> mix with V (matmul)
+/// -> W_O.
 /// forward_reference (nn/attention.cpp) runs them on the reference ops; forward_fast
 /// (nn/attention_fast.cpp) runs steps 3-8 in the fused kernels of autograd/kernels/.
 class Attention : public Module {
@@ -155,18 +156,48 @@ class Attention : public Module {
   Linear wq, wk, wv, wo;
   std::size_t n_heads, n_kv_heads, head_dim;
   double rope_base;
+  bool qk_norm;     ///< config.qk_norm: step 1b normalises q and k per head
+  double norm_eps;  ///< QK-norm's epsilon (config.norm_eps)
+
+ private:
+  Tensor unit_gain_;  // (head_dim) ones, a constant: QK-norm has no learned gain
+  // Step 1b on the projections q (B, n, heads, head_dim) and k: RMSNorm over head_dim, with
+  // rms_norm, or fast_rms_norm when `fast`.
+  void normalise_qk(Tensor& q, Tensor& k, bool fast) const;
+};
+
+/// The feed-forward of a block: (..., d_model) -> (..., d_model). SwiGLU or ReLUSquared, as
+/// config.mlp says (make_feed_forward).
+class FeedForward : public Module {
+ public:
+  virtual Tensor forward(const Tensor& x) const = 0;
 };
 
 /// SwiGLU feed-forward (Shazeer 2020): w2(silu(w1 x) * w3 x); w1 gate (ffn_hidden, d_model),
 /// w3 up (ffn_hidden, d_model), w2 down (d_model, ffn_hidden), N(0, init_std / sqrt(2 n_layers)).
-class SwiGLU : public Module {
+class SwiGLU : public FeedForward {
  public:
   SwiGLU(const ModelConfig& config, Rng& rng);
   /// (..., d_model) -> (..., d_model): w2(silu(w1 x) * w3 x), the gate as silu_mul on the fast
   /// path.
-  Tensor forward(const Tensor& x) const;
+  Tensor forward(const Tensor& x) const override;
   Linear w1, w2, w3;
 };
+
+/// ReLU² feed-forward (So et al. 2021, "Primer"; the MLP of modded-nanogpt and
+/// nanochat): w2(relu(w3 x)^2), no gate. w3 up (ffn_hidden, d_model), w2 down (d_model,
+/// ffn_hidden), N(0, init_std / sqrt(2 n_layers)) for w2 as SwiGLU's. 2 * d_model * ffn_hidden
+/// weights: two thirds of SwiGLU's at the same ffn_hidden.
+class ReLUSquared : public FeedForward {
+ public:
+  ReLUSquared(const ModelConfig& config, Rng& rng);
+  /// (..., d_model) -> (..., d_model) on the reference ops relu and pow on both paths.
+  Tensor forward(const Tensor& x) const override;
+  Linear w2, w3;
+};
+
+/// The feed-forward config.mlp names, its weights drawn from `rng`.
+std::unique_ptr<FeedForward> make_feed_forward(const ModelConfig& config, Rng& rng);
 
 /// Pre-norm decoder block: x = x + attention(attention_norm(x)); x = x + feed_forward(ffn_norm(x)).
 class Block : public Module {
@@ -176,10 +207,13 @@ class Block : public Module {
   /// Attention::forward.
   /// The fast path's residual adds are fast_add.
   Tensor forward(const Tensor& x, LayerKVCache* cache = nullptr, Tracer* tracer = nullptr) const;
+  /// The SwiGLU feed-forward (what the exporters write); std::logic_error when config.mlp is
+  /// another.
+  const SwiGLU& swiglu() const;
   RMSNorm attention_norm;
   Attention attention;
   RMSNorm ffn_norm;
-  SwiGLU feed_forward;
+  std::unique_ptr<FeedForward> feed_forward;  ///< SwiGLU or ReLUSquared (config.mlp)
 };
 
 /// The whole model: tok_embeddings -> layers -> norm -> output (LM head, not tied).
@@ -204,6 +238,10 @@ class Decoder : public Module {
   /// [0, vocab_size), the cache was made for another batch size or the tracer's batch element
   /// does not exist; the cache is then unchanged.
   Tensor forward(const Ids& tokens, KVCache* cache = nullptr, Tracer* tracer = nullptr) const;
+  /// The model's last steps on a residual stream x (..., d_model) -> logits (..., vocab_size):
+  /// the final RMSNorm, the LM head and, when config().logit_softcap = c > 0, soft-capping
+  /// c tanh(logits / c) (Gemma 2). What forward ends with, and what the logit lens reads.
+  Tensor logits_of(const Tensor& x, const Tracer* tracer = nullptr) const;
   const ModelConfig& config() const { return config_; }
   /// Switches every layer to `path` and records it in config().ops_path; the weights stay.
   void set_ops_path(OpsPath path) override;

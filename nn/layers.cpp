@@ -1,4 +1,5 @@
-// The simple layers of the decoder: Linear, Embedding, RMSNorm and the SwiGLU feed-forward.
+// The simple layers of the decoder: Linear, Embedding, RMSNorm and the feed-forwards (SwiGLU,
+// ReLU²).
 
 #include "nn/decoder.hpp"
 
@@ -57,6 +58,26 @@ Tensor SwiGLU::forward(const Tensor& x) const {
   // gate into one pass over memory (silu_mul, autograd/kernels/silu_mul.cpp).
   if (ops_path() == OpsPath::fast) return w2.forward(silu_mul(w1.forward(x), w3.forward(x)));
   return w2.forward(silu(w1.forward(x)) * w3.forward(x));
+}
+
+// ReLU² (So et al. 2021, "Primer"): up with w3, relu, square, down with w2. No fused kernel:
+// relu and pow are cheap next to the two matrix products.
+ReLUSquared::ReLUSquared(const ModelConfig& config, Rng& rng)
+    : w2(config.ffn_hidden, config.d_model,
+         config.init_std / std::sqrt(2.0 * static_cast<double>(config.n_layers)), rng),
+      w3(config.d_model, config.ffn_hidden, config.init_std, rng) {
+  register_module("w2", w2);
+  register_module("w3", w3);
+  set_ops_path(config.ops_path);
+}
+
+Tensor ReLUSquared::forward(const Tensor& x) const {
+  return w2.forward(pow(relu(w3.forward(x)), 2));
+}
+
+std::unique_ptr<FeedForward> make_feed_forward(const ModelConfig& config, Rng& rng) {
+  if (config.mlp == Mlp::relu2) return std::make_unique<ReLUSquared>(config, rng);
+  return std::make_unique<SwiGLU>(config, rng);
 }
 
 }  // namespace GLASS_PRECISION

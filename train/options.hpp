@@ -30,6 +30,7 @@ struct RecipeGiven {
 struct ModelGiven {
   bool d_model = false, n_layers = false, n_heads = false, n_kv_heads = false, ffn_hidden = false,
        vocab_cap = false;
+  bool qk_norm = false, mlp = false, logit_softcap = false;  ///< the recipe options
 };
 
 /// The optimizer of a run: AdamW on every parameter, or Muon on the decoder blocks' matrices and

@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "sample/sampler.hpp"
 #include "train/chat_batches.hpp"
@@ -49,6 +50,8 @@ void Trainer::print_banner(std::size_t text_chars) {
       fits_time && decay_follows_iters_ ? std::string("the last step")
                                         : fmt::format("step {}", o.decay_iters),
       o.weight_decay, o.grad_clip, o.seed);
+  const std::vector<std::string> options = recipe_options_in_use(o.model);
+  if (!options.empty()) out_ << fmt::format("recipe options: {}\n", fmt::join(options, ", "));
   if (muon_)
     out_ << fmt::format(
         "optimizer: Muon (lr {:g}, the same schedule) on the {} matrices of the blocks, AdamW on "

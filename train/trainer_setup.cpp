@@ -101,7 +101,8 @@ void warn_of_long_warmup(const TrainOptions& o, std::ostream& out) {
       o.warmup, o.decay_iters, o.decay_iters, o.decay_iters / 10);
 }
 
-/// The sizes set in `given` (per `set`) to another value than `saved`'s, as "model.<field>".
+/// The sizes and recipe options set in `given` (per `set`) to another value than `saved`'s, as
+/// "model.<field>".
 std::vector<std::string> differing_sizes(const ModelConfig& given, const ModelGiven& set,
                                          const ModelConfig& saved) {
   using M = ModelConfig;
@@ -113,6 +114,10 @@ std::vector<std::string> differing_sizes(const ModelConfig& given, const ModelGi
                                            {"model.ffn_hidden", set.ffn_hidden, &M::ffn_hidden},
                                            {"model.vocab_cap", set.vocab_cap, &M::vocab_cap}})
     if (is_set && given.*size != saved.*size) fields.push_back(name);
+  if (set.qk_norm && given.qk_norm != saved.qk_norm) fields.push_back("model.qk_norm");
+  if (set.mlp && given.mlp != saved.mlp) fields.push_back("model.mlp");
+  if (set.logit_softcap && given.logit_softcap != saved.logit_softcap)
+    fields.push_back("model.logit_softcap");
   return fields;
 }
 

@@ -52,7 +52,7 @@ int main() {
   tut::secao("O bloco, e a mesma conta passo a passo");
   Tensor y = bloco.forward(x, nullptr, nullptr);
   Tensor h = x + bloco.attention.forward(bloco.attention_norm.forward(x), nullptr, nullptr);
-  Tensor y_mao = h + bloco.feed_forward.forward(bloco.ffn_norm.forward(h));
+  Tensor y_mao = h + bloco.feed_forward->forward(bloco.ffn_norm.forward(h));
   double diferenca = 0;
   for (std::size_t i = 0; i < y.size(); ++i) {
     diferenca =
@@ -83,7 +83,7 @@ int main() {
               norma(x.grad()), std::sqrt(double(x.size())));
   std::printf("média de dL/dx com os atalhos: %.4f\n", media(x.grad()));
   x.zero_grad();
-  Tensor sem_atalho = bloco.feed_forward.forward(bloco.ffn_norm.forward(
+  Tensor sem_atalho = bloco.feed_forward->forward(bloco.ffn_norm.forward(
       bloco.attention.forward(bloco.attention_norm.forward(x), nullptr, nullptr)));
   sum(sem_atalho).backward();
   std::printf("|dL/dx| sem os atalhos: %.3f\n", norma(x.grad()));
@@ -102,7 +102,7 @@ int main() {
   {
     NoGradGuard sem_fita;
     Tensor h_sem = bloco.attention.forward(bloco.attention_norm.forward(x), nullptr, nullptr);
-    Tensor y_sem = h_sem + bloco.feed_forward.forward(bloco.ffn_norm.forward(h_sem));
+    Tensor y_sem = h_sem + bloco.feed_forward->forward(bloco.ffn_norm.forward(h_sem));
     std::printf("h = atenção(...) sem o x: diferença máxima para bloco.forward %.4f\n",
                 static_cast<double>(xt::amax(xt::abs(y_sem.value() - y2.value()))()));
     const Array wo_original = bloco.attention.wo.weight.value();

@@ -96,6 +96,36 @@ TEST(ReferenceValues, SiluAndLogSoftmaxMatchPyTorch) {
       "dx");
 }
 
+// The two ops of the recipe options (ReLU² MLP, logit soft-capping), from NumPy 1.24 (Debian
+// python3-numpy, float64), /usr/bin/python3:
+//   x = np.array(kX).reshape(3, 4); W = np.arange(12.).reshape(3, 4) / 10
+//   np.tanh(x); W * (1 - np.tanh(x)**2)            (d/dx of (tanh(x) * W).sum())
+//   np.maximum(x, 0)**2; W * 2 * np.maximum(x, 0)  (d/dx of (relu(x)**2 * W).sum())
+// x[0][3] = 0 checks relu's gradient there: 0, as PyTorch.
+TEST(ReferenceValues, TanhAndReluSquaredMatchNumPy) {
+  const Tensor x = Tensor::from_vector(kX, {3, 4}, true);
+  const Tensor t = tanh(x);
+  expect_values(
+      t.value(),
+      {0.46211715726000974, -0.7615941559557649, 0.9640275800758169, 0.0, 0.9051482536448665,
+       0.24491866240370913, -0.6351489523872873, 0.9950547536867305, -0.9640275800758169,
+       0.7615941559557649, 0.46211715726000974, -0.46211715726000974},
+      "tanh");
+  sum(t * Tensor::from_vector(weights(), {3, 4})).backward();
+  expect_values(x.grad(),
+                {0.0, 0.041997434161402614, 0.014130164970632887, 0.3, 0.07228265556945934,
+                 0.470007424403189, 0.35795148496879886, 0.006906226015808147, 0.05652065988253155,
+                 0.3779769074526235, 0.7864477329659274, 0.8650925062625202},
+                "dtanh");
+  tape().clear();
+  const Tensor y = Tensor::from_vector(kX, {3, 4}, true);
+  const Tensor r2 = pow(relu(y), 2);
+  expect_values(r2.value(), {0.25, 0.0, 4.0, 0.0, 2.25, 0.0625, 0.0, 9.0, 0.0, 1.0, 0.25, 0.0},
+                "relu^2");
+  sum(r2 * Tensor::from_vector(weights(), {3, 4})).backward();
+  expect_values(y.grad(), {0.0, 0.0, 0.8, 0.0, 1.2, 0.25, 0.0, 4.2, 0.0, 1.8, 1.0, 0.0}, "drelu^2");
+}
+
 // Meta LLaMA's apply_rotary_emb (complex multiplication by torch.polar(1, (start+t) * freqs),
 // freqs = 1 / 10000 ** (arange(0, D, 2) / D)) on x (1, 2, 1, 4), start = 3.
 TEST(ReferenceValues, RopeMatchesLlamaReference) {

@@ -208,3 +208,42 @@ TEST(ConfigJson, ChatTokensAfterTheCharacters) {
   EXPECT_THROW(glass::config_from_json(glass::config_to_json(m, *chat.chars()), "mem"),
                ConfigError);
 }
+
+TEST(ConfigJson, RecipeOptionsAreWrittenOnlyWhenOnAndReadBack) {
+  ModelConfig m;
+  // Off (the default): config.json has none of the three keys, and a file without them reads
+  // as off (every save made before the options existed).
+  const std::string plain = glass::model_config_to_json(m);
+  for (const char* key : {"qk_norm", "\"mlp\"", "logit_softcap"})
+    EXPECT_EQ(plain.find(key), std::string::npos) << key << "\n" << plain;
+  const glass::CheckpointConfig off = glass::config_from_json(config_text(), "hand");
+  EXPECT_FALSE(off.model.qk_norm);
+  EXPECT_EQ(off.model.mlp, glass::Mlp::swiglu);
+  EXPECT_EQ(off.model.logit_softcap, 0.0);
+  // On: written and read back.
+  m.qk_norm = true;
+  m.mlp = glass::Mlp::relu2;
+  m.logit_softcap = 15.5;
+  const std::string on = glass::model_config_to_json(m);
+  EXPECT_NE(on.find("\"qk_norm\": true"), std::string::npos) << on;
+  EXPECT_NE(on.find("\"mlp\": \"relu2\""), std::string::npos) << on;
+  EXPECT_NE(on.find("\"logit_softcap\": 15.5"), std::string::npos) << on;
+  const ModelConfig back = glass::model_config_from_json(on, "m");
+  EXPECT_TRUE(back.qk_norm);
+  EXPECT_EQ(back.mlp, glass::Mlp::relu2);
+  EXPECT_EQ(back.logit_softcap, 15.5);
+}
+
+TEST(ConfigJson, RejectsBadRecipeOptions) {
+  const std::string end = "\"init_std\": 0.02}";
+  expect_rejected(config_text(end, "\"init_std\": 0.02, \"qk_norm\": 1}"),
+                  "\"qk_norm\" must be true or false, got 1");
+  expect_rejected(config_text(end, "\"init_std\": 0.02, \"mlp\": \"gelu\"}"),
+                  "\"mlp\": the MLP must be \"swiglu\" or \"relu2\" (got \"gelu\")");
+  expect_rejected(config_text(end, "\"init_std\": 0.02, \"mlp\": 2}"),
+                  "\"mlp\" must be \"swiglu\" or \"relu2\", got 2");
+  expect_rejected(config_text(end, "\"init_std\": 0.02, \"logit_softcap\": -3}"),
+                  "logit_softcap must be a finite number >= 0");
+  expect_rejected(config_text(end, "\"init_std\": 0.02, \"logit_softcap\": \"30\"}"),
+                  "\"logit_softcap\" must be a number");
+}

@@ -18,7 +18,10 @@ TEST(ModelSize, ParameterCountMatchesTheBuiltDecoder) {
   small.n_heads = 4;
   small.n_kv_heads = 1;
   small.ffn_hidden = 40;
-  for (const ModelConfig& c : {defaults, small}) {
+  ModelConfig relu2 = small;  // the ReLU² MLP: no gate matrix
+  relu2.mlp = glass::Mlp::relu2;
+  relu2.qk_norm = true;  // no weights
+  for (const ModelConfig& c : {defaults, small, relu2}) {
     const Decoder model(c, 1);
     EXPECT_EQ(parameter_count(c), static_cast<double>(model.num_parameters()));
   }

@@ -1,7 +1,8 @@
 // `glass export` through the real binary: both formats written from a trained checkpoint, and
 // bad input (an unknown format, an unwritable path, a directory that is not a checkpoint, a
 // model llama2.c cannot run) refused with a clear message, a non-zero exit and no file written;
-// a vocabulary holding U+2581 exported to GGUF with a note.
+// a vocabulary holding U+2581 exported to GGUF with a note; a model trained with a recipe option
+// (QK-norm, ReLU², logit soft-capping) refused by both formats, naming the option.
 
 #include <unistd.h>
 
@@ -183,6 +184,68 @@ TEST_F(ExportCli, ModelLlama2cCannotRun) {
   r = glass("export --checkpoint " + quote((out / "ckpt").string()) + " --format gguf --out " +
             quote((out / "m.gguf").string()));
   EXPECT_EQ(r.exit_code, 0) << r.err;
+}
+
+/// A small model with one recipe option set by `set`, saved through the checkpoint API in
+/// `out`/ckpt.
+template <class Set>
+fs::path save_with_option(const fs::path& out, Set set) {
+  glass::ModelConfig c;
+  c.vocab_size = 4;
+  c.d_model = 8;
+  c.n_layers = 1;
+  c.n_heads = 2;
+  c.n_kv_heads = 1;
+  c.ffn_hidden = 8;
+  c.context_length = 16;
+  set(c);
+  glass::save_model((out / "ckpt").string(), glass::Decoder(c, 1),
+                    glass::Tokenizer({U'a', U' ', U'\n'}));
+  return out / "ckpt";
+}
+
+TEST_F(ExportCli, ARecipeOptionIsRefusedByGgufNamingIt) {
+  // llama.cpp's `llama` architecture has no QK-norm, ReLU² MLP or soft-capping: a GGUF file of
+  // such a model would load and give other numbers, so it is refused, naming the option.
+  const fs::path out = glass_test::temp_dir("glass-export-cli-recipe-gguf");
+  const std::vector<std::pair<std::string, void (*)(glass::ModelConfig&)>> cases = {
+      {"QK-norm (config.json \"qk_norm\": true)", [](glass::ModelConfig& c) { c.qk_norm = true; }},
+      {"ReLU² MLP (config.json \"mlp\": \"relu2\")",
+       [](glass::ModelConfig& c) { c.mlp = glass::Mlp::relu2; }},
+      {"logit soft-capping (config.json \"logit_softcap\": 30)",
+       [](glass::ModelConfig& c) { c.logit_softcap = 30; }}};
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    const auto& [named, set] = cases[i];
+    const fs::path dir = out / std::to_string(i);
+    const fs::path ckpt = save_with_option(dir, set);
+    const GlassRun r = glass("export --checkpoint " + quote(ckpt.string()) +
+                             " --format gguf --out " + quote((dir / "m.gguf").string()));
+    expect_error(r, named);
+    expect_error(r, "llama.cpp's `llama` architecture does not compute");
+    EXPECT_FALSE(fs::exists(dir / "m.gguf")) << named;
+  }
+}
+
+TEST_F(ExportCli, RecipeOptionsAreRefusedByLlama2cNamingEach) {
+  // A run trained through `glass train` with all three options: config.json records them, and
+  // llama2.c's run.c (no QK-norm, ReLU² or soft-capping) refuses the model, naming each.
+  const fs::path out = glass_test::temp_dir("glass-export-cli-recipe-l2c");
+  const fs::path ckpt = out / "ckpt";
+  GlassRun r = glass("train --data " + quote((dir_ / "text.txt").string()) + " --out " +
+                     quote(ckpt.string()) + " --iters 2 --eval-every 2" + glass_test::tiny(5) +
+                     " --qk-norm --mlp relu2 --logit-softcap 15");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string config = glass_test::read_file(ckpt / "config.json");
+  for (const char* field : {"\"qk_norm\": true", "\"mlp\": \"relu2\"", "\"logit_softcap\": 15"})
+    EXPECT_NE(config.find(field), std::string::npos) << field << "\n" << config;
+  r = glass("export --checkpoint " + quote(ckpt.string()) + " --format llama2c --out " +
+            quote((out / "l2c").string()));
+  expect_error(r,
+               "this model uses QK-norm (config.json \"qk_norm\": true), the ReLU² MLP "
+               "(config.json \"mlp\": \"relu2\") and logit soft-capping (config.json "
+               "\"logit_softcap\": 15), which llama2.c's run.c does not compute");
+  EXPECT_FALSE(fs::exists(out / "l2c" / "model.bin"));
+  EXPECT_FALSE(fs::exists(out / "l2c" / "tokenizer.bin"));
 }
 
 TEST_F(ExportCli, AVocabularyHoldingU2581IsExportedWithANote) {

@@ -281,7 +281,7 @@ TEST(ExportGguf, TensorTable) {
   EXPECT_EQ(tensor_values(bytes, g, "blk.0.attn_k.weight"),
             flat(d.layers[0]->attention.wk.weight.value()));
   EXPECT_EQ(tensor_values(bytes, g, "blk.1.ffn_down.weight"),
-            flat(d.layers[1]->feed_forward.w2.weight.value()));
+            flat(d.layers[1]->swiglu().w2.weight.value()));
   EXPECT_EQ(tensor_values(bytes, g, "blk.0.ffn_norm.weight"),
             flat(d.layers[0]->ffn_norm.weight.value()));
   EXPECT_EQ(tensor_values(bytes, g, "output_norm.weight"), flat(d.norm.weight.value()));
@@ -455,11 +455,11 @@ Llama2c read_llama2c(const glass::Llama2cFiles& files) {
     take(d.layers[l]->attention.wo.weight.value(), n_heads * head_size * dim);
   for (std::size_t l = 0; l < L; ++l) take(d.layers[l]->ffn_norm.weight.value(), dim);
   for (std::size_t l = 0; l < L; ++l)
-    take(d.layers[l]->feed_forward.w1.weight.value(), dim * hidden);
+    take(dynamic_cast<glass::SwiGLU&>(*d.layers[l]->feed_forward).w1.weight.value(), dim * hidden);
   for (std::size_t l = 0; l < L; ++l)
-    take(d.layers[l]->feed_forward.w2.weight.value(), hidden * dim);
+    take(dynamic_cast<glass::SwiGLU&>(*d.layers[l]->feed_forward).w2.weight.value(), hidden * dim);
   for (std::size_t l = 0; l < L; ++l)
-    take(d.layers[l]->feed_forward.w3.weight.value(), dim * hidden);
+    take(dynamic_cast<glass::SwiGLU&>(*d.layers[l]->feed_forward).w3.weight.value(), dim * hidden);
   take(d.norm.weight.value(), dim);
   out.freq_cis_real.assign(ptr, ptr + seq_len * head_size / 2);
   ptr += seq_len * head_size / 2;  // run.c: skip what used to be freq_cis_real

@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "interp_util.hpp"
+#include "nn/recipe_options_reference.hpp"
 
 namespace {
 
@@ -137,6 +138,36 @@ TEST(LogitLens, TheLastLayerIsTheModelsLogitsBitForBit) {
   const Array fast_logits = plain_logits(*fast, as_batch(kPrompt));
   for (std::size_t i = 0; i < T * V; ++i)
     ASSERT_NEAR(lens.logits.data()[2 * T * V + i], fast_logits.data()[i], 1e-12);
+}
+
+TEST(RecipeOptions, HooksAndTheLogitLensRunEachOption) {
+  // With QK-norm, the ReLU² MLP or soft-capping on, the traced forward (reference path, hooks
+  // that change nothing) gives the NumPy reference's logits, and the logit lens's last row is
+  // the model's logits bit for bit: the lens soft-caps too.
+  const std::vector<std::pair<void (*)(ModelConfig&), const std::vector<double>& (*)()>> cases = {
+      {[](ModelConfig& c) { c.qk_norm = true; }, glass_test::recipe_qk_norm_logits},
+      {[](ModelConfig& c) { c.mlp = Mlp::relu2; }, glass_test::recipe_relu2_logits},
+      {[](ModelConfig& c) { c.logit_softcap = glass_test::kReferenceSoftcap; },
+       glass_test::recipe_softcap_logits}};
+  for (std::size_t k = 0; k < cases.size(); ++k) {
+    ModelConfig config = glass_test::twin_config();
+    cases[k].first(config);
+    config.ops_path = OpsPath::reference;
+    Decoder model(config, 0);
+    glass_test::set_reference_weights(model);
+    Tracer tracer;
+    tracer.add_hook("", [](const std::string&, Array&) {});
+    const Array hooked = run_with_hooks(model, glass_test::twin_tokens(), tracer);
+    const std::vector<double>& expected = cases[k].second();
+    ASSERT_EQ(hooked.size(), expected.size());
+    for (std::size_t i = 0; i < expected.size(); ++i)
+      ASSERT_NEAR(hooked.data()[i], expected[i], 1e-11) << "option " << k << " index " << i;
+    const LogitLens lens = logit_lens(model, kPrompt, 3);
+    const std::size_t T = kPrompt.size(), V = 11;
+    const Array logits = plain_logits(model, as_batch(kPrompt));
+    for (std::size_t i = 0; i < T * V; ++i)
+      ASSERT_EQ(lens.logits.data()[2 * T * V + i], logits.data()[i]) << "option " << k;
+  }
 }
 
 TEST(LogitLens, TheEmbeddingRowEqualsAHandComputedLens) {

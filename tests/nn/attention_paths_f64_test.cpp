@@ -163,7 +163,7 @@ TEST(AttentionPaths, TheSwitchIsExplicitAndValidated) {
   EXPECT_EQ(model.layers[0]->attention.ops_path(), OpsPath::reference);
   model.set_ops_path(OpsPath::fast);
   EXPECT_EQ(model.layers[1]->attention.ops_path(), OpsPath::fast);
-  EXPECT_EQ(model.layers[1]->feed_forward.w2.ops_path(), OpsPath::fast);
+  EXPECT_EQ(model.layers[1]->swiglu().w2.ops_path(), OpsPath::fast);
   EXPECT_EQ(model.output.ops_path(), OpsPath::fast);
   EXPECT_EQ(model.config().ops_path, OpsPath::fast);
   EXPECT_EQ(ModelConfig().ops_path, OpsPath::fast);  // the default

@@ -134,4 +134,32 @@ TEST(ModuleGradcheck, WholeTinyDecoderEveryParameter) {
   }
 }
 
+TEST(ModuleGradcheck, ReLUSquared) {
+  Rng rng(30);
+  ReLUSquared ffn(tiny_config(), rng);
+  randomize(ffn, 0.5, 31);
+  Tensor x = random_tensor({2, 3, 16}, 1.0, 32, true);
+  EXPECT_TRUE(gradients_match([&] { return ffn.forward(x); }, ffn, {x}));
+}
+
+TEST(ModuleGradcheck, WholeTinyDecoderWithEachRecipeOption) {
+  // As above, with QK-norm, the ReLU² MLP and logit soft-capping (c = 2, where tanh bends the
+  // randomized model's logits): each alone on the reference path, all three together on the
+  // fast path.
+  for (int option = 0; option < 4; ++option) {
+    ModelConfig config = tiny_config();
+    config.ops_path = option == 3 ? OpsPath::fast : OpsPath::reference;
+    config.qk_norm = option == 0 || option == 3;
+    if (option == 1 || option == 3) config.mlp = Mlp::relu2;
+    if (option == 2 || option == 3) config.logit_softcap = 2;
+    Decoder model(config, 40);
+    randomize(model, 0.4, 41);
+    const Ids tokens = random_ids(2, 5, 11, 42);
+    const Ids targets = random_ids(2, 5, 11, 43);
+    EXPECT_TRUE(
+        gradients_match([&] { return cross_entropy(model.forward(tokens), targets); }, model))
+        << "option " << option;
+  }
+}
+
 }  // namespace

@@ -328,7 +328,7 @@ Array sliding_window_logits(const Decoder& model, const std::vector<std::int32_t
         softmax(masked_fill(scores, band, -std::numeric_limits<Scalar>::infinity()));
     const Tensor mix = reshape(transpose(matmul(weights, v), 1, 2), {1, N, H * D});
     x = x + a.wo.forward(mix);
-    x = x + block->feed_forward.forward(block->ffn_norm.forward(x));
+    x = x + block->feed_forward->forward(block->ffn_norm.forward(x));
   }
   return model.output.forward(model.norm.forward(x)).value();
 }
