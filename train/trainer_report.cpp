@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "data/visible_text.hpp"
 #include "sample/sampler.hpp"
 #include "train/loss_notes.hpp"
 #include "train/time_budget.hpp"
@@ -63,7 +64,8 @@ void Trainer::print_banner(std::size_t text_chars) {
 
 void Trainer::print_sample() {
   if (options_.sample_tokens == 0 || !options_.comm.is_root()) return;
-  out_ << "---- sample (temperature 0.8) ----\n" << sample() << "\n----\n";
+  // Control characters shown as visible escapes: the model's text must not act on the terminal.
+  out_ << "---- sample (temperature 0.8) ----\n" << escape_controls(sample()) << "\n----\n";
 }
 
 std::string Trainer::sample() {
