@@ -1118,4 +1118,24 @@ TEST(Server, AProbeThatIsNotUtf8FallsBackToTheDefaultProbe) {
   server.stop();
 }
 
+TEST(Server, TheDefaultProbeStartsAtTheTextsFirstNonBlankCharacter) {
+  // A text that starts with 200 spaces and newlines (a licence, a centred title): its first 32
+  // characters would draw a grid of blanks; the probe starts at "to be" instead.
+  const fs::path dir = glass_test::temp_dir("serve_blank_probe");
+  glass_test::write_small_checkpoint(dir.string(), kContext, 11, 0.3);
+  const fs::path text = dir / "text.txt";
+  glass_test::write_file(text, std::string(150, ' ') + std::string(50, '\n') +
+                                   glass::u32_to_utf8(glass_test::kSmallText));
+  glass::ServeOptions options;
+  options.checkpoint = dir.string();
+  options.port = 0;
+  options.data_path = text.string();
+  glass::Server server(options);
+  auto client = client_for(server.start());
+  const json evals = body_json(client->Get("/api/evals"));
+  const std::u32string first = std::u32string(glass_test::kSmallText).substr(0, 32);
+  EXPECT_EQ(evals["probe"], glass::u32_to_utf8(first));  // "to be or not to be\nthat is the q"
+  server.stop();
+}
+
 }  // namespace
