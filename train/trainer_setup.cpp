@@ -202,7 +202,8 @@ void Trainer::measure_yardstick_of(const std::u32string& text) {
   val_chars_ = text.size() - cut;
   const std::size_t from = cut - std::min(cut, kYardstickTrainChars);
   try {
-    yardstick_ = measure_yardstick(text.substr(from, cut - from), text.substr(cut));
+    yardstick_ = measure_yardstick(text.substr(from, cut - from),
+                                   text.substr(cut, kYardstickValChars));  // no copy of more
   } catch (const std::exception&) {  // an empty split, no memory for xz: the run goes on
   }
 }
