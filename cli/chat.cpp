@@ -37,6 +37,7 @@ struct ChatFlags {
   std::string system;
   glass::ChatOptions chat;
   bool best = false;
+  bool raw = false;  ///< write the answers' bytes unchanged (--raw)
   std::string ops = "fast";
   int threads = 0;
 };
@@ -69,12 +70,13 @@ void say_how_it_ended(const glass::ChatAnswer& a, const glass::ChatSession& s, c
 /// One user turn: the answer streamed to standard output, a newline after it. A turn that
 /// cannot be sent (no room left, a character the model does not know, text that is not UTF-8)
 /// throws CommandError saying why; the history is unchanged then.
-void one_turn(glass::ChatSession& session, const std::string& user, const char* unit) {
+void one_turn(glass::ChatSession& session, const std::string& user, const char* unit, bool raw) {
   glass::ChatAnswer a;
   try {
     glass::cli::g_stop = 0;
     a = session.answer(
-        user, [](const std::string& piece) { glass::write_generated(std::cout, piece); },
+        user,
+        [raw](const std::string& piece) { glass::write_generated_text(std::cout, piece, raw); },
         &glass::cli::g_stop);
   } catch (const glass::ChatContextFullError& e) {
     throw CommandError(std::string(e.what()) +
@@ -86,13 +88,13 @@ void one_turn(glass::ChatSession& session, const std::string& user, const char* 
   } catch (const glass::Utf8Error& e) {
     throw CommandError(std::string("the turn was not sent: it is not valid UTF-8: ") + e.what());
   }
-  glass::write_generated(std::cout, "\n");
+  glass::write_generated_text(std::cout, "\n", raw);
   glass::cli::g_stop = 0;
   say_how_it_ended(a, session, unit);
 }
 
 /// The interactive loop: one turn per line of standard input until /quit or its end.
-void chat_loop(glass::ChatSession& session, const char* unit) {
+void chat_loop(glass::ChatSession& session, const char* unit, bool raw) {
   const bool terminal = ::isatty(STDIN_FILENO) != 0;
   std::cerr << fmt::format(
       "chat: the model's window holds {} {} of conversation. /reset starts a new conversation, "
@@ -100,7 +102,7 @@ void chat_loop(glass::ChatSession& session, const char* unit) {
       session.window(), unit);
   std::string line;
   while (true) {
-    if (terminal) glass::write_generated(std::cout, "> ");
+    if (terminal) glass::write_generated_text(std::cout, "> ", raw);
     if (!std::getline(std::cin, line)) break;
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.empty()) continue;
@@ -111,7 +113,7 @@ void chat_loop(glass::ChatSession& session, const char* unit) {
       continue;
     }
     try {
-      one_turn(session, line, unit);
+      one_turn(session, line, unit, raw);
     } catch (const CommandError& e) {
       std::cerr << "error: " << e.what() << "\n";
     }
@@ -126,9 +128,9 @@ void run_chat(const ChatFlags& f, bool prompt_given) {
   glass::ChatSession session = open_session(loaded, f);
   glass::cli::install_quiet_stop_handlers();
   if (prompt_given)
-    one_turn(session, f.prompt, loaded.unit());
+    one_turn(session, f.prompt, loaded.unit(), f.raw);
   else
-    chat_loop(session, loaded.unit());
+    chat_loop(session, loaded.unit(), f.raw);
   glass::cli::restore_default_signals();
 }
 
@@ -156,6 +158,9 @@ void add_chat_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_flag("--best", f->best,
                 "use best.safetensors (best validation loss) instead of the latest weights");
+  cmd->add_flag("--raw", f->raw,
+                "write the answers' bytes as they are: control characters (ESC, NUL, ...) reach "
+                "the terminal and act on it (default: shown as visible escapes such as ␛ and ␀)");
   glass::cli::add_ops_option(cmd, f->ops);
   glass::cli::add_threads_option(cmd, f->threads);
   cmd->footer(

@@ -22,6 +22,7 @@
 #include "data/chat_data.hpp"
 #include "data/chat_template.hpp"
 #include "data/text.hpp"
+#include "data/yardstick.hpp"
 #include "sample/chat.hpp"
 #include "sample/chat_exam.hpp"
 #include "train/text_eval.hpp"
@@ -55,6 +56,38 @@ void warn_if_training_text(const EvalFlags& f, const glass::Checkpoint& loaded) 
             << "a true measure\n";
 }
 
+/// The yardsticks of the evaluated text (data/yardstick.hpp) beside the model's bits per byte:
+/// given the text the checkpoint trained on when config.json names it and it is found from the
+/// current directory (the add-one bigram counted on it, xz reading it first), else xz on the
+/// text alone (a bigram needs a text to count on). Nothing when the text cannot be measured.
+void print_yardstick(const EvalFlags& f, const glass::Checkpoint& loaded, double model_bpb) {
+  const std::string trained_on = glass::training_data(loaded.files_dir());
+  std::error_code ec;
+  const bool given = !trained_on.empty() && std::filesystem::is_regular_file(trained_on, ec);
+  // The training text itself (warned above): xz given it would read it twice, a yardstick of 0.
+  if (given && std::filesystem::equivalent(trained_on, f.data, ec)) return;
+  try {
+    const std::u32string text = glass::load_text(f.data);
+    if (!given) {
+      const std::string bytes = glass::u32_to_utf8(text.substr(0, glass::kYardstickValChars));
+      std::cout << fmt::format(
+          "yardstick: xz -9 on this text alone {:.4f} bits per byte; this model {:.4f} (with "
+          "the training text {} found, the bigram model and xz given it are shown too)\n",
+          glass::xz_bits_per_byte("", bytes), model_bpb,
+          trained_on.empty() ? "not recorded in config.json" : "'" + trained_on + "' not");
+      return;
+    }
+    const std::u32string train = glass::load_text(trained_on);
+    const glass::Yardstick y = glass::measure_yardstick(train, text);
+    std::cout << fmt::format(
+        "yardstick given the training text {}: a character bigram model (add-one smoothing) "
+        "{:.4f} bits per byte, xz -9 {:.4f}; this model {:.4f}\n",
+        trained_on, y.bigram_bits_per_byte, y.xz_bits_per_byte, model_bpb);
+  } catch (const std::exception& e) {
+    std::cerr << "note: no yardstick for this text: " << e.what() << "\n";
+  }
+}
+
 void run_eval(const EvalFlags& f) {
   glass::Checkpoint loaded = glass::load_checkpoint(f.checkpoint, f.best);
   glass::cli::apply_threads(f.threads);
@@ -82,6 +115,7 @@ void run_eval(const EvalFlags& f) {
   // nats per token do not (a BPE token holds several characters).
   std::cout << fmt::format("{:.4f} bits per byte ({} {}s over {} bytes of text)\n", r.bits_per_byte,
                            r.predictions, unit, r.text_bytes);
+  print_yardstick(f, loaded, r.bits_per_byte);
 }
 
 /// How many wrong answers the text report shows (--json lists them all).

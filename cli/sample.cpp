@@ -3,7 +3,8 @@
 //
 //   glass sample -m DIR [-p TEXT | -p - | -f/--prompt-file FILE] [-n N] [--temp X] [--top-k K]
 //                [--top-p P] [--min-p P] [--repeat-penalty X] [--repeat-last-n N] [-c N] [-s S]
-//                [-t N] [--num-samples K] [--stop STRING] [--json] [--window-mode rolling|exact]
+//                [-t N] [--num-samples K] [--stop STRING] [--json] [--raw]
+//                [--window-mode rolling|exact]
 //                [--no-kv-cache] [--allow-unknown] [--best] [--ops fast|reference]
 //
 // Also under their llama.cpp names (--model, --file, --n-predict, --ctx-size) and nanoGPT's
@@ -57,6 +58,7 @@ struct SampleFlags {
   long long num_samples = 1;
   std::string stop;
   bool json = false;
+  bool raw = false;
   int threads = 0;
 };
 
@@ -125,6 +127,7 @@ glass::SampleOptions sample_options(SampleFlags& f, bool prompt_given) {
   o.num_samples = f.num_samples;
   o.stop = f.stop;
   o.json = f.json;
+  o.raw = f.raw;
   o.choose_threads = f.threads == 0;  // -t not given: measured while generating
   return o;
 }
@@ -233,6 +236,9 @@ void add_run_flags(CLI::App* cmd, SampleFlags& f) {
   cmd->add_flag("--json", f.json,
                 "print JSON instead of text: each sample's text and its tokens with their "
                 "probabilities (prob: as drawn; model_prob: at temperature 1)");
+  cmd->add_flag("--raw", f.raw,
+                "write the text's bytes as they are: control characters (ESC, NUL, ...) reach the "
+                "terminal and act on it (default: shown as visible escapes such as ␛ and ␀)");
   glass::cli::add_threads_option(
       cmd, f.threads,
       fmt::format("one thread or every core ({} here), whichever is faster, measured while "

@@ -87,6 +87,18 @@ std::string u32_to_utf8(const std::u32string& text) {
   return out;
 }
 
+bool is_blank_char(char32_t c) {
+  return (c >= 0x09 && c <= 0x0D) || c == 0x20 || c == 0x85 || c == 0xA0 || c == 0x1680 ||
+         (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F ||
+         c == 0x3000 || c == 0xFEFF;
+}
+
+std::u32string first_nonblank_chars(const std::u32string& text, std::size_t count) {
+  std::size_t start = 0;
+  while (start < text.size() && is_blank_char(text[start])) ++start;
+  return text.substr(start, count);
+}
+
 std::string char_to_utf8(char32_t c) {
   std::string out;
   const auto cp = static_cast<std::uint32_t>(c);

@@ -29,6 +29,15 @@ std::string char_to_utf8(char32_t c);
 /// "'\n' (U+000A)".
 std::string describe_char(char32_t c);
 
+/// True for a whitespace character (Unicode White_Space: tab, newline, CR, space, NBSP, the
+/// typographic spaces U+2000..U+200A, ideographic space, ...; also the BOM U+FEFF).
+bool is_blank_char(char32_t c);
+
+/// The first `count` characters of `text` from its first character that is not whitespace
+/// (is_blank_char): the start of a text worth showing, where a license file, a Gutenberg header
+/// or a centred title begins with blank lines. "" when `text` holds only whitespace.
+std::u32string first_nonblank_chars(const std::u32string& text, std::size_t count);
+
 /// What load_text did to the raw file, so callers can say it once in the log.
 struct TextInfo {
   bool had_bom = false;            ///< a leading UTF-8 BOM was dropped

@@ -14,6 +14,7 @@
 #include "autograd/tape.hpp"
 #include "checkpoint/checkpoint.hpp"
 #include "data/text.hpp"
+#include "data/visible_text.hpp"
 #include "inspect/snapshots.hpp"
 #include "inspect/text_cells.hpp"
 #include "nn/decoder.hpp"
@@ -62,7 +63,7 @@ std::string token_label(const std::string& token_text) {
   try {
     text = utf8_to_u32(token_text);
   } catch (const Utf8Error&) {
-    return token_text;  // vocabulary texts are valid UTF-8; shown as they are if not
+    return escape_controls(token_text);  // vocabulary texts are valid UTF-8; shown safe if not
   }
   std::string out;
   for (char32_t c : text) out += visible_char(c);

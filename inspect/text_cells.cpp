@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "data/text.hpp"
+#include "data/visible_text.hpp"
 
 namespace glass {
 
@@ -44,8 +45,7 @@ std::string visible_char(char32_t c) {
   if (c == U' ') return "␣";
   if (c == U'\n') return "⏎";
   if (c == U'\t') return "⇥";
-  if (c < 0x20) return char_to_utf8(0x2400 + c);  // Unicode control pictures
-  if (c == 0x7F) return "␡";
+  if (is_control_char(c)) return control_glyph(c);  // C0, DEL, C1: as every terminal writer
   if (is_invisible(c)) return fmt::format("U+{:04X}", static_cast<std::uint32_t>(c));
   return char_to_utf8(c);
 }

@@ -12,7 +12,8 @@
 namespace glass {
 
 /// A character as a visible label (UTF-8): ' ' -> "␣", '\n' -> "⏎", '\t' -> "⇥", other
-/// control characters -> their Unicode control picture (U+2400 + c), characters that draw
+/// control characters (C0, DEL, C1) -> their control_glyph (data/visible_text.hpp: "␀", "␡",
+/// "U+0085"), characters that draw
 /// nothing on their own (combining marks, zero-width joiners, variation selectors) -> their code
 /// point, e.g. "U+200D"; others unchanged.
 std::string visible_char(char32_t c);

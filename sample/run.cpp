@@ -15,6 +15,7 @@
 
 #include "autograd/threads.hpp"
 #include "data/text.hpp"
+#include "data/visible_text.hpp"
 #include "sample/thread_choice.hpp"
 
 namespace glass {
@@ -25,17 +26,6 @@ using Clock = std::chrono::steady_clock;
 
 /// Thrown by the token callback to end a sample early (stop string): not an error.
 struct StopSample {};
-
-/// Writes `text` to `out` at once; a full disk or a closed pipe stops generation.
-void write(std::ostream& out, const std::string& text) {
-  errno = 0;
-  out << text << std::flush;
-  if (!out) {
-    const int err = errno;
-    throw std::runtime_error(std::string("cannot write to standard output") +
-                             (err != 0 ? std::string(": ") + std::strerror(err) : std::string()));
-  }
-}
 
 /// The window: the checkpoint's (Checkpoint::window), or the one asked for, within the model's
 /// positions.
@@ -184,7 +174,7 @@ OneSample generate_one(PreparedSample& p, const SampleOptions& o, std::mt19937_6
       s.ids.push_back(id);
       const std::string piece = stream.push(id);
       s.text += piece;
-      if (!o.json) write(out, piece);
+      if (!o.json) write_generated_text(out, piece, o.raw);
       if (!o.stop.empty() && s.text.size() >= o.stop.size() &&
           s.text.compare(s.text.size() - o.stop.size(), o.stop.size(), o.stop) == 0) {
         s.stopped = true;
@@ -194,13 +184,27 @@ OneSample generate_one(PreparedSample& p, const SampleOptions& o, std::mt19937_6
     });
   } catch (const StopSample&) {}
   if (const std::string rest = stream.flush(); !rest.empty()) {  // an incomplete character
-    if (!o.json) write(out, rest);
+    if (!o.json) write_generated_text(out, rest, o.raw);
     s.text += rest;
   }
   return s;
 }
 
 }  // namespace
+
+void write_generated_text(std::ostream& out, std::string_view text, bool raw) {
+  errno = 0;
+  if (raw)
+    out << text;
+  else
+    out << escape_controls(text);
+  out << std::flush;
+  if (!out) {
+    const int err = errno;
+    throw std::runtime_error(std::string("cannot write to standard output") +
+                             (err != 0 ? std::string(": ") + std::strerror(err) : std::string()));
+  }
+}
 
 WindowTooLongError::WindowTooLongError(std::size_t asked, std::size_t positions,
                                        std::size_t trained, std::string unit)
@@ -212,8 +216,6 @@ WindowTooLongError::WindowTooLongError(std::size_t asked, std::size_t positions,
       positions_(positions),
       trained_(trained),
       unit_(std::move(unit)) {}
-
-void write_generated(std::ostream& out, const std::string& text) { write(out, text); }
 
 PreparedSample prepare_sample(SampleOptions& o) {
   validate(o.sampling);  // std::invalid_argument naming the setting
@@ -241,11 +243,12 @@ SampleRun generate_samples(PreparedSample& p, const SampleOptions& o, std::ostre
   SampleRun run;
   const auto t0 = Clock::now();
   for (long long k = 0; k < o.num_samples; ++k) {
-    if (!o.json) write(out, (k > 0 ? "---------------\n" : "") + p.shown_prompt);
+    if (!o.json)
+      write_generated_text(out, (k > 0 ? "---------------\n" : "") + p.shown_prompt, o.raw);
     const OneSample s = generate_one(p, o, rng, threads, out);
     run.generated += s.ids.size();
     if (!o.json) {
-      write(out, "\n");
+      write_generated_text(out, "\n", o.raw);
       continue;
     }
     samples.push_back({{"text", s.text},
@@ -253,7 +256,8 @@ SampleRun generate_samples(PreparedSample& p, const SampleOptions& o, std::ostre
                        {"tokens", token_probabilities(p, s.ids, o.sampling)}});
   }
   run.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
-  if (o.json) write(out, samples_json(p, o, std::move(samples)).dump(2) + "\n");
+  if (o.json)
+    write_generated_text(out, samples_json(p, o, std::move(samples)).dump(2) + "\n", true);
   threads.report(run);
   return run;
 }

@@ -10,6 +10,7 @@
 #include <ostream>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "checkpoint/checkpoint.hpp"
@@ -31,6 +32,9 @@ struct SampleOptions {
   long long num_samples = 1;
   std::string stop;   ///< end a sample when its text ends with this ("" = never)
   bool json = false;  ///< JSON with each token's probabilities instead of the text
+  /// Write the text's bytes as they are, control characters included (--raw); false: control
+  /// characters as visible escapes (write_generated_text). JSON is exact either way.
+  bool raw = false;
   /// Choose between one thread and every core by measuring (sample/thread_choice.hpp); false:
   /// keep the count set before.
   bool choose_threads = false;
@@ -71,9 +75,14 @@ struct PreparedSample {
 /// prompt starts from the tokenizer's start id. Clamps top_k to the vocabulary.
 PreparedSample prepare_sample(SampleOptions& options);
 
-/// Writes generated text to `out` at once, as `glass sample` prints it (chat prints through it
-/// too). Throws std::runtime_error when `out` cannot be written (a full disk, a closed pipe).
-void write_generated(std::ostream& out, const std::string& text);
+/// Writes a model's text (or a prompt shown with it) to `out` at once and flushes: the printing
+/// function of every front end that streams generated text (glass sample, chat). Unless `raw`,
+/// control characters other than newline and tab are written as visible escapes
+/// (escape_controls, data/visible_text.hpp: ESC -> "␛", NUL -> "␀", U+0085 -> "U+0085"), so
+/// that a model's output cannot clear the screen, move the cursor or retitle the terminal;
+/// `raw` writes the bytes unchanged. Throws std::runtime_error when `out` cannot be written (a
+/// full disk, a closed pipe), naming the reason.
+void write_generated_text(std::ostream& out, std::string_view text, bool raw);
 
 /// What generation measured, for the summary line.
 struct SampleRun {
@@ -87,7 +96,8 @@ struct SampleRun {
 };
 
 /// Generates options.num_samples samples into `out`: each the shown prompt and its continuation
-/// (separated by a dashed line), streamed as the tokens come; or (options.json) one JSON
+/// (separated by a dashed line), streamed as the tokens come through write_generated_text
+/// (options.raw); or (options.json) one JSON
 /// document with the prompt's tokens, the settings and each sample's text and tokens with their
 /// probabilities. Throws std::runtime_error when `out` cannot be written (a full disk, a closed
 /// pipe), instead of generating into nothing.

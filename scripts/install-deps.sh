@@ -10,7 +10,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libcli11-dev nlohmann-json3-dev libutfcpp-dev libfmt-dev
   libopenmpi-dev openmpi-bin
-  libcpp-httplib-dev libssl-dev
+  libcpp-httplib-dev libssl-dev liblzma-dev
 )
 # The fuzz harnesses (tests/fuzz, scripts/fuzz.sh) need clang with its libFuzzer runtime
 # (-fsanitize=fuzzer: libclang-rt-14-dev, only a recommendation of clang) and llvm-symbolizer

@@ -33,8 +33,13 @@ using json = nlohmann::json;
 /// Characters of the default probe prompt, at most.
 constexpr std::size_t kProbeChars = 32;
 
-/// The first `count` characters of `head` (UTF-8; a character cut at its end is left out).
-std::string probe_from_text(const std::string& head, std::size_t count) {
+/// Bytes of the training text the default probe is looked for in: its first non-blank
+/// characters (first_nonblank_chars) within them.
+constexpr std::size_t kProbeHeadBytes = 64 * 1024;
+
+/// The first `count` characters of `head` (UTF-8; a character cut at its end is left out);
+/// `skip_blank`: from its first character that is not whitespace.
+std::string probe_from_text(const std::string& head, std::size_t count, bool skip_blank) {
   std::u32string text;
   for (std::size_t cut = head.size(); cut + 4 > head.size() && cut > 0; --cut) {  // a cut character
     try {
@@ -42,16 +47,17 @@ std::string probe_from_text(const std::string& head, std::size_t count) {
       break;
     } catch (const Utf8Error&) {}
   }
-  return u32_to_utf8(text.substr(0, count));
+  return u32_to_utf8(skip_blank ? first_nonblank_chars(text, count) : text.substr(0, count));
 }
 
-/// The probe prompt: --probe (when it holds a character of valid UTF-8), else the start of the
-/// training text (the given file, or the one named in config.json when it is found from the
-/// current directory), else the vocabulary's first characters.
+/// The probe prompt: --probe (when it holds a character of valid UTF-8), else the first
+/// non-blank characters of the training text (the given file, or the one named in config.json
+/// when it is found from the current directory: a text that starts with blank lines would draw
+/// a grid of spaces), else the vocabulary's first characters.
 std::string choose_probe(const ServeOptions& o, const Checkpoint& m, const std::string& files_dir) {
   const std::size_t context = m.config().context_length;
   if (!o.probe.empty()) {
-    const std::string probe = probe_from_text(o.probe, context);  // the user's, whole
+    const std::string probe = probe_from_text(o.probe, context, false);  // the user's, whole
     if (!probe.empty()) return probe;
   }
   std::string data = o.data_path;
@@ -63,10 +69,10 @@ std::string choose_probe(const ServeOptions& o, const Checkpoint& m, const std::
   std::error_code ec;
   if (!data.empty() && fs::is_regular_file(data, ec)) {
     std::ifstream in(data, std::ios::binary);
-    std::string head(256, '\0');
+    std::string head(kProbeHeadBytes, '\0');
     in.read(head.data(), static_cast<std::streamsize>(head.size()));
     head.resize(static_cast<std::size_t>(in.gcount()));
-    const std::string probe = probe_from_text(head, std::min(kProbeChars, context));
+    const std::string probe = probe_from_text(head, std::min(kProbeChars, context), true);
     if (!probe.empty()) return probe;
   }
   std::u32string letters;

@@ -11,6 +11,7 @@
 
 #include "checkpoint/checkpoint.hpp"
 #include "data/text.hpp"
+#include "data/visible_text.hpp"
 #include "inspect/inspect.hpp"
 #include "sample/sampler.hpp"
 #include "serve/payloads.hpp"
@@ -80,8 +81,9 @@ void Server::answer_inspect(const httplib::Request& req, httplib::Response& res)
 void Server::answer_sample(const httplib::Request& req, httplib::Response& res) {
   const json body =
       parse_body(req, {"prompt", "temperature", "top_k", "top_p", "min_p", "repeat_penalty",
-                       "repeat_last_n", "seed", "n", "allow_unknown"});
+                       "repeat_last_n", "seed", "n", "allow_unknown", "raw"});
   const std::u32string prompt = decode_prompt(string_field(body, "prompt", ""));
+  const bool raw = bool_field(body, "raw", false);  // control characters as they are
   const auto m = model();
   const std::size_t window = m->window();
   const SamplingOptions sampling = sampling_fields(body, m->config().vocab_size);
@@ -92,20 +94,23 @@ void Server::answer_sample(const httplib::Request& req, httplib::Response& res) 
   // sample does (the body limit bounds it).
   const std::vector<std::int32_t> ids = prompt_ids(prompt, *m, unknown_policy(body));
   // The text goes out as the tokens are chosen (chunked transfer encoding); a BPE model's byte
-  // tokens wait until they make a whole character.
+  // tokens wait until they make a whole character. Control characters are sent as visible
+  // escapes (escape_controls), as glass sample writes them, unless "raw" asks for the bytes.
   res.set_chunked_content_provider(
       "text/plain; charset=utf-8",
-      [this, m, ids, n, window, sampling, seed](std::size_t, httplib::DataSink& sink) {
+      [this, m, ids, n, window, sampling, seed, raw](std::size_t, httplib::DataSink& sink) {
         std::lock_guard lock(compute_mutex_);
         std::mt19937_64 rng(seed);
         StreamDecoder stream(m->tokenizer());
         try {
           generate(m->model(), ids, n, window, sampling, rng, [&](std::int32_t id) {
-            const std::string piece = stream.push(id);  // "" while a character waits for bytes
+            std::string piece = stream.push(id);  // "" while a character waits for bytes
+            if (!raw) piece = escape_controls(piece);
             if (stopping_ || (!piece.empty() && !sink.write(piece.data(), piece.size())))
               throw ClientGone{};
           });
-          const std::string rest = stream.flush();  // an incomplete character: U+FFFD
+          std::string rest = stream.flush();  // an incomplete character: U+FFFD
+          if (!raw) rest = escape_controls(rest);
           if (!rest.empty() && !sink.write(rest.data(), rest.size())) return false;
         } catch (const ClientGone&) {
           return false;

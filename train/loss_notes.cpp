@@ -115,16 +115,19 @@ std::string final_summary(const std::vector<LogRow>& log, std::size_t vocab_size
   const LogRow& b = log[best];
   const LogRow& last = log.back();
   const double ln_v = std::log(static_cast<double>(vocab_size));
-  const std::string per_byte =
-      tokens_per_byte > 0
-          ? fmt::format(", {:.4f} bits per byte", b.val_loss * tokens_per_byte / std::log(2.0))
-          : std::string();
-  std::string text = fmt::format(
-      "best validation loss: {:.4f} nats per {} at step {} = {:.3f} bits per {}{} "
-      "(perplexity {:.2f}: as unsure as a choice among {:.1f} {}s; a uniform guess is "
-      "ln {} = {:.4f} nats, {:.3f} bits)\n",
-      b.val_loss, unit, b.step, b.val_loss / std::log(2.0), unit, per_byte, std::exp(b.val_loss),
-      std::exp(b.val_loss), unit, vocab_size, ln_v, ln_v / std::log(2.0));
+  // Bits per byte first: the one figure that compares a character run with a BPE run (a token
+  // holds several characters, so its loss is larger for the same model) and with a compressor.
+  std::string text = tokens_per_byte > 0
+                         ? fmt::format(
+                               "best validation loss at step {}: {:.4f} bits per byte (comparable "
+                               "across tokenizers)\n",
+                               b.step, b.val_loss * tokens_per_byte / std::log(2.0))
+                         : fmt::format("best validation loss at step {}:\n", b.step);
+  text += fmt::format(
+      "  per {}: {:.4f} nats = {:.3f} bits (perplexity {:.2f}: as unsure as a choice among {:.1f} "
+      "{}s; a uniform guess is ln {} = {:.4f} nats, {:.3f} bits)\n",
+      unit, b.val_loss, b.val_loss / std::log(2.0), std::exp(b.val_loss), std::exp(b.val_loss),
+      unit, vocab_size, ln_v, ln_v / std::log(2.0));
   const std::size_t since_best = log.size() - 1 - best;
   if (last.step < iters)
     text += "next: the run was stopped early; continue it with the --resume command below\n";
@@ -167,6 +170,27 @@ std::string overfit_batch_note(double first, double last, std::size_t steps) {
       "steps, not below {}. Give it more --iters or a larger --lr; if it still stays up (or rises), "
       "something in the training loop is wrong\n",
       first, last, steps, kOverfitTarget);
+}
+
+std::string yardstick_note(double model_bits_per_byte, const Yardstick& y, std::size_t train_chars,
+                           std::size_t val_chars) {
+  const bool bigram = model_bits_per_byte < y.bigram_bits_per_byte;
+  const bool xz = model_bits_per_byte < y.xz_bits_per_byte;
+  const char* verdict = bigram && xz ? "it beats both"
+                        : bigram     ? "it beats the bigram model, not xz yet"
+                        : xz         ? "it beats xz, not the bigram model yet"
+                                     : "it beats neither yet: train longer, or check the recipe";
+  std::string text = fmt::format(
+      "yardstick on the same validation split: a character bigram model (counted on the "
+      "training split, add-one smoothing) {:.4f} bits per byte, xz -9 given the training split "
+      "{:.4f}; this model {:.4f}: {}\n",
+      y.bigram_bits_per_byte, y.xz_bits_per_byte, model_bits_per_byte, verdict);
+  if (y.train_chars < train_chars || y.val_chars < val_chars)
+    text += fmt::format(
+        "  (the yardsticks read the last {} of the training split's {} characters and the "
+        "first {} of the validation split's {})\n",
+        y.train_chars, train_chars, y.val_chars, val_chars);
+  return text;
 }
 
 }  // namespace glass

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "data/yardstick.hpp"
 #include "train/train_state.hpp"
 
 namespace glass {
@@ -46,9 +47,9 @@ std::string step_zero_note(double loss, std::size_t vocab_size,
 /// while the validation loss still fell.
 std::string evaluation_note(const std::vector<LogRow>& log);
 
-/// The lines printed when a run ends: the best validation loss in nats, bits per `unit`, bits
-/// per byte (when `tokens_per_byte`, the validation split's tokens over its UTF-8 bytes, is > 0)
-/// and perplexity, at which step, how it compares with ln V, and what to try next (train longer
+/// The lines printed when a run ends: the best validation loss and its step, first in bits per
+/// byte (when `tokens_per_byte`, the validation split's tokens over its UTF-8 bytes, is > 0: the
+/// figure a character run and a BPE run share), then per `unit` in nats, bits and perplexity, how it compares with ln V, and what to try next (train longer
 /// when validation was still improving, less model or more text when it overfits).
 std::string final_summary(const std::vector<LogRow>& log, std::size_t vocab_size, long iters,
                           const std::string& unit = "character", double tokens_per_byte = 0);
@@ -60,5 +61,13 @@ inline constexpr double kOverfitTarget = 0.3;
 /// cannot memorise one batch has a bug in its forward, backward or update): the batch loss went
 /// from `first` to `last` in `steps` steps; below kOverfitTarget it passed.
 std::string overfit_batch_note(double first, double last, std::size_t steps);
+
+/// The yardstick line printed after final_summary: the bits per byte of an add-one character
+/// bigram and of xz on the same validation split given the training split (data/yardstick.hpp),
+/// beside the model's best (`model_bits_per_byte`), and which of them the model beats. Says
+/// which part of each split the yardsticks read when a split was longer than their cap
+/// (`val_chars` and `train_chars`: the splits' whole lengths in characters).
+std::string yardstick_note(double model_bits_per_byte, const Yardstick& y, std::size_t train_chars,
+                           std::size_t val_chars);
 
 }  // namespace glass

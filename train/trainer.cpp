@@ -267,10 +267,18 @@ void Trainer::finish_run(TrainResult& result) {
   result.interrupted = stop_signal_ != 0;
   result.stop_signal = stop_signal_;
   if (is_tty_) out_ << "\r\033[K";
-  if (!result.interrupted && !o.overfit_batch && !chat_)
+  if (!result.interrupted && !o.overfit_batch && !chat_) {
+    const double tokens_per_byte =
+        static_cast<double>(val_tokens()) / static_cast<double>(val_bytes());
     out_ << "\n"
-         << final_summary(log(), vocab_size(), o.iters, tokenizer_->unit(false),
-                          static_cast<double>(val_tokens()) / static_cast<double>(val_bytes()));
+         << final_summary(log(), vocab_size(), o.iters, tokenizer_->unit(false), tokens_per_byte);
+    if (yardstick_ && !log().empty()) {
+      double best = log().front().val_loss;
+      for (const LogRow& row : log()) best = std::min(best, row.val_loss);
+      out_ << yardstick_note(best * tokens_per_byte / std::log(2.0), *yardstick_, train_chars_,
+                             val_chars_);
+    }
+  }
   if (o.overfit_batch && !steps().empty())
     out_ << "\n" << overfit_batch_note(steps().front().loss, steps().back().loss, steps().size());
   // Whoever runs the trainer writes its own end-of-run files (glass train: the loss page).

@@ -21,6 +21,7 @@
 
 #include "data/batches.hpp"
 #include "data/text_tokenizer.hpp"
+#include "data/yardstick.hpp"
 #include "nn/decoder.hpp"
 #include "train/adamw.hpp"
 #include "train/corpus.hpp"
@@ -134,6 +135,9 @@ class Trainer {
   };
   WeightsStamp take_back_resumed_run(const Resume& resume);  // model and tokenizer
   void make_new_model(const std::u32string& text);
+  // The yardsticks of the validation split (data/yardstick.hpp), on the root process and not
+  // for --overfit-batch; none when they cannot be measured.
+  void measure_yardstick_of(const std::u32string& text);
   void make_optimizer_and_batches();
   void restore_training_state(const Resume& resume, const WeightsStamp& stamp);
   // Throws the OptionError of a resume whose iters the save has already reached, worded for a
@@ -192,6 +196,8 @@ class Trainer {
   // What is trained, on what.
   std::optional<TextTokenizer> tokenizer_;
   Corpus corpus_;
+  std::optional<Yardstick> yardstick_;           // printed beside the final summary
+  std::size_t train_chars_ = 0, val_chars_ = 0;  // the splits' lengths in characters
   std::unique_ptr<Decoder> model_;
   std::unique_ptr<AdamW> optimizer_;  // every parameter, or with Muon those Muon does not take
   std::unique_ptr<Muon> muon_;        // --optimizer muon: the decoder blocks' matrices

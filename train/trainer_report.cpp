@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "data/visible_text.hpp"
 #include "sample/sampler.hpp"
 #include "train/chat_batches.hpp"
 #include "train/loss_notes.hpp"
@@ -71,8 +72,9 @@ void Trainer::print_banner(std::size_t text_chars) {
 
 void Trainer::print_sample() {
   if (options_.sample_tokens == 0 || !options_.comm.is_root()) return;
+  // Control characters shown as visible escapes: the model's text must not act on the terminal.
   out_ << "---- sample (temperature 0.8) ----\n"
-       << (chat_ ? chat_sample() : sample()) << "\n----\n";
+       << escape_controls(chat_ ? chat_sample() : sample()) << "\n----\n";
 }
 
 std::string Trainer::sample() {

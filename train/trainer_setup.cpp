@@ -7,6 +7,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -162,6 +163,7 @@ Trainer::Trainer(TrainOptions options, std::ostream& out)
     render_conversations();  // chooses the context of a new fine-tune
     check_model_fits(o);
   } else {
+    measure_yardstick_of(text);
     corpus_ = encode_corpus(*tokenizer_, std::move(text), o, o.resume, out_);
   }
   make_optimizer_and_batches();
@@ -209,6 +211,20 @@ void Trainer::make_new_model(const std::u32string& text) {
   check_model_fits(o);
   model_ = std::make_unique<Decoder>(o.model, o.seed);
   if (o.zero_init_out) zero_output_projections(*model_);
+}
+
+// ---- the yardsticks beside the validation loss -------------------------------------------------
+void Trainer::measure_yardstick_of(const std::u32string& text) {
+  if (!options_.comm.is_root() || options_.overfit_batch) return;
+  const std::size_t cut = split_point(text, tokenizer_->kind());  // as encode_corpus splits
+  train_chars_ = cut;
+  val_chars_ = text.size() - cut;
+  const std::size_t from = cut - std::min(cut, kYardstickTrainChars);
+  try {
+    yardstick_ = measure_yardstick(text.substr(from, cut - from),
+                                   text.substr(cut, kYardstickValChars));  // no copy of more
+  } catch (const std::exception&) {  // an empty split, no memory for xz: the run goes on
+  }
 }
 
 // ---- optimizer, schedule, batches ---------------------------------------------------------------

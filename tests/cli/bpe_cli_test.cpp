@@ -105,7 +105,7 @@ TEST_F(BpeCli, TrainSavesTokenizerJsonInEachSaveCoveredByTheManifest) {
   ASSERT_EQ(first_run_.exit_code, 0) << first_run_.out << first_run_.err;
   EXPECT_NE(first_run_.out.find("a BPE vocabulary of 384 tokens"), std::string::npos)
       << first_run_.out;
-  EXPECT_NE(first_run_.out.find("nats per token"), std::string::npos) << first_run_.out;
+  EXPECT_NE(first_run_.out.find("\n  per token: "), std::string::npos) << first_run_.out;
   // The loss page says tokens too (its words follow the JSON's "unit").
   EXPECT_NE(read_file(ckpt_ / "loss.html").find("\"unit\":\"token\""), std::string::npos);
   const fs::path save = fs::canonical(ckpt_ / "current");

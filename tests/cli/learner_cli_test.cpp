@@ -19,6 +19,9 @@
 
 #include "cli_test_util.hpp"
 #include "checkpoint/checkpoint.hpp"
+#include "data/text.hpp"
+#include "data/text_tokenizer.hpp"
+#include "data/yardstick.hpp"
 #include "test_paths.hpp"
 
 namespace fs = std::filesystem;
@@ -122,9 +125,22 @@ TEST_F(LearnerCli, StepZeroIsComparedWithLnVAndTheEndSaysHowGoodItIs) {
             std::string::npos)
       << out;
   EXPECT_NE(out.find("(gap "), std::string::npos) << "every evaluation shows val - train\n" << out;
-  EXPECT_NE(out.find("best validation loss: "), std::string::npos) << out;
-  EXPECT_NE(out.find("bits per character"), std::string::npos) << out;
+  EXPECT_NE(out.find("best validation loss at step "), std::string::npos) << out;
+  EXPECT_NE(out.find(" bits per byte (comparable across tokenizers)\n  per character: "),
+            std::string::npos)
+      << out;
   EXPECT_NE(out.find("\nnext: "), std::string::npos) << out;
+  // The yardsticks, measured here on the same split of the same text (data/yardstick.hpp).
+  const std::u32string text = glass::load_text(text_.string());
+  const std::size_t cut = glass::split_point(text, glass::TokenizerKind::kChar);
+  const glass::Yardstick y = glass::measure_yardstick(text.substr(0, cut), text.substr(cut));
+  EXPECT_NE(out.find(fmt::format("yardstick on the same validation split: a character bigram "
+                                 "model (counted on the training split, add-one smoothing) {:.4f} "
+                                 "bits per byte, xz -9 given the training split {:.4f}; this "
+                                 "model ",
+                                 y.bigram_bits_per_byte, y.xz_bits_per_byte)),
+            std::string::npos)
+      << out;
 }
 
 // ---- steps.csv --------------------------------------------------------------------------------
@@ -655,6 +671,33 @@ TEST_F(LearnerCli, EvalWarnsWhenItIsGivenTheTrainingText) {
       glass("eval -m " + q(run_.string()) + " --data " + q(held_out.string()) + " --allow-unknown");
   ASSERT_EQ(other.exit_code, 0) << other.err;
   EXPECT_EQ(other.err.find("trained on"), std::string::npos) << other.err;
+}
+
+TEST_F(LearnerCli, EvalPrintsTheYardsticksOfTheTextGivenTheTrainingText) {
+  ASSERT_EQ(first_run_.exit_code, 0) << first_run_.err;
+  const fs::path held_out = dir_ / "held-out-yardstick.txt";
+  write_file(held_out,
+             glass_test::corpus_start(9000).substr(glass_test::corpus_start(6000).size()));
+  const std::u32string text = glass::load_text(held_out.string());
+  // From a directory without the training text (config.json names text.txt): xz alone.
+  const CliRun alone =
+      glass("eval -m " + q(run_.string()) + " --data " + q(held_out.string()) + " --allow-unknown");
+  ASSERT_EQ(alone.exit_code, 0) << alone.err;
+  EXPECT_NE(alone.out.find(fmt::format("yardstick: xz -9 on this text alone {:.4f} bits per byte",
+                                       glass::xz_bits_per_byte("", glass::u32_to_utf8(text)))),
+            std::string::npos)
+      << alone.out;
+  // From the directory that holds it: the bigram counted on it and xz given it.
+  const CliRun given = shell("cd " + q(dir_.string()) + " && " + glass_test::binary_dir("/glass") +
+                             " eval -m run --data " + q(held_out.string()) + " --allow-unknown");
+  ASSERT_EQ(given.exit_code, 0) << given.err;
+  const glass::Yardstick y = glass::measure_yardstick(glass::load_text(text_.string()), text);
+  EXPECT_NE(given.out.find(fmt::format("yardstick given the training text text.txt: a character "
+                                       "bigram model (add-one smoothing) {:.4f} bits per byte, "
+                                       "xz -9 {:.4f}; this model ",
+                                       y.bigram_bits_per_byte, y.xz_bits_per_byte)),
+            std::string::npos)
+      << given.out;
 }
 
 TEST_F(LearnerCli, InspectRefusesPromptsPastTheContextAndFailsBeforePrintingAnything) {

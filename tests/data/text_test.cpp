@@ -212,3 +212,15 @@ TEST(LoadText, ErrorOffsetsAcrossReadChunks) {
     }
   }
 }
+
+TEST(FirstNonblankChars, SkipsLeadingWhitespaceOfEveryKind) {
+  using glass::first_nonblank_chars;
+  const std::u32string blank = std::u32string(150, U' ') + std::u32string(50, U'\n');
+  EXPECT_EQ(first_nonblank_chars(blank + U"Dom Casmurro", 3), U"Dom");
+  EXPECT_EQ(first_nonblank_chars(U"\uFEFF\t\r\n\u00A0\u3000\u2003x y", 5), U"x y");
+  EXPECT_EQ(first_nonblank_chars(U"ab", 32), U"ab");
+  EXPECT_EQ(first_nonblank_chars(blank, 32), U"");
+  EXPECT_TRUE(glass::is_blank_char(U'\v'));
+  EXPECT_FALSE(glass::is_blank_char(U'a'));
+  EXPECT_FALSE(glass::is_blank_char(U'\0'));
+}

@@ -10,7 +10,9 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "data/visible_text.hpp"
 #include "fixtures.hpp"
+#include "raw_control.hpp"
 #include "test_util.hpp"
 
 namespace {
@@ -93,3 +95,50 @@ TEST_F(SampleRunTest, TheWindowAndTheUnknownCharactersAreFactsForTheFrontEnd) {
 }
 
 }  // namespace
+
+namespace {
+
+/// A checkpoint whose every token is a control character or part of the escape sequence ESC[2J
+/// (clear the screen): NUL, ^D, ESC, '[', '2', 'J', CR, DEL and the C1 control CSI (U+009B).
+/// Whatever its untrained model draws, the text is mostly control characters.
+void write_control_checkpoint(const std::string& dir) {
+  const std::u32string text(U"\0\x04\x1B[2J\r\x7F\u009B", 9);
+  const glass::Tokenizer tokenizer = glass::Tokenizer::from_text(text);
+  glass::ModelConfig config = glass_test::small_config(tokenizer.vocab_size(), 16);
+  config.init_std = 0.5;
+  glass::save_model(dir, glass::Decoder(config, 3), tokenizer);
+}
+
+}  // namespace
+
+TEST_F(SampleRunTest, ControlCharactersReachTheOutputAsVisibleEscapesUnlessRaw) {
+  write_control_checkpoint((dir_ / "controls").string());
+  options_.checkpoint = (dir_ / "controls").string();
+  options_.prompt = std::string("\x1B[2J\0", 5);  // the prompt is shown with the text
+  options_.tokens = 200;
+  options_.sampling.temperature = 1;
+  glass::PreparedSample p = glass::prepare_sample(options_);
+  std::ostringstream shown;
+  glass::generate_samples(p, options_, shown);
+  EXPECT_FALSE(glass_test::has_raw_control(shown.str())) << shown.str();
+  EXPECT_EQ(shown.str().rfind("\xE2\x90\x9B[2J\xE2\x90\x80", 0), 0u) << "the prompt: ␛[2J␀";
+  EXPECT_NE(shown.str().find("U+009B"), std::string::npos);
+
+  options_.raw = true;  // --raw: the same draws, byte for byte
+  glass::PreparedSample p_raw = glass::prepare_sample(options_);
+  std::ostringstream raw;
+  glass::generate_samples(p_raw, options_, raw);
+  EXPECT_EQ(raw.str().rfind(options_.prompt, 0), 0u);
+  EXPECT_EQ(glass::escape_controls(raw.str()), shown.str());
+  EXPECT_NE(raw.str().find('\x1B'), std::string::npos);
+  EXPECT_NE(raw.str().find("\xC2\x9B"), std::string::npos);
+
+  options_.raw = false;
+  options_.json = true;  // JSON: exact text, every control escaped by JSON itself
+  glass::PreparedSample p_json = glass::prepare_sample(options_);
+  std::ostringstream json;
+  glass::generate_samples(p_json, options_, json);
+  for (char c : json.str()) EXPECT_FALSE(static_cast<unsigned char>(c) < 0x20 && c != '\n');
+  const nlohmann::json j = nlohmann::json::parse(json.str());
+  EXPECT_EQ(options_.prompt + j["samples"][0]["text"].get<std::string>() + "\n", raw.str());
+}

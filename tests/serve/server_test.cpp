@@ -27,7 +27,9 @@
 #include <nlohmann/json.hpp>
 
 #include "data/text.hpp"
+#include "data/visible_text.hpp"
 #include "fixtures.hpp"
+#include "raw_control.hpp"
 #include "raw_http.hpp"
 #include "test_util.hpp"
 #include "inspect/inspect.hpp"
@@ -1122,6 +1124,54 @@ TEST(Server, AProbeThatIsNotUtf8FallsBackToTheDefaultProbe) {
                              tokenizer.chars().end());  // 14 < 32 of them
   EXPECT_EQ(evals["probe"], glass::u32_to_utf8(chars));
   ASSERT_EQ(evals["evaluations"].size(), 1u);
+  server.stop();
+}
+
+TEST(Server, TheDefaultProbeStartsAtTheTextsFirstNonBlankCharacter) {
+  // A text that starts with 200 spaces and newlines (a licence, a centred title): its first 32
+  // characters would draw a grid of blanks; the probe starts at "to be" instead.
+  const fs::path dir = glass_test::temp_dir("serve_blank_probe");
+  glass_test::write_small_checkpoint(dir.string(), kContext, 11, 0.3);
+  const fs::path text = dir / "text.txt";
+  glass_test::write_file(text, std::string(150, ' ') + std::string(50, '\n') +
+                                   glass::u32_to_utf8(glass_test::kSmallText));
+  glass::ServeOptions options;
+  options.checkpoint = dir.string();
+  options.port = 0;
+  options.data_path = text.string();
+  glass::Server server(options);
+  auto client = client_for(server.start());
+  const json evals = body_json(client->Get("/api/evals"));
+  const std::u32string first = std::u32string(glass_test::kSmallText).substr(0, 32);
+  EXPECT_EQ(evals["probe"], glass::u32_to_utf8(first));  // "to be or not to be\nthat is the q"
+  server.stop();
+}
+
+TEST(Server, TheStreamedSampleShowsControlCharactersUnlessRawIsAsked) {
+  // A model whose every token is a control character or part of ESC[2J: /api/sample streams
+  // them as visible escapes (as glass sample prints them), the bytes themselves with "raw".
+  const fs::path dir = glass_test::temp_dir("serve_controls");
+  const glass::Tokenizer tokenizer =
+      glass::Tokenizer::from_text(std::u32string(U"\0\x04\x1B[2J\r\x7F\u009B", 9));
+  glass::ModelConfig config = glass_test::small_config(tokenizer.vocab_size(), kContext);
+  config.init_std = 0.5;
+  glass::save_model(dir.string(), glass::Decoder(config, 3), tokenizer);
+  glass::ServeOptions options;
+  options.checkpoint = dir.string();
+  options.port = 0;
+  options.probe = "[2J";
+  glass::Server server(options);
+  auto client = client_for(server.start());
+  const json request = {{"prompt", "J"}, {"temperature", 1}, {"n", 200}, {"seed", 5}};
+  const auto shown = client->Post("/api/sample", request.dump(), "application/json");
+  ASSERT_TRUE(shown && shown->status == 200);
+  EXPECT_FALSE(glass_test::has_raw_control(shown->body)) << shown->body;
+  json raw_request = request;
+  raw_request["raw"] = true;
+  const auto raw = client->Post("/api/sample", raw_request.dump(), "application/json");
+  ASSERT_TRUE(raw && raw->status == 200);
+  EXPECT_TRUE(glass_test::has_raw_control(raw->body));
+  EXPECT_EQ(glass::escape_controls(raw->body), shown->body) << "the same draws, escaped";
   server.stop();
 }
 

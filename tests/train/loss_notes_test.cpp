@@ -95,15 +95,24 @@ TEST(LossNotes, TheSummaryGivesBitsPerCharacterAndWhatToTryNext) {
   // 1.5 nats / ln 2 = 2.164 bits; e^1.5 = 4.48 (python3: math.exp(1.5) = 4.4817).
   const std::vector<LogRow> falling = {row(0, 4.4, 4.4), row(1000, 1.6, 1.7), row(2000, 1.4, 1.5)};
   const std::string s = final_summary(falling, 83, 2000);
-  EXPECT_TRUE(has(
-      s, "best validation loss: 1.5000 nats per character at step 2000 = 2.164 bits per character"))
+  EXPECT_TRUE(has(s,
+                  "best validation loss at step 2000:\n"
+                  "  per character: 1.5000 nats = 2.164 bits (perplexity 4.48"))
       << s;
   EXPECT_TRUE(has(s, "perplexity 4.48")) << s;
   EXPECT_TRUE(has(s, "ln 83 = 4.4188 nats, 6.375 bits")) << s;  // 4.41884 / 0.693147 = 6.3750
   EXPECT_FALSE(has(s, "bits per byte")) << s;                   // no byte count given
-  // A BPE split of 400 tokens over 1000 bytes: 1.5 * 0.4 / ln 2 = 0.8656 bits per byte.
-  EXPECT_TRUE(has(final_summary(falling, 512, 2000, "token", 0.4),
-                  "= 2.164 bits per token, 0.8656 bits per byte (perplexity"));
+  // A BPE split of 400 tokens over 1000 bytes: 1.5 * 0.4 / ln 2 = 0.8656 bits per byte, first;
+  // the per-token figures labelled below it. A character split of 1000 characters over 1100
+  // bytes: 1.5 * (1000 / 1100) / ln 2 = 1.9673 bits per byte.
+  const std::string bpe = final_summary(falling, 512, 2000, "token", 0.4);
+  EXPECT_EQ(bpe.rfind("best validation loss at step 2000: 0.8656 bits per byte (comparable across "
+                      "tokenizers)\n  per token: 1.5000 nats = 2.164 bits (perplexity 4.48",
+                      0),
+            0u)
+      << bpe;
+  EXPECT_TRUE(has(final_summary(falling, 83, 2000, "character", 1000.0 / 1100.0),
+                  "best validation loss at step 2000: 1.9673 bits per byte"));
   EXPECT_TRUE(has(s, "still falling at the end: train longer")) << s;
   const std::vector<LogRow> overfit = {row(0, 4.4, 4.4), row(250, 2.0, 1.8), row(500, 1.5, 1.9),
                                        row(750, 1.2, 2.0), row(1000, 1.0, 2.1)};
@@ -120,4 +129,22 @@ TEST(LossNotes, OverfitBatchPassesBelowTheTarget) {
       overfit_batch_note(4.4, 0.05, 200),
       "overfit check passed: the loss of the one batch went from 4.4000 to 0.0500 in 200 steps"));
   EXPECT_TRUE(has(overfit_batch_note(4.4, 1.2, 200), "not passed yet"));
+}
+
+TEST(LossNotes, TheYardstickLineSaysWhichSimplePredictorsTheModelBeats) {
+  glass::Yardstick y;
+  y.bigram_bits_per_byte = 3.5;
+  y.xz_bits_per_byte = 2.6;
+  y.train_chars = 900;
+  y.val_chars = 100;
+  const std::string both = glass::yardstick_note(2.19, y, 900, 100);
+  EXPECT_EQ(both,
+            "yardstick on the same validation split: a character bigram model (counted on the "
+            "training split, add-one smoothing) 3.5000 bits per byte, xz -9 given the training "
+            "split 2.6000; this model 2.1900: it beats both\n");
+  EXPECT_TRUE(has(glass::yardstick_note(3.0, y, 900, 100), "it beats the bigram model, not xz"));
+  EXPECT_TRUE(has(glass::yardstick_note(4.0, y, 900, 100), "it beats neither yet"));
+  // Splits longer than the yardsticks read: the line says which part they read.
+  EXPECT_TRUE(has(glass::yardstick_note(2.19, y, 5000, 100),
+                  "read the last 900 of the training split's 5000 characters"));
 }
