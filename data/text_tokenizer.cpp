@@ -39,7 +39,7 @@ SplitIds TextTokenizer::encode_split(const std::u32string& text, UnknownPolicy p
   SplitIds split;
   const std::size_t cut = split_point(text, kind());
   split.val_bytes = u32_to_utf8(text.substr(cut)).size();
-  if (const Tokenizer* c = chars()) {  // one id per character: the cut is the same in ids
+  if (chars() != nullptr) {  // one id per character: the cut is the same in ids
     split.ids = encode_compact(text, policy, &split.unknown);
     split.n_train = cut;
     return split;

@@ -46,7 +46,7 @@ struct TrainRecipe {
   bool zero_init_out = false;       ///< the blocks' output projections started at zero
   /// A chat fine-tune (glass finetune): the base checkpoint it started from, as given, and the
   /// SHA-256 of the base's weights file. Both "" for a run trained on a text.
-  std::string chat_base, chat_base_sha256;
+  std::string chat_base{}, chat_base_sha256{};
 };
 
 /// Everything besides the weights and the moments that an exact resume needs.

@@ -234,9 +234,10 @@ TEST(ReadCheckpointFile, RefusesAFileLargerThanItsKindsLimitBeforeReadingIt) {
     glass_test::write_file(path, "{}");
     EXPECT_EQ(glass::read_checkpoint_file(path.string()), "{}") << "a small file is read";
     fs::resize_file(path, limit);
-    if (limit <= 4 * glass::kMiB)
+    if (limit <= 4 * glass::kMiB) {
       EXPECT_EQ(glass::read_checkpoint_file(path.string()).size(), limit)
           << "exactly the limit is read";
+    }
     fs::resize_file(path, limit + 1);
     try {
       glass::read_checkpoint_file(path.string());

@@ -660,7 +660,7 @@ TEST_F(ServerTest, OnlyThisMachinesNamesInHostAndOnlySameOriginJsonPostsAreAnswe
   EXPECT_EQ(status_of(port_, "GET /api/info HTTP/1.0\r\n\r\n").rfind("HTTP/1.1 421", 0),
             0u);  // no Host
   // Two Host lines: 400 (RFC 9112, section 3.2), even when both name this server.
-  for (const std::string second : {std::string("evil.example"), "127.0.0.1:" + port})
+  for (const std::string& second : {std::string("evil.example"), "127.0.0.1:" + port})
     EXPECT_EQ(status_of(port_, "GET /api/info HTTP/1.1\r\nHost: 127.0.0.1:" + port +
                                    "\r\nHost: " + second + "\r\n\r\n")
                   .rfind("HTTP/1.1 400", 0),
