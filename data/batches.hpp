@@ -64,8 +64,18 @@ inline IdArray to_id_array(const std::vector<std::int32_t>& flat, std::size_t ba
 class Batches {
  public:
   virtual ~Batches() = default;
-  /// The next batch as (B, T) arrays of inputs and targets.
-  virtual void next(IdArray& x, IdArray& y) = 0;
+  /// The next batch as flat rows. Virtual functions trade in Batch, never in IdArray: a class's
+  /// virtual table is emitted with its first out-of-line virtual function, here in the data
+  /// library, built without xtensor's SIMD allocator, where IdArray is another type than in the
+  /// callers (one definition rule).
+  virtual Batch next_batch() = 0;
+  /// The next batch as (B, T) arrays of inputs and targets. (Inline and not virtual, so that
+  /// xtensor is instantiated with the caller's build flags, not in the xtensor-free data library.)
+  void next(IdArray& x, IdArray& y) {
+    Batch batch = next_batch();
+    x = to_id_array(batch.x, batch.batch_size, batch.context);
+    y = to_id_array(batch.y, batch.batch_size, batch.context);
+  }
   /// The random engine's state as text, for checkpoints.
   virtual std::string state() const = 0;
   /// Restores a state written by state(). Throws std::invalid_argument if it cannot be parsed.
@@ -93,13 +103,8 @@ class BatchSampler : public Batches {
 
   /// The next batch of B windows.
   Batch next();
-  /// The next batch as (B, T) arrays of inputs and targets. (Inline, so that xtensor is
-  /// instantiated with the caller's build flags, not in the xtensor-free data library.)
-  void next(IdArray& x, IdArray& y) override {
-    Batch batch = next();
-    x = to_id_array(batch.x, batch_size_, context_);
-    y = to_id_array(batch.y, batch_size_, context_);
-  }
+  Batch next_batch() override { return next(); }
+  using Batches::next;  // next(x, y): the next batch as (B, T) arrays
 
   std::size_t batch_size() const { return batch_size_; }
   std::size_t context() const { return context_; }

@@ -26,19 +26,25 @@ ChatBatches::ChatBatches(std::vector<ChatTokens> conversations, std::size_t batc
           c.ids.size(), c.labels.size(), context));
 }
 
-void ChatBatches::fill_row(std::size_t row, const ChatTokens& c, IdArray& x, IdArray& y) const {
+void ChatBatches::fill_row(const ChatTokens& c, std::int32_t* x, std::int32_t* y) const {
   const std::size_t n = c.ids.size();  // x[t] = ids[t], y[t] = labels[t + 1], t < n - 1
   for (std::size_t t = 0; t < context_; ++t) {
-    x(row, t) = t + 1 < n ? c.ids[t] : pad_id_;
-    y(row, t) = t + 1 < n ? c.labels[t + 1] : kIgnoreLabel;
+    x[t] = t + 1 < n ? c.ids[t] : pad_id_;
+    y[t] = t + 1 < n ? c.labels[t + 1] : kIgnoreLabel;
   }
 }
 
-void ChatBatches::next(IdArray& x, IdArray& y) {
-  x = IdArray::from_shape({batch_size_, context_});
-  y = IdArray::from_shape({batch_size_, context_});
+Batch ChatBatches::next_batch() {
+  Batch batch;
+  batch.batch_size = batch_size_;
+  batch.context = context_;
+  batch.x.resize(batch_size_ * context_);
+  batch.y.resize(batch_size_ * context_);
   std::uniform_int_distribution<std::size_t> pick(0, conversations_.size() - 1);
-  for (std::size_t b = 0; b < batch_size_; ++b) fill_row(b, conversations_[pick(engine_)], x, y);
+  for (std::size_t b = 0; b < batch_size_; ++b)
+    fill_row(conversations_[pick(engine_)], batch.x.data() + b * context_,
+             batch.y.data() + b * context_);
+  return batch;
 }
 
 void ChatBatches::rows_in_order(std::size_t first, std::size_t count, IdArray& x,
@@ -48,7 +54,8 @@ void ChatBatches::rows_in_order(std::size_t first, std::size_t count, IdArray& x
         fmt::format("ChatBatches: rows {}..{} of {}", first, first + count, conversations_.size()));
   x = IdArray::from_shape({count, context_});
   y = IdArray::from_shape({count, context_});
-  for (std::size_t b = 0; b < count; ++b) fill_row(b, conversations_[first + b], x, y);
+  for (std::size_t b = 0; b < count; ++b)
+    fill_row(conversations_[first + b], x.data() + b * context_, y.data() + b * context_);
 }
 
 std::string ChatBatches::state() const {

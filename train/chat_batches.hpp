@@ -33,8 +33,8 @@ class ChatBatches : public Batches {
   ChatBatches(std::vector<ChatTokens> conversations, std::size_t batch_size, std::size_t context,
               std::int32_t pad_id, std::uint64_t seed);
 
-  /// The next B rows: inputs x (B, T) and targets y (B, T), -1 where not counted.
-  void next(IdArray& x, IdArray& y) override;
+  /// The next B rows: inputs x (B, T) and targets y (B, T), -1 where not counted, flat.
+  Batch next_batch() override;
   std::string state() const override;
   void set_state(const std::string& state) override;
 
@@ -44,7 +44,8 @@ class ChatBatches : public Batches {
   std::size_t size() const { return conversations_.size(); }
 
  private:
-  void fill_row(std::size_t row, const ChatTokens& c, IdArray& x, IdArray& y) const;
+  /// One row of T inputs and targets from conversation `c`, written at x[0..T) and y[0..T).
+  void fill_row(const ChatTokens& c, std::int32_t* x, std::int32_t* y) const;
   std::vector<ChatTokens> conversations_;
   std::size_t batch_size_, context_;
   std::int32_t pad_id_;
