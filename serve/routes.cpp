@@ -91,6 +91,12 @@ void Server::add_routes() {
       send_error(res, 400, "the request has more than one Host header (RFC 9112, section 3.2)");
       return httplib::Server::HandlerResponse::Handled;
     }
+    // The same section: an HTTP/1.1 request without a Host line is answered 400. HTTP/1.0 had no
+    // Host header; such a request names no host of this machine and is refused below (421).
+    if (req.version == "HTTP/1.1" && !req.has_header("Host")) {
+      send_error(res, 400, "an HTTP/1.1 request needs a Host header (RFC 9112, section 3.2)");
+      return httplib::Server::HandlerResponse::Handled;
+    }
     int status = 0;
     const std::string why =
         refusal(req.get_header_value("Host"), req.method, req.get_header_value("Content-Type"),

@@ -658,7 +658,10 @@ TEST_F(ServerTest, OnlyThisMachinesNamesInHostAndOnlySameOriginJsonPostsAreAnswe
                 .rfind("HTTP/1.1 421", 0),
             0u);
   EXPECT_EQ(status_of(port_, "GET /api/info HTTP/1.0\r\n\r\n").rfind("HTTP/1.1 421", 0),
-            0u);  // no Host
+            0u);  // no Host in HTTP/1.0: no name of this machine
+  // An HTTP/1.1 request without Host: 400 (RFC 9112, section 3.2).
+  EXPECT_EQ(status_of(port_, "GET /api/info HTTP/1.1\r\n\r\n").rfind("HTTP/1.1 400", 0), 0u);
+  EXPECT_EQ(status_of(port_, sample_post(port_, json_type)).rfind("HTTP/1.1 400", 0), 0u);
   // Two Host lines: 400 (RFC 9112, section 3.2), even when both name this server.
   for (const std::string& second : {std::string("evil.example"), "127.0.0.1:" + port})
     EXPECT_EQ(status_of(port_, "GET /api/info HTTP/1.1\r\nHost: 127.0.0.1:" + port +
