@@ -55,6 +55,7 @@ ojson dla_json(const InterpReport& r) {
   ojson j = {{"position", a.position}, {"target", token_json(r, a.target)}};
   if (a.other) j["other"] = token_json(r, *a.other);
   j["logit"] = json_number(a.logit);
+  j["before_softcap"] = a.capped;
   j["scale"] = json_number(a.scale);
   j["sum"] = json_number(a.total());
   j["embeddings"] = json_number(a.embeddings);
@@ -86,6 +87,7 @@ std::string dla_terminal(const InterpReport& r) {
   const LogitAttribution& a = *r.dla;
   std::string what = fmt::format("logit['{}']", r.label(a.target));
   if (a.other) what += fmt::format(" - logit['{}']", r.label(*a.other));
+  if (a.capped) what += " (before the soft cap, which is not linear)";
   std::string out = fmt::format(
       "Direct logit attribution at position {} ('{}'): {} = {}, split into the direct effect of "
       "each part of the residual stream through the final RMSNorm, its scale frozen at the run's "

@@ -106,8 +106,15 @@ LogitAttribution logit_attribution(const Decoder& model, const Tokens& tokens,
   a.position = t;
   a.target = target.value_or(static_cast<std::int32_t>(top_k_indices(logit_row, V, 1)[0]));
   a.other = other;
-  a.logit = static_cast<double>(logit_row[a.target]) -
-            (other ? static_cast<double>(logit_row[*other]) : 0.0);
+  // With soft-capping (logit = cap * tanh(z / cap)) the stream is linear in z, not in the logit:
+  // the parts split z, recovered as cap * atanh(logit / cap).
+  const double cap = c.logit_softcap;
+  auto before_cap = [cap](Scalar logit) {
+    const double l = static_cast<double>(logit);
+    return cap > 0 ? cap * std::atanh(l / cap) : l;
+  };
+  a.capped = cap > 0;
+  a.logit = before_cap(logit_row[a.target]) - (other ? before_cap(logit_row[*other]) : 0.0);
 
   // The direction u = (W_U[target] - W_U[other]) * g * r read off the final stream x at t.
   const Array& W_U = model.output.weight.value();  // (V, d)

@@ -9,7 +9,8 @@
 //   logit[target] = sum_i W_U[target, i] g_i r x_i,
 // so each part's direct effect is part . u with u = W_U[target] * g * r, and the parts sum to
 // the logit. With a second token `other`, u = (W_U[target] - W_U[other]) * g * r and the parts
-// sum to the logit difference logit[target] - logit[other].
+// sum to the logit difference logit[target] - logit[other]. A model that soft-caps its logits
+// (cap * tanh(z / cap), Gemma 2) is linear in z: the parts sum to z, the logit before the cap.
 //
 // Shapes: T prompt tokens, d = d_model, V = vocab_size, L = n_layers, H = n_heads.
 
@@ -26,7 +27,10 @@ struct LogitAttribution {
   std::size_t position = 0;           ///< the position read (0 .. T-1)
   std::int32_t target = 0;            ///< the token whose logit is split
   std::optional<std::int32_t> other;  ///< when given, the parts split logit[target] - logit[other]
-  double logit = 0;       ///< the model's logit[target] (minus logit[other]) at the position
+  double logit = 0;       ///< the model's logit[target] (minus logit[other]) at the position;
+                          ///< with soft-capping, the logits before the cap (see `capped`)
+  bool capped = false;    ///< the model soft-caps its logits, cap * tanh(z / cap): the parts
+                          ///< split z = cap * atanh(logit / cap), the logit before the cap
   double scale = 0;       ///< r = 1 / sqrt(mean(x^2) + eps) of the final norm, frozen
   double embeddings = 0;  ///< the token embedding's part
   Array heads;            ///< (L, H) each head's part

@@ -50,6 +50,28 @@ TEST(LogitAttribution, PartsSumToTheLogitWithin1e4) {
   }
 }
 
+TEST(LogitAttribution, WithSoftCappingThePartsSumToTheLogitBeforeTheCap) {
+  // A random model whose logits are capped at 2: its capped logits are far from the sum of the
+  // parts, the logits before the cap (cap * atanh(logit / cap)) are not.
+  ModelConfig config;
+  config.vocab_size = 83;
+  config.logit_softcap = 2.0;
+  Decoder capped(config, 3);
+  Tokens prompt;
+  for (int i = 0; i < 24; ++i) prompt.push_back((i * 37 + 5) % 83);
+  const Array logits = interp_test::plain_logits(capped, as_batch(prompt));
+  const std::size_t t = prompt.size() - 1;
+  const LogitAttribution a = logit_attribution(capped, prompt, t, 7);
+  EXPECT_TRUE(a.capped);
+  const double raw = static_cast<double>(logits(0, t, 7));
+  EXPECT_LT(std::abs(raw), 2.0);
+  EXPECT_NEAR(a.logit, 2.0 * std::atanh(raw / 2.0), 1e-6);
+  EXPECT_NEAR(a.total(), a.logit, 1e-4);
+  const LogitAttribution diff = logit_attribution(capped, prompt, t, 7, 11);
+  EXPECT_NEAR(diff.total(), diff.logit, 1e-4);
+  EXPECT_FALSE(logit_attribution(*interp_test::twin_model(), kPrompt).capped);
+}
+
 TEST(LogitAttribution, DefaultsToTheLastPositionAndTheTopToken) {
   auto model = twin_model();
   const LogitAttribution a = logit_attribution(*model, kPrompt);
