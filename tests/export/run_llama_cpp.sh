@@ -27,10 +27,30 @@ for tool in node npm; do
 done
 
 mkdir -p "$work"
-if ! cmp -s "$here/package-lock.json" "$work/package-lock.json" || [ ! -d "$work/node_modules/node-llama-cpp" ]; then
+# node-llama-cpp's optional dependencies are prebuilt llama.cpp libraries for every platform and
+# GPU: on Linux x64 npm would install the CUDA and Vulkan ones too (~650 MB of the 730 MB of
+# node_modules), which greedy.mjs never loads (gpu: false). There the optional dependencies are
+# left out (--omit=optional) and the CPU library alone is installed, at the version of the lock
+# (~80 MB in all); elsewhere npm installs what it picks for the platform. With
+# NODE_LLAMA_CPP_SKIP_DOWNLOAD, node-llama-cpp's install step does not build llama.cpp from
+# source when it finds no library yet (greedy.mjs loads the prebuilt one: build "never").
+# --prefer-offline: packages already in npm's cache are not asked for again.
+npm_flags=(--no-audit --no-fund --loglevel=error --prefer-offline)
+lean=0
+[ "$(node -p 'process.platform + "-" + process.arch')" = linux-x64 ] && lean=1
+if ! cmp -s "$here/package-lock.json" "$work/package-lock.json" || [ ! -d "$work/node_modules/node-llama-cpp" ] ||
+  { [ "$lean" = 1 ] && [ -d "$work/node_modules/@node-llama-cpp/linux-x64-cuda" ]; }; then
   cp "$here/package.json" "$here/package-lock.json" "$work/"
-  # --prefer-offline: packages already in npm's cache are not asked for again.
-  (cd "$work" && npm ci --no-audit --no-fund --loglevel=error --prefer-offline)
+  if [ "$lean" = 1 ]; then
+    lock='JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"))'
+    cpu="$(node -p "$lock"'.packages["node_modules/@node-llama-cpp/linux-x64"].version' \
+      "$work/package-lock.json")"
+    (cd "$work" && export NODE_LLAMA_CPP_SKIP_DOWNLOAD=true &&
+      npm ci "${npm_flags[@]}" --omit=optional &&
+      npm install "${npm_flags[@]}" --omit=optional --no-save "@node-llama-cpp/linux-x64@$cpu")
+  else
+    (cd "$work" && npm ci "${npm_flags[@]}")
+  fi
 fi
 cp "$here/greedy.mjs" "$work/"
 
