@@ -17,6 +17,7 @@ inline constexpr Capitulos kCapitulos[] = {
     {6, "14 a 20"},  {7, "21 a 24"},  {8, "21 a 24"},  {9, "25 a 30"},  {10, "25 a 30"},
     {11, "01 a 09"}, {12, "21 a 24"}, {13, "25 a 31"}, {14, "25 a 31"}, {15, "25 a 31"},
     {16, "10 a 13"}, {17, "32"},      {18, "32"},      {19, "33 a 36"}, {20, "33 a 36"},
+    {21, "38"},      {22, "38"},      {23, "39"},      {24, "40"},
 };
 
 /// The chapters exercise `numero` comes after, or "?" for a number the table lacks.
