@@ -1710,6 +1710,22 @@ TEST_F(Tutorials, ExerciseAnswersOfTheBackwardExercises) {
   // Exercise 24: the first AdamW step is -lr (wd W + sign(G)) (Python math): -3.039715 (lr 1e-3,
   // wd 0.1, one zero gradient), -2.059050 (lr 1e-2, no decay), -3.019459 (every gradient 1).
   expect(answer("24_razao_do_primeiro_passo"), {-3.039715, -2.059050, -3.019459}, 2e-6);
+  // Exercise 25: dQ, dK, dV of one causal head by central differences of the forward alone
+  // (tests/cli/reference/volta_da_atencao.py). The first query sees only the first key: dQ[0] = 0.
+  expect(answer("25_volta_da_atencao"),
+         {0,         0,        0,         0,         -0.427773, -0.733325, 0.549994, 0.366663,
+          -0.302472, 0.189935, 0.200208,  -0.356634, 0.190977,  -0.320843, 0.433879, 0.638607,
+          -0.066374, 0.071637, -0.533561, -0.588765, -0.124603, 0.249206,  0.099683, -0.049841,
+          1.021126,  1.440614, -1.065865, 1.146735,  -0.154581, 0.732768,  0.216047, 0.266574,
+          -0.566545, 0.226618, 0.849818,  -0.113309},
+         2e-6);
+  // Its wrong answers keep dV right (the softmax and the scale come after it, going back) and
+  // get dQ wrong: without the 1/sqrt(d) dQ doubles (d = 4).
+  const std::vector<double> no_scale =
+      numbers_on(run_program("exercicios/errada_25_volta_da_atencao_sem_a_escala").out, "resposta");
+  ASSERT_EQ(no_scale.size(), 36u);
+  EXPECT_NEAR(no_scale[4], 2 * -0.427773, 2e-6);
+  EXPECT_NEAR(no_scale[24], 1.021126, 2e-6);
 }
 
 }  // namespace
