@@ -107,7 +107,7 @@ int main() {
   const Matriz K = {{0.3, -1, 0.5, 0.7}, {1, 0.2, -0.4, 0.1}, {-0.6, 0.3, 0.9, -1}};
   const Matriz V = {{1, 2, 0, -1}, {0.5, -1, 1, 0}, {-2, 0.5, 0.25, 1}};
   const Matriz G = {{1, 0, -1, 0.5}, {0.3, 2, -0.5, 1}, {-1, 0.4, 1.5, -0.2}};
-  const bool certo = exercicio::conferir("resposta", volta_a_mao(Q, K, V, G),
-                                         volta_pela_fita(Q, K, V, G), 1e-9);
+  const bool certo =
+      exercicio::conferir("resposta", volta_a_mao(Q, K, V, G), volta_pela_fita(Q, K, V, G), 1e-9);
   return exercicio::resultado(certo);
 }
