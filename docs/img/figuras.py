@@ -138,6 +138,61 @@ def kv_cache():
     return svg(350, 265, body)
 
 
+SAIDA_40 = os.path.join(HERE, "..", "..", "tutorials", "saidas", "40_vendo_a_rede_treinar.txt")
+
+
+def series_do_capitulo_40():
+    """The series chapter 40 printed ("boa, perda: 4.431 3.093 ..."), from its saved output."""
+    series = {}
+    with open(SAIDA_40, encoding="utf-8") as f:
+        for line in f:
+            rotulo, sep, numeros = line.strip().removeprefix("~ ").partition(": ")
+            if sep and rotulo.split(", ")[0] in ("boa", "lr 10x", "init 10x"):
+                try:
+                    series[rotulo] = (line.strip(), [float(x) for x in numeros.split()])
+                except ValueError:
+                    pass
+    return series
+
+
+def vendo_a_rede_treinar():
+    """Chapter 40's three runs: loss, log10 of the residual stream's RMS after the last layer and
+    log10 of the update/weight ratio, at steps 0, 20, ..., 100 and 119, drawn from the chapter's
+    saved output. The <desc> holds the lines plotted, so a test can check them against the file."""
+    series = series_do_capitulo_40()
+    passos = [0, 20, 40, 60, 80, 100, 119]
+    rodadas = [("boa", GREEN), ("lr 10x", ORANGE), ("init 10x", BLUE)]
+    paineis = [("perda", "perda", lambda v: v),
+               ("log10 rms depois da camada 1", "rms depois da camada 1", math.log10),
+               ("log10 atualização/peso", "log10 atualização/peso, mediana das matrizes", lambda v: v)]
+    w, h, x0, y0, gap = 230, 170, 50, 40, 60
+    body, usadas = [], []
+    for k, (titulo, medida, f) in enumerate(paineis):
+        left = x0 + k * (w + gap)
+        valores = [f(v) for nome, _ in rodadas for v in series[nome + ", " + medida][1]]
+        lo, hi = min(valores), max(valores)
+        lo, hi = lo - 0.05 * (hi - lo), hi + 0.05 * (hi - lo)
+        sx = lambda p: left + p / 119 * w
+        sy = lambda v: y0 + h - (v - lo) / (hi - lo) * h
+        body.append(f'<rect x="{left}" y="{y0}" width="{w}" height="{h}" fill="none" stroke="{GREY}"/>')
+        body += text(left + w / 2, y0 - 12, titulo, size=13)
+        for v in (lo + 0.05 * (hi - lo) / 1.1, (lo + hi) / 2, hi - 0.05 * (hi - lo) / 1.1):
+            body += text(left - 6, sy(v) + 4, f"{v:.1f}", anchor="end", color=SOFT, size=10)
+        for p in (0, 60, 119):
+            body += text(sx(p), y0 + h + 14, str(p), color=SOFT, size=10)
+        for nome, cor in rodadas:
+            linha, vals = series[nome + ", " + medida]
+            usadas.append(linha)
+            pts = " ".join(f"{sx(p):.1f},{sy(f(v)):.1f}" for p, v in zip(passos, vals))
+            body.append(f'<polyline points="{pts}" fill="none" stroke="{cor}" stroke-width="2"/>')
+    for i, (nome, cor) in enumerate(rodadas):
+        body += text(x0 + 120 + i * 150, y0 + h + 40, nome, color=cor, size=13)
+    body += text(x0 + 1.5 * w + gap, y0 + h + 58, "passo (capítulo 40, tutorials/saidas/40_vendo_a_rede_treinar.txt)",
+                 color=SOFT, size=11)
+    desc = "\n".join(usadas).replace("&", "&amp;").replace("<", "&lt;")
+    return svg(3 * w + 2 * gap + 70, y0 + h + 70, [f"<desc>\n{desc}\n</desc>"] + body)
+
+
 FIGURES = {
     "atencao-passos.svg": atencao_passos,
     "mascara-causal.svg": mascara_causal,
@@ -145,6 +200,7 @@ FIGURES = {
     "gqa.svg": gqa,
     "residuos.svg": residuos,
     "kv-cache.svg": kv_cache,
+    "vendo-a-rede-treinar.svg": vendo_a_rede_treinar,
 }
 
 if __name__ == "__main__":

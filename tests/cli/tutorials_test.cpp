@@ -136,7 +136,11 @@ bool contains(const std::string& out, const std::string& text) {
 // are rounding noise on purpose (Ch02FunctionDerivativeAndTheTableOfH checks them).
 bool is_free_line(const std::string& line) {
   const bool table_row = line.rfind("     1e-0", 0) == 0;
-  return table_row || contains(line, "tempo") || contains(line, "Capitu") ||
+  // Chapter 40's runs that are unstable on purpose (a 10x learning rate) print their series on
+  // lines starting with "~ ": after tens of steps their digits depend on the BLAS kernels. The
+  // chapter's conclusions from them are printed apart, and checked.
+  const bool unstable_run = line.rfind("~ ", 0) == 0;
+  return table_row || unstable_run || contains(line, "tempo") || contains(line, "Capitu") ||
          line.rfind("amostra:", 0) == 0 || contains(line, " olha mais em: ");
 }
 
@@ -1160,6 +1164,125 @@ TEST_F(Tutorials, Ch37MuonOrthogonalizesTheStep) {
   EXPECT_NEAR(numbers_on(out, "3) valores singulares depois de 5 passos")[1], 0, 1e-6);
 }
 
+TEST_F(Tutorials, Ch38BackpropByHandTheScalarAutogradAndTheTape) {
+  const std::string& out = output_of(38);
+  // o = tanh(w1 x1 + w2 x2 + b), L = (o - y)^2 at x = (1, -2), w = (0.5, 0.25), b = 0.5, y = 1,
+  // with the derivatives written out in plain Python (tests/cli/reference/backprop_neuronio.py).
+  expect_numbers(out, "n o L", {0.5, 0.462117, 0.289318});
+  expect_numbers(out, "dL/do do/dn dL/dn", {-1.075766, 0.786448, -0.846033});
+  const std::vector<double> grads = {-0.846033, 1.692067, -0.846033, -0.423017, -0.211508};
+  expect_numbers(out, "à mão: dL/dw1 dL/dw2 dL/db dL/dx1 dL/dx2", grads);
+  // The chapter's own scalar autograd (double) and the library's tape (float) agree with them.
+  expect_numbers(out, "autograd: dL/dw1 dL/dw2 dL/db dL/dx1 dL/dx2", grads);
+  expect_numbers(out, "fita: dL/dw1 dL/dw2 dL/db dL/dx1 dL/dx2", grads, 2e-6);
+  EXPECT_LT(number_on(out, "diferença máxima, autograd de escalares contra o papel"), 1e-12);
+  EXPECT_LT(number_on(out, "diferença máxima, fita (float) contra o papel"), 1e-6);
+  // Chapter 03's L = (x y + x)^2 at x = 2, y = 3: L = 64, dL/dx = 2 (xy + x)(y + 1) = 64,
+  // dL/dy = 2 (xy + x) x = 32 (by hand), the same numbers chapter 03's tape prints.
+  expect_numbers(out, "capítulo 03 pelo autograd: L grad x grad y", {64, 64, 32});
+  expect_numbers(output_of(3), "grad x", {64});
+  // The answers: x2 = 0 (n = 1; the Python script); '=' instead of '+=' (by hand in the script's
+  // last comment: 24 and 16); b = 4 saturates the tanh (1 - o^2 = 0.001341).
+  expect_numbers(out, "1) com x2 = 0: dL/dw1 dL/dw2 dL/db dL/dx1 dL/dx2",
+                 {-0.200249, 0, -0.200249, -0.100124, -0.050062});
+  expect_numbers(out, "2) com = no lugar de +=: grad x grad y", {24, 16});
+  expect_numbers(out, "3) com b = 4: dL/dw1 dL/dw2 dL/db dL/dx1 dL/dx2",
+                 {-0.00000180, 0.00000360, -0.00000180, -0.00000090, -0.00000045}, 6e-9);
+}
+
+TEST_F(Tutorials, Ch39TheMlpLanguageModelBeatsTheBigram) {
+  const std::string& out = output_of(39);
+  const double V = numbers_after(lines_with(out, "caracteres de treino:")[0], "V:")[0];
+  // The shapes of B = 2 windows of n = 3 characters, d = 16, and the parameter count by hand:
+  // V d + H n d + H + V H + V.
+  EXPECT_TRUE(contains(out, "contexto (B, n): (2, 3)\n")) << out;
+  EXPECT_TRUE(contains(out, "embedding(C, contexto) (B, n, d): (2, 3, 16)\n")) << out;
+  EXPECT_TRUE(contains(out, "concatenados (B, n·d): (2, 48)\n")) << out;
+  EXPECT_EQ(number_on(out, "parâmetros"), V * 16 + 128 * 48 + 128 + V * 128 + V);
+  // With W2 of std 0.01 the logits start near 0 and the first loss near log(V) (4.420 against
+  // 4.407 in the saved run).
+  EXPECT_NEAR(number_on(out, "MLP n = 3, perda inicial"), std::log(V), 0.03);
+  // The loss 2000 steps reach with the fixed seed (this run's value; the saved output holds it
+  // within the drift of a trained model, and the claims below hold with a margin).
+  const double val3 = number_on(out, "MLP n = 3, perda de validação");
+  EXPECT_NEAR(val3, 2.1080, 0.02);
+  const double bigram = number_on(out, "bigrama de contagens, perda de validação (add-one)");
+  EXPECT_LT(val3, bigram - 0.1) << "the chapter says the MLP beats the bigram";
+  EXPECT_TRUE(contains(out, "o MLP fica abaixo do bigrama na validação: sim")) << out;
+  // The answers: n = 1 lands near the bigram's validation loss and above n = 3's; a W2 of std 1
+  // starts far above log(V).
+  const std::string line1 = lines_with(out, "1) n = 1: perda de validação")[0];
+  EXPECT_GT(numbers_after(line1, "validação")[0], val3 + 0.2);
+  EXPECT_NEAR(numbers_after(line1, "validação")[0], bigram, 0.15);
+  EXPECT_GT(numbers_after(lines_with(out, "3) W2 com desvio 1")[0], "primeiro passo")[0],
+            std::log(V) + 1);
+}
+
+TEST_F(Tutorials, Ch40WatchingTheNetworkTrain) {
+  const std::string& out = output_of(40);
+  const double logV = number_on(out, "log(V)");
+  // Seven measurements per series (steps 0, 20, ..., 100 and 119).
+  for (const char* label : {"boa, perda", "boa, norma do gradiente", "boa, rms depois da camada 1",
+                            "boa, log10 atualização/peso, mediana das matrizes",
+                            "init 10x, log10 atualização/peso, mediana das matrizes"}) {
+    EXPECT_EQ(numbers_on(out, label).size(), 7u) << label;
+  }
+  // The good run: starts at log(V) (the output head is small), falls by more than 1.5 nats, and
+  // its update/weight ratio follows the schedule: highest at the end of the warm-up (step 20),
+  // lower at the end of the cosine.
+  const std::vector<double> loss = numbers_on(out, "boa, perda");
+  EXPECT_NEAR(loss.front(), logV, 0.1);
+  EXPECT_LT(loss.back(), loss.front() - 1.5);
+  const std::vector<double> ratio =
+      numbers_on(out, "boa, log10 atualização/peso, mediana das matrizes");
+  EXPECT_EQ(std::max_element(ratio.begin(), ratio.end()) - ratio.begin(), 1);
+  EXPECT_LT(ratio.back(), ratio[1] - 0.5);
+  EXPECT_TRUE(
+      contains(out, "a razão atualização/peso é máxima no passo 20 (o fim do aquecimento)"));
+  // The first AdamW step moves every element by about lr (exercise 24's reasoning): with every
+  // matrix 10x larger the ratio starts 1 lower in log10.
+  EXPECT_NEAR(number_on(out, "init 10x menos boa, log10 atualização/peso no passo 0"), -1, 0.02);
+  EXPECT_TRUE(contains(out, "init 10x, perda inicial acima de log(V) + 1: sim")) << out;
+  EXPECT_GT(numbers_on(out, "init 10x, rms dos logits")[0],
+            9 * numbers_on(out, "boa, rms dos logits")[0]);
+  // The 10x learning rate: the residual stream grows hundreds of times, the loss ends higher;
+  // without clipping it ends higher still; the small init ends higher than the good run.
+  EXPECT_TRUE(
+      contains(out, "lr 10x, rms depois da camada 1 no fim mais de 50 vezes o da boa: sim"));
+  EXPECT_TRUE(contains(out, "lr 10x, perda final acima da boa: sim"));
+  EXPECT_TRUE(contains(out, "1) perda final sem clipping acima da com clipping: sim"));
+  EXPECT_TRUE(contains(
+      out, "2) init 0.1x, perda final acima da boa: sim; razão no passo 0 acima da boa: sim"));
+  // A 10x smaller learning rate lowers the ratio, by less than 1 in log10 (0.75 on the saved run).
+  const double drop = number_on(out, "   queda média da razão em log10, lr 3e-3 -> 3e-4");
+  EXPECT_GT(drop, 0.5);
+  EXPECT_LT(drop, 1.0);
+}
+
+TEST_F(Tutorials, Ch40FigurePlotsTheChaptersSavedNumbers) {
+  // docs/img/vendo-a-rede-treinar.svg is drawn by docs/img/figuras.py from chapter 40's saved
+  // output and lists in its <desc> the lines it plots: each must be a line of that output.
+  std::ifstream in(glass_test::source_dir("/docs/img/vendo-a-rede-treinar.svg"));
+  ASSERT_TRUE(in) << "missing docs/img/vendo-a-rede-treinar.svg (python3 docs/img/figuras.py)";
+  std::stringstream svg;
+  svg << in.rdbuf();
+  const std::string text = svg.str();
+  const std::size_t begin = text.find("<desc>\n"), end = text.find("\n</desc>");
+  ASSERT_NE(begin, std::string::npos);
+  ASSERT_NE(end, std::string::npos);
+  const std::string saved = saved_output_of(40);
+  std::istringstream lines(text.substr(begin + 7, end - begin - 7));
+  std::string line;
+  int plotted = 0;
+  while (std::getline(lines, line)) {
+    ++plotted;
+    EXPECT_TRUE(contains(saved, line + "\n"))
+        << "the figure plots \"" << line
+        << "\", not in tutorials/saidas/40_vendo_a_rede_treinar.txt (run python3 docs/img/figuras.py)";
+  }
+  EXPECT_EQ(plotted, 9);  // three runs x three measures
+}
+
 TEST_F(Tutorials, Chapter31RunsAndMatchesItsSavedOutput) {
   // Its numbers under mpirun are tests/cli/tutorial_mpi_test.cpp's; here the program alone.
   const std::string& out = output_of(31);
@@ -1404,7 +1527,7 @@ TEST_F(Tutorials, Ch32BpeByHandAndOnTheBook) {
 
 TEST_F(Tutorials, EveryExerciseHasASolutionThatPasses) {
   const std::vector<std::string> exercises = numbered_names("/exercicios");
-  ASSERT_GE(exercises.size(), 16u);
+  ASSERT_GE(exercises.size(), 24u);
   for (const std::string& name : exercises) {
     const ProgramRun& r = run_program("exercicios/solucao_" + name);
     EXPECT_EQ(r.exit_code, 0) << "solution of " << name << ":\n" << r.out;
@@ -1584,6 +1707,49 @@ TEST_F(Tutorials, ExerciseAnswersOfPart7) {
         << wrong << ":\n"
         << out;
   }
+}
+
+TEST_F(Tutorials, ExerciseAnswersOfTheBackwardExercises) {
+  auto answer = [](const std::string& name) {
+    return numbers_on(run_program("exercicios/solucao_" + name).out, "resposta");
+  };
+  auto expect = [](const std::vector<double>& got, const std::vector<double>& want, double tol) {
+    ASSERT_EQ(got.size(), want.size());
+    for (std::size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[i], want[i], tol) << i;
+  };
+  // Exercise 21: n = -1.9, o = sigmoid(n); dL/dn = o - 1 = -0.869892 times x = (1, -1, 2), and
+  // the bias (Python math).
+  expect(answer("21_volta_do_neuronio"), {-0.869892, 0.869892, -1.739783, -0.869892}, 2e-6);
+  // Exercise 22: chapter 03's 64 and 32; the half fix (+= in the product only) passes that case
+  // and gives x + x a gradient of 1 instead of 2.
+  expect(answer("22_ache_o_erro_no_autograd"), {64, 32}, 0);
+  const std::string& half =
+      run_program("exercicios/errada_22_ache_o_erro_no_autograd_so_no_produto").out;
+  expect(numbers_on(half, "resposta"), {64, 32}, 0);
+  expect(numbers_on(half, "resposta x + x"), {1}, 0);
+  // Exercise 23, by hand: contexts {1, 3, 1} and {2, 3, 2}, G rows [1, 2 | 3, 4 | 5, 6] and
+  // [-1, 0.5 | 0.25, -2 | 10, 20]: row 1 = [1, 2] + [5, 6], row 2 = [-1, 0.5] + [10, 20], row 3 =
+  // [3, 4] + [0.25, -2]; rows 0 and 4 unused.
+  expect(answer("23_volta_da_concatenacao"), {0, 0, 6, 8, 9, 20.5, 3.25, 2, 0, 0}, 1e-6);
+  // Exercise 24: the first AdamW step is -lr (wd W + sign(G)) (Python math): -3.039715 (lr 1e-3,
+  // wd 0.1, one zero gradient), -2.059050 (lr 1e-2, no decay), -3.019459 (every gradient 1).
+  expect(answer("24_razao_do_primeiro_passo"), {-3.039715, -2.059050, -3.019459}, 2e-6);
+  // Exercise 25: dQ, dK, dV of one causal head by central differences of the forward alone
+  // (tests/cli/reference/volta_da_atencao.py). The first query sees only the first key: dQ[0] = 0.
+  expect(answer("25_volta_da_atencao"),
+         {0,         0,        0,         0,         -0.427773, -0.733325, 0.549994, 0.366663,
+          -0.302472, 0.189935, 0.200208,  -0.356634, 0.190977,  -0.320843, 0.433879, 0.638607,
+          -0.066374, 0.071637, -0.533561, -0.588765, -0.124603, 0.249206,  0.099683, -0.049841,
+          1.021126,  1.440614, -1.065865, 1.146735,  -0.154581, 0.732768,  0.216047, 0.266574,
+          -0.566545, 0.226618, 0.849818,  -0.113309},
+         2e-6);
+  // Its wrong answers keep dV right (the softmax and the scale come after it, going back) and
+  // get dQ wrong: without the 1/sqrt(d) dQ doubles (d = 4).
+  const std::vector<double> no_scale =
+      numbers_on(run_program("exercicios/errada_25_volta_da_atencao_sem_a_escala").out, "resposta");
+  ASSERT_EQ(no_scale.size(), 36u);
+  EXPECT_NEAR(no_scale[4], 2 * -0.427773, 2e-6);
+  EXPECT_NEAR(no_scale[24], 1.021126, 2e-6);
 }
 
 }  // namespace
