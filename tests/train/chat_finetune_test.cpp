@@ -13,6 +13,7 @@
 
 #include "autograd/ops.hpp"
 #include "checkpoint/checkpoint.hpp"
+#include "data/bpe_tokenizer.hpp"
 #include "data/chat_data.hpp"
 #include "data/chat_template.hpp"
 #include "fixtures.hpp"
@@ -111,6 +112,33 @@ TEST(ChatBase, AChatBaseLackingACharacterKeepsItsChatTokensRowsByTheirText) {
   const auto bigger = grow_vocabulary(model, base, grown, 7);
   EXPECT_EQ(row(bigger->output.weight, static_cast<std::size_t>(new_end)),
             row(model.output.weight, static_cast<std::size_t>(old_end)));
+}
+
+TEST(ChatBase, ABpeBaseGrowsByTheTwoChatTokensAloneAfterItsMerges) {
+  const TextTokenizer base(BpeTokenizer::train(U"o gato e o rato; o pato, o gato", 280));
+  ASSERT_FALSE(base.has_chat_tokens());
+  std::vector<char32_t> added{U'x'};
+  // "+", digits and "?" are spelled by byte tokens: no character is added.
+  const TextTokenizer grown = chat_tokenizer(base, conversations(), &added);
+  EXPECT_TRUE(added.empty());
+  EXPECT_EQ(grown.vocab_size(), base.vocab_size() + 2);
+  EXPECT_EQ(*grown.special_id(SpecialToken::kImStart),
+            static_cast<std::int32_t>(base.vocab_size()));
+  EXPECT_EQ(*grown.special_id(SpecialToken::kImEnd),
+            static_cast<std::int32_t>(base.vocab_size() + 1));
+  // Ordinary text encodes to the same ids as before.
+  EXPECT_EQ(grown.encode_prompt(U"o gato + 42?", UnknownPolicy::kRefuse),
+            base.encode_prompt(U"o gato + 42?", UnknownPolicy::kRefuse));
+
+  const Decoder model(glass_test::small_config(base.vocab_size()), 5);
+  const auto bigger = grow_vocabulary(model, base, grown, 9);
+  EXPECT_EQ(bigger->config().vocab_size, base.vocab_size() + 2);
+  for (std::size_t id = 0; id < base.vocab_size(); ++id) {  // every base row, bit for bit
+    ASSERT_EQ(row(bigger->tok_embeddings.weight, id), row(model.tok_embeddings.weight, id)) << id;
+    ASSERT_EQ(row(bigger->output.weight, id), row(model.output.weight, id)) << id;
+  }
+  EXPECT_NE(row(bigger->output.weight, base.vocab_size()),
+            row(bigger->output.weight, base.vocab_size() + 1));  // drawn, not copied
 }
 
 TEST(ChatBatches, EachRowIsOneConversationShiftedWithItsMaskAndPadding) {
