@@ -5,6 +5,8 @@
 //
 //   glass eval -m DIR --data FILE [--best] [--allow-unknown] [-t N]
 //   glass eval -m DIR --chat EXAM.jsonl [-n N] [--json] [--best] [-t N]
+//   glass eval -m BASE --chat EXAM.jsonl --base   (the baseline: a base model, grown for the
+//                                                  chat tokens as glass finetune grows it)
 
 #include <algorithm>
 #include <cmath>
@@ -25,6 +27,7 @@
 #include "data/yardstick.hpp"
 #include "sample/chat.hpp"
 #include "sample/chat_exam.hpp"
+#include "train/chat_base.hpp"
 #include "train/text_eval.hpp"
 #include "train/trainer.hpp"
 
@@ -38,6 +41,7 @@ struct EvalFlags {
   std::string chat;  // the exam's JSONL file
   std::size_t max_tokens = 64;
   bool json = false;
+  bool base = false;  // --chat on a base model: grown for the chat tokens first
   bool best = false;
   bool allow_unknown = false;
   int threads = 0;
@@ -146,19 +150,50 @@ void print_exam(const glass::ChatExamResult& r, const EvalFlags& f) {
   }
 }
 
+/// Characters as the fine-tune's banner names them: "'+' (U+002B) '7' (U+0037)".
+std::string described(const std::vector<char32_t>& chars) {
+  std::string text;
+  for (char32_t c : chars) text += (text.empty() ? "" : " ") + glass::describe_char(c);
+  return text;
+}
+
+/// A base model as glass finetune starts from it (train/chat_base.hpp): its vocabulary grown for
+/// the chat tokens and the exam's characters it lacks, the new embedding and output rows drawn
+/// with the fine-tune's default seed and never trained, every other row the base's. Its window
+/// is the model's context length (the base's training windows may be shorter than a prompt).
+glass::Checkpoint grown_for_chat(const glass::Checkpoint& base, const std::string& name,
+                                 const std::vector<glass::Conversation>& exam) {
+  const glass::TextTokenizer& from = base.tokenizer();
+  std::vector<char32_t> added;
+  glass::TextTokenizer to = glass::chat_tokenizer(from, exam, &added);
+  const std::uint64_t seed = glass::TrainOptions{}.seed;
+  auto model = glass::grow_vocabulary(base.model(), from, to, seed);
+  std::cerr << fmt::format(
+      "baseline: {} has no chat tokens; its vocabulary is grown from {} to {} ids for "
+      "<|im_start|>, <|im_end|>{} as glass finetune grows it (new rows untrained, seed {}): the "
+      "base model's score, prompted with the template\n",
+      name, from.vocab_size(), to.vocab_size(),
+      added.empty() ? "" : " and the characters " + described(added), seed);
+  const glass::ModelConfig config = model->config();
+  return glass::Checkpoint(config, std::move(to), std::move(model));
+}
+
 /// glass eval --chat: the exam on the save, printed as text or JSON.
 void run_chat_exam(const EvalFlags& f) {
   const std::vector<glass::Conversation> exam = glass::read_chat_jsonl(f.chat);
   glass::Checkpoint loaded = glass::load_checkpoint(f.checkpoint, f.best);
   glass::cli::apply_threads(f.threads);
   if (!loaded.warning().empty()) std::cerr << "warning: " << loaded.warning() << "\n";
+  if (f.base && !loaded.tokenizer().has_chat_tokens())
+    loaded = grown_for_chat(loaded, f.checkpoint, exam);
   glass::ChatExamResult r;
   try {
     r = glass::run_chat_exam(loaded, exam, {f.max_tokens});
   } catch (const glass::NoChatTokensError& e) {
     throw CommandError(fmt::format(
-        "{} {}; fine-tune it on conversations first (glass finetune). A base model's baseline "
-        "needs the chat tokens too: the same exam runs on any checkpoint that has them",
+        "{} {}; fine-tune it on conversations first (glass finetune), or pass --base for the "
+        "base model's baseline (its vocabulary grown for the chat tokens, as glass finetune "
+        "starts)",
         f.checkpoint, e.what()));
   } catch (const glass::ChatTooLongError& e) {
     throw CommandError(fmt::format("{}: {}", f.chat, e.what()));
@@ -199,6 +234,9 @@ void add_eval_command(CLI::App& app) {
       ->check(glass::cli::integer_in(1, 100'000, "an integer from 1 to 100000"))
       ->capture_default_str();
   cmd->add_flag("--json", f->json, "--chat: print the result as JSON, every wrong answer listed");
+  cmd->add_flag("--base", f->base,
+                "--chat on a base model without the chat tokens: its vocabulary grown for them "
+                "as glass finetune grows it (new rows untrained), the baseline of a fine-tune");
   cmd->add_flag("--best", f->best, "use best.safetensors instead of the latest weights");
   cmd->add_flag("--allow-unknown", f->allow_unknown,
                 "map characters outside the vocabulary to id 0");
@@ -208,6 +246,7 @@ void add_eval_command(CLI::App& app) {
       "  glass eval -m runs/tinyshakespeare --data heldout.txt\n"
       "  glass eval -m runs/tinyshakespeare --data heldout.txt --best -t 2\n"
       "  glass eval -m runs/chat --chat data/chat/exam.jsonl --json\n"
+      "  glass eval -m runs/domcasmurro --chat data/chat/exam.jsonl --base   (the baseline)\n"
       "Evaluate on text the model did not train on; its own training text gives a loss that is\n"
       "too good (glass eval warns).");
   cmd->callback([f, chat] { chat->count() > 0 ? run_chat_exam(*f) : run_eval(*f); });

@@ -68,8 +68,9 @@ void add_finetune_command(CLI::App& app) {
   add_evaluation_flags(cmd, o);
   add_run_flags(cmd, *flags);
   cmd->footer(
-      "Each conversation is one row of a batch, padded to the window (--context; default: the "
-      "longest conversation),\nand the loss counts only the answers' tokens and their <|im_end|>.\n"
+      "Each conversation is one row of a batch, padded to the batch's longest (a batch draws its "
+      "rows from one length bucket;\nthe window, --context, defaults to the longest conversation), "
+      "and the loss counts only the answers' tokens and their <|im_end|>.\n"
       "Example:\n"
       "  glass train --out runs/base --iters 2000\n"
       "  glass finetune --from runs/base --chat data/chat/train.jsonl --val data/chat/val.jsonl "

@@ -71,6 +71,7 @@ double Trainer::train_step(long it) {
     x = overfit_x_;
     y = overfit_y_;
   }
+  last_step_positions_ = x.size();             // B * T (a chat batch is as wide as its rows)
   const Communicator& comm = options_.comm;    // N processes (mpirun -np N), or one
   const double share = target_share(y, comm);  // this process's share of the counted targets
   x = shard_rows(x, comm);                     // (B/N, T): this process's windows
@@ -179,10 +180,10 @@ TrainResult Trainer::run() {
   if (options_.time_budget_s > 0 && !options_.resume) fit_to_time_budget();
   const TrainOptions& o = options_;
   run_start_ = Clock::now();
-  const double tokens_per_step = static_cast<double>(o.batch_size * o.context);
-  double train_seconds = 0;  // time in train_step since the last eval (for tokens/s)
-  long steps_since_eval = 0;
-  double mean_step_s = 0;  // running mean step time (for the ETA)
+  double train_seconds = 0;         // time in train_step since the last eval (for tokens/s)
+  double positions_since_eval = 0;  // the positions (B * T) of those steps
+  double mean_step_s = 0;           // running mean step time (for the ETA)
+  double positions_timed = 0, seconds_timed = 0;  // every step's, for the mean tokens/s
   long steps_timed = 0;
   auto last_print = Clock::now() - std::chrono::seconds(10);
   const long print_every = std::max(1L, std::min(o.eval_every, 50L));  // non-TTY progress lines
@@ -201,7 +202,7 @@ TrainResult Trainer::run() {
     const bool eval_due = it % o.eval_every == 0 || it == o.iters;
     if (eval_due && (log().empty() || log().back().step != it)) {
       bool best = false;
-      evaluate_and_report(it, train_seconds, steps_since_eval, result, best);
+      evaluate_and_report(it, train_seconds, positions_since_eval, result, best);
       if (stop_requested()) {
         out_ << stop_signal_name(stop_signal_) << " arrived during the evaluation at step " << it
              << "; the evaluation was finished first. Saving a checkpoint in " << o.out_dir << "\n";
@@ -211,7 +212,7 @@ TrainResult Trainer::run() {
       print_sample();
       save(best);
       train_seconds = 0;
-      steps_since_eval = 0;
+      positions_since_eval = 0;
     }
     if (it >= o.iters) break;
 
@@ -222,18 +223,21 @@ TrainResult Trainer::run() {
                       loss,
                       schedule_.at(it),
                       last_grad_norm_,
-                      dt > 0 ? tokens_per_step / dt : 0,
+                      dt > 0 ? static_cast<double>(last_step_positions_) / dt : 0,
                       elapsed_before_ + seconds_since(run_start_)};
     for (TrainObserver* observer : observers_) observer->on_step(row);
     train_seconds += dt;
-    ++steps_since_eval;
+    positions_since_eval += static_cast<double>(last_step_positions_);
+    positions_timed += static_cast<double>(last_step_positions_);
+    seconds_timed += dt;
     mean_step_s += (dt - mean_step_s) / static_cast<double>(++steps_timed);
     const long done = it + 1;
     const bool print_now = is_tty_ ? seconds_since(last_print) > 0.1 || done == o.iters
                                    : done % print_every == 0 || done == o.iters;
     if (print_now) {
       last_print = Clock::now();
-      print_progress(done, loss, schedule_.at(it), tokens_per_step / mean_step_s,
+      print_progress(done, loss, schedule_.at(it),
+                     seconds_timed > 0 ? positions_timed / seconds_timed : 0,
                      mean_step_s * static_cast<double>(o.iters - done));
     }
   }
@@ -241,7 +245,7 @@ TrainResult Trainer::run() {
   return result;
 }
 
-void Trainer::evaluate_and_report(long it, double train_seconds, long steps_since_eval,
+void Trainer::evaluate_and_report(long it, double train_seconds, double positions_since_eval,
                                   TrainResult& result, bool& best) {
   const EvalResult e = evaluate();
   LogRow row;
@@ -249,8 +253,7 @@ void Trainer::evaluate_and_report(long it, double train_seconds, long steps_sinc
   row.lr = schedule_.at(it);  // the lr of the step about to be taken (min_lr at the end)
   row.train_loss = e.train_loss;
   row.val_loss = e.val_loss;
-  const double tokens_per_step = static_cast<double>(options_.batch_size * options_.context);
-  row.tokens_per_s = train_seconds > 0 ? tokens_per_step * steps_since_eval / train_seconds : 0;
+  row.tokens_per_s = train_seconds > 0 ? positions_since_eval / train_seconds : 0;
   row.elapsed_s = elapsed_before_ + seconds_since(run_start_);
   for (TrainObserver* observer : observers_) observer->on_eval(row);
   result.last_eval = e;

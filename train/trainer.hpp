@@ -169,7 +169,7 @@ class Trainer {
 
   // The loop (trainer.cpp).
   bool stop_requested();  // the stop flag is set (in any process); sets stop_signal_
-  void evaluate_and_report(long it, double train_seconds, long steps_since_eval,
+  void evaluate_and_report(long it, double train_seconds, double positions_since_eval,
                            TrainResult& result, bool& best);
   void save(bool also_best);
   TrainState training_state() const;
@@ -218,9 +218,10 @@ class Trainer {
   std::chrono::steady_clock::time_point run_start_ = std::chrono::steady_clock::now();
   // When construction began: a time budget counts from there (the text read and encoded too).
   std::chrono::steady_clock::time_point created_ = run_start_;
-  double elapsed_before_ = 0;  // seconds trained before a resume (for elapsed_s)
-  double last_grad_norm_ = 0;  // of the last train_step, before clipping
-  int stop_signal_ = 0;        // the stop flag's value, the largest over the ranks (0: none)
+  double elapsed_before_ = 0;            // seconds trained before a resume (for elapsed_s)
+  double last_grad_norm_ = 0;            // of the last train_step, before clipping
+  std::size_t last_step_positions_ = 0;  // B * T of the last train_step (a chat batch's own T)
+  int stop_signal_ = 0;  // the stop flag's value, the largest over the ranks (0: none)
 };
 
 }  // namespace glass

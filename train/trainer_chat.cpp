@@ -163,9 +163,10 @@ void Trainer::print_chat_banner() {
         o.model.init_std, o.seed);
   }
   out_ << fmt::format(
-      "each row of a batch is one conversation padded to the window ({} {}); the loss counts "
-      "only the answers and their <|im_end|>\n",
-      o.context, tokenizer_->unit());
+      "each row of a batch is one conversation, padded to the batch's longest (a batch draws "
+      "from one of {} length buckets; the window holds {} {}); the loss counts only the answers "
+      "and their <|im_end|>\n",
+      kChatLengthBuckets, o.context, tokenizer_->unit());
 }
 
 std::string Trainer::chat_sample() {

@@ -159,6 +159,31 @@ TEST_F(ChatCli, ABaseModelIsRefusedWithTheCommandThatFineTunesIt) {
   const CliRun e = glass("eval -m " + base + " --chat " + q((dir_ / "exam1.jsonl").string()));
   EXPECT_EQ(e.exit_code, 1);
   EXPECT_NE(e.err.find("glass finetune"), std::string::npos) << e.err;
+  EXPECT_NE(e.err.find("--base"), std::string::npos) << e.err;
+}
+
+TEST_F(ChatCli, TheExamOfABaseModelWithBaseIsItsBaselineOnAGrownVocabulary) {
+  glass_test::write_small_checkpoint((dir_ / "base64").string(), 64, 3);  // the prompt fits
+  const std::string base = q((dir_ / "base64").string());
+  write_file(
+      dir_ / "exam2.jsonl",
+      R"({"messages":[{"role":"user","content":"oi 7?"},{"role":"assistant","content":"a"}],)"
+      R"("family":"add"})"
+      "\n");
+  const CliRun e =
+      glass("eval -m " + base + " --chat " + q((dir_ / "exam2.jsonl").string()) + " --base -n 4");
+  ASSERT_EQ(e.exit_code, 0) << e.err;
+  // The base lacks the chat tokens, '7' and '?' of the exam and 'm' 'y' of the role "system":
+  // grown by them, as glass finetune grows it.
+  EXPECT_NE(e.err.find("baseline: "), std::string::npos) << e.err;
+  EXPECT_NE(e.err.find("from 15 to 21 ids for <|im_start|>, <|im_end|> and the characters '7' "
+                       "(U+0037) '?' (U+003F) 'm' (U+006D) 'y' (U+0079)"),
+            std::string::npos)
+      << e.err;
+  EXPECT_NE(e.out.find("  add        0/1 correct"), std::string::npos) << e.out;
+  EXPECT_NE(e.out.find("  overall    0/1 correct"), std::string::npos) << e.out;
+  // The base's files are left as they were: a chat still refuses it.
+  EXPECT_EQ(glass("chat -m " + base + " -p oi").exit_code, 1);
 }
 
 /// The greedy answer generate() draws after the template's prompt for `question` (a second

@@ -540,6 +540,56 @@ TEST(ServeCli, TrainWithServeSaysWhenTrainingIsDoneAndItStillServesAlsoIntoAFile
   EXPECT_NE(trainer.out().find("stopped serving (Ctrl-C)"), std::string::npos) << trainer.out();
 }
 
+TEST(ServeCli, AFineTuneWithServeShowsItsEvaluationsAndStopsOnCtrlC) {
+  const fs::path dir = glass_test::temp_dir("glass_finetune_serve");
+  glass_test::remove_at_exit(dir);
+  glass_test::write_small_checkpoint((dir / "base").string(), 64, 3);
+  std::ofstream(dir / "chat.jsonl")
+      << R"({"messages":[{"role":"user","content":"to be?"},{"role":"assistant","content":"or not"}]})"
+         "\n"
+         R"({"messages":[{"role":"user","content":"the question"},{"role":"assistant","content":"be"}]})"
+         "\n";
+  Background trainer({"finetune",
+                      "--from",
+                      (dir / "base").string(),
+                      "--chat",
+                      (dir / "chat.jsonl").string(),
+                      "--val",
+                      (dir / "chat.jsonl").string(),
+                      "--out",
+                      (dir / "run").string(),
+                      "--iters",
+                      "6",
+                      "--eval-every",
+                      "3",
+                      "--batch-size",
+                      "2",
+                      "--warmup",
+                      "1",
+                      "--threads",
+                      "1",
+                      "--serve",
+                      "--port",
+                      "0"},
+                     dir);
+  const int port = trainer.port();
+  ASSERT_GT(port, 0) << trainer.out() << trainer.err();
+  const std::string done = "training done; still serving " + (dir / "run").string();
+  for (int i = 0; i < 1200 && trainer.running() && trainer.out().find(done) == std::string::npos;
+       ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ASSERT_TRUE(trainer.running()) << trainer.out() << trainer.err();
+  EXPECT_NE(trainer.out().find("chat fine-tune of "), std::string::npos) << trainer.out();
+  httplib::Client client("127.0.0.1", port);
+  const auto r = client.Get("/api/log?since=-1");
+  ASSERT_TRUE(r && r->status == 200);
+  EXPECT_EQ(json::parse(r->body)["evals"].size(), 3u) << r->body;  // steps 0, 3 and 6
+  const auto info = client.Get("/api/info");
+  ASSERT_TRUE(info && info->status == 200);
+  EXPECT_EQ(trainer.stop(SIGINT, 30), 0) << trainer.err();
+  EXPECT_NE(trainer.out().find("stopped serving (Ctrl-C)"), std::string::npos) << trainer.out();
+}
+
 TEST(ServeCli, TrainWithServeAlwaysStopsOnCtrlCWheneverItComes) {
   // Short `train --serve` runs, each sent Ctrl-C at another moment: while it starts, trains,
   // makes its last evaluation and save (after the training loop's last look at the signal), or

@@ -4,13 +4,16 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
 
+#include "autograd/ops.hpp"
 #include "checkpoint/checkpoint.hpp"
+#include "data/bpe_tokenizer.hpp"
 #include "data/chat_data.hpp"
 #include "data/chat_template.hpp"
 #include "fixtures.hpp"
@@ -111,6 +114,33 @@ TEST(ChatBase, AChatBaseLackingACharacterKeepsItsChatTokensRowsByTheirText) {
             row(model.output.weight, static_cast<std::size_t>(old_end)));
 }
 
+TEST(ChatBase, ABpeBaseGrowsByTheTwoChatTokensAloneAfterItsMerges) {
+  const TextTokenizer base(BpeTokenizer::train(U"o gato e o rato; o pato, o gato", 280));
+  ASSERT_FALSE(base.has_chat_tokens());
+  std::vector<char32_t> added{U'x'};
+  // "+", digits and "?" are spelled by byte tokens: no character is added.
+  const TextTokenizer grown = chat_tokenizer(base, conversations(), &added);
+  EXPECT_TRUE(added.empty());
+  EXPECT_EQ(grown.vocab_size(), base.vocab_size() + 2);
+  EXPECT_EQ(*grown.special_id(SpecialToken::kImStart),
+            static_cast<std::int32_t>(base.vocab_size()));
+  EXPECT_EQ(*grown.special_id(SpecialToken::kImEnd),
+            static_cast<std::int32_t>(base.vocab_size() + 1));
+  // Ordinary text encodes to the same ids as before.
+  EXPECT_EQ(grown.encode_prompt(U"o gato + 42?", UnknownPolicy::kRefuse),
+            base.encode_prompt(U"o gato + 42?", UnknownPolicy::kRefuse));
+
+  const Decoder model(glass_test::small_config(base.vocab_size()), 5);
+  const auto bigger = grow_vocabulary(model, base, grown, 9);
+  EXPECT_EQ(bigger->config().vocab_size, base.vocab_size() + 2);
+  for (std::size_t id = 0; id < base.vocab_size(); ++id) {  // every base row, bit for bit
+    ASSERT_EQ(row(bigger->tok_embeddings.weight, id), row(model.tok_embeddings.weight, id)) << id;
+    ASSERT_EQ(row(bigger->output.weight, id), row(model.output.weight, id)) << id;
+  }
+  EXPECT_NE(row(bigger->output.weight, base.vocab_size()),
+            row(bigger->output.weight, base.vocab_size() + 1));  // drawn, not copied
+}
+
 TEST(ChatBatches, EachRowIsOneConversationShiftedWithItsMaskAndPadding) {
   const TextTokenizer tokenizer =
       chat_tokenizer(TextTokenizer(Tokenizer::from_text(glass_test::kSmallText)), conversations());
@@ -120,19 +150,101 @@ TEST(ChatBatches, EachRowIsOneConversationShiftedWithItsMaskAndPadding) {
   IdArray x, y;
   batches.next(x, y);
   ASSERT_EQ(x.shape()[0], 2u);
-  ASSERT_EQ(x.shape()[1], T);
-  for (std::size_t t = 0; t < T; ++t) {
-    EXPECT_EQ(x(0, t), t + 1 < n ? c.ids[t] : 99) << t;                   // inputs, then padding
-    EXPECT_EQ(y(0, t), t + 1 < n ? c.labels[t + 1] : kIgnoreLabel) << t;  // next labels, masked
+  ASSERT_EQ(x.shape()[1], n - 1);  // the batch's longest row, not the window
+  for (std::size_t t = 0; t < n - 1; ++t) {
+    EXPECT_EQ(x(0, t), c.ids[t]) << t;         // inputs
+    EXPECT_EQ(y(0, t), c.labels[t + 1]) << t;  // next labels, masked
   }
+  // Padded to a wider width: padding inputs, ignored targets.
+  const Batch wide = batches.rows({0}, T);
+  ASSERT_EQ(wide.context, T);
+  for (std::size_t t = 0; t < T; ++t) {
+    EXPECT_EQ(wide.x[t], t + 1 < n ? c.ids[t] : 99) << t;
+    EXPECT_EQ(wide.y[t], t + 1 < n ? c.labels[t + 1] : kIgnoreLabel) << t;
+  }
+  EXPECT_THROW(batches.rows({0}, n - 2), std::invalid_argument);  // narrower than the row
+  EXPECT_THROW(batches.rows({1}), std::out_of_range);
   // The counted targets are the answer "42" and its <|im_end|>.
   std::size_t counted = 0;
-  for (std::size_t t = 0; t < T; ++t) counted += y(0, t) >= 0 ? 1 : 0;
+  for (std::size_t t = 0; t < n - 1; ++t) counted += y(0, t) >= 0 ? 1 : 0;
   EXPECT_EQ(counted, 3u);
   const std::int32_t end = *tokenizer.special_id(SpecialToken::kImEnd);
   EXPECT_NE(std::find(y.begin(), y.end(), end), y.end());
   // A conversation longer than the window plus one is refused.
   EXPECT_THROW(ChatBatches({c}, 2, n - 2, 0, 1), std::invalid_argument);
+}
+
+namespace {
+
+/// `k` conversations whose answers have 1 to k characters, so their lengths differ.
+std::vector<Conversation> conversations_of_many_lengths(std::size_t k) {
+  std::string lines;
+  for (std::size_t i = 1; i <= k; ++i)
+    lines += R"({"messages":[{"role":"user","content":"to be"},{"role":"assistant","content":")" +
+             std::string(i, 'e') + "\"}]}\n";
+  return parse_chat_jsonl(lines, "lengths.jsonl");
+}
+
+}  // namespace
+
+TEST(ChatBatches, ABatchIsAsWideAsItsLongestRowAndDrawsFromOneLengthBucket) {
+  const std::vector<Conversation> set = conversations_of_many_lengths(40);
+  const TextTokenizer tokenizer =
+      chat_tokenizer(TextTokenizer(Tokenizer::from_text(glass_test::kSmallText)), set);
+  std::vector<ChatTokens> rendered;
+  std::size_t longest = 0;
+  for (const Conversation& c : set) {
+    rendered.push_back(render_chat(tokenizer, c));
+    longest = std::max(longest, rendered.back().ids.size());
+  }
+  const std::size_t T = longest + 10;
+  ChatBatches batches(rendered, 4, T, 0, 3, 4);  // 4 buckets of 10 lengths
+  std::set<std::size_t> widths, bucket_of_rows;
+  std::vector<std::size_t> drawn(rendered.size(), 0);
+  for (int i = 0; i < 400; ++i) {
+    const Batch b = batches.next_batch();
+    ASSERT_EQ(b.starts.size(), 4u);
+    std::size_t widest = 0;
+    std::set<std::size_t> buckets;
+    for (std::size_t r : b.starts) {
+      widest = std::max(widest, rendered[r].ids.size() - 1);
+      buckets.insert(r / 10);  // answers of r + 1 characters: sorted order is file order
+      ++drawn[r];
+    }
+    EXPECT_EQ(b.context, widest);  // its own longest row, not the window T
+    EXPECT_EQ(buckets.size(), 1u);
+    widths.insert(b.context);
+  }
+  EXPECT_GT(widths.size(), 4u);  // the widths vary with the rows
+  for (std::size_t r = 0; r < drawn.size(); ++r) EXPECT_GT(drawn[r], 0u) << r;  // all drawn
+  // One bucket: rows from anywhere in the set.
+  ChatBatches one(rendered, 4, T, 0, 3, 1);
+  std::set<std::size_t> spread;
+  for (int i = 0; i < 50; ++i)
+    for (std::size_t r : one.next_batch().starts) spread.insert(r / 10);
+  EXPECT_EQ(spread.size(), 4u);
+}
+
+TEST(ChatBatches, TheLossOfABatchAtItsOwnWidthIsTheLossAtTheFullWindow) {
+  const std::vector<Conversation> set = conversations_of_many_lengths(12);
+  const TextTokenizer tokenizer =
+      chat_tokenizer(TextTokenizer(Tokenizer::from_text(glass_test::kSmallText)), set);
+  std::vector<ChatTokens> rendered;
+  for (const Conversation& c : set) rendered.push_back(render_chat(tokenizer, c));
+  const std::size_t T = rendered.back().ids.size() + 5;
+  ChatBatches batches(rendered, 3, T, 1, 5, 3);
+  const Decoder model(glass_test::small_config(tokenizer.vocab_size(), T), 4);
+  for (int i = 0; i < 4; ++i) {
+    const Batch own = batches.next_batch();
+    ASSERT_LT(own.context, T);
+    const Batch full = batches.rows(own.starts, T);  // the same rows, padded to the window
+    const double own_loss = cross_entropy(model.forward(to_id_array(own.x, 3, own.context)),
+                                          to_id_array(own.y, 3, own.context))
+                                .item();
+    const double full_loss =
+        cross_entropy(model.forward(to_id_array(full.x, 3, T)), to_id_array(full.y, 3, T)).item();
+    EXPECT_NEAR(own_loss, full_loss, 1e-6 * std::abs(full_loss)) << i;
+  }
 }
 
 TEST(ChatTrainer, AResumedFineTuneContinuesExactly) {
