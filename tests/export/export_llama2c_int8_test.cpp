@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -55,6 +56,10 @@ Llama2cQ read_llama2c_int8(const std::string& bin) {
   const std::size_t dim = out.config[0], hidden = out.config[1], L = out.config[2],
                     n_heads = out.config[3], n_kv_heads = out.config[4], vocab = out.config[5];
   const std::size_t GS = static_cast<std::size_t>(out.group_size);
+  // runq.c trusts the header; a reader in a test must not (a wrong offset gives any number).
+  if (out.group_size <= 0 || dim % GS != 0 || hidden % GS != 0)
+    throw std::runtime_error("group size " + std::to_string(out.group_size) +
+                             " does not divide dim and hidden_dim");
   const std::size_t head_size = dim / n_heads;
 
   ModelConfig c;
@@ -75,7 +80,8 @@ Llama2cQ read_llama2c_int8(const std::string& bin) {
     std::memcpy(to, bin.data() + pos, n * sizeof(float));
     pos += n * sizeof(float);
   };
-  for (std::size_t l = 0; l < L; ++l) floats(d.layers[l]->attention_norm.weight.value().data(), dim);
+  for (std::size_t l = 0; l < L; ++l)
+    floats(d.layers[l]->attention_norm.weight.value().data(), dim);
   for (std::size_t l = 0; l < L; ++l) floats(d.layers[l]->ffn_norm.weight.value().data(), dim);
   floats(d.norm.weight.value().data(), dim);
   // ... then init_quantized_tensors: size_each int8, then size_each / GS float scales, each
@@ -102,12 +108,9 @@ Llama2cQ read_llama2c_int8(const std::string& bin) {
     quantized(d.layers[l]->attention.wv.weight.value(), dim * (n_kv_heads * head_size));
   for (std::size_t l = 0; l < L; ++l)
     quantized(d.layers[l]->attention.wo.weight.value(), (n_heads * head_size) * dim);
-  for (std::size_t l = 0; l < L; ++l)
-    quantized(swiglu(l).w1.weight.value(), dim * hidden);
-  for (std::size_t l = 0; l < L; ++l)
-    quantized(swiglu(l).w2.weight.value(), hidden * dim);
-  for (std::size_t l = 0; l < L; ++l)
-    quantized(swiglu(l).w3.weight.value(), dim * hidden);
+  for (std::size_t l = 0; l < L; ++l) quantized(swiglu(l).w1.weight.value(), dim * hidden);
+  for (std::size_t l = 0; l < L; ++l) quantized(swiglu(l).w2.weight.value(), hidden * dim);
+  for (std::size_t l = 0; l < L; ++l) quantized(swiglu(l).w3.weight.value(), dim * hidden);
   EXPECT_EQ(out.shared_classifier, 0);
   quantized(d.output.weight.value(), dim * vocab);  // wcls
   EXPECT_EQ(pos, bin.size()) << "bytes after wcls";
@@ -212,8 +215,8 @@ TEST(ExportLlama2cInt8, ReadBackAsRunQIsWithinHalfAScaleAndGivesGlasssLogits) {
       expect_within_half_a_scale(pick(got), pick(want), l.scales[k], 8, same,
                                  name + " of layer " + std::to_string(i));
     }
-  expect_within_half_a_scale(got.output.weight.value(), want.output.weight.value(), l.scales[k],
-                             8, l2c_row, "wcls");
+  expect_within_half_a_scale(got.output.weight.value(), want.output.weight.value(), l.scales[k], 8,
+                             l2c_row, "wcls");
 
   // glass on the same dequantized weights: the logits of the model read back, id for id.
   Checkpoint dequantized = small_model();
@@ -277,11 +280,15 @@ TEST(ExportLlama2cInt8, QuantizerMatchesThePythonReference) {
        {-127, 42, 32, -64, 85, 0, -11, 0},
        {0.0236220472f}},
       {"zeros", std::vector<float>(8, 0.0f), std::vector<int>(8, 0), {0.0f}},
+      // The scale is max|w| / 127 divided in float32 (0.00105356425 if multiplied by 1/127).
+      {"division",
+       {0.13380266726016998f, -0.1f, 0.05f, 0.0625f, -0.125f, 0.01f, 0.12f, -0.03f},
+       {127, -95, 47, 59, -119, 9, 114, -28},
+       {0.00105356437f}},
       {"weights",
-       {-0.05224383994936943f, 0.08269864320755005f, 0.022498320788145065f,
-        0.08539628982543945f, -0.09013177454471588f, 0.07115670293569565f,
-        -0.027802979573607445f, -0.0893787369132042f, -0.08624319732189178f,
-        0.09678739309310913f, 0.09456100314855576f, 0.006250155158340931f,
+       {-0.05224383994936943f, 0.08269864320755005f, 0.022498320788145065f, 0.08539628982543945f,
+        -0.09013177454471588f, 0.07115670293569565f, -0.027802979573607445f, -0.0893787369132042f,
+        -0.08624319732189178f, 0.09678739309310913f, 0.09456100314855576f, 0.006250155158340931f,
         -0.009628486819565296f, 0.009567868895828724f, 0.021007191389799118f,
         0.055483460426330566f},
        {-74, 117, 32, 120, -127, 100, -39, -126, -113, 127, 124, 8, -13, 13, 28, 73},
@@ -321,9 +328,9 @@ TEST(ExportLlama2cInt8, GroupSizeDividesDimAndHiddenDim) {
   c.context_length = 8;
   const std::u32string chars = U" ab\n";
   c.vocab_size = chars.size() + 1;
-  Checkpoint m(c,
-               glass::TextTokenizer(glass::Tokenizer(std::vector<char32_t>(chars.begin(), chars.end()))),
-               std::make_unique<Decoder>(c, 3), 0, glass::SaveOrigin{});
+  Checkpoint m(
+      c, glass::TextTokenizer(glass::Tokenizer(std::vector<char32_t>(chars.begin(), chars.end()))),
+      std::make_unique<Decoder>(c, 3), 0, glass::SaveOrigin{});
   EXPECT_THROW(glass::llama2c_bytes(m, {"w", "", 8, ""}, Llama2cType::int8), ExportError);
   EXPECT_NO_THROW(glass::llama2c_bytes(m, {"w", "", 8, ""}, Llama2cType::f32));
 }

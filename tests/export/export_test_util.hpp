@@ -87,7 +87,8 @@ struct Reader {
 };
 
 /// Logits (T, vocab) of one sequence.
-inline std::vector<std::vector<float>> logits_of(const Decoder& d, const std::vector<std::int32_t>& ids) {
+inline std::vector<std::vector<float>> logits_of(const Decoder& d,
+                                                 const std::vector<std::int32_t>& ids) {
   glass::NoGradGuard no_grad;
   glass::Ids x = glass::Ids::from_shape({1, ids.size()});
   std::copy(ids.begin(), ids.end(), x.begin());

@@ -47,6 +47,8 @@ ROWS = {
     # the largest magnitude negative: it gets -127.
     "negative_max": [-3.0, 1.0, 0.75, -1.5, 2.0, 0.0, -0.25, 3e-3],
     "zeros": [0.0] * 8,
+    # max|w| / 127 in float32 is not max|w| * f32(1 / 127) here: the scale is a division.
+    "division": [0.13380266726016998, -0.1, 0.05, 0.0625, -0.125, 0.01, 0.12, -0.03],
     # two groups of ordinary weights.
     "weights": lcg_row(16),
 }
