@@ -2,19 +2,23 @@
 // export/export_llama2c.hpp).
 //
 //   glass export --checkpoint DIR --format gguf    --out model.gguf [--best]
-//   glass export --checkpoint DIR --format llama2c --out DIR2       [--best]
+//   glass export --checkpoint DIR --format llama2c --out DIR2       [--best] [--type f32|int8]
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
 #include "data/text.hpp"
 #include "checkpoint/checkpoint.hpp"
 #include "cli/commands.hpp"
+#include "cli/suggest.hpp"
 #include "cli/validators.hpp"
 #include "export/export_gguf.hpp"
 #include "export/export_llama2c.hpp"
@@ -32,8 +36,30 @@ struct ExportFlags {
   std::string checkpoint;
   std::string format;
   std::string out;
+  std::string type = "f32";  ///< the weights' number type; which ones: types_of_format
   bool best = false;
 };
+
+/// The weight types `format` writes, the first its default.
+std::vector<std::string> types_of_format(const std::string& format) {
+  if (format == "llama2c") return {"f32", "int8"};  // run.c; runq.c's int8 groups
+  return {"f32"};
+}
+
+/// Throws CommandError when `format` has no weight type `type`: the message names the ones it
+/// has and, for a near miss, the one meant.
+void check_type(const std::string& format, const std::string& type) {
+  const std::vector<std::string> types = types_of_format(format);
+  if (std::find(types.begin(), types.end(), type) != types.end()) return;
+  const std::optional<std::string> near = glass::cli::nearest(type, types);
+  std::string list;
+  for (const std::string& t : types) list += (list.empty() ? "" : ", ") + t;
+  throw CommandError(fmt::format("the {} format has no type '{}'{}; it writes: {}{}", format, type,
+                                 near ? fmt::format(" (did you mean {}?)", *near) : "", list,
+                                 format == "llama2c" ? " (int8: runq.c's groups of int8 weights "
+                                                       "with a float32 scale each)"
+                                                     : ""));
+}
 
 /// `text` quoted for a POSIX shell: 'text', with each ' written as '\''.
 std::string shell_quote(const std::string& text) {
@@ -87,12 +113,36 @@ std::string prompt_from_training_text(const std::string& data, const std::string
   return " ";
 }
 
+/// `glass export --format llama2c`: model.bin (f32 for run.c, int8 for runq.c) and
+/// tokenizer.bin in f.out, then the command that runs them.
+void write_llama2c(const ExportFlags& f, const glass::Checkpoint& loaded,
+                   const glass::ExportInfo& info, const std::string& prompt) {
+  const bool int8 = f.type == "int8";
+  glass::export_llama2c(loaded, info, f.out,
+                        int8 ? glass::Llama2cType::int8 : glass::Llama2cType::f32);
+  const fs::path dir(f.out);
+  std::string weights;  // int8: the group size and what a matrix weight costs
+  if (int8) {
+    const std::size_t gs =
+        glass::llama2c_group_size(loaded.config().d_model, loaded.config().ffn_hidden);
+    weights = fmt::format("int8 in groups of {}: {:g} bits per matrix weight; ", gs,
+                          8.0 + 32.0 / static_cast<double>(gs));
+  }
+  std::cout << fmt::format(
+      "wrote {} and {} (llama2.c, {}seq_len {} {}: the windows it trained on); run them "
+      "with llama2.c's {}: ./{} {} -z {} -t 0 -i {}\n",
+      (dir / "model.bin").string(), (dir / "tokenizer.bin").string(), weights, info.context,
+      loaded.unit(), int8 ? "runq" : "run", int8 ? "runq" : "run", (dir / "model.bin").string(),
+      (dir / "tokenizer.bin").string(), prompt);
+}
+
 void run_export(const ExportFlags& f) {
   if (f.format != "gguf" && f.format != "llama2c")
     throw CommandError(
         fmt::format("unknown export format '{}'; the formats are: gguf (llama.cpp), "
                     "llama2c (llama2.c's run.c)",
                     f.format));
+  check_type(f.format, f.type);
   if (f.format == "gguf" && fs::is_directory(f.out))
     throw CommandError(
         fmt::format("--out '{}' is a directory; the gguf format writes one file, "
@@ -119,13 +169,7 @@ void run_export(const ExportFlags& f) {
         "trained on); run it with llama.cpp, e.g. llama-completion -m {} -p {} -n 50 --temp 0\n",
         f.out, loaded.tokenizer().describe(), info.context, unit, f.out, prompt);
   } else {
-    glass::export_llama2c(loaded, info, f.out);
-    const fs::path dir(f.out);
-    std::cout << fmt::format(
-        "wrote {} and {} (llama2.c, seq_len {} {}: the windows it trained on); run them "
-        "with llama2.c's run: ./run {} -z {} -t 0 -i {}\n",
-        (dir / "model.bin").string(), (dir / "tokenizer.bin").string(), info.context, unit,
-        (dir / "model.bin").string(), (dir / "tokenizer.bin").string(), prompt);
+    write_llama2c(f, loaded, info, prompt);
   }
 }
 
@@ -148,12 +192,18 @@ void add_export_command(CLI::App& app) {
                   "gguf: the file to write (e.g. model.gguf); llama2c: the directory "
                   "that gets model.bin and tokenizer.bin")
       ->required();
+  cmd->add_option("--type", f->type,
+                  "the weights' number type: f32 (both formats, the default) or, for llama2c, "
+                  "int8 (llama2.c's runq.c: groups of int8 weights with a float32 scale each, "
+                  "the norms kept in f32)")
+      ->transform(glass::cli::any_case({"f32", "int8"}));
   cmd->add_flag("--best", f->best,
                 "export best.safetensors (best validation loss) instead of the latest weights");
   cmd->footer(
       "Examples:\n"
       "  glass export -m runs/domcasmurro --format gguf --out domcasmurro.gguf\n"
-      "  glass export -m runs/domcasmurro --format llama2c --out l2c --best");
+      "  glass export -m runs/domcasmurro --format llama2c --out l2c --best\n"
+      "  glass export -m runs/domcasmurro --format llama2c --type int8 --out l2c-int8");
   cmd->callback([f] { run_export(*f); });
 }
 

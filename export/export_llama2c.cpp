@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <stdexcept>
 #include <system_error>
 #include <vector>
 
@@ -34,23 +35,20 @@ struct Writer {
   void array(const Array& a) { floats(a.data(), a.size()); }
 };
 
-/// A character model's (vocab, d_model) table in llama2.c's id order: row 0, then `bos_row`,
-/// then rows 1.. .
-void write_table(Writer& w, const Array& a, std::size_t bos_row) {
+/// A (vocab, d_model) table in llama2.c's id order, with the row of "<s>" (id 1) taken from row
+/// `bos_row`: a character model's rows 0, `bos_row`, then 1.. (glass's ids from 1 on shift by
+/// one); a BPE model's rows as they are, row 1 replaced (its ids already are llama2.c's).
+std::vector<float> llama2c_table(const Array& a, std::size_t bos_row, bool inserts_bos) {
   const std::size_t d = a.shape()[1];
-  w.floats(a.data(), d);
-  w.floats(a.data() + bos_row * d, d);
-  w.floats(a.data() + d, (a.shape()[0] - 1) * d);
-}
-
-/// A BPE model's (vocab, d_model) table, whose ids already are llama2.c's, with the row of
-/// "<s>" (id 1) replaced by row `bos_row`.
-void write_bpe_table(Writer& w, const Array& a, std::size_t bos_row) {
-  const std::size_t d = a.shape()[1];
-  const std::size_t bos = BpeTokenizer::kBosId;
-  w.floats(a.data(), bos * d);
-  w.floats(a.data() + bos_row * d, d);
-  w.floats(a.data() + (bos + 1) * d, (a.shape()[0] - bos - 1) * d);
+  const float* row0 = a.data();
+  const float* bos = a.data() + bos_row * d;
+  std::vector<float> out;
+  out.reserve((a.shape()[0] + 1) * d);
+  out.insert(out.end(), row0, row0 + d);
+  out.insert(out.end(), bos, bos + d);
+  const std::size_t rest = inserts_bos ? 1 : BpeTokenizer::kBosId + 1;  // the next glass row
+  out.insert(out.end(), a.data() + rest * d, a.data() + a.size());
+  return out;
 }
 
 /// The tokenizer in llama2.c's layout: tokenizer.bin's pieces and scores, and where the ids go.
@@ -88,11 +86,9 @@ Llama2cVocab llama2c_vocab(const TextTokenizer& tokenizer) {
   return v;
 }
 
-}  // namespace
-
-Llama2cFiles llama2c_bytes(const Checkpoint& loaded, const ExportInfo& info) {
+/// Throws ExportError when run.c / runq.c cannot run `loaded` as trained (llama2c_bytes).
+void check_runnable(const Checkpoint& loaded, const ExportInfo& info, const Llama2cVocab& layout) {
   const ModelConfig& c = loaded.config();
-  const Decoder& m = loaded.model();
   refuse_recipe_options(c, "llama2.c's run.c");
   if (c.rope_base != kRunCRopeBase)
     throw ExportError(
@@ -104,7 +100,6 @@ Llama2cFiles llama2c_bytes(const Checkpoint& loaded, const ExportInfo& info) {
         fmt::format("llama2.c's run.c computes RMSNorm with eps 1e-5; this model was "
                     "trained with norm_eps {} and would give other numbers there",
                     c.norm_eps));
-  const Llama2cVocab layout = llama2c_vocab(loaded.tokenizer());
   if (layout.newline_id < 0)
     throw ExportError(
         "the vocabulary has no newline, whose embedding the llama2.c start token "
@@ -114,30 +109,76 @@ Llama2cFiles llama2c_bytes(const Checkpoint& loaded, const ExportInfo& info) {
         fmt::format("the training context {} must be between 1 and the model's "
                     "context_length {}",
                     info.context, c.context_length));
+}
 
+/// The weights in llama2.c's order and ids: the tables with "<s>" inserted (llama2c_table),
+/// the other tensors as they are.
+struct Llama2cWeights {
+  std::vector<float> tokens;  ///< (vocab, dim)
+  std::vector<float> wcls;    ///< (vocab, dim)
+  std::size_t vocab = 0;
+};
+
+Llama2cWeights llama2c_weights(const Decoder& m, const Llama2cVocab& layout) {
   const std::size_t newline = static_cast<std::size_t>(layout.newline_id);
-  const std::size_t vocab = layout.inserts_bos ? c.vocab_size + 1 : c.vocab_size;
-  const std::size_t L = m.layers.size(), head_dim = c.head_dim(), seq_len = info.context;
+  Llama2cWeights w;
+  w.tokens = llama2c_table(m.tok_embeddings.weight.value(), newline, layout.inserts_bos);
+  // A character model's "<s>" scores as "<unk>"; a BPE model's output rows are kept, so its
+  // logits are glass's id for id.
+  const Array& out = m.output.weight.value();
+  w.wcls = layout.inserts_bos ? llama2c_table(out, /*bos_row=*/0, true)
+                              : std::vector<float>(out.begin(), out.end());
+  w.vocab = w.tokens.size() / m.tok_embeddings.weight.value().shape()[1];
+  return w;
+}
 
+/// The matrices in run.c's order between the norms, each kind for every layer in turn: wq, wk,
+/// wv, wo (kinds 0-3), then w1, w2, w3 (kinds 4-6).
+constexpr int kMatrixKinds = 7;
+const Array& layer_matrix(const Block& b, int kind) {
+  switch (kind) {
+    case 0:
+      return b.attention.wq.weight.value();
+    case 1:
+      return b.attention.wk.weight.value();
+    case 2:
+      return b.attention.wv.weight.value();
+    case 3:
+      return b.attention.wo.weight.value();
+    case 4:
+      return b.swiglu().w1.weight.value();
+    case 5:
+      return b.swiglu().w2.weight.value();
+    default:
+      return b.swiglu().w3.weight.value();
+  }
+}
+
+/// Every layer's RMSNorm gain of one kind.
+std::vector<const Array*> norms_of_layers(const Decoder& m, bool ffn) {
+  std::vector<const Array*> out;
+  for (const auto& layer : m.layers)
+    out.push_back(&(ffn ? layer->ffn_norm : layer->attention_norm).weight.value());
+  return out;
+}
+
+/// model.bin for run.c (float32; layout in export_llama2c.hpp).
+std::string model_bin_f32(const Decoder& m, const ModelConfig& c, const Llama2cWeights& lw,
+                          std::size_t seq_len) {
+  const std::size_t head_dim = c.head_dim();
   Writer w;
   for (std::size_t v : {c.d_model, c.ffn_hidden, c.n_layers, c.n_heads, c.n_kv_heads})
     w.pod(static_cast<std::int32_t>(v));
-  w.pod(-static_cast<std::int32_t>(vocab));  // negative: wcls follows, not shared
+  w.pod(-static_cast<std::int32_t>(lw.vocab));  // negative: wcls follows, not shared
   w.pod(static_cast<std::int32_t>(seq_len));
 
-  if (layout.inserts_bos)
-    write_table(w, m.tok_embeddings.weight.value(), newline);
-  else
-    write_bpe_table(w, m.tok_embeddings.weight.value(), newline);
-  for (std::size_t l = 0; l < L; ++l) w.array(m.layers[l]->attention_norm.weight.value());
-  for (std::size_t l = 0; l < L; ++l) w.array(m.layers[l]->attention.wq.weight.value());
-  for (std::size_t l = 0; l < L; ++l) w.array(m.layers[l]->attention.wk.weight.value());
-  for (std::size_t l = 0; l < L; ++l) w.array(m.layers[l]->attention.wv.weight.value());
-  for (std::size_t l = 0; l < L; ++l) w.array(m.layers[l]->attention.wo.weight.value());
-  for (std::size_t l = 0; l < L; ++l) w.array(m.layers[l]->ffn_norm.weight.value());
-  for (std::size_t l = 0; l < L; ++l) w.array(m.layers[l]->swiglu().w1.weight.value());
-  for (std::size_t l = 0; l < L; ++l) w.array(m.layers[l]->swiglu().w2.weight.value());
-  for (std::size_t l = 0; l < L; ++l) w.array(m.layers[l]->swiglu().w3.weight.value());
+  w.floats(lw.tokens.data(), lw.tokens.size());
+  for (const Array* a : norms_of_layers(m, false)) w.array(*a);
+  for (int kind = 0; kind < 4; ++kind)  // wq, wk, wv, wo
+    for (const auto& layer : m.layers) w.array(layer_matrix(*layer, kind));
+  for (const Array* a : norms_of_layers(m, true)) w.array(*a);
+  for (int kind = 4; kind < kMatrixKinds; ++kind)  // w1, w2, w3
+    for (const auto& layer : m.layers) w.array(layer_matrix(*layer, kind));
   w.array(m.norm.weight.value());
   // freq_cis_real, freq_cis_imag: cos and sin of pos * theta_i, theta_i = 10000^(-2i/head_dim)
   // (Su et al. 2021, eq. 15), (seq_len, head_dim / 2) each.
@@ -149,28 +190,113 @@ Llama2cFiles llama2c_bytes(const Checkpoint& loaded, const ExportInfo& info) {
             std::pow(kRunCRopeBase, -2.0 * static_cast<double>(i) / static_cast<double>(head_dim));
         w.pod(static_cast<float>(part == 0 ? std::cos(angle) : std::sin(angle)));
       }
-  if (layout.inserts_bos)
-    write_table(w, m.output.weight.value(), /*bos_row=*/0);  // "<s>" scores as "<unk>"
-  else
-    w.array(m.output.weight.value());  // unchanged: the logits are glass's, id for id
-
-  // tokenizer.bin (llama2c_vocab).
-  const std::vector<std::string>& pieces = layout.pieces;
-  const std::vector<float>& scores = layout.scores;
-  std::int32_t max_len = 0;
-  for (const auto& p : pieces) max_len = std::max(max_len, static_cast<std::int32_t>(p.size()));
-  Writer t;
-  t.pod(max_len);
-  for (std::size_t i = 0; i < pieces.size(); ++i) {
-    t.pod(scores[i]);
-    t.pod(static_cast<std::int32_t>(pieces[i].size()));
-    t.bytes += pieces[i];
-  }
-  return {std::move(w.bytes), std::move(t.bytes)};
+  w.floats(lw.wcls.data(), lw.wcls.size());
+  return std::move(w.bytes);
 }
 
-void export_llama2c(const Checkpoint& model, const ExportInfo& info, const std::string& dir) {
-  const Llama2cFiles files = llama2c_bytes(model, info);
+/// One matrix as runq.c maps it: its int8 values, then its float32 scales.
+void write_int8(Writer& w, const float* a, std::size_t n, std::size_t group_size) {
+  const Llama2cInt8 t = llama2c_quantize_int8(a, n, group_size);
+  w.bytes.append(reinterpret_cast<const char*>(t.q.data()), t.q.size());
+  w.floats(t.scales.data(), t.scales.size());
+}
+
+/// model.bin for runq.c (version 2, int8 in groups; layout in export_llama2c.hpp).
+std::string model_bin_int8(const Decoder& m, const ModelConfig& c, const Llama2cWeights& lw,
+                           std::size_t seq_len) {
+  const std::size_t group_size = llama2c_group_size(c.d_model, c.ffn_hidden);
+  // export.py: torch.equal(tok_embeddings, output); never so for glass's untied tables.
+  const bool shared = lw.tokens == lw.wcls;
+  Writer w;
+  w.pod(kLlama2cMagic);
+  w.pod(std::int32_t{2});  // version
+  for (std::size_t v :
+       {c.d_model, c.ffn_hidden, c.n_layers, c.n_heads, c.n_kv_heads, lw.vocab, seq_len})
+    w.pod(static_cast<std::int32_t>(v));
+  w.pod(static_cast<std::uint8_t>(shared));
+  w.pod(static_cast<std::int32_t>(group_size));
+  w.bytes.resize(kLlama2cHeaderBytes, '\0');
+
+  for (const Array* a : norms_of_layers(m, false)) w.array(*a);
+  for (const Array* a : norms_of_layers(m, true)) w.array(*a);
+  w.array(m.norm.weight.value());
+  write_int8(w, lw.tokens.data(), lw.tokens.size(), group_size);
+  for (int kind = 0; kind < kMatrixKinds; ++kind)
+    for (const auto& layer : m.layers) {
+      const Array& a = layer_matrix(*layer, kind);
+      write_int8(w, a.data(), a.size(), group_size);
+    }
+  if (!shared) write_int8(w, lw.wcls.data(), lw.wcls.size(), group_size);
+  return std::move(w.bytes);
+}
+
+/// tokenizer.bin (llama2c_vocab): max_token_length, then per token its score, length, bytes.
+std::string tokenizer_bin(const Llama2cVocab& layout) {
+  std::int32_t max_len = 0;
+  for (const auto& p : layout.pieces)
+    max_len = std::max(max_len, static_cast<std::int32_t>(p.size()));
+  Writer t;
+  t.pod(max_len);
+  for (std::size_t i = 0; i < layout.pieces.size(); ++i) {
+    t.pod(layout.scores[i]);
+    t.pod(static_cast<std::int32_t>(layout.pieces[i].size()));
+    t.bytes += layout.pieces[i];
+  }
+  return std::move(t.bytes);
+}
+
+}  // namespace
+
+const char* llama2c_type_name(Llama2cType type) {
+  return type == Llama2cType::int8 ? "int8" : "f32";
+}
+
+std::size_t llama2c_group_size(std::size_t dim, std::size_t hidden_dim) {
+  for (std::size_t gs = kLlama2cMaxGroupSize; gs >= kLlama2cMinGroupSize; gs /= 2)
+    if (dim % gs == 0 && hidden_dim % gs == 0) return gs;
+  throw ExportError(fmt::format(
+      "llama2.c's int8 format cuts every row into groups of 8 to 64 weights, and no such group "
+      "size divides both d_model {} and ffn_hidden {} (runq.c needs whole groups in every row); "
+      "a model whose d_model and ffn_hidden are multiples of 8 can be exported in int8, this "
+      "one in f32 (--type f32)",
+      dim, hidden_dim));
+}
+
+Llama2cInt8 llama2c_quantize_int8(const float* w, std::size_t n, std::size_t group_size) {
+  if (group_size == 0 || n % group_size != 0)
+    throw std::invalid_argument(
+        fmt::format("{} weights are not whole groups of {}", n, group_size));
+  Llama2cInt8 out;
+  out.q.resize(n);
+  out.scales.resize(n / group_size);
+  for (std::size_t g = 0; g < out.scales.size(); ++g) {
+    const float* x = w + g * group_size;
+    float wmax = 0.0f;
+    for (std::size_t i = 0; i < group_size; ++i) wmax = std::max(wmax, std::abs(x[i]));
+    const float scale = wmax / 127.0f;  // float = q * scale
+    out.scales[g] = scale;
+    for (std::size_t i = 0; i < group_size; ++i)
+      // std::nearbyint in the default rounding mode: halves to even, as torch.round.
+      out.q[g * group_size + i] =
+          scale == 0.0f ? std::int8_t{0} : static_cast<std::int8_t>(std::nearbyint(x[i] / scale));
+  }
+  return out;
+}
+
+Llama2cFiles llama2c_bytes(const Checkpoint& loaded, const ExportInfo& info, Llama2cType type) {
+  const Llama2cVocab layout = llama2c_vocab(loaded.tokenizer());
+  check_runnable(loaded, info, layout);
+  const ModelConfig& c = loaded.config();
+  const Decoder& m = loaded.model();
+  const Llama2cWeights lw = llama2c_weights(m, layout);
+  std::string model = type == Llama2cType::int8 ? model_bin_int8(m, c, lw, info.context)
+                                                : model_bin_f32(m, c, lw, info.context);
+  return {std::move(model), tokenizer_bin(layout)};
+}
+
+void export_llama2c(const Checkpoint& model, const ExportInfo& info, const std::string& dir,
+                    Llama2cType type) {
+  const Llama2cFiles files = llama2c_bytes(model, info, type);
   ensure_writable_directory(dir);
   const std::filesystem::path model_path = std::filesystem::path(dir) / "model.bin";
   const bool model_existed = std::filesystem::exists(model_path);

@@ -1,8 +1,8 @@
 #pragma once
 // Export to llama2.c (github.com/karpathy/llama2.c): the model.bin and tokenizer.bin that its
-// run.c reads.
+// run.c reads (float32 weights), or that its runq.c reads (int8 weights).
 //
-// model.bin (little-endian): 7 int32 (dim, hidden_dim, n_layers, n_heads, n_kv_heads,
+// model.bin in float32, for run.c (little-endian): 7 int32 (dim, hidden_dim, n_layers, n_heads, n_kv_heads,
 // vocab_size, seq_len), vocab_size negative because the output matrix is stored apart from the
 // embedding, then float32 arrays in run.c's order, each (out, in) row-major and every layer
 // of one kind one after the other:
@@ -12,6 +12,25 @@
 //   freq_cis_real (seq_len, head_dim / 2), freq_cis_imag (seq_len, head_dim / 2), wcls (vocab, dim)
 // The two RoPE tables (cos and sin of pos * 10000^(-2i/head_dim)) are skipped by run.c, which
 // computes them itself; they are written for older readers.
+//
+// model.bin in int8, for runq.c (export.py's version2_export, "version 2"; little-endian):
+//   a 256-byte header: uint32 magic 0x616b3432 ("ak42"), int32 version 2, the 7 int32 above
+//   with vocab_size positive, uint8 shared_classifier (1: wcls is the token embedding), int32
+//   group_size (at byte 37: export.py packs each field apart, without alignment), zeros;
+//   then float32 rms_att (L, dim), rms_ffn (L, dim), rms_final (dim);
+//   then each matrix quantized, as int8 q (all its elements) followed by its float32 scales
+//   (elements / group_size), in this order, every layer of one kind one after the other:
+//   token_embedding, wq, wk, wv, wo, w1, w2, w3, and wcls unless shared. No RoPE tables.
+// The quantizer (export.py's quantize_q80): the elements of a matrix in row-major order are cut
+// into groups of group_size; a group's scale is s = max|w| / 127 and each w is stored as
+// q = round(w / s) in [-127, 127], read back as q * s (error at most s / 2). Both are float32
+// operations and round() takes halves to even (torch.round); a group of zeros gets s = 0 and
+// q = 0. The group size is the largest of 64, 32, 16, 8 that divides both dim and hidden_dim:
+// runq.c multiplies a row group by group (each row must be whole groups) and quantizes the
+// activations x (dim) and the hidden vector (hidden_dim) in groups too. export.py backs off
+// from 64 checking dim alone; dim 128 and hidden_dim 344 need 8. Below 8 the float32 scales
+// cost more than the int8 values save (group 4: 2 bytes a weight; group 1: 5, more than
+// float32), so such shapes are refused.
 //
 // tokenizer.bin: int32 max_token_length, then per token: float32 score, int32 length, bytes.
 //
@@ -31,8 +50,10 @@
 // without it encode alike.
 // run.c computes RoPE with base 10000 and RMSNorm with eps 1e-5: other values are refused.
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "checkpoint/checkpoint.hpp"
 #include "export/export_common.hpp"
@@ -50,15 +71,46 @@ struct Llama2cFiles {
 inline std::int32_t llama2c_id(std::int32_t glass_id) { return glass_id == 0 ? 0 : glass_id + 1; }
 constexpr std::int32_t kLlama2cBosId = 1;
 
+/// The number type of model.bin's matrices: float32 (run.c) or int8 in groups (runq.c).
+enum class Llama2cType { f32, int8 };
+
+/// "f32", "int8".
+const char* llama2c_type_name(Llama2cType type);
+
+constexpr std::uint32_t kLlama2cMagic = 0x616b3432;  ///< "ak42" (export.py, runq.c)
+constexpr std::size_t kLlama2cHeaderBytes = 256;     ///< version 2's header, padded
+constexpr std::size_t kLlama2cMaxGroupSize = 64;     ///< export.py's default group size
+constexpr std::size_t kLlama2cMinGroupSize = 8;      ///< the smallest this exporter writes
+
+/// The group size of the int8 format for a model of width `dim` and feed-forward width
+/// `hidden_dim`: the largest of 64, 32, 16, 8 dividing both. Throws ExportError (naming both
+/// widths and what would work) when none does.
+std::size_t llama2c_group_size(std::size_t dim, std::size_t hidden_dim);
+
+/// One matrix in llama2.c's int8 format: q[i] * scales[i / group_size] reads back element i.
+struct Llama2cInt8 {
+  std::vector<std::int8_t> q;  ///< n values in [-127, 127]
+  std::vector<float> scales;   ///< n / group_size scales, max|w| / 127 of each group
+};
+
+/// w[0..n) quantized as export.py's quantize_q80 does (see above): groups of `group_size`
+/// consecutive elements, s = max|w| / 127 in float32, q = w / s in float32 rounded half to
+/// even; a zero group gets s = 0, q = 0. n must be a multiple of group_size (else
+/// std::invalid_argument).
+Llama2cInt8 llama2c_quantize_int8(const float* w, std::size_t n, std::size_t group_size);
+
 /// Both files for `model` (a character or a BPE model). seq_len = info.context. Throws
 /// ExportError when run.c cannot run the model as trained: rope_base != 10000, norm_eps != 1e-5,
 /// a vocabulary without the newline (the "<s>" embedding; for BPE, the token "\n") or
-/// info.context of 0 or above the model's context_length.
-Llama2cFiles llama2c_bytes(const Checkpoint& model, const ExportInfo& info);
+/// info.context of 0 or above the model's context_length; for int8, widths without a group size
+/// of 8 or more (llama2c_group_size).
+Llama2cFiles llama2c_bytes(const Checkpoint& model, const ExportInfo& info,
+                           Llama2cType type = Llama2cType::f32);
 
 /// Writes DIR/model.bin and DIR/tokenizer.bin, each atomically, creating DIR if needed.
 /// Everything is checked and built before the first file is written. Throws ExportError or
 /// FileError.
-void export_llama2c(const Checkpoint& model, const ExportInfo& info, const std::string& dir);
+void export_llama2c(const Checkpoint& model, const ExportInfo& info, const std::string& dir,
+                    Llama2cType type = Llama2cType::f32);
 
 }  // namespace glass

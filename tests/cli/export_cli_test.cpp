@@ -67,7 +67,8 @@ fs::path ExportCli::ckpt_;
 TEST_F(ExportCli, HelpNamesBothFormats) {
   const GlassRun r = glass("export --help");
   EXPECT_EQ(r.exit_code, 0);
-  for (const char* word : {"--checkpoint", "--format", "--out", "--best", "gguf", "llama2c"})
+  for (const char* word :
+       {"--checkpoint", "--format", "--out", "--best", "--type", "int8", "gguf", "llama2c"})
     EXPECT_NE(r.out.find(word), std::string::npos) << word << "\n" << r.out;
   EXPECT_NE(glass("--help").out.find("export"), std::string::npos);
 }
@@ -130,6 +131,48 @@ TEST_F(ExportCli, UnknownFormat) {
   expect_error(r, "unknown export format 'onnx'");
   EXPECT_NE(r.err.find("gguf"), std::string::npos);
   EXPECT_TRUE(entries(out).empty());
+}
+
+// --type int8: llama2.c's version-2 file for runq.c; a type the format lacks is refused, naming
+// the ones it has, and writes nothing.
+TEST_F(ExportCli, Llama2cInt8AndTypesTheFormatLacks) {
+  const fs::path out = glass_test::temp_dir("glass-export-cli-int8");
+  GlassRun r = glass("export --checkpoint " + quote(ckpt_.string()) +
+                     " --format llama2c --type int8 --out " + quote((out / "q").string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // d_model 32 and ffn_hidden 32: groups of 32, 8 + 32/32 = 9 bits a weight.
+  EXPECT_NE(r.out.find("int8 in groups of 32: 9 bits per matrix weight"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("llama2.c's runq: ./runq " + (out / "q" / "model.bin").string()),
+            std::string::npos)
+      << r.out;
+  const std::string q = glass_test::read_file(out / "q" / "model.bin");
+  ASSERT_GE(q.size(), 256u);
+  EXPECT_EQ(q.substr(0, 4), "24ka");  // the magic 0x616b3432, little-endian
+  std::int32_t version = 0, group_size = 0;
+  std::memcpy(&version, q.data() + 4, 4);
+  std::memcpy(&group_size, q.data() + 37, 4);
+  EXPECT_EQ(version, 2);
+  EXPECT_EQ(group_size, 32);
+  r = glass("export --checkpoint " + quote(ckpt_.string()) + " --format llama2c --type F32 --out " +
+            quote((out / "f").string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("./run "), std::string::npos) << r.out;
+  const std::string f = glass_test::read_file(out / "f" / "model.bin");
+  EXPECT_LT(q.size(), f.size() / 3);  // 9 bits against 32, less the RoPE tables
+  EXPECT_EQ(glass_test::read_file(out / "q" / "tokenizer.bin"),
+            glass_test::read_file(out / "f" / "tokenizer.bin"));
+
+  r = glass("export --checkpoint " + quote(ckpt_.string()) +
+            " --format llama2c --type q4_0 --out " + quote((out / "q4").string()));
+  expect_error(r, "the llama2c format has no type 'q4_0'; it writes: f32, int8");
+  r = glass("export --checkpoint " + quote(ckpt_.string()) +
+            " --format llama2c --type int9 --out " + quote((out / "q4").string()));
+  expect_error(r, "no type 'int9' (did you mean int8?)");
+  r = glass("export --checkpoint " + quote(ckpt_.string()) + " --format gguf --type int8 --out " +
+            quote((out / "m.gguf").string()));
+  expect_error(r, "the gguf format has no type 'int8'");
+  EXPECT_EQ(entries(out), (std::vector<std::string>{"f", "q"}));
 }
 
 TEST_F(ExportCli, UnwritablePath) {
