@@ -1,7 +1,7 @@
 // `glass export`: a checkpoint as files that other engines run (export/export_gguf.hpp,
 // export/export_llama2c.hpp).
 //
-//   glass export --checkpoint DIR --format gguf    --out model.gguf [--best]
+//   glass export --checkpoint DIR --format gguf    --out model.gguf [--type q8_0] [--best]
 //   glass export --checkpoint DIR --format llama2c --out DIR2       [--best]
 
 #include <filesystem>
@@ -15,6 +15,7 @@
 #include "data/text.hpp"
 #include "checkpoint/checkpoint.hpp"
 #include "cli/commands.hpp"
+#include "cli/suggest.hpp"
 #include "cli/validators.hpp"
 #include "export/export_gguf.hpp"
 #include "export/export_llama2c.hpp"
@@ -32,6 +33,7 @@ struct ExportFlags {
   std::string checkpoint;
   std::string format;
   std::string out;
+  std::string type = "f32";  // gguf: the matrices' type (export/quantize.hpp)
   bool best = false;
 };
 
@@ -111,14 +113,24 @@ void run_export(const ExportFlags& f) {
       shell_quote(prompt_from_training_text(info.data, f.checkpoint, loaded));
   const char* unit = loaded.unit();
   if (f.format == "gguf") {
-    glass::export_gguf(loaded, info, f.out);
+    const glass::WeightType type = *glass::parse_weight_type(f.type);  // checked by the flag
+    const glass::WeightCount count = glass::export_gguf(loaded, info, f.out, type);
     const std::string note = glass::gguf_note(loaded);
     if (!note.empty()) std::cout << "note: " << note << "\n";
     std::cout << fmt::format(
         "wrote {} (GGUF, llama architecture, {}, context {} {}: the windows it "
         "trained on); run it with llama.cpp, e.g. llama-completion -m {} -p {} -n 50 --temp 0\n",
         f.out, loaded.tokenizer().describe(), info.context, unit, f.out, prompt);
+    if (type != glass::WeightType::f32)  // f32: 32 bits per weight, nothing to say
+      std::cout << fmt::format(
+          "weights: {} in {:.2f} MB of tensors, {:.2f} bits per weight ({}; norm gains stay f32, "
+          "rows not a multiple of 32 long go to f16)\n",
+          count.total(), static_cast<double>(count.bytes) / 1e6, count.bits_per_weight(),
+          count.shares());
   } else {
+    if (f.type != "f32")
+      throw CommandError("--type " + f.type +
+                         " is for --format gguf; the llama2c format writes float32 weights");
     glass::export_llama2c(loaded, info, f.out);
     const fs::path dir(f.out);
     std::cout << fmt::format(
@@ -148,11 +160,17 @@ void add_export_command(CLI::App& app) {
                   "gguf: the file to write (e.g. model.gguf); llama2c: the directory "
                   "that gets model.bin and tokenizer.bin")
       ->required();
+  cmd->add_option("--type", f->type,
+                  "gguf: the type of the weight matrices: f32, f16, q8_0 (8.5 bits per weight) or "
+                  "q4_0 (4.5); norm gains stay f32, rows not a multiple of 32 long go to f16")
+      ->transform(glass::cli::one_of(glass::weight_type_names(), "type"))
+      ->capture_default_str();
   cmd->add_flag("--best", f->best,
                 "export best.safetensors (best validation loss) instead of the latest weights");
   cmd->footer(
       "Examples:\n"
       "  glass export -m runs/domcasmurro --format gguf --out domcasmurro.gguf\n"
+      "  glass export -m runs/domcasmurro --format gguf --type q8_0 --out domcasmurro-q8_0.gguf\n"
       "  glass export -m runs/domcasmurro --format llama2c --out l2c --best");
   cmd->callback([f] { run_export(*f); });
 }

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstring>
 #include <stdexcept>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -29,7 +30,8 @@ void append_fp16(std::string& out, float x) {
 }
 
 float read_fp16(const std::string& bytes, std::size_t at) {
-  const auto lo = static_cast<std::uint8_t>(bytes[at]), hi = static_cast<std::uint8_t>(bytes[at + 1]);
+  const auto lo = static_cast<std::uint8_t>(bytes[at]),
+             hi = static_cast<std::uint8_t>(bytes[at + 1]);
   return fp16_to_fp32(static_cast<std::uint16_t>(lo | (hi << 8)));
 }
 
@@ -40,10 +42,14 @@ constexpr std::size_t kQ4Bytes = 2 + kQuantBlock / 2;  // block_q4_0: d, qs[16]
 
 const char* weight_type_name(WeightType type) {
   switch (type) {
-    case WeightType::f32: return "f32";
-    case WeightType::f16: return "f16";
-    case WeightType::q8_0: return "q8_0";
-    case WeightType::q4_0: return "q4_0";
+    case WeightType::f32:
+      return "f32";
+    case WeightType::f16:
+      return "f16";
+    case WeightType::q8_0:
+      return "q8_0";
+    case WeightType::q4_0:
+      return "q4_0";
   }
   return "?";
 }
@@ -58,22 +64,43 @@ std::optional<WeightType> parse_weight_type(const std::string& name) {
 
 std::uint32_t ggml_type_id(WeightType type) {
   switch (type) {
-    case WeightType::f32: return 0;   // GGML_TYPE_F32
-    case WeightType::f16: return 1;   // GGML_TYPE_F16
-    case WeightType::q4_0: return 2;  // GGML_TYPE_Q4_0
-    case WeightType::q8_0: return 8;  // GGML_TYPE_Q8_0
+    case WeightType::f32:
+      return 0;  // GGML_TYPE_F32
+    case WeightType::f16:
+      return 1;  // GGML_TYPE_F16
+    case WeightType::q4_0:
+      return 2;  // GGML_TYPE_Q4_0
+    case WeightType::q8_0:
+      return 8;  // GGML_TYPE_Q8_0
   }
   return 0;
 }
 
 std::size_t weight_bytes(WeightType type, std::size_t n) {
   switch (type) {
-    case WeightType::f32: return 4 * n;
-    case WeightType::f16: return 2 * n;
-    case WeightType::q8_0: return n / kQuantBlock * kQ8Bytes;
-    case WeightType::q4_0: return n / kQuantBlock * kQ4Bytes;
+    case WeightType::f32:
+      return 4 * n;
+    case WeightType::f16:
+      return 2 * n;
+    case WeightType::q8_0:
+      return n / kQuantBlock * kQ8Bytes;
+    case WeightType::q4_0:
+      return n / kQuantBlock * kQ4Bytes;
   }
   return 0;
+}
+
+std::string WeightCount::shares() const {
+  std::vector<std::pair<std::size_t, WeightType>> order;
+  for (WeightType t : {WeightType::f32, WeightType::f16, WeightType::q8_0, WeightType::q4_0})
+    if (weights[static_cast<int>(t)] > 0) order.emplace_back(weights[static_cast<int>(t)], t);
+  std::stable_sort(order.begin(), order.end(), [](auto& a, auto& b) { return a.first > b.first; });
+  std::string out;
+  for (const auto& [n, t] : order)
+    out += fmt::format("{}{:.1f}% {}", out.empty() ? "" : ", ",
+                       100.0 * static_cast<double>(n) / static_cast<double>(total()),
+                       weight_type_name(t));
+  return out;
 }
 
 WeightType tensor_type(WeightType wanted, const std::vector<std::size_t>& shape) {
@@ -144,7 +171,8 @@ std::string quantize_block_q4_0(const float* x) {
   append_fp16(block, d);
   const auto level = [&](float v) {
     const float scaled = v * id;
-    return static_cast<std::uint8_t>(std::min(15, static_cast<int>(static_cast<std::int8_t>(scaled + 8.5f))));
+    return static_cast<std::uint8_t>(
+        std::min(15, static_cast<int>(static_cast<std::int8_t>(scaled + 8.5f))));
   };
   for (std::size_t j = 0; j < kQuantBlock / 2; ++j)
     block += static_cast<char>(level(x[j]) | (level(x[j + kQuantBlock / 2]) << 4));
@@ -163,8 +191,8 @@ std::string quantize(WeightType type, const float* x, std::size_t n) {
     case WeightType::q8_0:
     case WeightType::q4_0:
       if (n % kQuantBlock != 0)
-        throw std::invalid_argument(fmt::format("{} values cannot be cut into {} blocks of 32", n,
-                                                weight_type_name(type)));
+        throw std::invalid_argument(
+            fmt::format("{} values cannot be cut into {} blocks of 32", n, weight_type_name(type)));
       for (std::size_t b = 0; b < n; b += kQuantBlock)
         out += type == WeightType::q8_0 ? quantize_block_q8_0(x + b) : quantize_block_q4_0(x + b);
       return out;
@@ -175,8 +203,8 @@ std::string quantize(WeightType type, const float* x, std::size_t n) {
 std::vector<float> dequantize(WeightType type, const std::string& bytes, std::size_t n) {
   const bool blocked = type == WeightType::q8_0 || type == WeightType::q4_0;
   if ((blocked && n % kQuantBlock != 0) || bytes.size() != weight_bytes(type, n))
-    throw std::invalid_argument(fmt::format("{} bytes are not {} values of {}", bytes.size(), n,
-                                            weight_type_name(type)));
+    throw std::invalid_argument(
+        fmt::format("{} bytes are not {} values of {}", bytes.size(), n, weight_type_name(type)));
   std::vector<float> y(n);
   const auto byte = [&](std::size_t at) { return static_cast<std::uint8_t>(bytes[at]); };
   switch (type) {
@@ -191,7 +219,8 @@ std::vector<float> dequantize(WeightType type, const std::string& bytes, std::si
         const std::size_t at = b * kQ8Bytes;
         const float d = read_fp16(bytes, at);
         for (std::size_t j = 0; j < kQuantBlock; ++j)
-          y[b * kQuantBlock + j] = static_cast<float>(static_cast<std::int8_t>(byte(at + 2 + j))) * d;
+          y[b * kQuantBlock + j] =
+              static_cast<float>(static_cast<std::int8_t>(byte(at + 2 + j))) * d;
       }
       break;
     case WeightType::q4_0:  // dequantize_row_q4_0: y = (q - 8) · d, low nibbles first
@@ -200,7 +229,8 @@ std::vector<float> dequantize(WeightType type, const std::string& bytes, std::si
         const float d = read_fp16(bytes, at);
         for (std::size_t j = 0; j < kQuantBlock / 2; ++j) {
           y[b * kQuantBlock + j] = static_cast<float>((byte(at + 2 + j) & 0x0F) - 8) * d;
-          y[b * kQuantBlock + j + kQuantBlock / 2] = static_cast<float>((byte(at + 2 + j) >> 4) - 8) * d;
+          y[b * kQuantBlock + j + kQuantBlock / 2] =
+              static_cast<float>((byte(at + 2 + j) >> 4) - 8) * d;
         }
       }
       break;

@@ -66,6 +66,22 @@ std::string quantize(WeightType type, const float* x, std::size_t n);
 /// else std::invalid_argument).
 std::vector<float> dequantize(WeightType type, const std::string& bytes, std::size_t n);
 
+/// How many weights a model or a file holds in each type, and the bytes they take.
+struct WeightCount {
+  std::size_t weights[4] = {};  ///< indexed by WeightType: f32, f16, q8_0, q4_0
+  std::size_t bytes = 0;        ///< the tensors' data, without the file's alignment padding
+
+  void add(WeightType type, std::size_t n) {
+    weights[static_cast<int>(type)] += n;
+    bytes += weight_bytes(type, n);
+  }
+  std::size_t total() const { return weights[0] + weights[1] + weights[2] + weights[3]; }
+  /// bytes · 8 / weights: what the whole file pays per weight, norms and F16 rows included.
+  double bits_per_weight() const { return total() == 0 ? 0.0 : 8.0 * bytes / total(); }
+  /// "45.3% q4_0, 30.1% f16, 24.6% ..." (types that hold weights, most first).
+  std::string shares() const;
+};
+
 /// One Q8_0 block (34 bytes) of x[0..32).
 std::string quantize_block_q8_0(const float* x);
 /// One Q4_0 block (18 bytes) of x[0..32).

@@ -2,7 +2,8 @@
 // bad input (an unknown format, an unwritable path, a directory that is not a checkpoint, a
 // model llama2.c cannot run) refused with a clear message, a non-zero exit and no file written;
 // a vocabulary holding U+2581 exported to GGUF with a note; a model trained with a recipe option
-// (QK-norm, ReLU², logit soft-capping) refused by both formats, naming the option.
+// (QK-norm, ReLU², logit soft-capping) refused by both formats, naming the option; a quantized
+// GGUF (--type) with its bits per weight, an unknown type answered with a did-you-mean.
 
 #include <unistd.h>
 
@@ -129,6 +130,39 @@ TEST_F(ExportCli, UnknownFormat) {
                            " --format onnx --out " + quote((out / "m.onnx").string()));
   expect_error(r, "unknown export format 'onnx'");
   EXPECT_NE(r.err.find("gguf"), std::string::npos);
+  EXPECT_TRUE(entries(out).empty());
+}
+
+TEST_F(ExportCli, AQuantizedGgufPrintsItsBitsPerWeight) {
+  const fs::path out = glass_test::temp_dir("glass-export-cli-q4");
+  const GlassRun r = glass("export --checkpoint " + quote(ckpt_.string()) +
+                           " --format gguf --type Q4_0 --out " + quote((out / "m.gguf").string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // d_model 32, ffn_hidden 32: every matrix is blocked; the norm gains stay f32. Q4_0's blocks
+  // are 4.5 bits per weight, the file a little more.
+  EXPECT_NE(r.out.find("bits per weight"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("% q4_0"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("% f32"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("% f16"), std::string::npos) << r.out;
+  const auto at = r.out.find(" bits per weight");
+  const double bits = std::stod(r.out.substr(r.out.rfind(' ', at - 1) + 1));
+  EXPECT_GT(bits, 4.5);
+  EXPECT_LT(bits, 5.0);
+}
+
+TEST_F(ExportCli, UnknownTypeGetsADidYouMean) {
+  const fs::path out = glass_test::temp_dir("glass-export-cli-type");
+  GlassRun r = glass("export --checkpoint " + quote(ckpt_.string()) +
+                     " --format gguf --type q4_1 --out " + quote((out / "m.gguf").string()));
+  EXPECT_NE(r.exit_code, 0);  // a flag's value refused by its check: "--type: ..." (CLI11's form)
+  EXPECT_NE(r.err.find("--type: unknown type 'q4_1'; did you mean q4_0?"), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("f32, f16, q8_0, q4_0"), std::string::npos) << r.err;
+  EXPECT_TRUE(entries(out).empty());
+  // llama2.c's file of this exporter holds float32 weights: a type is refused, not ignored.
+  r = glass("export --checkpoint " + quote(ckpt_.string()) +
+            " --format llama2c --type q8_0 --out " + quote((out / "l2c").string()));
+  expect_error(r, "--type q8_0 is for --format gguf");
   EXPECT_TRUE(entries(out).empty());
 }
 
