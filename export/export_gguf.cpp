@@ -95,7 +95,7 @@ struct GgufTensor {
 };
 
 GgufTensor tensor(const std::string& name, const Array& a) {
-  GgufTensor t{name, {a.shape().begin(), a.shape().end()}, {}};
+  GgufTensor t{name, {a.shape().begin(), a.shape().end()}, {}, WeightType::f32, {}};
   t.values.assign(a.data(), a.data() + a.size());
   return t;
 }
