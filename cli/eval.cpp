@@ -119,7 +119,7 @@ glass::TextEvaluation evaluate_quantized(glass::Checkpoint& loaded, const EvalFl
       "{} weights ({:.2f} bits per weight: {}): loss {:.4f} nats per {}, {:.4f} bits per byte\n",
       f.quantize, count.bits_per_weight(), count.shares(), after.loss, unit, after.bits_per_byte);
   std::cout << fmt::format(
-      "cost of {}: {:+.4f} nats per {} ({:+.2f}%), {:+.4f} bits per byte (activations kept in "
+      "cost of {}: {:+.5f} nats per {} ({:+.3f}%), {:+.5f} bits per byte (activations kept in "
       "float32; the results below are the {} model's)\n",
       f.quantize, after.loss - before.loss, unit, 100 * (after.loss - before.loss) / before.loss,
       after.bits_per_byte - before.bits_per_byte, f.quantize);

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
@@ -164,6 +165,29 @@ TEST_F(ExportCli, UnknownTypeGetsADidYouMean) {
             " --format llama2c --type q8_0 --out " + quote((out / "l2c").string()));
   expect_error(r, "--type q8_0 is for --format gguf");
   EXPECT_TRUE(entries(out).empty());
+}
+
+TEST_F(ExportCli, EvalQuantizePrintsTheFloatLossBesideTheQuantizedOne) {
+  const std::string eval =
+      "eval -m " + quote(ckpt_.string()) + " --data " + quote((dir_ / "text.txt").string());
+  GlassRun r = glass(eval + " --quantize Q8_0");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* part :
+       {"float32 weights: loss ", "q8_0 weights (", "bits per weight", "cost of q8_0: "})
+    EXPECT_NE(r.out.find(part), std::string::npos) << part << "\n" << r.out;
+  const auto number_after = [&](const std::string& line_start, const std::string& word) {
+    const auto line = r.out.find(line_start);
+    return std::stod(r.out.substr(r.out.find(word, line) + word.size()));
+  };
+  const double before = number_after("float32 weights", "loss "),
+               after = number_after("q8_0 weights", "loss ");
+  EXPECT_NE(before, after);                    // the weights did change
+  EXPECT_LT(std::fabs(after - before), 0.01);  // by a Q8_0 step
+  r = glass(eval + " --quantize q5_0");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("--quantize: unknown quantization type 'q5_0'; did you mean q8_0?"),
+            std::string::npos)
+      << r.err;
 }
 
 TEST_F(ExportCli, UnwritablePath) {
