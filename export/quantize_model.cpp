@@ -15,7 +15,8 @@ WeightCount quantize_weights(Decoder& model, WeightType type) {
     const WeightType stored = tensor_type(type, shape);
     count.add(stored, w.size());
     if (stored == WeightType::f32) continue;
-    const std::vector<float> back = dequantize(stored, quantize(stored, w.data(), w.size()), w.size());
+    const std::vector<float> back =
+        dequantize(stored, quantize(stored, w.data(), w.size()), w.size());
     std::copy(back.begin(), back.end(), w.data());
   }
   return count;

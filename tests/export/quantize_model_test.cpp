@@ -41,7 +41,8 @@ TEST(QuantizeWeights, EachTensorHoldsWhatTheExportedFileHolds) {
       const glass::Array& w = before[i].second.value();
       const std::vector<std::size_t> shape(w.shape().begin(), w.shape().end());
       const WeightType stored = glass::tensor_type(type, shape);
-      const std::vector<float> want = glass::dequantize(stored, glass::quantize(stored, w.data(), w.size()), w.size());
+      const std::vector<float> want =
+          glass::dequantize(stored, glass::quantize(stored, w.data(), w.size()), w.size());
       EXPECT_EQ(flat(after[i].second.value()), want) << before[i].first;
       if (want != flat(w)) ++changed;
       if (before[i].first.find("w2") != std::string::npos)  // rows of 40: F16 whatever is asked
