@@ -190,6 +190,18 @@ TEST_F(ExportCli, EvalQuantizePrintsTheFloatLossBesideTheQuantizedOne) {
       << r.err;
 }
 
+TEST_F(ExportCli, SampleQuantizeRunsOnTheWeightsReadBack) {
+  const std::string sample =
+      "sample -m " + quote(ckpt_.string()) + " -p 'Capitu' -n 8 --temp 0 --json";
+  const GlassRun floats = glass(sample), q4 = glass(sample + " --quantize q4_0");
+  ASSERT_EQ(q4.exit_code, 0) << q4.err;
+  EXPECT_NE(q4.err.find("note: the weights quantized to q4_0 and read back ("), std::string::npos)
+      << q4.err;
+  EXPECT_EQ(floats.err.find("quantized"), std::string::npos) << floats.err;
+  // Q4_0's steps move the probabilities (the tokens may or may not change).
+  EXPECT_NE(q4.out, floats.out);
+}
+
 TEST_F(ExportCli, UnwritablePath) {
   // A path below a regular file cannot be created, even by root.
   const fs::path out = glass_test::temp_dir("glass-export-cli-unwritable");
