@@ -3,7 +3,7 @@
 // or, with --chat, the exam of a chat model: exact-match accuracy on held-out conversations
 // (sample/chat_exam.hpp).
 //
-//   glass eval -m DIR --data FILE [--best] [--allow-unknown] [-t N]
+//   glass eval -m DIR --data FILE [--best] [--allow-unknown] [--quantize q8_0|q4_0|f16] [-t N]
 //   glass eval -m DIR --chat EXAM.jsonl [-n N] [--json] [--best] [-t N]
 //   glass eval -m BASE --chat EXAM.jsonl --base   (the baseline: a base model, grown for the
 //                                                  chat tokens as glass finetune grows it)
@@ -19,12 +19,14 @@
 
 #include "checkpoint/checkpoint.hpp"
 #include "cli/commands.hpp"
+#include "cli/quantize_option.hpp"
 #include "cli/threads.hpp"
 #include "cli/validators.hpp"
 #include "data/chat_data.hpp"
 #include "data/chat_template.hpp"
 #include "data/text.hpp"
 #include "data/yardstick.hpp"
+#include "export/quantize_model.hpp"
 #include "sample/chat.hpp"
 #include "sample/chat_exam.hpp"
 #include "train/chat_base.hpp"
@@ -44,6 +46,8 @@ struct EvalFlags {
   bool base = false;  // --chat on a base model: grown for the chat tokens first
   bool best = false;
   bool allow_unknown = false;
+  std::string
+      quantize;  // "": the float weights; else q8_0, q4_0 or f16 (export/quantize_model.hpp)
   int threads = 0;
 };
 
@@ -92,20 +96,47 @@ void print_yardstick(const EvalFlags& f, const glass::Checkpoint& loaded, double
   }
 }
 
-void run_eval(const EvalFlags& f) {
-  glass::Checkpoint loaded = glass::load_checkpoint(f.checkpoint, f.best);
-  glass::cli::apply_threads(f.threads);
-  if (!loaded.warning().empty()) std::cerr << "warning: " << loaded.warning() << "\n";
-  warn_if_training_text(f, loaded);
-  glass::TextEvaluation r;
+/// evaluate_text with the command's words for a character outside the vocabulary.
+glass::TextEvaluation evaluate(glass::Checkpoint& loaded, const EvalFlags& f) {
   try {
-    r = glass::evaluate_text(loaded, f.data, f.allow_unknown);
+    return glass::evaluate_text(loaded, f.data, f.allow_unknown);
   } catch (const glass::UnknownCharacterError& e) {
     throw CommandError(
         fmt::format("{}: {} (pass --allow-unknown to map such characters to the "
                     "unknown token)",
                     f.data, e.what()));
   }
+}
+
+/// --quantize: the float model's loss, then the weights quantized and read back in memory
+/// (quantize_weights, the exporter's rules) and their loss beside it, with the difference.
+/// Returns the quantized model's evaluation.
+glass::TextEvaluation evaluate_quantized(glass::Checkpoint& loaded, const EvalFlags& f) {
+  const glass::TextEvaluation before = evaluate(loaded, f);
+  const glass::WeightType type = *glass::parse_weight_type(f.quantize);  // checked by the flag
+  const glass::WeightCount count = glass::quantize_weights(loaded.model(), type);
+  const glass::TextEvaluation after = evaluate(loaded, f);
+  const char* unit = loaded.tokenizer().unit(false);
+  std::cout << fmt::format("float32 weights: loss {:.4f} nats per {}, {:.4f} bits per byte\n",
+                           before.loss, unit, before.bits_per_byte);
+  std::cout << fmt::format(
+      "{} weights ({:.2f} bits per weight: {}): loss {:.4f} nats per {}, {:.4f} bits per byte\n",
+      f.quantize, count.bits_per_weight(), count.shares(), after.loss, unit, after.bits_per_byte);
+  std::cout << fmt::format(
+      "cost of {}: {:+.5f} nats per {} ({:+.3f}%), {:+.5f} bits per byte (activations kept in "
+      "float32; the results below are the {} model's)\n",
+      f.quantize, after.loss - before.loss, unit, 100 * (after.loss - before.loss) / before.loss,
+      after.bits_per_byte - before.bits_per_byte, f.quantize);
+  return after;
+}
+
+void run_eval(const EvalFlags& f) {
+  glass::Checkpoint loaded = glass::load_checkpoint(f.checkpoint, f.best);
+  glass::cli::apply_threads(f.threads);
+  if (!loaded.warning().empty()) std::cerr << "warning: " << loaded.warning() << "\n";
+  warn_if_training_text(f, loaded);
+  const glass::TextEvaluation r =
+      f.quantize.empty() ? evaluate(loaded, f) : evaluate_quantized(loaded, f);
   if (r.unknown > 0)
     std::cerr << "warning: " << r.unknown
               << " characters outside the vocabulary were mapped to id 0\n";
@@ -186,6 +217,8 @@ void run_chat_exam(const EvalFlags& f) {
   if (!loaded.warning().empty()) std::cerr << "warning: " << loaded.warning() << "\n";
   if (f.base && !loaded.tokenizer().has_chat_tokens())
     loaded = grown_for_chat(loaded, f.checkpoint, exam);
+  if (!f.quantize.empty())
+    glass::quantize_weights(loaded.model(), *glass::parse_weight_type(f.quantize));
   glass::ChatExamResult r;
   try {
     r = glass::run_chat_exam(loaded, exam, {f.max_tokens});
@@ -240,10 +273,12 @@ void add_eval_command(CLI::App& app) {
   cmd->add_flag("--best", f->best, "use best.safetensors instead of the latest weights");
   cmd->add_flag("--allow-unknown", f->allow_unknown,
                 "map characters outside the vocabulary to id 0");
+  glass::cli::add_quantize_option(cmd, f->quantize);
   glass::cli::add_threads_option(cmd, f->threads);
   cmd->footer(
       "Examples:\n"
       "  glass eval -m runs/tinyshakespeare --data heldout.txt\n"
+      "  glass eval -m runs/tinyshakespeare --data heldout.txt --quantize q4_0\n"
       "  glass eval -m runs/tinyshakespeare --data heldout.txt --best -t 2\n"
       "  glass eval -m runs/chat --chat data/chat/exam.jsonl --json\n"
       "  glass eval -m runs/domcasmurro --chat data/chat/exam.jsonl --base   (the baseline)\n"

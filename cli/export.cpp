@@ -1,7 +1,7 @@
 // `glass export`: a checkpoint as files that other engines run (export/export_gguf.hpp,
 // export/export_llama2c.hpp).
 //
-//   glass export --checkpoint DIR --format gguf    --out model.gguf [--best]
+//   glass export --checkpoint DIR --format gguf    --out model.gguf [--best] [--type f32|f16|q8_0|q4_0]
 //   glass export --checkpoint DIR --format llama2c --out DIR2       [--best] [--type f32|int8]
 
 #include <algorithm>
@@ -43,7 +43,7 @@ struct ExportFlags {
 /// The weight types `format` writes, the first its default.
 std::vector<std::string> types_of_format(const std::string& format) {
   if (format == "llama2c") return {"f32", "int8"};  // run.c; runq.c's int8 groups
-  return {"f32"};
+  return glass::weight_type_names();                // gguf: ggml's f32, f16, q8_0, q4_0
 }
 
 /// Throws CommandError when `format` has no weight type `type`: the message names the ones it
@@ -161,13 +161,20 @@ void run_export(const ExportFlags& f) {
       shell_quote(prompt_from_training_text(info.data, f.checkpoint, loaded));
   const char* unit = loaded.unit();
   if (f.format == "gguf") {
-    glass::export_gguf(loaded, info, f.out);
+    const glass::WeightType type = *glass::parse_weight_type(f.type);  // checked by the flag
+    const glass::WeightCount count = glass::export_gguf(loaded, info, f.out, type);
     const std::string note = glass::gguf_note(loaded);
     if (!note.empty()) std::cout << "note: " << note << "\n";
     std::cout << fmt::format(
         "wrote {} (GGUF, llama architecture, {}, context {} {}: the windows it "
         "trained on); run it with llama.cpp, e.g. llama-completion -m {} -p {} -n 50 --temp 0\n",
         f.out, loaded.tokenizer().describe(), info.context, unit, f.out, prompt);
+    if (type != glass::WeightType::f32)  // f32: 32 bits per weight, nothing to say
+      std::cout << fmt::format(
+          "weights: {} in {:.2f} MB of tensors, {:.2f} bits per weight ({}; norm gains stay f32, "
+          "rows not a multiple of 32 long go to f16)\n",
+          count.total(), static_cast<double>(count.bytes) / 1e6, count.bits_per_weight(),
+          count.shares());
   } else {
     write_llama2c(f, loaded, info, prompt);
   }
@@ -193,15 +200,17 @@ void add_export_command(CLI::App& app) {
                   "that gets model.bin and tokenizer.bin")
       ->required();
   cmd->add_option("--type", f->type,
-                  "the weights' number type: f32 (both formats, the default) or, for llama2c, "
-                  "int8 (llama2.c's runq.c: groups of int8 weights with a float32 scale each, "
-                  "the norms kept in f32)")
-      ->transform(glass::cli::any_case({"f32", "int8"}));
+                  "the weights' number type: f32 (both formats, the default); for gguf, f16, "
+                  "q8_0 (8.5 bits per weight) or q4_0 (4.5), norm gains staying f32 and rows not "
+                  "a multiple of 32 long going to f16; for llama2c, int8 (llama2.c's runq.c: "
+                  "groups of int8 weights with a float32 scale each, the norms kept in f32)")
+      ->transform(glass::cli::any_case({"f32", "f16", "q8_0", "q4_0", "int8"}));
   cmd->add_flag("--best", f->best,
                 "export best.safetensors (best validation loss) instead of the latest weights");
   cmd->footer(
       "Examples:\n"
       "  glass export -m runs/domcasmurro --format gguf --out domcasmurro.gguf\n"
+      "  glass export -m runs/domcasmurro --format gguf --type q8_0 --out domcasmurro-q8_0.gguf\n"
       "  glass export -m runs/domcasmurro --format llama2c --out l2c --best\n"
       "  glass export -m runs/domcasmurro --format llama2c --type int8 --out l2c-int8");
   cmd->callback([f] { run_export(*f); });

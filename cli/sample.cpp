@@ -29,6 +29,8 @@
 #include "data/text.hpp"
 #include "checkpoint/checkpoint.hpp"
 #include "cli/commands.hpp"
+#include "cli/quantize_option.hpp"
+#include "export/quantize_model.hpp"
 #include "autograd/threads.hpp"
 #include "cli/threads.hpp"
 #include "sample/thread_choice.hpp"
@@ -59,6 +61,7 @@ struct SampleFlags {
   std::string stop;
   bool json = false;
   bool raw = false;
+  std::string quantize;  // "": the float weights; else q8_0, q4_0 or f16
   int threads = 0;
 };
 
@@ -173,6 +176,13 @@ void run_sample(SampleFlags& f, bool prompt_given) {
   glass::SampleOptions o = sample_options(f, prompt_given);
   glass::cli::apply_threads(f.threads);
   glass::PreparedSample p = prepare(o);
+  if (!f.quantize.empty()) {
+    const glass::WeightCount count =
+        glass::quantize_weights(p.loaded.model(), *glass::parse_weight_type(f.quantize));
+    std::cerr << fmt::format(
+        "note: the weights quantized to {} and read back ({:.2f} bits per weight: {})\n",
+        f.quantize, count.bits_per_weight(), count.shares());
+  }
   const glass::SampleRun run = glass::generate_samples(p, o, std::cout);
   const char* unit = p.loaded.unit();
   const std::string thread_words =
@@ -247,7 +257,7 @@ void add_run_flags(CLI::App* cmd, SampleFlags& f) {
 }
 
 /// How the model reads: the window mode and the KV cache, unknown characters, the ops, the
-/// weights (--best).
+/// weights (--quantize, --best).
 void add_model_flags(CLI::App* cmd, SampleFlags& f) {
   CLI::Option* window_mode =
       cmd->add_option(
@@ -265,6 +275,7 @@ void add_model_flags(CLI::App* cmd, SampleFlags& f) {
                 "map prompt characters outside a character model's vocabulary to the unknown token "
                 "instead of failing (a BPE model needs none: it spells them in byte tokens)");
   glass::cli::add_ops_option(cmd, f.attention);
+  glass::cli::add_quantize_option(cmd, f.quantize);
   cmd->add_flag("--best", f.best,
                 "use best.safetensors (best validation loss) instead of the latest weights");
 }

@@ -26,8 +26,22 @@ enum TokenType : std::int32_t {
 };
 constexpr char32_t kSpaceMark = U'\u2581';  // SentencePiece's "▁": a space in token texts
 constexpr std::uint32_t kAlignment = 32;
-constexpr std::uint32_t kGgmlTypeF32 = 0;
-constexpr std::uint32_t kFileTypeAllF32 = 0;  // llama.h: LLAMA_FTYPE_ALL_F32
+
+/// general.file_type for the weights' type (llama.h: enum llama_ftype): "mostly" because the
+/// norms stay F32 (and, for Q8_0/Q4_0, rows that cannot be blocked go to F16).
+std::uint32_t file_type(WeightType type) {
+  switch (type) {
+    case WeightType::f32:
+      return 0;  // LLAMA_FTYPE_ALL_F32
+    case WeightType::f16:
+      return 1;  // LLAMA_FTYPE_MOSTLY_F16
+    case WeightType::q4_0:
+      return 2;  // LLAMA_FTYPE_MOSTLY_Q4_0
+    case WeightType::q8_0:
+      return 7;  // LLAMA_FTYPE_MOSTLY_Q8_0
+  }
+  return 0;
+}
 
 /// Little-endian byte writer (the machines GlassLLM builds on are little-endian).
 struct Writer {
@@ -70,15 +84,18 @@ struct Writer {
 };
 
 /// One tensor of the file: llama.cpp's name, its shape as PyTorch writes it (slowest axis
-/// first) and its float32 values in row-major order.
+/// first), its float32 values in row-major order; then the type it is stored in (tensor_type)
+/// and its data in that type.
 struct GgufTensor {
   std::string name;
   std::vector<std::size_t> shape;
   std::vector<float> values;
+  WeightType type = WeightType::f32;
+  std::string data;
 };
 
 GgufTensor tensor(const std::string& name, const Array& a) {
-  GgufTensor t{name, {a.shape().begin(), a.shape().end()}, {}};
+  GgufTensor t{name, {a.shape().begin(), a.shape().end()}, {}, WeightType::f32, {}};
   t.values.assign(a.data(), a.data() + a.size());
   return t;
 }
@@ -181,7 +198,8 @@ std::string gguf_note(const Checkpoint& model) {
          "both characters as glass does";
 }
 
-std::string gguf_bytes(const Checkpoint& loaded, const ExportInfo& info) {
+std::string gguf_bytes(const Checkpoint& loaded, const ExportInfo& info, WeightType type,
+                       WeightCount* count) {
   const ModelConfig& c = loaded.config();
   const Decoder& m = loaded.model();
   refuse_recipe_options(c, "llama.cpp's `llama` architecture");
@@ -215,12 +233,19 @@ std::string gguf_bytes(const Checkpoint& loaded, const ExportInfo& info) {
   }
   tensors.push_back(tensor("output_norm.weight", m.norm.weight.value()));
   tensors.push_back(with_unknown_rows("output.weight", m.output.weight.value(), extra));
+  WeightCount written;
+  for (GgufTensor& t : tensors) {
+    t.type = tensor_type(type, t.shape);
+    t.data = quantize(t.type, t.values.data(), t.values.size());
+    written.add(t.type, t.values.size());
+  }
+  if (count != nullptr) *count = written;
 
   Writer kv;
   kv.kv_str("general.architecture", "llama");
   kv.kv_str("general.name", info.name);
   kv.kv_u32("general.alignment", kAlignment);
-  kv.kv_u32("general.file_type", kFileTypeAllF32);
+  kv.kv_u32("general.file_type", file_type(type));
   if (!info.step.empty()) kv.kv_str("glass.training.step", info.step);
   if (!info.data.empty()) {
     kv.kv_str("glass.training.data", info.data);
@@ -268,22 +293,24 @@ std::string gguf_bytes(const Checkpoint& loaded, const ExportInfo& info) {
     out.str(t.name);
     out.pod<std::uint32_t>(static_cast<std::uint32_t>(t.shape.size()));
     for (auto it = t.shape.rbegin(); it != t.shape.rend(); ++it) out.pod<std::uint64_t>(*it);
-    out.pod<std::uint32_t>(kGgmlTypeF32);
+    out.pod<std::uint32_t>(ggml_type_id(t.type));
     out.pod<std::uint64_t>(offset);
-    offset += t.values.size() * sizeof(float);
+    offset += t.data.size();
     offset += (kAlignment - offset % kAlignment) % kAlignment;
   }
   out.pad_to(kAlignment);
   for (const GgufTensor& t : tensors) {
-    out.bytes.append(reinterpret_cast<const char*>(t.values.data()),
-                     t.values.size() * sizeof(float));
+    out.bytes += t.data;
     out.pad_to(kAlignment);
   }
   return out.bytes;
 }
 
-void export_gguf(const Checkpoint& model, const ExportInfo& info, const std::string& path) {
-  write_file_atomic(path, gguf_bytes(model, info));
+WeightCount export_gguf(const Checkpoint& model, const ExportInfo& info, const std::string& path,
+                        WeightType type) {
+  WeightCount count;
+  write_file_atomic(path, gguf_bytes(model, info, type, &count));
+  return count;
 }
 
 }  // namespace glass

@@ -6,7 +6,8 @@
 //   "GGUF", version 3 (u32), tensor count (u64), key/value count (u64)
 //   key/values: key (u64 length + bytes), value type (u32), value
 //   tensor infos: name, n_dims (u32), ne[0..n_dims) (u64, ne[0] = the fastest axis, so an
-//                 (out, in) matrix is written as [in, out]), type (u32, 0 = F32), offset (u64)
+//                 (out, in) matrix is written as [in, out]), type (u32, ggml_type: 0 = F32,
+//                 1 = F16, 2 = Q4_0, 8 = Q8_0), offset (u64)
 //   padding to general.alignment (32), then the tensor data, each tensor at a multiple of 32.
 //
 // The tokenizer becomes a `llama` (SentencePiece-style) vocabulary (llama.cpp's llm_tokenizer_spm:
@@ -37,20 +38,25 @@
 
 #include "checkpoint/checkpoint.hpp"
 #include "export/export_common.hpp"
+#include "export/quantize.hpp"
 
 namespace glass {
 
-/// The whole GGUF file for `model` (a character or a BPE model) as bytes. Throws ExportError
-/// when info.context is 0 or exceeds the model's context_length, or when the tokenizer's size
-/// is not the weights' number of embedding rows.
-std::string gguf_bytes(const Checkpoint& model, const ExportInfo& info);
+/// The whole GGUF file for `model` (a character or a BPE model) as bytes, its matrices in `type`
+/// (tensor_type decides each one; general.file_type says `type`); `count`, when given, gets the
+/// weights written in each type and their bytes. Throws ExportError when info.context is 0 or
+/// exceeds the model's context_length, or when the tokenizer's size is not the weights' number
+/// of embedding rows.
+std::string gguf_bytes(const Checkpoint& model, const ExportInfo& info,
+                       WeightType type = WeightType::f32, WeightCount* count = nullptr);
 
 /// "" or one sentence for the user about a choice the export makes for this model's vocabulary
 /// (today: how a character vocabulary holding U+2581 is written).
 std::string gguf_note(const Checkpoint& model);
 
-/// Writes gguf_bytes() to `path` atomically (write_file_atomic). Throws ExportError or FileError;
-/// `path` is then untouched.
-void export_gguf(const Checkpoint& model, const ExportInfo& info, const std::string& path);
+/// Writes gguf_bytes() to `path` atomically (write_file_atomic) and returns what it holds in each
+/// type. Throws ExportError or FileError; `path` is then untouched.
+WeightCount export_gguf(const Checkpoint& model, const ExportInfo& info, const std::string& path,
+                        WeightType type = WeightType::f32);
 
 }  // namespace glass

@@ -13,6 +13,7 @@
 #include <set>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -250,6 +251,69 @@ TEST(ExportGguf, TensorTable) {
       EXPECT_TRUE(std::equal(v.begin() + row * 16, v.begin() + row * 16 + 16, orig.begin()))
           << name << " row " << row;
   }
+}
+
+/// A model whose rows can be blocked (d_model 32) but for w2's (ffn_hidden 40), as the default
+/// model's w2 rows (344) cannot.
+Checkpoint blockable_model() {
+  ModelConfig c;
+  Checkpoint small = small_model();
+  c = small_shape(c, small.config().vocab_size);
+  c.d_model = 32;
+  c.ffn_hidden = 40;
+  auto model = std::make_unique<Decoder>(c, 7);
+  return Checkpoint(c, small.tokenizer(), std::move(model), 0, {});
+}
+
+TEST(ExportGguf, QuantizedTypesBlockTheMatricesNormsStayF32AndUnblockableRowsGoToF16) {
+  const Checkpoint m = blockable_model();
+  using glass::WeightType;
+  // ggml_type ids and llama_ftype values, as llama.h and ggml.h number them.
+  const std::vector<std::tuple<WeightType, std::uint32_t, double>> types = {
+      {WeightType::f32, 0, 0},
+      {WeightType::f16, 1, 1},
+      {WeightType::q8_0, 8, 7},
+      {WeightType::q4_0, 2, 2}};
+  for (const auto& [type, type_id, file_type] : types) {
+    glass::WeightCount count;
+    const std::string bytes = glass::gguf_bytes(m, {"tiny", "", 32, ""}, type, &count);
+    const Gguf g = read_gguf(bytes);
+    const std::string tag = glass::weight_type_name(type);
+    EXPECT_EQ(g.kv.at("general.file_type").number, file_type) << tag;
+    std::uint64_t expected_offset = 0, data_bytes = 0, weights = 0;
+    for (const std::string& name : g.order) {
+      const GgufTensorInfo& t = g.tensors.at(name);
+      const bool norm = t.ne.size() == 1, down = name.find("ffn_down") != std::string::npos;
+      const std::uint32_t want = norm ? 0 : down && type_id > 1 ? 1 : type_id;
+      EXPECT_EQ(t.type, want) << tag << " " << name;
+      std::size_t n = 1;
+      for (auto d : t.ne) n *= d;
+      // Bytes per tensor: 4 or 2 per weight, 34 per 32 (Q8_0), 18 per 32 (Q4_0).
+      const std::size_t size = want == 0   ? 4 * n
+                               : want == 1 ? 2 * n
+                               : want == 8 ? n / 32 * 34
+                                           : n / 32 * 18;
+      EXPECT_EQ(t.offset, expected_offset) << tag << " " << name;
+      expected_offset = (t.offset + size + 31) / 32 * 32;
+      data_bytes += size;
+      weights += n;
+    }
+    EXPECT_EQ(bytes.size(), g.data_start + expected_offset) << tag;
+    EXPECT_EQ(count.total(), weights) << tag;
+    EXPECT_EQ(count.bytes, data_bytes) << tag;
+    // The data is the reference quantizer's bytes of the weights (quantize_test.cpp checks them
+    // against ggml's algorithm).
+    const Array& wq = m.model().layers[1]->attention.wq.weight.value();
+    const GgufTensorInfo& q = g.tensors.at("blk.1.attn_q.weight");
+    const std::string block_bytes =
+        glass::quantize(glass::tensor_type(type, {32, 32}), wq.data(), wq.size());
+    EXPECT_EQ(bytes.substr(g.data_start + q.offset, block_bytes.size()), block_bytes) << tag;
+  }
+  // Q8_0 costs 8.5 bits per weight in its blocks; the file pays more for its F16 and F32 parts.
+  glass::WeightCount q8;
+  glass::gguf_bytes(m, {"tiny", "", 32, ""}, WeightType::q8_0, &q8);
+  EXPECT_GT(q8.bits_per_weight(), 8.5);
+  EXPECT_LT(q8.bits_per_weight(), 16.0);
 }
 
 TEST(ExportGguf, RefusesWhatItCannotWrite) {
