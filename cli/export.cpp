@@ -87,6 +87,22 @@ std::string prompt_from_training_text(const std::string& data, const std::string
   return " ";
 }
 
+/// For a chat model (its tokenizer has the chat tokens), one more line: how to chat with the
+/// exported file, or (llama2.c) what run.c cannot do with it. Nothing for a base model.
+void say_how_to_chat(const glass::Checkpoint& loaded, const std::string& format,
+                     const std::string& out) {
+  if (!loaded.tokenizer().has_chat_tokens()) return;
+  if (format == "gguf")
+    std::cout << fmt::format(
+        "a chat model: the file carries its ChatML template and ends answers at <|im_end|>; "
+        "chat with it in llama.cpp, e.g. llama-cli -m {} --temp 0\n",
+        out);
+  else
+    std::cout << "note: a chat model: run.c's chat mode is Llama 2's [INST] format and its "
+                 "encoder never makes <|im_start|> or <|im_end|> from text, so run.c only "
+                 "continues text with it; chat with glass chat or llama.cpp (GGUF)\n";
+}
+
 void run_export(const ExportFlags& f) {
   if (f.format != "gguf" && f.format != "llama2c")
     throw CommandError(
@@ -118,6 +134,7 @@ void run_export(const ExportFlags& f) {
         "wrote {} (GGUF, llama architecture, {}, context {} {}: the windows it "
         "trained on); run it with llama.cpp, e.g. llama-completion -m {} -p {} -n 50 --temp 0\n",
         f.out, loaded.tokenizer().describe(), info.context, unit, f.out, prompt);
+    say_how_to_chat(loaded, "gguf", f.out);
   } else {
     glass::export_llama2c(loaded, info, f.out);
     const fs::path dir(f.out);
@@ -126,6 +143,7 @@ void run_export(const ExportFlags& f) {
         "with llama2.c's run: ./run {} -z {} -t 0 -i {}\n",
         (dir / "model.bin").string(), (dir / "tokenizer.bin").string(), info.context, unit,
         (dir / "model.bin").string(), (dir / "tokenizer.bin").string(), prompt);
+    say_how_to_chat(loaded, "llama2c", f.out);
   }
 }
 
