@@ -136,6 +136,22 @@ void write_llama2c(const ExportFlags& f, const glass::Checkpoint& loaded,
       (dir / "tokenizer.bin").string(), prompt);
 }
 
+/// For a chat model (its tokenizer has the chat tokens), one more line: how to chat with the
+/// exported file, or (llama2.c) what run.c cannot do with it. Nothing for a base model.
+void say_how_to_chat(const glass::Checkpoint& loaded, const std::string& format,
+                     const std::string& out) {
+  if (!loaded.tokenizer().has_chat_tokens()) return;
+  if (format == "gguf")
+    std::cout << fmt::format(
+        "a chat model: the file carries its ChatML template and ends answers at <|im_end|>; "
+        "chat with it in llama.cpp, e.g. llama-cli -m {} --temp 0\n",
+        out);
+  else
+    std::cout << "note: a chat model: run.c's chat mode is Llama 2's [INST] format and its "
+                 "encoder never makes <|im_start|> or <|im_end|> from text, so run.c only "
+                 "continues text with it; chat with glass chat or llama.cpp (GGUF)\n";
+}
+
 void run_export(const ExportFlags& f) {
   if (f.format != "gguf" && f.format != "llama2c")
     throw CommandError(
@@ -161,7 +177,7 @@ void run_export(const ExportFlags& f) {
       shell_quote(prompt_from_training_text(info.data, f.checkpoint, loaded));
   const char* unit = loaded.unit();
   if (f.format == "gguf") {
-    const glass::WeightType type = *glass::parse_weight_type(f.type);  // checked by the flag
+    const glass::WeightType type = *glass::parse_weight_type(f.type);  // checked by check_type
     const glass::WeightCount count = glass::export_gguf(loaded, info, f.out, type);
     const std::string note = glass::gguf_note(loaded);
     if (!note.empty()) std::cout << "note: " << note << "\n";
@@ -175,8 +191,10 @@ void run_export(const ExportFlags& f) {
           "rows not a multiple of 32 long go to f16)\n",
           count.total(), static_cast<double>(count.bytes) / 1e6, count.bits_per_weight(),
           count.shares());
+    say_how_to_chat(loaded, "gguf", f.out);
   } else {
     write_llama2c(f, loaded, info, prompt);
+    say_how_to_chat(loaded, "llama2c", f.out);
   }
 }
 

@@ -4,12 +4,14 @@
 
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <vector>
 
 #include <fmt/format.h>
 
 #include "data/text.hpp"
 #include "checkpoint/atomic_file.hpp"
+#include "export/gguf_chat.hpp"
 
 namespace glass {
 namespace {
@@ -122,9 +124,19 @@ struct GgufVocab {
   std::string description;  ///< "GlassLLM ... model" for general.description
 };
 
-/// A character vocabulary (see the header): the checkpoint's ids, then <s>, </s> and the 256
-/// byte tokens. With U+2581 in the vocabulary, the space and U+2581 become user-defined tokens
-/// " " and "▁".
+/// A character vocabulary's special tokens (the chat markers), after its characters, as CONTROL
+/// tokens with score 0: llama.cpp matches their texts only where it parses special tokens.
+void append_chat_tokens(GgufVocab& v, const std::vector<std::u32string>& specials) {
+  for (const std::u32string& text : specials) {
+    v.tokens.push_back(u32_to_utf8(text));
+    v.scores.push_back(0.0f);
+    v.types.push_back(kControl);
+  }
+}
+
+/// A character vocabulary (see the header): the checkpoint's ids (its chat tokens CONTROL), then
+/// <s>, </s> and the 256 byte tokens. With U+2581 in the vocabulary, the space and U+2581 become
+/// user-defined tokens " " and "▁".
 GgufVocab char_vocab(const Tokenizer& tokenizer) {
   const bool block = tokenizer.contains(kSpaceMark);
   GgufVocab v;
@@ -138,6 +150,7 @@ GgufVocab char_vocab(const Tokenizer& tokenizer) {
     v.scores.push_back(-static_cast<float>(i + 1));  // most frequent first, as ids are
     v.types.push_back(user_defined ? kUserDefined : kNormal);
   }
+  append_chat_tokens(v, tokenizer.specials());
   const std::size_t V = v.tokens.size();
   v.bos_id = static_cast<std::uint32_t>(V);
   v.eos_id = static_cast<std::uint32_t>(V + 1);
@@ -158,7 +171,8 @@ GgufVocab char_vocab(const Tokenizer& tokenizer) {
 }
 
 /// A BPE vocabulary (data/bpe_tokenizer.hpp) as it is: its texts (already SentencePiece's:
-/// "▁" for the space, "<0xHH>" for the bytes), its scores, and the types of its fixed layout.
+/// "▁" for the space, "<0xHH>" for the bytes), its scores, and the types of its fixed layout
+/// (the special tokens added after the merges, the chat markers, CONTROL).
 GgufVocab bpe_vocab(const BpeTokenizer& bpe) {
   GgufVocab v;
   for (std::int32_t id = 0; id < static_cast<std::int32_t>(bpe.vocab_size()); ++id) {
@@ -166,6 +180,7 @@ GgufVocab bpe_vocab(const BpeTokenizer& bpe) {
     v.scores.push_back(bpe.score(id));
     v.types.push_back(id == BpeTokenizer::kUnknownId                             ? kUnknown
                       : id == BpeTokenizer::kBosId || id == BpeTokenizer::kEosId ? kControl
+                      : id >= bpe.first_added_id()                               ? kControl
                       : id < BpeTokenizer::kFirstCharId                          ? kByte
                                                                                  : kNormal);
   }
@@ -277,10 +292,14 @@ std::string gguf_bytes(const Checkpoint& loaded, const ExportInfo& info, WeightT
   for (std::int32_t t : vocab.types) kv.pod(t);
   kv.kv_u32("tokenizer.ggml.unknown_token_id", vocab.unknown_id);
   kv.kv_u32("tokenizer.ggml.bos_token_id", vocab.bos_id);
-  kv.kv_u32("tokenizer.ggml.eos_token_id", vocab.eos_id);
+  // A chat model ends its answers with <|im_end|> (export/gguf_chat.hpp).
+  const std::optional<GgufChatKeys> chat = gguf_chat_keys(loaded.tokenizer());
+  kv.kv_u32("tokenizer.ggml.eos_token_id", chat ? chat->end_of_turn_id : vocab.eos_id);
+  if (chat) kv.kv_u32("tokenizer.ggml.eot_token_id", chat->end_of_turn_id);
   kv.kv_bool("tokenizer.ggml.add_bos_token", false);
   kv.kv_bool("tokenizer.ggml.add_eos_token", false);
   kv.kv_bool("tokenizer.ggml.add_space_prefix", vocab.add_space_prefix);
+  if (chat) kv.kv_str("tokenizer.chat_template", chat->chat_template);
 
   Writer out;
   out.bytes = "GGUF";

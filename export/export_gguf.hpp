@@ -16,7 +16,8 @@
 //
 // A character model, tokenized by llama.cpp one character per token:
 //   id 0 .. V-1     the checkpoint's ids unchanged: 0 = "<unk>" (UNKNOWN), then the characters
-//                   (NORMAL), the space written as U+2581 "▁" as SentencePiece does
+//                   (NORMAL), the space written as U+2581 "▁" as SentencePiece does, then a chat
+//                   model's "<|im_start|>" and "<|im_end|>" (CONTROL)
 //   id V, V+1       "<s>", "</s>" (CONTROL): bos/eos ids, never added (add_bos_token = false)
 //   id V+2 .. V+257 "<0x00>" .. "<0xFF>" (BYTE): the byte fallback llama.cpp's loader looks up
 // The added tokens get the unknown token's embedding and output rows, so that they are never
@@ -29,10 +30,14 @@
 //
 // A BPE model (data/bpe_tokenizer.hpp) is written as it is, no token added: its layout already
 // is SentencePiece's (0 "<unk>" UNKNOWN, 1 "<s>" and 2 "</s>" CONTROL: the bos/eos ids, 3..258
-// "<0x00>".."<0xFF>" BYTE, then the characters and the merged tokens NORMAL, "▁" for the space),
+// "<0x00>".."<0xFF>" BYTE, then the characters and the merged tokens NORMAL, "▁" for the space,
+// then a chat model's "<|im_start|>" and "<|im_end|>" CONTROL),
 // each token with its score (a merged token: minus its merge rank), add_space_prefix = true (the
 // dummy prefix glass puts before a text) and add_bos_token = false (glass reads a prompt
 // without BOS), so llama.cpp splits a prompt into glass's ids.
+//
+// A chat model (its tokenizer has the chat tokens) also gets its template and <|im_end|> as
+// its end-of-generation id: export/gguf_chat.hpp.
 
 #include <string>
 

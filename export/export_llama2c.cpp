@@ -61,7 +61,8 @@ struct Llama2cVocab {
 
 /// The one place this exporter asks the kind: the layouts differ. Characters: "<unk>", "<s>",
 /// then each character as UTF-8 (the space as itself: run.c looks up " "), scored by frequency
-/// rank (run.c only uses scores to merge pairs, and no pair is a token here). BPE: glass's ids
+/// rank (run.c only uses scores to merge pairs, and no pair is a token here), then a chat
+/// model's markers "<|im_start|>" and "<|im_end|>" (score 0). BPE: glass's ids
 /// as they are, the texts with '▁' written as ' ' (as llama2.c's tokenizer.py writes Llama 2's)
 /// and its scores, which run.c's encode merges by.
 Llama2cVocab llama2c_vocab(const TextTokenizer& tokenizer) {
@@ -83,6 +84,13 @@ Llama2cVocab llama2c_vocab(const TextTokenizer& tokenizer) {
   for (char32_t ch : chars.chars()) v.pieces.push_back(char_to_utf8(ch));
   for (std::size_t i = 0; i < v.pieces.size(); ++i)
     v.scores.push_back(i < 2 ? 0.0f : -static_cast<float>(i));
+  // A chat model's markers keep their place after the characters. run.c never encodes text into
+  // them (it merges adjacent pieces, and no two pieces join into "<|im_start|>"); it prints them
+  // as their text when sampled.
+  for (const std::u32string& special : chars.specials()) {
+    v.pieces.push_back(u32_to_utf8(special));
+    v.scores.push_back(0.0f);
+  }
   return v;
 }
 

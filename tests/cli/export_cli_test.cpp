@@ -126,6 +126,39 @@ TEST_F(ExportCli, TheSuggestedCommandUsesAPromptFromTheTrainingText) {
   EXPECT_NE(r.out.find(" -t 0 -i 'To be, '\n"), std::string::npos) << r.out;
 }
 
+// A fine-tuned chat model: the GGUF export says how to chat with it (llama.cpp reads its
+// template), the llama2.c export what run.c cannot do; a base model gets neither line.
+TEST_F(ExportCli, AChatModelIsToldHowToChatInEachEngine) {
+  const fs::path out = glass_test::temp_dir("glass-export-cli-chat");
+  std::string chats;
+  for (const char* word : {"casa", "noite", "cidade", "vinho", "olhos", "mesa"})
+    chats += std::string(R"({"messages":[{"role":"user","content":"soletre )") + word +
+             R"("},{"role":"assistant","content":"ok"}]})" + "\n";
+  glass_test::write_file(dir_ / "chat.jsonl", chats);
+  GlassRun r = glass("finetune --from " + quote(ckpt_.string()) + " --chat " +
+                     quote((dir_ / "chat.jsonl").string()) + " --out " +
+                     quote((dir_ / "chat").string()) + " --iters 1 --eval-every 1 --batch-size 2");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = glass("export -m " + quote((dir_ / "chat").string()) + " --format gguf --out " +
+            quote((out / "chat.gguf").string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("a chat model: the file carries its ChatML template and ends answers at "
+                       "<|im_end|>; chat with it in llama.cpp, e.g. llama-cli -m " +
+                       (out / "chat.gguf").string() + " --temp 0\n"),
+            std::string::npos)
+      << r.out;
+  r = glass("export -m " + quote((dir_ / "chat").string()) + " --format llama2c --out " +
+            quote((out / "l2c").string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("note: a chat model: run.c's chat mode is Llama 2's [INST] format"),
+            std::string::npos)
+      << r.out;
+  r = glass("export -m " + quote(ckpt_.string()) + " --format gguf --out " +
+            quote((out / "base.gguf").string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.find("chat model"), std::string::npos) << r.out;
+}
+
 TEST_F(ExportCli, UnknownFormat) {
   const fs::path out = glass_test::temp_dir("glass-export-cli-format");
   const GlassRun r = glass("export --checkpoint " + quote(ckpt_.string()) +

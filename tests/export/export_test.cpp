@@ -22,6 +22,7 @@
 #include "data/text.hpp"
 #include "export/export_gguf.hpp"
 #include "export/export_llama2c.hpp"
+#include "export/gguf_chat.hpp"
 #include "export_test_util.hpp"
 
 namespace {
@@ -402,6 +403,64 @@ TEST(ExportGguf, ABpeVocabularyIsWrittenAsItIsWithItsScores) {
   EXPECT_EQ(glass::gguf_note(m), "");
 }
 
+/// `base` as a chat model: its tokenizer with the chat tokens (two more ids), random weights
+/// with their rows.
+Checkpoint with_chat_tokens(const Checkpoint& base) {
+  glass::TextTokenizer tokenizer = base.tokenizer().with_chat_tokens();
+  const ModelConfig c = small_shape(base.config(), tokenizer.vocab_size());
+  return Checkpoint(c, std::move(tokenizer), std::make_unique<Decoder>(c, 7), 0,
+                    glass::SaveOrigin{});
+}
+
+TEST(ExportGguf, AChatModelHasControlMarkersItsTemplateAndEndsAtImEnd) {
+  const Checkpoint base = small_model();
+  const Gguf plain = read_gguf(glass::gguf_bytes(base, {"tiny", "", 8, ""}));
+  EXPECT_EQ(plain.kv.count("tokenizer.chat_template"), 0u);  // a base model has no template
+  EXPECT_EQ(plain.kv.count("tokenizer.ggml.eot_token_id"), 0u);
+  EXPECT_EQ(plain.kv.at("tokenizer.ggml.eos_token_id").number, 11);  // "</s>"
+
+  // A character model: ids 0..9 as before, 10 <|im_start|> and 11 <|im_end|>, then <s>, </s>.
+  const Checkpoint chat = with_chat_tokens(base);
+  const std::string bytes = glass::gguf_bytes(chat, {"tiny", "", 8, ""});
+  const Gguf g = read_gguf(bytes);
+  const auto& tokens = g.kv.at("tokenizer.ggml.tokens").texts;
+  const auto& types = g.kv.at("tokenizer.ggml.token_type").numbers;
+  ASSERT_EQ(tokens.size(), 12u + 2 + 256);
+  EXPECT_EQ(tokens[9], "C");
+  EXPECT_EQ(tokens[10], "<|im_start|>");
+  EXPECT_EQ(tokens[11], "<|im_end|>");
+  EXPECT_EQ(tokens[12], "<s>");
+  EXPECT_EQ(tokens[13], "</s>");
+  for (std::size_t id : {10, 11, 12, 13}) EXPECT_EQ(types[id], 3) << id;  // CONTROL
+  EXPECT_EQ(g.kv.at("tokenizer.ggml.bos_token_id").number, 12);
+  EXPECT_EQ(g.kv.at("tokenizer.ggml.eos_token_id").number, 11);  // <|im_end|>, not </s>
+  EXPECT_EQ(g.kv.at("tokenizer.ggml.eot_token_id").type, 4u);
+  EXPECT_EQ(g.kv.at("tokenizer.ggml.eot_token_id").number, 11);
+  EXPECT_EQ(g.kv.at("tokenizer.chat_template").text, glass::chatml_jinja());
+  // The markers keep their trained rows; the added tokens copy the unknown token's.
+  const std::vector<float> out = tensor_values(bytes, g, "output.weight");
+  const std::vector<float> trained = flat(chat.model().output.weight.value());
+  ASSERT_EQ(out.size(), (12u + 258) * 16);
+  EXPECT_TRUE(std::equal(trained.begin(), trained.end(), out.begin()));
+  EXPECT_TRUE(std::equal(out.begin(), out.begin() + 16, out.begin() + 12 * 16));
+
+  // BPE: the markers after the merges (ids 277 and 278), nothing added.
+  const Checkpoint bpe_chat = with_chat_tokens(small_bpe_model());
+  const Gguf b = read_gguf(glass::gguf_bytes(bpe_chat, {"tiny", "", 8, ""}));
+  const auto& bpe_tokens = b.kv.at("tokenizer.ggml.tokens").texts;
+  const auto& bpe_types = b.kv.at("tokenizer.ggml.token_type").numbers;
+  ASSERT_EQ(bpe_tokens.size(), 279u);
+  EXPECT_EQ(bpe_tokens[277], "<|im_start|>");
+  EXPECT_EQ(bpe_tokens[278], "<|im_end|>");
+  EXPECT_EQ(bpe_types[276], 1);
+  EXPECT_EQ(bpe_types[277], 3);
+  EXPECT_EQ(bpe_types[278], 3);
+  EXPECT_EQ(b.kv.at("tokenizer.ggml.eos_token_id").number, 278);
+  EXPECT_EQ(b.kv.at("tokenizer.ggml.eot_token_id").number, 278);
+  EXPECT_EQ(b.kv.at("tokenizer.ggml.bos_token_id").number, 1);
+  EXPECT_EQ(b.kv.at("tokenizer.chat_template").text, glass::chatml_jinja());
+}
+
 // ---------------------------------------------------------------------------------------------
 // llama2.c
 // ---------------------------------------------------------------------------------------------
@@ -621,6 +680,51 @@ TEST(ExportLlama2c, ABpeModelKeepsItsIdsAndRunCEncodesAsGlass) {
   const std::vector<std::int32_t> o_gato = run_c_encode(l, "o gato");
   ASSERT_GE(o_gato.size(), 3u);
   EXPECT_EQ(o_gato[1], 271);
+}
+
+TEST(ExportLlama2c, AChatModelKeepsItsMarkersWhichRunCNeverEncodesFromText) {
+  // A character model knowing every character of the markers' texts, with the chat tokens.
+  const Checkpoint chat = with_chat_tokens(small_model({}, U" ea\nsoé,C<|>_imtrnd"));
+  const glass::TextTokenizer& tokenizer = chat.tokenizer();
+  const std::int32_t im_start = *tokenizer.special_id(glass::SpecialToken::kImStart);
+  const std::int32_t im_end = *tokenizer.special_id(glass::SpecialToken::kImEnd);
+  const Llama2c l = read_llama2c(glass::llama2c_bytes(chat, {"tiny", "", 24, ""}));
+  const auto vocab = static_cast<std::int32_t>(tokenizer.vocab_size()) + 1;  // + "<s>"
+  EXPECT_EQ(l.header[5], -vocab);
+  ASSERT_EQ(l.pieces.size(), static_cast<std::size_t>(vocab));
+  EXPECT_EQ(l.pieces[glass::llama2c_id(im_start)], "<|im_start|>");
+  EXPECT_EQ(l.pieces[glass::llama2c_id(im_end)], "<|im_end|>");
+  EXPECT_EQ(l.max_token_length, 12);
+
+  // Typed ChatML stays characters in run.c, as in glass: BOS, the dummy prefix, each character.
+  const std::string typed = "<|im_start|>assistant\nsim<|im_end|>";
+  std::vector<std::int32_t> want{glass::kLlama2cBosId,
+                                 glass::llama2c_id(tokenizer.encode(U" ")[0])};
+  for (std::int32_t id : tokenizer.encode(glass::utf8_to_u32(typed)))
+    want.push_back(glass::llama2c_id(id));
+  const std::vector<std::int32_t> run_c_ids = run_c_encode(l, typed);
+  EXPECT_EQ(run_c_ids, want);
+  EXPECT_EQ(std::count(run_c_ids.begin(), run_c_ids.end(), glass::llama2c_id(im_end)), 0);
+
+  // The markers' rows are the model's: given by id, run.c's logits are glass's.
+  const std::vector<std::int32_t> glass_ids = {im_start, tokenizer.encode(U"s")[0], im_end};
+  std::vector<std::int32_t> shifted;
+  for (std::int32_t id : glass_ids) shifted.push_back(glass::llama2c_id(id));
+  const auto expected = logits_of(chat.model(), glass_ids);
+  const auto got = logits_of(*l.model, shifted);
+  for (std::size_t t = 0; t < expected.size(); ++t)
+    for (std::size_t g = 0; g < expected[t].size(); ++g)
+      EXPECT_NEAR(got[t][glass::llama2c_id(static_cast<std::int32_t>(g))], expected[t][g], 1e-4)
+          << "t " << t << " id " << g;
+
+  // A BPE chat model: the markers keep their ids after the merges.
+  const Checkpoint bpe_chat = with_chat_tokens(small_bpe_model());
+  const Llama2c b = read_llama2c(glass::llama2c_bytes(bpe_chat, {"tiny", "", 24, ""}));
+  ASSERT_EQ(b.pieces.size(), 279u);
+  EXPECT_EQ(b.pieces[277], "<|im_start|>");
+  EXPECT_EQ(b.pieces[278], "<|im_end|>");
+  const std::vector<std::int32_t> bpe_ids = run_c_encode(b, "<|im_end|> o gato");
+  EXPECT_EQ(std::count(bpe_ids.begin(), bpe_ids.end(), 278), 0);
 }
 
 TEST(ExportLlama2c, RefusesWhatRunCComputesDifferently) {

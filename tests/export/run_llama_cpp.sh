@@ -15,15 +15,20 @@
 #          tokens under greedy.mjs's near-tie rule: llama.cpp rounds the activations of its
 #          products too (to Q8_0 before a Q8_0/Q4_0 matrix, to F16 before an F16 one), glass
 #          does not.
-# Usage: run_llama_cpp.sh GLASS_BINARY WORK_DIR [CASE...]   (default: char, u2581 and bpe; the
-# quantized cases are named to run them)
+# And a chat model (chat_case below, greedy_chat.mjs): the character model fine-tuned on the
+# bundled conversations, exported with its template; llama.cpp answers 50 exam prompts from the
+# file alone, and at least 48 answers (96 %) must be `glass chat --temp 0 -p`'s.
+#   chat   a character model;
+#   chat-bpe  a BPE model (--vocab-size 512).
+# Usage: run_llama_cpp.sh GLASS_BINARY WORK_DIR [CASE...]   (default: char, u2581, bpe, chat and
+# chat-bpe; the quantized cases are named to run them)
 # WORK_DIR keeps node_modules between runs (reinstalled when package-lock.json changes).
 set -euo pipefail
 glass="$1"
 work="$2"
 shift 2
 cases=("$@")
-[ ${#cases[@]} -eq 0 ] && cases=(char u2581 bpe)
+[ ${#cases[@]} -eq 0 ] && cases=(char u2581 bpe chat chat-bpe)
 here="$(cd "$(dirname "$0")" && pwd)"
 
 for tool in node npm; do
@@ -59,7 +64,7 @@ if ! cmp -s "$here/package-lock.json" "$work/package-lock.json" || [ ! -d "$work
     (cd "$work" && npm ci "${npm_flags[@]}")
   fi
 fi
-cp "$here/greedy.mjs" "$work/"
+cp "$here/greedy.mjs" "$here/greedy_chat.mjs" "$work/"
 
 # Small models, trained long enough that their greedy choices are not near-ties: 300 steps (about
 # 10 CPU-seconds each; a character model's training loss is ~2.07 nats then, from 4.41) were
@@ -71,11 +76,54 @@ corpus="$here/../../data/corpora/domcasmurro.txt"
 # and f16 (no near tie used); free-running, q8_0 and f16 agreed for all 64 tokens, q4_0 for 39
 # (llama.cpp's one-token steps round the activations otherwise than its batch of 64).
 bound=0.1
+chat_data="$here/../../data/chat"
+
+# The chat model of a case: a base pretrained 300 steps as above (its window, context_length 256,
+# holds the longest conversation), fine-tuned 400 steps on data/chat/train.jsonl (about a minute
+# of CPU), exported. The first 50 exam conversations lose their answer; glass answers each with
+# `glass chat --temp 0 -p` (one process per prompt, as a user would), llama.cpp with
+# greedy_chat.mjs, and the two must agree on at least 48.
+chat_case() {
+  local dir="$1"
+  shift
+  "$glass" train --data "$corpus" --out "$dir/base" --iters 300 --eval-every 300 --eval-iters 2 \
+    --sample-tokens 0 --batch-size 16 --context 64 --d-model 64 --n-layers 2 \
+    --n-heads 4 --n-kv-heads 2 --ffn-hidden 176 --seed 7 --lr 3e-3 "$@" >/dev/null
+  "$glass" finetune --from "$dir/base" --chat "$chat_data/train.jsonl" \
+    --val "$chat_data/val.jsonl" --out "$dir/ckpt" --iters 400 --eval-every 400 --eval-iters 2 \
+    --sample-tokens 0 --batch-size 16 --seed 7 --lr 3e-3 >/dev/null
+  "$glass" export --checkpoint "$dir/ckpt" --format gguf --out "$dir/model.gguf"
+  mkdir -p "$dir/glass"
+  head -n 50 "$chat_data/exam.jsonl" | node -e '
+    const fs = require("fs");
+    const dir = process.argv[1];
+    const lines = fs.readFileSync(0, "utf8").split("\n").filter((l) => l !== "");
+    const prompts = lines.map((l, i) => {
+      const messages = JSON.parse(l).messages.slice(0, -1);  // the answer is the model'"'"'s
+      const system = messages.find((m) => m.role === "system");
+      fs.writeFileSync(`${dir}/glass/${i + 1}.user`, messages.at(-1).content);
+      fs.writeFileSync(`${dir}/glass/${i + 1}.system`, system ? system.content : "");
+      return JSON.stringify({messages});
+    });
+    fs.writeFileSync(`${dir}/prompts.jsonl`, prompts.join("\n") + "\n");' "$dir"
+  for ((i = 1; i <= 50; i++)); do
+    local system=()
+    [ -s "$dir/glass/$i.system" ] && system=(--system "$(cat "$dir/glass/$i.system")")
+    "$glass" chat -m "$dir/ckpt" --temp 0 -n 48 --raw ${system[@]+"${system[@]}"} \
+      -p "$(cat "$dir/glass/$i.user")" >"$dir/glass/$i.txt"
+  done
+  (cd "$work" && node greedy_chat.mjs "$dir/model.gguf" "$dir/prompts.jsonl" "$dir/glass" 256 48 48)
+}
+
 for case in "${cases[@]}"; do
   echo "== $case"
   dir="$work/$case"
   rm -rf "$dir"
   mkdir -p "$dir"
+  case "$case" in
+    chat) chat_case "$dir"; continue ;;
+    chat-bpe) chat_case "$dir" --tokenizer bpe --vocab-size 512; continue ;;
+  esac
   text="$corpus"
   flags=()
   context=64
