@@ -64,8 +64,8 @@ bool is_save_dir(const fs::path& dir) {
     // The per-step log is saved too, but not linked from DIR: DIR/steps.csv is the trainer's
     // live copy (train/trainer.hpp); so are the interpretability records and a BPE model's
     // tokenizer.json.
-    for (const char* extra :
-         {kStepsFile, kManifestFile, kInterpFile, kInterpHistoryFile, kBpeTokenizerFile})
+    for (const char* extra : {kStepsFile, kManifestFile, kInterpFile, kInterpHistoryFile,
+                              kProbeHistoryFile, kBpeTokenizerFile})
       if (name == extra || name.rfind(std::string(extra) + ".tmp.", 0) == 0) known = true;
     if (!known) return false;
   }

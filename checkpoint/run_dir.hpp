@@ -32,6 +32,9 @@ inline constexpr const char* kStepsFile = "steps.csv";
 /// evaluation). Saved but not linked from DIR, like steps.csv.
 inline constexpr const char* kInterpFile = "interp.json";
 inline constexpr const char* kInterpHistoryFile = "interp_history.json";
+/// The probe's attention at every save of the run up to this one (inspect/probe_history.hpp).
+/// Saved but not linked from DIR, like steps.csv.
+inline constexpr const char* kProbeHistoryFile = "probe_history.json";
 
 /// True for the names begin_save gives a save's directory: "step-" and at least six digits,
 /// optionally ".k" ("step-000250", "step-000250.1").

@@ -12,6 +12,7 @@
 //   tokenizer.json             64 MiB         BPE vocabulary and merges (kMaxVocabSize tokens)
 //   interp.json                4 MiB          the head scores of one save
 //   interp_history.json        64 MiB         the head scores of the run's earlier saves
+//   probe_history.json         64 MiB         the probe's attention at the run's saves
 //   log.csv, steps.csv         256 MiB        one row per evaluation / per optimizer step
 //   train_state.json           16 MiB         step, schedule, data position, random state
 //   *.safetensors              16 GiB         weights or optimizer moments (4 G float32 values)
@@ -51,9 +52,11 @@ inline std::uint64_t max_file_bytes(const std::string& name) {
     std::uint64_t bytes;
   };
   static constexpr Limit kLimits[] = {
-      {"config.json", 16 * kMiB}, {"manifest.json", 16 * kMiB},       {"tokenizer.json", 64 * kMiB},
-      {"interp.json", 4 * kMiB},  {"interp_history.json", 64 * kMiB}, {"log.csv", 256 * kMiB},
-      {"steps.csv", 256 * kMiB},  {"train_state.json", 16 * kMiB},
+      {"config.json", 16 * kMiB},         {"manifest.json", 16 * kMiB},
+      {"tokenizer.json", 64 * kMiB},      {"interp.json", 4 * kMiB},
+      {"interp_history.json", 64 * kMiB}, {"log.csv", 256 * kMiB},
+      {"probe_history.json", 64 * kMiB},  {"steps.csv", 256 * kMiB},
+      {"train_state.json", 16 * kMiB},
   };
   for (const Limit& l : kLimits)
     if (name == l.name) return l.bytes;

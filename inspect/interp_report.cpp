@@ -214,6 +214,17 @@ ojson token_json(const InterpReport& r, std::int32_t id) {
 
 ojson record_json(const InterpRecord& rec) { return ojson::parse(interp_record_json(rec)); }
 
+/// A (rows, cols) table as rows of numbers (NaN: null).
+ojson table_json(const Array& t) {
+  ojson rows = ojson::array();
+  for (std::size_t i = 0; i < t.shape()[0]; ++i) {
+    ojson row = ojson::array();
+    for (std::size_t j = 0; j < t.shape()[1]; ++j) row.push_back(json_number(t(i, j)));
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
 ojson lens_json(const InterpReport& r) {
   const LogitLens& lens = *r.lens;
   const std::size_t S = lens.points.size(), T = lens.tokens.size(), k = lens.top_ids.shape()[2];
@@ -289,7 +300,17 @@ ojson history_json(const InterpReport::History& h) {
     vals.push_back(it != val.end() ? json_number(it->second) : ojson(nullptr));
     records.push_back(record_json(rec));
   }
-  return {{"steps", steps}, {"val_loss", vals}, {"records", records}};
+  ojson doc = {{"steps", steps}, {"val_loss", vals}, {"records", records}};
+  if (h.probe) {  // the recorded file as it is, and each head's shares of each record
+    ojson probe = ojson::parse(probe_history_json(*h.probe));
+    for (std::size_t i = 0; i < h.probe->records.size(); ++i) {
+      const ProbeHeadShares shares = probe_head_shares(h.probe->records[i]);
+      probe["records"][i]["previous_token"] = table_json(shares.previous_token);
+      probe["records"][i]["first_position"] = table_json(shares.first_position);
+    }
+    doc["probe_attention"] = std::move(probe);
+  }
+  return doc;
 }
 
 }  // namespace

@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "inspect/loss_plot.hpp"
+#include "inspect/probe_history.hpp"
 #include "interp/interp.hpp"
 
 namespace glass {
@@ -82,6 +83,9 @@ struct InterpReport {
   struct History {
     std::vector<InterpRecord> records;
     std::vector<LossPoint> loss;  ///< the run's evaluations (log.csv), for the validation loss
+    /// The probe's attention at every save (probe_history.json of the current save); none for
+    /// a run trained before it was recorded, or when the file cannot be trusted (a warning).
+    std::optional<ProbeHistory> probe;
   };
   std::optional<History> history;
   std::optional<LogitAttribution> dla;

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "inspect/inspect.hpp"
 #include "inspect/interp_report.hpp"
 #include "inspect/text_cells.hpp"
 
@@ -156,11 +157,50 @@ std::string patch_terminal(const InterpReport& r, std::size_t width) {
   return out;
 }
 
+/// The probe's attention over training (probe_history.json): each head's previous-token and
+/// first-position share of the recorded pattern at every save, next to its validation loss.
+std::string probe_history_terminal(const ProbeHistory& probe, std::size_t width) {
+  if (probe.records.empty()) return "";
+  std::string visible;
+  for (const std::string& t : probe.probe.token_texts) visible += token_label(t);
+  std::string out = fmt::format(
+      "\nThe probe's attention over training: {} saves, probe \"{}\" ({} tokens; glass serve "
+      "draws it).\n",
+      probe.records.size(), visible, probe.probe.tokens.size());
+  const std::size_t H = probe.n_layers * probe.n_heads, cell = 7, fixed = 8 + 10;
+  const std::size_t per_block =
+      std::max<std::size_t>(1, (std::max(width, fixed + cell) - fixed) / cell);
+  std::vector<ProbeHeadShares> shares;
+  for (const ProbeRecord& rec : probe.records) shares.push_back(probe_head_shares(rec));
+  for (int which = 0; which < 2; ++which) {
+    out += which == 0 ? "\nprevious-token share on the probe\n"
+                      : "\nfirst-position share on the probe\n";
+    for (std::size_t j0 = 0; j0 < H; j0 += per_block) {
+      const std::size_t j1 = std::min(H, j0 + per_block);
+      std::string head = "    step  val loss";
+      for (std::size_t j = j0; j < j1; ++j)
+        head += pad_left(head_name(j / probe.n_heads, j % probe.n_heads), cell);
+      out += head + "\n";
+      for (std::size_t k = 0; k < probe.records.size(); ++k) {
+        const ProbeRecord& rec = probe.records[k];
+        const Array& t = which == 0 ? shares[k].previous_token : shares[k].first_position;
+        std::string row =
+            pad_left(std::to_string(rec.step), 8) + "  " + pad_left(num(rec.val_loss), 8);
+        for (std::size_t j = j0; j < j1; ++j)
+          row += pad_left(num(t(j / probe.n_heads, j % probe.n_heads)), cell);
+        out += row + "\n";
+      }
+    }
+  }
+  return out;
+}
+
 std::string history_terminal(const InterpReport& r, std::size_t width) {
   const auto& hist = *r.history;
   if (hist.records.empty())
     return "No interpretability record in this run directory (trained before glass train "
-           "recorded one, or with --no-interp-record).\n";
+           "recorded one, or with --no-interp-record).\n" +
+           (hist.probe ? probe_history_terminal(*hist.probe, width) : std::string());
   const InterpRecord& first = hist.records.front();
   std::map<long, double> val;
   for (const LossPoint& p : hist.loss) val[static_cast<long>(p.step)] = p.val_loss;
@@ -214,6 +254,7 @@ std::string history_terminal(const InterpReport& r, std::size_t width) {
     out += fmt::format("{} score >= 0.5 first reached: {}\n", kScoreNames[which],
                        formed.empty() ? "by no head" : text_cells::join(formed, ", "));
   }
+  if (hist.probe) out += probe_history_terminal(*hist.probe, width);
   return out;
 }
 

@@ -213,6 +213,11 @@ InterpReport::History history(const Checkpoint& loaded, const std::string& run_d
   } catch (const std::exception& e) {  // a damaged log.csv: the history without its losses
     warnings.push_back(std::string("no validation losses next to the history: ") + e.what());
   }
+  try {  // checked like every file of the save: its manifest, its run, the model's shape
+    h.probe = read_probe_history(checkpoint_files_dir(run_dir), loaded.config());
+  } catch (const std::exception& e) {  // never shown as this run's
+    warnings.push_back(std::string("the probe's attention history is not shown: ") + e.what());
+  }
   return h;
 }
 

@@ -18,6 +18,7 @@
 #include "data/text.hpp"
 #include "inspect/inspect.hpp"
 #include "inspect/loss_plot.hpp"
+#include "inspect/probe_history.hpp"
 #include "sample/sampler.hpp"
 #include "serve/payloads.hpp"
 #include "serve/requests.hpp"
@@ -30,24 +31,17 @@ namespace {
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 
-/// Characters of the default probe prompt, at most.
-constexpr std::size_t kProbeChars = 32;
-
-/// Bytes of the training text the default probe is looked for in: its first non-blank
-/// characters (first_nonblank_chars) within them.
+/// Bytes of the training text the default probe is looked for in (default_probe within them).
 constexpr std::size_t kProbeHeadBytes = 64 * 1024;
 
-/// The first `count` characters of `head` (UTF-8; a character cut at its end is left out);
-/// `skip_blank`: from its first character that is not whitespace.
-std::string probe_from_text(const std::string& head, std::size_t count, bool skip_blank) {
-  std::u32string text;
+/// The characters of `head` (UTF-8; a character cut at its end is left out).
+std::u32string text_of_head(const std::string& head) {
   for (std::size_t cut = head.size(); cut + 4 > head.size() && cut > 0; --cut) {  // a cut character
     try {
-      text = utf8_to_u32(head.substr(0, cut));
-      break;
+      return utf8_to_u32(head.substr(0, cut));
     } catch (const Utf8Error&) {}
   }
-  return u32_to_utf8(skip_blank ? first_nonblank_chars(text, count) : text.substr(0, count));
+  return U"";
 }
 
 /// The probe prompt: --probe (when it holds a character of valid UTF-8), else the first
@@ -57,7 +51,7 @@ std::string probe_from_text(const std::string& head, std::size_t count, bool ski
 std::string choose_probe(const ServeOptions& o, const Checkpoint& m, const std::string& files_dir) {
   const std::size_t context = m.config().context_length;
   if (!o.probe.empty()) {
-    const std::string probe = probe_from_text(o.probe, context, false);  // the user's, whole
+    const std::string probe = u32_to_utf8(text_of_head(o.probe).substr(0, context));  // whole
     if (!probe.empty()) return probe;
   }
   std::string data = o.data_path;
@@ -72,7 +66,7 @@ std::string choose_probe(const ServeOptions& o, const Checkpoint& m, const std::
     std::string head(kProbeHeadBytes, '\0');
     in.read(head.data(), static_cast<std::streamsize>(head.size()));
     head.resize(static_cast<std::size_t>(in.gcount()));
-    const std::string probe = probe_from_text(head, std::min(kProbeChars, context), true);
+    const std::string probe = u32_to_utf8(default_probe(text_of_head(head), context));
     if (!probe.empty()) return probe;
   }
   std::u32string letters;
@@ -83,49 +77,31 @@ std::string choose_probe(const ServeOptions& o, const Checkpoint& m, const std::
 }
 
 /// The evaluation of the save in `files_dir` (the model `loaded`, sampling with its window):
-/// its step and save, its losses in log.csv, a sample of `sample_tokens` tokens (seed 1337)
-/// and the attention of `probe`. Its forward passes run under `compute`, one at a time with the
-/// requests'.
+/// its step and save, its losses in log.csv, and the look at `probe` glass train records
+/// (look_at_probe: the probe's attention and a sample of `sample_tokens` tokens). Its forward
+/// passes run under `compute`, one at a time with the requests'.
 json evaluate_save(const Checkpoint& loaded, const std::string& files_dir, const std::string& probe,
                    std::size_t sample_tokens, std::mutex& compute) {
   const std::size_t window = loaded.window();
-  std::u32string probe_text = utf8_to_u32(probe).substr(0, window);
-  // A BPE probe of more tokens than the window (the dummy prefix, byte tokens) loses characters
-  // at its end until it fits.
-  while (probe_text.size() > 1 &&
-         loaded.encode_prompt(probe_text, UnknownPolicy::kMapToUnknownId).size() > window)
-    probe_text.pop_back();
-  Inspection ins;
-  std::vector<std::int32_t> ids;
-  {
-    std::lock_guard lock(compute);
-    ins = inspect(loaded, probe_text, UnknownPolicy::kMapToUnknownId);
-    SamplingOptions sampling;
-    std::mt19937_64 rng(1337);
-    ids = generate(loaded.model(), {loaded.tokenizer().start_id()}, sample_tokens, window, sampling,
-                   rng);
-  }
-  json e;
+  const ProbeTokens tokens = probe_tokens(loaded.tokenizer(), utf8_to_u32(probe), window);
   long step = -1;
   if (!loaded.weights_step().empty())
     step = std::strtol(loaded.weights_step().c_str(), nullptr, 10);
-  e["step"] = step;
-  e["save"] = fs::path(files_dir).filename().string();
-  e["train_loss"] = nullptr;
-  e["val_loss"] = nullptr;
+  ProbeRecord record = look_at_probe(loaded.model(), loaded.tokenizer(), tokens, window, step,
+                                     sample_tokens, &compute);
+  std::string log_error;
   try {
     for (const LossPoint& p : read_save_loss_log(files_dir)) {
       if (static_cast<long>(p.step) != step) continue;
-      if (std::isfinite(p.train_loss)) e["train_loss"] = p.train_loss;
-      if (std::isfinite(p.val_loss)) e["val_loss"] = p.val_loss;
+      record.train_loss = p.train_loss;
+      record.val_loss = p.val_loss;
     }
   } catch (const std::exception& err) {  // a damaged log.csv: no losses, and why
-    e["log_error"] = err.what();
+    log_error = err.what();
   }
-  e["sample"] = loaded.tokenizer().decode_generated(ids);
-  e["tokens"] = ins.tokens;  // the probe's tokens, the attention's rows and columns
-  e["token_texts"] = ins.token_texts;
-  e["attention"] = serve_api::attention_json(ins);
+  json e = probe_record_json(tokens, record);
+  e["save"] = fs::path(files_dir).filename().string();
+  if (!log_error.empty()) e["log_error"] = log_error;
   return e;
 }
 
@@ -139,13 +115,27 @@ bool Server::load_if_new(const std::string& files_dir, std::string* error) {
   std::shared_ptr<const Checkpoint> loaded;
   std::string probe;
   json e;
+  std::vector<json> recorded;  // the saves before this one that the server did not see
   try {
     loaded = std::make_shared<const Checkpoint>(load_checkpoint(files_dir));
+    const std::optional<ProbeHistory> history = recorded_history(*loaded, files_dir);
     {
       std::lock_guard lock(state_mutex_);
-      probe = probe_.empty() ? choose_probe(options_, *loaded, files_dir) : probe_;
+      probe = !probe_.empty()                     ? probe_
+              : history && options_.probe.empty() ? history->probe.probe
+                                                  : choose_probe(options_, *loaded, files_dir);
+      // The records of a history of this probe, of the steps between the last save seen and
+      // this one (the trainer's saves the server missed, or all of them after training).
+      if (history && history->probe.probe == probe)
+        for (const ProbeRecord& r : history->records)
+          if (r.step > last_evaluated_step_ && std::to_string(r.step) != loaded->weights_step()) {
+            json j = probe_record_json(history->probe, r);
+            j["save"] = nullptr;  // pruned: known from a later save's probe_history.json
+            j["from"] = fs::path(files_dir).filename().string();
+            recorded.push_back(std::move(j));
+          }
     }
-    // The evaluation of this save: the probe's attention and a sample, as the trainer prints.
+    // The evaluation of this save: the probe's attention and a sample, as the trainer records.
     // Its forward passes wait for the requests' (one at a time, under compute_mutex_ alone).
     ++evaluations_started_;
     e = evaluate_save(*loaded, files_dir, probe, options_.eval_sample_tokens, compute_mutex_);
@@ -156,19 +146,43 @@ bool Server::load_if_new(const std::string& files_dir, std::string* error) {
   }
   std::lock_guard lock(state_mutex_);
   probe_ = probe;
-  const std::size_t index = evaluations_seen_++;
-  e["index"] = index;
-  evaluations_.push_back(std::make_shared<const Evaluation>(
-      Evaluation{index, e.dump(-1, ' ', false, json::error_handler_t::replace)}));
-  // Keep the first save's evaluation and the newest max_evaluations.
-  if (evaluations_.size() > options_.max_evaluations + 1)
-    evaluations_.erase(evaluations_.begin() + 1);
+  recorded.push_back(std::move(e));
+  for (json& j : recorded) {
+    if (j["step"].is_number_integer())
+      last_evaluated_step_ = std::max(last_evaluated_step_, j["step"].get<long>());
+    const std::size_t index = evaluations_seen_++;
+    j["index"] = index;
+    evaluations_.push_back(std::make_shared<const Evaluation>(
+        Evaluation{index, j.dump(-1, ' ', false, json::error_handler_t::replace)}));
+    // Keep the first save's evaluation and the newest max_evaluations.
+    if (evaluations_.size() > options_.max_evaluations + 1)
+      evaluations_.erase(evaluations_.begin() + 1);
+  }
   model_ = std::move(loaded);
   served_dir_ = files_dir;
   status_.clear();
   failed_dir_.clear();
   failure_reported_ = false;
   return true;
+}
+
+std::optional<ProbeHistory> Server::recorded_history(const Checkpoint& loaded,
+                                                     const std::string& files_dir) {
+  try {
+    return read_probe_history(files_dir, loaded.config());
+  } catch (const std::exception& ex) {  // another run's, damaged: never shown, and said
+    const std::string warning =
+        "the probe's attention history is not shown: " + std::string(ex.what());
+    {
+      std::lock_guard lock(state_mutex_);
+      history_error_ = warning;
+    }
+    if (options_.warn)
+      options_.warn(warning);
+    else
+      std::cerr << "warning: " + warning + "\n" << std::flush;
+    return std::nullopt;
+  }
 }
 
 void Server::note_load_failure(const std::string& files_dir, const std::string& why) {

@@ -64,11 +64,12 @@ void Server::answer_evals(const httplib::Request& req, httplib::Response& res) {
     head["count"] = evaluations_.size();  // kept: the first and the newest max_evaluations
     head["seen"] = evaluations_seen_;     // evaluated so far: the next index
     head["max_evaluations"] = options_.max_evaluations;
+    if (!history_error_.empty()) head["history_error"] = history_error_;
     for (const auto& e : evaluations_)
       if (e->index >= static_cast<std::size_t>(since)) list.push_back(e);
   }
   // {"probe": ..., "chars": [...], "count": N, "seen": S, "max_evaluations": K,
-  // "evaluations": [...]}: each evaluation is kept as JSON text, so a poll costs no re-encoding.
+  // "history_error": why a recorded history is not shown (when one is not), "evaluations": [...]}: each evaluation is kept as JSON text, so a poll costs no re-encoding.
   std::string text = head.dump(-1, ' ', false, json::error_handler_t::replace);
   text.pop_back();
   text += ",\"evaluations\":[";

@@ -46,11 +46,13 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "inspect/probe_history.hpp"
 #include "serve/interp_lab.hpp"
 #include "serve/live_log.hpp"
 
@@ -170,6 +172,11 @@ class Server {
   /// Loads the save `files_dir` unless it is the one served; returns false when it cannot be
   /// loaded (yet): the reason goes to `error` (if given) and, while no model is served, to status().
   bool load_if_new(const std::string& files_dir, std::string* error = nullptr);
+  /// The probe_history.json of the save `files_dir` (inspect/probe_history.hpp); nullopt when it
+  /// has none, or when it cannot be trusted (another run's, damaged): then said once as a warning
+  /// and kept in history_error_ for /api/evals.
+  std::optional<ProbeHistory> recorded_history(const Checkpoint& loaded,
+                                               const std::string& files_dir);
   /// Records that the save `files_dir` could not be loaded (`why`): the status while no model
   /// is served; said once (status and warning) when the same save fails at two looks in a row.
   void note_load_failure(const std::string& files_dir, const std::string& why);
@@ -194,6 +201,8 @@ class Server {
   std::string probe_;                                           // UTF-8, fixed at the first load
   std::vector<std::shared_ptr<const Evaluation>> evaluations_;  // the first, then the newest
   std::size_t evaluations_seen_ = 0;  // saves evaluated so far (the next index)
+  long last_evaluated_step_ = -1;     // the newest step among them
+  std::string history_error_;         // why a save's probe_history.json is not shown, or ""
   StepLog step_log_;
   serve_api::InterpHistory interp_history_;  // the saves' records seen so far (its own lock)
 

@@ -37,6 +37,7 @@
 namespace glass {
 
 class InterpRecorder;
+class ProbeRecorder;
 class Resume;
 class RunDirectory;
 struct ChatRun;
@@ -117,6 +118,9 @@ class Trainer {
   std::vector<std::int32_t> validation_ids(std::size_t n) const {
     return corpus_.ids->to_vector(corpus_.n_train, corpus_.n_train + std::min(n, val_tokens()));
   }
+  /// The interpretability record's probe text: ProbeSpec::tokens + 1 ids of the validation split
+  /// from its first token that is not whitespace alone (blank_prefix_tokens).
+  std::vector<std::int32_t> interp_probe_ids() const;
   long step() const { return step_; }
   const std::vector<LogRow>& log() const { return log_record_.rows(); }
   /// One row per optimizer step taken (including before a resume, when the save had them).
@@ -192,6 +196,8 @@ class Trainer {
   LogRecord log_record_;
   StepsRecord steps_record_;
   std::unique_ptr<InterpRecorder> interp_record_;
+  std::unique_ptr<ProbeRecorder> probe_record_;  // the probe's attention at every save
+  std::u32string probe_text_;  // its prompt: the training text's first non-blank characters
   std::vector<TrainObserver*> observers_;  // the records above, then add_observer's
   // What is trained, on what.
   std::optional<TextTokenizer> tokenizer_;

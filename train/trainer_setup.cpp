@@ -26,7 +26,9 @@
 #include "interp/record.hpp"
 #include "train/chat_batches.hpp"
 #include "train/init.hpp"
+#include "inspect/probe_history.hpp"
 #include "train/interp_recorder.hpp"
+#include "train/probe_recorder.hpp"
 #include "train/model_files.hpp"
 #include "train/resume.hpp"
 #include "train/run_directory.hpp"
@@ -164,6 +166,7 @@ Trainer::Trainer(TrainOptions options, std::ostream& out)
     check_model_fits(o);
   } else {
     measure_yardstick_of(text);
+    probe_text_ = default_probe(text, o.context);  // glass serve's default probe too
     corpus_ = encode_corpus(*tokenizer_, std::move(text), o, o.resume, out_);
   }
   make_optimizer_and_batches();
@@ -304,12 +307,28 @@ void Trainer::restore_training_state(const Resume& resume, const WeightsStamp& s
 }
 
 // ---- the records observing the loop ---------------------------------------------------------------
+std::vector<std::int32_t> Trainer::interp_probe_ids() const {
+  // The validation split from its first token that is not whitespace alone (the rule of the
+  // attention probe, default_probe), looked for in its first 4096 tokens; a split that is blank
+  // there is taken as it is.
+  const std::size_t n = ProbeSpec{}.tokens + 1;
+  const std::vector<std::int32_t> head = validation_ids(n + 4096);
+  std::size_t skip = blank_prefix_tokens(*tokenizer_, head);
+  if (head.size() - skip < std::min<std::size_t>(n, 3)) skip = 0;
+  return {head.begin() + static_cast<std::ptrdiff_t>(skip),
+          head.begin() + static_cast<std::ptrdiff_t>(std::min(head.size(), skip + n))};
+}
+
 void Trainer::make_records() {
   observers_.insert(observers_.begin(), {&log_record_, &steps_record_});
   if (!options_.interp_record) return;
-  interp_record_ = std::make_unique<InterpRecorder>(*model_, validation_ids(ProbeSpec{}.tokens + 1),
-                                                    options_.context, options_.comm, run_id_, out_);
+  interp_record_ = std::make_unique<InterpRecorder>(*model_, interp_probe_ids(), options_.context,
+                                                    options_.comm, run_id_, out_);
   observers_.insert(observers_.begin() + 2, interp_record_.get());
+  if (probe_text_.empty() || !options_.comm.is_root()) return;  // a chat run, a blank text
+  probe_record_ = std::make_unique<ProbeRecorder>(*model_, *tokenizer_, probe_text_,
+                                                  options_.context, run_id_, out_);
+  observers_.insert(observers_.begin() + 3, probe_record_.get());
 }
 
 // ---- a time budget: the step count that fits, from a trial that is undone ----------------------

@@ -254,7 +254,8 @@ function drawEvaluation() {
   const labels = (e.token_texts || live.probeChars).map(visibleText);
   const L = Math.min(live.layer, e.attention.length - 1), H = Math.min(live.head, e.attention[L].length - 1);
   $("eval-label").textContent = "evaluation " + (k + 1) + " of " + live.evals.length + ": step " + e.step +
-      (e.val_loss !== null ? ", val loss " + e.val_loss.toFixed(4) : "") + " — layer " + L + ", head " + H;
+      (e.val_loss !== null ? ", val loss " + e.val_loss.toFixed(4) : "") +
+      (e.save === null ? " (recorded by glass train; that save was pruned)" : "") + " — layer " + L + ", head " + H;
   box.appendChild(attentionTable("eval-attention", labels, e.attention[L][H], $("attn-info"),
       (i, j, v) => "step " + e.step + ", layer " + L + " head " + H + ": query " + i + " '" + labels[i] + "' → key " + j + " '" + labels[j] + "' = " + v.toFixed(4)));
   $("eval-sample").textContent = "sample at step " + e.step + ":\n" + e.sample;

@@ -131,7 +131,7 @@ TEST(TrainerInterp, TheRecordIsPartOfTheSaveAndEqualsTheLibrary) {
   EXPECT_GT(saved.seconds, 0);
   // The same measurement by the library on the trained model and the validation split.
   const InterpProbe probe =
-      make_probe(t.validation_ids(257), o.context, t.model().config(), ProbeSpec{});
+      make_probe(t.interp_probe_ids(), o.context, t.model().config(), ProbeSpec{});
   const InterpRecord again = record_interp(t.model(), probe, 30);
   EXPECT_NEAR(saved.probe_loss, again.probe_loss, 1e-6);
   for (std::size_t L = 0; L < saved.n_layers; ++L)
