@@ -390,9 +390,7 @@ Tensor topk_relu(const Tensor& a, std::size_t k) {
     for (std::size_t j = 0; j < k; ++j)
       if (!(row[order[j]] <= 0)) keep.data()[r * n + order[j]] = 1;  // > 0, or NaN
   }
-  Array y = a.value() * keep;
-  for (std::size_t i = 0; i < y.size(); ++i)  // a NaN left out is 0 (NaN * 0 would be NaN)
-    if (std::isnan(x[i]) && keep.data()[i] == 0) y.data()[i] = 0;
+  Array y = xt::where(keep > 0, a.value(), Scalar(0));  // not x * keep: -inf * 0 is NaN
   const bool track = needs_grad({&a});
   Tensor result = detail::make_output(std::move(y), track);
   if (track) {

@@ -45,6 +45,15 @@ TEST(TopkRelu, ANanStaysNan) {
   EXPECT_EQ(y.value()(2), 0);
 }
 
+TEST(TopkRelu, EntriesOfMinusInfinityLeftOutAreZero) {
+  // A masked entry (masked_fill with -inf, as AuxK picks among dead latents) is 0, not NaN.
+  const Scalar inf = std::numeric_limits<Scalar>::infinity();
+  const Tensor y = topk_relu(Tensor::from_vector({-inf, 2, -inf}, {3}), 2);
+  EXPECT_EQ(y.value()(0), 0);
+  EXPECT_EQ(y.value()(1), 2);
+  EXPECT_EQ(y.value()(2), 0);
+}
+
 TEST(TopkRelu, RefusesKOutsideOneToN) {
   const Tensor x = Tensor::from_vector({1, 2, 3}, {3});
   EXPECT_THROW(topk_relu(x, 0), std::invalid_argument);
