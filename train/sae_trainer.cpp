@@ -166,10 +166,13 @@ SaeTrainResult train_sae(const Checkpoint& loaded, std::shared_ptr<const TokenId
     optimizer.step(sae_lr(o, step));
     sae.normalize_decoder();
 
-    const Array fired = xt::sum(xt::cast<Scalar>(z.value() > 0), {0});  // (F) tokens each fired
+    std::vector<bool> fired(o.n_latents, false);  // which latents fired in this batch
+    const Scalar* zs = z.value().data();
+    for (std::size_t j = 0; j < z.size(); ++j)
+      if (zs[j] > 0) fired[j % o.n_latents] = true;
     std::size_t n_dead = 0;
     for (std::size_t i = 0; i < o.n_latents; ++i) {
-      since_fired[i] = fired(i) > 0 ? 0 : since_fired[i] + o.batch_tokens;
+      since_fired[i] = fired[i] ? 0 : since_fired[i] + o.batch_tokens;
       dead[i] = since_fired[i] >= o.dead_after;
       n_dead += dead[i] ? 1 : 0;
     }
@@ -217,12 +220,12 @@ SaeMetrics evaluate_sae(const Checkpoint& loaded, const SparseAutoencoder& sae,
     x2 += xt::sum(xt::square(x))();
     x_sum += xt::sum(x, {0});
     rows += static_cast<double>(x.shape(0));
-    for (std::size_t r = 0; r < z.shape(0); ++r)
-      for (std::size_t i = 0; i < z.shape(1); ++i)
-        if (z(r, i) > 0) {
-          fired[i] = true;
-          active += 1;
-        }
+    const Scalar* zs = z.data();
+    for (std::size_t j = 0; j < z.size(); ++j)
+      if (zs[j] > 0) {
+        fired[j % z.shape(1)] = true;
+        active += 1;
+      }
     x_hat.reshape(shape);
     value = std::move(x_hat);
   });
