@@ -149,6 +149,9 @@ std::vector<Case> make_cases() {
   });
   binary("rms_norm", {2, 3, 6}, {6}, false, [](auto& x, auto& g) { return rms_norm(x, g, 1e-5); });
   unary("rope/start_5", {2, 3, 2, 4}, false, [](const Tensor& a) { return rope(a, 5, 10000.0); });
+  // k = 3 of 7 per row, some rows with fewer than 3 positive entries (ReLU after TopK)
+  unary("topk_relu", {2, 4, 7}, false, [](const Tensor& a) { return topk_relu(a, 3); });
+  unary("topk_relu/k_equals_n", {3, 4}, false, [](const Tensor& a) { return topk_relu(a, 4); });
   unary("repeat_kv", {2, 2, 3, 4}, false, [](const Tensor& a) { return repeat_kv(a, 2); });
   // the fast path's single ops (kernels.hpp); "twice" uses an input in two places, so that its
   // second gradient is written into the first (the buffer-reuse paths)

@@ -100,6 +100,12 @@ Tensor cross_entropy(const Tensor& logits, const Ids& targets, int ignore_index 
 /// RMSNorm (Zhang & Sennrich 2019): x / sqrt(mean(x^2 over last axis) + eps) * gain.
 /// x (..., d), gain (d).
 Tensor rms_norm(const Tensor& x, const Tensor& gain, Scalar eps);
+/// TopK activation of a sparse autoencoder (Gao et al. 2024, "Scaling and evaluating sparse
+/// autoencoders", eq. 2: z = ReLU(TopK(W_enc (x - b_pre) + b_enc))): over the last axis, keeps
+/// the k largest entries of each row that are also > 0 and sets every other entry to 0. Ties at
+/// the k-th value go to the lower index; a NaN counts as largest and stays NaN. The gradient
+/// flows only through the kept entries. a (..., n), 1 <= k <= n; std::invalid_argument else.
+Tensor topk_relu(const Tensor& a, std::size_t k);
 /// Rotary position embedding (Su et al. 2021, RoFormer eq. 34), Meta-LLaMA interleaved pairs:
 /// x of shape (B, T, H, D), D even; pair i = (x[2i], x[2i+1]) at absolute position
 /// p = start + t is rotated by the angle p * base^(-2i/D).

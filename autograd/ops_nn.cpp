@@ -362,6 +362,45 @@ Tensor repeat_kv(const Tensor& x, std::size_t n_rep) {
   return result;
 }
 
+// ---- topk_relu -----------------------------------------------------------------------------------
+// Per row x (n) of the last axis: keep_j = 1 when x_j is among the k largest and x_j > 0, else 0;
+//   y = x * keep.   Backward: dx = g * keep (the mask is a constant, as ReLU's).
+// The order is total (value, then the lower index first; a NaN above every number), so
+// nth_element picks the same k entries every time and a NaN row stays NaN.
+Tensor topk_relu(const Tensor& a, std::size_t k) {
+  if (a.dim() == 0 || k == 0 || k > a.shape().back()) {
+    throw std::invalid_argument("topk_relu: k = " + std::to_string(k) +
+                                " must be in [1, n] for the last axis of shape " +
+                                shape_str(a.shape()));
+  }
+  const std::size_t n = a.shape().back(), rows = a.size() / n;
+  const Scalar* x = a.value().data();
+  Array keep = xt::zeros<Scalar>(a.shape());  // (..., n) 1 where the entry goes on
+  std::vector<std::size_t> order(n);
+  for (std::size_t r = 0; r < rows; ++r) {
+    const Scalar* row = x + r * n;
+    const auto larger = [row](std::size_t i, std::size_t j) {
+      const bool nan_i = std::isnan(row[i]), nan_j = std::isnan(row[j]);
+      if (nan_i != nan_j) return nan_i;
+      if (!nan_i && row[i] != row[j]) return row[i] > row[j];
+      return i < j;
+    };
+    for (std::size_t j = 0; j < n; ++j) order[j] = j;
+    std::nth_element(order.begin(), order.begin() + (k - 1), order.end(), larger);
+    for (std::size_t j = 0; j < k; ++j)
+      if (!(row[order[j]] <= 0)) keep.data()[r * n + order[j]] = 1;  // > 0, or NaN
+  }
+  Array y = xt::where(keep > 0, a.value(), Scalar(0));  // not x * keep: -inf * 0 is NaN
+  const bool track = needs_grad({&a});
+  Tensor result = detail::make_output(std::move(y), track);
+  if (track) {
+    tape().record("topk_relu", result, [a, keep = std::move(keep)](const Array& g) {
+      accumulate_grad(a, Array(g * keep));
+    });
+  }
+  return result;
+}
+
 // ---- causal_mask ---------------------------------------------------------------------------------
 Mask causal_mask(std::size_t n, std::size_t m, std::size_t start) {
   Mask mask = Mask::from_shape({n, m});

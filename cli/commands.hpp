@@ -25,6 +25,7 @@ void add_inspect_command(CLI::App& app);    ///< glass inspect (inspect.cpp)
 void add_export_command(CLI::App& app);     ///< glass export (export.cpp)
 void add_serve_command(CLI::App& app);      ///< glass serve (serve.cpp)
 void add_gradcheck_command(CLI::App& app);  ///< glass gradcheck (gradcheck.cpp)
+void add_sae_command(CLI::App& app);        ///< glass sae (sae.cpp)
 
 /// An error the user can fix (bad input); printed as "error: <what>".
 struct CommandError : std::runtime_error {

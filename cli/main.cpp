@@ -31,7 +31,7 @@ constexpr glass::cli::CommandAdder kCommands[] = {
     glass::cli::add_sample_command,    glass::cli::add_chat_command,
     glass::cli::add_eval_command,      glass::cli::add_inspect_command,
     glass::cli::add_export_command,    glass::cli::add_serve_command,
-    glass::cli::add_gradcheck_command,
+    glass::cli::add_gradcheck_command, glass::cli::add_sae_command,
 };
 
 /// Output that never arrived is a failure: `glass sample > /dev/full` must not exit 0. Flushes
