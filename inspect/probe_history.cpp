@@ -140,10 +140,13 @@ void append_probe_record(ProbeHistory& history, ProbeRecord record) {
 std::string probe_history_json(const ProbeHistory& h) {
   json records = json::array();
   for (const ProbeRecord& r : h.records) records.push_back(record_json(r));
-  const json doc = {{"format", kProbeHistoryFormat}, {"run_id", h.run_id},
-                    {"probe", h.probe.probe},        {"tokens", h.probe.tokens},
+  const json doc = {{"format", kProbeHistoryFormat},
+                    {"run_id", h.run_id},
+                    {"probe", h.probe.probe},
+                    {"tokens", h.probe.tokens},
                     {"token_texts", h.probe.token_texts},
-                    {"n_layers", h.n_layers},        {"n_heads", h.n_heads},
+                    {"n_layers", h.n_layers},
+                    {"n_heads", h.n_heads},
                     {"records", std::move(records)}};
   return doc.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
 }
@@ -193,7 +196,8 @@ ProbeRecord parse_record(const json& r, std::size_t L, std::size_t H, std::size_
         refuse(fmt::format("{}: head {}.{} must hold {} rows", where, l, h, n));
       for (std::size_t i = 0; i < n; ++i) {
         if (!rows[i].is_array() || rows[i].size() != i + 1)
-          refuse(fmt::format("{}: row {} of head {}.{} must hold {} weights", where, i, l, h, i + 1));
+          refuse(
+              fmt::format("{}: row {} of head {}.{} must hold {} weights", where, i, l, h, i + 1));
         std::vector<int> row(n, 0);
         for (std::size_t j = 0; j <= i; ++j) {
           const json& w = rows[i][j];
@@ -256,8 +260,8 @@ ProbeHistory parse_probe_history(const std::string& text, const ProbeHistoryChec
       refuse(fmt::format("the record of step {} follows that of step {}: steps must increase",
                          rec.step, h.records.back().step));
     if (check.save_step >= 0 && rec.step > check.save_step)
-      refuse(fmt::format("it records step {}, after its save's step {}", rec.step,
-                         check.save_step));
+      refuse(
+          fmt::format("it records step {}, after its save's step {}", rec.step, check.save_step));
     h.records.push_back(std::move(rec));
   }
   return h;
@@ -285,8 +289,7 @@ Array recorded_pattern(const ProbeRecord& record, std::size_t layer, std::size_t
   const std::size_t n = rows.size();
   Array pattern = Array::from_shape({n, n});
   for (std::size_t i = 0; i < n; ++i)
-    for (std::size_t j = 0; j < n; ++j)
-      pattern(i, j) = static_cast<Scalar>(rows[i][j] / 1000.0);
+    for (std::size_t j = 0; j < n; ++j) pattern(i, j) = static_cast<Scalar>(rows[i][j] / 1000.0);
   return pattern;
 }
 
@@ -319,9 +322,12 @@ json probe_record_json(const ProbeTokens& probe, const ProbeRecord& r) {
     layers.push_back(std::move(per_head));
   }
   auto loss = [](double v) { return std::isfinite(v) ? json(v) : json(nullptr); };
-  return {{"step", r.step},           {"train_loss", loss(r.train_loss)},
-          {"val_loss", loss(r.val_loss)}, {"sample", r.sample},
-          {"tokens", probe.tokens},   {"token_texts", probe.token_texts},
+  return {{"step", r.step},
+          {"train_loss", loss(r.train_loss)},
+          {"val_loss", loss(r.val_loss)},
+          {"sample", r.sample},
+          {"tokens", probe.tokens},
+          {"token_texts", probe.token_texts},
           {"attention", std::move(layers)}};
 }
 

@@ -104,7 +104,7 @@ std::string probe_history_json(const ProbeHistory& history);
 
 /// What a reader knows of the save a history was read from, to check it against.
 struct ProbeHistoryCheck {
-  std::string run_id;  ///< the save's run (save_run_id): another run's history is refused
+  std::string run_id;   ///< the save's run (save_run_id): another run's history is refused
   long save_step = -1;  ///< the save's step: no record may come after it (< 0: not checked)
   ModelConfig config;   ///< n_layers, n_heads, context_length and vocab_size must fit
 };

@@ -36,7 +36,8 @@ struct Runs {
     fs::create_directories(dir);
     const std::u32string text =
         glass::load_text(glass_test::source_dir("/data/corpora/domcasmurro.txt"));
-    std::ofstream(dir / "text.txt", std::ios::binary) << "\n\n" << glass::u32_to_utf8(text.substr(0, 6000));
+    std::ofstream(dir / "text.txt", std::ios::binary) << "\n\n"
+                                                      << glass::u32_to_utf8(text.substr(0, 6000));
   }
   ~Runs() { fs::remove_all(dir); }
   /// A run of `iters` steps, evaluated and saved every 10.
@@ -108,9 +109,9 @@ TEST(ServeProbeHistory, AnotherRunsHistoryIsNeverShownAndThePageIsToldWhy) {
   const std::string mine = runs.train("mine", 30);
   const std::string theirs = runs.train("theirs", 20);
   const std::string save = glass::checkpoint_files_dir(mine);
-  glass::write_file_atomic(save + "/" + glass::kProbeHistoryFile,
-                           glass::read_file(glass::checkpoint_files_dir(theirs) + "/" +
-                                            glass::kProbeHistoryFile));
+  glass::write_file_atomic(
+      save + "/" + glass::kProbeHistoryFile,
+      glass::read_file(glass::checkpoint_files_dir(theirs) + "/" + glass::kProbeHistoryFile));
   const glass::Manifest m = glass::read_manifest(save);
   glass::write_manifest(save, m.run_id, m.step);  // resealed: only the run id gives it away
   std::string warning;

@@ -158,8 +158,8 @@ TEST(ProbeHistory, AnotherRunsOrADamagedHistoryIsRefused) {
   const std::string original = read_file(file);
   const ModelConfig& config = mine.model().config();
   // Another run's history copied in and the save resealed: its run id gives it away.
-  write_file_atomic(file, read_file(checkpoint_files_dir(dir.str("theirs")) + "/" +
-                                    kProbeHistoryFile));
+  write_file_atomic(file,
+                    read_file(checkpoint_files_dir(dir.str("theirs")) + "/" + kProbeHistoryFile));
   const Manifest m = read_manifest(save);
   write_manifest(save, m.run_id, m.step);
   try {
