@@ -437,7 +437,6 @@ void BoundedHttpServer::reception_loop() {
       for (int fd : incoming_) conns.push_back(Reading{fd, Clock::now(), {}, false, false});
       incoming_.clear();
     }
-    make_room(conns, limits_.max_reading);
     close_expired(conns, limits_);
     erase_closed(conns);
     if (!wait_for_bytes(conns, wake_[0], fds)) break;
@@ -453,6 +452,11 @@ void BoundedHttpServer::reception_loop() {
       hand_over(c.fd, std::move(*request));
       c.fd = -1;
     }
+    // Room is made after reading, not before: a client whose request has arrived is served
+    // even when a flood of silent connections came in after it (made before, the flood's
+    // newer connections would have pushed it out as the oldest).
+    erase_closed(conns);
+    make_room(conns, limits_.max_reading);
     erase_closed(conns);
   }
   for (const Reading& c : conns) ::close(c.fd);

@@ -9,7 +9,9 @@
 // Here one reception thread reads every connection's request (poll(2), non-blocking) and
 //   - gives the whole request (head and body) a deadline: past it, 408 and the connection closed;
 //   - caps the connections still sending their request: past the cap the oldest of them, the
-//     slowest, is answered 408 and closed, so a new request is always read;
+//     slowest, is answered 408 and closed, so a new request is always read; room is made after
+//     the bytes that arrived are read, so a flood of silent connections that came in after a
+//     request cannot push it out;
 //   - bounds the head (431) and the body, whether sent with Content-Length or chunked (413 as
 //     soon as the declared length or the chunks read so far pass the limit, without reading on);
 // and only a complete request goes to one of the worker threads, which answers it (one request
