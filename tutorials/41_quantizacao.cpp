@@ -15,15 +15,15 @@ using namespace glass;
 
 // A linha de 32 pesos do capítulo (um bloco): números de duas casas, o de maior |x| é -1.27.
 static const std::vector<float> kLinha = {
-    0.12f, -0.53f, 0.97f,  -1.27f, 0.05f, 0.33f,  -0.08f, 0.61f,  -0.44f, 0.20f, 0.004f,
-    -0.71f, 0.88f, -0.15f, 0.26f,  -0.99f, 0.47f, 0.02f,  -0.36f, 0.74f,  1.21f, -0.62f,
-    0.09f, -0.006f, 0.55f, -0.27f, 0.31f,  1.10f, -0.83f, 0.16f,  -0.02f, 0.68f};
+    0.12f,  -0.53f,  0.97f,  -1.27f, 0.05f,  0.33f, -0.08f, 0.61f,  -0.44f, 0.20f, 0.004f,
+    -0.71f, 0.88f,   -0.15f, 0.26f,  -0.99f, 0.47f, 0.02f,  -0.36f, 0.74f,  1.21f, -0.62f,
+    0.09f,  -0.006f, 0.55f,  -0.27f, 0.31f,  1.10f, -0.83f, 0.16f,  -0.02f, 0.68f};
 
 // Ganhos de uma RMSNorm (32 canais): todos perto de 1, como ficam depois do treino.
-static const std::vector<float> kGanhos = {
-    0.96f, 1.03f, 0.91f, 1.08f, 0.99f, 1.12f, 0.94f, 1.01f, 0.88f, 1.05f, 0.97f,
-    1.15f, 0.93f, 1.02f, 0.98f, 1.09f, 0.90f, 1.06f, 0.95f, 1.00f, 1.11f, 0.92f,
-    1.04f, 0.97f, 0.89f, 1.07f, 1.03f, 0.96f, 1.13f, 0.94f, 1.01f, 0.99f};
+static const std::vector<float> kGanhos = {0.96f, 1.03f, 0.91f, 1.08f, 0.99f, 1.12f, 0.94f, 1.01f,
+                                           0.88f, 1.05f, 0.97f, 1.15f, 0.93f, 1.02f, 0.98f, 1.09f,
+                                           0.90f, 1.06f, 0.95f, 1.00f, 1.11f, 0.92f, 1.04f, 0.97f,
+                                           0.89f, 1.07f, 1.03f, 0.96f, 1.13f, 0.94f, 1.01f, 0.99f};
 
 // a · b em float, arredondado aqui: fora de linha, o compilador não pode fundi-lo com a soma
 // seguinte numa só instrução (FMA), que arredondaria uma vez onde o ggml arredonda duas.
@@ -35,7 +35,8 @@ static float escala_fp16(float d) { return fp16_to_fp32(fp32_to_fp16(d)); }
 static void bytes_em_hex(const char* rotulo, const std::string& b) {
   std::printf("%s:", rotulo);
   for (std::size_t i = 0; i < b.size(); ++i)
-    std::printf("%s%02x", i == 2 ? "  " : " ", static_cast<unsigned>(static_cast<std::uint8_t>(b[i])));
+    std::printf("%s%02x", i == 2 ? "  " : " ",
+                static_cast<unsigned>(static_cast<std::uint8_t>(b[i])));
   std::printf("\n");
 }
 
@@ -67,8 +68,9 @@ static std::string q4_0_a_mao(const std::vector<float>& x, std::vector<int>& q, 
   d = m / -8;
   const float id = d != 0 ? 1 / d : 0;
   q.clear();
-  for (float v : x) q.push_back(std::min(15, static_cast<int>(static_cast<std::int8_t>(
-                                                 vezes(v, id) + 8.5f))));  // o cast trunca
+  for (float v : x)
+    q.push_back(std::min(
+        15, static_cast<int>(static_cast<std::int8_t>(vezes(v, id) + 8.5f))));  // o cast trunca
   const std::uint16_t d16 = fp32_to_fp16(d);
   std::string b = {static_cast<char>(d16 & 0xFF), static_cast<char>(d16 >> 8)};
   for (std::size_t j = 0; j < 16; ++j) b += static_cast<char>(q[j] | (q[j + 16] << 4));
@@ -145,8 +147,9 @@ int main() {
   for (int v : q4) std::printf(" %d", v);
   std::printf("\n");
   bytes_em_hex("bytes Q4_0 (d, depois os nibbles)", bytes4);
-  std::printf("byte 0 = %02x: nibble baixo %d = q[0] (x = 0.12), nibble alto %d = q[16] (x = 0.47)\n",
-              static_cast<unsigned>(static_cast<std::uint8_t>(bytes4[2])), q4[0], q4[16]);
+  std::printf(
+      "byte 0 = %02x: nibble baixo %d = q[0] (x = 0.12), nibble alto %d = q[16] (x = 0.47)\n",
+      static_cast<unsigned>(static_cast<std::uint8_t>(bytes4[2])), q4[0], q4[16]);
   const std::vector<float> volta4 = dequantize(WeightType::q4_0, bytes4, kLinha.size());
   std::vector<double> erro4;
   for (std::size_t i = 0; i < kLinha.size(); ++i) erro4.push_back(std::fabs(kLinha[i] - volta4[i]));
@@ -200,10 +203,10 @@ int main() {
       "(sqrt(soma (x - y)²) / sqrt(soma (x - média)²)), na mesma régua para a linha de pesos:");
   tut::linha("linha de pesos: erro relativo ao espalhamento, Q8_0 Q4_0",
              std::vector<double>{erro_relativo_ao_espalhamento(kLinha, volta8),
-              erro_relativo_ao_espalhamento(kLinha, volta4)});
+                                 erro_relativo_ao_espalhamento(kLinha, volta4)});
   tut::linha("ganhos: erro relativo ao espalhamento, Q8_0 Q4_0",
              std::vector<double>{erro_relativo_ao_espalhamento(kGanhos, g8),
-              erro_relativo_ao_espalhamento(kGanhos, g4)});
+                                 erro_relativo_ao_espalhamento(kGanhos, g4)});
   tut::texto(
       "E o erro de um ganho não se dilui: o canal sai errado pelo mesmo fator em todo token,\n"
       "enquanto o erro de um peso de matriz é uma parcela de uma soma de muitas. Ganhar bytes\n"
@@ -252,7 +255,8 @@ int main() {
     std::vector<int> q;
     float d = 0;
     q4_0_a_mao(outra, q, d);
-    tut::linha("1) com x[20] = -1.30: d do Q4_0 e q[20]", std::vector<double>{d, static_cast<double>(q[20])});
+    tut::linha("1) com x[20] = -1.30: d do Q4_0 e q[20]",
+               std::vector<double>{d, static_cast<double>(q[20])});
     std::printf(
         "   (m = -1.30, d = -1.30 / -8 = 0.1625 > 0 e x[20] cai no nível 0; com m positivo,\n"
         "    d seria negativo: o sinal de d é o que põe o extremo no nível 0)\n");
@@ -260,8 +264,8 @@ int main() {
     const std::string z8 = quantize(WeightType::q8_0, zeros.data(), 32);
     const std::string z4 = quantize(WeightType::q4_0, zeros.data(), 32);
     const bool z8_zero = std::all_of(z8.begin(), z8.end(), [](char c) { return c == 0; });
-    const bool z4_oitos = std::all_of(z4.begin() + 2, z4.end(),
-                                      [](char c) { return c == static_cast<char>(0x88); });
+    const bool z4_oitos =
+        std::all_of(z4.begin() + 2, z4.end(), [](char c) { return c == static_cast<char>(0x88); });
     std::printf("2) zeros: Q8_0 todo zero: %s; Q4_0 com nibbles 8 (0x88): %s\n",
                 z8_zero ? "sim" : "não", z4_oitos ? "sim" : "não");
     bytes_em_hex("   d do Q4_0 (2 bytes)", z4.substr(0, 2));

@@ -1777,6 +1777,24 @@ TEST_F(Tutorials, ExerciseAnswersOfPart7) {
   }
 }
 
+TEST_F(Tutorials, ExerciseAnswerOfTheQ4Block) {
+  // Exercise 26: the two Q4_0 blocks by tests/export/reference/quantize_reference.py's q4_0
+  // (m = -2.4, d = 0.3 as the half 0x34cd; the mirrored block has d = -0.3, 0xb4cd, and the same
+  // nibbles). Element j is the low nibble of byte j and j + 16 the high one: byte 0 = 0x79 holds
+  // q[0] = 9 (0.3 / 0.3 + 8) and q[16] = 7 (-0.2 / 0.3 + 8 rounded).
+  const std::vector<double> nibbles = {121, 168, 202, 80,  152, 76,  166, 139,
+                                       211, 41,  184, 135, 126, 245, 106, 159};
+  std::vector<double> want = {205, 52};
+  want.insert(want.end(), nibbles.begin(), nibbles.end());
+  want.insert(want.end(), {205, 180});
+  want.insert(want.end(), nibbles.begin(), nibbles.end());
+  EXPECT_EQ(numbers_on(run_program("exercicios/solucao_26_nibbles_a_mao").out, "resposta"), want);
+  // Neighbours 2j and 2j + 1 in byte j (another format's layout) fail the exercise's own check.
+  const ProgramRun& wrong = run_program("exercicios/errada_26_nibbles_a_mao_vizinhos");
+  EXPECT_EQ(wrong.exit_code, 1) << wrong.out;
+  EXPECT_NE(numbers_on(wrong.out, "resposta"), want);
+}
+
 TEST_F(Tutorials, ExerciseAnswersOfTheBackwardExercises) {
   auto answer = [](const std::string& name) {
     return numbers_on(run_program("exercicios/solucao_" + name).out, "resposta");
