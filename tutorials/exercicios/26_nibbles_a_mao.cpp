@@ -31,10 +31,10 @@ static std::vector<double> como_numeros(const std::string& b) {
 
 int main() {
   exercicio::titulo(26, "Um bloco Q4_0 byte a byte");
-  const std::vector<float> negativo = {
-      0.3f,  -0.1f, 0.7f,   -2.4f, 0.05f, 1.2f,  -0.6f, 0.9f, -1.5f, 0.2f,  0.0f,
-      -0.35f, 1.8f, -0.95f, 0.47f, 2.1f,  -0.2f, 0.65f, 1.1f, -0.8f, 0.16f, -1.25f,
-      0.55f, -0.05f, 1.4f,  -1.9f, 0.85f, 0.1f,  -0.4f, 2.0f, -0.7f, 0.25f};
+  const std::vector<float> negativo = {0.3f,  -0.1f, 0.7f,  -2.4f,  0.05f, 1.2f,   -0.6f, 0.9f,
+                                       -1.5f, 0.2f,  0.0f,  -0.35f, 1.8f,  -0.95f, 0.47f, 2.1f,
+                                       -0.2f, 0.65f, 1.1f,  -0.8f,  0.16f, -1.25f, 0.55f, -0.05f,
+                                       1.4f,  -1.9f, 0.85f, 0.1f,   -0.4f, 2.0f,   -0.7f, 0.25f};
   std::vector<float> positivo(negativo);
   for (float& v : positivo) v = -v;
   std::vector<double> resposta, esperado;
