@@ -1283,6 +1283,74 @@ TEST_F(Tutorials, Ch40FigurePlotsTheChaptersSavedNumbers) {
   EXPECT_EQ(plotted, 9);  // three runs x three measures
 }
 
+TEST_F(Tutorials, Ch41Q8AndQ4BlocksByHandEqualTheLibrarysBytes) {
+  const std::string& out = output_of(41);
+  // Every literal below comes from tests/cli/reference/quantizacao_capitulo.py, which quantizes
+  // the chapter's row with tests/export/reference/quantize_reference.py (ggml's reference
+  // quantizers in plain Python, Python's own IEEE half) and reads the blocks back by hand.
+  EXPECT_TRUE(contains(out,
+                       "bytes Q8_0 (d, depois q): 1f 21  0c cb 61 81 05 21 f8 3d d4 14 00 b9 "
+                       "58 f1 1a 9d 2f 02 dc 4a 79 c2 09 ff 37 e5 1f 6e ad 10 fe 44\n"))
+      << out;
+  EXPECT_TRUE(contains(out,
+                       "bytes Q4_0 (d, depois os nibbles): 14 31  b9 85 6e d0 f8 4a 97 8c b5 "
+                       "69 a8 f4 3e 97 8a c2\n"))
+      << out;
+  // Q8_0: d = 1.27 / 127 in float32, and 0.01 rounded to a half (0x211f).
+  expect_numbers(out, "d (float32) e d guardado (fp16)", {0.01, 0.01000214}, 6e-9);
+  expect_numbers(out, "q",
+                 {12, -53, 97,  -127, 5,   33,  -8, 61, -44, 20,  0,  -71, 88,  -15, 26, -99,
+                  47, 2,   -36, 74,   121, -62, 9,  -1, 55,  -27, 31, 110, -83, 16,  -2, 68});
+  expect_numbers(out, "de volta x[0..8)",
+                 {0.120026, -0.530113, 0.970207, -1.270271, 0.050011, 0.33007, -0.080017, 0.61013});
+  // The largest error is x = -0.006 -> q = -1; it stays under d/2 (d the fp16 scale).
+  expect_numbers(out, "Q8_0: erro máximo e d/2", {0.004002, 0.005001});
+  // Q4_0: d = -1.27 / -8; element 20 (1.21) is clipped at q = 15 and errs by more than d/2.
+  const std::vector<std::string> q_lines = lines_with(out, "q: ");
+  ASSERT_EQ(q_lines.size(), 2u) << out;
+  EXPECT_EQ(q_lines[1],
+            "q: 9 5 14 0 8 10 7 12 5 9 8 4 14 7 10 2 11 8 6 13 15 4 9 8 11 6 10 15 3 9 8 12");
+  EXPECT_TRUE(contains(out, "d (float32) e d guardado (fp16): 0.15875000 0.15869141\n")) << out;
+  EXPECT_TRUE(
+      contains(out, "byte 0 = b9: nibble baixo 9 = q[0] (x = 0.12), nibble alto 11 = q[16]"))
+      << out;
+  expect_numbers(out, "Q4_0: erro máximo e d/2", {0.09916, 0.079346});
+  EXPECT_TRUE(contains(out, "o pior é x[20] = 1.21: q = 15, lido como 1.110840\n")) << out;
+  expect_numbers(out, "erro RMS: Q8_0 Q4_0", {0.001008, 0.044882});
+  // The library (glass::quantize) gives the hand-made bytes.
+  EXPECT_TRUE(contains(out, "Q8_0: 34 bytes, iguais aos feitos à mão: sim\n")) << out;
+  EXPECT_TRUE(contains(out, "Q4_0: 18 bytes, iguais aos feitos à mão: sim\n")) << out;
+  // The gains collapse to three Q4_0 levels: error against their spread 58% (a weight row: 7.5%).
+  expect_numbers(out, "linha de pesos: erro relativo ao espalhamento, Q8_0 Q4_0",
+                 {0.001694, 0.075384});
+  expect_numbers(out, "ganhos: erro relativo ao espalhamento, Q8_0 Q4_0", {0.035851, 0.577919});
+  expect_numbers(out, "ganhos em Q4_0 [0..16)",
+                 {1.006592, 1.006592, 0.862793, 1.150391, 1.006592, 1.150391, 1.006592, 1.006592,
+                  0.862793, 1.006592, 1.006592, 1.150391, 0.862793, 1.006592, 1.006592, 1.150391});
+  // tensor_type: a vector stays f32, rows of 344 go to f16 (export/quantize.hpp).
+  EXPECT_TRUE(contains(out,
+                       "tipo pedido q4_0: ganhos (128) -> f32, w1 (344, 128) -> q4_0, "
+                       "w2 (128, 344) -> f16\n"))
+      << out;
+  EXPECT_TRUE(contains(out, "344 valores em Q4_0: 344 values cannot be cut into q4_0 blocks"))
+      << out;
+  // The table quoted from docs/quantizacao.md, which must still hold those rows.
+  std::ifstream doc(glass_test::source_dir("/docs/quantizacao.md"));
+  std::stringstream text;
+  text << doc.rdbuf();
+  for (const char* row :
+       {"| q8_0 | 1043456 | 10.16 | 1.5762 |", "| q4_0 | 725376 | 7.03 | 1.5827 |"})
+    EXPECT_TRUE(contains(text.str(), row)) << row;
+  EXPECT_TRUE(contains(out, "  q8_0   1043456   10.16      1.5762")) << out;
+  EXPECT_TRUE(contains(out, "  q4_0    725376    7.03      1.5827")) << out;
+  // The answers: m = -1.30 gives d = 0.1625 and q[20] = 0; zero blocks (d of Q4_0 is -0, 0x8000,
+  // and every nibble 8); 26 distinct Q8_0 gains.
+  expect_numbers(out, "1) com x[20] = -1.30: d do Q4_0 e q[20]", {0.1625, 0});
+  EXPECT_TRUE(contains(out, "2) zeros: Q8_0 todo zero: sim; Q4_0 com nibbles 8 (0x88): sim\n"));
+  EXPECT_TRUE(contains(out, "   d do Q4_0 (2 bytes): 00 80\n")) << out;
+  EXPECT_TRUE(contains(out, "3) ganhos em Q8_0: 26 valores diferentes (em Q4_0: 3)\n")) << out;
+}
+
 TEST_F(Tutorials, Chapter31RunsAndMatchesItsSavedOutput) {
   // Its numbers under mpirun are tests/cli/tutorial_mpi_test.cpp's; here the program alone.
   const std::string& out = output_of(31);
@@ -1707,6 +1775,24 @@ TEST_F(Tutorials, ExerciseAnswersOfPart7) {
         << wrong << ":\n"
         << out;
   }
+}
+
+TEST_F(Tutorials, ExerciseAnswerOfTheQ4Block) {
+  // Exercise 26: the two Q4_0 blocks by tests/export/reference/quantize_reference.py's q4_0
+  // (m = -2.4, d = 0.3 as the half 0x34cd; the mirrored block has d = -0.3, 0xb4cd, and the same
+  // nibbles). Element j is the low nibble of byte j and j + 16 the high one: byte 0 = 0x79 holds
+  // q[0] = 9 (0.3 / 0.3 + 8) and q[16] = 7 (-0.2 / 0.3 + 8 rounded).
+  const std::vector<double> nibbles = {121, 168, 202, 80,  152, 76,  166, 139,
+                                       211, 41,  184, 135, 126, 245, 106, 159};
+  std::vector<double> want = {205, 52};
+  want.insert(want.end(), nibbles.begin(), nibbles.end());
+  want.insert(want.end(), {205, 180});
+  want.insert(want.end(), nibbles.begin(), nibbles.end());
+  EXPECT_EQ(numbers_on(run_program("exercicios/solucao_26_nibbles_a_mao").out, "resposta"), want);
+  // Neighbours 2j and 2j + 1 in byte j (another format's layout) fail the exercise's own check.
+  const ProgramRun& wrong = run_program("exercicios/errada_26_nibbles_a_mao_vizinhos");
+  EXPECT_EQ(wrong.exit_code, 1) << wrong.out;
+  EXPECT_NE(numbers_on(wrong.out, "resposta"), want);
 }
 
 TEST_F(Tutorials, ExerciseAnswersOfTheBackwardExercises) {
