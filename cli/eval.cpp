@@ -78,11 +78,14 @@ void print_yardstick(const EvalFlags& f, const glass::Checkpoint& loaded, double
     const std::u32string text = glass::load_text(f.data);
     if (!given) {
       const std::string bytes = glass::u32_to_utf8(text.substr(0, glass::kYardstickValChars));
+      const std::string why =
+          trained_on.empty()
+              ? "config.json does not name the training text"
+              : fmt::format("the training text '{}' is not found from this directory", trained_on);
       std::cout << fmt::format(
-          "yardstick: xz -9 on this text alone {:.4f} bits per byte; this model {:.4f} (with "
-          "the training text {} found, the bigram model and xz given it are shown too)\n",
-          glass::xz_bits_per_byte("", bytes), model_bpb,
-          trained_on.empty() ? "not recorded in config.json" : "'" + trained_on + "' not");
+          "yardstick: xz -9 on this text alone {:.4f} bits per byte; this model {:.4f} (no "
+          "bigram model or xz given the training text: {})\n",
+          glass::xz_bits_per_byte("", bytes), model_bpb, why);
       return;
     }
     const std::u32string train = glass::load_text(trained_on);

@@ -687,6 +687,10 @@ TEST_F(LearnerCli, EvalPrintsTheYardsticksOfTheTextGivenTheTrainingText) {
                                        glass::xz_bits_per_byte("", glass::u32_to_utf8(text)))),
             std::string::npos)
       << alone.out;
+  EXPECT_NE(alone.out.find("(no bigram model or xz given the training text: the training text "
+                           "'text.txt' is not found from this directory)"),
+            std::string::npos)
+      << alone.out;
   // From the directory that holds it: the bigram counted on it and xz given it.
   const CliRun given = shell("cd " + q(dir_.string()) + " && " + glass_test::binary_dir("/glass") +
                              " eval -m run --data " + q(held_out.string()) + " --allow-unknown");
