@@ -116,7 +116,7 @@ std::vector<double> rhos(const Decoder& modelo, const std::vector<Par>& ps,
 
 /// O padrão da última consulta da camada `L`, cabeça por cabeça: o maior peso (média das
 /// cabeças) e a variação total entre os dois textos (metade da soma de |diferença|, média).
-void padroes(const Decoder& modelo, const Par& p, std::size_t L) {
+void padroes(const char* rotulo, const Decoder& modelo, const Par& p, std::size_t L) {
   Tracer a, b;
   run_with_hooks(modelo, as_batch(p.tl), a);
   run_with_hooks(modelo, as_batch(p.tc), b);
@@ -136,9 +136,9 @@ void padroes(const Decoder& modelo, const Par& p, std::size_t L) {
     pico_b += mb / H;
   }
   std::printf(
-      "camada %zu, última consulta: maior peso (média das cabeças) limpo %.3f, "
+      "%s: camada %zu, última consulta: maior peso (média das cabeças) limpo %.3f, "
       "corrompido %.3f; variação total entre os dois %.3f\n",
-      L, pico_a, pico_b, vt / H);
+      rotulo, L, pico_a, pico_b, vt / H);
 }
 
 /// A métrica (diferença de logits) com a cabeça (L, h) levada do valor corrompido a' até
@@ -272,9 +272,9 @@ int main() {
       "os mesmos: só a atenção da camada 1 ficou dura.");
   Array& wq = modelo.layers[1]->attention.wq.weight.value();
   const Array wq_treinado = wq;
-  padroes(modelo, par, 1);
+  padroes("atenção como treinada", modelo, par, 1);
   wq *= Scalar(10);
-  padroes(modelo, par, 1);
+  padroes("atenção × 10", modelo, par, 1);
   const std::vector<Par> duros = pares(modelo, tok, 20);
   const std::vector<double> rho_duro = rhos(modelo, duros, PatchMetric::Kind::logit_diff);
   espalhamento("atenção da camada 1 × 10, Spearman das cabeças", rho_duro);
@@ -288,12 +288,11 @@ int main() {
               mostrar(tok, c2.exato.metric.other).c_str(), c2.exato.clean, c2.exato.corrupted);
   tabela(c2);
   std::printf("correlação de postos das 8 cabeças: %.3f\n", c2.rho);
-  padroes(modelo, ruim, 1);
+  padroes("o pior par, atenção × 10", modelo, ruim, 1);
   {
     const Array duro = wq;
     wq = wq_treinado;
-    std::printf("o mesmo par com a atenção como treinada: ");
-    padroes(modelo, ruim, 1);
+    padroes("o mesmo par, atenção como treinada", modelo, ruim, 1);
     wq = duro;
   }
   std::size_t eL = 0, eh = 0;
