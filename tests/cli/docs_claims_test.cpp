@@ -415,6 +415,12 @@ TEST(DocsPages, CitedFunctionsAreInTheFilesNamed) {
        "double induction_score("},
       {"interpretabilidade.md", "patch_residual_stream", "interp/patching.hpp",
        "PatchingResult patch_residual_stream("},
+      {"interpretabilidade.md", "logit_attribution", "interp/logit_attribution.hpp",
+       "LogitAttribution logit_attribution("},
+      {"interpretabilidade.md", "attribution_patching", "interp/attribution_patching.hpp",
+       "AttributionPatching attribution_patching("},
+      {"interpretabilidade.md", "exact_patching", "interp/attribution_patching.hpp",
+       "PatchingEffects exact_patching("},
   };
   for (const Citation& c : citations) {
     expect_stated(c.page, c.function);
@@ -1083,6 +1089,24 @@ TEST_F(DocsClaims, Interpretability) {
   expect_stated("interpretabilidade.md", "0.02");
   const glass::TrainOptions options;
   expect_claim("interpretabilidade.md", "2000", std::to_string(options.iters));
+  // Attribution patching against exact patching on chapter 44's model: the spread over 20
+  // pairs with the trained attention and with layer 1's W_q times 10, as the chapter prints it.
+  const std::string ch44 = chapter_output("atribuicao_aos_logits");
+  for (const char* number : {"0.929", "1.000"})
+    expect_printed("interpretabilidade.md", number, ch44,
+                   "atenção como treinada, Spearman das cabeças");
+  for (const char* number : {"0.988", "0.310"})
+    expect_printed("interpretabilidade.md", number, ch44,
+                   "atenção da camada 1 × 10, Spearman das cabeças");
+  // The default model's figures were measured once with bench/attribution_agreement.py (not
+  // recomputed here): the page quotes the table of bench/README.md.
+  for (const char* figure : {"| 24 | 0.832 | 0.123 | 0.846 | 0.556 | 0.994 | 9 |",
+                             "| 24 | 0.832 | 0.124 | 0.865 | 0.574 | 0.988 | 9 |"}) {
+    expect_stated("interpretabilidade.md", figure);
+    EXPECT_NE(read_file(fs::path(glass_test::source_dir()) / "bench/README.md").find(figure),
+              std::string::npos)
+        << "bench/README.md does not hold the row " << figure;
+  }
   // "At the last layer the lens is exactly the model (chapter 33 prints a difference of 0)".
   EXPECT_EQ(last_number(chapter_output("lente_de_logits"),
                         "diferença máxima entre a lente em layers.1.out e os logits do modelo"),

@@ -1123,6 +1123,107 @@ TEST_F(Tutorials, Ch36AnInductionHeadFormsWithTheLossDrop) {
   EXPECT_LT(numbers_after(three, "perda da repetição")[0], 0.2);
 }
 
+TEST_F(Tutorials, Ch44TheLogitsPartsSumAndTheTangentAgreesUntilTheAttentionSaturates) {
+  const std::string& out = output_of(44);
+  // DLA: the printed parts add up to the printed sum, and the sum is the model's logit (f32).
+  std::vector<double> parts = {number_on(out, "parte dos embeddings")};
+  for (const char* row :
+       {"partes das cabeças, camada 0", "partes das cabeças, camada 1", "partes dos MLPs"}) {
+    const std::vector<double> v = numbers_on(out, row);
+    parts.insert(parts.end(), v.begin(), v.end());
+  }
+  ASSERT_EQ(parts.size(), 11u);  // embeddings, 8 heads, 2 MLPs
+  double sum = 0, best_head = -1e9;
+  for (double v : parts) sum += v;
+  for (std::size_t i = 1; i < 9; ++i) best_head = std::max(best_head, parts[i]);
+  EXPECT_NEAR(sum, number_on(out, "soma das partes"), 11 * 0.5e-4);
+  EXPECT_NEAR(number_on(out, "soma das partes"), number_on(out, "logit do modelo"), 1e-4);
+  EXPECT_LT(number_on(out, "|soma - logit|"), 1e-4);
+  EXPECT_NEAR(numbers_after(lines_with(out, "a cabeça que mais empurra o alvo")[0], "(")[0],
+              best_head, 1e-4);
+  // The tangent of one variable (Python math): sigma(1) - sigma(-1) = 0.462117 against
+  // sigma'(-1) * 2 = 0.393224; sigma(8) - sigma(-8) = 0.999329 against sigma'(-8) * 16 =
+  // 0.005364; log sigma(8) - log sigma(-8) = 8 (to 1e-12) against (1 - sigma(-8)) * 16 =
+  // 15.994634; the logit difference itself: 16 and 16.
+  EXPECT_NEAR(numbers_after(lines_with(out, "métrica p, de -1 a +1")[0], "exato")[0], 0.462117,
+              1.5e-6);
+  EXPECT_NEAR(numbers_after(lines_with(out, "métrica p, de -1 a +1")[0], "estimativa")[0], 0.393224,
+              1.5e-6);
+  EXPECT_NEAR(numbers_after(lines_with(out, "métrica p, de -8 a +8")[0], "exato")[0], 0.999329,
+              1.5e-6);
+  EXPECT_NEAR(numbers_after(lines_with(out, "métrica p, de -8 a +8")[0], "estimativa")[0], 0.005364,
+              1.5e-6);
+  EXPECT_NEAR(numbers_after(lines_with(out, "métrica log p, de -8 a +8")[0], "exato")[0], 8,
+              1.5e-6);
+  EXPECT_NEAR(numbers_after(lines_with(out, "métrica log p, de -8 a +8")[0], "estimativa")[0],
+              15.994634, 1.5e-6);
+  const std::string linear = lines_with(out, "métrica a (diferença de logits), de -8 a +8")[0];
+  EXPECT_EQ(numbers_after(linear, "exato")[0], 16);
+  EXPECT_EQ(numbers_after(linear, "estimativa")[0], 16);
+  // The spread over 20 pairs: "concordam" with the trained attention (every pair >= 0.8, median
+  // near 1); with layer 1's W_q x 10 the worst pair falls below 0.8.
+  const auto spread = [&](const std::string& label) {
+    const std::string line = lines_with(out, label)[0];
+    return std::vector<double>{numbers_after(line, ":")[0], numbers_after(line, "mediana")[0],
+                               numbers_after(line, "mínimo")[0], numbers_after(line, "máximo")[0],
+                               numbers_after(line, "abaixo de 0.8:")[0]};
+  };
+  const std::vector<double> trained = spread("atenção como treinada, Spearman das cabeças");
+  EXPECT_EQ(trained[0], 20);
+  EXPECT_GT(trained[1], 0.9);
+  EXPECT_GE(trained[2], 0.8);
+  EXPECT_EQ(trained[4], 0);
+  const std::vector<double> hard = spread("atenção da camada 1 × 10, Spearman das cabeças");
+  EXPECT_EQ(hard[0], 20);
+  EXPECT_LT(hard[2], 0.8);
+  EXPECT_GE(hard[4], 1);
+  // The first pair's tables: the estimate next to the exact effect, their rank correlation the
+  // one printed.
+  EXPECT_GE(number_on(out, "correlação de postos (Spearman) das 8 cabeças"), 0.8);
+  // The worst pair with the saturated attention: its correlation is the minimum above; the
+  // last query's pattern is peaked (largest weight > 0.75) and moves between the prompts far
+  // more than with the trained attention, whose pattern is spread out.
+  EXPECT_NEAR(number_on(out, "correlação de postos das 8 cabeças"), hard[2], 1e-3);
+  const std::vector<std::string> patterns = lines_with(out, "camada 1, última consulta");
+  ASSERT_EQ(patterns.size(), 4u);
+  const auto peak_and_tv = [&](const std::string& line) {
+    return std::vector<double>{numbers_after(line, "limpo")[0],
+                               numbers_after(line, "corrompido")[0],
+                               numbers_after(line, "entre os dois")[0]};
+  };
+  const std::vector<double> first_soft = peak_and_tv(patterns[0]);
+  const std::vector<double> first_hard = peak_and_tv(patterns[1]);
+  const std::vector<double> worst_hard = peak_and_tv(patterns[2]);
+  const std::vector<double> worst_soft = peak_and_tv(patterns[3]);
+  EXPECT_GT(first_hard[0], first_soft[0] + 0.3);  // "quase one-hot"
+  EXPECT_GT(worst_hard[1], 0.75);
+  EXPECT_LT(worst_soft[1], 0.5);
+  EXPECT_GT(worst_hard[2], 3 * worst_soft[2]);  // the pattern jumps
+  // The head the estimate misses most, and the alpha limit: (exact(alpha) - corrupted) / alpha
+  // starts at the exact effect and comes down to the estimate as alpha shrinks.
+  const std::string miss = lines_with(out, "o maior erro: camada")[0];
+  const double exact = numbers_after(miss, "exato")[0],
+               estimate = numbers_after(miss, "estimativa")[0];
+  EXPECT_GT(std::fabs(exact - estimate), 0.2);
+  EXPECT_EQ(numbers_after(miss, "camada")[0], 0);  // "uma cabeça da camada 0"
+  EXPECT_NEAR(number_on(out, "α = 1.00"), exact, 2e-4);
+  EXPECT_LT(std::fabs(number_on(out, "α = 0.01") - estimate),
+            0.1 * std::fabs(number_on(out, "α = 1.00") - estimate));
+  EXPECT_LT(std::fabs(number_on(out, "α = 0.10") - estimate),
+            std::fabs(number_on(out, "α = 0.50") - estimate));
+  // The answers: log p agrees with the trained attention and loses the order when it saturates;
+  // x 3 lies between; the DLA still sums to the logit with the saturated attention.
+  const std::vector<double> lp_soft = spread("1) log p, atenção como treinada");
+  const std::vector<double> lp_hard = spread("1) log p, atenção × 10");
+  EXPECT_EQ(lp_soft[4], 0);
+  EXPECT_LT(lp_hard[2], 0.8);
+  const std::vector<double> mid = spread("2) atenção da camada 1 × 3");
+  EXPECT_GT(mid[2], hard[2]);  // "no meio do caminho"
+  EXPECT_LT(mid[2], trained[2]);
+  const std::string three = lines_with(out, "3) atenção × 10: soma das partes")[0];
+  EXPECT_NEAR(numbers_after(three, "soma das partes")[0], numbers_after(three, "logit")[0], 1e-4);
+}
+
 // ---- part 8: quality per minute -------------------------------------------------------------
 
 TEST_F(Tutorials, Ch37MuonOrthogonalizesTheStep) {
@@ -1775,6 +1876,26 @@ TEST_F(Tutorials, ExerciseAnswersOfPart7) {
         << wrong << ":\n"
         << out;
   }
+}
+
+TEST_F(Tutorials, ExerciseAnswerOfTheLogitsParts) {
+  // Exercise 29, by hand: x = [2, 2, 2, 2], r = 1 / sqrt(4 + 1e-5) = 0.49999938, u * g * r =
+  // [0.5, -1, 0.25, 0.5] (times 0.99999875): the parts 0.5, -1, 1, 0 sum to the logit 0.5.
+  const std::vector<double> parts =
+      numbers_on(run_program("exercicios/solucao_29_atribuicao_a_mao").out, "resposta");
+  ASSERT_EQ(parts.size(), 4u);
+  const std::vector<double> want = {0.5, -1, 1, 0};
+  for (std::size_t i = 0; i < 4; ++i) EXPECT_NEAR(parts[i], want[i], 2e-6) << i;
+  // Each part through its own scale: the embeddings' rms is sqrt(1.5), 1 / sqrt(1.5 + 1e-5) = 0.816494
+  // times e . (u * g) = 1; the parts no longer sum to 0.5. Without the gain: e . u * r = 0.
+  const std::vector<double> own = numbers_on(
+      run_program("exercicios/errada_29_atribuicao_a_mao_escala_de_cada_parte").out, "resposta");
+  ASSERT_EQ(own.size(), 4u);
+  EXPECT_NEAR(own[0], 0.816494, 2e-6);
+  const std::vector<double> no_gain =
+      numbers_on(run_program("exercicios/errada_29_atribuicao_a_mao_sem_ganho").out, "resposta");
+  ASSERT_EQ(no_gain.size(), 4u);
+  EXPECT_NEAR(no_gain[0], 0, 2e-6);
 }
 
 TEST_F(Tutorials, ExerciseAnswerOfTheQ4Block) {
