@@ -1250,6 +1250,11 @@ TEST_F(Tutorials, Ch40WatchingTheNetworkTrain) {
   EXPECT_TRUE(
       contains(out, "lr 10x, rms depois da camada 1 no fim mais de 50 vezes o da boa: sim"));
   EXPECT_TRUE(contains(out, "lr 10x, perda final acima da boa: sim"));
+  // The residual stream hundreds of times larger: the final RMSNorm's backward divides by its
+  // RMS, and the last layer's gradient ends far smaller than the good run's (0.010 against 0.199
+  // on the saved run).
+  EXPECT_TRUE(
+      contains(out, "lr 10x, norma do gradiente da camada 1 no fim abaixo de 1/10 da boa: sim"));
   EXPECT_TRUE(contains(out, "1) perda final sem clipping acima da com clipping: sim"));
   EXPECT_TRUE(contains(
       out, "2) init 0.1x, perda final acima da boa: sim; razão no passo 0 acima da boa: sim"));
@@ -1257,6 +1262,28 @@ TEST_F(Tutorials, Ch40WatchingTheNetworkTrain) {
   const double drop = number_on(out, "   queda média da razão em log10, lr 3e-3 -> 3e-4");
   EXPECT_GT(drop, 0.5);
   EXPECT_LT(drop, 1.0);
+}
+
+TEST_F(Tutorials, Ch40GradientNormOfEachPartAddsUpToTheGlobalNorm) {
+  const std::string& out = output_of(40);
+  // The four parts (embeddings, layer 0, layer 1, final norm and head) hold every parameter
+  // once: the squares of their norms add up to the square of the global norm (before clipping),
+  // within the printed digits, at every measured step of the three runs.
+  for (const std::string run : {"boa", "~ lr 10x", "init 10x"}) {
+    const std::vector<double> total = numbers_on(out, run + ", norma do gradiente");
+    std::vector<double> sum(total.size(), 0);
+    for (const std::string part : {"embeddings", "camada 0", "camada 1", "norma final e saída"}) {
+      const std::vector<double> n = numbers_on(out, run + ", norma do gradiente, " + part);
+      ASSERT_EQ(n.size(), total.size()) << run << ", " << part;
+      for (std::size_t i = 0; i < n.size(); ++i) {
+        EXPECT_GE(n[i], 0);
+        sum[i] += n[i] * n[i];
+      }
+    }
+    for (std::size_t i = 0; i < total.size(); ++i) {
+      EXPECT_NEAR(std::sqrt(sum[i]), total[i], 0.006 + 0.002 * total[i]) << run << ", step " << i;
+    }
+  }
 }
 
 TEST_F(Tutorials, Ch40FigurePlotsTheChaptersSavedNumbers) {
