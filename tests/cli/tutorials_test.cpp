@@ -1286,29 +1286,8 @@ TEST_F(Tutorials, Ch40GradientNormOfEachPartAddsUpToTheGlobalNorm) {
   }
 }
 
-TEST_F(Tutorials, Ch40FigurePlotsTheChaptersSavedNumbers) {
-  // docs/img/vendo-a-rede-treinar.svg is drawn by docs/img/figuras.py from chapter 40's saved
-  // output and lists in its <desc> the lines it plots: each must be a line of that output.
-  std::ifstream in(glass_test::source_dir("/docs/img/vendo-a-rede-treinar.svg"));
-  ASSERT_TRUE(in) << "missing docs/img/vendo-a-rede-treinar.svg (python3 docs/img/figuras.py)";
-  std::stringstream svg;
-  svg << in.rdbuf();
-  const std::string text = svg.str();
-  const std::size_t begin = text.find("<desc>\n"), end = text.find("\n</desc>");
-  ASSERT_NE(begin, std::string::npos);
-  ASSERT_NE(end, std::string::npos);
-  const std::string saved = saved_output_of(40);
-  std::istringstream lines(text.substr(begin + 7, end - begin - 7));
-  std::string line;
-  int plotted = 0;
-  while (std::getline(lines, line)) {
-    ++plotted;
-    EXPECT_TRUE(contains(saved, line + "\n"))
-        << "the figure plots \"" << line
-        << "\", not in tutorials/saidas/40_vendo_a_rede_treinar.txt (run python3 docs/img/figuras.py)";
-  }
-  EXPECT_EQ(plotted, 9);  // three runs x three measures
-}
+// docs/img/vendo-a-rede-treinar.svg and gradiente-por-camada.svg plot chapter 40's saved output:
+// tests/cli/figures_test.cpp checks them.
 
 TEST_F(Tutorials, Ch41Q8AndQ4BlocksByHandEqualTheLibrarysBytes) {
   const std::string& out = output_of(41);
