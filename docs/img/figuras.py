@@ -107,7 +107,7 @@ def gqa():
 def residuos():
     """The residual stream: each sub-layer reads a normalised copy and adds its result back."""
     body = [f'<line x1="80" y1="20" x2="80" y2="380" stroke="{BLUE}" stroke-width="6"/>']
-    body += text(80, 16, "x") + text(80, 396, "x final")
+    body += text(80, 16, "x") + text(130, 396, "x depois da última camada", anchor="start", size=12)
     for y, name in [(60, "atenção"), (150, "SwiGLU"), (240, "atenção")]:
         body += arrow(80, y, 140, y)
         body += box(140, y - 18, 90, 36, "RMSNorm", GREEN)
@@ -118,17 +118,25 @@ def residuos():
         body.append(f'<circle cx="80" cy="{y + 50}" r="11" fill="white" stroke="{INK}" stroke-width="1.6"/>')
         body += text(80, y + 55, "+")
     body += text(200, 345, "⋮   n_layers × (atenção, SwiGLU)", color=SOFT, size=12)
-    return svg(380, 405, body)
+    body += arrow(80, 382, 80, 418)
+    body += box(20, 420, 120, 36, "RMSNorm final", GREEN)
+    body += arrow(80, 456, 80, 474)
+    body += box(20, 476, 120, 36, "W_out (saída)", ORANGE)
+    body += arrow(80, 512, 80, 530)
+    body += text(80, 546, "logits (V por posição)")
+    return svg(380, 560, body)
 
 
 def kv_cache():
-    """Generation with a K/V cache: the new position computes its q, k, v once; k and v join the cache."""
+    """Generation with a K/V cache: the new position computes its q, k, v once; k and v join the cache.
+    The keys sit next to q5, whose arrows end on them (q5 · k_p are the scores; the values are
+    what the softmax weights average)."""
     body, c = [], 46
     for p in range(6):
         new = p == 5
         color = ORANGE if new else GREEN
-        body += box(20 + p * (c + 8), 40, c, 40, f"k{p}", color)
-        body += box(20 + p * (c + 8), 90, c, 40, f"v{p}", color)
+        body += box(20 + p * (c + 8), 40, c, 40, f"v{p}", color)
+        body += box(20 + p * (c + 8), 90, c, 40, f"k{p}", color)
         body += text(20 + p * (c + 8) + c / 2, 30, str(p), color=SOFT, size=11)
     body += box(20 + 5 * (c + 8), 170, c, 40, "q5", ORANGE)
     for p in range(6):
