@@ -37,7 +37,7 @@ struct Dados {
 };
 
 // Bits por byte do modelo na validação inteira: janelas seguidas de `contexto` tokens, a perda
-// média de todas as previsões vezes os tokens da validação, sobre os seus bytes.
+// média de todas as previsões vezes os tokens da validação, sobre os seus bytes (train/trainer.hpp).
 double bpb_validacao(const Decoder& modelo, const Dados& d, std::size_t contexto) {
   NoGradGuard sem_fita;
   const std::size_t janelas = (d.validacao.size() - 1) / contexto;
@@ -117,7 +117,8 @@ int main() {
       "na medida que não depende do tokenizador: bits por byte de validação.");
   tut::texto(
       "Lê-se depois dos capítulos 27 (o treino) e 32 (o BPE). O capítulo 32 mostrou que a perda\n"
-      "por token não se compara entre tokenizadores e que bits por byte se compara. Aqui o\n"
+      "por token não se compara entre tokenizadores e que bits por byte se compara (perda por\n"
+      "token · tokens / (bytes · ln 2), a conta de `glass train` e `glass eval`). Aqui o\n"
       "mesmo modelo (a configuração do capítulo 27: d_model 64, 2 camadas, janela de 32) treina\n"
       "nos primeiros 36000 caracteres de Dom Casmurro com três tokenizadores: caracteres, BPE\n"
       "384 e BPE 1024 (cada BPE treinado só no texto de treino). A validação são os 4000\n"
