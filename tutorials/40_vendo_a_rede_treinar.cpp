@@ -29,8 +29,20 @@ constexpr int kCada = 20;  // mede nos passos 0, 20, ..., 100 e no último (119)
 // As séries de uma rodada, um valor por medida.
 struct Serie {
   std::vector<double> perda, gradiente, rms_emb, rms_0, rms_1, rms_logits, razao;
+  // A norma do gradiente de cada parte (antes do corte): embeddings, camada 0, camada 1 e a
+  // norma final com a cabeça de saída. A soma dos quadrados das quatro é o quadrado da global.
+  std::vector<double> grad_emb, grad_0, grad_1, grad_saida;
   std::vector<std::pair<std::string, double>> razao_final;  // log10(|Δp|/|p|) por matriz
 };
+
+// A que parte do modelo pertence um parâmetro: 0 embeddings, 1 e 2 as camadas, 3 o resto (a
+// RMSNorm final e a cabeça de saída).
+int parte(const std::string& nome) {
+  if (nome.rfind("tok_embeddings", 0) == 0) return 0;
+  if (nome.rfind("layers.0.", 0) == 0) return 1;
+  if (nome.rfind("layers.1.", 0) == 0) return 2;
+  return 3;
+}
 
 double rms(const Array& a) {
   double s = 0;
@@ -86,6 +98,12 @@ Serie treinar(const std::vector<std::int32_t>& ids, std::size_t V, double lr_max
     const bool medir = it % kCada == 0 || it == kPassos - 1;
     // A norma global antes do corte: a coluna grad_norm do steps.csv de `glass train`.
     const double norma = global_grad_norm(modelo.parameters());
+    double quadrados[4] = {0, 0, 0, 0};  // por parte, também antes do corte
+    if (medir) {
+      for (const auto& par : nomeados) {
+        for (Scalar g : par.second.grad()) quadrados[parte(par.first)] += double(g) * double(g);
+      }
+    }
     if (cortar) clip_grad_norm(modelo.parameters(), 1.0);
     std::vector<Array> antes;
     if (medir) {
@@ -95,6 +113,10 @@ Serie treinar(const std::vector<std::int32_t>& ids, std::size_t V, double lr_max
     if (!medir) continue;
     s.perda.push_back(perda.item());
     s.gradiente.push_back(norma);
+    s.grad_emb.push_back(std::sqrt(quadrados[0]));
+    s.grad_0.push_back(std::sqrt(quadrados[1]));
+    s.grad_1.push_back(std::sqrt(quadrados[2]));
+    s.grad_saida.push_back(std::sqrt(quadrados[3]));
     // log10(|p_depois - p_antes| / |p_antes|) de cada matriz; a série guarda a mediana.
     std::vector<double> razoes;
     s.razao_final.clear();
@@ -123,6 +145,10 @@ void mostrar(const char* rodada, const Serie& s, bool instavel = false) {
   const std::string r = (instavel ? "~ " : "") + std::string(rodada);
   tut::linha(r + ", perda", s.perda, 3);
   tut::linha(r + ", norma do gradiente", s.gradiente, 2);
+  tut::linha(r + ", norma do gradiente, embeddings", s.grad_emb, 3);
+  tut::linha(r + ", norma do gradiente, camada 0", s.grad_0, 3);
+  tut::linha(r + ", norma do gradiente, camada 1", s.grad_1, 3);
+  tut::linha(r + ", norma do gradiente, norma final e saída", s.grad_saida, 3);
   tut::linha(r + ", rms dos embeddings", s.rms_emb, 2);
   tut::linha(r + ", rms depois da camada 0", s.rms_0, 2);
   tut::linha(r + ", rms depois da camada 1", s.rms_1, 2);
@@ -135,8 +161,9 @@ void mostrar(const char* rodada, const Serie& s, bool instavel = false) {
 int main() {
   tut::capitulo(40, "Vendo a rede treinar");
   tut::novo(
-      "o que olhar enquanto um modelo treina: a perda, a norma do gradiente, o tamanho das\n"
-      "ativações camada a camada e a razão atualização/peso (em log10) de cada matriz.");
+      "o que olhar enquanto um modelo treina: a perda, a norma do gradiente (no total e por\n"
+      "camada), o tamanho das ativações camada a camada e a razão atualização/peso (em log10)\n"
+      "de cada matriz.");
   tut::texto(
       "Lê-se depois do capítulo 27. A perda diz SE o treino vai bem; os outros números dizem\n"
       "POR QUÊ não vai. `glass train` grava, a cada passo, a perda, o lr e a norma global do\n"
@@ -189,6 +216,8 @@ int main() {
               init10.razao.front() - boa.razao.front());
   std::printf("lr 10x, rms depois da camada 1 no fim mais de 50 vezes o da boa: %s\n",
               lr10.rms_1.back() > 50 * boa.rms_1.back() ? "sim" : "não");
+  std::printf("lr 10x, norma do gradiente da camada 1 no fim abaixo de 1/10 da boa: %s\n",
+              lr10.grad_1.back() < boa.grad_1.back() / 10 ? "sim" : "não");
   std::printf("init 10x, rms depois da camada 1 no fim, em vezes o da boa: %.0f\n",
               init10.rms_1.back() / boa.rms_1.back());
   std::printf("perda final, boa e init 10x: %.3f %.3f\n", boa.perda.back(), init10.perda.back());
@@ -200,7 +229,9 @@ int main() {
       "atualização/peso sobe no aquecimento e desce com o cosseno, sem saltos.\n"
       "Com o lr 10x, o primeiro sinal não está na perda: é o fluxo residual, que cresce\n"
       "centenas de vezes. A RMSNorm na entrada de cada bloco esconde isso da atenção e da\n"
-      "SwiGLU, e a perda não diverge; mas o treino termina pior que o da boa.\n"
+      "SwiGLU, e a perda não diverge; mas o treino termina pior que o da boa. O gradiente\n"
+      "por camada mostra o custo: a volta da RMSNorm final divide pelo RMS do fluxo, e o\n"
+      "gradiente da camada 1 fica mais de dez vezes menor que o da boa: ela quase não aprende.\n"
       "Com a inicialização 10x grande, os logits começam 10x maiores: a perda inicial fica bem\n"
       "acima de log(V) (o modelo erra com confiança). O primeiro passo do AdamW tem o mesmo\n"
       "tamanho (lr por elemento) sobre pesos 10x maiores: a razão começa 1 abaixo em log10\n"

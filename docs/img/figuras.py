@@ -107,7 +107,7 @@ def gqa():
 def residuos():
     """The residual stream: each sub-layer reads a normalised copy and adds its result back."""
     body = [f'<line x1="80" y1="20" x2="80" y2="380" stroke="{BLUE}" stroke-width="6"/>']
-    body += text(80, 16, "x") + text(80, 396, "x final")
+    body += text(80, 16, "x") + text(130, 396, "x depois da última camada", anchor="start", size=12)
     for y, name in [(60, "atenção"), (150, "SwiGLU"), (240, "atenção")]:
         body += arrow(80, y, 140, y)
         body += box(140, y - 18, 90, 36, "RMSNorm", GREEN)
@@ -118,17 +118,25 @@ def residuos():
         body.append(f'<circle cx="80" cy="{y + 50}" r="11" fill="white" stroke="{INK}" stroke-width="1.6"/>')
         body += text(80, y + 55, "+")
     body += text(200, 345, "⋮   n_layers × (atenção, SwiGLU)", color=SOFT, size=12)
-    return svg(380, 405, body)
+    body += arrow(80, 382, 80, 418)
+    body += box(20, 420, 120, 36, "RMSNorm final", GREEN)
+    body += arrow(80, 456, 80, 474)
+    body += box(20, 476, 120, 36, "W_out (saída)", ORANGE)
+    body += arrow(80, 512, 80, 530)
+    body += text(80, 546, "logits (V por posição)")
+    return svg(380, 560, body)
 
 
 def kv_cache():
-    """Generation with a K/V cache: the new position computes its q, k, v once; k and v join the cache."""
+    """Generation with a K/V cache: the new position computes its q, k, v once; k and v join the cache.
+    The keys sit next to q5, whose arrows end on them (q5 · k_p are the scores; the values are
+    what the softmax weights average)."""
     body, c = [], 46
     for p in range(6):
         new = p == 5
         color = ORANGE if new else GREEN
-        body += box(20 + p * (c + 8), 40, c, 40, f"k{p}", color)
-        body += box(20 + p * (c + 8), 90, c, 40, f"v{p}", color)
+        body += box(20 + p * (c + 8), 40, c, 40, f"v{p}", color)
+        body += box(20 + p * (c + 8), 90, c, 40, f"k{p}", color)
         body += text(20 + p * (c + 8) + c / 2, 30, str(p), color=SOFT, size=11)
     body += box(20 + 5 * (c + 8), 170, c, 40, "q5", ORANGE)
     for p in range(6):
@@ -189,8 +197,112 @@ def vendo_a_rede_treinar():
         body += text(x0 + 120 + i * 150, y0 + h + 40, nome, color=cor, size=13)
     body += text(x0 + 1.5 * w + gap, y0 + h + 58, "passo (capítulo 40, tutorials/saidas/40_vendo_a_rede_treinar.txt)",
                  color=SOFT, size=11)
-    desc = "\n".join(usadas).replace("&", "&amp;").replace("<", "&lt;")
-    return svg(3 * w + 2 * gap + 70, y0 + h + 70, [f"<desc>\n{desc}\n</desc>"] + body)
+    return svg(3 * w + 2 * gap + 70, y0 + h + 70, [descricao("40_vendo_a_rede_treinar", usadas)] + body)
+
+
+def descricao(capitulo, linhas):
+    """The <desc> of a figure drawn from a chapter's saved output: the file's path, then every
+    line plotted, as printed (tests/cli/figures_test.cpp checks each against the file)."""
+    texto = "\n".join([f"tutorials/saidas/{capitulo}.txt"] + linhas)
+    return "<desc>\n" + texto.replace("&", "&amp;").replace("<", "&lt;") + "\n</desc>"
+
+
+def saida(capitulo):
+    """The lines of tutorials/saidas/<capitulo>.txt."""
+    with open(os.path.join(HERE, "..", "..", "tutorials", "saidas", capitulo + ".txt"), encoding="utf-8") as f:
+        return f.read().split("\n")
+
+
+def linha(linhas, comeco):
+    """The first line that starts with `comeco`."""
+    return next(l for l in linhas if l.startswith(comeco))
+
+
+def numeros(linha_, depois):
+    """The numbers of `linha_` after the first `depois`, up to the first word that is not one."""
+    out = []
+    for palavra in linha_.split(depois, 1)[1].replace(",", " ").split():
+        try:
+            out.append(float(palavra))
+        except ValueError:
+            break
+    return out
+
+
+def grafico_de_linhas(capitulo, titulo, rotulo_x, passos, series, casas=1, desde=0):
+    """One panel of lines: series = [(legend, saved line, values, colour)], x = passos; the
+    points before index `desde` are left out of the plot (not of the <desc>)."""
+    linhas_salvas = [l for _, l, _, _ in series]
+    passos = passos[desde:]
+    series = [(nome, l, vals[desde:], cor) for nome, l, vals, cor in series]
+    w, h, x0, y0 = 420, 200, 60, 40
+    todos = [v for _, _, vals, _ in series for v in vals]
+    lo, hi = min(todos), max(todos)
+    lo, hi = lo - 0.05 * (hi - lo), hi + 0.05 * (hi - lo)
+    sx = lambda p: x0 + (p - passos[0]) / (passos[-1] - passos[0]) * w
+    sy = lambda v: y0 + h - (v - lo) / (hi - lo) * h
+    body = [f'<rect x="{x0}" y="{y0}" width="{w}" height="{h}" fill="none" stroke="{GREY}"/>']
+    body += text(x0 + w / 2, y0 - 14, titulo, size=13)
+    for k in range(5):
+        v = lo + (hi - lo) * (0.05 + 0.9 * k / 4) / 1.0
+        body += text(x0 - 6, sy(v) + 4, f"{v:.{casas}f}", anchor="end", color=SOFT, size=10)
+    for p in passos:
+        body += text(sx(p), y0 + h + 14, str(p), color=SOFT, size=10)
+    for i, (nome, _, vals, cor) in enumerate(series):
+        pts = " ".join(f"{sx(p):.1f},{sy(v):.1f}" for p, v in zip(passos, vals))
+        body.append(f'<polyline points="{pts}" fill="none" stroke="{cor}" stroke-width="2"/>')
+        body += text(x0 + w + 10, y0 + 16 + 18 * i, nome, anchor="start", color=cor, size=12)
+    body += text(x0 + w / 2, y0 + h + 34, rotulo_x, color=SOFT, size=11)
+    return svg(x0 + w + 190, y0 + h + 48, [descricao(capitulo, linhas_salvas)] + body)
+
+
+def bpe_compensa():
+    """Chapter 43: validation bits per byte of the same model on characters, BPE 384 and BPE 1024,
+    at steps 50, 100, 150 and 200 (the same compute: the same steps and tokens per step); step 0,
+    the untrained models, would squeeze the rest of the plot."""
+    linhas = saida("43_bpe_compensa")
+    series = []
+    for nome, cor in (("caracteres", GREEN), ("BPE 384", ORANGE), ("BPE 1024", BLUE)):
+        l = linha(linhas, nome + ", bits por byte de validação: ")
+        series.append((nome, l, numeros(l, ": "), cor))
+    return grafico_de_linhas("43_bpe_compensa", "bits por byte de validação (capítulo 43)",
+                             "passo (16 janelas de 32 tokens por passo; o passo 0 fica de fora)",
+                             [0, 50, 100, 150, 200], series, casas=2, desde=1)
+
+
+def gradiente_por_camada():
+    """Chapter 40's good run: the gradient norm of each part of the model (before clipping) at
+    steps 0, 20, ..., 100 and 119."""
+    linhas = saida("40_vendo_a_rede_treinar")
+    series = []
+    for nome, cor in (("embeddings", GREEN), ("camada 0", ORANGE), ("camada 1", BLUE),
+                      ("norma final e saída", INK)):
+        l = linha(linhas, "boa, norma do gradiente, " + nome + ": ")
+        series.append((nome, l, numeros(l, ": "), cor))
+    return grafico_de_linhas("40_vendo_a_rede_treinar", "norma do gradiente por parte, rodada boa (capítulo 40)",
+                             "passo", [0, 20, 40, 60, 80, 100, 119], series, casas=2)
+
+
+def mlp_contra_bigrama():
+    """Chapter 39: the validation loss of the count bigram and of the MLP with 1, 3 and 6
+    characters of context, one bar each."""
+    linhas = saida("39_mlp_de_caracteres")
+    barras = [("bigrama", linha(linhas, "bigrama de contagens, perda de validação"), "add-one): ", GREY),
+              ("MLP n = 1", linha(linhas, "1) n = 1: perda de validação"), "perda de validação ", ORANGE),
+              ("MLP n = 3", linha(linhas, "MLP n = 3, perda de validação: "), ": ", BLUE),
+              ("MLP n = 6", linha(linhas, "2) n = 6: perda de treino"), "de validação ", GREEN)]
+    x0, y0, h, lo, hi = 60, 40, 200, 1.8, 2.6
+    body = [f'<line x1="{x0}" y1="{y0 + h}" x2="{x0 + 4 * 110}" y2="{y0 + h}" stroke="{GREY}"/>']
+    body += text(x0 + 220, y0 - 14, "perda de validação em nats (capítulo 39; o eixo começa em 1.8)", size=13)
+    for i, (nome, l, depois, cor) in enumerate(barras):
+        v = numeros(l, depois)[0]
+        top = y0 + h - (v - lo) / (hi - lo) * h
+        body.append(f'<rect x="{x0 + 20 + i * 110}" y="{top:.1f}" width="70" height="{y0 + h - top:.1f}" '
+                    f'fill="{cor}"/>')
+        body += text(x0 + 55 + i * 110, top - 6, f"{v:.4f}", size=12)
+        body += text(x0 + 55 + i * 110, y0 + h + 16, nome, size=12)
+    desc = descricao("39_mlp_de_caracteres", [l for _, l, _, _ in barras])
+    return svg(x0 + 4 * 110 + 40, y0 + h + 30, [desc] + body)
 
 
 FIGURES = {
@@ -201,6 +313,9 @@ FIGURES = {
     "residuos.svg": residuos,
     "kv-cache.svg": kv_cache,
     "vendo-a-rede-treinar.svg": vendo_a_rede_treinar,
+    "gradiente-por-camada.svg": gradiente_por_camada,
+    "mlp-contra-bigrama.svg": mlp_contra_bigrama,
+    "bpe-compensa.svg": bpe_compensa,
 }
 
 if __name__ == "__main__":

@@ -321,3 +321,98 @@ TEST(TutorialReferences, ExerciseRangesComeFromOneTableThatMatchesTheReadme) {
     for (int c : chapters_of(range)) EXPECT_TRUE(rows.count(c)) << "exercise " << n << ": " << c;
   }
 }
+
+namespace {
+
+// The learner's parts of an exercise or solution file: the lines between each
+// "// --- a sua parte ---" and the "// --- fim ---" after it.
+std::vector<std::vector<std::string>> learner_parts(const std::string& text) {
+  std::vector<std::vector<std::string>> parts;
+  std::istringstream in(text);
+  bool inside = false;
+  for (std::string line; std::getline(in, line);) {
+    if (line.find("// --- a sua parte ---") != std::string::npos) {
+      parts.emplace_back();
+      inside = true;
+    } else if (line.find("// --- fim ---") != std::string::npos) {
+      inside = false;
+    } else if (inside) {
+      parts.back().push_back(line);
+    }
+  }
+  return parts;
+}
+
+// A line of code worth comparing: not a comment, not a brace or a bare return, trimmed.
+std::string code_of(const std::string& line) {
+  const std::size_t first = line.find_first_not_of(' ');
+  if (first == std::string::npos) return "";
+  std::string code = line.substr(first);
+  if (code.rfind("//", 0) == 0 || code.size() < 12 || code.rfind("return ", 0) == 0) return "";
+  return code;
+}
+
+}  // namespace
+
+TEST(TutorialReferences, EveryExerciseHasAKindAWrongAnswerAndNoWorkedAnswer) {
+  // tutorials/exercicios/capitulos.hpp: { numero, Tipo::kind } per exercise.
+  const std::string table =
+      read_file(glass_test::source_dir("/tutorials/exercicios/capitulos.hpp"));
+  std::map<int, std::string> kinds;
+  const std::regex entry(R"(\{(\d+), Tipo::([a-z]+)\})");
+  for (auto it = std::sregex_iterator(table.begin(), table.end(), entry);
+       it != std::sregex_iterator(); ++it) {
+    kinds[std::stoi((*it)[1].str())] = (*it)[2].str();
+  }
+  const std::set<std::string> known = {"deduzir", "prever", "depurar", "implementar",
+                                       "transcrever"};
+  int asks_to_think = 0;  // derive, predict or debug
+  for (const auto& [n, kind] : kinds) {
+    EXPECT_TRUE(known.count(kind)) << "exercise " << n << ": " << kind;
+    asks_to_think += kind == "deduzir" || kind == "prever" || kind == "depurar";
+  }
+  EXPECT_GE(asks_to_think, 10);
+
+  const std::string dir = glass_test::source_dir("/tutorials/exercicios/");
+  std::vector<std::string> wrong;
+  for (const auto& entry : fs::directory_iterator(dir + "erradas"))
+    wrong.push_back(entry.path().filename().string());
+  std::size_t exercises = 0;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    const std::string name = entry.path().filename().string();
+    if (entry.path().extension() != ".cpp" || !std::isdigit(static_cast<unsigned char>(name[0])))
+      continue;
+    ++exercises;
+    const int n = std::stoi(name.substr(0, 2));
+    ASSERT_TRUE(kinds.count(n)) << name << " has no kind in exercicios/capitulos.hpp";
+    const std::string stem = name.substr(0, name.size() - 4);
+    EXPECT_TRUE(std::any_of(wrong.begin(), wrong.end(),
+                            [&](const std::string& w) { return w.rfind(stem, 0) == 0; }))
+        << name << " has no wrong answer in exercicios/erradas/";
+
+    // The exercise's parts hold a TODO and not the solution's: they differ from the solution's
+    // parts, and (unless the exercise is to debug code it shows) share no line of code with them.
+    const auto mine = learner_parts(read_file(dir + name));
+    const auto solved = learner_parts(read_file(dir + "solucoes/" + name));
+    ASSERT_FALSE(mine.empty()) << name << " has no \"// --- a sua parte ---\"";
+    EXPECT_EQ(mine.size(), solved.size()) << name;
+    EXPECT_NE(mine, solved) << name << ": the exercise holds the solution";
+    std::set<std::string> solution_code;
+    for (const auto& part : solved)
+      for (const std::string& line : part)
+        if (!code_of(line).empty()) solution_code.insert(code_of(line));
+    bool todo = false;
+    for (const auto& part : mine) {
+      for (const std::string& line : part) {
+        todo = todo || line.find("TODO") != std::string::npos;
+        if (kinds[n] != "depurar") {
+          EXPECT_FALSE(solution_code.count(code_of(line)))
+              << name << " holds a line of its solution: " << line;
+        }
+      }
+    }
+    EXPECT_TRUE(todo) << name << ": no TODO in the learner's part";
+  }
+  EXPECT_EQ(kinds.size(), exercises)
+      << "exercicios/capitulos.hpp lists exercises that do not exist";
+}

@@ -1,7 +1,8 @@
 #pragma once
-// The chapters each exercise comes after: the one table the exercises print their title from
-// (exercicio::titulo). tests/cli/tutorials_references_test.cpp checks it against the exercise
-// table of tutorials/README.md and that every chapter it names exists.
+// The chapters each exercise comes after, and what kind of work it asks for: the tables the
+// exercises print their title from (exercicio::titulo). tests/cli/tutorials_references_test.cpp
+// checks the ranges against the exercise table of tutorials/README.md and that every chapter
+// they name exists, and that every exercise has a kind (at least 10 derive, predict or debug).
 
 #include <cstddef>
 
@@ -18,8 +19,55 @@ inline constexpr Capitulos kCapitulos[] = {
     {11, "01 a 09"}, {12, "21 a 24"}, {13, "25 a 31"}, {14, "25 a 31"}, {15, "25 a 31"},
     {16, "10 a 13"}, {17, "32"},      {18, "32"},      {19, "33 a 36"}, {20, "33 a 36"},
     {21, "38"},      {22, "38"},      {23, "39"},      {24, "40"},      {25, "14 a 20"},
-    {26, "41"},      {29, "44"},
+    {26, "41"},      {28, "43"},      {29, "44"},
 };
+
+/// What an exercise asks for.
+enum class Tipo {
+  deduzir,      ///< derive on paper (a gradient, a count, a conversion), then write it down
+  prever,       ///< predict a number before the program measures it
+  depurar,      ///< find and fix the bug in code that looks right
+  implementar,  ///< write a procedure the chapter describes in words
+  transcrever,  ///< turn a formula the chapter gives into code
+};
+
+struct TipoDoExercicio {
+  int exercicio;
+  Tipo tipo;
+};
+
+inline constexpr TipoDoExercicio kTipos[] = {
+    {1, Tipo::deduzir},      {2, Tipo::implementar},  {3, Tipo::implementar},
+    {4, Tipo::implementar},  {5, Tipo::transcrever},  {6, Tipo::transcrever},
+    {7, Tipo::deduzir},      {8, Tipo::transcrever},  {9, Tipo::transcrever},
+    {10, Tipo::implementar}, {11, Tipo::deduzir},     {12, Tipo::depurar},
+    {13, Tipo::transcrever}, {14, Tipo::transcrever}, {15, Tipo::depurar},
+    {16, Tipo::deduzir},     {17, Tipo::implementar}, {18, Tipo::prever},
+    {19, Tipo::transcrever}, {20, Tipo::depurar},     {21, Tipo::deduzir},
+    {22, Tipo::depurar},     {23, Tipo::deduzir},     {24, Tipo::prever},
+    {25, Tipo::deduzir},     {26, Tipo::transcrever}, {28, Tipo::deduzir},
+    {29, Tipo::deduzir},
+};
+
+/// The kind of exercise `numero` in words ("deduzir", ...), or "?" for a number the table lacks.
+inline const char* tipo_do_exercicio(int numero) {
+  for (const TipoDoExercicio& t : kTipos) {
+    if (t.exercicio != numero) continue;
+    switch (t.tipo) {
+      case Tipo::deduzir:
+        return "deduzir";
+      case Tipo::prever:
+        return "prever";
+      case Tipo::depurar:
+        return "depurar";
+      case Tipo::implementar:
+        return "implementar";
+      case Tipo::transcrever:
+        return "transcrever";
+    }
+  }
+  return "?";
+}
 
 /// The chapters exercise `numero` comes after, or "?" for a number the table lacks.
 inline const char* capitulos_do_exercicio(int numero) {

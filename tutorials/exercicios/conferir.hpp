@@ -16,10 +16,11 @@
 
 namespace exercicio {
 
-/// The exercise's title line, with the chapters it comes after (exercicios/capitulos.hpp).
+/// The exercise's title line, with the chapters it comes after and its kind
+/// (exercicios/capitulos.hpp).
 inline void titulo(int numero, const char* texto) {
-  std::printf("=== Exercício %02d — %s ===\n(depois dos capítulos %s)\n\n", numero, texto,
-              capitulos_do_exercicio(numero));
+  std::printf("=== Exercício %02d — %s ===\n(depois dos capítulos %s; tipo: %s)\n\n", numero, texto,
+              capitulos_do_exercicio(numero), tipo_do_exercicio(numero));
 }
 
 /// Prints "rotulo: numbers" for the learner's answer and says whether it matches `esperado`
