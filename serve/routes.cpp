@@ -121,6 +121,7 @@ void Server::add_routes() {
                          Route{"/api/inspect", "POST", &Server::answer_inspect},
                          Route{"/api/sample", "POST", &Server::answer_sample},
                          Route{"/api/next", "POST", &Server::answer_next},
+                         Route{"/api/chat", "POST", &Server::answer_chat},
                          Route{"/api/log", "GET", &Server::answer_log},
                          Route{"/api/evals", "GET", &Server::answer_evals},
                          Route{"/api/lens", "POST", &Server::answer_lens},

@@ -51,6 +51,7 @@ void Server::answer_info(const httplib::Request&, httplib::Response& res) {
     // characters, a BPE model's subwords); a sample keeps a longer prompt's last window.
     j["max_prompt_tokens"] = window;
     j["tokenizer"] = model_->tokenizer().kind_name();
+    j["chat"] = model_->tokenizer().has_chat_tokens();  // POST /api/chat answers
     j["unit"] = model_->unit();  // what the context counts: "characters" or "tokens"
     j["unit_singular"] = model_->unit(false);
     j["context_note"] = context_sentence(window, model_->unit());

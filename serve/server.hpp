@@ -9,6 +9,11 @@
 //                              and min/max/mean of every snapshot
 //   POST /api/sample           {"prompt", "temperature", "top_k", "top_p", "seed", "n"}: the text
 //                              of n generated tokens, streamed as they are chosen (text/plain)
+//   POST /api/chat             {"messages": [{"role", "content"}, ...], "temperature", "top_k",
+//                              "top_p", "seed", "n", ...}: the assistant's answer to the last
+//                              user message by the chat template, streamed as JSON lines, the
+//                              last saying how it ended (serve/routes_chat.cpp); 400 for a
+//                              model without the chat tokens
 //   POST /api/next             {"prompt" or "tokens", "temperature", "top_k", "top_p", ...}: the
 //                              probabilities the sampler draws the token after the prompt
 //                              from (sample/sampler.hpp, generation_probs)
@@ -152,6 +157,8 @@ class Server {
   void answer_inspect(const httplib::Request& req, httplib::Response& res);
   void answer_sample(const httplib::Request& req, httplib::Response& res);
   void answer_next(const httplib::Request& req, httplib::Response& res);
+  // The chat (serve/routes_chat.cpp): POST /api/chat.
+  void answer_chat(const httplib::Request& req, httplib::Response& res);
   // The run (serve/routes_run.cpp): GET /api/log, /api/evals.
   void answer_log(const httplib::Request& req, httplib::Response& res);
   void answer_evals(const httplib::Request& req, httplib::Response& res);
