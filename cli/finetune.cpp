@@ -8,8 +8,10 @@
 //
 //   glass finetune --from BASE --chat TRAIN.jsonl [--val VAL.jsonl] --out DIR [--iters N]
 //                  [--lr X] [--batch-size B] [--context T] [--threads N] [--resume | --overwrite]
+//                  [--loss-on answers|all]
 
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -27,6 +29,7 @@ namespace fs = std::filesystem;
 void fill_finetune_options(TrainFlags& flags, CLI::App* cmd) {
   glass::TrainOptions& o = flags.options;
   o.chat.enabled = true;
+  o.chat.loss_on_given = cmd->count("--loss-on") > 0;
   if (o.chat.base_dir.empty() && !o.resume)
     throw CommandError(
         "--from BASE is needed: the checkpoint (a glass train run directory) to "
@@ -64,6 +67,13 @@ void add_finetune_command(CLI::App& app) {
                   "validation conversations (JSONL; default: the last tenth of --chat)")
       ->check(CLI::ExistingFile);
   cmd->add_option("--out", o.out_dir, "run directory (default: runs/<chat file name>-chat)");
+  cmd->add_option("--loss-on", o.chat.loss_on_all,
+                  "which tokens the training loss counts: answers (the assistant's tokens and "
+                  "their <|im_end|>, the loss mask) or all (every token, as pretraining does; "
+                  "the validation loss stays on the answers)")
+      ->transform(
+          CLI::CheckedTransformer(std::map<std::string, bool>{{"answers", false}, {"all", true}}))
+      ->default_str("answers");
   add_schedule_flags(cmd, o);
   add_evaluation_flags(cmd, o);
   add_run_flags(cmd, *flags);
