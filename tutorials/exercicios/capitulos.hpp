@@ -18,7 +18,7 @@ inline constexpr Capitulos kCapitulos[] = {
     {11, "01 a 09"}, {12, "21 a 24"}, {13, "25 a 31"}, {14, "25 a 31"}, {15, "25 a 31"},
     {16, "10 a 13"}, {17, "32"},      {18, "32"},      {19, "33 a 36"}, {20, "33 a 36"},
     {21, "38"},      {22, "38"},      {23, "39"},      {24, "40"},      {25, "14 a 20"},
-    {26, "41"},
+    {26, "41"},      {27, "42"},
 };
 
 /// The chapters exercise `numero` comes after, or "?" for a number the table lacks.
