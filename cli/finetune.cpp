@@ -8,6 +8,7 @@
 //
 //   glass finetune --from BASE --chat TRAIN.jsonl [--val VAL.jsonl] --out DIR [--iters N]
 //                  [--lr X] [--batch-size B] [--context T] [--threads N] [--resume | --overwrite]
+//                  [--loss-on answers|all]
 
 #include <filesystem>
 #include <memory>
@@ -27,6 +28,9 @@ namespace fs = std::filesystem;
 void fill_finetune_options(TrainFlags& flags, CLI::App* cmd) {
   glass::TrainOptions& o = flags.options;
   o.chat.enabled = true;
+  o.chat.loss_on_given = cmd->count("--loss-on") > 0;
+  if (o.chat.loss_on_given)
+    o.chat.loss_on_all = cmd->get_option("--loss-on")->as<std::string>() == "all";
   if (o.chat.base_dir.empty() && !o.resume)
     throw CommandError(
         "--from BASE is needed: the checkpoint (a glass train run directory) to "
@@ -64,13 +68,21 @@ void add_finetune_command(CLI::App& app) {
                   "validation conversations (JSONL; default: the last tenth of --chat)")
       ->check(CLI::ExistingFile);
   cmd->add_option("--out", o.out_dir, "run directory (default: runs/<chat file name>-chat)");
+  cmd->add_option("--loss-on",
+                  "which tokens the training loss counts: answers (the assistant's tokens and "
+                  "their <|im_end|>, the loss mask) or all (every token, as pretraining does; "
+                  "the validation loss stays on the answers)")
+      ->type_name("TEXT")
+      ->check(CLI::IsMember({"answers", "all"}))
+      ->default_str("answers");
   add_schedule_flags(cmd, o);
   add_evaluation_flags(cmd, o);
   add_run_flags(cmd, *flags);
   cmd->footer(
       "Each conversation is one row of a batch, padded to the batch's longest (a batch draws its "
       "rows from one length bucket;\nthe window, --context, defaults to the longest conversation), "
-      "and the loss counts only the answers' tokens and their <|im_end|>.\n"
+      "and the loss counts only the answers' tokens and their <|im_end|> (--loss-on all: every "
+      "token).\n"
       "Example:\n"
       "  glass train --out runs/base --iters 2000\n"
       "  glass finetune --from runs/base --chat data/chat/train.jsonl --val data/chat/val.jsonl "

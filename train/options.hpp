@@ -56,6 +56,12 @@ struct FinetuneOptions {
   std::string val_path;  ///< validation conversations; "" = the last tenth of the training file's
   std::string base_sha256;  ///< SHA-256 of the base's weights file (set by the Trainer)
   bool enabled = false;     ///< this run is a chat fine-tune
+  /// The training loss on every token of the conversations (`--loss-on all`: the template, the
+  /// questions and the answers, as pretraining takes it) instead of the answers and their
+  /// <|im_end|> alone (the loss mask, the default). The validation loss stays on the answers,
+  /// so that runs of either kind compare. A resume keeps the recorded choice.
+  bool loss_on_all = false;
+  bool loss_on_given = false;  ///< --loss-on was given (a resume refuses another value)
 };
 
 /// Everything `glass train` can set. Defaults: nanoGPT's shakespeare_char recipe (README, "glass train").

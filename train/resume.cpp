@@ -87,6 +87,13 @@ void Resume::take_chat_base(TrainOptions& o, const TrainRecipe& recorded) const 
   if (!chat_run) return;
   o.chat.base_dir = recorded.chat_base;  // the weights come from the save; the base is recorded
   o.chat.base_sha256 = recorded.chat_base_sha256;
+  // Which targets the loss takes is the run's: another one would be another run.
+  if (o.chat.loss_on_given && o.chat.loss_on_all != recorded.chat_loss_on_all)
+    throw OptionError("loss_on", o.chat.loss_on_all ? "all" : "answers",
+                      fmt::format("differs from the run in {}, fine-tuned with the loss on {}: "
+                                  "a resume continues the same loss",
+                                  out_dir_, recorded.chat_loss_on_all ? "all" : "answers"));
+  o.chat.loss_on_all = recorded.chat_loss_on_all;
 }
 
 TrainRecipe recipe_of(const TrainOptions& o) {
@@ -98,6 +105,7 @@ TrainRecipe recipe_of(const TrainOptions& o) {
   if (o.chat.enabled) {
     r.chat_base = o.chat.base_dir;
     r.chat_base_sha256 = o.chat.base_sha256;
+    r.chat_loss_on_all = o.chat.loss_on_all;
   }
   return r;
 }

@@ -83,8 +83,11 @@ void save_train_state(const std::string& dir, const AdamW& optimizer, const Trai
         j["recipe"]["optimizer"] = r.optimizer;
         j["recipe"]["muon_lr"] = r.muon_lr;
       }
-      if (!r.chat_base.empty())  // a chat fine-tune alone: a text run's file is as before
+      if (!r.chat_base.empty()) {  // a chat fine-tune alone: a text run's file is as before
         j["recipe"]["chat"] = {{"base", r.chat_base}, {"base_sha256", r.chat_base_sha256}};
+        // Written when not the default, so a masked fine-tune's file is as before.
+        if (r.chat_loss_on_all) j["recipe"]["chat"]["loss_on"] = "all";
+      }
     }
     if (state.overfit_batch) j["overfit_batch"] = true;
     write_file_atomic(path_in(dir, "train_state.json"), j.dump(1) + "\n");
@@ -284,6 +287,13 @@ TrainRecipe recipe_from_json(const json& r, const std::string& json_path) {
           json_path, chat.dump()));
     recipe.chat_base = chat["base"].get<std::string>();
     recipe.chat_base_sha256 = chat["base_sha256"].get<std::string>();
+    if (chat.contains("loss_on")) {  // absent: the answers (the loss mask)
+      if (chat["loss_on"] != "all" && chat["loss_on"] != "answers")
+        throw CheckpointError(
+            fmt::format("{}: recipe.chat.loss_on must be \"all\" or \"answers\", got {}", json_path,
+                        chat["loss_on"].dump()));
+      recipe.chat_loss_on_all = chat["loss_on"] == "all";
+    }
   }
   return recipe;
 }

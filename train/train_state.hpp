@@ -47,6 +47,7 @@ struct TrainRecipe {
   /// A chat fine-tune (glass finetune): the base checkpoint it started from, as given, and the
   /// SHA-256 of the base's weights file. Both "" for a run trained on a text.
   std::string chat_base{}, chat_base_sha256{};
+  bool chat_loss_on_all = false;  ///< the fine-tune's loss on every token (--loss-on all)
 };
 
 /// Everything besides the weights and the moments that an exact resume needs.

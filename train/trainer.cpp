@@ -325,7 +325,8 @@ void Trainer::save(bool also_best) {
   if (chat_)  // the template the fine-tune taught (data/chat_template.hpp) and its base
     training["chat"] = {{"template", "chatml"},
                         {"base", options_.chat.base_dir},
-                        {"base_sha256", options_.chat.base_sha256}};
+                        {"base_sha256", options_.chat.base_sha256},
+                        {"loss_on", options_.chat.loss_on_all ? "all" : "answers"}};
   if (options_.zero_init_out) training["zero_init_out"] = true;  // how its weights started
   const std::string extra = nlohmann::json{{"training", training}}.dump();
   run_dir_->save(step_, run_id_, [&](const SaveSite& site) {

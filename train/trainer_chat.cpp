@@ -86,10 +86,12 @@ void Trainer::render_conversations() {
   const bool choose_context = !o.resume && !o.recipe_given.context;
   const std::size_t limit = choose_context ? window : std::min(o.context, window);
   const char* unit = tokenizer_->unit();
+  // `every_token`: the loss on every token (TrainOptions::chat.loss_on_all), not the answers'.
   auto render_all = [&](const std::vector<Conversation>& conversations, const std::string& file,
-                        std::vector<ChatTokens>& rendered, std::size_t& targets) {
+                        std::vector<ChatTokens>& rendered, std::size_t& targets, bool every_token) {
     for (const Conversation& c : conversations) {
       ChatTokens t = render_chat(*tokenizer_, c);
+      if (every_token) t.labels = t.ids;
       const std::size_t n = t.ids.size();
       if (n > limit + 1)
         throw ChatTooLongError(
@@ -105,11 +107,11 @@ void Trainer::render_conversations() {
     }
   };
   render_all(chat_->train, fs::path(o.data_path).filename().string(), chat_->train_tokens,
-             chat_->train_targets);
+             chat_->train_targets, o.chat.loss_on_all);
   render_all(chat_->val,
              o.chat.val_path.empty() ? fs::path(o.data_path).filename().string()
                                      : fs::path(o.chat.val_path).filename().string(),
-             chat_->val_tokens, chat_->val_targets);
+             chat_->val_tokens, chat_->val_targets, false);  // validated on the answers
   if (chat_->train_targets == 0 || chat_->val_targets == 0)
     throw OptionError("chat", o.data_path,
                       "holds no target to train on (no assistant token in its conversations)");
@@ -148,10 +150,11 @@ double Trainer::chat_val_loss() {
 void Trainer::print_chat_banner() {
   const TrainOptions& o = options_;
   out_ << fmt::format(
-      "chat fine-tune of {}: {} conversations ({} answer {}s) from {}; validation: {} "
+      "chat fine-tune of {}: {} conversations ({} {} {}s) from {}; validation: {} "
       "({} answer {}s)\n",
-      o.chat.base_dir, chat_->train.size(), chat_->train_targets, tokenizer_->unit(false),
-      o.data_path, chat_->val_source, chat_->val_targets, tokenizer_->unit(false));
+      o.chat.base_dir, chat_->train.size(), chat_->train_targets,
+      o.chat.loss_on_all ? "target" : "answer", tokenizer_->unit(false), o.data_path,
+      chat_->val_source, chat_->val_targets, tokenizer_->unit(false));
   if (chat_->base_vocab > 0 && chat_->base_vocab != vocab_size()) {
     std::string chars;
     for (char32_t c : chat_->added) chars += (chars.empty() ? "" : " ") + describe_char(c);
@@ -164,9 +167,12 @@ void Trainer::print_chat_banner() {
   }
   out_ << fmt::format(
       "each row of a batch is one conversation, padded to the batch's longest (a batch draws "
-      "from one of {} length buckets; the window holds {} {}); the loss counts only the answers "
-      "and their <|im_end|>\n",
-      kChatLengthBuckets, o.context, tokenizer_->unit());
+      "from one of {} length buckets; the window holds {} {}); {}\n",
+      kChatLengthBuckets, o.context, tokenizer_->unit(),
+      o.chat.loss_on_all
+          ? "the training loss counts every token (the template and the questions too: loss on "
+            "all); the validation loss counts the answers and their <|im_end|>"
+          : "the loss counts only the answers and their <|im_end|>");
 }
 
 std::string Trainer::chat_sample() {

@@ -421,6 +421,10 @@ TEST(DocsPages, CitedFunctionsAreInTheFilesNamed) {
        "AttributionPatching attribution_patching("},
       {"interpretabilidade.md", "exact_patching", "interp/attribution_patching.hpp",
        "PatchingEffects exact_patching("},
+      {"conversar.md", "render_chat", "data/chat_template.hpp", "ChatTokens render_chat("},
+      {"conversar.md", "grow_vocabulary", "train/chat_base.hpp",
+       "std::unique_ptr<Decoder> grow_vocabulary("},
+      {"conversar.md", "cross_entropy", "autograd/ops.hpp", "Tensor cross_entropy("},
   };
   for (const Citation& c : citations) {
     expect_stated(c.page, c.function);
@@ -1482,6 +1486,75 @@ TEST_F(DocsClaims, BpeInspectorChips) {
   EXPECT_EQ(bpe.token_text(ids[0]) + bpe.token_text(ids[1]) + bpe.token_text(ids[2]),
             "\u2581Capitu");
   expect_stated("bpe.md", "`\u2581C`, `apit`");
+}
+
+TEST_F(DocsClaims, Chat) {
+  const std::string out = chapter_output("conversar");
+  // The mask of chapter 42's conversation, line for line as the chapter prints it, and its count.
+  for (const char* row : {"tokens: ", "máscara:"})
+    expect_stated("conversar.md", line_with(out, row));
+  EXPECT_EQ(numbers_in(line_with(out, "alvos contados e tokens da conversa")),
+            (std::vector<double>{5, 37}));
+  const PagePair pages = pages_of("conversar.md");
+  EXPECT_NE(pages.pt.find("5 alvos em 37 tokens"), std::string::npos);
+  EXPECT_NE(pages.en.find("Five targets out of 37 tokens"), std::string::npos);
+  EXPECT_NE(pages.pt.find("usuário que digita `<|im_start|>` escreve 12 ids"), std::string::npos);
+  EXPECT_NE(line_with(out, "o usuário digita").find("12 ids, nenhum especial"), std::string::npos);
+  expect_printed("conversar.md", "104640", out, "parâmetros do modelo");
+  // The experiment's table: base, with the mask, without it; on the answers and off them.
+  const std::vector<double> on = numbers_in(line_with(out, "perda nas respostas: base"));
+  const std::vector<double> off = numbers_in(line_with(out, "perda fora das respostas: base"));
+  ASSERT_EQ(on.size(), 3u);
+  ASSERT_EQ(off.size(), 3u);
+  const char* rows_pt[] = {"| base (sem ajuste) | ", "| ajustado com a máscara | ",
+                           "| ajustado sem a máscara | "};
+  const char* rows_en[] = {"| base, not fine-tuned | ", "| fine-tuned with the mask | ",
+                           "| fine-tuned without it | "};
+  for (std::size_t i = 0; i < 3; ++i) {
+    const std::string cells = fixed(on[i], 3) + " | " + fixed(off[i], 3) + " |";
+    EXPECT_NE(pages.pt.find(rows_pt[i] + cells), std::string::npos) << rows_pt[i] << cells;
+    EXPECT_NE(pages.en.find(rows_en[i] + cells), std::string::npos) << rows_en[i] << cells;
+  }
+  // "75 das 80": the unmasked model opens another turn after <|im_end|>; the masked one never.
+  // The two score alike on the exam: 11 of 20 letter counts, nothing in the other families.
+  const std::vector<double> ends_without =
+      numbers_in(line_with(out, "~ sem máscara, terminam com <|im_end|>, abrem outro turno"));
+  const std::vector<double> ends_with =
+      numbers_in(line_with(out, "~ com máscara, terminam com <|im_end|>, abrem outro turno"));
+  ASSERT_FALSE(ends_without.empty());
+  ASSERT_FALSE(ends_with.empty());
+  EXPECT_EQ(ends_without.back(), 75);
+  EXPECT_EQ(ends_with.back(), 0);
+  EXPECT_NE(pages.pt.find("em 75 das 80 respostas"), std::string::npos);
+  EXPECT_NE(pages.en.find("in 75 of the 80 answers"), std::string::npos);
+  for (const char* who : {"~ com máscara, acertos", "~ sem máscara, acertos"}) {
+    const std::vector<double> right = numbers_in(line_with(out, who));
+    ASSERT_GE(right.size(), 4u) << who;
+    EXPECT_EQ(std::vector<double>(right.end() - 4, right.end()), (std::vector<double>{0, 11, 0, 0}))
+        << who;
+  }
+  EXPECT_NE(pages.pt.find("11 de 20 na contagem de letras"), std::string::npos);
+  EXPECT_NE(pages.en.find("11 of 20 letter counts"), std::string::npos);
+}
+
+TEST(DocsChat, TheExamTableIsTheReadmes) {
+  // The exam's figures live in the README's table; the chat pages quote its two rows cell for
+  // cell (every cell after the row's name), so a new recipe's figures cannot reach one and not
+  // the other.
+  const std::vector<std::string> readme =
+      lines_of(read_file(fs::path(glass_test::source_dir()) / "README.md"));
+  std::vector<std::string> rows;
+  for (const char* name :
+       {"| base model, prompted with the template | ", "| fine-tuned (`scripts/chat.sh`) | "}) {
+    for (const std::string& line : readme)
+      if (line.rfind(name, 0) == 0) rows.push_back(line.substr(std::string(name).size()));
+  }
+  ASSERT_EQ(rows.size(), 2u) << "the README's chat exam table lost a row";
+  const PagePair pages = pages_of("conversar.md");
+  for (const std::string& cells : rows) {
+    EXPECT_NE(pages.pt.find(cells), std::string::npos) << "docs/conversar.md lacks " << cells;
+    EXPECT_NE(pages.en.find(cells), std::string::npos) << "docs/en/chat.md lacks " << cells;
+  }
 }
 
 }  // namespace

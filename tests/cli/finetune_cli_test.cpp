@@ -145,3 +145,29 @@ TEST_F(FinetuneCli, AChatFileWithoutAnyConversationIsRefused) {
   const std::string chat = chat_file("blank.jsonl", "\n\n");
   expect_refused(finetune(chat, "blank"), "blank", "blank.jsonl");
 }
+
+TEST_F(FinetuneCli, LossOnAllTrainsOnEveryTokenAndARunKeepsIt) {
+  ASSERT_EQ(base_run_.exit_code, 0) << base_run_.err;
+  const std::string chat = chat_file("all.jsonl", std::string(kGood) + "\n" + kGood2 + "\n");
+  const CliRun r =
+      finetune(chat, "all", " --iters 2 --eval-every 2 --loss-on all --val " + q(chat));
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("the training loss counts every token"), std::string::npos) << r.out;
+  const glass::Checkpoint saved = glass::load_checkpoint((dir_ / "all").string());
+  const nlohmann::json config =
+      nlohmann::json::parse(read_file(fs::path(saved.files_dir()) / "config.json"));
+  EXPECT_EQ(config["training"]["chat"]["loss_on"], "all");
+  // A resume asking for the other loss is refused, naming the flag; without it, it continues.
+  const std::string resume = "finetune --chat " + q(chat) + " --val " + q(chat) + " --out " +
+                             q((dir_ / "all").string()) + " --iters 4 --resume";
+  const CliRun other = glass(resume + " --loss-on answers");
+  EXPECT_NE(other.exit_code, 0);
+  EXPECT_NE(other.err.find("--loss-on answers differs from the run"), std::string::npos)
+      << other.err;
+  const CliRun kept = glass(resume);
+  ASSERT_EQ(kept.exit_code, 0) << kept.out << kept.err;
+  EXPECT_NE(kept.out.find("the training loss counts every token"), std::string::npos) << kept.out;
+  // Only the two names are accepted.
+  const CliRun bad = finetune(chat, "bogus", " --loss-on everything");
+  expect_refused(bad, "bogus", "--loss-on");
+}

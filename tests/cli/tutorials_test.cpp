@@ -1458,6 +1458,77 @@ TEST_F(Tutorials, Ch41Q8AndQ4BlocksByHandEqualTheLibrarysBytes) {
   EXPECT_TRUE(contains(out, "3) ganhos em Q8_0: 26 valores diferentes (em Q4_0: 3)\n")) << out;
 }
 
+TEST_F(Tutorials, Ch42ChatTemplateMaskAndTheFineTuneWithAndWithoutIt) {
+  const std::string& out = output_of(42);
+  // The chat tokens are the vocabulary's last two ids; typed as text they are 12 characters.
+  const std::vector<double> vocab =
+      numbers_after(lines_with(out, "vocabulário do base:").at(0), "do chat:");
+  ASSERT_FALSE(vocab.empty()) << out;
+  expect_numbers(out, "ids de <|im_start|> e <|im_end|>", {vocab[0] - 2, vocab[0] - 1});
+  EXPECT_TRUE(contains(out, "o usuário digita \"<|im_start|>\": 12 ids, nenhum especial\n")) << out;
+  // By hand: «user↵ (6) + "inverta ovos" (12) + »↵ (2) + «assistant↵ (11) = 31 ids that are no
+  // target, then s o v o » (5 targets) and the last ↵ (none): 37 ids.
+  std::string mask = "máscara:";
+  for (int i = 0; i < 37; ++i) mask += i >= 31 && i < 36 ? " 1" : " 0";
+  EXPECT_TRUE(contains(out, mask + "\n")) << out;
+  expect_numbers(out, "alvos contados e tokens da conversa", {5, 37});
+  // The experiment: the mask trains the answers better at equal steps; without it the model
+  // learns the prompts (and the base, which never saw the template, is worst on the answers).
+  const std::vector<double> answers =
+      numbers_on(out, "perda nas respostas: base, com máscara, sem máscara");
+  const std::vector<double> rest =
+      numbers_on(out, "perda fora das respostas: base, com máscara, sem máscara");
+  ASSERT_EQ(answers.size(), 3u);
+  ASSERT_EQ(rest.size(), 3u);
+  EXPECT_GT(answers[0], answers[1] + 1);
+  EXPECT_GT(answers[2], answers[1]);
+  EXPECT_LT(rest[2], rest[1] - 1);
+  EXPECT_GT(rest[1], rest[0]);  // "a perda fora das respostas SOBE em relação ao base"
+  EXPECT_TRUE(
+      contains(out, "sem a máscara, a perda nas respostas fica acima da com a máscara: sim"));
+  EXPECT_TRUE(
+      contains(out, "sem a máscara, a perda fora das respostas fica abaixo da com a máscara: sim"));
+  // The exam (lines "~ ": a count may move by 1 or 2 on another CPU, so bounds, not digits).
+  const auto exam = [&](const std::string& who, const std::string& what) {
+    return numbers_on(out, "~ " + who + ", " + what);
+  };
+  const std::string ends = "terminam com <|im_end|>, abrem outro turno depois dele (de 80)";
+  const std::string right = "acertos add count reverse spell (de 20)";
+  const std::string form = "forma certa add count reverse spell (de 20)";
+  EXPECT_EQ(exam("base", right), (std::vector<double>{0, 0, 0, 0}));
+  EXPECT_EQ(exam("base", ends), (std::vector<double>{0, 0}));
+  for (const char* who : {"com máscara", "sem máscara"}) {
+    const std::vector<double> r = exam(who, right), f = exam(who, form), e = exam(who, ends);
+    ASSERT_EQ(r.size(), 4u) << who;
+    ASSERT_EQ(f.size(), 4u) << who;
+    ASSERT_EQ(e.size(), 2u) << who;
+    // "Contar uma letra ... metade das vezes; somar, inverter e soletrar, quase nunca".
+    EXPECT_GE(r[1], 6) << who;
+    EXPECT_LE(r[1], 14) << who;
+    for (int i : {0, 2, 3}) EXPECT_LE(r[i], 3) << who << " family " << i;
+    // "aprendem a forma de cada família e a parar".
+    for (int i : {0, 1, 3}) EXPECT_GE(f[i], 16) << who << " family " << i;
+    EXPECT_GE(e[0], 72) << who;
+  }
+  // Without the mask the model goes on after <|im_end|> with the next turn; with it, it does not.
+  EXPECT_GE(exam("sem máscara", ends)[1], 60);
+  EXPECT_LE(exam("com máscara", ends)[1], 5);
+  EXPECT_TRUE(
+      contains(out, "sem a máscara, abre outro turno depois do <|im_end|> mais vezes: sim"));
+  // Chapter 27's model with V = 95: 2 x 95 x 64 (embeddings, output) + 2 layers x (4096 + 2048 +
+  // 2048 + 4096 attention, 3 x 64 x 176 SwiGLU, 2 x 64 gains) + 64 final gains.
+  EXPECT_EQ(number_on(out, "parâmetros do modelo"), 104640);
+  EXPECT_EQ(vocab[0], 95);
+  // The answers: the typed marker adds its 11 characters (and the space), not a target; two
+  // exchanges (by hand: 37 ids, then «user↵ 6 + "e uva?" 6 + »↵ 2 + «assistant↵ 11 + a v u » 4 +
+  // ↵ 1 = 30 more) count 4 + 1 + 3 + 1 targets.
+  EXPECT_TRUE(contains(out,
+                       "1) 48 tokens (eram 37: +11, um por caractere de \"<|im_end|> \"); "
+                       "alvos: 5\n"))
+      << out;
+  EXPECT_TRUE(contains(out, "2) 9 alvos de 67 tokens")) << out;
+}
+
 TEST_F(Tutorials, Chapter31RunsAndMatchesItsSavedOutput) {
   // Its numbers under mpirun are tests/cli/tutorial_mpi_test.cpp's; here the program alone.
   const std::string& out = output_of(31);
@@ -2002,6 +2073,22 @@ TEST_F(Tutorials, ExerciseAnswerOfBitsPerByte) {
   EXPECT_NEAR(numbers_on(run_program("exercicios/errada_28_bits_por_byte_emoji_com_3_bytes").out,
                          "resposta")[1],
               2.118139, 2e-6);
+}
+
+TEST_F(Tutorials, ExerciseAnswerOfTheChatMask) {
+  // Exercise 27, by hand: "u-v-a" and its <|im_end|> (6 targets; the system message and the
+  // question none); two exchanges, "5" and "8" each with its <|im_end|> (4); the user's typed
+  // markers are plain characters, so only "não" and its <|im_end|> count (4).
+  const auto answer = [](const std::string& program) {
+    return numbers_on(run_program("exercicios/" + program).out, "resposta");
+  };
+  EXPECT_EQ(answer("solucao_27_mascara_da_conversa"), (std::vector<double>{6, 4, 4}));
+  // Without the closing <|im_end|>: one target fewer per answer.
+  EXPECT_EQ(answer("errada_27_mascara_da_conversa_sem_o_fim"), (std::vector<double>{5, 2, 3}));
+  // Searching the role's name alone opens an "answer" inside the question at the typed
+  // "<|im_start|>assistant\n": "sim<|im_end|>" typed (13 characters) and the question's real
+  // <|im_end|> count too, 14 more.
+  EXPECT_EQ(answer("errada_27_mascara_da_conversa_so_o_nome"), (std::vector<double>{6, 4, 18}));
 }
 
 TEST_F(Tutorials, ExerciseAnswersOfTheBackwardExercises) {

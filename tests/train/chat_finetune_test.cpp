@@ -21,6 +21,8 @@
 #include "test_util.hpp"
 #include "train/chat_base.hpp"
 #include "train/chat_batches.hpp"
+#include "train/errors.hpp"
+#include "train/train_state.hpp"
 #include "train/trainer.hpp"
 
 using namespace glass;
@@ -290,5 +292,85 @@ TEST(ChatTrainer, AResumedFineTuneContinuesExactly) {
   for (std::size_t p = 0; p < a.size(); ++p)
     EXPECT_TRUE(std::equal(a[p].value().begin(), a[p].value().end(), b[p].value().begin())) << p;
   EXPECT_EQ(straight.log().back().val_loss, second.log().back().val_loss);
+  fs::remove_all(dir);
+}
+
+TEST(ChatTrainer, TheLossOnAllCountsEveryTokenValidatesOnTheAnswersAndIsKeptOnResume) {
+  const fs::path dir = glass_test::temp_dir("glass_chat_loss_on_all");
+  glass_test::write_small_checkpoint((dir / "base").string(), 64, 3);
+  glass_test::write_file(
+      dir / "chat.jsonl",
+      R"({"messages":[{"role":"user","content":"to be + 1?"},{"role":"assistant","content":"42"}]})"
+      "\n"
+      R"({"messages":[{"role":"user","content":"the question"},{"role":"assistant","content":"be"}]})"
+      "\n"
+      R"({"messages":[{"role":"user","content":"or not"},{"role":"assistant","content":"to be"}]})"
+      "\n");
+  auto options = [&](const std::string& out, bool all, long iters, bool resume) {
+    TrainOptions o;
+    o.chat.enabled = true;
+    o.chat.base_dir = resume ? "" : (dir / "base").string();
+    o.chat.loss_on_all = all;
+    o.chat.loss_on_given = true;
+    o.data_path = (dir / "chat.jsonl").string();
+    o.out_dir = (dir / out).string();
+    o.iters = iters;
+    o.batch_size = 2;
+    o.eval_every = 2;
+    o.eval_iters = 1;
+    o.warmup = 1;
+    o.sample_tokens = 3;
+    o.resume = resume;
+    o.iters_from_save = false;
+    return o;
+  };
+  std::ostringstream answers_out, all_out;
+  std::vector<LogRow> answers_log, all_log;
+  {  // (each trainer holds its run directory's lock until it is gone)
+    Trainer answers(options("answers", false, 2, false), answers_out);
+    answers.run();
+    answers_log = answers.log();
+    Trainer all(options("all", true, 2, false), all_out);
+    all.run();
+    all_log = all.log();
+  }
+  // The training set is the first two conversations (the last tenth, one, validates). On every
+  // token, each conversation of n ids has n - 1 targets; the banner counts them.
+  const Checkpoint saved = load_checkpoint((dir / "all").string());
+  const std::vector<Conversation> read = read_chat_jsonl((dir / "chat.jsonl").string());
+  std::size_t every = 0, answer_targets = 0;
+  for (std::size_t c = 0; c < 2; ++c) {
+    const ChatTokens t = render_chat(saved.tokenizer(), read[c]);
+    every += t.ids.size() - 1;
+    answer_targets += static_cast<std::size_t>(
+        std::count_if(t.labels.begin() + 1, t.labels.end(), [](std::int32_t l) { return l >= 0; }));
+  }
+  EXPECT_NE(all_out.str().find("2 conversations (" + std::to_string(every) + " target characters)"),
+            std::string::npos)
+      << all_out.str();
+  EXPECT_NE(answers_out.str().find("2 conversations (" + std::to_string(answer_targets) +
+                                   " answer characters)"),
+            std::string::npos)
+      << answers_out.str();
+  EXPECT_NE(all_out.str().find("the training loss counts every token"), std::string::npos);
+  // Same base, same validation targets: the loss before any step is the same in both runs; the
+  // runs then differ (other targets, other gradients).
+  ASSERT_FALSE(answers_log.empty());
+  ASSERT_FALSE(all_log.empty());
+  EXPECT_EQ(answers_log.front().step, 0);
+  EXPECT_EQ(all_log.front().step, 0);
+  EXPECT_EQ(answers_log.front().val_loss, all_log.front().val_loss);
+  EXPECT_NE(answers_log.back().val_loss, all_log.back().val_loss);
+  // The choice is recorded and a resume keeps it; asking for the other one is refused.
+  ASSERT_TRUE(load_train_recipe((dir / "all").string()).has_value());
+  EXPECT_TRUE(load_train_recipe((dir / "all").string())->chat_loss_on_all);
+  EXPECT_FALSE(load_train_recipe((dir / "answers").string())->chat_loss_on_all);
+  TrainOptions other = options("all", false, 4, true);
+  std::ostringstream quiet;
+  EXPECT_THROW({ Trainer refused(other, quiet); }, OptionError);
+  TrainOptions kept = options("all", false, 4, true);
+  kept.chat.loss_on_given = false;
+  Trainer resumed(kept, quiet);
+  EXPECT_TRUE(resumed.options().chat.loss_on_all);
   fs::remove_all(dir);
 }

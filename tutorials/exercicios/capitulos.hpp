@@ -19,7 +19,7 @@ inline constexpr Capitulos kCapitulos[] = {
     {11, "01 a 09"}, {12, "21 a 24"}, {13, "25 a 31"}, {14, "25 a 31"}, {15, "25 a 31"},
     {16, "10 a 13"}, {17, "32"},      {18, "32"},      {19, "33 a 36"}, {20, "33 a 36"},
     {21, "38"},      {22, "38"},      {23, "39"},      {24, "40"},      {25, "14 a 20"},
-    {26, "41"},      {28, "43"},      {29, "44"},
+    {26, "41"},      {27, "42"},      {28, "43"},      {29, "44"},
 };
 
 /// What an exercise asks for.
@@ -45,8 +45,8 @@ inline constexpr TipoDoExercicio kTipos[] = {
     {16, Tipo::deduzir},     {17, Tipo::implementar}, {18, Tipo::prever},
     {19, Tipo::transcrever}, {20, Tipo::depurar},     {21, Tipo::deduzir},
     {22, Tipo::depurar},     {23, Tipo::deduzir},     {24, Tipo::prever},
-    {25, Tipo::deduzir},     {26, Tipo::transcrever}, {28, Tipo::deduzir},
-    {29, Tipo::deduzir},
+    {25, Tipo::deduzir},     {26, Tipo::transcrever}, {27, Tipo::implementar},
+    {28, Tipo::deduzir},     {29, Tipo::deduzir},
 };
 
 /// The kind of exercise `numero` in words ("deduzir", ...), or "?" for a number the table lacks.
