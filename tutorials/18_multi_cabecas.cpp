@@ -193,7 +193,7 @@ int main() {
       "perto do dobro do peso que a que menos olha dá. A mesma conta, com pesos diferentes,\n"
       "aprendeu a olhar para lugares diferentes. Ninguém disse a uma cabeça o que fazer; o\n"
       "treino as separou porque olhar para lugares diferentes ajuda a prever a próxima\n"
-      "letra. Os capítulos 33 a 36 abrem cabeças assim num modelo maior. O capítulo 19 faz as\n"
+      "letra. Os capítulos 32 a 35 abrem cabeças assim num modelo maior. O capítulo 19 faz as\n"
       "cabeças de consulta dividirem as K e V (GQA), para gastar menos.");
 
   tut::experimente({

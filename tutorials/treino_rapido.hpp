@@ -1,7 +1,7 @@
 #pragma once
 // A tiny decoder trained for a few seconds on the start of Dom Casmurro, for chapters 18, 28-30
-// and 33-35 (chapter 27 writes the same loop out in full and explains it), the validation loss
-// of chapters 26-27, and fixed validation windows for chapters 18 and 33-35. No downloaded
+// and 32-34 (chapter 27 writes the same loop out in full and explains it), the validation loss
+// of chapters 26-27, and fixed validation windows for chapters 18 and 32-34. No downloaded
 // weights.
 
 #include <cstdio>
@@ -97,7 +97,7 @@ inline ModeloPequeno treinar_rapido(long passos = 200, std::uint64_t seed = 21) 
 
 /// `n` windows of `contexto` ids from the text that follows the 30000 characters treinar_rapido
 /// trains on, one after the other: inputs x (n, contexto) and targets y = x shifted by one
-/// character. Characters outside the vocabulary become id 0 (chapters 34 and 35).
+/// character. Characters outside the vocabulary become id 0 (chapters 33 and 34).
 inline void janelas_de_validacao(const glass::Tokenizer& tokenizer, std::size_t n,
                                  std::size_t contexto, glass::Ids& x, glass::Ids& y) {
   using namespace glass;

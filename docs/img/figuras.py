@@ -146,11 +146,11 @@ def kv_cache():
     return svg(350, 265, body)
 
 
-SAIDA_40 = os.path.join(HERE, "..", "..", "tutorials", "saidas", "40_vendo_a_rede_treinar.txt")
+SAIDA_40 = os.path.join(HERE, "..", "..", "tutorials", "saidas", "39_vendo_a_rede_treinar.txt")
 
 
 def series_do_capitulo_40():
-    """The series chapter 40 printed ("boa, perda: 4.431 3.093 ..."), from its saved output."""
+    """The series chapter 39 printed ("boa, perda: 4.431 3.093 ..."), from its saved output."""
     series = {}
     with open(SAIDA_40, encoding="utf-8") as f:
         for line in f:
@@ -164,7 +164,7 @@ def series_do_capitulo_40():
 
 
 def vendo_a_rede_treinar():
-    """Chapter 40's three runs: loss, log10 of the residual stream's RMS after the last layer and
+    """Chapter 39's three runs: loss, log10 of the residual stream's RMS after the last layer and
     log10 of the update/weight ratio, at steps 0, 20, ..., 100 and 119, drawn from the chapter's
     saved output. The <desc> holds the lines plotted, so a test can check them against the file."""
     series = series_do_capitulo_40()
@@ -195,9 +195,9 @@ def vendo_a_rede_treinar():
             body.append(f'<polyline points="{pts}" fill="none" stroke="{cor}" stroke-width="2"/>')
     for i, (nome, cor) in enumerate(rodadas):
         body += text(x0 + 120 + i * 150, y0 + h + 40, nome, color=cor, size=13)
-    body += text(x0 + 1.5 * w + gap, y0 + h + 58, "passo (capítulo 40, tutorials/saidas/40_vendo_a_rede_treinar.txt)",
+    body += text(x0 + 1.5 * w + gap, y0 + h + 58, "passo (capítulo 39, tutorials/saidas/39_vendo_a_rede_treinar.txt)",
                  color=SOFT, size=11)
-    return svg(3 * w + 2 * gap + 70, y0 + h + 70, [descricao("40_vendo_a_rede_treinar", usadas)] + body)
+    return svg(3 * w + 2 * gap + 70, y0 + h + 70, [descricao("39_vendo_a_rede_treinar", usadas)] + body)
 
 
 def descricao(capitulo, linhas):
@@ -257,43 +257,43 @@ def grafico_de_linhas(capitulo, titulo, rotulo_x, passos, series, casas=1, desde
 
 
 def bpe_compensa():
-    """Chapter 43: validation bits per byte of the same model on characters, BPE 384 and BPE 1024,
+    """Chapter 42: validation bits per byte of the same model on characters, BPE 384 and BPE 1024,
     at steps 50, 100, 150 and 200 (the same compute: the same steps and tokens per step); step 0,
     the untrained models, would squeeze the rest of the plot."""
-    linhas = saida("43_bpe_compensa")
+    linhas = saida("42_bpe_compensa")
     series = []
     for nome, cor in (("caracteres", GREEN), ("BPE 384", ORANGE), ("BPE 1024", BLUE)):
         l = linha(linhas, nome + ", bits por byte de validação: ")
         series.append((nome, l, numeros(l, ": "), cor))
-    return grafico_de_linhas("43_bpe_compensa", "bits por byte de validação (capítulo 43)",
+    return grafico_de_linhas("42_bpe_compensa", "bits por byte de validação (capítulo 42)",
                              "passo (16 janelas de 32 tokens por passo; o passo 0 fica de fora)",
                              [0, 50, 100, 150, 200], series, casas=2, desde=1)
 
 
 def gradiente_por_camada():
-    """Chapter 40's good run: the gradient norm of each part of the model (before clipping) at
+    """Chapter 39's good run: the gradient norm of each part of the model (before clipping) at
     steps 0, 20, ..., 100 and 119."""
-    linhas = saida("40_vendo_a_rede_treinar")
+    linhas = saida("39_vendo_a_rede_treinar")
     series = []
     for nome, cor in (("embeddings", GREEN), ("camada 0", ORANGE), ("camada 1", BLUE),
                       ("norma final e saída", INK)):
         l = linha(linhas, "boa, norma do gradiente, " + nome + ": ")
         series.append((nome, l, numeros(l, ": "), cor))
-    return grafico_de_linhas("40_vendo_a_rede_treinar", "norma do gradiente por parte, rodada boa (capítulo 40)",
+    return grafico_de_linhas("39_vendo_a_rede_treinar", "norma do gradiente por parte, rodada boa (capítulo 39)",
                              "passo", [0, 20, 40, 60, 80, 100, 119], series, casas=2)
 
 
 def mlp_contra_bigrama():
-    """Chapter 39: the validation loss of the count bigram and of the MLP with 1, 3 and 6
+    """Chapter 38: the validation loss of the count bigram and of the MLP with 1, 3 and 6
     characters of context, one bar each."""
-    linhas = saida("39_mlp_de_caracteres")
+    linhas = saida("38_mlp_de_caracteres")
     barras = [("bigrama", linha(linhas, "bigrama de contagens, perda de validação"), "add-one): ", GREY),
               ("MLP n = 1", linha(linhas, "1) n = 1: perda de validação"), "perda de validação ", ORANGE),
               ("MLP n = 3", linha(linhas, "MLP n = 3, perda de validação: "), ": ", BLUE),
               ("MLP n = 6", linha(linhas, "2) n = 6: perda de treino"), "de validação ", GREEN)]
     x0, y0, h, lo, hi = 60, 40, 200, 1.8, 2.6
     body = [f'<line x1="{x0}" y1="{y0 + h}" x2="{x0 + 4 * 110}" y2="{y0 + h}" stroke="{GREY}"/>']
-    body += text(x0 + 220, y0 - 14, "perda de validação em nats (capítulo 39; o eixo começa em 1.8)", size=13)
+    body += text(x0 + 220, y0 - 14, "perda de validação em nats (capítulo 38; o eixo começa em 1.8)", size=13)
     for i, (nome, l, depois, cor) in enumerate(barras):
         v = numeros(l, depois)[0]
         top = y0 + h - (v - lo) / (hi - lo) * h
@@ -301,7 +301,7 @@ def mlp_contra_bigrama():
                     f'fill="{cor}"/>')
         body += text(x0 + 55 + i * 110, top - 6, f"{v:.4f}", size=12)
         body += text(x0 + 55 + i * 110, y0 + h + 16, nome, size=12)
-    desc = descricao("39_mlp_de_caracteres", [l for _, l, _, _ in barras])
+    desc = descricao("38_mlp_de_caracteres", [l for _, l, _, _ in barras])
     return svg(x0 + 4 * 110 + 40, y0 + h + 30, [desc] + body)
 
 

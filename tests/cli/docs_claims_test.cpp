@@ -1078,29 +1078,29 @@ TEST(DocsOverfitting, TheTableIsTheSavedRunsLog) {
 // ---- interpretabilidade.md -----------------------------------------------------------------------
 
 TEST_F(DocsClaims, Interpretability) {
-  // The baselines of a head with no preference (1/(t+1) at row t), printed by chapters 35 and 36:
+  // The baselines of a head with no preference (1/(t+1) at row t), printed by chapters 34 and 35:
   // previous-token over 32 positions (H_32 - 1) / 31 = 0.098661, induction with P = 16
   // (H_32 - H_16) / 16 = 0.042360 (Python's fractions module).
-  const std::string ch35 = chapter_output("cabeca_do_token_anterior");
-  expect_printed("interpretabilidade.md", "0.0987", ch35, "escore do padrão uniforme");
-  const std::string ch36 = chapter_output("cabecas_de_inducao");
-  expect_printed("interpretabilidade.md", "0.0424", ch36,
+  const std::string ch34 = chapter_output("cabeca_do_token_anterior");
+  expect_printed("interpretabilidade.md", "0.0987", ch34, "escore do padrão uniforme");
+  const std::string ch35 = chapter_output("cabecas_de_inducao");
+  expect_printed("interpretabilidade.md", "0.0424", ch35,
                  "régua: escore de indução do padrão uniforme");
   // The default model's best induction score was measured once with glass train (not recomputed
-  // here): the page quotes the number chapter 36 quotes, and both say "below 0.02".
-  expect_printed("interpretabilidade.md", "0.0161", ch36, "O maior escore de indução das 16");
-  EXPECT_NE(line_with(ch36, "0.0161").find("todas abaixo de"), std::string::npos);
+  // here): the page quotes the number chapter 35 quotes, and both say "below 0.02".
+  expect_printed("interpretabilidade.md", "0.0161", ch35, "O maior escore de indução das 16");
+  EXPECT_NE(line_with(ch35, "0.0161").find("todas abaixo de"), std::string::npos);
   expect_stated("interpretabilidade.md", "0.02");
   const glass::TrainOptions options;
   expect_claim("interpretabilidade.md", "2000", std::to_string(options.iters));
-  // Attribution patching against exact patching on chapter 44's model: the spread over 20
+  // Attribution patching against exact patching on chapter 43's model: the spread over 20
   // pairs with the trained attention and with layer 1's W_q times 10, as the chapter prints it.
-  const std::string ch44 = chapter_output("atribuicao_aos_logits");
+  const std::string ch43 = chapter_output("atribuicao_aos_logits");
   for (const char* number : {"0.929", "1.000"})
-    expect_printed("interpretabilidade.md", number, ch44,
+    expect_printed("interpretabilidade.md", number, ch43,
                    "atenção como treinada, Spearman das cabeças");
   for (const char* number : {"0.988", "0.310"})
-    expect_printed("interpretabilidade.md", number, ch44,
+    expect_printed("interpretabilidade.md", number, ch43,
                    "atenção da camada 1 × 10, Spearman das cabeças");
   // The default model's figures were measured once with bench/attribution_agreement.py (not
   // recomputed here): the page quotes the table of bench/README.md.
@@ -1111,7 +1111,7 @@ TEST_F(DocsClaims, Interpretability) {
               std::string::npos)
         << "bench/README.md does not hold the row " << figure;
   }
-  // "At the last layer the lens is exactly the model (chapter 33 prints a difference of 0)".
+  // "At the last layer the lens is exactly the model (chapter 32 prints a difference of 0)".
   EXPECT_EQ(last_number(chapter_output("lente_de_logits"),
                         "diferença máxima entre a lente em layers.1.out e os logits do modelo"),
             0);
@@ -1390,32 +1390,32 @@ TEST(ManualPages, ModelSizesAreModelConfigsDefaults) {
 // ---- bpe.md --------------------------------------------------------------------------------------
 
 TEST_F(DocsClaims, Bpe) {
-  const std::string ch32 = chapter_output("bpe");
+  const std::string ch31 = chapter_output("bpe");
   // The tiny text by hand (the chapter's test checks these against the hand count): 35 symbols,
   // then 30, 27 and 25 tokens after the merges ▁+r (5 times), ▁r+o (3), ▁+d (2).
   expect_stated("bpe.md", "35 ");
   expect_stated("bpe.md", "30, 27 ");
   expect_stated("bpe.md", "25 tokens");
-  EXPECT_EQ(last_number(ch32, "tokens no início"), 35);
-  EXPECT_EQ(last_number(ch32, "tokens depois do passo 1"), 30);
-  EXPECT_EQ(last_number(ch32, "tokens depois do passo 2"), 27);
-  EXPECT_EQ(last_number(ch32, "tokens depois do passo 3"), 25);
+  EXPECT_EQ(last_number(ch31, "tokens no início"), 35);
+  EXPECT_EQ(last_number(ch31, "tokens depois do passo 1"), 30);
+  EXPECT_EQ(last_number(ch31, "tokens depois do passo 2"), 27);
+  EXPECT_EQ(last_number(ch31, "tokens depois do passo 3"), 25);
   for (const char* merge :
        {"passo 1, junta: ▁ + r -> ▁r (5 vezes)", "passo 2, junta: ▁r + o -> ▁ro (3 vezes)",
         "passo 3, junta: ▁ + d -> ▁d (2 vezes)"}) {
-    EXPECT_NE(ch32.find(merge), std::string::npos) << merge;
+    EXPECT_NE(ch31.find(merge), std::string::npos) << merge;
   }
   // The book's size and the smallest vocabulary.
-  const std::vector<double> size = numbers_in(line_with(ch32, "caracteres: "));
+  const std::vector<double> size = numbers_in(line_with(ch31, "caracteres: "));
   ASSERT_EQ(size.size(), 2u);
   expect_claim("bpe.md", "133196 ", fixed(size[0], 0) + " ");
   expect_claim("bpe.md", "136169 ", fixed(size[1], 0) + " ");
   expect_claim("bpe.md", "341 ",
-               fixed(numbers_in(line_with(ch32, "vocabulário mínimo"))[0], 0) + " ");
+               fixed(numbers_in(line_with(ch31, "vocabulário mínimo"))[0], 0) + " ");
   // The table: vocabulary, merges, tokens, each row as the chapter prints it.
   for (const char* v : {"384", "512", "1024", "2048"}) {
     const std::vector<double> row =
-        numbers_in(line_with(ch32, std::string("tokens com vocabulário ") + v + ":"));
+        numbers_in(line_with(ch31, std::string("tokens com vocabulário ") + v + ":"));
     ASSERT_EQ(row.size(), 4u) << v;  // vocabulary, tokens, merges, characters per token
     const std::string literal =
         std::string("| ") + v + " | " + fixed(row[2], 0) + " | " + fixed(row[1], 0) + " |";
@@ -1425,13 +1425,13 @@ TEST_F(DocsClaims, Bpe) {
   // The first merges, as the chapter prints them (the page quotes the first 13).
   const std::string merges = "▁+a ▁+d ▁+e r+a o+s ▁+p ▁+m q+u ▁+c a+s qu+e e+s n+t";
   expect_stated("bpe.md", "`" + merges + "`");
-  EXPECT_NE(line_with(ch32, "primeiras fusões:").find("primeiras fusões: " + merges + " "),
+  EXPECT_NE(line_with(ch31, "primeiras fusões:").find("primeiras fusões: " + merges + " "),
             std::string::npos);
   // Byte fallback of the emoji, and which tokenizer wins per token and per byte.
   expect_stated("bpe.md", "🙂");
-  expect_printed("bpe.md", "<0xF0> <0x9F> <0x99> <0x82>", ch32, "tokens: ");
-  EXPECT_NE(ch32.find("por token, a menor perda: caracteres\n"), std::string::npos);
-  EXPECT_NE(ch32.find("por byte, a menor perda: BPE\n"), std::string::npos);
+  expect_printed("bpe.md", "<0xF0> <0x9F> <0x99> <0x82>", ch31, "tokens: ");
+  EXPECT_NE(ch31.find("por token, a menor perda: caracteres\n"), std::string::npos);
+  EXPECT_NE(ch31.find("por byte, a menor perda: BPE\n"), std::string::npos);
   // The byte ids: 256 bytes after the 3 specials, 3..258; the first character is 259.
   expect_stated("bpe.md", "258 ");
   EXPECT_EQ(glass::BpeTokenizer::kFirstByteId, 3);
@@ -1490,7 +1490,7 @@ TEST_F(DocsClaims, BpeInspectorChips) {
 
 TEST_F(DocsClaims, Chat) {
   const std::string out = chapter_output("conversar");
-  // The mask of chapter 42's conversation, line for line as the chapter prints it, and its count.
+  // The mask of chapter 41's conversation, line for line as the chapter prints it, and its count.
   for (const char* row : {"tokens: ", "máscara:"})
     expect_stated("conversar.md", line_with(out, row));
   EXPECT_EQ(numbers_in(line_with(out, "alvos contados e tokens da conversa")),

@@ -152,7 +152,7 @@ bool clause_end(const std::string& text, std::size_t i) {
 // Every chapter reference of one file. `english` adds "chapter NN" (docs/en/, the top README).
 std::vector<Reference> references_in(const fs::path& path, bool english) {
   const std::string text = read_file(path);
-  // One chapter ("capítulo 27, 40 passos" names 27 alone), or a list and ranges after the plural.
+  // One chapter ("capítulo 27, 39 passos" names 27 alone), or a list and ranges after the plural.
   const std::regex pt(
       R"([Cc]apítulo\s+(\d\d?)(?![\d.]\d)|[Cc]apítulos\s+(\d\d?(?:(?:\s*,\s*|\s+e\s+|\s+a\s+)\d\d?)*)(?![\d.]\d))");
   const std::regex en(

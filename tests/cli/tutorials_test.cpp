@@ -136,7 +136,7 @@ bool contains(const std::string& out, const std::string& text) {
 // are rounding noise on purpose (Ch02FunctionDerivativeAndTheTableOfH checks them).
 bool is_free_line(const std::string& line) {
   const bool table_row = line.rfind("     1e-0", 0) == 0;
-  // Chapter 40's runs that are unstable on purpose (a 10x learning rate) print their series on
+  // Chapter 39's runs that are unstable on purpose (a 10x learning rate) print their series on
   // lines starting with "~ ": after tens of steps their digits depend on the BLAS kernels. The
   // chapter's conclusions from them are printed apart, and checked.
   const bool unstable_run = line.rfind("~ ", 0) == 0;
@@ -960,8 +960,8 @@ TEST_F(Tutorials, Ch30TracerSnapshotsAreConsistent) {
 
 // ---- part 7: interpretability ----------------------------------------------------------------
 
-TEST_F(Tutorials, Ch33TheLogitLensSettlesAndItsLastLayerIsTheModel) {
-  const std::string& out = output_of(33);
+TEST_F(Tutorials, Ch32TheLogitLensSettlesAndItsLastLayerIsTheModel) {
+  const std::string& out = output_of(32);
   EXPECT_TRUE(contains(out, "pontos da lente: 3 (embeddings, layers.0.out, layers.1.out)")) << out;
   // The lens at the last point is the model's logits, bit for bit (same operations, same path).
   EXPECT_EQ(number_on(out, "diferença máxima entre a lente em layers.1.out e os logits do modelo"),
@@ -997,8 +997,8 @@ TEST_F(Tutorials, Ch33TheLogitLensSettlesAndItsLastLayerIsTheModel) {
   EXPECT_LT(size[1], size[2]);
 }
 
-TEST_F(Tutorials, Ch34ZeroAblationIsTheModelWithoutTheHeadsColumns) {
-  const std::string& out = output_of(34);
+TEST_F(Tutorials, Ch33ZeroAblationIsTheModelWithoutTheHeadsColumns) {
+  const std::string& out = output_of(33);
   const double base = number_on(out, "perda normal");
   const std::string zero00 = lines_with(out, "perda sem a cabeça (0, 0), por zero")[0];
   const double ablated = numbers_after(zero00, "por zero:")[0];
@@ -1047,8 +1047,8 @@ TEST_F(Tutorials, Ch34ZeroAblationIsTheModelWithoutTheHeadsColumns) {
   EXPECT_EQ(numbers_after(count, "média:")[0], more);
 }
 
-TEST_F(Tutorials, Ch35ThePreviousTokenScoreMeasured) {
-  const std::string& out = output_of(35);
+TEST_F(Tutorials, Ch34ThePreviousTokenScoreMeasured) {
+  const std::string& out = output_of(34);
   // By hand: (0.2 + 0.6 + 0.25) / 3 = 0.35; the uniform pattern of 32 positions scores
   // (H_32 - 1) / 31 = 0.098661 (Python's fractions module).
   EXPECT_NEAR(number_on(out, "previous_token_score(A)"), 0.35, 1e-6);
@@ -1073,8 +1073,8 @@ TEST_F(Tutorials, Ch35ThePreviousTokenScoreMeasured) {
   EXPECT_GT(numbers_after(longer, "cabeça")[1], numbers_after(longer, "com 200:")[0]) << longer;
 }
 
-TEST_F(Tutorials, Ch36AnInductionHeadFormsWithTheLossDrop) {
-  const std::string& out = output_of(36);
+TEST_F(Tutorials, Ch35AnInductionHeadFormsWithTheLossDrop) {
+  const std::string& out = output_of(35);
   // The hand-built patterns on "a b c d a b c d": induction 1 and 0, previous-token 1; the
   // uniform pattern's induction score with P = 16 is (H_32 - H_16) / 16 = 0.042360 (Python's
   // fractions module).
@@ -1123,8 +1123,8 @@ TEST_F(Tutorials, Ch36AnInductionHeadFormsWithTheLossDrop) {
   EXPECT_LT(numbers_after(three, "perda da repetição")[0], 0.2);
 }
 
-TEST_F(Tutorials, Ch44TheLogitsPartsSumAndTheTangentAgreesUntilTheAttentionSaturates) {
-  const std::string& out = output_of(44);
+TEST_F(Tutorials, Ch43TheLogitsPartsSumAndTheTangentAgreesUntilTheAttentionSaturates) {
+  const std::string& out = output_of(43);
   // DLA: the printed parts add up to the printed sum, and the sum is the model's logit (f32).
   std::vector<double> parts = {number_on(out, "parte dos embeddings")};
   for (const char* row :
@@ -1226,8 +1226,8 @@ TEST_F(Tutorials, Ch44TheLogitsPartsSumAndTheTangentAgreesUntilTheAttentionSatur
 
 // ---- part 8: quality per minute -------------------------------------------------------------
 
-TEST_F(Tutorials, Ch37MuonOrthogonalizesTheStep) {
-  const std::string& out = output_of(37);
+TEST_F(Tutorials, Ch36MuonOrthogonalizesTheStep) {
+  const std::string& out = output_of(36);
   // G = [[1, 3], [0.5, 1.4]]: its singular values, its polar factor U V^T, the quintic
   // Newton-Schulz's singular values after 5 steps and the cubic's after 5 and 10, by a plain
   // Python computation of the same 2x2 formulas (tests/cli/reference/muon_2x2.py).
@@ -1265,8 +1265,8 @@ TEST_F(Tutorials, Ch37MuonOrthogonalizesTheStep) {
   EXPECT_NEAR(numbers_on(out, "3) valores singulares depois de 5 passos")[1], 0, 1e-6);
 }
 
-TEST_F(Tutorials, Ch38BackpropByHandTheScalarAutogradAndTheTape) {
-  const std::string& out = output_of(38);
+TEST_F(Tutorials, Ch37BackpropByHandTheScalarAutogradAndTheTape) {
+  const std::string& out = output_of(37);
   // o = tanh(w1 x1 + w2 x2 + b), L = (o - y)^2 at x = (1, -2), w = (0.5, 0.25), b = 0.5, y = 1,
   // with the derivatives written out in plain Python (tests/cli/reference/backprop_neuronio.py).
   expect_numbers(out, "n o L", {0.5, 0.462117, 0.289318});
@@ -1291,8 +1291,8 @@ TEST_F(Tutorials, Ch38BackpropByHandTheScalarAutogradAndTheTape) {
                  {-0.00000180, 0.00000360, -0.00000180, -0.00000090, -0.00000045}, 6e-9);
 }
 
-TEST_F(Tutorials, Ch39TheMlpLanguageModelBeatsTheBigram) {
-  const std::string& out = output_of(39);
+TEST_F(Tutorials, Ch38TheMlpLanguageModelBeatsTheBigram) {
+  const std::string& out = output_of(38);
   const double V = numbers_after(lines_with(out, "caracteres de treino:")[0], "V:")[0];
   // The shapes of B = 2 windows of n = 3 characters, d = 16, and the parameter count by hand:
   // V d + H n d + H + V H + V.
@@ -1319,8 +1319,8 @@ TEST_F(Tutorials, Ch39TheMlpLanguageModelBeatsTheBigram) {
             std::log(V) + 1);
 }
 
-TEST_F(Tutorials, Ch40WatchingTheNetworkTrain) {
-  const std::string& out = output_of(40);
+TEST_F(Tutorials, Ch39WatchingTheNetworkTrain) {
+  const std::string& out = output_of(39);
   const double logV = number_on(out, "log(V)");
   // Seven measurements per series (steps 0, 20, ..., 100 and 119).
   for (const char* label : {"boa, perda", "boa, norma do gradiente", "boa, rms depois da camada 1",
@@ -1365,8 +1365,8 @@ TEST_F(Tutorials, Ch40WatchingTheNetworkTrain) {
   EXPECT_LT(drop, 1.0);
 }
 
-TEST_F(Tutorials, Ch40GradientNormOfEachPartAddsUpToTheGlobalNorm) {
-  const std::string& out = output_of(40);
+TEST_F(Tutorials, Ch39GradientNormOfEachPartAddsUpToTheGlobalNorm) {
+  const std::string& out = output_of(39);
   // The four parts (embeddings, layer 0, layer 1, final norm and head) hold every parameter
   // once: the squares of their norms add up to the square of the global norm (before clipping),
   // within the printed digits, at every measured step of the three runs.
@@ -1387,11 +1387,11 @@ TEST_F(Tutorials, Ch40GradientNormOfEachPartAddsUpToTheGlobalNorm) {
   }
 }
 
-// docs/img/vendo-a-rede-treinar.svg and gradiente-por-camada.svg plot chapter 40's saved output:
+// docs/img/vendo-a-rede-treinar.svg and gradiente-por-camada.svg plot chapter 39's saved output:
 // tests/cli/figures_test.cpp checks them.
 
-TEST_F(Tutorials, Ch41Q8AndQ4BlocksByHandEqualTheLibrarysBytes) {
-  const std::string& out = output_of(41);
+TEST_F(Tutorials, Ch40Q8AndQ4BlocksByHandEqualTheLibrarysBytes) {
+  const std::string& out = output_of(40);
   // Every literal below comes from tests/cli/reference/quantizacao_capitulo.py, which quantizes
   // the chapter's row with tests/export/reference/quantize_reference.py (ggml's reference
   // quantizers in plain Python, Python's own IEEE half) and reads the blocks back by hand.
@@ -1458,8 +1458,8 @@ TEST_F(Tutorials, Ch41Q8AndQ4BlocksByHandEqualTheLibrarysBytes) {
   EXPECT_TRUE(contains(out, "3) ganhos em Q8_0: 26 valores diferentes (em Q4_0: 3)\n")) << out;
 }
 
-TEST_F(Tutorials, Ch42ChatTemplateMaskAndTheFineTuneWithAndWithoutIt) {
-  const std::string& out = output_of(42);
+TEST_F(Tutorials, Ch41ChatTemplateMaskAndTheFineTuneWithAndWithoutIt) {
+  const std::string& out = output_of(41);
   // The chat tokens are the vocabulary's last two ids; typed as text they are 12 characters.
   const std::vector<double> vocab =
       numbers_after(lines_with(out, "vocabulário do base:").at(0), "do chat:");
@@ -1529,9 +1529,9 @@ TEST_F(Tutorials, Ch42ChatTemplateMaskAndTheFineTuneWithAndWithoutIt) {
   EXPECT_TRUE(contains(out, "2) 9 alvos de 67 tokens")) << out;
 }
 
-TEST_F(Tutorials, Chapter31RunsAndMatchesItsSavedOutput) {
+TEST_F(Tutorials, Chapter44RunsAndMatchesItsSavedOutput) {
   // Its numbers under mpirun are tests/cli/tutorial_mpi_test.cpp's; here the program alone.
-  const std::string& out = output_of(31);
+  const std::string& out = output_of(44);
   EXPECT_NE(out.find("3 + 1 janelas"), std::string::npos) << out;
 }
 
@@ -1547,7 +1547,7 @@ TEST_F(Tutorials, Chapter31RunsAndMatchesItsSavedOutput) {
 // means re-labelling those checks with them. New chapters number their answers.
 const std::set<int> kAnswersNotNumbered = {1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11,
                                            12, 13, 14, 15, 16, 18, 19, 20, 21, 22, 23,
-                                           24, 26, 28, 29, 30, 31, 32, 33, 34, 35, 36};
+                                           24, 26, 28, 29, 30, 44, 31, 32, 33, 34, 35};
 
 // The suggestions of the "Experimente:" list of `out` (its "  - " lines).
 std::size_t suggestions_in(const std::string& out) {
@@ -1695,14 +1695,14 @@ TEST_F(Tutorials, TheAnswersShowWhatTheSuggestionsSay) {
   const std::string& c30 = saved_output_of(30);
   EXPECT_EQ(after(c30, "|rope_k - k| máximo", "posição 0 "), 0);
   EXPECT_GT(after(c30, "|rope_k - k| máximo", "posição 1 "), 0.01);
-  // 31: pieces of 3 and 1 windows: the weighted mean is the batch's gradient, the plain one is not.
-  const std::string& c31 = saved_output_of(31);
-  EXPECT_GT(after(c31, "3 + 1 janelas", "simples "), 0.1);
-  EXPECT_LT(after(c31, "3 + 1 janelas", "(3 e 1) "), 1e-5);
+  // 44: pieces of 3 and 1 windows: the weighted mean is the batch's gradient, the plain one is not.
+  const std::string& c44 = saved_output_of(44);
+  EXPECT_GT(after(c44, "3 + 1 janelas", "simples "), 0.1);
+  EXPECT_LT(after(c44, "3 + 1 janelas", "(3 e 1) "), 1e-5);
 }
 
-TEST_F(Tutorials, Ch32BpeByHandAndOnTheBook) {
-  const std::string& out = output_of(32);
+TEST_F(Tutorials, Ch31BpeByHandAndOnTheBook) {
+  const std::string& out = output_of(31);
   // "o rato roeu a roupa do rei de roma", normalized "▁o▁rato▁roeu▁a▁roupa▁do▁rei▁de▁roma":
   // 35 symbols (34 characters + the dummy prefix). By hand: ▁r starts rato, roeu, roupa, rei,
   // roma (5); ▁ro starts roeu, roupa, roma (3); ▁d starts do, de (2). Each merge removes one
@@ -1769,8 +1769,8 @@ TEST_F(Tutorials, Ch32BpeByHandAndOnTheBook) {
   EXPECT_TRUE(contains(out, "bytes: 136169\n")) << out;
 }
 
-TEST_F(Tutorials, Ch43CharactersAgainstBpeWithTheSameCompute) {
-  const std::string& out = output_of(43);
+TEST_F(Tutorials, Ch42CharactersAgainstBpeWithTheSameCompute) {
+  const std::string& out = output_of(42);
   // The three tokenizations of the same 36000 characters: V, training tokens, bytes per token.
   const std::vector<double> chars =
       numbers_on(out, "caracteres, V, tokens de treino, bytes por token");
@@ -1780,7 +1780,7 @@ TEST_F(Tutorials, Ch43CharactersAgainstBpeWithTheSameCompute) {
   ASSERT_EQ(chars.size(), 3u);
   ASSERT_EQ(b384.size(), 3u);
   ASSERT_EQ(b1024.size(), 3u);
-  EXPECT_EQ(chars[0], 82);  // the characters of the first 36000 (chapter 32 counts 82 in the book)
+  EXPECT_EQ(chars[0], 82);  // the characters of the first 36000 (chapter 31 counts 82 in the book)
   EXPECT_EQ(chars[1], 36000);
   EXPECT_EQ(b384[0], 384);
   EXPECT_EQ(b1024[0], 1024);

@@ -1,4 +1,4 @@
-// Exercício 13 — Dois passos do AdamW à mão (parte 5: capítulos 25 a 31).
+// Exercício 13 — Dois passos do AdamW à mão (parte 5: capítulos 25 a 30).
 //
 // Escreva um passo do AdamW sobre números soltos, como o capítulo 25 e docs/treino.md o
 // descrevem — sem abrir train/adamw.cpp: o decaimento desacoplado do peso (só se `decai`), as

@@ -1,4 +1,4 @@
-// Exercício 18 — Por que esta palavra se divide assim? (parte 6: capítulo 32).
+// Exercício 18 — Por que esta palavra se divide assim? (parte 6: capítulo 31).
 //
 // O vocabulário abaixo tem o token "▁casa" (a fusão 4, ▁ca + sa). Mesmo assim, com as
 // fusões 0 a 4, a palavra "casa" NÃO vira um token só: BpeTokenizer::encode dá ▁c|as|a.

@@ -1,7 +1,7 @@
-// Exercício 19 — Os escores de uma cabeça à mão (parte 7: capítulos 33 a 36).
+// Exercício 19 — Os escores de uma cabeça à mão (parte 7: capítulos 32 a 35).
 //
 // O padrão de atenção A (n, n) de uma cabeça: A[t][j] = o peso que a posição t dá à posição j
-// (cada linha soma 1; nada acima da diagonal). Escreva os dois escores dos capítulos 35 e 36,
+// (cada linha soma 1; nada acima da diagonal). Escreva os dois escores dos capítulos 34 e 35,
 // lendo as definições lá (ou em docs/interpretabilidade.md), sem abrir interp/head_scores.cpp:
 //   escore_token_anterior(A): quanto, em média, cada posição olha para a posição logo antes;
 //   escore_inducao(A, P): a sonda são P tokens repetidos (n = 2P); quanto, em média, cada

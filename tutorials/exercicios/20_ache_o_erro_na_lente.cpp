@@ -1,7 +1,7 @@
-// Exercício 20 — Ache o erro na lente de logits (parte 7: capítulos 33 a 36).
+// Exercício 20 — Ache o erro na lente de logits (parte 7: capítulos 32 a 35).
 //
 // A função abaixo deveria ler o fluxo residual x (d_model números, uma posição) como o
-// capítulo 33: os logits que o modelo daria se terminasse ali. Ela dá números, mas errados:
+// capítulo 32: os logits que o modelo daria se terminasse ali. Ela dá números, mas errados:
 // rode e compare com a lente da biblioteca e, no último ponto, com os logits do próprio modelo
 // (que a lente tem de reproduzir). Ache o erro e conserte, sem abrir interp/logit_lens.cpp.
 // Há um conserto que PARECE certo e não é: confira cada peça de Decoder::forward depois dos

@@ -1,10 +1,10 @@
-// Exercício 21 — A volta de um neurônio sigmoide, deduzida no papel (parte 1: capítulo 38).
+// Exercício 21 — A volta de um neurônio sigmoide, deduzida no papel (parte 1: capítulo 37).
 //
 // Um neurônio de três entradas com a sigmoide, e a perda que quer a saída igual a 1:
 //   n = w1 x1 + w2 x2 + w3 x3 + b,   o = sigmoid(n) = 1 / (1 + e^-n),   L = -log(o)
 // Escreva dL/dw1, dL/dw2, dL/dw3 e dL/db usando só os números da ida (n e o), sem fita. Deduza
 // antes, no papel: a derivada da sigmoide (escreva-a em função de o, não de n), a de -log(o), e
-// o produto das duas (ele simplifica). O capítulo 38 faz o mesmo com a tanh; aqui a
+// o produto das duas (ele simplifica). O capítulo 37 faz o mesmo com a tanh; aqui a
 // ativação e a perda são outras, e as contas também.
 #include <cmath>
 

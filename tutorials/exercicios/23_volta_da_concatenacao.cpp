@@ -1,6 +1,6 @@
-// Exercício 23 — A volta da concatenação de embeddings (parte 2: capítulo 39).
+// Exercício 23 — A volta da concatenação de embeddings (parte 2: capítulo 38).
 //
-// No MLP do capítulo 39, o contexto (B, n) de ids vira embedding(C, contexto) (B, n, d), e os n
+// No MLP do capítulo 38, o contexto (B, n) de ids vira embedding(C, contexto) (B, n, d), e os n
 // vetores de cada linha são postos lado a lado: x (B, n·d). Dado o gradiente G = dL/dx (B, n·d),
 // escreva dL/dC (V, d) sem fita. Pense no papel antes: que pedaço de G vai para que linha de C?
 // E se o mesmo caractere aparece duas vezes no contexto (ou em duas linhas do lote)?

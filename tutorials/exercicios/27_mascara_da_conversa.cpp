@@ -1,9 +1,9 @@
-// Exercício 27 — A máscara de uma conversa (parte 10: capítulo 42).
+// Exercício 27 — A máscara de uma conversa (parte 10: capítulo 41).
 //
 // O ajuste fino de chat só cobra do modelo as respostas. Escreva a máscara da perda de uma
 // conversa já no template ChatML, olhando só os ids: 1 onde o token é um alvo, 0 onde não é.
 // Você recebe os ids da conversa, o id de <|im_start|>, o de <|im_end|> e os ids do texto
-// "assistant\n" (o nome do papel e a quebra de linha). Releia a máscara que o capítulo 42
+// "assistant\n" (o nome do papel e a quebra de linha). Releia a máscara que o capítulo 41
 // imprime: o que conta, o que fica de fora, e o que marca o começo de uma resposta.
 //
 // Antes de rodar, preveja quantos alvos tem cada conversa (a segunda tem duas trocas; na

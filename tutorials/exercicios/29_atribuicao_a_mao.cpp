@@ -1,6 +1,6 @@
-// Exercício 29 — A atribuição direta aos logits à mão (parte 7: capítulo 44).
+// Exercício 29 — A atribuição direta aos logits à mão (parte 7: capítulo 43).
 //
-// O fluxo residual que entra na RMSNorm final é a soma de partes (capítulo 44): aqui, em
+// O fluxo residual que entra na RMSNorm final é a soma de partes (capítulo 43): aqui, em
 // d_model = 4, os embeddings, duas cabeças (cada uma já passada pela sua fatia de W_O) e um MLP.
 // Depois da norma, o logit do alvo é W_out[alvo] · (x · r · g), com x = a soma das partes,
 // r = 1 / sqrt(média(x²) + eps) e g o ganho da norma. Escreva a parte de cada componente no

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Reference values of chapter 38 (tutorials/38_backprop_a_mao.cpp), checked by
+"""Reference values of chapter 37 (tutorials/37_backprop_a_mao.cpp), checked by
 tests/cli/tutorials_test.cpp.
 
 Plain Python, double precision, with the derivatives written out by hand (no autograd):

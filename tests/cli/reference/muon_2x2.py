@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Reference values of chapter 37 (tutorials/37_muon.cpp), checked by tests/cli/tutorials_test.cpp.
+"""Reference values of chapter 36 (tutorials/36_muon.cpp), checked by tests/cli/tutorials_test.cpp.
 
 Plain Python (no NumPy), double precision, for G = [[1, 3], [0.5, 1.4]]: its singular values (the
 square roots of the eigenvalues of G^T G), its polar factor U V^T = G (G^T G)^(-1/2), and the

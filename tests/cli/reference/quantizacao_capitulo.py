@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Reference values of chapter 41 (tutorials/41_quantizacao.cpp), checked by
+"""Reference values of chapter 40 (tutorials/40_quantizacao.cpp), checked by
 tests/cli/tutorials_test.cpp.
 
 The blocks come from tests/export/reference/quantize_reference.py (ggml's reference quantizers

@@ -2,7 +2,7 @@
 // a soma ainda atribui. Passa no caso do capítulo 03 e erra x + x. O exercício a reprova
 // (tests/cli/tutorials_test.cpp confere).
 //
-// Abaixo, um autograd de escalares como o do capítulo 38, só com + e *. Ele acerta as derivadas
+// Abaixo, um autograd de escalares como o do capítulo 37, só com + e *. Ele acerta as derivadas
 // de w x + b, mas erra as do capítulo 03, L = (x y + x)² em x = 2, y = 3 (deveriam dar 64 e 32,
 // conte à mão). Rode, compare com o papel, ache o erro e conserte. Preveja antes de rodar:
 // quanto dá dL/dx de L = x + x? E de L = x · x em x = 3? Há um conserto que PARECE certo (passa

@@ -2,7 +2,7 @@
 // posição j nas colunas j, j + n, ... (como se x fosse (B, d, n)). O exercício a reprova
 // (tests/cli/tutorials_test.cpp confere).
 //
-// No MLP do capítulo 39, o contexto (B, n) de ids vira embedding(C, contexto) (B, n, d), e os n
+// No MLP do capítulo 38, o contexto (B, n) de ids vira embedding(C, contexto) (B, n, d), e os n
 // vetores de cada linha são postos lado a lado: x (B, n·d). Dado o gradiente G = dL/dx (B, n·d),
 // escreva dL/dC (V, d) sem fita. Pense no papel antes: que pedaço de G vai para que linha de C?
 // E se o mesmo caractere aparece duas vezes no contexto (ou em duas linhas do lote)?

@@ -2,7 +2,7 @@
 // descida simples, lr · G, no lugar do passo do AdamW. O exercício a reprova
 // (tests/cli/tutorials_test.cpp confere).
 //
-// O capítulo 40 mede log10(|Δp| / |p|) de cada matriz durante o treino. Preveja-o para o
+// O capítulo 39 mede log10(|Δp| / |p|) de cada matriz durante o treino. Preveja-o para o
 // PRIMEIRO passo do AdamW (momentos em zero, t = 1), sem rodar o otimizador: dados a matriz W,
 // o seu gradiente G, o lr e o weight decay wd, quanto vale log10(|W_depois - W| / |W|)?
 // Deduza no papel, a partir das fórmulas do capítulo 25: quanto valem m̂ e v̂ no passo 1, e o

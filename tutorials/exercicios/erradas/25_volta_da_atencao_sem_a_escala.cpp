@@ -4,7 +4,7 @@
 //
 // A ida de uma cabeça causal (capítulo 15) já está pronta em ida(): S = Q Kᵀ / √d, a máscara
 // causal com -∞, P = softmax de cada linha, O = P V. Dado G = dL/dO, escreva dL/dQ, dL/dK e
-// dL/dV sem fita, como o capítulo 38 faz com um neurônio: de trás para frente, uma operação de
+// dL/dV sem fita, como o capítulo 37 faz com um neurônio: de trás para frente, uma operação de
 // cada vez. Deduza no papel antes: a volta de um produto de matrizes (capítulo 06), a do
 // softmax de uma linha (exercício 11: cada saída depende da linha inteira), o que acontece nas
 // posições mascaradas e onde entra o 1/√d. A referência é a fita da biblioteca, em double.

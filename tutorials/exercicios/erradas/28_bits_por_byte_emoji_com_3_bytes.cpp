@@ -2,7 +2,7 @@
 // só até 3 bytes (um code point acima de U+FFFF, como o emoji, também ocupa 4). O exercício
 // a reprova (tests/cli/tutorials_test.cpp confere).
 //
-// O capítulo 43 compara um modelo de caracteres e um de BPE em bits por byte. Deduza a conta:
+// O capítulo 42 compara um modelo de caracteres e um de BPE em bits por byte. Deduza a conta:
 // dada a perda média de um modelo em nats por token, quantos tokens ele previu e o texto
 // (em code points, como load_text o devolve), quantos bits por byte? Você precisa dos bytes do
 // texto em UTF-8, contados a partir dos code points, sem chamar u32_to_utf8 (capítulo 10):

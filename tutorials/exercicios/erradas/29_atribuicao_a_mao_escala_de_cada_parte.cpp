@@ -2,7 +2,7 @@
 // pela RMSNorm com a SUA escala, 1/rms(parte), e não com a da soma. As partes deixam de somar o
 // logit; o exercício a reprova (tests/cli/tutorials_test.cpp confere).
 //
-// O fluxo residual que entra na RMSNorm final é a soma de partes (capítulo 44): aqui, em
+// O fluxo residual que entra na RMSNorm final é a soma de partes (capítulo 43): aqui, em
 // d_model = 4, os embeddings, duas cabeças (cada uma já passada pela sua fatia de W_O) e um MLP.
 // Depois da norma, o logit do alvo é W_out[alvo] · (x · r · g), com x = a soma das partes,
 // r = 1 / sqrt(média(x²) + eps) e g o ganho da norma. Escreva a parte de cada componente no

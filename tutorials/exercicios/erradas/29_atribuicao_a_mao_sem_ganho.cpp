@@ -1,7 +1,7 @@
 // Uma resposta ERRADA do exercício 29 — A atribuição direta aos logits à mão: esquece o ganho g
 // da norma (a lente sem ganho do exercício 20). O exercício a reprova.
 //
-// O fluxo residual que entra na RMSNorm final é a soma de partes (capítulo 44): aqui, em
+// O fluxo residual que entra na RMSNorm final é a soma de partes (capítulo 43): aqui, em
 // d_model = 4, os embeddings, duas cabeças (cada uma já passada pela sua fatia de W_O) e um MLP.
 // Depois da norma, o logit do alvo é W_out[alvo] · (x · r · g), com x = a soma das partes,
 // r = 1 / sqrt(média(x²) + eps) e g o ganho da norma. Escreva a parte de cada componente no

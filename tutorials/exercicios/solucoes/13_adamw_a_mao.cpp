@@ -1,4 +1,4 @@
-// Solução do exercício 13 — Dois passos do AdamW à mão (parte 5: capítulos 25 a 31).
+// Solução do exercício 13 — Dois passos do AdamW à mão (parte 5: capítulos 25 a 30).
 //
 // Para ir além: docs/adamw.md mostra, com números, por que o decaimento fica fora do passo do
 // Adam (AdamW) em vez de entrar no gradiente (Adam com L2).

@@ -1,4 +1,4 @@
-// Solução do exercício 14 — O clipping pela norma global (parte 5: capítulos 25 a 31).
+// Solução do exercício 14 — O clipping pela norma global (parte 5: capítulos 25 a 30).
 //
 // O capítulo 27 corta o gradiente com clip_grad_norm(parâmetros, 1.0). Escreva o seu: a norma
 // é a de TODOS os gradientes juntos (como se fossem um vetor só); se ela passa de max_norm,

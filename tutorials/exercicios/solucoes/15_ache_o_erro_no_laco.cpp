@@ -1,4 +1,4 @@
-// Solução do exercício 15 — Ache o erro no laço de treino (parte 5: capítulos 25 a 31).
+// Solução do exercício 15 — Ache o erro no laço de treino (parte 5: capítulos 25 a 30).
 //
 // O laço abaixo treina um número só, w, para minimizar L = (w - 3)², com a descida simples do
 // capítulo 12 e lr = 0.25. Deveria chegar perto de 3 (conte à mão quanto w - 3 encolhe por

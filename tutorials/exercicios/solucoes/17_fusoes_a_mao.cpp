@@ -1,4 +1,4 @@
-// Solução do exercício 17 — Aplicar as fusões à mão (parte 6: capítulo 32).
+// Solução do exercício 17 — Aplicar as fusões à mão (parte 6: capítulo 31).
 //
 // Um tokenizador BPE treinado é uma lista de fusões em ordem: a fusão número 0 é a mais
 // antiga (a mais frequente no treino). Para codificar uma palavra, o GlassLLM faz como o

@@ -1,6 +1,6 @@
-// Solução do exercício 26 — Um bloco Q4_0 byte a byte (parte 9: capítulo 41).
+// Solução do exercício 26 — Um bloco Q4_0 byte a byte (parte 9: capítulo 40).
 //
-// Escreva os 18 bytes de um bloco Q4_0 de 32 pesos, como o capítulo 41 os fez à mão: m = o x
+// Escreva os 18 bytes de um bloco Q4_0 de 32 pesos, como o capítulo 40 os fez à mão: m = o x
 // de maior |x| (com o sinal), d = m / -8 (em float), os 2 bytes de d em fp16 (fp32_to_fp16,
 // little-endian: o byte baixo primeiro), cada q = min(15, trunc(x · (1/d) + 8.5)) e os 16 bytes
 // de nibbles. Cuidado com o lugar de cada nibble: o byte j NÃO guarda os elementos vizinhos

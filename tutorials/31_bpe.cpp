@@ -1,4 +1,4 @@
-// Capítulo 32 — BPE: tokens de subpalavras, como os do LLaMA.
+// Capítulo 31 — BPE: tokens de subpalavras, como os do LLaMA.
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -62,7 +62,7 @@ double entropia(const std::map<std::int64_t, double>& contagens, double total) {
 }  // namespace
 
 int main() {
-  tut::capitulo(32, "BPE: tokens de subpalavras, como os do LLaMA");
+  tut::capitulo(31, "BPE: tokens de subpalavras, como os do LLaMA");
   tut::novo("o tokenizador BPE: pares frequentes viram tokens; byte fallback; bits por byte.");
   tut::texto(
       "Até aqui, um token era um caractere. Os LLMs de verdade (LLaMA, GPT) leem pedaços de\n"

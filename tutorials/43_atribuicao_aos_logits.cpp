@@ -1,4 +1,4 @@
-// Capítulo 44 — Atribuição direta aos logits e patching por atribuição.
+// Capítulo 43 — Atribuição direta aos logits e patching por atribuição.
 #include <algorithm>
 #include <cmath>
 #include <cwctype>
@@ -179,13 +179,13 @@ LogitAttribution dla(const Decoder& modelo, const Tokens& tokens, const Tokenize
 }  // namespace
 
 int main() {
-  tut::capitulo(44, "Atribuição direta aos logits e patching por atribuição");
+  tut::capitulo(43, "Atribuição direta aos logits e patching por atribuição");
   tut::novo(
       "interp::logit_attribution (o logit em partes: embeddings, cada cabeça, cada MLP);\n"
       "interp::attribution_patching (a estimativa linear do patching, gradiente · (limpo -\n"
       "corrompido), de uma passada para trás) ao lado de exact_patching; spearman.");
   tut::texto(
-      "O capítulo 33 leu o fluxo residual pela RMSNorm final. O capítulo 34 desligou cabeças.\n"
+      "O capítulo 32 leu o fluxo residual pela RMSNorm final. O capítulo 33 desligou cabeças.\n"
       "Aqui, duas ferramentas que respondem \"quem fez este logit?\" sem rodar o modelo uma vez\n"
       "por componente:\n"
       "  atribuição direta aos logits (DLA; Elhage et al. 2021): o fluxo que entra na norma\n"
@@ -219,7 +219,7 @@ int main() {
       "feita em outra ordem (a norma é a única não-linearidade depois do fluxo, e r está\n"
       "congelado). Cuidado com o que a parte NÃO diz: é o efeito DIRETO. Uma cabeça da camada\n"
       "0 também muda o que a camada 1 lê (efeito indireto), e tirar uma parte muda r: a\n"
-      "ablação do capítulo 34 mede outra coisa.");
+      "ablação do capítulo 33 mede outra coisa.");
 
   tut::secao("2. A reta tangente numa conta de uma variável");
   tut::texto(

@@ -1,4 +1,4 @@
-// Capítulo 36 — Cabeças de indução: vê-las nascer durante o treino.
+// Capítulo 35 — Cabeças de indução: vê-las nascer durante o treino.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -165,7 +165,7 @@ int escores_do_checkpoint(const char* dir) {
 
 int main(int argc, char** argv) {
   if (argc == 2) return escores_do_checkpoint(argv[1]);
-  tut::capitulo(36, "Cabeças de indução: vê-las nascer durante o treino");
+  tut::capitulo(35, "Cabeças de indução: vê-las nascer durante o treino");
   tut::novo(
       "interp::induction_score e head_scores: a cabeça que copia o que veio depois da última\n"
       "vez; um modelo de 2 camadas que a forma em segundos, o escore ao lado da perda.");
@@ -257,7 +257,7 @@ int main(int argc, char** argv) {
       "tudo padrão (2000 passos, 4 camadas de 4 cabeças, contexto 64), num Intel Xeon de 2\n"
       "núcleos dividido com outros trabalhos, e os escores numa sonda de 32 caracteres sorteados\n"
       "repetidos (P = 32) com este mesmo programa:\n"
-      "  build/tutorials/36_cabecas_de_inducao runs/domcasmurro\n"
+      "  build/tutorials/35_cabecas_de_inducao runs/domcasmurro\n"
       "O maior escore de indução das 16 cabeças foi 0.0161 (camada 0, cabeça 1); todas abaixo de\n"
       "0.02, e abaixo da régua do padrão uniforme com P = 32 (0.0214). O modelo padrão não tem\n"
       "cabeça de indução: 2000 passos de lotes de 12 janelas de 64 caracteres são pouco, e num\n"
@@ -266,7 +266,7 @@ int main(int argc, char** argv) {
       "que veio depois da última vez.");
 
   tut::experimente({
-      "desligue a cabeça de indução (ablação por zero, capítulo 34): a repetição volta a ser\n"
+      "desligue a cabeça de indução (ablação por zero, capítulo 33): a repetição volta a ser\n"
       "    adivinhação?",
       "treine o mesmo modelo com 1 camada só (n_layers = 1): forma-se uma cabeça de indução?",
       "com 1 camada, mas com o período sempre 16 (lote(..., fixo = true)): e agora?",

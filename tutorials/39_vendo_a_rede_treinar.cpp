@@ -1,4 +1,4 @@
-// Capítulo 40 — Vendo a rede treinar: perda, norma do gradiente, ativações e a razão
+// Capítulo 39 — Vendo a rede treinar: perda, norma do gradiente, ativações e a razão
 // atualização/peso de uma rodada boa, de uma com lr 10x e de uma com a inicialização 10x grande.
 // (Lê-se depois do capítulo 27.)
 #include <algorithm>
@@ -159,7 +159,7 @@ void mostrar(const char* rodada, const Serie& s, bool instavel = false) {
 }  // namespace
 
 int main() {
-  tut::capitulo(40, "Vendo a rede treinar");
+  tut::capitulo(39, "Vendo a rede treinar");
   tut::novo(
       "o que olhar enquanto um modelo treina: a perda, a norma do gradiente (no total e por\n"
       "camada), o tamanho das ativações camada a camada e a razão atualização/peso (em log10)\n"
@@ -236,7 +236,7 @@ int main() {
       "acima de log(V) (o modelo erra com confiança). O primeiro passo do AdamW tem o mesmo\n"
       "tamanho (lr por elemento) sobre pesos 10x maiores: a razão começa 1 abaixo em log10\n"
       "(o exercício 24 faz essa conta). Aqui a RMSNorm salva quase todo o treino; numa rede\n"
-      "sem normalização, como o MLP do capítulo 39, os tanh saturariam (capítulo 38).");
+      "sem normalização, como o MLP do capítulo 38, os tanh saturariam (capítulo 37).");
   std::printf("boa, log10 atualização/peso de cada matriz no último passo:\n");
   for (const auto& [nome, razao] : boa.razao_final)
     std::printf("  %-34s %.2f\n", nome.c_str(), razao);

@@ -1,4 +1,4 @@
-// Capítulo 34 — Ablação: o que cada cabeça faz.
+// Capítulo 33 — Ablação: o que cada cabeça faz.
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -41,7 +41,7 @@ void top3(const char* rotulo, const Array& p, const Tokenizer& tok) {
 }  // namespace
 
 int main() {
-  tut::capitulo(34, "Ablação: o que cada cabeça faz");
+  tut::capitulo(33, "Ablação: o que cada cabeça faz");
   tut::novo(
       "interp::ablated_loss e ablation_table: desligar uma cabeça (zero ou média) e medir quanto\n"
       "a perda sobe; a tabela camadas × cabeças.");

@@ -1,4 +1,4 @@
-// Capítulo 39 — Um MLP de linguagem (Bengio et al. 2003): os últimos n caracteres, concatenados.
+// Capítulo 38 — Um MLP de linguagem (Bengio et al. 2003): os últimos n caracteres, concatenados.
 // (Lê-se depois do capítulo 12, o bigrama, e antes do 13.)
 #include <cmath>
 #include <cstdio>
@@ -111,7 +111,7 @@ Resultado treinar(const std::vector<std::int32_t>& treino, const std::vector<std
 }  // namespace
 
 int main() {
-  tut::capitulo(39, "Um MLP de linguagem: vários caracteres de contexto");
+  tut::capitulo(38, "Um MLP de linguagem: vários caracteres de contexto");
   tut::novo(
       "o modelo de Bengio et al. (2003): os embeddings dos últimos n caracteres concatenados,\n"
       "uma camada escondida com tanh e um softmax; treinado no livro e comparado com o bigrama.");
@@ -205,7 +205,7 @@ int main() {
                 rg.inicial, std::log(double(V)));
     std::printf(
         "   (logits grandes e aleatórios erram com confiança: os primeiros passos\n"
-        "    só desfazem isso; o capítulo 40 mostra como se vê no treino)\n");
+        "    só desfazem isso; o capítulo 39 mostra como se vê no treino)\n");
   }
   return 0;
 }

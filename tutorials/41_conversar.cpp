@@ -1,4 +1,4 @@
-// Capítulo 42 — Conversar: o template de chat, a máscara da perda e o ajuste fino com e sem ela.
+// Capítulo 41 — Conversar: o template de chat, a máscara da perda e o ajuste fino com e sem ela.
 // (Lê-se depois do capítulo 27.)
 #include <algorithm>
 #include <cmath>
@@ -209,7 +209,7 @@ void mostrar_exame(const char* quem, const Exame& e) {
 }  // namespace
 
 int main() {
-  tut::capitulo(42, "Conversar: o template de chat e a máscara da perda");
+  tut::capitulo(41, "Conversar: o template de chat e a máscara da perda");
   tut::novo(
       "um modelo de chat é o modelo base mais dados: conversas escritas num template com tokens\n"
       "especiais (<|im_start|>, <|im_end|>), e um ajuste fino cuja perda conta só as respostas\n"
@@ -400,7 +400,7 @@ int main() {
       "Acertar a forma não é acertar a conta. Contar uma letra, quando a resposta é quase sempre\n"
       "0, 1 ou 2, ele acerta metade das vezes; somar, inverter e soletrar, quase nunca: para\n"
       "copiar as letras da pergunta na ordem certa (ou de trás para frente) uma cabeça de\n"
-      "atenção precisa achar a posição de cada letra (as cabeças de indução do capítulo 36), e a\n"
+      "atenção precisa achar a posição de cada letra (as cabeças de indução do capítulo 35), e a\n"
       "soma precisa do vai-um; 300 passos num modelo de cerca de 100 mil parâmetros não chegam\n"
       "lá. `bash scripts/chat.sh` faz o mesmo caminho com o modelo padrão e mais passos: a\n"
       "tabela do README (seção Chat) e docs/conversar.md têm o que ele alcança. E nenhum deles\n"

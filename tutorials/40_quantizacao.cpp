@@ -1,4 +1,4 @@
-// Capítulo 41 — Quantização: os blocos Q8_0 e Q4_0 do llama.cpp, à mão e pela biblioteca.
+// Capítulo 40 — Quantização: os blocos Q8_0 e Q4_0 do llama.cpp, à mão e pela biblioteca.
 // (Lê-se depois do capítulo 27: usa só a ideia de pesos treinados e de perda em nats.)
 #include <algorithm>
 #include <cmath>
@@ -91,7 +91,7 @@ static double erro_relativo_ao_espalhamento(const std::vector<float>& v,
 }
 
 int main() {
-  tut::capitulo(41, "Quantização: os blocos Q8_0 e Q4_0");
+  tut::capitulo(40, "Quantização: os blocos Q8_0 e Q4_0");
   tut::novo(
       "como o llama.cpp guarda pesos em 8 e em 4 bits: um bloco de 32 números vira uma escala\n"
       "d (fp16) e 32 inteiros pequenos; os bytes feitos à mão, iguais aos do quantizador da\n"

@@ -1,4 +1,4 @@
-// Capítulo 38 — Backprop à mão: um neurônio no papel, um autograd de escalares, a fita.
+// Capítulo 37 — Backprop à mão: um neurônio no papel, um autograd de escalares, a fita.
 // (Lê-se depois do capítulo 09: usa só a regra da cadeia e a fita.)
 #include <cmath>
 #include <functional>
@@ -108,7 +108,7 @@ static std::vector<double> neuronio_pelo_autograd(double x1v, double x2v, double
 }
 
 int main() {
-  tut::capitulo(38, "Backprop à mão: do papel a um autograd seu");
+  tut::capitulo(37, "Backprop à mão: do papel a um autograd seu");
   tut::novo(
       "as derivadas de um neurônio deduzidas no papel, nó por nó; um autograd de escalares\n"
       "inteiro (umas 100 linhas); e a fita da biblioteca dando os mesmos números.");

@@ -1,4 +1,4 @@
-// Capítulo 35 — A cabeça do token anterior: medir, não supor.
+// Capítulo 34 — A cabeça do token anterior: medir, não supor.
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -59,7 +59,7 @@ std::pair<std::size_t, std::size_t> maior(const Array& s) {
 }  // namespace
 
 int main() {
-  tut::capitulo(35, "A cabeça do token anterior: medir, não supor");
+  tut::capitulo(34, "A cabeça do token anterior: medir, não supor");
   tut::novo(
       "interp::previous_token_score: quanto uma cabeça olha para a posição logo antes; o\n"
       "escore de um padrão sem preferência, a régua; a medida num modelo treinado.");
@@ -161,7 +161,7 @@ int main() {
                 lL, lh, double(s600(lL, lh)), double(texto(bL, bh)));
     tut::texto(
         "   Cresce com o treino, mas fica longe de 1. Uma cabeça do token anterior limpa aparece\n"
-        "   quando a tarefa a exige: no capítulo 36, para copiar o que veio depois da última vez.");
+        "   quando a tarefa a exige: no capítulo 35, para copiar o que veio depois da última vez.");
   }
   return 0;
 }

@@ -1,4 +1,4 @@
-// Capítulo 33 — A lente de logits: o que cada camada já prevê.
+// Capítulo 32 — A lente de logits: o que cada camada já prevê.
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -93,7 +93,7 @@ void imprimir(const char* titulo, const Resumo& r, const std::vector<std::string
 }  // namespace
 
 int main() {
-  tut::capitulo(33, "A lente de logits: o que cada camada já prevê");
+  tut::capitulo(32, "A lente de logits: o que cada camada já prevê");
   tut::novo(
       "interp::logit_lens: o fluxo residual depois de cada bloco lido pela RMSNorm final e pela\n"
       "matriz de saída, como se o modelo terminasse ali (nostalgebraist 2020).");

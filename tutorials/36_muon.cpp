@@ -1,4 +1,4 @@
-// Capítulo 37 — Muon: o passo ortogonalizado.
+// Capítulo 36 — Muon: o passo ortogonalizado.
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -127,7 +127,7 @@ std::vector<double> treina(double muon_lr, long passos) {
 }  // namespace
 
 int main() {
-  tut::capitulo(37, "Muon: o passo ortogonalizado");
+  tut::capitulo(36, "Muon: o passo ortogonalizado");
   tut::novo(
       "o otimizador Muon (train/muon.hpp): o passo de uma matriz com todas as direções do\n"
       "mesmo tamanho, calculado por Newton-Schulz, sem SVD; `glass train --optimizer muon`.");

@@ -1,6 +1,6 @@
-// Capítulo 43 — O BPE compensa? O mesmo modelo treinado em caracteres e em tokens BPE com o
+// Capítulo 42 — O BPE compensa? O mesmo modelo treinado em caracteres e em tokens BPE com o
 // mesmo cômputo, comparado em bits por byte de validação.
-// (Lê-se depois dos capítulos 27 e 32.)
+// (Lê-se depois dos capítulos 27 e 31.)
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -111,12 +111,12 @@ Dados dados_bpe(const std::u32string& treino, const std::u32string& validacao,
 }  // namespace
 
 int main() {
-  tut::capitulo(43, "O BPE compensa?");
+  tut::capitulo(42, "O BPE compensa?");
   tut::novo(
       "o mesmo modelo treinado em caracteres e em tokens BPE com o mesmo cômputo, comparado\n"
       "na medida que não depende do tokenizador: bits por byte de validação.");
   tut::texto(
-      "Lê-se depois dos capítulos 27 (o treino) e 32 (o BPE). O capítulo 32 mostrou que a perda\n"
+      "Lê-se depois dos capítulos 27 (o treino) e 31 (o BPE). O capítulo 31 mostrou que a perda\n"
       "por token não se compara entre tokenizadores e que bits por byte se compara (perda por\n"
       "token · tokens / (bytes · ln 2), a conta de `glass train` e `glass eval`). Aqui o\n"
       "mesmo modelo (a configuração do capítulo 27: d_model 64, 2 camadas, janela de 32) treina\n"
