@@ -32,7 +32,7 @@ struct SaeInspectFlags {
   std::string checkpoint;
   std::string sae;
   std::string data;
-  std::string point;  // "": any; else the point the SAE must read
+  std::string point;      // "": any; else the point the SAE must read
   long long latent = -1;  // -1: not given
   std::string prompt;
   bool prompt_given = false;
@@ -103,8 +103,9 @@ void print_prompt(const json& j) {
 
 void run_sae_inspect(const SaeInspectFlags& f) {
   if ((f.latent >= 0) == f.prompt_given)
-    throw CommandError("give one of --latent N (a latent's page) or --prompt TEXT (the latents "
-                       "of a prompt)");
+    throw CommandError(
+        "give one of --latent N (a latent's page) or --prompt TEXT (the latents "
+        "of a prompt)");
   glass::Checkpoint loaded = glass::load_checkpoint(f.checkpoint);
   glass::cli::apply_threads(f.threads);
   loaded.model().set_ops_path(glass::OpsPath::reference);
@@ -152,8 +153,9 @@ namespace glass::cli {
 void add_sae_inspect(CLI::App* sae) {
   auto f = std::make_shared<SaeInspectFlags>();
   CLI::App* cmd = sae->add_subcommand(
-      "inspect", "Browse an SAE's latents: a latent's contexts, histogram and logit effects, or "
-                 "the latents of a prompt.");
+      "inspect",
+      "Browse an SAE's latents: a latent's contexts, histogram and logit effects, or "
+      "the latents of a prompt.");
   cmd->add_option("-m,--checkpoint", f->checkpoint, "checkpoint directory written by glass train")
       ->required();
   cmd->add_option("--sae", f->sae, "SAE file written by glass sae train")->required();
@@ -167,8 +169,9 @@ void add_sae_inspect(CLI::App* sae) {
   cmd->add_option("--top", f->top, "latents shown per position of --prompt")
       ->check(integer_in(1, 1000, "an integer from 1 to 1000"))
       ->capture_default_str();
-  cmd->add_option("--data", f->data, "text whose validation split gives the contexts (default: "
-                                     "the one the model trained on)")
+  cmd->add_option("--data", f->data,
+                  "text whose validation split gives the contexts (default: "
+                  "the one the model trained on)")
       ->check(CLI::ExistingFile);
   cmd->add_flag("--json", f->json, "print JSON instead of text");
   add_threads_option(cmd, f->threads);

@@ -69,8 +69,10 @@ nlohmann::json SaeFeatures::prompt(const std::string& prompt, std::size_t top) c
 }
 
 nlohmann::json SaeFeatures::overview() const {
-  return {{"n_latents", sae_.n_latents()}, {"k", sae_.k()},
-          {"point", point_},               {"tokens", codes_.tokens},
+  return {{"n_latents", sae_.n_latents()},
+          {"k", sae_.k()},
+          {"point", point_},
+          {"tokens", codes_.tokens},
           {"fired", firing_counts(codes_)}};
 }
 

@@ -199,8 +199,9 @@ LogitEffects latent_logit_effects(const Decoder& model, const SparseAutoencoder&
 }
 
 std::vector<std::vector<LatentActivation>> prompt_latents(const Decoder& model,
-                                                   const SparseAutoencoder& sae, std::size_t point,
-                                                   const Tokens& prompt, std::size_t top) {
+                                                          const SparseAutoencoder& sae,
+                                                          std::size_t point, const Tokens& prompt,
+                                                          std::size_t top) {
   check_sae(model, sae);
   if (prompt.size() > model.config().context_length)
     throw std::invalid_argument("prompt_latents: the prompt has " + std::to_string(prompt.size()) +
@@ -213,8 +214,8 @@ std::vector<std::vector<LatentActivation>> prompt_latents(const Decoder& model,
       if (z(t, i) > 0) out[t].push_back({i, static_cast<double>(z(t, i))});
     std::stable_sort(out[t].begin(), out[t].end(),
                      [](const LatentActivation& a, const LatentActivation& b) {
-      return a.activation > b.activation;
-    });
+                       return a.activation > b.activation;
+                     });
     if (out[t].size() > top) out[t].resize(top);
   }
   return out;

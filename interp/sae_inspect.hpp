@@ -28,11 +28,11 @@ inline namespace GLASS_PRECISION {
 /// are latents[t k .. (t+1) k) and values[t k .. (t+1) k); pairs with activation 0 (TopK kept
 /// fewer than k positive values) mean nothing fired.
 struct SparseCodes {
-  std::size_t tokens = 0;               ///< N
-  std::size_t k = 0;                    ///< pairs per token (the SAE's k)
-  std::size_t n_latents = 0;            ///< F
-  std::vector<std::uint32_t> latents;   ///< (N k)
-  std::vector<float> values;            ///< (N k), >= 0
+  std::size_t tokens = 0;              ///< N
+  std::size_t k = 0;                   ///< pairs per token (the SAE's k)
+  std::size_t n_latents = 0;           ///< F
+  std::vector<std::uint32_t> latents;  ///< (N k)
+  std::vector<float> values;           ///< (N k), >= 0
 };
 
 /// Index of `point` among residual_points(model); std::invalid_argument listing them else.
@@ -57,11 +57,11 @@ struct LatentHit {
 /// One latent over a text: how often it fires, its strongest tokens and its histogram.
 struct LatentSummary {
   std::size_t latent = 0;
-  std::size_t tokens = 0;            ///< N, tokens read
-  std::size_t fired = 0;             ///< tokens where its activation is > 0
-  double max_activation = 0;         ///< 0 when it never fired
-  double mean_when_fired = 0;        ///< mean activation over those tokens
-  std::vector<LatentHit> top;        ///< the n_top strongest, by activation (ties: earlier first)
+  std::size_t tokens = 0;              ///< N, tokens read
+  std::size_t fired = 0;               ///< tokens where its activation is > 0
+  double max_activation = 0;           ///< 0 when it never fired
+  double mean_when_fired = 0;          ///< mean activation over those tokens
+  std::vector<LatentHit> top;          ///< the n_top strongest, by activation (ties: earlier first)
   std::vector<std::size_t> histogram;  ///< counts of the fired activations in `bins` equal bins
                                        ///< of (0, max_activation]; bin b holds
                                        ///< (b max/bins, (b+1) max/bins]
@@ -72,8 +72,8 @@ struct LatentSummary {
 
 /// Latent `latent` of `codes`: its n_top strongest tokens and its histogram in `bins` bins.
 /// std::invalid_argument when latent >= codes.n_latents or bins is 0.
-LatentSummary summarize_latent(const SparseCodes& codes, std::size_t latent,
-                               std::size_t n_top = 10, std::size_t bins = 20);
+LatentSummary summarize_latent(const SparseCodes& codes, std::size_t latent, std::size_t n_top = 10,
+                               std::size_t bins = 20);
 
 /// How often each latent fires over `codes` (F): the count of tokens where it is > 0.
 std::vector<std::size_t> firing_counts(const SparseCodes& codes);
@@ -111,8 +111,9 @@ struct LatentActivation {
 /// One forward pass on the prompt (at most the context length). std::invalid_argument for an
 /// empty or too long prompt.
 std::vector<std::vector<LatentActivation>> prompt_latents(const Decoder& model,
-                                                   const SparseAutoencoder& sae, std::size_t point,
-                                                   const Tokens& prompt, std::size_t top = 5);
+                                                          const SparseAutoencoder& sae,
+                                                          std::size_t point, const Tokens& prompt,
+                                                          std::size_t top = 5);
 
 /// A context of a latent's hit in a text, for printing: the text before the token, the token,
 /// the text after, each decoded by `decode`.

@@ -2,6 +2,8 @@
 // token marked, histogram, promoted and suppressed tokens) as text and JSON, a prompt's latents,
 // and every bad input with a clear message and a non-zero exit: a latent out of range, an SAE of
 // another model or of another point, a corrupted SAE file, neither or both of --latent/--prompt.
+// And `glass sample --sae FILE --steer LATENT=SCALE`: scale 0 prints the unsteered text bit for
+// bit, a large scale changes it and says what was steered, and its bad inputs are refused.
 
 #include <unistd.h>
 
@@ -137,6 +139,49 @@ TEST_F(SaeInspectCli, ACorruptedSaeFileIsRefused) {
   const CliRun r = sae("inspect --latent 1 --sae " + q(copy.string()));
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.err.find("changed or corrupted"), std::string::npos) << r.err;
+}
+
+CliRun sample(const fs::path& dir, const std::string& args) {
+  return glass_test::run_glass(
+      "sample -m " + q((dir / "run").string()) + " --ops reference -p Capitu -n 60 -s 5 " + args,
+      dir);
+}
+
+TEST_F(SaeInspectCli, SteeringAtScaleZeroPrintsTheUnsteeredTextBitForBit) {
+  const CliRun plain = sample(dir_, "");
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  const CliRun zero = sample(dir_, "--sae " + sae_file() + " --steer 3=0 --steer 5=0");
+  ASSERT_EQ(zero.exit_code, 0) << zero.err;
+  EXPECT_EQ(zero.out, plain.out);
+  EXPECT_NE(zero.err.find("steering: latent 3 x 0 + latent 5 x 0 added at layers.0.out"),
+            std::string::npos)
+      << zero.err;
+  const CliRun steered = sample(dir_, "--sae " + sae_file() + " --steer 3=50");
+  ASSERT_EQ(steered.exit_code, 0) << steered.err;
+  EXPECT_NE(steered.out, plain.out);
+  EXPECT_EQ(steered.out.rfind("Capitu", 0), 0u) << steered.out;  // the prompt, then new text
+}
+
+TEST_F(SaeInspectCli, BadSteeringIsRefused) {
+  const std::pair<std::string, std::string> cases[] = {
+      {"--steer 3=1", "--steer needs --sae FILE"},
+      {"--sae " + sae_file() + " --steer 3", "is not LATENT=SCALE"},
+      {"--sae " + sae_file() + " --steer x=1", "is not LATENT=SCALE"},
+      {"--sae " + sae_file() + " --steer 3=1.5.2", "is not LATENT=SCALE"},
+      {"--sae " + sae_file() + " --steer 3=nan", "the scale must be a finite number"},
+      {"--sae " + sae_file() + " --steer 3=1e999", "the scale must be a finite number"},
+      {"--sae " + sae_file() + " --steer 64=1", "latent 64 is out of range"},
+  };
+  for (const auto& [args, message] : cases) {
+    const CliRun r = sample(dir_, args);
+    EXPECT_NE(r.exit_code, 0) << args;
+    EXPECT_NE(r.err.find(message), std::string::npos) << args << ": " << r.err;
+  }
+  const CliRun other = glass_test::run_glass(
+      "sample -m " + q((dir_ / "other").string()) + " -n 5 --sae " + sae_file() + " --steer 3=1",
+      dir_);
+  EXPECT_NE(other.exit_code, 0);
+  EXPECT_NE(other.err.find("trained on another model"), std::string::npos) << other.err;
 }
 
 }  // namespace

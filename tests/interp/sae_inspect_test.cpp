@@ -21,8 +21,7 @@ using namespace glass;
 /// An SAE of `F` latents, k = 1, whose latent 0 reads the unit direction `u` (W_enc row 0 = u,
 /// W_dec row 0 = u) and whose other latents read nothing (zero encoder rows, unit decoder rows
 /// along axis i): latent 0 alone fires, with activation ReLU(u . x).
-std::unique_ptr<SparseAutoencoder> one_direction_sae(const std::vector<double>& u,
-                                                     std::size_t F) {
+std::unique_ptr<SparseAutoencoder> one_direction_sae(const std::vector<double>& u, std::size_t F) {
   Rng rng(1);
   auto owned = std::make_unique<SparseAutoencoder>(u.size(), F, 1, rng);
   SparseAutoencoder& sae = *owned;
