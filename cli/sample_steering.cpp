@@ -52,8 +52,9 @@ std::vector<Steer> parse_steers(const SteerFlags& f) {
   if (!f.steers.empty() && f.sae.empty())
     throw CommandError("--steer needs --sae FILE: the SAE whose latents' directions it adds");
   if (f.steers.empty() && !f.sae.empty())
-    throw CommandError("--sae is only read with --steer LATENT=SCALE (glass sae inspect browses "
-                       "its latents)");
+    throw CommandError(
+        "--sae is only read with --steer LATENT=SCALE (glass sae inspect browses "
+        "its latents)");
   std::vector<Steer> steers;
   for (const std::string& s : f.steers) steers.push_back(parse_one(s));
   return steers;
@@ -67,10 +68,10 @@ std::unique_ptr<Steering> make_steering(const SteerFlags& f, const std::vector<S
   std::string what;
   for (const Steer& st : steers) {
     if (st.latent >= s->sae.sae->n_latents())
-      throw CommandError(fmt::format("--steer {}={}: latent {} is out of range: the SAE has "
-                                     "latents 0 to {}",
-                                     st.latent, st.scale, st.latent,
-                                     s->sae.sae->n_latents() - 1));
+      throw CommandError(
+          fmt::format("--steer {}={}: latent {} is out of range: the SAE has "
+                      "latents 0 to {}",
+                      st.latent, st.scale, st.latent, s->sae.sae->n_latents() - 1));
     what += fmt::format("{}latent {} x {}", what.empty() ? "" : " + ", st.latent, st.scale);
   }
   try {
