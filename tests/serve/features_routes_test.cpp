@@ -55,8 +55,8 @@ class FeaturesTest : public ::testing::Test {
     client_->set_read_timeout(30, 0);
   }
   void save_sae() {
-    glass::save_sae(checkpoint_ + "/sae-layers.0.out.safetensors", *sae_, "layers.0.out",
-                    *loaded_, json::object());
+    glass::save_sae(checkpoint_ + "/sae-layers.0.out.safetensors", *sae_, "layers.0.out", *loaded_,
+                    json::object());
   }
   /// The answer to GET `path`: its status and JSON.
   std::pair<int, json> get(const std::string& path) {
@@ -146,8 +146,7 @@ TEST_F(FeaturesTest, NoSaeOrAnSaeOfAnotherModelAnswers404SayingWhy) {
   start();
   std::tie(s, j) = get("/api/features/latent?latent=1");
   EXPECT_EQ(s, 404) << j;
-  EXPECT_NE(j["error"].get<std::string>().find("trained on another model"), std::string::npos)
-      << j;
+  EXPECT_NE(j["error"].get<std::string>().find("trained on another model"), std::string::npos) << j;
 }
 
 }  // namespace
