@@ -3,6 +3,7 @@
 //   glass sae train -m DIR [--point layers.1.out] [--latents 1024] [--k 16] [--steps N]
 //                   [--data FILE] [--out FILE] [-t N]
 //   glass sae eval -m DIR --sae FILE [--point P] [--data FILE] [-t N]
+//   glass sae inspect -m DIR --sae FILE (--latent N | --prompt TEXT) [--json]  (sae_inspect.cpp)
 
 #include <filesystem>
 #include <iostream>
@@ -14,24 +15,16 @@
 #include "checkpoint/atomic_file.hpp"
 #include "checkpoint/checkpoint.hpp"
 #include "cli/commands.hpp"
+#include "cli/sae_files.hpp"
 #include "cli/threads.hpp"
 #include "cli/validators.hpp"
 #include "data/text.hpp"
 #include "train/sae_file.hpp"
 #include "train/sae_trainer.hpp"
 
-namespace {
+namespace glass::cli {
 
 namespace fs = std::filesystem;
-using glass::cli::CommandError;
-
-struct SaeTrainFlags {
-  std::string checkpoint;
-  std::string data;  // "": the text config.json records
-  std::string out;   // "": DIR/sae-<point>.safetensors
-  glass::SaeTrainOptions options;
-  int threads = 0;
-};
 
 /// The text the checkpoint was trained on: config.json's training.data, looked for as given and
 /// in data/corpora next to the program (or one level up). CommandError when it is not found.
@@ -49,6 +42,33 @@ std::string training_text(const glass::Checkpoint& loaded) {
       "--data FILE",
       name));
 }
+
+/// The SAE file, verified against its manifest and the model (SaeFileError -> CommandError).
+glass::LoadedSae load_sae_or_explain(const std::string& path, const glass::Checkpoint& loaded,
+                                     const std::string& point) {
+  try {
+    return glass::load_sae(path, loaded, point);
+  } catch (const glass::SaeFileError& e) {
+    throw CommandError(fmt::format("--sae: {}", e.what()));
+  }
+}
+
+}  // namespace glass::cli
+
+namespace {
+
+namespace fs = std::filesystem;
+using glass::cli::CommandError;
+using glass::cli::load_sae_or_explain;
+using glass::cli::training_text;
+
+struct SaeTrainFlags {
+  std::string checkpoint;
+  std::string data;  // "": the text config.json records
+  std::string out;   // "": DIR/sae-<point>.safetensors
+  glass::SaeTrainOptions options;
+  int threads = 0;
+};
 
 /// What the SAE's manifest records of its training: the options and the figures.
 nlohmann::json training_record(const SaeTrainFlags& f, const std::string& data,
@@ -161,16 +181,6 @@ struct SaeEvalFlags {
   int threads = 0;
 };
 
-/// The SAE file, verified against its manifest and the model (SaeFileError -> CommandError).
-glass::LoadedSae load_sae_or_explain(const std::string& path, const glass::Checkpoint& loaded,
-                                     const std::string& point) {
-  try {
-    return glass::load_sae(path, loaded, point);
-  } catch (const glass::SaeFileError& e) {
-    throw CommandError(fmt::format("--sae: {}", e.what()));
-  }
-}
-
 void run_sae_eval(const SaeEvalFlags& f) {
   glass::Checkpoint loaded = glass::load_checkpoint(f.checkpoint);
   glass::cli::apply_threads(f.threads);
@@ -211,6 +221,7 @@ void add_sae_command(CLI::App& app) {
   cmd->require_subcommand(1);
   add_sae_train(cmd);
   add_sae_eval(cmd);
+  add_sae_inspect(cmd);
 }
 
 }  // namespace glass::cli

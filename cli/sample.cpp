@@ -6,6 +6,7 @@
 //                [-t N] [--num-samples K] [--stop STRING] [--json] [--raw]
 //                [--window-mode rolling|exact]
 //                [--no-kv-cache] [--allow-unknown] [--best] [--ops fast|reference]
+//                [--sae FILE --steer LATENT=SCALE ...]
 //
 // Also under their llama.cpp names (--model, --file, --n-predict, --ctx-size) and nanoGPT's
 // (--start, --max_new_tokens, --num_samples, --top_k); llama.cpp's -ngl is refused in main.cpp.
@@ -35,6 +36,7 @@
 #include "cli/threads.hpp"
 #include "sample/thread_choice.hpp"
 #include "cli/sample_flags.hpp"
+#include "cli/sample_steering.hpp"
 #include "cli/validators.hpp"
 #include "sample/run.hpp"
 #include "sample/sampler.hpp"
@@ -62,6 +64,7 @@ struct SampleFlags {
   bool json = false;
   bool raw = false;
   std::string quantize;  // "": the float weights; else q8_0, q4_0 or f16
+  glass::cli::SteerFlags steer;
   int threads = 0;
 };
 
@@ -173,9 +176,15 @@ glass::PreparedSample prepare(glass::SampleOptions& o) {
 }
 
 void run_sample(SampleFlags& f, bool prompt_given) {
+  const std::vector<glass::Steer> steers = glass::cli::parse_steers(f.steer);
   glass::SampleOptions o = sample_options(f, prompt_given);
   glass::cli::apply_threads(f.threads);
   glass::PreparedSample p = prepare(o);
+  const auto steering = glass::cli::make_steering(f.steer, steers, p.loaded);
+  if (steering) {
+    o.tracer = &steering->tracer;
+    std::cerr << steering->note << "\n";
+  }
   if (!f.quantize.empty()) {
     const glass::WeightCount count =
         glass::quantize_weights(p.loaded.model(), *glass::parse_weight_type(f.quantize));
@@ -278,6 +287,7 @@ void add_model_flags(CLI::App* cmd, SampleFlags& f) {
   glass::cli::add_quantize_option(cmd, f.quantize);
   cmd->add_flag("--best", f.best,
                 "use best.safetensors (best validation loss) instead of the latest weights");
+  glass::cli::add_steer_flags(cmd, f.steer);
 }
 
 }  // namespace
@@ -299,6 +309,8 @@ void add_sample_command(CLI::App& app) {
       "  glass sample -m runs/domcasmurro -p 'Capitu ' -n 300\n"
       "  echo 'Bentinho' | glass sample -m runs/domcasmurro -p - --num-samples 3 --stop $'\\n\\n'\n"
       "  glass sample -m runs/domcasmurro -p 'Cap' -n 20 --temp 0 --json\n"
+      "  glass sample -m runs/domcasmurro --sae runs/domcasmurro/sae-layers.1.out.safetensors "
+      "--steer 7=4\n"
       "Tokens are characters for a character model, subwords for a BPE model (glass train\n"
       "--tokenizer bpe; docs/en/bpe.md). The last line on standard error gives the speed in\n"
       "characters/s or tokens/s.");

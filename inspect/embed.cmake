@@ -34,6 +34,7 @@ endfunction()
 inline_page(index.html inspector)
 inline_page(loss.html loss)
 inline_page(live.html live)
+inline_page(features.html features)
 file(WRITE "${OUTPUT}.tmp"
   "// Generated at build time by inspect/embed.cmake from web/: edit those files.\n"
   "#pragma once\n\n"
@@ -44,5 +45,7 @@ file(WRITE "${OUTPUT}.tmp"
   "inline constexpr const char kLoss[] = R\"${delimiter}(${loss})${delimiter}\";\n\n"
   "/// web/live.html (glass serve) with style.css, live.css, lab.css, common.js, loss_chart.js, lines.js,\n///   next_token.js, live.js, lab_views.js and lab.js inlined.\n"
   "inline constexpr const char kLive[] = R\"${delimiter}(${live})${delimiter}\";\n\n"
+  "/// web/features.html (glass serve's SAE feature browser) with style.css, common.js and\n///   features.js inlined.\n"
+  "inline constexpr const char kFeatures[] = R\"${delimiter}(${features})${delimiter}\";\n\n"
   "}  // namespace glass::web_pages\n")
 file(RENAME "${OUTPUT}.tmp" "${OUTPUT}")

@@ -14,6 +14,8 @@ const char* loss_page() { return web_pages::kLoss; }
 
 const char* live_page() { return web_pages::kLive; }
 
+const char* features_page() { return web_pages::kFeatures; }
+
 std::string with_json(std::string page, const std::string& id, const std::string& json) {
   const std::string tag = "<script type=\"application/json\" id=\"" + id + "\">{}</script>";
   const std::size_t at = page.find(tag);

@@ -19,6 +19,9 @@ const char* loss_page();
 /// server's JSON API (serve/server.hpp).
 const char* live_page();
 
+/// The SAE feature browser of `glass serve` (web/features.html): it asks /api/features*.
+const char* features_page();
+
 /// `page` with the empty JSON tag `<script type="application/json" id="ID">{}</script>` filled
 /// with `json` ('<', '>' and '&' escaped as \u003c, \u003e, \u0026, which mean the same inside
 /// JSON strings, so the data cannot end the tag). Throws std::logic_error when the page has no

@@ -64,8 +64,8 @@ std::vector<std::int32_t> encode(const SampleOptions& o, PreparedSample& p) {
 /// excludes it.
 nlohmann::json token_probabilities(const PreparedSample& p,
                                    const std::vector<std::int32_t>& generated,
-                                   const SamplingOptions& sampling) {
-  NextTokenLogits next_logits(p.loaded.model(), p.window, sampling);
+                                   const SamplingOptions& sampling, Tracer* tracer) {
+  NextTokenLogits next_logits(p.loaded.model(), p.window, sampling, tracer);
   std::vector<std::int32_t> text = p.prompt;
   SamplingOptions plain;
   plain.temperature = 1.0;
@@ -169,19 +169,22 @@ OneSample generate_one(PreparedSample& p, const SampleOptions& o, std::mt19937_6
   StreamDecoder stream(p.loaded.tokenizer());  // BPE: bytes wait for their whole character
   threads.sample_starts();
   try {
-    generate(p.loaded.model(), p.prompt, o.tokens, p.window, o.sampling, rng, [&](std::int32_t id) {
-      threads.token_came(s.ids.empty());
-      s.ids.push_back(id);
-      const std::string piece = stream.push(id);
-      s.text += piece;
-      if (!o.json) write_generated_text(out, piece, o.raw);
-      if (!o.stop.empty() && s.text.size() >= o.stop.size() &&
-          s.text.compare(s.text.size() - o.stop.size(), o.stop.size(), o.stop) == 0) {
-        s.stopped = true;
-        throw StopSample{};
-      }
-      threads.token_written();
-    });
+    generate(
+        p.loaded.model(), p.prompt, o.tokens, p.window, o.sampling, rng,
+        [&](std::int32_t id) {
+          threads.token_came(s.ids.empty());
+          s.ids.push_back(id);
+          const std::string piece = stream.push(id);
+          s.text += piece;
+          if (!o.json) write_generated_text(out, piece, o.raw);
+          if (!o.stop.empty() && s.text.size() >= o.stop.size() &&
+              s.text.compare(s.text.size() - o.stop.size(), o.stop.size(), o.stop) == 0) {
+            s.stopped = true;
+            throw StopSample{};
+          }
+          threads.token_written();
+        },
+        o.tracer);
   } catch (const StopSample&) {}
   if (const std::string rest = stream.flush(); !rest.empty()) {  // an incomplete character
     if (!o.json) write_generated_text(out, rest, o.raw);
@@ -253,7 +256,7 @@ SampleRun generate_samples(PreparedSample& p, const SampleOptions& o, std::ostre
     }
     samples.push_back({{"text", s.text},
                        {"stopped", s.stopped},
-                       {"tokens", token_probabilities(p, s.ids, o.sampling)}});
+                       {"tokens", token_probabilities(p, s.ids, o.sampling, o.tracer)}});
   }
   run.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   if (o.json)

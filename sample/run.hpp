@@ -38,6 +38,9 @@ struct SampleOptions {
   /// Choose between one thread and every core by measuring (sample/thread_choice.hpp); false:
   /// keep the count set before.
   bool choose_threads = false;
+  /// Hooks run in every forward pass of generation (steering, interp/steering.hpp); null: none.
+  /// Not owned.
+  Tracer* tracer = nullptr;
 };
 
 /// A window longer than the model has positions for (facts; the front end names its option).

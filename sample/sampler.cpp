@@ -201,11 +201,12 @@ std::size_t checked_window(const Decoder& model, std::size_t window) {
 }  // namespace
 
 NextTokenLogits::NextTokenLogits(const Decoder& model, std::size_t window,
-                                 const SamplingOptions& options)
+                                 const SamplingOptions& options, Tracer* tracer)
     : model_(model),
       window_(checked_window(model, window)),
       use_kv_cache_(options.use_kv_cache),
       window_mode_(options.window_mode),
+      tracer_(tracer),
       cache_(model.config(), 1) {}
 
 std::vector<double> NextTokenLogits::operator()(const std::vector<std::int32_t>& text) {
@@ -248,17 +249,18 @@ std::vector<double> NextTokenLogits::operator()(const std::vector<std::int32_t>&
 
 Tensor NextTokenLogits::forward(const Ids& ids, KVCache* cache) {
   tokens_read_ += ids.size();
-  return model_.forward(ids, cache);
+  return model_.forward(ids, cache, tracer_);
 }
 
 std::vector<std::int32_t> generate(const Decoder& model, std::vector<std::int32_t> prompt,
                                    std::size_t n_tokens, std::size_t window,
                                    const SamplingOptions& options, std::mt19937_64& rng,
-                                   const std::function<void(std::int32_t)>& on_token) {
+                                   const std::function<void(std::int32_t)>& on_token,
+                                   Tracer* tracer) {
   validate(options);
   if (prompt.empty())
     throw std::invalid_argument("generate: the prompt must hold at least one token");
-  NextTokenLogits next_logits(model, window, options);
+  NextTokenLogits next_logits(model, window, options, tracer);
   std::vector<std::int32_t> tokens = prompt;
   if (tokens.size() > window)
     tokens.erase(tokens.begin(), tokens.end() - static_cast<long>(window));

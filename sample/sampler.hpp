@@ -125,8 +125,13 @@ std::int32_t draw(const std::vector<double>& probs, std::mt19937_64& rng);
 class NextTokenLogits {
  public:
   /// Throws std::invalid_argument when window is 0 or above the model's context length. The
-  /// model must outlive this object.
-  NextTokenLogits(const Decoder& model, std::size_t window, const SamplingOptions& options);
+  /// model must outlive this object. `tracer` (optional, outliving this object too) is passed
+  /// to every forward pass, so that its hooks run on each new position: steering adds a
+  /// direction to the residual stream there (interp/steering.hpp). A tracer sends the attention
+  /// through its reference path (nn/tracer.hpp); give it set_recording(false) so that no
+  /// snapshot is copied.
+  NextTokenLogits(const Decoder& model, std::size_t window, const SamplingOptions& options,
+                  Tracer* tracer = nullptr);
   /// Logits (vocab_size) of the token after text.back(). `text` is the whole text so far: the
   /// previous call's text with at least one token appended (std::invalid_argument when it is
   /// not longer). Runs under NoGradGuard.
@@ -142,6 +147,7 @@ class NextTokenLogits {
   std::size_t window_;
   bool use_kv_cache_;
   WindowMode window_mode_;
+  Tracer* tracer_;  // hooks of every forward pass, or null
   KVCache cache_;
   std::size_t cache_start_ = 0;  // index in the text of the token in the cache's slot 0
   std::size_t seen_ = 0;         // length of the previous call's text
@@ -158,11 +164,13 @@ class NextTokenLogits {
 /// training text, so its logit is set to -inf before sampling.
 ///
 /// `on_token` (optional) is called with each new id as soon as it is chosen (for streaming).
+/// `tracer` (optional) runs its hooks in every forward pass (NextTokenLogits).
 /// Returns only the new ids (n_tokens of them).
 std::vector<std::int32_t> generate(const Decoder& model, std::vector<std::int32_t> prompt,
                                    std::size_t n_tokens, std::size_t window,
                                    const SamplingOptions& options, std::mt19937_64& rng,
-                                   const std::function<void(std::int32_t)>& on_token = {});
+                                   const std::function<void(std::int32_t)>& on_token = {},
+                                   Tracer* tracer = nullptr);
 
 }  // namespace GLASS_PRECISION
 }  // namespace glass

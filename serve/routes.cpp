@@ -128,7 +128,11 @@ void Server::add_routes() {
                          Route{"/api/ablate", "POST", &Server::answer_ablate},
                          Route{"/api/dla", "POST", &Server::answer_dla},
                          Route{"/api/attribution", "POST", &Server::answer_attribution},
-                         Route{"/api/interp", "GET", &Server::answer_interp}}) {
+                         Route{"/api/interp", "GET", &Server::answer_interp},
+                         Route{"/features", "GET", &Server::answer_features_page},
+                         Route{"/api/features", "GET", &Server::answer_features},
+                         Route{"/api/features/latent", "GET", &Server::answer_feature_latent},
+                         Route{"/api/features/prompt", "GET", &Server::answer_feature_prompt}}) {
     if (std::string(r.method) == "GET")
       s.Get(r.path, answer(r.member));
     else

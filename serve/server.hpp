@@ -34,6 +34,9 @@
 //                              attribution patching of every head and MLP next to exact patching
 //   GET  /api/interp           the head scores recorded at each save seen (SAVE/interp.json),
 //                              with the save's step and losses
+//   GET  /features             the SAE feature browser page, when the run holds an SAE; its
+//                              JSON: /api/features, /api/features/latent?latent=N,
+//                              /api/features/prompt?prompt=T (serve/routes_features.cpp)
 //
 // A token is a character of a character model or a subword of a BPE model (its tokenizer.json):
 // prompts go through the checkpoint's tokenizer, the context counts tokens, and the answers give
@@ -70,7 +73,9 @@ namespace glass {
 
 class BoundedHttpServer;  // serve/bounded_http.hpp
 
-class Checkpoint;  // checkpoint/checkpoint.hpp
+class Checkpoint;     // checkpoint/checkpoint.hpp
+struct FeatureCache;  // serve/routes_features.cpp
+class SaeFeatures;    // inspect/sae_features.hpp
 
 /// A server that cannot start: the address cannot be bound (port in use, no permission, unknown
 /// host) or the checkpoint directory does not exist. The message says which and what to do.
@@ -169,6 +174,16 @@ class Server {
   void answer_dla(const httplib::Request& req, httplib::Response& res);
   void answer_attribution(const httplib::Request& req, httplib::Response& res);
   void answer_interp(const httplib::Request& req, httplib::Response& res);
+  // The features page (serve/routes_features.cpp): GET /features, /api/features,
+  // /api/features/latent, /api/features/prompt.
+  void answer_features_page(const httplib::Request& req, httplib::Response& res);
+  void answer_features(const httplib::Request& req, httplib::Response& res);
+  void answer_feature_latent(const httplib::Request& req, httplib::Response& res);
+  void answer_feature_prompt(const httplib::Request& req, httplib::Response& res);
+  /// The browser of the SAE beside the served save, built on first use for each save (call it
+  /// under the compute lock); nullptr after answering 404 when there is none or it cannot be
+  /// used.
+  const SaeFeatures* features_or_404(httplib::Response& res);
   /// "" when the Host and, for a POST, Content-Type and Origin headers are acceptable; else
   /// the status (421, 403, 415) through `status` and the reason.
   std::string refusal(const std::string& host, const std::string& method,
@@ -214,6 +229,7 @@ class Server {
   serve_api::InterpHistory interp_history_;  // the saves' records seen so far (its own lock)
 
   std::mutex compute_mutex_;  // one forward pass at a time; never held with state_mutex_
+  std::shared_ptr<FeatureCache> features_;  // the SAE browser; guarded by compute_mutex_
 };
 
 }  // namespace glass
