@@ -7,8 +7,8 @@
 // shuffled and read batch_tokens at a time; when half of it has been read, that half is replaced
 // by fresh activations every `reuse`-th time (reshuffled the other times; each activation is read
 // about 2 x reuse times), so memory stays buffer_tokens x d_model floats however long the text.
-// Computing activations (the model's blocks before the point) costs more than an SAE step: reuse
-// trades that cost for fewer distinct windows.
+// Computing activations (the model's blocks before the point) costs about as much as a fast SAE
+// step: reuse trades that cost for fewer distinct windows.
 
 #include <cstddef>
 #include <cstdint>
