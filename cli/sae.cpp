@@ -1,10 +1,11 @@
 // `glass sae`: sparse autoencoders on a checkpoint's residual stream.
 //
-//   glass sae train -m DIR [--point layers.1.out] [--latents 1024] [--k 16] [--steps N]
+//   glass sae train -m DIR [--point layers.1.out] [--latents 1024] [--k 16] [--steps N] [--ops P]
 //                   [--data FILE] [--out FILE] [-t N]
-//   glass sae eval -m DIR --sae FILE [--point P] [--data FILE] [-t N]
+//   glass sae eval -m DIR --sae FILE [--point P] [--data FILE] [--census N] [-t N]
 //   glass sae inspect -m DIR --sae FILE (--latent N | --prompt TEXT) [--json]  (sae_inspect.cpp)
 
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
 #include <string>
@@ -19,6 +20,7 @@
 #include "cli/threads.hpp"
 #include "cli/validators.hpp"
 #include "data/text.hpp"
+#include "train/sae_census.hpp"
 #include "train/sae_file.hpp"
 #include "train/sae_trainer.hpp"
 
@@ -79,6 +81,8 @@ nlohmann::json training_record(const SaeTrainFlags& f, const std::string& data,
           {"steps", o.steps},
           {"batch_tokens", o.batch_tokens},
           {"buffer_tokens", o.buffer_tokens},
+          {"reuse", o.reuse},
+          {"ops", glass::to_string(o.ops)},
           {"lr", o.lr},
           {"aux_coef", o.aux_coef},
           {"dead_after_tokens", o.dead_after},
@@ -153,9 +157,19 @@ void add_sae_train(CLI::App* sae) {
   cmd->add_option("--batch", f->options.batch_tokens, "activations per step")
       ->check(glass::cli::integer_in(1, 1 << 20, "an integer from 1 to 1048576"))
       ->capture_default_str();
+  cmd->add_option("--reuse", f->options.reuse,
+                  "read each buffered activation about 2 x N times before refilling it")
+      ->check(glass::cli::integer_in(1, 1000, "an integer from 1 to 1000"))
+      ->capture_default_str();
   cmd->add_option("--lr", f->options.lr, "learning rate")
       ->check(glass::cli::kPositiveNumber)
       ->capture_default_str();
+  cmd->add_option_function<std::string>(
+         "--ops", [f](const std::string& name) { f->options.ops = glass::parse_ops_path(name); },
+         "which code computes a step: fast (a decoder multiplying only the active latents) or "
+         "reference (the SAE's ops as written; slower, the same numbers to rounding)")
+      ->transform(CLI::IsMember({"fast", "reference"}, CLI::ignore_case))
+      ->default_str("fast");
   cmd->add_option("--seed", f->options.seed, "seed of the initial weights and the windows")
       ->capture_default_str();
   cmd->add_option("--data", f->data, "text to train on (default: the one the model trained on)")
@@ -178,8 +192,42 @@ struct SaeEvalFlags {
   std::string sae;
   std::string point;  // "": any; else the point the SAE must read
   std::string data;
+  std::size_t census = 0;  // 0: no census; else the number of most frequent latents to read
   int threads = 0;
 };
+
+/// The text of ids[pos - 24 .. pos] with the current token in brackets, newlines shown as '⏎'.
+std::string marked_context(const glass::Checkpoint& loaded, const glass::TokenIds& ids,
+                           std::size_t pos) {
+  const std::size_t from = pos >= 24 ? pos - 24 : 0;
+  std::string text = loaded.tokenizer().decode_generated(ids.to_vector(from, pos)) + "[" +
+                     loaded.tokenizer().decode_generated(ids.to_vector(pos, pos + 1)) + "]";
+  for (std::size_t i = text.find('\n'); i != std::string::npos; i = text.find('\n', i))
+    text.replace(i, 1, "⏎");
+  return text;
+}
+
+/// `glass sae eval --census N`: the share of the N most frequent latents whose top 10 contexts
+/// hold more than one distinct current token, and the first 10 such latents with 5 contexts each.
+void print_census(const glass::Checkpoint& loaded, const glass::LoadedSae& sae,
+                  const glass::TokenIds& ids, std::size_t begin, std::size_t n) {
+  const glass::SaeCensus c =
+      glass::sae_census(loaded, *sae.sae, sae.point, ids, begin, ids.size(), n, 10);
+  std::cout << fmt::format(
+      "census: {} of the {} most frequent latents ({:.0f} %) have top-10 contexts on more than "
+      "one current {}\n",
+      c.multi, c.latents.size(), 100.0 * c.multi / std::max<std::size_t>(c.latents.size(), 1),
+      loaded.unit(false));
+  std::size_t shown = 0;
+  for (const glass::LatentContexts& l : c.latents) {
+    if (l.distinct_current < 2 || shown++ == 10) continue;
+    std::cout << fmt::format("latent {} (fires on {} of {}, {} distinct current):\n", l.latent,
+                             l.fires, c.tokens, l.distinct_current);
+    for (std::size_t i = 0; i < std::min<std::size_t>(5, l.top.size()); ++i)
+      std::cout << fmt::format("  {:6.2f}  {}\n", l.top_activations[i],
+                               marked_context(loaded, ids, l.top[i]));
+  }
+}
 
 void run_sae_eval(const SaeEvalFlags& f) {
   glass::Checkpoint loaded = glass::load_checkpoint(f.checkpoint);
@@ -196,6 +244,7 @@ void run_sae_eval(const SaeEvalFlags& f) {
       f.sae, sae.point, sae.sae->n_latents(), sae.sae->k(), data, m.tokens, loaded.unit(), m.fvu,
       m.l0, m.silent, m.clean_loss, m.spliced_loss, m.spliced_loss - m.clean_loss,
       loaded.unit(false));
+  if (f.census > 0) print_census(loaded, sae, split.ids, split.n_train, f.census);
 }
 
 void add_sae_eval(CLI::App* sae) {
@@ -206,6 +255,10 @@ void add_sae_eval(CLI::App* sae) {
       ->required();
   cmd->add_option("--sae", f->sae, "SAE file written by glass sae train")->required();
   cmd->add_option("--point", f->point, "refuse an SAE of another point");
+  cmd->add_option("--census", f->census,
+                  "also read the N most frequent latents: how many fire on more than one "
+                  "character in their top 10 contexts, and some of those contexts")
+      ->check(glass::cli::integer_in(1, 1 << 20, "an integer from 1 to 1048576"));
   cmd->add_option("--data", f->data, "text (default: the one the model trained on)")
       ->check(CLI::ExistingFile);
   glass::cli::add_threads_option(cmd, f->threads);

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <limits>
 #include <numeric>
 #include <ostream>
 #include <random>
@@ -14,6 +15,7 @@
 #include <fmt/format.h>
 #include <xtensor/xview.hpp>
 
+#include "autograd/kernels/kernels.hpp"
 #include "autograd/ops.hpp"
 #include "autograd/tape.hpp"
 #include "data/batches.hpp"
@@ -27,18 +29,20 @@ namespace glass {
 namespace {
 
 /// Streams activations (see sae_trainer.hpp): a shuffled buffer of rows, half of it refilled
-/// from fresh random windows each time that half has been read.
+/// from fresh random windows every `reuse`-th time that half has been read (reshuffled else).
 class ActivationBuffer {
  public:
   ActivationBuffer(const Decoder& model, std::shared_ptr<const TokenIds> ids, std::size_t n_train,
-                   std::size_t window, std::size_t point, std::size_t capacity, std::uint64_t seed)
+                   std::size_t window, std::size_t point, std::size_t capacity, std::size_t reuse,
+                   std::uint64_t seed)
       : model_(model),
         point_(point),
         sampler_(std::move(ids), 0, n_train, 1, window, seed),
         window_(window),
         rows_(Array::from_shape({capacity, model.config().d_model})),
         order_(capacity),
-        engine_(seed + 1) {
+        engine_(seed + 1),
+        reuse_(reuse) {
     std::iota(order_.begin(), order_.end(), 0);
     fill(0, capacity);
     std::shuffle(order_.begin(), order_.end(), engine_);
@@ -47,8 +51,9 @@ class ActivationBuffer {
   /// The next `n` rows (n <= half the capacity) as (n, d_model).
   Array next(std::size_t n) {
     const std::size_t half = order_.size() / 2;
-    if (read_ + n > half) {  // the read half is stale: refill those rows, shuffle again
-      for (std::size_t i = 0; i < read_; i += window_) fill_rows(i, std::min(window_, read_ - i));
+    if (read_ + n > half) {  // the read half is used up: refill those rows, shuffle again
+      if (++used_up_ % reuse_ == 0)
+        for (std::size_t i = 0; i < read_; i += window_) fill_rows(i, std::min(window_, read_ - i));
       std::shuffle(order_.begin(), order_.end(), engine_);
       read_ = 0;
     }
@@ -83,6 +88,8 @@ class ActivationBuffer {
   std::vector<std::size_t> order_;  // a permutation of the rows; [0, read_) already read
   std::size_t read_ = 0;
   std::mt19937_64 engine_;
+  std::size_t reuse_;        // the read half is refilled every reuse_-th time it is used up
+  std::size_t used_up_ = 0;  // times the read half was used up
 };
 
 /// The options' sizes checked against the model; std::invalid_argument naming the flag's value.
@@ -91,8 +98,8 @@ void check_options(const Decoder& model, const SaeTrainOptions& o) {
   if (o.k == 0 || o.k >= o.n_latents)
     throw std::invalid_argument(fmt::format(
         "k = {} must be at least 1 and less than the number of latents ({})", o.k, o.n_latents));
-  if (o.steps == 0 || o.batch_tokens == 0)
-    throw std::invalid_argument("the steps and the batch must be at least 1");
+  if (o.steps == 0 || o.batch_tokens == 0 || o.reuse == 0)
+    throw std::invalid_argument("the steps, the batch and the reuse must be at least 1");
   if (o.buffer_tokens < 2 * o.batch_tokens)
     throw std::invalid_argument(fmt::format("the buffer ({} tokens) must hold two batches ({})",
                                             o.buffer_tokens, o.batch_tokens));
@@ -103,6 +110,55 @@ double sae_lr(const SaeTrainOptions& o, std::size_t step) {
   const double decay_from = 0.8 * static_cast<double>(o.steps);
   if (step < decay_from) return o.lr;
   return o.lr * (static_cast<double>(o.steps) - step) / (static_cast<double>(o.steps) - decay_from);
+}
+
+/// The two losses of one step on activations x (N, D): the FVU of the reconstruction and AuxK
+/// (interp/sae.hpp). `fired[i]` is set for every latent active on some row.
+struct StepLosses {
+  Tensor fvu, aux;
+};
+
+/// The reference step: the SAE's forward pass and auxk_loss as interp/sae.hpp writes them.
+StepLosses reference_step(const SparseAutoencoder& sae, const Array& x,
+                          const std::vector<bool>& dead, std::size_t k_aux,
+                          std::vector<bool>& fired) {
+  const Tensor pre = sae.pre_activations(Tensor(x));
+  const Tensor z = topk_relu(pre, sae.k());
+  const Tensor x_hat = sae.decode(z);
+  const Scalar* zs = z.value().data();
+  for (std::size_t j = 0; j < z.size(); ++j)
+    if (zs[j] > 0) fired[j % sae.n_latents()] = true;
+  return {normalized_mse(x_hat, x), auxk_loss(sae, pre, Array(x - x_hat.value()), dead, k_aux)};
+}
+
+/// The fast step: the same losses with the sparse decoder topk_decode (autograd/kernels/), which
+/// multiplies only the active latents, in place of matmul(topk_relu(pre, k), W_dec), for the
+/// reconstruction and for AuxK's.
+StepLosses fast_step(const SparseAutoencoder& sae, const Array& x, const std::vector<bool>& dead,
+                     std::size_t k_aux, std::vector<bool>& fired) {
+  const Tensor pre = sae.pre_activations(Tensor(x));
+  std::vector<std::uint32_t> active;
+  const Tensor x_hat = topk_decode(pre, sae.k(), sae.W_dec, &active) + sae.b_pre;
+  for (const std::uint32_t j : active) fired[j] = true;
+  StepLosses loss{normalized_mse(x_hat, x), Tensor::zeros({})};
+  Mask alive = Mask::from_shape({1, sae.n_latents()});
+  std::size_t n_dead = 0;
+  for (std::size_t i = 0; i < sae.n_latents(); ++i) {
+    alive(0, i) = !dead[i];
+    n_dead += dead[i] ? 1 : 0;
+  }
+  if (n_dead == 0 || k_aux == 0) return loss;
+  const Scalar inf = std::numeric_limits<Scalar>::infinity();
+  const Tensor e_hat =
+      topk_decode(masked_fill(pre, alive, -inf), std::min(k_aux, n_dead), sae.W_dec);
+  loss.aux = normalized_mse(e_hat, Array(x - x_hat.value()));
+  return loss;
+}
+
+StepLosses step_losses(const SparseAutoencoder& sae, const Array& x, const std::vector<bool>& dead,
+                       std::size_t k_aux, OpsPath ops, std::vector<bool>& fired) {
+  return ops == OpsPath::fast ? fast_step(sae, x, dead, k_aux, fired)
+                              : reference_step(sae, x, dead, k_aux, fired);
 }
 
 }  // namespace
@@ -137,7 +193,7 @@ SaeTrainResult train_sae(const Checkpoint& loaded, std::shared_ptr<const TokenId
   const std::size_t window = loaded.window();
   if (n_train < window + 1 || ids->size() < n_train + 2)
     throw std::invalid_argument("the text is too short for one window of training and validation");
-  ActivationBuffer buffer(model, ids, n_train, window, point, o.buffer_tokens, o.seed);
+  ActivationBuffer buffer(model, ids, n_train, window, point, o.buffer_tokens, o.reuse, o.seed);
 
   SaeTrainResult result;
   Rng rng(o.seed);
@@ -155,21 +211,14 @@ SaeTrainResult train_sae(const Checkpoint& loaded, std::shared_ptr<const TokenId
   const auto start = std::chrono::steady_clock::now();
   for (std::size_t step = 0; step < o.steps; ++step) {
     const Array x = buffer.next(o.batch_tokens);  // (N, D)
-    const Tensor pre = sae.pre_activations(Tensor(x));
-    const Tensor z = topk_relu(pre, o.k);
-    const Tensor x_hat = sae.decode(z);
-    const Tensor fvu = normalized_mse(x_hat, x);
-    const Tensor aux = auxk_loss(sae, pre, Array(x - x_hat.value()), dead, k_aux);
+    std::vector<bool> fired(o.n_latents, false);  // which latents fired in this batch
+    const StepLosses loss = step_losses(sae, x, dead, k_aux, o.ops, fired);
     optimizer.zero_grad();
-    (fvu + aux * static_cast<Scalar>(o.aux_coef)).backward();
+    (loss.fvu + loss.aux * static_cast<Scalar>(o.aux_coef)).backward();
     sae.project_decoder_grad();
     optimizer.step(sae_lr(o, step));
     sae.normalize_decoder();
 
-    std::vector<bool> fired(o.n_latents, false);  // which latents fired in this batch
-    const Scalar* zs = z.value().data();
-    for (std::size_t j = 0; j < z.size(); ++j)
-      if (zs[j] > 0) fired[j % o.n_latents] = true;
     std::size_t n_dead = 0;
     for (std::size_t i = 0; i < o.n_latents; ++i) {
       since_fired[i] = fired[i] ? 0 : since_fired[i] + o.batch_tokens;
@@ -182,7 +231,8 @@ SaeTrainResult train_sae(const Checkpoint& loaded, std::shared_ptr<const TokenId
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       log << fmt::format(
                  "step {:5}/{} | fvu {:.4f} | auxk {:.4f} | dead {} | lr {:.2e} | {:.0f} s\n",
-                 step + 1, o.steps, fvu.item(), aux.item(), n_dead, sae_lr(o, step), seconds)
+                 step + 1, o.steps, loss.fvu.item(), loss.aux.item(), n_dead, sae_lr(o, step),
+                 seconds)
           << std::flush;
     }
   }

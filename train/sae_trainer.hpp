@@ -5,8 +5,10 @@
 //
 // Activations are streamed: a buffer of buffer_tokens activations of random training windows is
 // shuffled and read batch_tokens at a time; when half of it has been read, that half is replaced
-// by fresh activations (each activation is read about twice), so memory stays
-// buffer_tokens x d_model floats however long the text.
+// by fresh activations every `reuse`-th time (reshuffled the other times; each activation is read
+// about 2 x reuse times), so memory stays buffer_tokens x d_model floats however long the text.
+// Computing activations (the model's blocks before the point) costs about as much as a fast SAE
+// step: reuse trades that cost for fewer distinct windows.
 
 #include <cstddef>
 #include <cstdint>
@@ -18,6 +20,7 @@
 #include "checkpoint/checkpoint.hpp"
 #include "data/token_ids.hpp"
 #include "interp/sae.hpp"
+#include "nn/config.hpp"
 
 namespace glass {
 
@@ -30,12 +33,17 @@ struct SaeTrainOptions {
   std::size_t steps = 3000;            ///< AdamW steps
   std::size_t batch_tokens = 4096;     ///< activations per step
   std::size_t buffer_tokens = 65536;   ///< activations held for shuffling
+  std::size_t reuse = 4;               ///< the read half is refilled every reuse-th time
   double lr = 4e-4;                    ///< AdamW learning rate; linear decay to 0 over the last 20%
   std::size_t k_aux = 0;               ///< AuxK's k (0: d_model / 2, as Gao et al.)
   double aux_coef = 1.0 / 32;          ///< AuxK's weight alpha (Gao et al.)
   std::size_t dead_after = 1'000'000;  ///< a latent is dead after this many tokens without firing
   std::uint64_t seed = 1234;           ///< initial weights and windows
   std::size_t log_every = 250;         ///< steps between progress lines (0: none)
+  /// Which code computes a step: fast multiplies only the active latents in the decoder and in
+  /// AuxK (topk_decode, autograd/kernels/kernels.hpp); reference runs the SAE's ops as
+  /// interp/sae.hpp writes them. The same numbers to rounding.
+  OpsPath ops = OpsPath::fast;
 };
 
 /// A trained SAE's figures on the validation split (and the dead count from training).

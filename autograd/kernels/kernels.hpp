@@ -5,6 +5,8 @@
 // (in double precision) that its values and gradients equal theirs. Sources: autograd/kernels/*.cpp; SIMD helpers in kernels/simd.hpp (internal).
 
 #include <cstddef>
+#include <cstdint>
+#include <vector>
 
 #include "autograd/ops.hpp"
 
@@ -56,6 +58,18 @@ double sum_of_squares(const Array& x);
 /// std::invalid_argument "silu_mul: shapes (..) and (..) differ" otherwise. One pass over memory
 /// forward and one backward (sigmoid(gate) is recomputed there, not stored).
 Tensor silu_mul(const Tensor& gate, const Tensor& up);
+
+// ---- sparse decoder of a TopK SAE (kernels/topk_decode.cpp). Replaces: matmul(topk_relu(pre, k), W)
+/// The decoder of a TopK sparse autoencoder (interp/sae.hpp) multiplying only the active latents:
+/// y = topk_relu(pre, k) W, with the same choice of kept entries as topk_relu (the k largest of
+/// each row, ties to the lower index, a NaN above every number; kept when > 0 or NaN), in
+/// N k D multiply-adds instead of N F D, and the same in the backward pass (the gradient of pre
+/// is non-zero only at the kept entries, W's only at the rows of kept latents). pre (N, F),
+/// W (F, D) -> (N, D). `active`, when given, receives the latent index of every kept entry,
+/// row after row (its size is the number of non-zero latents). Throws std::invalid_argument
+/// unless the shapes are (N, F) and (F, D) and 1 <= k <= F.
+Tensor topk_decode(const Tensor& pre, std::size_t k, const Tensor& W,
+                   std::vector<std::uint32_t>* active = nullptr);
 
 // ---- fused causal attention (kernels/causal_attention.cpp). Replaces attention steps 5-8:
 // matmul(Q, K^T) / sqrt(d_k) -> masked_fill(causal_mask, -inf) -> softmax -> matmul with V.

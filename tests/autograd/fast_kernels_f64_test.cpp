@@ -146,6 +146,26 @@ std::vector<Row> rows() {
                {{3, 9}},
                [](const In& in) { return silu_mul(in[0], in[0]); },
                [](const In& in) { return in[0] * in[0] * sigmoid(in[0]); }});
+  // topk_decode: some latents kept, all of them (k = F), one row, and AuxK's masked rows
+  for (const auto& s : std::vector<std::vector<std::size_t>>{
+           {7, 10, 4, 3}, {4, 6, 3, 6}, {1, 9, 5, 2}, {12, 40, 8, 5}}) {
+    const std::size_t k = s[3];
+    t.push_back({"topk_decode " + std::to_string(k) + " of " + std::to_string(s[1]),
+                 "matmul(topk_relu(pre, k), W)",
+                 {{s[0], s[1]}, {s[1], s[2]}},
+                 [k](const In& in) { return topk_decode(in[0], k, in[1]); },
+                 [k](const In& in) { return matmul(topk_relu(in[0], k), in[1]); }});
+  }
+  Mask alive = Mask::from_shape({1, 8});
+  for (std::size_t j = 0; j < 8; ++j) alive(0, j) = j % 3 != 1;  // latents 1, 4, 7 dead
+  t.push_back(
+      {"topk_decode of AuxK's masked pre-activations",
+       "matmul(topk_relu(masked_fill(pre, alive, -inf), 2), W)",
+       {{5, 8}, {8, 3}},
+       [alive](const In& in) { return topk_decode(masked_fill(in[0], alive, -kInf), 2, in[1]); },
+       [alive](const In& in) {
+         return matmul(topk_relu(masked_fill(in[0], alive, -kInf), 2), in[1]);
+       }});
   // causal_attention: (B, n, m, H, H_kv, D) for MHA and GQA, n = m and n < m (cached positions),
   // one query, exactly one block of 32 query rows, several blocks and a partial last one
   const std::vector<std::vector<std::size_t>> attention_shapes = {
@@ -370,6 +390,45 @@ TEST(FastKernels, SoftmaxRowsWithANaNGivesNaNAndAFullyMaskedRowGivesZeros) {
     EXPECT_NEAR(y(4, 0) + y(4, 1) + y(4, 2), 1.0, 1e-15);
   }
   for (std::size_t j = 0; j < 3; ++j) EXPECT_EQ(leaf.grad()(3, j), 0.0);  // and zero gradient
+}
+
+}  // namespace
+
+namespace {
+
+TEST(FastKernels, TopkDecodeKeepsTopkRelusEntriesOnTiesNaNAndInfinities) {
+  // Ties at the k-th value (the lower index wins), a NaN (above every number), -inf entries,
+  // a row with fewer than k positive entries and an all-negative row.
+  const Array pre = {{1, 2, 2, 2, 0.5},
+                     {0.5, kNaN, 3, -1, 3},
+                     {-kInf, 4, -kInf, -kInf, 1},
+                     {0.3, -2, -1, -3, -4},
+                     {-1, -2, -3, -4, -5}};
+  Rng rng(4);
+  const Tensor W = Tensor::randn({5, 3}, 1, rng);
+  const Tensor reference = matmul(topk_relu(Tensor(pre), 2), W);
+  std::vector<std::uint32_t> active;
+  const Tensor fast = topk_decode(Tensor(pre), 2, W, &active);
+  for (std::size_t r = 0; r < 5; ++r)
+    for (std::size_t d = 0; d < 3; ++d) {
+      if (r == 1) {
+        EXPECT_TRUE(std::isnan(fast.value()(r, d)));  // the NaN is kept, as by topk_relu
+        EXPECT_TRUE(std::isnan(reference.value()(r, d)));
+      } else {
+        EXPECT_NEAR(fast.value()(r, d), reference.value()(r, d), 1e-12) << r << ", " << d;
+      }
+    }
+  // kept: row 0 latents 1, 2 (the tie at 2 goes to the lower indices); row 1 the NaN (1) and 2;
+  // row 2 latents 1 and 4; row 3 latent 0 only (the other is not > 0); row 4 none
+  EXPECT_EQ(active, (std::vector<std::uint32_t>{1, 2, 1, 2, 1, 4, 0}));
+}
+
+TEST(FastKernels, TopkDecodeThrowsOnBadShapesOrK) {
+  const Tensor pre = Tensor::zeros({2, 4});
+  EXPECT_THROW(topk_decode(pre, 0, Tensor::zeros({4, 3})), std::invalid_argument);
+  EXPECT_THROW(topk_decode(pre, 5, Tensor::zeros({4, 3})), std::invalid_argument);
+  EXPECT_THROW(topk_decode(pre, 2, Tensor::zeros({3, 3})), std::invalid_argument);
+  EXPECT_THROW(topk_decode(Tensor::zeros({4}), 2, Tensor::zeros({4, 3})), std::invalid_argument);
 }
 
 }  // namespace

@@ -64,6 +64,8 @@ TEST_F(SaeCli, TrainsAndWritesTheFileWithItsOwnManifest) {
   EXPECT_EQ(m["k"], 4);
   EXPECT_EQ(m["model"]["sha256"].get<std::string>().size(), 64u);
   EXPECT_TRUE(m["training"]["validation"].contains("fvu"));
+  EXPECT_EQ(m["training"]["ops"], "fast");
+  EXPECT_EQ(m["training"]["reuse"], 4);
   // The save's own manifest does not list the SAE: it was never resealed.
   const std::string save_manifest =
       glass_test::read_file(fs::canonical(dir_ / "run" / "current") / "manifest.json");
@@ -72,6 +74,31 @@ TEST_F(SaeCli, TrainsAndWritesTheFileWithItsOwnManifest) {
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("FVU"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("spliced"), std::string::npos) << r.out;
+}
+
+TEST_F(SaeCli, TheReferenceOpsAndAReuseAreTakenAndBadValuesRefused) {
+  const fs::path out = dir_ / "reference.safetensors";
+  const CliRun r = sae("train --latents 64 --k 4 --steps 3 --batch 64 --ops reference --reuse 2" +
+                       std::string(" --out ") + q(out.string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json m = nlohmann::json::parse(glass_test::read_file(dir_ / "reference.json"));
+  EXPECT_EQ(m["training"]["ops"], "reference");
+  EXPECT_EQ(m["training"]["reuse"], 2);
+  const CliRun bad_ops = sae("train --steps 1 --ops quick");
+  EXPECT_NE(bad_ops.exit_code, 0);
+  EXPECT_NE(bad_ops.err.find("--ops"), std::string::npos) << bad_ops.err;
+  const CliRun bad_reuse = sae("train --steps 1 --reuse 0");
+  EXPECT_NE(bad_reuse.exit_code, 0);
+  EXPECT_NE(bad_reuse.err.find("--reuse"), std::string::npos) << bad_reuse.err;
+}
+
+TEST_F(SaeCli, EvalCensusCountsTheLatentsOnMoreThanOneCharacter) {
+  const CliRun r = sae("eval --census 10 --sae " + q(sae_file().string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("most frequent latents"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("census: "), std::string::npos) << r.out;
+  const CliRun bad = sae("eval --census 0 --sae " + q(sae_file().string()));
+  EXPECT_NE(bad.exit_code, 0);
 }
 
 TEST_F(SaeCli, APointThatDoesNotExistListsTheValidOnes) {

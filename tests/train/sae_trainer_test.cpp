@@ -1,9 +1,13 @@
 // Training and measuring a sparse autoencoder (train/sae_trainer.hpp) on a tiny untrained model:
 // the points it reads, the activations at a point against the tracer's, the splice exact for an
-// SAE that reconstructs perfectly, training that lowers the FVU, and the bad options refused.
+// SAE that reconstructs perfectly, training that lowers the FVU, the fast step against the
+// reference one, the buffer's reuse, and the bad options refused.
 
 #include <cmath>
 #include <sstream>
+
+#include <xtensor/xmath.hpp>
+#include <xtensor/xsort.hpp>
 
 #include <gtest/gtest.h>
 
@@ -110,6 +114,63 @@ TEST(SaeTrainer, TrainingLowersTheFvu) {
   EXPECT_LE(r.metrics.l0, 4.0);
   EXPECT_GT(r.metrics.l0, 1.0);
   EXPECT_EQ(r.tokens_seen, 300u * 128u);
+}
+
+TEST(SaeTrainer, FastAndReferenceStepsTrainTheSameSae) {
+  // The fast step (topk_decode in the decoder and in AuxK) against the reference ops, with
+  // latents going dead early so that AuxK runs too.
+  const Checkpoint loaded = tiny_model();
+  const auto ids = text_ids(loaded, 20);
+  SaeTrainOptions o;
+  o.point = "layers.0.out";
+  o.n_latents = 64;
+  o.k = 2;
+  o.k_aux = 8;
+  o.batch_tokens = 64;
+  o.buffer_tokens = 256;
+  o.lr = 3e-3;
+  o.dead_after = 128;
+  o.log_every = 0;
+  o.steps = 25;
+  std::ostringstream log;
+  const std::size_t n_train = ids->size() * 9 / 10;
+  o.ops = OpsPath::reference;
+  const SaeTrainResult ref = train_sae(loaded, ids, n_train, o, log);
+  o.ops = OpsPath::fast;
+  const SaeTrainResult fast = train_sae(loaded, ids, n_train, o, log);
+  EXPECT_GT(ref.metrics.dead, 0u);  // AuxK had dead latents to train
+  EXPECT_EQ(fast.metrics.dead, ref.metrics.dead);
+  EXPECT_NEAR(fast.metrics.fvu, ref.metrics.fvu, 1e-4);
+  const Array& a = fast.sae->W_dec.value();
+  const Array& b = ref.sae->W_dec.value();
+  EXPECT_LT(xt::amax(xt::abs(a - b))(), 1e-4);
+  EXPECT_LT(xt::amax(xt::abs(fast.sae->W_enc.value() - ref.sae->W_enc.value()))(), 1e-4);
+}
+
+TEST(SaeTrainer, ReuseReadsTheBufferAgainBeforeRefillingIt) {
+  const Checkpoint loaded = tiny_model();
+  const auto ids = text_ids(loaded, 20);
+  SaeTrainOptions o;
+  o.n_latents = 32;
+  o.k = 4;
+  o.batch_tokens = 64;
+  o.buffer_tokens = 256;
+  o.log_every = 0;
+  o.steps = 12;  // the read half (two batches) is used up 6 times: refilled 6 times, or twice
+  o.reuse = 1;
+  std::ostringstream log;
+  const std::size_t n_train = ids->size() * 9 / 10;
+  const SaeTrainResult once = train_sae(loaded, ids, n_train, o, log);
+  o.reuse = 3;
+  const SaeTrainResult thrice = train_sae(loaded, ids, n_train, o, log);
+  EXPECT_GT(xt::amax(xt::abs(once.sae->W_dec.value() - thrice.sae->W_dec.value()))(), 0);
+  o.steps = 1;  // two batches (b_pre's and the step's) fill the read half: no refill yet
+  const SaeTrainResult a = train_sae(loaded, ids, n_train, o, log);
+  o.reuse = 1;
+  const SaeTrainResult b = train_sae(loaded, ids, n_train, o, log);
+  EXPECT_EQ(xt::amax(xt::abs(a.sae->W_dec.value() - b.sae->W_dec.value()))(), 0);
+  o.reuse = 0;
+  EXPECT_THROW(train_sae(loaded, ids, n_train, o, log), std::invalid_argument);
 }
 
 TEST(SaeTrainer, RefusesBadOptions) {
