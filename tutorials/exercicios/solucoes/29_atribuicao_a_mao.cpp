@@ -22,6 +22,7 @@ using Vetor = std::vector<double>;
 static Vetor partes_do_logit(const std::vector<Vetor>& partes, const Vetor& g, double eps,
                              const Vetor& u) {
   Vetor r(partes.size(), 0.0);
+  // --- a sua parte ---
   // A escala r é a da SOMA x, a mesma para todas as partes: a norma age sobre o fluxo
   // inteiro, e congelar r no valor da passada torna o logit linear em x. Aqui x = [2, 2, 2, 2],
   // média(x²) = 4, r = 1/2 (menos 6e-7 do eps); u · g · r = [0.5, -1, 0.25, 0.5], e as partes
@@ -35,6 +36,7 @@ static Vetor partes_do_logit(const std::vector<Vetor>& partes, const Vetor& g, d
   const double escala = 1 / std::sqrt(media + eps);
   for (std::size_t k = 0; k < partes.size(); ++k)
     for (std::size_t i = 0; i < d; ++i) r[k] += partes[k][i] * u[i] * g[i] * escala;
+  // --- fim ---
   return r;
 }
 
