@@ -1529,9 +1529,9 @@ TEST_F(Tutorials, Ch41ChatTemplateMaskAndTheFineTuneWithAndWithoutIt) {
   EXPECT_TRUE(contains(out, "2) 9 alvos de 67 tokens")) << out;
 }
 
-TEST_F(Tutorials, Chapter44RunsAndMatchesItsSavedOutput) {
+TEST_F(Tutorials, Chapter45RunsAndMatchesItsSavedOutput) {
   // Its numbers under mpirun are tests/cli/tutorial_mpi_test.cpp's; here the program alone.
-  const std::string& out = output_of(44);
+  const std::string& out = output_of(45);
   EXPECT_NE(out.find("3 + 1 janelas"), std::string::npos) << out;
 }
 
@@ -1547,7 +1547,7 @@ TEST_F(Tutorials, Chapter44RunsAndMatchesItsSavedOutput) {
 // means re-labelling those checks with them. New chapters number their answers.
 const std::set<int> kAnswersNotNumbered = {1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11,
                                            12, 13, 14, 15, 16, 18, 19, 20, 21, 22, 23,
-                                           24, 26, 28, 29, 30, 44, 31, 32, 33, 34, 35};
+                                           24, 26, 28, 29, 30, 45, 31, 32, 33, 34, 35};
 
 // The suggestions of the "Experimente:" list of `out` (its "  - " lines).
 std::size_t suggestions_in(const std::string& out) {
@@ -1695,10 +1695,10 @@ TEST_F(Tutorials, TheAnswersShowWhatTheSuggestionsSay) {
   const std::string& c30 = saved_output_of(30);
   EXPECT_EQ(after(c30, "|rope_k - k| máximo", "posição 0 "), 0);
   EXPECT_GT(after(c30, "|rope_k - k| máximo", "posição 1 "), 0.01);
-  // 44: pieces of 3 and 1 windows: the weighted mean is the batch's gradient, the plain one is not.
-  const std::string& c44 = saved_output_of(44);
-  EXPECT_GT(after(c44, "3 + 1 janelas", "simples "), 0.1);
-  EXPECT_LT(after(c44, "3 + 1 janelas", "(3 e 1) "), 1e-5);
+  // 45: pieces of 3 and 1 windows: the weighted mean is the batch's gradient, the plain one is not.
+  const std::string& c45 = saved_output_of(45);
+  EXPECT_GT(after(c45, "3 + 1 janelas", "simples "), 0.1);
+  EXPECT_LT(after(c45, "3 + 1 janelas", "(3 e 1) "), 1e-5);
 }
 
 TEST_F(Tutorials, Ch31BpeByHandAndOnTheBook) {
