@@ -20,8 +20,8 @@ using namespace glass;
 
 namespace {
 
-constexpr std::size_t kLote = 256;              // ativações por passo
-constexpr std::size_t kMorto = 10240;           // tokens sem disparar para contar como morto
+constexpr std::size_t kLote = 256;     // ativações por passo
+constexpr std::size_t kMorto = 10240;  // tokens sem disparar para contar como morto
 
 std::string mostrar(const Tokenizer& tok, std::int32_t id) {
   if (id == 0) return "?";
@@ -174,8 +174,8 @@ int main() {
       "(mais que 64), das quais só k valem algo em cada token. Encoder, TopK e decoder:\n"
       "  z = ReLU(TopK(W_enc (x - b_pre) + b_enc)),   x̂ = z W_dec + b_pre,\n"
       "cada linha de W_dec de norma 1. Um latente i é a direção W_dec[i]; z_i diz quanto dela\n"
-      "o token carrega. O modelo é o pequeno dos capítulos 32 a 35 e 43 (2 camadas, d_model 64);\n"
-      "o ponto é layers.0.out, o fluxo entre os dois blocos.");
+      "o token carrega. O modelo é o pequeno dos capítulos 32 a 34 e 43 (2 camadas, d_model\n"
+      "64); o ponto é layers.0.out, o fluxo entre os dois blocos.");
 
   // Produtos de 256 x 64 x 256 são pequenos demais para dividir entre threads: numa só, o
   // capítulo roda mais rápido (e dá os mesmos números).
@@ -186,9 +186,10 @@ int main() {
   const Array X = ativacoes_de_treino(modelo, m.tokenizer, ponto);
   Ids xv, yv;
   tut::janelas_de_validacao(m.tokenizer, 64, modelo.config().context_length, xv, yv);
-  std::printf("ativações de treino em %s: %zu caracteres x d_model %zu; validação: %zu "
-              "caracteres\n",
-              ponto.c_str(), X.shape()[0], X.shape()[1], xv.size());
+  std::printf(
+      "ativações de treino em %s: %zu caracteres x d_model %zu; validação: %zu "
+      "caracteres\n",
+      ponto.c_str(), X.shape()[0], X.shape()[1], xv.size());
 
   tut::secao("1. Treinar: 256 latentes (4 x d_model), k = 8, 600 passos de 256 ativações");
   const Treinado principal = treinar_sae(X, 256, 8, 600);
