@@ -1529,9 +1529,91 @@ TEST_F(Tutorials, Ch41ChatTemplateMaskAndTheFineTuneWithAndWithoutIt) {
   EXPECT_TRUE(contains(out, "2) 9 alvos de 67 tokens")) << out;
 }
 
-TEST_F(Tutorials, Chapter44RunsAndMatchesItsSavedOutput) {
-  // Its numbers under mpirun are tests/cli/tutorial_mpi_test.cpp's; here the program alone.
+TEST_F(Tutorials, Ch44TheSaeRebuildsTheStreamAndKTradesSparsityForFvu) {
   const std::string& out = output_of(44);
+  // The line that starts with `prefix` ("k 8: FVU" is also inside "SAE 256, k 8: FVU ...").
+  const auto line = [&](const std::string& prefix) {
+    std::istringstream lines(out);
+    std::string l;
+    while (std::getline(lines, l))
+      if (l.rfind(prefix, 0) == 0) return l;
+    ADD_FAILURE() << "no line starting with \"" << prefix << "\"";
+    return std::string();
+  };
+  const auto at = [](const std::string& l, const std::string& word) {
+    const std::vector<double> v = numbers_after(l, word);
+    return v.empty() ? std::nan("") : v[0];
+  };
+  // The main SAE: L0 is k (TopK keeps 8 positive values), the FVU is small, the loss with the
+  // SAE spliced in lies between the clean loss and the mean's, and the printed increase and
+  // fraction recovered are those losses' difference and ratio.
+  const std::string main = line("SAE 256, k 8: FVU");
+  EXPECT_EQ(at(main, "L0"), 8);
+  EXPECT_GT(at(main, "FVU"), 0);
+  EXPECT_LT(at(main, "FVU"), 0.05);
+  const std::string losses = line("perda limpa");
+  const double clean = at(losses, "perda limpa"), spliced = at(losses, "SAE no lugar"),
+               mean = at(losses, "média no lugar");
+  EXPECT_GE(spliced, clean - 1e-3);
+  EXPECT_GT(mean, spliced + 0.5);
+  EXPECT_NEAR(at(main, "aumento"), spliced - clean, 2e-4);
+  const double recovered = number_on(out, "fração da perda recuperada");
+  EXPECT_NEAR(recovered, (mean - spliced) / (mean - clean), 2e-3);
+  EXPECT_GT(recovered, 0.9);
+  // "Aqui muitos latentes morrem": some, not all; silent on validation at least the dead minus
+  // the few a short text can still wake.
+  const std::string dead = line("~ SAE 256, k 8: mortos");
+  EXPECT_GT(at(dead, "mortos"), 0);
+  EXPECT_LT(at(dead, "mortos"), 256);
+  // The latent: its contexts strongest first, its promoted characters positive and falling, its
+  // suppressed ones negative and rising.
+  std::vector<double> acts;
+  for (const std::string& l : lines_with(out, "]"))
+    if (l.rfind("~ ", 0) == 0) acts.push_back(at(l, "~ "));
+  ASSERT_EQ(acts.size(), 6u);
+  EXPECT_TRUE(std::is_sorted(acts.rbegin(), acts.rend()));
+  EXPECT_GT(acts.back(), 0);
+  EXPECT_GT(at(line("~ latente"), "dispara em"), 0);
+  const auto effects = [&](const std::string& prefix) {
+    std::vector<double> v;
+    const std::string l = line(prefix);
+    for (std::size_t p = l.find("' "); p != std::string::npos; p = l.find("' ", p + 2))
+      v.push_back(std::strtod(l.c_str() + p + 2, nullptr));
+    return v;
+  };
+  const std::vector<double> up = effects("~ promove"), down = effects("~ suprime");
+  ASSERT_EQ(up.size(), 5u);
+  ASSERT_EQ(down.size(), 5u);
+  EXPECT_TRUE(std::is_sorted(up.rbegin(), up.rend()));
+  EXPECT_TRUE(std::is_sorted(down.begin(), down.end()));
+  EXPECT_GT(up.back(), 0);
+  EXPECT_LT(down.back(), 0);
+  // What k does: L0 = k, and more latents per token leave less of the stream and of the loss.
+  double last_fvu = 1, last_increase = 1;
+  for (int k : {2, 8, 32}) {
+    const std::string l = line("k " + std::to_string(k) + ": FVU");
+    EXPECT_EQ(at(l, "L0"), k);
+    EXPECT_LT(at(l, "FVU"), last_fvu) << l;
+    EXPECT_LT(at(l, "aumento"), last_increase) << l;
+    last_fvu = at(l, "FVU");
+    last_increase = at(l, "aumento");
+  }
+  // 1) 1024 latents: a lower FVU than 256 with the same steps, but not by half, and most of the
+  // dictionary silent; 2) after the last block the same SAE explains less and costs more loss.
+  const double fvu8 = at(line("k 8: FVU"), "FVU");
+  const std::string large = line("1) SAE 1024, k 8: FVU");
+  EXPECT_LT(at(large, "FVU"), fvu8);
+  EXPECT_GT(at(large, "FVU"), fvu8 / 2);
+  EXPECT_EQ(at(line("1) com 256 latentes"), "FVU"), fvu8);
+  EXPECT_GT(at(line("~ 1) SAE 1024, k 8: mortos"), "calados na validação"), 512);
+  const std::string last = line("2) layers.1.out, SAE 256, k 8: FVU");
+  EXPECT_GT(at(last, "FVU"), fvu8);
+  EXPECT_GT(at(last, "aumento"), at(line("k 8: FVU"), "aumento"));
+}
+
+TEST_F(Tutorials, Chapter45RunsAndMatchesItsSavedOutput) {
+  // Its numbers under mpirun are tests/cli/tutorial_mpi_test.cpp's; here the program alone.
+  const std::string& out = output_of(45);
   EXPECT_NE(out.find("3 + 1 janelas"), std::string::npos) << out;
 }
 
@@ -1547,7 +1629,7 @@ TEST_F(Tutorials, Chapter44RunsAndMatchesItsSavedOutput) {
 // means re-labelling those checks with them. New chapters number their answers.
 const std::set<int> kAnswersNotNumbered = {1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11,
                                            12, 13, 14, 15, 16, 18, 19, 20, 21, 22, 23,
-                                           24, 26, 28, 29, 30, 44, 31, 32, 33, 34, 35};
+                                           24, 26, 28, 29, 30, 45, 31, 32, 33, 34, 35};
 
 // The suggestions of the "Experimente:" list of `out` (its "  - " lines).
 std::size_t suggestions_in(const std::string& out) {
@@ -1695,10 +1777,10 @@ TEST_F(Tutorials, TheAnswersShowWhatTheSuggestionsSay) {
   const std::string& c30 = saved_output_of(30);
   EXPECT_EQ(after(c30, "|rope_k - k| máximo", "posição 0 "), 0);
   EXPECT_GT(after(c30, "|rope_k - k| máximo", "posição 1 "), 0.01);
-  // 44: pieces of 3 and 1 windows: the weighted mean is the batch's gradient, the plain one is not.
-  const std::string& c44 = saved_output_of(44);
-  EXPECT_GT(after(c44, "3 + 1 janelas", "simples "), 0.1);
-  EXPECT_LT(after(c44, "3 + 1 janelas", "(3 e 1) "), 1e-5);
+  // 45: pieces of 3 and 1 windows: the weighted mean is the batch's gradient, the plain one is not.
+  const std::string& c45 = saved_output_of(45);
+  EXPECT_GT(after(c45, "3 + 1 janelas", "simples "), 0.1);
+  EXPECT_LT(after(c45, "3 + 1 janelas", "(3 e 1) "), 1e-5);
 }
 
 TEST_F(Tutorials, Ch31BpeByHandAndOnTheBook) {

@@ -1,4 +1,4 @@
-// Capítulo 44 — Dados paralelos: a média dos gradientes de meio lote é o gradiente do lote.
+// Capítulo 45 — Dados paralelos: a média dos gradientes de meio lote é o gradiente do lote.
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -34,7 +34,7 @@ static double maior_diferenca(const Array& a, const Array& b) {
 }
 
 int main() {
-  tut::capitulo(44, "Dados paralelos: vários processos, um lote");
+  tut::capitulo(45, "Dados paralelos: vários processos, um lote");
   tut::novo(
       "treinar com N processos (mpirun -np N glass train): cada um faz 1/N do lote, e a média\n"
       "dos gradientes deles é o gradiente do lote inteiro.");
