@@ -22,9 +22,10 @@ and the machine's sgemm limit at the thread count (`bench_train_step --no_train 
                             [--markdown table.md] [--json out.json]
 
 A recipe is a name and the `glass train` flags that define it; the default recipe is
-`glass train`'s own defaults (`default=''`). Runs go to a temporary directory, deleted at the end.
-Every run costs its budget plus start-up and the final evaluation: the defaults take
-3 seeds x 2 corpora x 14 minutes = about 1.5 hours per recipe. Run it on a quiet machine
+`glass train --time`'s own (`default=''`): the speedrun recipe, `--optimizer muon --zero-init-out`,
+unless the flags name the optimizer (`adamw='--optimizer adamw'` is AdamW's). Runs go to a
+temporary directory, deleted at the end. Every run costs its budget plus start-up and the final
+evaluation: the defaults take 3 seeds x 2 corpora x 14 minutes = about 1.5 hours per recipe. Run it on a quiet machine
 (`uptime` load well below the core count): the script prints the load before and after.
 """
 import argparse

@@ -96,6 +96,10 @@ void fill_options(TrainFlags& flags, CLI::App* cmd) {
   o.tokenizer_given = cmd->count("--tokenizer") > 0;
   o.data_defaulted = default_data;
   mark_recipe_given(o, cmd);
+  // A time budget asks for the best model in that time: the speedrun recipe, unless the
+  // command names the optimizer (--resume, refused with --time, keeps the recorded one).
+  if (o.time_budget_s > 0 && !o.resume)
+    glass::use_speedrun_recipe(o, cmd->count("--zero-init-out") > 0);
   // On --resume the model's sizes are the checkpoint's: one given with another value is warned
   // of (make_trainer).
   glass::ModelGiven& model = o.model_given;

@@ -28,6 +28,13 @@ std::optional<OptimizerKind> optimizer_from_name(const std::string& name) {
   return std::nullopt;
 }
 
+bool use_speedrun_recipe(TrainOptions& o, bool zero_init_given) {
+  if (o.recipe_given.optimizer) return false;
+  o.optimizer = OptimizerKind::muon;
+  if (!zero_init_given) o.zero_init_out = true;
+  return true;
+}
+
 void validate_options(TrainOptions& o) {
   positive(o.iters, "iters");
   if (!(o.time_budget_s >= 0) || !std::isfinite(o.time_budget_s))

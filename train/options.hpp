@@ -89,7 +89,9 @@ struct TrainOptions {
   /// at muon_lr, AdamW (lr, weight_decay, betas) on the embeddings, the output head and the gains.
   OptimizerKind optimizer = OptimizerKind::adamw;
   /// Muon's peak learning rate; the schedule's multiplier lr(it) / lr (warmup, cosine) applies.
-  double muon_lr = 0.02;
+  /// 0.01 reached val 1.88 in fewer steps and ended lower than Muon's usual 0.02 on
+  /// tinyshakespeare at 600 and 2000 steps (bench/README.md, *Recipe search*).
+  double muon_lr = 0.01;
   long eval_every = 250;  ///< evaluate (and checkpoint) every this many steps
   /// eval_every was chosen: a time budget keeps it. Otherwise a time budget spaces the
   /// evaluations so that they take about a tenth of it (train/time_budget.hpp).
@@ -147,6 +149,15 @@ struct TrainOptions {
   /// there (`glass train` writes DIR/loss.html, cli/loss_page.hpp). Empty: nothing is called.
   std::function<void(const Trainer&)> on_run_end;
 };
+
+/// The speedrun recipe, which `glass train --time` trains with where the command leaves the
+/// optimizer open: Muon (at muon_lr) on the blocks' matrices, with their output projections
+/// started at zero (zero_init_out, unless `zero_init_given`). It reached a lower validation loss
+/// than AdamW at every budget of the speedrun table (bench/README.md, *Speedrun*;
+/// docs/treino.md, "Qualidade por minuto"). A command that names the optimizer
+/// (`o.recipe_given.optimizer`) keeps its own optimizer and initialisation: `o` is left as is.
+/// Returns whether it changed the recipe.
+bool use_speedrun_recipe(TrainOptions& o, bool zero_init_given);
 
 /// Checks every field of `o` and fills the derived defaults (decay_iters -1 -> iters, min_lr -1 ->
 /// lr / 10). Throws OptionError naming the first bad field. Conflicts of resume with other

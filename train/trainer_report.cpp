@@ -56,8 +56,13 @@ void Trainer::print_banner(std::size_t text_chars) {
   if (muon_)
     out_ << fmt::format(
         "optimizer: Muon (lr {:g}, the same schedule) on the {} matrices of the blocks, AdamW on "
-        "the embeddings, output head and gains\n",
-        o.muon_lr, muon_->params().size());
+        "the embeddings, output head and gains{}\n",
+        o.muon_lr, muon_->params().size(),
+        fits_time && !o.recipe_given.optimizer
+            ? " (--time's speedrun recipe; --optimizer adamw trains with AdamW)"
+            : "");
+  if (o.zero_init_out && step_ == 0)
+    out_ << "init: the blocks' output projections (attention W_O, feed-forward w2) start at zero\n";
   if (o.comm.size() > 1)
     out_ << fmt::format("data parallel: {} processes, {} windows of each batch per process\n",
                         o.comm.size(), o.batch_size / static_cast<std::size_t>(o.comm.size()));

@@ -1,4 +1,5 @@
 // Capítulo 36 — Muon: o passo ortogonalizado.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -124,6 +125,32 @@ std::vector<double> treina(double muon_lr, long passos) {
   return perdas;
 }
 
+/// Operações de ponto flutuante (uma multiplicação e uma soma contam 2) de um passo do Muon:
+/// para cada matriz m x n (m <= n depois de transpor), 5 vezes A = X Xᵀ (2m²n), A² (2m³) e
+/// (bA + cA²) X (2m²n).
+double flops_newton_schulz(const MuonSplit& partes) {
+  double total = 0;
+  for (const auto& p : partes.muon) {
+    const auto& forma = p.second.value().shape();
+    const double m = static_cast<double>(std::min(forma[0], forma[1]));
+    const double n = static_cast<double>(std::max(forma[0], forma[1]));
+    total += 5 * (2 * m * m * n + 2 * m * m * m + 2 * m * m * n);
+  }
+  return total;
+}
+
+/// As operações de um passo do modelo (forward e backward) com `tokens` posições em janelas de
+/// `T`: cada número de uma matriz (dos blocos e da cabeça de saída) custa 2 por token no forward
+/// e 4 no backward (6 ao todo); a atenção causal, Q Kᵀ e pesos x V sobre em média T/2 chaves,
+/// 2 · 2 · (T/2) · d_model por token e camada no forward, o triplo com o backward.
+double flops_modelo(const Decoder& modelo, const ModelConfig& c, double tokens, double T) {
+  double numeros_de_matrizes = 0;
+  for (const auto& p : modelo.named_parameters())
+    if (p.second.value().dimension() == 2 && p.first != "tok_embeddings.weight")
+      numeros_de_matrizes += static_cast<double>(p.second.value().size());
+  const double atencao = 3 * 2 * 2 * (T / 2) * static_cast<double>(c.d_model * c.n_layers);
+  return tokens * (6 * numeros_de_matrizes + atencao);
+}
 }  // namespace
 
 int main() {
@@ -227,10 +254,37 @@ int main() {
       "No mesmo número de passos o Muon chega mais baixo. Cada passo dele custa mais\n"
       "(as multiplicações de Newton-Schulz em cada matriz): o que conta é a perda por minuto.\n"
       "No corpus tinyshakespeare, com o modelo padrão de `glass train`, o Muon (lr 0.01)\n"
-      "chegou à perda 1.88 em 500 passos e o AdamW em 950, com o passo do Muon a ~0.65x da\n"
-      "velocidade do AdamW em tokens por segundo: ~20% menos tempo (bench/README.md, seção\n"
-      "Speedrun, tem as medições e a máquina). O autor avisa que o Muon foi ajustado para\n"
-      "lotes grandes; aqui os lotes são pequenos, e mesmo assim ele ganha em passos.");
+      "chegou à perda 1.88 em 500 passos e o AdamW em 950; em 2 núcleos, em 21 s e 26 s\n"
+      "(bench/README.md, seção Speedrun, tem as medições e a máquina). O autor avisa que o\n"
+      "Muon foi ajustado para lotes grandes; aqui os lotes são pequenos, e mesmo assim ele\n"
+      "ganha em passos e em minutos.");
+
+  tut::secao("Qualidade por minuto: o custo de um passo");
+  {
+    ModelConfig c;  // o modelo padrão de `glass train`, com os 65 caracteres do tinyshakespeare + 1
+    c.vocab_size = 66;
+    const Decoder modelo(c, /*seed=*/1);
+    const MuonSplit partes = split_for_muon(modelo.named_parameters());
+    const double ns = flops_newton_schulz(partes);
+    for (const double B : {12.0, 48.0}) {
+      const double passo = flops_modelo(modelo, c, B * 64, 64);
+      std::printf(
+          "lote %2.0f x 64: modelo %.3f GFLOP, Newton-Schulz %.3f GFLOP, "
+          "passo do Muon / passo do AdamW %.3f\n",
+          B, passo / 1e9, ns / 1e9, passo / (passo + ns));
+    }
+  }
+  tut::texto(
+      "O Newton-Schulz não depende do lote: são as mesmas 5 iterações em cada matriz, com 768\n"
+      "tokens ou com 3072. No lote padrão (12 janelas de 64) ele custa quase dois terços dos\n"
+      "produtos do próprio modelo, e a conta prevê o passo do Muon a ~0.61 da velocidade do\n"
+      "AdamW. Medido em 2 núcleos (bench/README.md, seção Speedrun): 0.61. É o aviso do autor\n"
+      "sobre lotes pequenos, em números. Mesmo assim, por minuto, o Muon ganha: ele precisa de\n"
+      "cerca de metade dos passos para chegar a 1.88.\n"
+      "Qualidade por minuto é qualidade por passo vezes passos por minuto. Num orçamento curto\n"
+      "um modelo menor dá mais passos (1 ou 2 camadas ganham em 15 segundos); num longo, o maior\n"
+      "aprende mais por passo e passa à frente. `glass train --time` treina com o Muon e as\n"
+      "projeções de saída começando em zero (a receita do speedrun); o tamanho é escolha sua.");
 
   tut::experimente({
       "troque a iteração do Muon pela cúbica (a, b, c) = (1.5, -0.5, 0) com 5 passos: a direção fraca anda quanto?",

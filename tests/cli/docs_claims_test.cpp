@@ -771,7 +771,8 @@ TEST_F(DocsClaims, Training) {
   // Muon (train/muon.hpp): its defaults, the quintic's coefficients, and the band its five steps
   // leave every singular value from 0.01 to 1 in (the scalar map on 10^4 log-spaced points).
   expect_claim("treino.md", "β = 0.95", "β = " + fixed(glass::MuonConfig().momentum, 2));
-  expect_claim("treino.md", "(0.02 ", "(" + fixed(options.muon_lr, 2) + " ");
+  expect_claim("treino.md", "`--muon-lr` (0.01 ",
+               "`--muon-lr` (" + fixed(options.muon_lr, 2) + " ");
   expect_claim("treino.md", "3.4445", fixed(glass::kNewtonSchulzA, 4));
   expect_claim("treino.md", "4.7750", fixed(-glass::kNewtonSchulzB, 4));
   expect_claim("treino.md", "2.0315", fixed(glass::kNewtonSchulzC, 4));
@@ -1354,6 +1355,7 @@ TEST(ManualPages, TrainFlagDefaultsAreTrainOptions) {
       {"| `--lr X` / `--min-lr X` ",
        (o.lr == 1e-3 ? "1e-3" : n(o.lr)) + (o.min_lr < 0 ? " / lr/10" : " / " + n(o.min_lr))},
       {"| `--warmup N` ", n(o.warmup)},
+      {"| `--muon-lr X` ", fixed(o.muon_lr, 2)},
       {"| `--weight-decay X` ", fixed(o.weight_decay, 1)},
       {"| `--grad-clip X` ", fixed(o.grad_clip, 1)},
       {"| `--eval-every N` / `--eval-iters N` ", n(o.eval_every) + " / " + n(o.eval_iters)},

@@ -323,6 +323,43 @@ TEST_F(TrainCli, TimeBudgetChoosesTheStepsSaysSoAndRefusesBadDurations) {
                "--time chooses the step count of a new run");
 }
 
+TEST_F(TrainCli, TimeBudgetTrainsWithTheSpeedrunRecipeUnlessTheOptimizerIsNamed) {
+  const std::string data =
+      " --data " + q(text_.string()) + tiny() + " --time 1s --eval-every 100000 --no-interp-record";
+  // --time alone: Muon, the output projections started at zero, both said and recorded.
+  const fs::path fast = dir_ / "speedrun";
+  const CliRun r = glass("train --out " + q(fast.string()) + data);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("(--time's speedrun recipe; --optimizer adamw trains with AdamW)"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("init: the blocks' output projections (attention W_O, feed-forward w2) "
+                       "start at zero"),
+            std::string::npos)
+      << r.out;
+  const json recipe = json::parse(read_file(fast / "train_state.json")).at("recipe");
+  EXPECT_EQ(recipe.at("optimizer"), "muon");
+  EXPECT_EQ(recipe.at("muon_lr").get<double>(), 0.01);
+  EXPECT_EQ(recipe.at("zero_init_out"), true);
+  // The command names the optimizer: its own recipe, initialisation included.
+  const fs::path named = dir_ / "named";
+  const CliRun adamw = glass("train --out " + q(named.string()) + data + " --optimizer adamw");
+  ASSERT_EQ(adamw.exit_code, 0) << adamw.err;
+  EXPECT_EQ(adamw.out.find("Muon"), std::string::npos) << adamw.out;
+  EXPECT_EQ(adamw.out.find("start at zero"), std::string::npos) << adamw.out;
+  const json plain = json::parse(read_file(named / "train_state.json")).at("recipe");
+  EXPECT_FALSE(plain.contains("optimizer")) << plain.dump();  // AdamW saves record none
+  EXPECT_FALSE(plain.contains("zero_init_out")) << plain.dump();
+  // --zero-init-out=false keeps Muon and starts the projections at random.
+  const fs::path random_init = dir_ / "random-init";
+  const CliRun off =
+      glass("train --out " + q(random_init.string()) + data + " --zero-init-out=false");
+  ASSERT_EQ(off.exit_code, 0) << off.err;
+  const json muon_only = json::parse(read_file(random_init / "train_state.json")).at("recipe");
+  EXPECT_EQ(muon_only.at("optimizer"), "muon");
+  EXPECT_FALSE(muon_only.contains("zero_init_out")) << muon_only.dump();
+}
+
 TEST_F(TrainCli, FailedRunsLeaveAGoodCheckpointIntact) {
   const fs::path copy = dir_ / "intact";
   fs::copy(ckpt_, copy);

@@ -1257,6 +1257,26 @@ TEST_F(Tutorials, Ch36MuonOrthogonalizesTheStep) {
   ASSERT_EQ(adamw.size(), 4u);
   ASSERT_EQ(muon.size(), 4u);
   for (std::size_t i = 0; i < 4; ++i) EXPECT_LT(muon[i], adamw[i]) << "evaluation " << i;
+  // The cost of a step, counted by hand (a Python line over the shapes) for glass train's default
+  // model with 66 ids: per layer wq, wo 128 x 128, wk, wv 64 x 128, w1, w3 344 x 128, w2
+  // 128 x 344, and the 128 x 66 head: 733,440 numbers, 6 FLOP each per token, plus causal
+  // attention 3 * 2 * 2 * 32 * 128 * 4 per token; Newton-Schulz 5 * (4 m^2 n + 2 m^3) per matrix,
+  // m <= n: 2.212495 GFLOP. Batch 12 x 64: 3.530686 GFLOP, ratio 0.614761; 48 x 64: 14.122746,
+  // 0.864557.
+  const struct {
+    const char* line;
+    std::vector<double> expected;
+  } costs[] = {{"lote 12 x 64", {3.531, 2.212, 0.615}}, {"lote 48 x 64", {14.123, 2.212, 0.865}}};
+  for (const auto& cost : costs) {
+    const std::vector<std::string> lines = lines_with(out, cost.line);
+    ASSERT_EQ(lines.size(), 1u) << cost.line;
+    const char* after[] = {"modelo", "Newton-Schulz", "passo do AdamW"};
+    for (std::size_t i = 0; i < 3; ++i) {
+      const std::vector<double> got = numbers_after(lines[0], after[i]);
+      ASSERT_FALSE(got.empty()) << lines[0];
+      EXPECT_NEAR(got[0], cost.expected[i], 5e-4) << lines[0];
+    }
+  }
   // The answers: the cubic leaves the weak direction at 0.062; without momentum the first step
   // is the same; a rank-1 G keeps its zero singular value.
   expect_numbers(out, "1) cúbica com 5 passos, valores singulares", {1, 0.062132});

@@ -222,6 +222,23 @@ void expect_repeated_by_iters(TrainOptions fixed, const TempDir& dir, const std:
 
 }  // namespace
 
+TEST(TimeBudget, TheSpeedrunRecipeFillsOnlyWhatTheCommandLeftOpen) {
+  TrainOptions open;  // nothing named: Muon at its default rate, projections at zero
+  EXPECT_TRUE(use_speedrun_recipe(open, /*zero_init_given=*/false));
+  EXPECT_EQ(open.optimizer, OptimizerKind::muon);
+  EXPECT_EQ(open.muon_lr, 0.01);
+  EXPECT_TRUE(open.zero_init_out);
+  TrainOptions random_init;  // --zero-init-out=false: Muon, the projections left random
+  EXPECT_TRUE(use_speedrun_recipe(random_init, /*zero_init_given=*/true));
+  EXPECT_EQ(random_init.optimizer, OptimizerKind::muon);
+  EXPECT_FALSE(random_init.zero_init_out);
+  TrainOptions named;  // --optimizer adamw: the command's recipe, untouched
+  named.recipe_given.optimizer = true;
+  EXPECT_FALSE(use_speedrun_recipe(named, /*zero_init_given=*/false));
+  EXPECT_EQ(named.optimizer, OptimizerKind::adamw);
+  EXPECT_FALSE(named.zero_init_out);
+}
+
 TEST(TimeBudget, ARunFittedToABudgetIsTheRunOfItsStepCount) {
   TempDir dir("repeat");
   TrainOptions timed = tiny_options(dir, "timed");
