@@ -117,10 +117,18 @@ void report_run(const glass::TrainResult& result, const glass::TrainOptions& o, 
     throw CLI::RuntimeError(
         128 + result.stop_signal);  // 130 after Ctrl-C, 143 after SIGTERM (on any rank)
   }
-  if (o.time_budget_s > 0 && !o.resume)  // the step count and cadence --time chose
+  if (o.time_budget_s > 0 && !o.resume) {  // the step count and cadence --time chose
+    // ... and the speedrun recipe it filled in (glass::use_speedrun_recipe), which the same
+    // command without --time would not train with.
+    std::string recipe;
+    if (o.optimizer == glass::OptimizerKind::muon && !o.recipe_given.optimizer) {
+      recipe = " --optimizer muon";
+      if (o.zero_init_out && cmd->count("--zero-init-out") == 0) recipe += " --zero-init-out";
+    }
     std::cout << fmt::format(
-        "repeat this run: the same command with --iters {} --eval-every {} instead of --time\n",
-        result.iters, result.eval_every);
+        "repeat this run: the same command with --iters {} --eval-every {}{} instead of --time\n",
+        result.iters, result.eval_every, recipe);
+  }
   std::cout << fmt::format(
       "sample from it: {} sample --checkpoint {}{} --tokens 300\n", program_name(),
       shell_quote(o.out_dir),

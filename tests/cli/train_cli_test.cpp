@@ -299,7 +299,7 @@ TEST_F(TrainCli, TimeBudgetChoosesTheStepsSaysSoAndRefusesBadDurations) {
   const std::string n = m[1];
   // How to repeat it, in flags: the command's words, not the library's.
   EXPECT_NE(r.out.find("repeat this run: the same command with --iters " + n +
-                       " --eval-every 100000 instead of --time"),
+                       " --eval-every 100000 --optimizer muon --zero-init-out instead of --time"),
             std::string::npos)
       << r.out;
   const json state = json::parse(read_file(out / "train_state.json"));
@@ -337,6 +337,30 @@ TEST_F(TrainCli, TimeBudgetTrainsWithTheSpeedrunRecipeUnlessTheOptimizerIsNamed)
                        "start at zero"),
             std::string::npos)
       << r.out;
+  // The flags said at the end repeat it without --time: the same losses at every evaluation.
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(
+      r.out, m,
+      std::regex(R"(the same command with (--iters [0-9]+ --eval-every [0-9]+ --optimizer muon )"
+                 R"(--zero-init-out) instead of --time)")))
+      << r.out;
+  const fs::path again = dir_ / "speedrun-again";
+  const CliRun repeat = glass("train --out " + q(again.string()) + " --data " + q(text_.string()) +
+                              tiny() + " --no-interp-record " + m[1].str());
+  ASSERT_EQ(repeat.exit_code, 0) << repeat.err;
+  const auto losses = [](const fs::path& log) {  // step, lr, train_loss, val_loss of each row
+    std::vector<std::string> rows;
+    std::istringstream lines(read_file(log));
+    std::string line;
+    while (std::getline(lines, line)) {
+      std::size_t end = 0;
+      for (int field = 0; field < 4 && end != std::string::npos; ++field)
+        end = line.find(',', end == 0 ? 0 : end + 1);
+      rows.push_back(line.substr(0, end));
+    }
+    return rows;
+  };
+  EXPECT_EQ(losses(again / "log.csv"), losses(fast / "log.csv"));
   const json recipe = json::parse(read_file(fast / "train_state.json")).at("recipe");
   EXPECT_EQ(recipe.at("optimizer"), "muon");
   EXPECT_EQ(recipe.at("muon_lr").get<double>(), 0.01);
