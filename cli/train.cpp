@@ -97,8 +97,10 @@ void fill_options(TrainFlags& flags, CLI::App* cmd) {
   o.data_defaulted = default_data;
   mark_recipe_given(o, cmd);
   // A time budget asks for the best model in that time: the speedrun recipe, unless the
-  // command names the optimizer (--resume, refused with --time, keeps the recorded one).
-  if (o.time_budget_s > 0 && !o.resume)
+  // command names the optimizer (--resume, refused with --time, keeps the recorded one). Measured
+  // on one process: under mpirun each process would orthogonalise every matrix, and an
+  // --overfit-batch check keeps the plain recipe it checks.
+  if (o.time_budget_s > 0 && !o.resume && !o.overfit_batch && o.comm.size() == 1)
     glass::use_speedrun_recipe(o, cmd->count("--zero-init-out") > 0);
   // On --resume the model's sizes are the checkpoint's: one given with another value is warned
   // of (make_trainer).
@@ -206,6 +208,10 @@ void add_train_command(CLI::App& app) {
       "nanoGPT's shakespeare_char recipe; the checkpoint goes to runs/<corpus name>.");
   add_data_flags(cmd, o);
   add_schedule_flags(cmd, o);
+  cmd->get_option("--time")->description(
+      "train for about this long (90s, 5m, 1.5m, 1h): the steps that fit are chosen after a "
+      "short timed trial and recorded, instead of --iters; unless --optimizer is given, with the "
+      "speedrun recipe (--optimizer muon --zero-init-out)");
   add_evaluation_flags(cmd, o);
   add_run_flags(cmd, *flags);
   add_model_flags(cmd, o);

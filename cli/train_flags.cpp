@@ -59,8 +59,7 @@ void add_schedule_flags(CLI::App* cmd, glass::TrainOptions& o) {
   cmd->add_option_function<std::string>(
          "--time", [&o](const std::string& text) { o.time_budget_s = glass::parse_duration(text); },
          "train for about this long (90s, 5m, 1.5m, 1h): the steps that fit are chosen after a "
-         "short timed trial and recorded, instead of --iters; unless --optimizer is given, with "
-         "the speedrun recipe (--optimizer muon --zero-init-out)")
+         "short timed trial and recorded, instead of --iters")
       ->check(kDuration);
   cmd->add_option("--batch-size", o.batch_size, "windows per step (B)")
       ->check(glass::cli::integer_in(1, 1'000'000, "an integer from 1 to 1000000"))

@@ -44,8 +44,11 @@ std::string train_command(const CLI::App* cmd, const glass::TrainOptions& o,
         std::find(left_out.begin(), left_out.end(), name) != left_out.end())
       continue;
     line += " " + name;
-    if (opt->get_type_size() != 0)
+    if (opt->get_expected_min() == 0) {  // a flag: its name alone, or =false when turned off
+      if (!opt->as<bool>()) line += "=false";
+    } else {
       for (const std::string& value : opt->results()) line += " " + shell_quote(value);
+    }
   }
   return line;
 }
@@ -121,13 +124,14 @@ void report_run(const glass::TrainResult& result, const glass::TrainOptions& o, 
     // ... and the speedrun recipe it filled in (glass::use_speedrun_recipe), which the same
     // command without --time would not train with.
     std::string recipe;
-    if (o.optimizer == glass::OptimizerKind::muon && !o.recipe_given.optimizer) {
+    if (o.speedrun_recipe) {
       recipe = " --optimizer muon";
       if (o.zero_init_out && cmd->count("--zero-init-out") == 0) recipe += " --zero-init-out";
     }
+    // An --eval-every given stays in the command as it is (given twice it would be refused).
     std::cout << fmt::format(
-        "repeat this run: the same command with --iters {} --eval-every {}{} instead of --time\n",
-        result.iters, result.eval_every, recipe);
+        "repeat this run: the same command with --iters {}{}{} instead of --time\n", result.iters,
+        o.eval_every_given ? "" : fmt::format(" --eval-every {}", result.eval_every), recipe);
   }
   std::cout << fmt::format(
       "sample from it: {} sample --checkpoint {}{} --tokens 300\n", program_name(),

@@ -32,6 +32,7 @@ bool use_speedrun_recipe(TrainOptions& o, bool zero_init_given) {
   if (o.recipe_given.optimizer) return false;
   o.optimizer = OptimizerKind::muon;
   if (!zero_init_given) o.zero_init_out = true;
+  o.speedrun_recipe = true;
   return true;
 }
 

@@ -89,9 +89,13 @@ struct TrainOptions {
   /// at muon_lr, AdamW (lr, weight_decay, betas) on the embeddings, the output head and the gains.
   OptimizerKind optimizer = OptimizerKind::adamw;
   /// Muon's peak learning rate; the schedule's multiplier lr(it) / lr (warmup, cosine) applies.
-  /// 0.01 reached val 1.88 in fewer steps and ended lower than Muon's usual 0.02 on
-  /// tinyshakespeare at 600 and 2000 steps (bench/README.md, *Recipe search*).
+  /// 0.01 ended lower than Muon's usual 0.02 on tinyshakespeare (1.778 against 1.782 at step 600,
+  /// 1.571 against 1.605 at 2000) and reached val 1.88 sooner at 2000 steps (bench/README.md,
+  /// *Speedrun* and *Recipe search*).
   double muon_lr = 0.01;
+  /// --time filled in the speedrun recipe (use_speedrun_recipe): the banner and the command's
+  /// "repeat this run" line say so.
+  bool speedrun_recipe = false;
   long eval_every = 250;  ///< evaluate (and checkpoint) every this many steps
   /// eval_every was chosen: a time budget keeps it. Otherwise a time budget spaces the
   /// evaluations so that they take about a tenth of it (train/time_budget.hpp).
@@ -152,12 +156,12 @@ struct TrainOptions {
 
 /// The speedrun recipe, which `glass train --time` trains with where the command leaves the
 /// optimizer open: Muon (at muon_lr) on the blocks' matrices, with their output projections
-/// started at zero (zero_init_out, unless `zero_init_given`). On tinyshakespeare it reached a
-/// lower validation loss than AdamW at every budget of the speedrun table, 15 s to 3 min
-/// (bench/README.md, *Speedrun*; docs/treino.md, "Qualidade por minuto"); on a text as small
-/// as Dom Casmurro both overfit after a minute, Muon sooner. A command that names the optimizer
-/// (`o.recipe_given.optimizer`) keeps its own optimizer and initialisation: `o` is left as is.
-/// Returns whether it changed the recipe.
+/// started at zero (zero_init_out, unless `zero_init_given`), and speedrun_recipe set. On
+/// tinyshakespeare it reached a lower validation loss than AdamW at every budget of the speedrun
+/// table, 15 s to 3 min (bench/README.md, *Speedrun*; docs/treino.md, "Qualidade por minuto");
+/// on a text as small as Dom Casmurro both overfit after a minute, Muon sooner. A command that
+/// names the optimizer (`o.recipe_given.optimizer`) keeps its own optimizer and initialisation:
+/// `o` is left as is. Returns whether it changed the recipe.
 bool use_speedrun_recipe(TrainOptions& o, bool zero_init_given);
 
 /// Checks every field of `o` and fills the derived defaults (decay_iters -1 -> iters, min_lr -1 ->

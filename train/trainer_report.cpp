@@ -58,9 +58,8 @@ void Trainer::print_banner(std::size_t text_chars) {
         "optimizer: Muon (lr {:g}, the same schedule) on the {} matrices of the blocks, AdamW on "
         "the embeddings, output head and gains{}\n",
         o.muon_lr, muon_->params().size(),
-        fits_time && !o.recipe_given.optimizer
-            ? " (--time's speedrun recipe; --optimizer adamw trains with AdamW)"
-            : "");
+        o.speedrun_recipe ? " (--time's speedrun recipe; --optimizer adamw trains with AdamW)"
+                          : "");
   if (o.zero_init_out && step_ == 0)
     out_ << "init: the blocks' output projections (attention W_O, feed-forward w2) start at zero\n";
   if (o.comm.size() > 1)

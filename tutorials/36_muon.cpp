@@ -270,7 +270,7 @@ int main() {
       const double passo = flops_modelo(modelo, c, B * 64, 64);
       std::printf(
           "lote %2.0f x 64: modelo %.3f GFLOP, Newton-Schulz %.3f GFLOP, "
-          "passo do Muon / passo do AdamW %.3f\n",
+          "tokens/s do Muon / do AdamW %.3f\n",
           B, passo / 1e9, ns / 1e9, passo / (passo + ns));
     }
   }
@@ -282,8 +282,9 @@ int main() {
       "sobre lotes pequenos, em números. Mesmo assim, por minuto, o Muon ganha: ele precisa de\n"
       "cerca de metade dos passos para chegar a 1.88.\n"
       "Qualidade por minuto é qualidade por passo vezes passos por minuto. Num orçamento curto\n"
-      "um modelo menor dá mais passos (1 ou 2 camadas ganham em 15 segundos); num longo, o maior\n"
-      "aprende mais por passo e passa à frente. `glass train --time` treina com o Muon e as\n"
+      "um modelo menor dá mais passos (1 ou 2 camadas ganham em 15 segundos); quanto mais longo\n"
+      "o orçamento, mais vale o modelo maior, que aprende mais por passo (em 1 minuto 2 camadas\n"
+      "ainda ganham de 4, e 1 camada já perde). `glass train --time` treina com o Muon e as\n"
       "projeções de saída começando em zero (a receita do speedrun); o tamanho é escolha sua.");
 
   tut::experimente({

@@ -232,9 +232,10 @@ int main() {
 
   tut::secao("O custo no modelo padrão (medido, não treinado aqui)");
   tut::texto(
-      "De docs/quantizacao.md: o modelo padrão (`bash scripts/train.sh`, 2000 passos em Dom\n"
-      "Casmurro, d_model 128, 4 camadas), avaliado com `glass eval --quantize TIPO` na parte de\n"
-      "validação. Os bits por peso são os do arquivo inteiro (ganhos em F32, w2 em F16):\n"
+      "De docs/quantizacao.md: o modelo padrão (`glass train` com seus padrões: AdamW, 2000\n"
+      "passos em Dom Casmurro, d_model 128, 4 camadas), avaliado com `glass eval --quantize TIPO`\n"
+      "na parte de validação. Os bits por peso são os do arquivo inteiro (ganhos em F32, w2 em\n"
+      "F16):\n"
       "  pesos  bytes     bits/peso  perda (nats/caractere)\n"
       "  f32    3264384   32.00      1.5762\n"
       "  f16    1639808   16.02      1.5762\n"

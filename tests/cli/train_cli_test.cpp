@@ -298,8 +298,9 @@ TEST_F(TrainCli, TimeBudgetChoosesTheStepsSaysSoAndRefusesBadDurations) {
       << r.out;
   const std::string n = m[1];
   // How to repeat it, in flags: the command's words, not the library's.
+  // (--eval-every was given: it stays as it is in the command, not given twice.)
   EXPECT_NE(r.out.find("repeat this run: the same command with --iters " + n +
-                       " --eval-every 100000 --optimizer muon --zero-init-out instead of --time"),
+                       " --optimizer muon --zero-init-out instead of --time"),
             std::string::npos)
       << r.out;
   const json state = json::parse(read_file(out / "train_state.json"));
@@ -341,12 +342,12 @@ TEST_F(TrainCli, TimeBudgetTrainsWithTheSpeedrunRecipeUnlessTheOptimizerIsNamed)
   std::smatch m;
   ASSERT_TRUE(std::regex_search(
       r.out, m,
-      std::regex(R"(the same command with (--iters [0-9]+ --eval-every [0-9]+ --optimizer muon )"
-                 R"(--zero-init-out) instead of --time)")))
+      std::regex(R"(the same command with (--iters [0-9]+ --optimizer muon --zero-init-out) )"
+                 R"(instead of --time)")))
       << r.out;
   const fs::path again = dir_ / "speedrun-again";
   const CliRun repeat = glass("train --out " + q(again.string()) + " --data " + q(text_.string()) +
-                              tiny() + " --no-interp-record " + m[1].str());
+                              tiny() + " --eval-every 100000 --no-interp-record " + m[1].str());
   ASSERT_EQ(repeat.exit_code, 0) << repeat.err;
   const auto losses = [](const fs::path& log) {  // step, lr, train_loss, val_loss of each row
     std::vector<std::string> rows;
@@ -382,6 +383,15 @@ TEST_F(TrainCli, TimeBudgetTrainsWithTheSpeedrunRecipeUnlessTheOptimizerIsNamed)
   const json muon_only = json::parse(read_file(random_init / "train_state.json")).at("recipe");
   EXPECT_EQ(muon_only.at("optimizer"), "muon");
   EXPECT_FALSE(muon_only.contains("zero_init_out")) << muon_only.dump();
+  // A flag turned off stays off in the command the program suggests (here after a divergence).
+  const CliRun diverged = glass(
+      "train --out " + q((dir_ / "diverged").string()) + " --data " + q(text_.string()) + tiny() +
+      " --iters 200 --eval-every 1000 --no-interp-record --lr 1e9 --zero-init-out=false");
+  expect_error(diverged, "NaN");
+  EXPECT_NE(diverged.err.find(" --zero-init-out=false "), std::string::npos) << diverged.err;
+  // ... and a flag given bare stays bare (a value after it would be an unexpected argument).
+  EXPECT_NE(diverged.err.find(" --no-interp-record --d-model 32"), std::string::npos)
+      << diverged.err;
 }
 
 TEST_F(TrainCli, FailedRunsLeaveAGoodCheckpointIntact) {

@@ -1270,7 +1270,7 @@ TEST_F(Tutorials, Ch36MuonOrthogonalizesTheStep) {
   for (const auto& cost : costs) {
     const std::vector<std::string> lines = lines_with(out, cost.line);
     ASSERT_EQ(lines.size(), 1u) << cost.line;
-    const char* after[] = {"modelo", "Newton-Schulz", "passo do AdamW"};
+    const char* after[] = {"modelo", "Newton-Schulz", "do AdamW"};
     for (std::size_t i = 0; i < 3; ++i) {
       const std::vector<double> got = numbers_after(lines[0], after[i]);
       ASSERT_FALSE(got.empty()) << lines[0];
